@@ -1,0 +1,60 @@
+"""Ren: a lazy polynomial IR for RNS-CKKS, with a twelve-pass scheduler, a memory planner,
+NumPy and CUDA backends and a JIT.
+
+Start with `Poly` and `RingSpec`::
+
+    import ren
+    ring = ren.RingSpec.generate(N=16, count=3)
+    a = ren.Poly.from_coefficients(range(16), ring)
+    b = (a * a + 1)          # lazy: nothing has run yet
+"""
+
+from ren import errors, random
+from ren.device import Buffer, canonical_device
+from ren.errors import (
+    DeviceError,
+    DomainError,
+    JitError,
+    LevelError,
+    MemoryPlanError,
+    ParameterError,
+    RealizeError,
+    RenError,
+    RingMismatchError,
+    ScheduleError,
+    SerializationError,
+    ShapeError,
+)
+from ren.node import Node, toposort
+from ren.ops import DType, Op
+from ren.poly import Poly
+from ren.ring import Domain, RingSpec
+from ren.spec import PolySpec, spec_of
+
+__all__ = [
+    "Buffer",
+    "DType",
+    "DeviceError",
+    "Domain",
+    "DomainError",
+    "JitError",
+    "LevelError",
+    "MemoryPlanError",
+    "Node",
+    "Op",
+    "ParameterError",
+    "Poly",
+    "PolySpec",
+    "RealizeError",
+    "RenError",
+    "RingMismatchError",
+    "RingSpec",
+    "ScheduleError",
+    "SerializationError",
+    "ShapeError",
+    "canonical_device",
+    "errors",
+    "random",
+    "spec_of",
+    "toposort",
+]

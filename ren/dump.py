@@ -1,0 +1,88 @@
+"""A deterministic, readable text dump of a graph: one node per line, stable numbering.
+
+This is the golden-snapshot format.  Nodes are numbered in `toposort` order (sources first,
+left to right), rings and buffers by first appearance, so the same graph always prints the same
+text, whatever the object ids.  Kernel ASTs (the `arg` of a KERNEL node) print indented under
+their KERNEL line.
+
+    rings:
+      r0 = RingSpec(N=16, moduli=(...))
+    %0 = BUFFER u32 buf0 python 16x2
+    %1 = TO_RNS u32 (%0) r0 limb_count=2
+    %2 = MUL u32 (%1, %1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ren.device import Buffer
+from ren.node import Node, toposort
+from ren.random import RandomSpec
+from ren.ring import Domain, RingSpec
+
+
+@dataclass
+class _Names:
+    rings: dict[RingSpec, str] = field(default_factory=dict)
+    buffers: dict[int, str] = field(default_factory=dict)
+
+    def ring(self, r: RingSpec) -> str:
+        return self.rings.setdefault(r, f"r{len(self.rings)}")
+
+    def buffer(self, b: Buffer) -> str:
+        name = self.buffers.get(id(b))
+        if name is None:
+            name = self.buffers[id(b)] = f"buf{len(self.buffers)}"
+        return name
+
+
+def format_arg(arg: Any, names: _Names) -> str:
+    """The text of one node argument."""
+    if arg is None:
+        return ""
+    if isinstance(arg, RingSpec):
+        return names.ring(arg)
+    if isinstance(arg, Domain):
+        return arg.name
+    if isinstance(arg, Buffer):
+        text = f"{names.buffer(arg)} {arg.device} {arg.shape[0]}x{arg.shape[1]}"
+        if arg.base is not None:
+            text += f" view of {names.buffer(arg.base)}+{arg.offset}"
+        return text
+    if isinstance(arg, RandomSpec):
+        params = ",".join(repr(p) for p in arg.params)
+        return f"{arg.kind}({params}) seed={arg.seed.hex()[:12]} {arg.device}"
+    if isinstance(arg, bytes):
+        return arg.hex()[:16]
+    if hasattr(arg, "dump_text"):
+        return arg.dump_text(lambda a: format_arg(a, names))
+    if isinstance(arg, tuple):
+        return "(" + ", ".join(format_arg(a, names) for a in arg) + ")"
+    if isinstance(arg, str):
+        return arg
+    return repr(arg)
+
+
+def _lines(root: Node, names: _Names, indent: str) -> list[str]:
+    order = toposort(root)
+    number = {n: i for i, n in enumerate(order)}
+    out = []
+    for n in order:
+        srcs = "(" + ", ".join(f"%{number[s]}" for s in n.src) + ")" if n.src else ""
+        arg = format_arg(n.arg, names) if not hasattr(n.arg, "ast") else n.arg.summary(
+            lambda a: format_arg(a, names))
+        parts = [f"{indent}%{number[n]} = {n.op.name} {n.dtype.value}", srcs, arg]
+        out.append(" ".join(p for p in parts if p))
+        if hasattr(n.arg, "ast"):  # a KERNEL: its body, indented
+            out.extend(_lines(n.arg.ast, names, indent + "    | "))
+    return out
+
+
+def dump(root: Node, extra: list[str] | None = None) -> str:
+    """The canonical text of the graph under `root` (plus optional trailing lines)."""
+    names = _Names()
+    body = _lines(root, names, "")
+    header = ["rings:"] + [f"  {name} = {ring!r}" for ring, name in names.rings.items()]
+    return "\n".join((header if names.rings else []) + body + (extra or [])) + "\n"

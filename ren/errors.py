@@ -1,0 +1,61 @@
+"""Ren's error hierarchy.
+
+Every error Ren raises on bad input is a :class:`RenError` subclass.  Messages say what was
+expected, what was found, and how to fix it.  Where a built-in exception type fits too
+(``ValueError``, ``TypeError``) the class also derives from it, so generic handlers still work.
+"""
+
+from __future__ import annotations
+
+
+class RenError(Exception):
+    """Base class of every error Ren raises on purpose."""
+
+
+class ParameterError(RenError, ValueError):
+    """Invalid parameters: a ring dimension that is not a power of two, a modulus that is not an
+    NTT-friendly prime, a bad sampler argument, an unknown option."""
+
+
+class ShapeError(ParameterError):
+    """Data of the wrong size or shape, e.g. a coefficient list whose length is not N."""
+
+
+class RingMismatchError(RenError, ValueError):
+    """Operands live in different rings, or a ring conversion is not possible."""
+
+
+class DomainError(RenError, ValueError):
+    """Operands are in different domains (coefficient vs NTT) where one domain is required."""
+
+
+class DeviceError(RenError, ValueError):
+    """Operands live on different devices, or a device name is unknown."""
+
+
+class LevelError(RenError, ValueError):
+    """A level or scale problem: rescaling by moduli the ring does not end with, dropping
+    more moduli than exist, mismatched CKKS levels or scales."""
+
+
+class SerializationError(RenError, ValueError):
+    """Serialized data is truncated, corrupted, of an unknown version, or inconsistent."""
+
+
+class ScheduleError(RenError, RuntimeError):
+    """The scheduler could not lower a graph: a rewrite did not reach a fixed point, a pass
+    invariant does not hold, or the graph contains an op a pass cannot handle."""
+
+
+class MemoryPlanError(RenError, RuntimeError):
+    """The memory planner found an inconsistent schedule (e.g. a buffer used before it is
+    written)."""
+
+
+class RealizeError(RenError, RuntimeError):
+    """Execution of a schedule failed, e.g. a buffer view out of bounds of its base."""
+
+
+class JitError(RenError, RuntimeError):
+    """JIT capture or replay was misused: a changed frozen scalar, an explicit realize() or
+    random generation inside the jitted body, or inputs that do not match the captured plan."""

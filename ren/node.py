@@ -1,0 +1,112 @@
+"""`Node`: the immutable, hash-consed vertex of Ren's IR, and graph utilities.
+
+Structurally equal nodes are the same object: ``Node(op, dtype, src, arg)`` looks the tuple up in
+a weak table first, so a shared subexpression is always a single node and identity comparison is
+structural comparison.  ``arg`` must be hashable.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ren.ops import DType, Op
+
+_cache: weakref.WeakValueDictionary[tuple, Node] = weakref.WeakValueDictionary()
+
+
+class Node:
+    """An IR node: ``op``, ``dtype``, ``src`` (a tuple of Nodes) and hashable ``arg``."""
+
+    __slots__ = ("__weakref__", "_spec", "arg", "dtype", "op", "src")
+    op: Op
+    dtype: DType
+    src: tuple[Node, ...]
+    arg: Any
+
+    def __new__(cls, op: Op, dtype: DType = DType.U32, src: Iterable[Node] = (),
+                arg: Any = None) -> Node:
+        src = tuple(src)
+        key = (op, dtype, src, type(arg), arg)
+        node = _cache.get(key)
+        if node is not None:
+            return node
+        node = object.__new__(cls)
+        set_ = object.__setattr__
+        set_(node, "op", op)
+        set_(node, "dtype", dtype)
+        set_(node, "src", src)
+        set_(node, "arg", arg)
+        set_(node, "_spec", None)
+        _cache[key] = node
+        return node
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Node is immutable; build a new node instead")
+
+    def __reduce__(self):
+        return (Node, (self.op, self.dtype, self.src, self.arg))
+
+    def replace(self, **kw: Any) -> Node:
+        """A node like this one with some of op/dtype/src/arg changed."""
+        return Node(kw.get("op", self.op), kw.get("dtype", self.dtype),
+                    kw.get("src", self.src), kw.get("arg", self.arg))
+
+    def toposort(self) -> list[Node]:
+        return toposort(self)
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op.name} {self.dtype.value} src={len(self.src)} arg={self.arg!r}>"
+
+
+def toposort(*roots: Node) -> list[Node]:
+    """Every node reachable from `roots`, sources before users, in a deterministic order
+    (iterative depth-first post-order visiting sources left to right)."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        stack: list[tuple[Node, Iterator[Node]]] = [(root, iter(root.src))]
+        seen.add(id(root))
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(child.src)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def consumers(order: list[Node]) -> dict[Node, list[Node]]:
+    """For each node of a toposorted list, the nodes that use it (each user once)."""
+    users: dict[Node, list[Node]] = {n: [] for n in order}
+    for n in order:
+        for s in dict.fromkeys(n.src):
+            users[s].append(n)
+    return users
+
+
+def substitute(root: Node, mapping: dict[Node, Node]) -> Node:
+    """`root` with every occurrence of a key of `mapping` replaced by its value (one sweep,
+    bottom-up; replacements are not searched again)."""
+    if not mapping:
+        return root
+    done: dict[Node, Node] = {}
+    for n in toposort(root):
+        if n in mapping:
+            done[n] = mapping[n]
+            continue
+        src = tuple(done[s] for s in n.src)
+        done[n] = n if src == n.src else n.replace(src=src)
+    return done[root]
+
+
+def walk(root: Node, fn: Callable[[Node], None]) -> None:
+    for n in toposort(root):
+        fn(n)

@@ -1,0 +1,329 @@
+"""`Poly`: a lazy polynomial in an RNS ring.
+
+Every operation only builds IR nodes; nothing runs until a value is needed.  Compatibility of
+rings, domains and devices is checked when a node is built, so a mistake is reported at the line
+that made it, with a `RenError` subclass that says what was expected and how to fix it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ren import random as ren_random
+from ren.device import Buffer, canonical_device
+from ren.errors import (
+    DeviceError,
+    DomainError,
+    LevelError,
+    ParameterError,
+    RingMismatchError,
+    ShapeError,
+)
+from ren.node import Node
+from ren.ops import DType, Op
+from ren.random import RandomSpec
+from ren.ring import Domain, RingSpec, pack_words
+from ren.ring.automorph import _check_g
+from ren.sampling import validate as validate_random
+from ren.spec import PolySpec, is_scalar, spec_of
+
+#: Every live Poly, so realization can point overlapping graphs at realized buffers.
+_live: weakref.WeakSet[Poly] = weakref.WeakSet()
+
+
+def _as_domain(domain: Domain | str) -> Domain:
+    if isinstance(domain, Domain):
+        return domain
+    try:
+        return Domain[str(domain).upper()]
+    except KeyError:
+        raise DomainError(f"unknown domain {domain!r}; use Domain.COEFF or Domain.NTT") from None
+
+
+def _check_ring(ring: Any) -> RingSpec:
+    if not isinstance(ring, RingSpec):
+        raise ParameterError(f"expected a RingSpec, got {type(ring).__name__}")
+    return ring
+
+
+def const_node(value: int, ring: RingSpec, domain: Domain, device: str) -> Node:
+    """AS_RING(CONST): the constant polynomial `value`, reduced into [0, Q)."""
+    return Node(Op.AS_RING, DType.U32, (Node(Op.CONST, DType.U32, (), (value % ring.Q, device)),),
+                (ring, domain))
+
+
+class Poly:
+    """A lazy polynomial: a handle on an IR node whose value is a (limbs × N) residue array."""
+
+    __slots__ = ("__weakref__", "_node")
+
+    def __init__(self, node: Node):
+        if spec_of(node) is None:
+            raise TypeError(f"{node.op.name} node is not polynomial-valued")
+        self._node = node
+        _live.add(self)
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def node(self) -> Node:
+        """The IR node this Poly currently stands for (it changes when the Poly is realized)."""
+        return self._node
+
+    @property
+    def spec(self) -> PolySpec:
+        return spec_of(self._node)
+
+    @property
+    def ring(self) -> RingSpec:
+        return self.spec.ring
+
+    @property
+    def domain(self) -> Domain:
+        return self.spec.domain
+
+    @property
+    def device(self) -> str:
+        return self.spec.device
+
+    def __repr__(self) -> str:
+        s = self.spec
+        return f"<Poly {s.ring.short()} {s.domain.name} {s.device} {self._node.op.name}>"
+
+    def __bool__(self) -> bool:
+        raise TypeError("a Poly has no truth value; compare realized values explicitly")
+
+    __hash__ = object.__hash__
+
+    # -- constructors -----------------------------------------------------------------------
+    @classmethod
+    def from_coefficients(cls, coeffs: Sequence[int], ring: RingSpec,
+                          device: str = "python") -> Poly:
+        """A polynomial from N signed integer coefficients of any size (coefficient domain).
+
+        The integers are packed into u32 words (two's complement), stored in a host BUFFER and
+        reduced into the ring's RNS basis by TO_RNS when realized.
+        """
+        ring = _check_ring(ring)
+        device = canonical_device(device)
+        if isinstance(coeffs, np.ndarray):
+            if coeffs.ndim != 1 or not np.issubdtype(coeffs.dtype, np.integer):
+                raise ShapeError(f"coefficients must be a 1-D integer array, got {coeffs.dtype}"
+                                 f"{list(coeffs.shape)}")
+            coeffs = coeffs.tolist()
+        if isinstance(coeffs, str | bytes) or not hasattr(coeffs, "__len__"):
+            raise ShapeError(f"coefficients must be a sequence of ints, got {type(coeffs).__name__}")
+        if len(coeffs) != ring.N:
+            raise ShapeError(
+                f"from_coefficients: expected N={ring.N} coefficients for {ring!r}, got "
+                f"{len(coeffs)}; pad with zeros or pick a ring with N={len(coeffs)}"
+            )
+        for c in coeffs:
+            if isinstance(c, bool) or not isinstance(c, int | np.integer):
+                raise ShapeError(f"coefficients must be ints, found {c!r}")
+        words = pack_words(coeffs)
+        buf = Buffer("python", words.shape)
+        buf.attach(np.ascontiguousarray(words))
+        node = Node(Op.TO_RNS, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
+                    (ring, words.shape[1]))
+        if device != "python":
+            node = Node(Op.COPY, DType.U32, (node,), device)
+        return cls(node)
+
+    @classmethod
+    def const(cls, value: int, ring: RingSpec, domain: Domain | str = Domain.COEFF,
+              device: str = "python") -> Poly:
+        """The constant polynomial `value` (symbolic: no storage until a pass needs it)."""
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ParameterError(f"Poly.const: value must be an int, got {value!r}")
+        return cls(const_node(int(value), _check_ring(ring), _as_domain(domain),
+                              canonical_device(device)))
+
+    @classmethod
+    def _random(cls, ring: RingSpec, kind: str, params: tuple, device: str,
+                domain: Domain | str = Domain.COEFF) -> Poly:
+        ring = _check_ring(ring)
+        validate_random(kind, params, ring)
+        domain = _as_domain(domain)
+        if domain is Domain.NTT and kind != "uniform":
+            raise DomainError(f"{kind} samples small coefficients, so it is defined in the "
+                              "coefficient domain; sample it there and call .ntt()")
+        spec = RandomSpec(kind, params, ren_random.next_seed(), canonical_device(device))
+        return cls(Node(Op.AS_RING, DType.U32, (Node(Op.RANDOM, DType.U32, (), spec),),
+                        (ring, domain)))
+
+    @classmethod
+    def uniform(cls, ring: RingSpec, device: str = "python",
+                domain: Domain | str = Domain.COEFF) -> Poly:
+        """Uniformly random residues mod Q (in either domain: uniform stays uniform)."""
+        return cls._random(ring, "uniform", (), device, domain)
+
+    @classmethod
+    def uniform_on_interval(cls, ring: RingSpec, lo: int, hi: int,
+                            device: str = "python") -> Poly:
+        """Coefficients uniform in [lo, hi], both ends included."""
+        return cls._random(ring, "uniform_on_interval", (int(lo), int(hi)), device)
+
+    @classmethod
+    def ternary(cls, ring: RingSpec, device: str = "python") -> Poly:
+        """Coefficients uniform in {-1, 0, 1}."""
+        return cls._random(ring, "ternary", (), device)
+
+    @classmethod
+    def sparse_ternary(cls, ring: RingSpec, hamming_weight: int, device: str = "python") -> Poly:
+        """Exactly `hamming_weight` coefficients ±1 at random positions, the rest 0."""
+        if isinstance(hamming_weight, bool) or not isinstance(hamming_weight, int):
+            raise ParameterError(f"hamming_weight must be an int, got {hamming_weight!r}")
+        return cls._random(ring, "sparse_ternary", (hamming_weight,), device)
+
+    @classmethod
+    def gaussian(cls, ring: RingSpec, sigma: float = 3.2, device: str = "python") -> Poly:
+        """Rounded Gaussian coefficients with standard deviation `sigma` (clipped at 6·sigma)."""
+        return cls._random(ring, "gaussian", (float(sigma),), device)
+
+    # -- operand checks ---------------------------------------------------------------------
+    def _coerce(self, other: Any, what: str) -> Node | None:
+        """The node of `other` as an operand of `what`, or None when it is not a Poly/int."""
+        if isinstance(other, Poly):
+            return other._node
+        if isinstance(other, int | np.integer) and not isinstance(other, bool):
+            s = self.spec
+            return const_node(int(other), s.ring, s.domain, s.device)
+        return None
+
+    def _binary(self, op: Op, other: Any, reverse: bool = False) -> Poly:
+        b = self._coerce(other, op.name)
+        if b is None:
+            return NotImplemented
+        a = self._node
+        if reverse:
+            a, b = b, a
+        a, b = _unify(op, a, b)
+        return Poly(Node(op, DType.U32, (a, b)))
+
+    def __add__(self, other: Any) -> Poly:
+        return self._binary(Op.ADD, other)
+
+    def __radd__(self, other: Any) -> Poly:
+        return self._binary(Op.ADD, other, reverse=True)
+
+    def __sub__(self, other: Any) -> Poly:
+        return self._binary(Op.SUB, other)
+
+    def __rsub__(self, other: Any) -> Poly:
+        return self._binary(Op.SUB, other, reverse=True)
+
+    def __mul__(self, other: Any) -> Poly:
+        return self._binary(Op.MUL, other)
+
+    def __rmul__(self, other: Any) -> Poly:
+        return self._binary(Op.MUL, other, reverse=True)
+
+    def __neg__(self) -> Poly:
+        return Poly(Node(Op.NEG, DType.U32, (self._node,)))
+
+    # -- representation and ring changes ------------------------------------------------------
+    def ntt(self) -> Poly:
+        """This polynomial in the NTT domain."""
+        if self.domain is Domain.NTT:
+            raise DomainError("ntt(): the polynomial is already in the NTT domain")
+        return Poly(Node(Op.NTT, DType.U32, (self._node,)))
+
+    def intt(self) -> Poly:
+        """This polynomial in the coefficient domain."""
+        if self.domain is Domain.COEFF:
+            raise DomainError("intt(): the polynomial is already in the coefficient domain")
+        return Poly(Node(Op.INTT, DType.U32, (self._node,)))
+
+    def to_ring(self, ring: RingSpec) -> Poly:
+        """This polynomial in another basis of the same dimension.
+
+        Moduli shared with the current ring keep their residues exactly (a subset of the moduli
+        is an exact reduction; a contiguous run of them becomes a zero-copy view).  Each new
+        modulus gets the fast basis conversion of the residues, i.e. the value x + u·Q with
+        0 <= u < limbs (see `ren.ring.fast_basis_convert`).
+        """
+        ring = _check_ring(ring)
+        if ring.N != self.ring.N:
+            raise RingMismatchError(
+                f"to_ring: cannot change the dimension N={self.ring.N} to N={ring.N}; "
+                "rings must share N"
+            )
+        return Poly(Node(Op.TO_RING, DType.U32, (self._node,), ring))
+
+    def rescale(self, moduli: int | Sequence[int]) -> Poly:
+        """Divide by the product P of `moduli` and round (exactly): the result lives in the ring
+        without them.  `moduli` (one int or a sequence) must be the ring's trailing moduli."""
+        drop = (moduli,) if isinstance(moduli, int | np.integer) else tuple(moduli)
+        drop = tuple(int(q) for q in drop)
+        ring = self.ring
+        if not drop:
+            raise LevelError("rescale: give at least one modulus to divide by")
+        if len(drop) >= ring.limbs:
+            raise LevelError(
+                f"rescale: cannot drop {len(drop)} of the ring's {ring.limbs} moduli; at least "
+                "one must remain"
+            )
+        if ring.moduli[-len(drop):] != drop:
+            raise LevelError(
+                f"rescale: the ring ends with moduli {list(ring.moduli[-len(drop):])}, not "
+                f"{list(drop)}; only trailing moduli can be divided out (last one last)"
+            )
+        return Poly(Node(Op.RESCALE, DType.U32, (self._node,), drop))
+
+    def rotate(self, k: int) -> Poly:
+        """The automorphism X -> X^(5^k mod 2N): a rotation of the CKKS slots by k."""
+        if isinstance(k, bool) or not isinstance(k, int | np.integer):
+            raise ParameterError(f"rotate: k must be an int, got {k!r}")
+        return Poly(Node(Op.ROTATE, DType.U32, (self._node,), int(k)))
+
+    def conjugate(self) -> Poly:
+        """The automorphism X -> X^(2N-1) = X^-1: complex conjugation of the CKKS slots."""
+        return Poly(Node(Op.CONJUGATE, DType.U32, (self._node,)))
+
+    def automorph(self, g: int) -> Poly:
+        """The Galois automorphism X -> X^g (g odd)."""
+        g = _check_g(self.ring.N, g)
+        return Poly(Node(Op.AUTOMORPH, DType.U32, (self._node,), g))
+
+    def to(self, device: str) -> Poly:
+        """A copy of this polynomial on `device`."""
+        return Poly(Node(Op.COPY, DType.U32, (self._node,), canonical_device(device)))
+
+    def contiguous(self) -> Poly:
+        """Ask for this value in its own contiguous buffer (a materialization point)."""
+        return Poly(Node(Op.CONTIGUOUS, DType.U32, (self._node,)))
+
+
+def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
+    """Check two operands of an elementwise op; re-tag a constant to the other's domain."""
+    sa, sb = spec_of(a), spec_of(b)
+    if sa.ring != sb.ring:
+        raise RingMismatchError(
+            f"{op.name}: operands live in different rings ({sa.ring.short()} vs "
+            f"{sb.ring.short()}); convert one with .to_ring(other.ring) or rescale first"
+        )
+    if sa.device != sb.device:
+        raise DeviceError(
+            f"{op.name}: operands are on different devices ({sa.device} vs {sb.device}); "
+            f"move one with .to({sa.device!r})"
+        )
+    if sa.domain is not sb.domain:
+        if is_scalar(a):
+            a = a.replace(arg=(sa.ring, sb.domain))
+        elif is_scalar(b):
+            b = b.replace(arg=(sb.ring, sa.domain))
+        elif op is not Op.MUL:  # MUL converts both operands to the NTT domain itself
+            raise DomainError(
+                f"{op.name}: operands are in different domains ({sa.domain.name} vs "
+                f"{sb.domain.name}); call .ntt() or .intt() on one of them"
+            )
+    return a, b
+
+
+def live_polys() -> list[Poly]:
+    """The Polys that currently exist."""
+    return list(_live)

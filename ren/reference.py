@@ -1,0 +1,296 @@
+"""The oracle: evaluate a high-level Poly graph with simple, obviously correct math.
+
+`evaluate(*polys)` returns, for each Poly, a (limbs × N) uint32 array of standard-form residues
+in that Poly's domain.  Nothing here uses the fast paths of `ren.ring`: products are schoolbook
+negacyclic convolutions, transforms are direct evaluations at the odd powers of the root of
+unity, CRT and rounding use Python big integers.  It is slow (O(N^2)) and meant for tests on
+small rings; later stages of Ren are checked against it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ren.node import Node, toposort
+from ren.ops import Op
+from ren.ring import Domain, RingSpec
+from ren.sampling import sample
+from ren.spec import spec_of
+
+I64 = np.int64
+
+
+# -- independent number theory -------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def root_of_unity(q: int, N: int) -> int:
+    """The smallest primitive 2N-th root of unity mod q (the definition of the NTT domain)."""
+    exp = (q - 1) // (2 * N)
+    g = 2
+    while True:
+        c = pow(g, exp, q)
+        if pow(c, N, q) == q - 1:
+            break
+        g += 1
+    return min(pow(c, k, q) for k in range(1, 2 * N, 2))
+
+
+def _brv(j: int, bits: int) -> int:
+    return int(format(j, f"0{bits}b")[::-1], 2) if bits else 0
+
+
+@lru_cache(maxsize=None)
+def _exponents(N: int) -> np.ndarray:
+    """E[j, i] = (2·brv(j) + 1)·i mod 2N: slot j is the evaluation at psi^(2·brv(j)+1)."""
+    bits = N.bit_length() - 1
+    e = np.array([2 * _brv(j, bits) + 1 for j in range(N)], dtype=I64)
+    return (e[:, None] * np.arange(N, dtype=I64)[None, :]) % (2 * N)
+
+
+def _power_table(base: int, q: int, count: int) -> np.ndarray:
+    out, x = [], 1
+    for _ in range(count):
+        out.append(x)
+        x = x * base % q
+    return np.array(out, dtype=I64)
+
+
+def ntt_limb(a: np.ndarray, q: int, N: int) -> np.ndarray:
+    """Direct NTT of one limb: A_j = sum_i a_i psi^((2brv(j)+1) i) mod q."""
+    V = _power_table(root_of_unity(q, N), q, 2 * N)[_exponents(N)]
+    return ((V * a[None, :]) % q).sum(axis=1) % q
+
+
+def intt_limb(A: np.ndarray, q: int, N: int) -> np.ndarray:
+    """Direct inverse: a_i = N^-1 sum_j psi^-((2brv(j)+1) i) A_j mod q."""
+    psi_inv = pow(root_of_unity(q, N), -1, q)
+    V = _power_table(psi_inv, q, 2 * N)[_exponents(N)]
+    s = ((V * A[:, None]) % q).sum(axis=0) % q
+    return s * pow(N, -1, q) % q
+
+
+def negacyclic_mul_limb(a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
+    """Schoolbook product in Z_q[X]/(X^N + 1): c_k = sum_{i+j=k} a_i b_j - sum_{i+j=k+N} a_i b_j."""
+    N = a.shape[0]
+    prods = (a[:, None] * b[None, :]) % q  # < 2^62
+    acc = np.zeros(2 * N, dtype=I64)
+    idx = np.arange(N)[:, None] + np.arange(N)[None, :]
+    np.add.at(acc, idx.ravel(), prods.ravel())  # sums of N terms < 2^31 fit in int64
+    return (acc[:N] - acc[N:]) % q
+
+
+def automorph_coeffs(a: list[int] | np.ndarray, g: int, q: int) -> np.ndarray:
+    """a(X^g) mod (X^N + 1) by direct substitution: X^i -> X^(i·g), X^N = -1."""
+    N = len(a)
+    out = np.zeros(N, dtype=I64)
+    for i in range(N):
+        e = (i * g) % (2 * N)
+        if e < N:
+            out[e] = (out[e] + a[i]) % q
+        else:
+            out[e - N] = (out[e - N] - a[i]) % q
+    return out
+
+
+def crt(limbs: np.ndarray, moduli: tuple[int, ...]) -> list[int]:
+    """Residues (L, N) → integers in [0, Q) by the textbook CRT formula."""
+    Q = 1
+    for q in moduli:
+        Q *= q
+    out = []
+    for n in range(limbs.shape[1]):
+        x = 0
+        for i, q in enumerate(moduli):
+            qh = Q // q
+            x += int(limbs[i, n]) * pow(qh, -1, q) * qh
+        out.append(x % Q)
+    return out
+
+
+def centred(x: int, Q: int) -> int:
+    x %= Q
+    return x - Q if x > Q // 2 else x
+
+
+# -- the evaluator ----------------------------------------------------------------------------------
+class ReferenceEvaluator:
+    """Evaluates high-level nodes; values are int64 (L, N) standard residues in the node's domain.
+
+    Subclasses (the IR interpreter) add handlers for lowered ops.
+    """
+
+    def __init__(self) -> None:
+        self.values: dict[Node, np.ndarray] = {}
+
+    # helpers
+    @staticmethod
+    def qcol(ring: RingSpec) -> np.ndarray:
+        return np.array(ring.moduli, dtype=I64).reshape(-1, 1)
+
+    def to_coeff(self, x: np.ndarray, ring: RingSpec, domain: Domain) -> np.ndarray:
+        if domain is Domain.COEFF:
+            return x
+        return np.stack([intt_limb(x[i], q, ring.N) for i, q in enumerate(ring.moduli)])
+
+    def to_domain(self, x: np.ndarray, ring: RingSpec, domain: Domain) -> np.ndarray:
+        if domain is Domain.COEFF:
+            return x
+        return np.stack([ntt_limb(x[i], q, ring.N) for i, q in enumerate(ring.moduli)])
+
+    def scalar_value(self, n: Node) -> np.ndarray | None:
+        """The per-limb value (L, 1) of a scalar constant operand, else None."""
+        if n.op is Op.AS_RING and n.src[0].op is Op.CONST:
+            ring = n.arg[0]
+            return np.array([n.src[0].arg[0] % q for q in ring.moduli], dtype=I64).reshape(-1, 1)
+        return None
+
+    def evaluate(self, roots: list[Node]) -> list[np.ndarray]:
+        for n in toposort(*roots):
+            if n not in self.values:
+                self.values[n] = self.eval_node(n)
+        return [self.values[r] for r in roots]
+
+    def eval_node(self, n: Node) -> np.ndarray:
+        handler = getattr(self, f"op_{n.op.name}", None)
+        if handler is None:
+            raise NotImplementedError(f"{type(self).__name__} cannot evaluate {n.op.name}")
+        return handler(n)
+
+    def v(self, n: Node) -> np.ndarray:
+        return self.values[n]
+
+    # leaves
+    def op_BUFFER(self, n: Node) -> np.ndarray:
+        return n.arg.array().astype(I64)  # raw storage; AS_RING decides its meaning
+
+    def op_CONST(self, n: Node) -> None:
+        return None  # only meaningful under AS_RING
+
+    def op_RANDOM(self, n: Node) -> None:
+        return None
+
+    def op_AS_RING(self, n: Node) -> np.ndarray:
+        ring, domain = n.arg
+        leaf = n.src[0]
+        q = self.qcol(ring)
+        if leaf.op is Op.CONST:
+            c = np.array([leaf.arg[0] % qq for qq in ring.moduli], dtype=I64).reshape(-1, 1)
+            if domain is Domain.NTT:
+                return np.broadcast_to(c, (ring.limbs, ring.N)).copy()
+            out = np.zeros((ring.limbs, ring.N), dtype=I64)
+            out[:, :1] = c
+            return out
+        if leaf.op is Op.RANDOM:
+            return sample(leaf.arg, ring).astype(I64)
+        # storage holds Montgomery form: value = stored · R^-1 mod q
+        rinv = np.array([pow(2**32, -1, qq) for qq in ring.moduli], dtype=I64).reshape(-1, 1)
+        stored = self.v(leaf).reshape(ring.limbs, ring.N)
+        return (stored % q) * rinv % q
+
+    def op_TO_RNS(self, n: Node) -> np.ndarray:
+        ring, W = n.arg
+        words = self.v(n.src[0]).reshape(ring.N, W)
+        ints = []
+        for row in words:
+            x = sum(int(w) << (32 * k) for k, w in enumerate(row))
+            if x >> (32 * W - 1):
+                x -= 1 << (32 * W)
+            ints.append(x)
+        return np.array([[x % q for x in ints] for q in ring.moduli], dtype=I64)
+
+    # arithmetic
+    def _binary(self, n: Node, fn) -> np.ndarray:
+        ring = spec_of(n).ring
+        return fn(self.v(n.src[0]), self.v(n.src[1])) % self.qcol(ring)
+
+    def op_ADD(self, n: Node) -> np.ndarray:
+        return self._binary(n, lambda a, b: a + b)
+
+    def op_SUB(self, n: Node) -> np.ndarray:
+        return self._binary(n, lambda a, b: a - b)
+
+    def op_NEG(self, n: Node) -> np.ndarray:
+        return (-self.v(n.src[0])) % self.qcol(spec_of(n).ring)
+
+    def op_MUL(self, n: Node) -> np.ndarray:
+        a, b = n.src
+        spec = spec_of(n)
+        ring = spec.ring
+        q = self.qcol(ring)
+        for s, other in ((a, b), (b, a)):
+            c = self.scalar_value(s)
+            if c is not None:
+                return self.v(other) * c % q
+        ca = self.to_coeff(self.v(a), ring, spec_of(a).domain)
+        cb = self.to_coeff(self.v(b), ring, spec_of(b).domain)
+        prod = np.stack([negacyclic_mul_limb(ca[i], cb[i], qq)
+                         for i, qq in enumerate(ring.moduli)])
+        return self.to_domain(prod, ring, spec.domain)
+
+    # representation changes
+    def op_NTT(self, n: Node) -> np.ndarray:
+        return self.to_domain(self.v(n.src[0]), spec_of(n).ring, Domain.NTT)
+
+    def op_INTT(self, n: Node) -> np.ndarray:
+        return self.to_coeff(self.v(n.src[0]), spec_of(n).ring, Domain.NTT)
+
+    def _in_coeff(self, n: Node, fn) -> np.ndarray:
+        """Apply fn(coefficients, src_ring) -> coefficients in the output ring, keeping domains."""
+        src = spec_of(n.src[0])
+        out = spec_of(n)
+        coeffs = self.to_coeff(self.v(n.src[0]), src.ring, src.domain)
+        return self.to_domain(fn(coeffs, src.ring, out.ring), out.ring, out.domain)
+
+    def op_TO_RING(self, n: Node) -> np.ndarray:
+        def convert(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
+            Q = src.Q
+            # the fast-basis-conversion integer: sum_i [x_i qhat_i^-1]_{q_i} qhat_i (not mod Q)
+            ints = [sum((int(x[i, c]) * pow(Q // q, -1, q) % q) * (Q // q)
+                        for i, q in enumerate(src.moduli)) for c in range(src.N)]
+            rows = []
+            for p in dst.moduli:
+                if p in src.moduli:
+                    rows.append(x[src.moduli.index(p)])
+                else:
+                    rows.append(np.array([v % p for v in ints], dtype=I64))
+            return np.stack(rows)
+        return self._in_coeff(n, convert)
+
+    def op_RESCALE(self, n: Node) -> np.ndarray:
+        def divide(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
+            P = src.Q // dst.Q
+            ints = [centred(v, src.Q) for v in crt(x, src.moduli)]
+            rounded = [(v + P // 2) // P for v in ints]  # round(v / P); P is odd: no ties
+            return np.array([[r % q for r in rounded] for q in dst.moduli], dtype=I64)
+        return self._in_coeff(n, divide)
+
+    def _automorph(self, n: Node, g: int) -> np.ndarray:
+        def subst(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
+            return np.stack([automorph_coeffs(x[i], g, q) for i, q in enumerate(src.moduli)])
+        return self._in_coeff(n, subst)
+
+    def op_ROTATE(self, n: Node) -> np.ndarray:
+        N = spec_of(n).ring.N
+        return self._automorph(n, pow(5, n.arg, 2 * N))
+
+    def op_CONJUGATE(self, n: Node) -> np.ndarray:
+        return self._automorph(n, 2 * spec_of(n).ring.N - 1)
+
+    def op_AUTOMORPH(self, n: Node) -> np.ndarray:
+        return self._automorph(n, n.arg)
+
+    def op_COPY(self, n: Node) -> np.ndarray:
+        return self.v(n.src[0])
+
+    op_CONTIGUOUS = op_COPY
+
+    def op_SINK(self, n: Node) -> None:
+        return None
+
+
+def evaluate(*polys) -> list[np.ndarray]:
+    """For each Poly (or polynomial-valued Node): its (limbs × N) standard residues (uint32) in
+    its own domain, computed straight from the graph."""
+    nodes = [p.node if hasattr(p, "node") else p for p in polys]
+    return [v.astype(np.uint32) for v in ReferenceEvaluator().evaluate(nodes)]

@@ -1,0 +1,114 @@
+"""Samplers behind RANDOM nodes: a RandomSpec and a ring → standard-form residues (L, N).
+
+The value of a RANDOM node is *defined* by this module: every consumer (backends, the reference
+evaluator) calls `sample`, so all of them agree.  Randomness is expanded from the node's seed with
+SHAKE-256 (a cryptographic XOF), one independent stream per purpose.
+
+Distributions:
+
+* ``uniform``: every residue uniform in [0, q_i) independently (i.e. uniform mod Q).  Each residue
+  is a 128-bit random integer reduced mod q_i (statistical distance < 2^-97 per residue).
+* ``uniform_on_interval(lo, hi)``: integer coefficients uniform in [lo, hi] (both inclusive),
+  reduced mod each q_i.
+* ``ternary``: coefficients uniform in {-1, 0, 1}.
+* ``sparse_ternary(h)``: exactly h nonzero coefficients, each ±1 with equal probability, at a
+  uniformly random set of positions.
+* ``gaussian(sigma)``: rounded normal samples (Box–Muller), clipped to ±ceil(6·sigma).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+from ren.errors import ParameterError
+from ren.random import RandomSpec
+from ren.ring import RingSpec
+
+U64 = np.uint64
+KINDS = ("uniform", "uniform_on_interval", "ternary", "sparse_ternary", "gaussian")
+
+
+def _stream(seed: bytes, purpose: str, nbytes: int) -> bytes:
+    return hashlib.shake_256(b"ren-sample\0" + purpose.encode() + b"\0" + seed).digest(nbytes)
+
+
+def _u64(seed: bytes, purpose: str, count: int) -> np.ndarray:
+    return np.frombuffer(_stream(seed, purpose, 8 * count), dtype="<u8").astype(U64)
+
+
+def _mod_u128(hi: np.ndarray, lo: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """(hi·2^64 + lo) mod m for m < 2^32 (u64 arithmetic, no overflow)."""
+    two64 = (U64(2**63) % m) * U64(2) % m
+    return ((hi % m) * two64 % m + lo % m) % m
+
+
+def validate(kind: str, params: tuple, ring: RingSpec) -> None:
+    """Raise ParameterError when a sampler request cannot be honoured."""
+    if kind not in KINDS:
+        raise ParameterError(f"unknown random kind {kind!r}; expected one of {KINDS}")
+    if kind == "uniform_on_interval":
+        lo, hi = params
+        if not (isinstance(lo, int) and isinstance(hi, int)) or lo > hi:
+            raise ParameterError(f"uniform_on_interval: need ints lo <= hi, got lo={lo!r}, hi={hi!r}")
+        if hi - lo >= 1 << 32:
+            raise ParameterError(
+                f"uniform_on_interval: the interval [{lo}, {hi}] is wider than 2^32 values; "
+                "use Poly.uniform for uniform residues mod Q"
+            )
+        if max(abs(lo), abs(hi)) >= 1 << 62:
+            raise ParameterError("uniform_on_interval: bounds must be below 2^62 in magnitude")
+    elif kind == "sparse_ternary":
+        (h,) = params
+        if not isinstance(h, int) or not 0 <= h <= ring.N:
+            raise ParameterError(
+                f"sparse_ternary: hamming_weight must be an int in [0, N={ring.N}], got {h!r}"
+            )
+    elif kind == "gaussian":
+        (sigma,) = params
+        if not isinstance(sigma, int | float) or not 0 < sigma < 1e6 or math.isnan(sigma):
+            raise ParameterError(f"gaussian: sigma must be a positive number, got {sigma!r}")
+
+
+def sample_signed(spec: RandomSpec, N: int) -> np.ndarray:
+    """The N signed integer coefficients of a small-coefficient RANDOM node (int64)."""
+    kind, params, seed = spec.kind, spec.params, spec.seed
+    if kind == "ternary":
+        params, kind = (-1, 1), "uniform_on_interval"
+    if kind == "uniform_on_interval":
+        lo, hi = params
+        width = U64(hi - lo + 1)
+        hi64, lo64 = _u64(seed, "hi", N), _u64(seed, "lo", N)
+        return _mod_u128(hi64, lo64, width).astype(np.int64) + np.int64(lo)
+    if kind == "sparse_ternary":
+        (h,) = params
+        keys = _u64(seed, "positions", N)
+        positions = np.argsort(keys, kind="stable")[:h]
+        signs = (_u64(seed, "signs", h) & U64(1)).astype(np.int64) * 2 - 1
+        out = np.zeros(N, dtype=np.int64)
+        out[positions] = signs
+        return out
+    if kind == "gaussian":
+        (sigma,) = params
+        u = _u64(seed, "gauss", 2 * N) >> U64(11)  # 53 random bits each
+        u1 = (u[:N].astype(np.float64) + 1.0) / float(1 << 53)  # in (0, 1]
+        u2 = u[N:].astype(np.float64) / float(1 << 53)
+        normal = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+        bound = math.ceil(6 * sigma)
+        return np.clip(np.rint(normal * sigma), -bound, bound).astype(np.int64)
+    raise ParameterError(f"{kind!r} is not a small-coefficient distribution")
+
+
+def sample(spec: RandomSpec, ring: RingSpec) -> np.ndarray:
+    """Standard-form residues (L, N) u32 of the RANDOM node `spec` in `ring`."""
+    validate(spec.kind, spec.params, ring)
+    q = np.array(ring.moduli, dtype=U64).reshape(-1, 1)
+    if spec.kind == "uniform":
+        count = ring.limbs * ring.N
+        hi = _u64(spec.seed, "uniform-hi", count).reshape(ring.limbs, ring.N)
+        lo = _u64(spec.seed, "uniform-lo", count).reshape(ring.limbs, ring.N)
+        return _mod_u128(hi, lo, q).astype(np.uint32)
+    coeffs = sample_signed(spec, ring.N)
+    return (coeffs[None, :] % q.astype(np.int64)).astype(np.uint32)

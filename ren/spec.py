@@ -1,0 +1,113 @@
+"""Type inference for polynomial-valued nodes: each gets a `PolySpec` (ring, domain, device).
+
+Ring metadata lives on AS_RING nodes (around storage, constants and random leaves) and on the ops
+that change it (TO_RNS, TO_RING, RESCALE, NTT/INTT, COPY); everything else inherits it from its
+sources.  Specs are computed once per node and cached on it.
+
+Domain rules (the user-facing semantics; pass 3 inserts the conversions that realise them):
+
+* ADD/SUB/NEG keep the domain of their operands (which must agree).
+* MUL of two polynomials is computed in the NTT domain and its result is in ``Domain.NTT``;
+  MUL by a scalar constant keeps the domain of the other operand.
+* NTT -> NTT, INTT -> COEFF.  TO_RING, RESCALE, ROTATE, CONJUGATE, AUTOMORPH, COPY and
+  CONTIGUOUS keep the domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ren.node import Node
+from ren.ops import Op
+from ren.ring import Domain, RingSpec
+
+
+@dataclass(frozen=True)
+class PolySpec:
+    """What a polynomial value is: its ring, its domain and the device that holds it."""
+
+    ring: RingSpec
+    domain: Domain
+    device: str | None
+
+
+def is_scalar(n: Node) -> bool:
+    """A constant polynomial (a scalar): AS_RING(CONST) before lowering, VCONST after."""
+    return (n.op is Op.AS_RING and n.src[0].op is Op.CONST) or n.op is Op.VCONST
+
+
+def device_of(n: Node) -> str | None:
+    """The device of a storage/leaf node (BUFFER, AFTER, BUFFER_VIEW, CONST, RANDOM …)."""
+    while True:
+        if n.op is Op.BUFFER:
+            return n.arg.device
+        if n.op is Op.CONST:
+            return n.arg[1]
+        if n.op is Op.RANDOM:
+            return n.arg.device
+        if n.op in (Op.AFTER, Op.BUFFER_VIEW, Op.TO_RNS) and n.src:
+            n = n.src[0]
+            continue
+        spec = spec_of(n)
+        return spec.device if spec is not None else None
+
+
+def _same(n: Node) -> PolySpec | None:
+    return spec_of(n.src[0])
+
+
+def _as_ring(n: Node) -> PolySpec:
+    ring, domain = n.arg
+    return PolySpec(ring, domain, device_of(n.src[0]))
+
+
+def _binary(n: Node) -> PolySpec | None:
+    a, b = n.src
+    if n.op is Op.MUL and not (is_scalar(a) or is_scalar(b)):
+        sa = spec_of(a)
+        return PolySpec(sa.ring, Domain.NTT, sa.device) if sa is not None else None
+    first = b if is_scalar(a) and not is_scalar(b) else a
+    return spec_of(first)
+
+
+def _with(n: Node, **kw) -> PolySpec | None:
+    s = spec_of(n.src[0])
+    if s is None:
+        return None
+    fields = {"ring": s.ring, "domain": s.domain, "device": s.device, **kw}
+    return PolySpec(**fields)
+
+
+_RULES = {
+    Op.AS_RING: _as_ring,
+    Op.TO_RNS: lambda n: PolySpec(n.arg[0], Domain.COEFF, device_of(n.src[0])),
+    Op.ADD: _binary,
+    Op.SUB: _binary,
+    Op.MUL: _binary,
+    Op.NEG: _same,
+    Op.NTT: lambda n: _with(n, domain=Domain.NTT),
+    Op.INTT: lambda n: _with(n, domain=Domain.COEFF),
+    Op.TO_RING: lambda n: _with(n, ring=n.arg),
+    Op.RESCALE: lambda n: _with(n, ring=spec_of(n.src[0]).ring.drop_last(len(n.arg))),
+    Op.ROTATE: _same,
+    Op.CONJUGATE: _same,
+    Op.AUTOMORPH: _same,
+    Op.COPY: lambda n: _with(n, device=n.arg),
+    Op.CONTIGUOUS: _same,
+    Op.BUFFERIZE: _same,
+    Op.REINDEX: _same,
+    Op.WHERE: lambda n: spec_of(n.src[2]) if is_scalar(n.src[1]) else spec_of(n.src[1]),
+}
+
+
+def spec_of(n: Node) -> PolySpec | None:
+    """The PolySpec of a polynomial-valued node, or None for other nodes (cached)."""
+    s = n._spec
+    if s is None:
+        rule = _RULES.get(n.op)
+        if rule is None:
+            return None
+        s = rule(n)
+        if s is not None:
+            object.__setattr__(n, "_spec", s)
+    return s

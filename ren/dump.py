@@ -80,9 +80,22 @@ def _lines(root: Node, names: _Names, indent: str) -> list[str]:
     return out
 
 
-def dump(root: Node, extra: list[str] | None = None) -> str:
-    """The canonical text of the graph under `root` (plus optional trailing lines)."""
+def _inline(n: Node, names: _Names) -> str:
+    """A one-line rendering of a small subgraph, e.g. ``AS_RING(BUFFER(buf3 …)) (r0, NTT)``."""
+    inner = ", ".join(_inline(s, names) for s in n.src)
+    arg = format_arg(n.arg, names)
+    text = f"{n.op.name}({inner})" if n.src else n.op.name
+    return f"{text} {arg}".rstrip()
+
+
+def dump(root: Node, becomes_map: dict[Node, Node] | None = None) -> str:
+    """The canonical text of the graph under `root`.  With `becomes_map` (keyed by the requested
+    outputs, in SINK order), one trailing line per output says what it becomes."""
     names = _Names()
     body = _lines(root, names, "")
+    if becomes_map:
+        body.append("becomes_map:")
+        body.extend(f"  output {i} -> {_inline(v, names)}"
+                    for i, v in enumerate(becomes_map.values()))
     header = ["rings:"] + [f"  {name} = {ring!r}" for ring, name in names.rings.items()]
-    return "\n".join((header if names.rings else []) + body + (extra or [])) + "\n"
+    return "\n".join((header if names.rings else []) + body) + "\n"

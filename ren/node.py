@@ -94,13 +94,23 @@ def consumers(order: list[Node]) -> dict[Node, list[Node]]:
 
 def substitute(root: Node, mapping: dict[Node, Node]) -> Node:
     """`root` with every occurrence of a key of `mapping` replaced by its value (one sweep,
-    bottom-up; replacements are not searched again)."""
+    bottom-up; the walk does not enter keys, and replacements are not searched again)."""
     if not mapping:
         return root
+    if root in mapping:
+        return mapping[root]
     done: dict[Node, Node] = {}
-    for n in toposort(root):
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, ready = stack.pop()
+        if n in done:
+            continue
         if n in mapping:
             done[n] = mapping[n]
+            continue
+        if not ready:
+            stack.append((n, True))
+            stack.extend((s, False) for s in reversed(n.src) if s not in done)
             continue
         src = tuple(done[s] for s in n.src)
         done[n] = n if src == n.src else n.replace(src=src)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ren import random as ren_random
-from ren.device import Buffer, canonical_device
+from ren.device import Buffer, canonical_device, device_kind
 from ren.errors import (
     DeviceError,
     DomainError,
@@ -26,7 +26,7 @@ from ren.errors import (
 from ren.node import Node
 from ren.ops import DType, Op
 from ren.random import RandomSpec
-from ren.ring import Domain, RingSpec, pack_words
+from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.sampling import validate as validate_random
 from ren.spec import PolySpec, is_scalar, spec_of
@@ -115,7 +115,8 @@ class Poly:
                                  f"{list(coeffs.shape)}")
             coeffs = coeffs.tolist()
         if isinstance(coeffs, str | bytes) or not hasattr(coeffs, "__len__"):
-            raise ShapeError(f"coefficients must be a sequence of ints, got {type(coeffs).__name__}")
+            raise ShapeError(
+                f"coefficients must be a sequence of ints, got {type(coeffs).__name__}")
         if len(coeffs) != ring.N:
             raise ShapeError(
                 f"from_coefficients: expected N={ring.N} coefficients for {ring!r}, got "
@@ -132,6 +133,38 @@ class Poly:
         if device != "python":
             node = Node(Op.COPY, DType.U32, (node,), device)
         return cls(node)
+
+    @classmethod
+    def from_residues(cls, residues: np.ndarray | Sequence[Sequence[int]], ring: RingSpec,
+                      domain: Domain | str = Domain.COEFF, device: str = "python") -> Poly:
+        """An already-realized polynomial from its (limbs × N) standard-form residues in
+        `domain` (each row i in [0, q_i)).  The values are stored in Montgomery form."""
+        ring = _check_ring(ring)
+        domain = _as_domain(domain)
+        device = canonical_device(device)
+        try:
+            arr = np.asarray(residues, dtype=object)
+        except ValueError:
+            raise ShapeError("from_residues: residues must be a (limbs × N) array") from None
+        if arr.shape != (ring.limbs, ring.N):
+            raise ShapeError(f"from_residues: expected shape ({ring.limbs}, {ring.N}) for {ring!r},"
+                             f" got {arr.shape}")
+        q = np.array(ring.moduli, dtype=object).reshape(-1, 1)
+        try:
+            in_range = bool(((arr >= 0) & (arr < q)).all())
+        except TypeError:
+            in_range = False
+        if not in_range:
+            raise ShapeError("from_residues: every residue must be an int in [0, q_i) for its row")
+        std = arr.astype(np.uint64).astype(np.uint32)
+        buf = Buffer(device, (ring.limbs, ring.N))
+        if device_kind(device) == "python":
+            buf.attach(to_mont(std, get_tables(ring)))
+        else:
+            raise DeviceError(f"from_residues: device {device!r} storage is not available here; "
+                              "create the Poly on 'python' and move it with .to(device)")
+        return cls(Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
+                        (ring, domain)))
 
     @classmethod
     def const(cls, value: int, ring: RingSpec, domain: Domain | str = Domain.COEFF,

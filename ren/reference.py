@@ -9,7 +9,7 @@ small rings; later stages of Ren are checked against it.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -17,13 +17,13 @@ from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import Domain, RingSpec
 from ren.sampling import sample
-from ren.spec import spec_of
+from ren.spec import ring_of, spec_of
 
 I64 = np.int64
 
 
 # -- independent number theory -------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def root_of_unity(q: int, N: int) -> int:
     """The smallest primitive 2N-th root of unity mod q (the definition of the NTT domain)."""
     exp = (q - 1) // (2 * N)
@@ -40,7 +40,7 @@ def _brv(j: int, bits: int) -> int:
     return int(format(j, f"0{bits}b")[::-1], 2) if bits else 0
 
 
-@lru_cache(maxsize=None)
+@cache
 def _exponents(N: int) -> np.ndarray:
     """E[j, i] = (2·brv(j) + 1)·i mod 2N: slot j is the evaluation at psi^(2·brv(j)+1)."""
     bits = N.bit_length() - 1
@@ -113,7 +113,7 @@ def centred(x: int, Q: int) -> int:
     return x - Q if x > Q // 2 else x
 
 
-# -- the evaluator ----------------------------------------------------------------------------------
+# -- the evaluator ---------------------------------------------------------------------------
 class ReferenceEvaluator:
     """Evaluates high-level nodes; values are int64 (L, N) standard residues in the node's domain.
 
@@ -201,7 +201,7 @@ class ReferenceEvaluator:
 
     # arithmetic
     def _binary(self, n: Node, fn) -> np.ndarray:
-        ring = spec_of(n).ring
+        ring = ring_of(n)
         return fn(self.v(n.src[0]), self.v(n.src[1])) % self.qcol(ring)
 
     def op_ADD(self, n: Node) -> np.ndarray:
@@ -211,17 +211,17 @@ class ReferenceEvaluator:
         return self._binary(n, lambda a, b: a - b)
 
     def op_NEG(self, n: Node) -> np.ndarray:
-        return (-self.v(n.src[0])) % self.qcol(spec_of(n).ring)
+        return (-self.v(n.src[0])) % self.qcol(ring_of(n))
 
     def op_MUL(self, n: Node) -> np.ndarray:
         a, b = n.src
-        spec = spec_of(n)
-        ring = spec.ring
+        ring = ring_of(n)
         q = self.qcol(ring)
         for s, other in ((a, b), (b, a)):
             c = self.scalar_value(s)
             if c is not None:
                 return self.v(other) * c % q
+        spec = spec_of(n)
         ca = self.to_coeff(self.v(a), ring, spec_of(a).domain)
         cb = self.to_coeff(self.v(b), ring, spec_of(b).domain)
         prod = np.stack([negacyclic_mul_limb(ca[i], cb[i], qq)

@@ -52,7 +52,8 @@ def validate(kind: str, params: tuple, ring: RingSpec) -> None:
     if kind == "uniform_on_interval":
         lo, hi = params
         if not (isinstance(lo, int) and isinstance(hi, int)) or lo > hi:
-            raise ParameterError(f"uniform_on_interval: need ints lo <= hi, got lo={lo!r}, hi={hi!r}")
+            raise ParameterError(
+                f"uniform_on_interval: need ints lo <= hi, got lo={lo!r}, hi={hi!r}")
         if hi - lo >= 1 << 32:
             raise ParameterError(
                 f"uniform_on_interval: the interval [{lo}, {hi}] is wider than 2^32 values; "

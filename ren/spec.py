@@ -61,13 +61,22 @@ def _as_ring(n: Node) -> PolySpec:
     return PolySpec(ring, domain, device_of(n.src[0]))
 
 
+def _first_spec(nodes: tuple[Node, ...]) -> PolySpec | None:
+    """The spec of the first operand that has one, preferring non-scalar operands."""
+    ordered = [s for s in nodes if not is_scalar(s)] + [s for s in nodes if is_scalar(s)]
+    for s in ordered:
+        spec = spec_of(s)
+        if spec is not None:
+            return spec
+    return None
+
+
 def _binary(n: Node) -> PolySpec | None:
     a, b = n.src
     if n.op is Op.MUL and not (is_scalar(a) or is_scalar(b)):
-        sa = spec_of(a)
+        sa = _first_spec(n.src)
         return PolySpec(sa.ring, Domain.NTT, sa.device) if sa is not None else None
-    first = b if is_scalar(a) and not is_scalar(b) else a
-    return spec_of(first)
+    return _first_spec(n.src)
 
 
 def _with(n: Node, **kw) -> PolySpec | None:
@@ -96,8 +105,23 @@ _RULES = {
     Op.CONTIGUOUS: _same,
     Op.BUFFERIZE: _same,
     Op.REINDEX: _same,
-    Op.WHERE: lambda n: spec_of(n.src[2]) if is_scalar(n.src[1]) else spec_of(n.src[1]),
+    Op.WHERE: lambda n: _first_spec(n.src[1:]),
 }
+
+
+def ring_of(n: Node) -> RingSpec | None:
+    """The ring of a polynomial-valued node, including a lowered VCONST (whose arg holds it)."""
+    if n.op is Op.VCONST:
+        return n.arg[0]
+    s = spec_of(n)
+    if s is not None:
+        return s.ring
+    for src in n.src:
+        if src.dtype is n.dtype:
+            r = ring_of(src)
+            if r is not None:
+                return r
+    return None
 
 
 def spec_of(n: Node) -> PolySpec | None:

@@ -108,7 +108,8 @@ def crt_lift(residues: np.ndarray, ring: RingSpec, centered: bool = True) -> lis
 # -- fast basis conversion (Q -> P) ---------------------------------------------------------------
 @lru_cache(maxsize=256)
 def _bconv_table(src: RingSpec, dst_moduli: tuple[int, ...]) -> np.ndarray:
-    """(L_dst, L_src) table of qhat_i·R^2 mod p_j (so a Montgomery product gives Montgomery form)."""
+    """(L_dst, L_src) table of qhat_i·R^2 mod p_j (a Montgomery product by it gives Montgomery
+    form)."""
     Q = src.Q
     rows = [[(Q // q) % p * pow(2, 64, p) % p for q in src.moduli] for p in dst_moduli]
     return np.array(rows, dtype=U32)
@@ -160,7 +161,7 @@ def ring_convert(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
     return from_mont(ring_convert_mont(xm, src, dst), get_tables(dst))
 
 
-# -- exact divide-and-round (rescale / mod-down) ----------------------------------------------------
+# -- exact divide-and-round (rescale / mod-down) ----------------------------------------------
 @lru_cache(maxsize=256)
 def _divide_round_constants(ring: RingSpec, k: int) -> tuple[np.ndarray, list]:
     kept = ring.drop_last(k)

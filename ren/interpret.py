@@ -1,0 +1,280 @@
+"""An IR interpreter that evaluates the graph after *any* pass, for checking the scheduler.
+
+It extends the reference evaluator (`ren.reference`) with the scheduling and lowered ops, using
+the same plain math (int64 with ``%``):
+
+* Storage is modelled by a private memory: one flat int64 array per base Buffer, initialised from
+  the buffer's real contents when it has them (random garbage otherwise, so reading a buffer
+  before it is written shows up as a wrong value).  Memory holds Montgomery form, like real
+  storage; AS_RING decodes it, STORE encodes.
+* Values are standard-form residues.  MONTMUL of two Montgomery-form operands encodes the plain
+  product, so at the value level every lowered residue op is ordinary arithmetic mod q.
+* Index expressions (GIDX, ICONST, IADD, …) are evaluated on demand for a grid: GIDX(0) is the
+  limb, GIDX(1) the coefficient.  An indexified STORE evaluates its value over the whole (L, N)
+  grid of its ring; a KERNEL runs its AST with SLOTs bound to the buffers of its sources.
+
+`check_pass` compares the outputs of the graph before and after a pass; `evaluate_sink` returns
+the output values of any stage.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ren.device import Buffer
+from ren.errors import ScheduleError
+from ren.node import Node
+from ren.ops import INDEX_OPS, Op
+from ren.reference import ReferenceEvaluator
+from ren.ring import RingSpec
+from ren.spec import ring_of, spec_of
+
+I64 = np.int64
+R = 1 << 32
+
+#: ops that only have a value inside an index context (an elementwise kernel body)
+_CONTEXTUAL = INDEX_OPS | {Op.INDEX, Op.LOAD, Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL}
+
+
+def _bitrev(x: np.ndarray, bits: int) -> np.ndarray:
+    out = np.zeros_like(x)
+    for b in range(bits):
+        out |= ((x >> b) & 1) << (bits - 1 - b)
+    return out
+
+
+class Memory:
+    """The interpreter's model of device memory (Montgomery-form words, int64)."""
+
+    def __init__(self, seed: int = 0):
+        self.bases: dict[Buffer, np.ndarray] = {}
+        self.rng = np.random.default_rng(seed)
+
+    def _base(self, buf: Buffer) -> np.ndarray:
+        arr = self.bases.get(buf)
+        if arr is None:
+            if buf.is_allocated:
+                arr = buf.array().reshape(-1).astype(I64)
+            else:
+                arr = self.rng.integers(0, 2**32, buf.size, dtype=I64)  # unwritten: garbage
+            self.bases[buf] = arr
+        return arr
+
+    def view(self, buf: Buffer) -> np.ndarray:
+        """The (rows × cols) int64 view of a buffer's words (views slice their base)."""
+        if buf.base is not None:
+            base = self._base(buf.base)
+            if buf.offset + buf.size > base.size:
+                raise ScheduleError(f"view {buf} runs past the end of its base")
+            return base[buf.offset : buf.offset + buf.size].reshape(buf.shape)
+        return self._base(buf).reshape(buf.shape)
+
+
+def _moduli(ring: RingSpec) -> np.ndarray:
+    return np.array(ring.moduli, dtype=I64).reshape(-1, 1)
+
+
+def decode(raw: np.ndarray, q: np.ndarray) -> np.ndarray:
+    rinv = np.array([pow(R, -1, int(m)) for m in q.ravel()], dtype=I64).reshape(q.shape)
+    return (raw % q) * rinv % q
+
+
+def encode(v: np.ndarray, q: np.ndarray) -> np.ndarray:
+    return (v % q) * (R % q) % q
+
+
+class Interpreter(ReferenceEvaluator):
+    """Evaluates a graph at any stage of scheduling (see the module docstring)."""
+
+    def __init__(self, memory: Memory | None = None, slots: dict[int, Buffer] | None = None):
+        super().__init__()
+        self.mem = memory or Memory()
+        self.slots = slots or {}
+
+    # -- storage ---------------------------------------------------------------------------
+    def buffer_of(self, n: Node) -> Buffer:
+        while True:
+            if n.op is Op.BUFFER:
+                return n.arg
+            if n.op is Op.BUFFER_VIEW:
+                return n.arg
+            if n.op is Op.SLOT:
+                return self.slots[n.arg]
+            if n.op in (Op.AFTER, Op.INDEX):
+                n = n.src[0]
+                continue
+            raise ScheduleError(f"interpreter: {n.op.name} is not storage")
+
+    def raw(self, n: Node) -> np.ndarray:
+        return self.mem.view(self.buffer_of(n))
+
+    def eval_node(self, n: Node):
+        if n.op in _CONTEXTUAL or (n.op is Op.VCONST and n.src) or (
+                n.op is Op.WHERE and any(self.values.get(s) is None for s in n.src[1:])):
+            return None  # evaluated by the kernel body evaluator, in its index context
+        return super().eval_node(n)
+
+    def op_BUFFER(self, n: Node) -> np.ndarray:
+        return self.raw(n)
+
+    def op_SLOT(self, n: Node) -> np.ndarray:
+        return self.raw(n)
+
+    def op_AFTER(self, n: Node) -> np.ndarray:
+        return self.raw(n.src[0])  # the effect (src[1]) was evaluated first
+
+    def op_BUFFER_VIEW(self, n: Node) -> np.ndarray:
+        return self.raw(n)
+
+    def op_BUFFERIZE(self, n: Node) -> np.ndarray:
+        return self.v(n.src[0])
+
+    def op_STORE(self, n: Node) -> None:
+        target, value = n.src
+        ring = n.arg[0]
+        q = _moduli(ring)
+        if target.op is Op.INDEX:
+            grid = self._grid(ring)
+            body = KernelBody(self, ring, grid)
+            vals = np.broadcast_to(body.value(value), (ring.limbs, ring.N))
+            _, li, ni = (body.index(s) if i else None for i, s in enumerate(target.src))
+            li, ni = np.broadcast_arrays(li, ni)
+            self.raw(target)[li, ni] = encode(vals, q)
+            return None
+        vals = self.v(value)
+        self.raw(target)[...] = encode(np.asarray(vals), q).reshape(self.raw(target).shape)
+        return None
+
+    def op_KERNEL(self, n: Node) -> None:
+        slots = {i: self.buffer_of(s) for i, s in enumerate(n.src)}
+        Interpreter(self.mem, slots).evaluate([n.arg.ast])
+        return None
+
+    # -- scheduling-level value ops --------------------------------------------------------
+    def scalar_value(self, n: Node) -> np.ndarray | None:
+        if n.op is Op.VCONST and not n.src:
+            ring, vals = n.arg
+            return decode(np.array(vals, dtype=I64).reshape(-1, 1), _moduli(ring))
+        return super().scalar_value(n)
+
+    def _grid(self, ring: RingSpec) -> tuple[np.ndarray, np.ndarray]:
+        return np.arange(ring.limbs, dtype=I64)[:, None], np.arange(ring.N, dtype=I64)[None, :]
+
+    def op_VCONST(self, n: Node) -> np.ndarray:
+        ring, vals = n.arg
+        q = _moduli(ring)
+        col = decode(np.array(vals, dtype=I64).reshape(-1, 1), q)
+        return np.broadcast_to(col, (ring.limbs, ring.N)).copy()
+
+    def op_REINDEX(self, n: Node) -> np.ndarray:
+        x = self.v(n.src[0])
+        ring = spec_of(n).ring
+        idx = np.broadcast_to(KernelBody(self, ring, self._grid(ring)).index(n.src[1]), x.shape)
+        return np.take_along_axis(x, idx, axis=1)
+
+    def op_WHERE(self, n: Node) -> np.ndarray:
+        ring = ring_of(n)
+        cond = KernelBody(self, ring, self._grid(ring)).index(n.src[0])
+        return np.where(cond != 0, self.v(n.src[1]), self.v(n.src[2]))
+
+
+class KernelBody:
+    """Evaluates the body of an elementwise kernel over a (limb, coefficient) grid."""
+
+    def __init__(self, interp: Interpreter, ring: RingSpec, grid: tuple[np.ndarray, np.ndarray]):
+        self.interp, self.ring, self.grid = interp, ring, grid
+        self.q = _moduli(ring)
+        self.memo: dict[Node, np.ndarray] = {}
+
+    def index(self, n: Node) -> np.ndarray:
+        return self.value(n)
+
+    def value(self, root: Node) -> np.ndarray:
+        for n in self._order(root):
+            if n not in self.memo:
+                self.memo[n] = self._eval(n)
+        return self.memo[root]
+
+    def _order(self, root: Node) -> list[Node]:
+        """Post-order of the body, not entering storage (its words come from memory)."""
+        order, seen, stack = [], set(), [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if ready:
+                order.append(n)
+                continue
+            if n in seen:
+                continue
+            seen.add(n)
+            stack.append((n, True))
+            if n.op not in (Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW, Op.SLOT):
+                stack.extend((s, False) for s in reversed(n.src))
+        return order
+
+    def _eval(self, n: Node):
+        op, m = n.op, self.memo
+        a = [m.get(s) for s in n.src]
+        q = self.q
+        if op is Op.GIDX:
+            return self.grid[n.arg]
+        if op is Op.ICONST:
+            return np.array(n.arg, dtype=I64)
+        if op is Op.IADD:
+            return a[0] + a[1]
+        if op is Op.IMUL:
+            return a[0] * a[1]
+        if op is Op.IAND:
+            return a[0] & a[1]
+        if op is Op.ISHR:
+            return a[0] >> a[1]
+        if op is Op.ISHL:
+            return a[0] << a[1]
+        if op is Op.BITREV:
+            return _bitrev(a[0], n.arg)
+        if op is Op.TABLE:
+            return np.array(n.arg, dtype=I64)[a[0]]
+        if op is Op.CMPEQ:
+            return (a[0] == a[1]).astype(I64)
+        if op is Op.WHERE:
+            return np.where(a[0] != 0, a[1], a[2])
+        if op in (Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW, Op.SLOT):
+            return self.interp.raw(n)
+        if op is Op.INDEX:
+            return None  # LOAD reads through it
+        if op is Op.LOAD:
+            storage, li, ni = n.src[0].src
+            raw = self.interp.raw(storage)
+            return decode(raw[m[li], m[ni]], q)
+        if op is Op.VCONST:
+            ring, vals = n.arg
+            vq = _moduli(ring)
+            limb = a[0]
+            return decode(np.array(vals, dtype=I64)[limb], vq[limb.ravel()].reshape(limb.shape))
+        if op is Op.MODADD:
+            return (a[0] + a[1]) % q
+        if op is Op.MODSUB:
+            return (a[0] - a[1]) % q
+        if op is Op.MODNEG:
+            return (-a[0]) % q
+        if op is Op.MONTMUL:
+            return a[0] * a[1] % q
+        raise ScheduleError(f"interpreter: {op.name} cannot appear in an elementwise kernel")
+
+
+def evaluate_sink(sink: Node, memory: Memory | None = None) -> list[np.ndarray]:
+    """The values (standard residues, int64) of the SINK's sources at any stage."""
+    interp = Interpreter(memory)
+    interp.evaluate([sink])
+    return [np.asarray(interp.values[o]) for o in sink.src]
+
+
+def check_pass(before: Node, after: Node, ctx=None, name: str = "pass") -> None:
+    """Raise ScheduleError if the graph after a pass computes different outputs than before."""
+    v0 = evaluate_sink(before)
+    v1 = evaluate_sink(after)
+    for i, (x, y) in enumerate(zip(v0, v1)):
+        if x.shape != y.shape or not np.array_equal(x, y):
+            raise ScheduleError(f"{name}: output {i} changed value (pass semantics broken)")
+
+
+__all__ = ["Interpreter", "KernelBody", "Memory", "check_pass", "evaluate_sink"]

@@ -1,0 +1,50 @@
+"""The twelve scheduling passes, in pipeline order.
+
+Each module has ``NAME``, a docstring (what it rewrites, the invariant after it, the ops it may
+leave) and ``run(sink, ctx) -> sink``.  Each runs on its own on the graph the previous pass made
+(or on one rebuilt from networkx).
+"""
+
+from ren.passes import (
+    p01_simplify,
+    p02_lower_ring_ops,
+    p03_inject_domains,
+    p04_simplify_domains,
+    p05_materialize,
+    p06_lower_bufferize,
+    p07_becomes_map,
+    p08_lower_automorphisms,
+    p09_lower_constants,
+    p10_buffer_views,
+    p11_indexify,
+    p12_kernelize,
+)
+
+#: (number, name, module) in pipeline order
+PASSES = [
+    (i + 1, m.NAME, m)
+    for i, m in enumerate([
+        p01_simplify,
+        p02_lower_ring_ops,
+        p03_inject_domains,
+        p04_simplify_domains,
+        p05_materialize,
+        p06_lower_bufferize,
+        p07_becomes_map,
+        p08_lower_automorphisms,
+        p09_lower_constants,
+        p10_buffer_views,
+        p11_indexify,
+        p12_kernelize,
+    ])
+]
+
+PASS_NAMES = [f"{num:02d}_{name}" for num, name, _ in PASSES]
+
+
+def get_pass(which: int | str):
+    """A pass module by number (1..12) or name ("simplify", "03_inject_domains", …)."""
+    for num, name, mod in PASSES:
+        if which in (num, name, f"{num:02d}_{name}"):
+            return mod
+    raise KeyError(f"no pass {which!r}; passes are {PASS_NAMES}")

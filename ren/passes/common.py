@@ -1,0 +1,86 @@
+"""Small helpers shared by the passes: node builders and predicates."""
+
+from __future__ import annotations
+
+from ren.device import Buffer
+from ren.node import Node
+from ren.ops import DType, Op
+from ren.ring import Domain, RingSpec
+from ren.spec import PolySpec, is_scalar, spec_of
+
+__all__ = ["Buffer", "Domain", "PolySpec", "RingSpec", "is_scalar", "spec_of"]
+
+#: Ops whose value lives in storage (possibly behind an AFTER or a view).
+STORAGE = frozenset({Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW})
+
+
+def poly(op: Op, *src: Node, arg=None) -> Node:
+    return Node(op, DType.U32, src, arg)
+
+
+def idx(op: Op, *src: Node, arg=None) -> Node:
+    return Node(op, DType.INDEX, src, arg)
+
+
+def iconst(v: int) -> Node:
+    return Node(Op.ICONST, DType.INDEX, (), int(v))
+
+
+def gidx(axis: int) -> Node:
+    return Node(Op.GIDX, DType.INDEX, (), axis)
+
+
+def as_ring(x: Node, ring: RingSpec, domain: Domain) -> Node:
+    return Node(Op.AS_RING, DType.U32, (x,), (ring, domain))
+
+
+def is_storage(n: Node) -> bool:
+    """AS_RING over storage: a value that already sits in a buffer (or will, after a STORE)."""
+    return n.op is Op.AS_RING and n.src[0].op in STORAGE
+
+
+def is_const(n: Node) -> bool:
+    return n.op is Op.AS_RING and n.src[0].op is Op.CONST
+
+
+def is_random(n: Node) -> bool:
+    return n.op is Op.AS_RING and n.src[0].op is Op.RANDOM
+
+
+def is_leaf(n: Node) -> bool:
+    """Storage, constants: values that never need a kernel of their own."""
+    return is_storage(n) or is_const(n)
+
+
+def storage_buffer(n: Node) -> Buffer:
+    """The Buffer behind a storage node (BUFFER, AFTER(BUFFER, ...), BUFFER_VIEW)."""
+    while n.op is not Op.BUFFER:
+        if n.op is Op.BUFFER_VIEW:
+            return n.arg
+        n = n.src[0]
+    return n.arg
+
+
+def is_extension(n: Node) -> bool:
+    """A TO_RING that introduces new moduli (a real basis conversion)."""
+    return n.op is Op.TO_RING and not n.arg.is_subring_of(spec_of(n.src[0]).ring)
+
+
+def is_subset(n: Node) -> bool:
+    """A TO_RING onto a subset of the source moduli (exact limb selection)."""
+    return n.op is Op.TO_RING and n.arg.is_subring_of(spec_of(n.src[0]).ring)
+
+
+def is_view_candidate(n: Node) -> bool:
+    """TO_RING onto a contiguous run of the source moduli (can be a BUFFER_VIEW)."""
+    return is_subset(n) and n.arg.offset_in(spec_of(n.src[0]).ring) is not None
+
+
+def const_value(n: Node) -> int:
+    return n.src[0].arg[0]
+
+
+def make_const(value: int, spec: PolySpec) -> Node:
+    from ren.poly import const_node
+
+    return const_node(value, spec.ring, spec.domain, spec.device)

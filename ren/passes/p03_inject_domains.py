@@ -1,0 +1,57 @@
+"""Pass 3 — inject NTT/INTT where an op needs a domain.
+
+Requirements (the seed's rules):
+  MUL of two polynomials    NTT inputs (the product is pointwise there); result in NTT
+  AUTOMORPH                 NTT input (a pure permutation of slots); its result keeps the
+                            source's domain, so a COEFF source becomes INTT(AUTOMORPH(NTT(x)))
+  RESCALE                   COEFF input; an NTT source becomes NTT(RESCALE(INTT(x)))
+  TO_RING with new moduli   COEFF input (basis conversion works on coefficients), likewise
+MUL by a scalar constant works in either domain and is left alone.
+After: every non-scalar MUL and every AUTOMORPH has NTT-domain sources; every RESCALE and
+every extending TO_RING has a COEFF-domain source.  Values are unchanged.
+Leaves: round trips such as NTT(INTT(x)) for pass 4 to remove.
+"""
+
+from __future__ import annotations
+
+from ren.node import Node
+from ren.ops import Op
+from ren.passes.common import Domain, is_extension, is_scalar, poly, spec_of
+from ren.rewrite import P, X, rewrite
+
+NAME = "inject_domains"
+
+
+def _domain(n: Node) -> Domain:
+    return spec_of(n).domain
+
+
+def _ntt(x: Node) -> Node:
+    return x if _domain(x) is Domain.NTT else poly(Op.NTT, x)
+
+
+def _mul_needs_ntt(n: Node) -> bool:
+    a, b = n.src
+    return not (is_scalar(a) or is_scalar(b)) and Domain.COEFF in (_domain(a), _domain(b))
+
+
+def _in_coeff(n: Node) -> bool:
+    return _domain(n.src[0]) is Domain.NTT
+
+
+rules = [
+    (P(Op.MUL, X("a"), X("b"), where=_mul_needs_ntt), lambda a, b: poly(Op.MUL, _ntt(a), _ntt(b)),
+     "mul_in_ntt"),
+    (P(Op.AUTOMORPH, X("x"), name="n", where=lambda n: _domain(n.src[0]) is Domain.COEFF),
+     lambda x, n: poly(Op.INTT, poly(Op.AUTOMORPH, poly(Op.NTT, x), arg=n.arg)),
+     "automorph_in_ntt"),
+    (P(Op.RESCALE, X("x"), name="n", where=_in_coeff),
+     lambda x, n: poly(Op.NTT, poly(Op.RESCALE, poly(Op.INTT, x), arg=n.arg)), "rescale_in_coeff"),
+    (P(Op.TO_RING, X("x"), name="n", where=lambda n: is_extension(n) and _in_coeff(n)),
+     lambda x, n: poly(Op.NTT, poly(Op.TO_RING, poly(Op.INTT, x), arg=n.arg)),
+     "basis_convert_in_coeff"),
+]
+
+
+def run(sink: Node, ctx=None) -> Node:
+    return rewrite(sink, rules, ctx, name=NAME)

@@ -1,0 +1,121 @@
+"""Pass 5 — decide materialization boundaries: mark BUFFERIZE(x) where a value must sit in a
+buffer of its own.
+
+Marks:
+  outputs        every SINK source that is not already storage or a constant
+  conversions    the result of NTT, INTT, TO_RNS, RESCALE, an extending TO_RING (basis
+                 conversion) and RANDOM, and the sources they read (they run as their own
+                 kernels, which read buffers)
+  copies         the result of a COPY and the value it copies
+  contiguous     CONTIGUOUS(x) becomes BUFFERIZE(x) (or just x when x is already a plain buffer)
+  sharing        an elementwise value needed by two or more different kernels (so a shared
+                 subexpression is computed once)
+A source that is a TO_RING onto a contiguous run of moduli is not copied: its own source is
+materialized instead, and pass 10 turns the TO_RING into a BUFFER_VIEW.
+After: every ring-kernel op and COPY reads storage, a BUFFERIZE, or a view-able TO_RING of one;
+everything between two BUFFERIZE marks is elementwise and belongs to exactly one kernel.
+Leaves: BUFFERIZE markers for pass 6; CONTIGUOUS is gone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ren.node import Node, consumers, toposort
+from ren.ops import DType, Op
+from ren.passes.common import (
+    is_extension,
+    is_leaf,
+    is_random,
+    is_storage,
+    is_view_candidate,
+    spec_of,
+)
+
+NAME = "materialize"
+
+
+def _is_conversion(n: Node) -> bool:
+    return n.op in (Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY) or is_extension(n) \
+        or is_random(n)
+
+
+def _plain(n: Node) -> bool:
+    return is_storage(n) or n.op is Op.BUFFERIZE
+
+
+def _bufferize(x: Node) -> Node:
+    return x if x.op is Op.BUFFERIZE else Node(Op.BUFFERIZE, DType.U32, (x,))
+
+
+def _contiguous(n: Node, src: tuple[Node, ...]) -> Node:
+    (x,) = src
+    return x if _plain(x) else _bufferize(x)
+
+
+def run(sink: Node, ctx=None) -> Node:
+    stats: Counter = Counter()
+    # 1. contiguous requests become BUFFERIZE markers
+    done: dict[Node, Node] = {}
+    for n in toposort(sink):
+        src = tuple(done[s] for s in n.src)
+        if n.op is Op.CONTIGUOUS:
+            done[n] = _contiguous(n, src)
+            stats["contiguous"] += 1
+        else:
+            done[n] = n if src == n.src else n.replace(src=src)
+    sink = done[sink]
+
+    # 2. which values must be materialized
+    order = toposort(sink)
+    users = consumers(order)
+    must: set[Node] = set()
+
+    def needs_buffer(s: Node, why: str) -> None:
+        if _plain(s) or s.dtype is not DType.U32 or spec_of(s) is None:
+            return  # already a buffer, or a raw leaf (RANDOM under its AS_RING, words)
+        if is_view_candidate(s):  # read through a view of its source's buffer
+            needs_buffer(s.src[0], why)
+            return
+        if s not in must:
+            must.add(s)
+            stats[why] += 1
+
+    for o in sink.src:
+        if not is_leaf(o):
+            needs_buffer(o, "output")
+    for n in order:
+        if _is_conversion(n):
+            if n not in must:
+                must.add(n)
+                stats["conversion"] += 1
+            if n.op is not Op.TO_RNS:
+                for s in n.src:
+                    needs_buffer(s, "conversion_input")
+
+    # 3. an elementwise value read by two different kernels gets its own buffer
+    owner: dict[Node, Node] = {}
+    for n in reversed(order):
+        if n.dtype is not DType.U32 or spec_of(n) is None or is_leaf(n):
+            continue  # raw leaves (CONST, RANDOM, BUFFER), index math, storage, constants
+        if n in must or n.op is Op.BUFFERIZE:
+            owner[n] = n
+            continue
+        if is_view_candidate(n) and (_plain(n.src[0]) or n.src[0] in must):
+            continue  # a view of a buffer: free to read from any number of kernels
+        owners = {owner.get(u, u) for u in users[n]}
+        if len(owners) > 1:
+            must.add(n)
+            owner[n] = n
+            stats["shared"] += 1
+        elif owners:
+            owner[n] = owners.pop()
+
+    # 4. wrap every use of a marked value (hash-consing makes the wrapper shared)
+    done = {}
+    for n in order:
+        src = tuple(_bufferize(done[s]) if s in must else done[s] for s in n.src)
+        done[n] = n if src == n.src else n.replace(src=src)
+    if ctx is not None and hasattr(ctx, "stats"):
+        ctx.stats.setdefault(NAME, Counter()).update(stats)
+    return done[sink]

@@ -1,0 +1,38 @@
+"""Pass 7 — build the becomes_map: each requested lazy output -> its buffer-backed node.
+
+For output i of the SINK (the node the user asked for before pass 1, ``ctx.outputs[i]``):
+  AS_RING(AFTER(B, STORE(B, x)), ring, domain) -> AS_RING(B, ring, domain)
+  an output that already was storage or a constant maps to that node.
+After realization, every live Poly whose graph contains a key is rewritten to the value, so
+nothing is recomputed.
+After: ctx.becomes_map has one entry per requested output.
+Leaves: the graph unchanged (this pass only records).
+"""
+
+from __future__ import annotations
+
+from ren.errors import ScheduleError
+from ren.node import Node
+from ren.ops import Op
+from ren.passes.common import as_ring, is_const, is_storage
+
+NAME = "becomes_map"
+
+
+def buffer_backed(o: Node) -> Node:
+    """The node that stands for output `o` once the schedule has run."""
+    if o.op is Op.AS_RING and o.src[0].op is Op.AFTER:
+        ring, domain = o.arg
+        return as_ring(o.src[0].src[0], ring, domain)
+    if is_storage(o) or is_const(o):
+        return o
+    raise ScheduleError(f"becomes_map: output {o.op.name} is neither storage nor a constant; "
+                        "pass 5/6 should have materialized it")
+
+
+def run(sink: Node, ctx=None) -> Node:
+    if ctx is None:
+        return sink
+    outputs = ctx.outputs or sink.src
+    ctx.becomes_map = {orig: buffer_backed(o) for orig, o in zip(outputs, sink.src)}
+    return sink

@@ -1,0 +1,145 @@
+"""Pass 11 — indexify elementwise computation with GIDX, INDEX, LOAD and STORE.
+
+Every STORE(B, value) whose value is elementwise becomes
+    STORE(INDEX(B, GIDX(0), GIDX(1)), value')
+where value' computes one element (limb GIDX(0), coefficient GIDX(1)):
+  AS_RING(storage)          -> LOAD(INDEX(storage, l, j))
+  AS_RING(BUFFER_VIEW)      -> LOAD(INDEX(base, l + first limb, j))   (the view fused into loads)
+  TO_RING(x) onto a subset  -> x evaluated at limb l + offset (contiguous) or TABLE[l]
+  REINDEX(x, e)             -> x evaluated at coefficient e(j)        (automorphism index maps)
+  ADD SUB NEG MUL           -> MODADD MODSUB MODNEG MONTMUL           (Montgomery-form operands)
+  VCONST                    -> VCONST indexed by the limb
+  WHERE, index arithmetic   -> the same ops with GIDX replaced by the current (l, j)
+Index arithmetic is then folded (x + 0, x · 1, constant operands).
+After: every elementwise STORE writes INDEX(B, GIDX(0), GIDX(1)); its value contains only
+LOAD/INDEX of storage, lowered residue ops, VCONST, WHERE and index ops.
+Leaves: STOREs of ring kernels (NTT, INTT, TO_RNS, RESCALE, basis conversion, RANDOM, COPY)
+unchanged.
+"""
+
+from __future__ import annotations
+
+from ren.errors import ScheduleError
+from ren.node import Node, substitute
+from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
+from ren.passes.common import (
+    STORAGE,
+    gidx,
+    iconst,
+    idx,
+    is_extension,
+    is_random,
+    is_storage,
+    is_subset,
+    spec_of,
+)
+from ren.rewrite import P, RuleSet, X, rewrite
+
+NAME = "indexify"
+RING_OPS = frozenset({Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY})
+
+
+def is_ring_kernel_value(v: Node) -> bool:
+    return v.op in RING_OPS or is_extension(v) or is_random(v)
+
+
+def _at(e: Node, l: Node, j: Node) -> Node:
+    """Index expression e with GIDX(0) -> l and GIDX(1) -> j."""
+    return substitute(e, {gidx(0): l, gidx(1): j})
+
+
+def _limb_map(x: Node, target, l: Node) -> Node:
+    src = spec_of(x).ring
+    first = target.offset_in(src)
+    if first is not None:
+        return idx(Op.IADD, l, iconst(first))
+    return idx(Op.TABLE, l, arg=tuple(src.index(q) for q in target.moduli))
+
+
+def _children(n: Node, l: Node, j: Node) -> list[tuple[Node, Node, Node]]:
+    """The (node, limb index, coefficient index) contexts n's lowering needs first."""
+    if is_storage(n) or n.op is Op.VCONST or n.op in INDEX_OPS:
+        return []
+    if n.op is Op.TO_RING and is_subset(n):
+        return [(n.src[0], _limb_map(n.src[0], n.arg, l), j)]
+    if n.op is Op.REINDEX:
+        return [(n.src[0], l, _at(n.src[1], l, j))]
+    if n.op in LOWERED_ALU or n.op is Op.WHERE:
+        return [(s, l, j) for s in n.src]
+    raise ScheduleError(f"indexify: {n.op.name} cannot be part of an elementwise kernel")
+
+
+def _build(n: Node, l: Node, j: Node, kids: list[Node]) -> Node:
+    if is_storage(n):
+        storage = n.src[0]
+        if storage.op is Op.BUFFER_VIEW:
+            view = storage.arg
+            l = idx(Op.IADD, l, iconst(view.offset // view.shape[1]))
+            storage = storage.src[0]
+        return Node(Op.LOAD, DType.U32, (Node(Op.INDEX, DType.U32, (storage, l, j)),))
+    if n.op is Op.VCONST:
+        return Node(Op.VCONST, DType.U32, (l,), n.arg)
+    if n.op in INDEX_OPS:
+        return _at(n, l, j)
+    if n.op in (Op.TO_RING, Op.REINDEX):
+        return kids[0]
+    if n.op in LOWERED_ALU:
+        return Node(LOWERED_ALU[n.op], DType.U32, tuple(kids))
+    if n.op is Op.WHERE:
+        return n.replace(src=tuple(kids))
+    raise ScheduleError(f"indexify: cannot lower {n.op.name}")  # pragma: no cover
+
+
+def lower_value(value: Node) -> Node:
+    """value evaluated at element (GIDX(0), GIDX(1)), iteratively (chains can be deep)."""
+    l0, j0 = gidx(0), gidx(1)
+    memo: dict[tuple[Node, Node, Node], Node] = {}
+    stack: list[tuple[Node, Node, Node, bool]] = [(value, l0, j0, False)]
+    while stack:
+        n, l, j, ready = stack.pop()
+        key = (n, l, j)
+        if key in memo:
+            continue
+        kids = _children(n, l, j)
+        if not ready:
+            stack.append((n, l, j, True))
+            stack.extend((*k, False) for k in reversed(kids) if k not in memo)
+            continue
+        memo[key] = _build(n, l, j, [memo[k] for k in kids])
+    return memo[(value, l0, j0)]
+
+
+def _iconst_op(op: Op, a: int, b: int) -> int:
+    return {Op.IADD: a + b, Op.IMUL: a * b, Op.IAND: a & b, Op.ISHR: a >> b, Op.ISHL: a << b}[op]
+
+
+# index arithmetic folding
+_I = P(Op.ICONST, name="c")
+index_rules = RuleSet([
+    (P(Op.IADD, X("x"), P(Op.ICONST, arg=0), commutative=True), lambda x: x, "iadd_zero"),
+    (P(Op.IMUL, X("x"), P(Op.ICONST, arg=1), commutative=True), lambda x: x, "imul_one"),
+    (P({Op.IADD, Op.IMUL, Op.IAND, Op.ISHR, Op.ISHL}, P(Op.ICONST, name="a"),
+       P(Op.ICONST, name="b"), name="n"),
+     lambda a, b, n: iconst(_iconst_op(n.op, a.arg, b.arg)), "fold_index"),
+    (P(Op.IADD, P(Op.IADD, X("x"), P(Op.ICONST, name="a")), P(Op.ICONST, name="b")),
+     lambda x, a, b: idx(Op.IADD, x, iconst(a.arg + b.arg)), "iadd_assoc"),
+    (P(Op.TABLE, P(Op.ICONST, name="i"), name="t"), lambda i, t: iconst(t.arg[i.arg]),
+     "table_const"),
+])
+
+
+def indexify_store(store: Node) -> Node | None:
+    buf, value = store.src
+    if buf.op is not Op.BUFFER or is_ring_kernel_value(value):
+        return None
+    target = Node(Op.INDEX, DType.U32, (buf, gidx(0), gidx(1)))
+    body = rewrite(lower_value(value), index_rules, name=NAME + ".fold",
+                   enter=lambda n: n.op not in STORAGE)
+    return store.replace(src=(target, body))
+
+
+rules = [(P(Op.STORE, name="store"), indexify_store, "indexify_store")]
+
+
+def run(sink: Node, ctx=None) -> Node:
+    return rewrite(sink, rules, ctx, name=NAME)

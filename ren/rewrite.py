@@ -1,0 +1,185 @@
+"""The shared rewrite driver: small declarative rules (pattern -> replacement) run bottom-up to a
+fixed point.
+
+A `Pat` describes a node: its op (or a set of ops), optionally its sources (a tuple of Pats,
+tried in both orders when ``commutative``), its arg and a predicate; ``name`` binds the matched
+node for the replacement function.  A rule is ``(Pat, fn)``; ``fn`` receives the bindings as
+keyword arguments (and ``ctx`` when it asks for it) and returns a replacement Node or None.
+
+`rewrite(root, rules, ctx, name)` visits every node once, sources first; after a rule fires the
+replacement is rewritten again (its new nodes included) until no rule matches.  A node that is
+rewritten more than `MAX_REWRITES` times means the rules cycle: the driver stops with a
+`ScheduleError` that names the rules involved.  Firings are counted per rule in
+``ctx.stats[name]``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ren.errors import ScheduleError
+from ren.node import Node
+from ren.ops import Op
+
+MAX_REWRITES = 256
+_ANY = object()
+
+
+@dataclass(frozen=True, eq=False)
+class Pat:
+    """A node pattern."""
+
+    op: Op | frozenset[Op] | None = None
+    src: tuple[Pat, ...] | None = None
+    name: str | None = None
+    arg: Any = _ANY
+    where: Callable[[Node], bool] | None = None
+    commutative: bool = False
+
+    def ops(self) -> frozenset[Op] | None:
+        if self.op is None:
+            return None
+        return self.op if isinstance(self.op, frozenset) else frozenset({self.op})
+
+    def match(self, n: Node, env: dict[str, Node]) -> bool:
+        ops = self.ops()
+        if ops is not None and n.op not in ops:
+            return False
+        if self.arg is not _ANY and n.arg != self.arg:
+            return False
+        if self.src is not None:
+            if len(self.src) != len(n.src):
+                return False
+            orders = [n.src] if not self.commutative else [n.src, n.src[::-1]]
+            for order in orders:
+                trial = dict(env)
+                if all(p.match(s, trial) for p, s in zip(self.src, order)):
+                    env.update(trial)
+                    break
+            else:
+                return False
+        if self.name is not None:
+            bound = env.get(self.name)
+            if bound is not None and bound is not n:
+                return False  # the same name twice must be the same node
+            env[self.name] = n
+        return self.where is None or self.where(n)
+
+
+def P(op: Op | Iterable[Op] | None = None, *src: Pat, name: str | None = None, arg: Any = _ANY,
+      where: Callable[[Node], bool] | None = None, commutative: bool = False) -> Pat:
+    """Shorthand: ``P(Op.NTT, P(Op.INTT, X("x")))``."""
+    if op is not None and not isinstance(op, Op):
+        op = frozenset(op)
+    return Pat(op, tuple(src) if src else None, name, arg, where, commutative)
+
+
+def X(name: str, where: Callable[[Node], bool] | None = None) -> Pat:
+    """Any node, bound to `name`."""
+    return Pat(None, None, name, _ANY, where)
+
+
+@dataclass
+class Rule:
+    pat: Pat
+    fn: Callable[..., Node | None]
+    name: str
+    wants_ctx: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.wants_ctx = "ctx" in inspect.signature(self.fn).parameters
+
+    def apply(self, n: Node, ctx: Any) -> Node | None:
+        env: dict[str, Node] = {}
+        if not self.pat.match(n, env):
+            return None
+        return self.fn(ctx=ctx, **env) if self.wants_ctx else self.fn(**env)
+
+
+def rule(pat: Pat, fn: Callable[..., Node | None], name: str | None = None) -> Rule:
+    return Rule(pat, fn, name or getattr(fn, "__name__", "rule"))
+
+
+class RuleSet:
+    """Rules indexed by the op they can match, in declaration order."""
+
+    def __init__(self, rules: Iterable[Rule | tuple]):
+        self.rules = [r if isinstance(r, Rule) else rule(*r) for r in rules]
+        self.by_op: dict[Op, list[Rule]] = {}
+        self.any_op: list[Rule] = []
+        for r in self.rules:
+            ops = r.pat.ops()
+            if ops is None:
+                self.any_op.append(r)
+            else:
+                for op in ops:
+                    self.by_op.setdefault(op, []).append(r)
+
+    def candidates(self, op: Op) -> list[Rule]:
+        specific = self.by_op.get(op, [])
+        return specific + self.any_op if self.any_op else specific
+
+    def apply(self, n: Node, ctx: Any) -> tuple[Node, Rule] | None:
+        for r in self.candidates(n.op):
+            out = r.apply(n, ctx)
+            if out is not None and out is not n:
+                return out, r
+        return None
+
+
+def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = "rewrite",
+            enter: Callable[[Node], bool] | None = None) -> Node:
+    """Rewrite the graph under `root` with `rules` to a fixed point (see the module docstring).
+
+    `enter(n)` False makes n a boundary: it is kept as it is and its sources are not visited
+    (used to rewrite one kernel body without walking the graph upstream of it).
+    """
+    rs = rules if isinstance(rules, RuleSet) else RuleSet(rules)
+    stats: Counter = Counter()
+    done: dict[Node, Node] = {}
+    # explicit stack of (node, phase, origin, trail): phase 0 visits sources, 1 rebuilds the node
+    # and applies rules, 2 links an original node to the result of its replacement.  `trail`
+    # holds the rules fired on the way to this node (replacements inherit it), so a cycle of
+    # rules shows up as a trail that keeps growing.
+    stack: list[tuple[Node, int, Node | None, tuple[str, ...]]] = [(root, 0, None, ())]
+    while stack:
+        n, phase, origin, trail = stack.pop()
+        if phase == 2:
+            done[origin] = done[n]
+            continue
+        if n in done:
+            continue
+        if enter is not None and not enter(n):
+            done[n] = n
+            continue
+        if phase == 0:
+            stack.append((n, 1, None, trail))
+            stack.extend((s, 0, None, trail) for s in reversed(n.src) if s not in done)
+            continue
+        src = tuple(done[s] for s in n.src)
+        new = n if src == n.src else n.replace(src=src)
+        if new is not n and new in done:
+            done[n] = done[new]
+            continue
+        hit = rs.apply(new, ctx)
+        if hit is None:
+            done[n] = new
+            done.setdefault(new, new)
+            continue
+        out, r = hit
+        stats[r.name] += 1
+        trail = (*trail, r.name)
+        if len(trail) > MAX_REWRITES:
+            cycle = ", ".join(dict.fromkeys(trail[-8:]))
+            raise ScheduleError(f"{name}: rewriting did not reach a fixed point after "
+                                f"{MAX_REWRITES} steps at a {n.op.name} node; rules cycling: "
+                                f"{cycle}")
+        stack.append((out, 2, n, trail))
+        stack.append((out, 0, None, trail))
+    if ctx is not None and hasattr(ctx, "stats"):
+        ctx.stats.setdefault(name, Counter()).update(stats)
+    return done[root]

@@ -1,0 +1,103 @@
+"""`schedule`: turn a lazy polynomial DAG into a list of `ScheduledKernel`s.
+
+    schedule(SINK(out0, out1, ...))  or  schedule(poly0, poly1, ...)
+
+runs the twelve passes of `ren.passes` in order, then lists the kernels of the final graph in
+dependency order.  `run_passes` exposes the machinery for inspection: it can stop after any pass
+and keep the graph after every pass (``trace=True``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ren.errors import ScheduleError
+from ren.kernel import ScheduledKernel
+from ren.node import Node, toposort
+from ren.ops import DType, Op
+from ren.passes import PASSES, p12_kernelize
+from ren.passes.common import storage_buffer
+
+
+@dataclass
+class ScheduleContext:
+    """State shared by the passes of one scheduling run."""
+
+    outputs: tuple[Node, ...] = ()  # the requested (pre-pass-1) output nodes
+    becomes_map: dict[Node, Node] = field(default_factory=dict)
+    stats: dict[str, Counter] = field(default_factory=dict)
+    kernel_count: int = 0
+    check: bool = False  # verify each pass's semantics as it runs (REN_CHECK)
+
+
+@dataclass
+class ScheduleTrace:
+    """The result of `run_passes`: the final graph, and with ``trace`` every intermediate one."""
+
+    sink: Node
+    ctx: ScheduleContext
+    graphs: list[tuple[str, Node]] = field(default_factory=list)  # ("00_input", g0), ...
+
+
+def as_sink(*outputs: Any) -> Node:
+    """A SINK over Polys/Nodes (or an existing SINK, returned as is)."""
+    if len(outputs) == 1 and isinstance(outputs[0], Node) and outputs[0].op is Op.SINK:
+        return outputs[0]
+    nodes = []
+    for o in outputs:
+        if isinstance(o, list | tuple):
+            nodes.extend(x.node if hasattr(x, "node") else x for x in o)
+        else:
+            nodes.append(o.node if hasattr(o, "node") else o)
+    if not nodes or not all(isinstance(n, Node) for n in nodes):
+        raise ScheduleError("schedule: give a SINK node, or one or more Polys / Nodes")
+    return Node(Op.SINK, DType.VOID, tuple(nodes))
+
+
+def run_passes(*outputs: Any, upto: int = 12, start: int = 1, ctx: ScheduleContext | None = None,
+               trace: bool = False) -> ScheduleTrace:
+    """Run passes `start`..`upto` (1-based, inclusive) on a SINK (or Polys)."""
+    sink = as_sink(*outputs)
+    ctx = ctx or ScheduleContext()
+    if not ctx.outputs:
+        ctx.outputs = sink.src
+    result = ScheduleTrace(sink, ctx)
+    if trace:
+        result.graphs.append((f"{start - 1:02d}_input", sink))
+    for num, name, mod in PASSES:
+        if num < start or num > upto:
+            continue
+        before = sink
+        sink = mod.run(sink, ctx)
+        if trace:
+            result.graphs.append((f"{num:02d}_{name}", sink))
+        if ctx.check:
+            from ren.interpret import check_pass
+
+            check_pass(before, sink, ctx, f"{num:02d}_{name}")
+    if upto >= 12:
+        p12_kernelize.check(sink)
+    result.sink = sink
+    return result
+
+
+def linearize(sink: Node) -> list[ScheduledKernel]:
+    """The kernels and light items of a kernelized graph, in dependency order."""
+    items: list[ScheduledKernel] = []
+    for n in toposort(sink):
+        if n.op is Op.KERNEL:
+            k = n.arg
+            items.append(ScheduledKernel(k.kind, k.name, k.ast,
+                                         tuple(storage_buffer(s) for s in n.src), k.ring, n))
+        elif n.op is Op.BUFFER_VIEW:
+            view = n.arg
+            items.append(ScheduledKernel("view", f"view{len(items)}", None, (view, view.base),
+                                         None, n))
+    return items
+
+
+def schedule(*outputs: Any, ctx: ScheduleContext | None = None) -> list[ScheduledKernel]:
+    """Schedule the outputs (a SINK, or Polys/Nodes): the list of kernels to run, in order."""
+    return linearize(run_passes(*outputs, ctx=ctx).sink)

@@ -14,6 +14,7 @@ from typing import Any
 from ren.ops import DType, Op
 
 _cache: weakref.WeakValueDictionary[tuple, Node] = weakref.WeakValueDictionary()
+_refs = _cache.data
 
 
 class Node:
@@ -29,9 +30,11 @@ class Node:
                 arg: Any = None) -> Node:
         src = tuple(src)
         key = (op, dtype, src, type(arg), arg)
-        node = _cache.get(key)
-        if node is not None:
-            return node
+        ref = _refs.get(key)  # the WeakValueDictionary's own dict: skips a Python-level .get
+        if ref is not None:
+            node = ref()
+            if node is not None:
+                return node
         node = object.__new__(cls)
         set_ = object.__setattr__
         set_(node, "op", op)

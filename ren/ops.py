@@ -23,6 +23,8 @@ class DType(enum.Enum):
     BOOL = "bool"
     VOID = "void"  # effects and containers: STORE, SINK, KERNEL
 
+    __hash__ = object.__hash__  # members are singletons; Enum's default hashes the name in Python
+
     def __repr__(self) -> str:
         return f"DType.{self.name}"
 
@@ -79,6 +81,8 @@ class Op(enum.Enum):
     # -- kernels
     KERNEL = enum.auto()  # src: buffers; arg: Kernel (AST over SLOTs)
     SLOT = enum.auto()  # arg: parameter number inside a kernel AST
+
+    __hash__ = object.__hash__  # members are singletons; node hashing is hot
 
     def __repr__(self) -> str:
         return f"Op.{self.name}"

@@ -119,6 +119,9 @@ class RuleSet:
                 for op in ops:
                     self.by_op.setdefault(op, []).append(r)
 
+    def has_rules(self, op: Op) -> bool:
+        return bool(self.any_op) or op in self.by_op
+
     def candidates(self, op: Op) -> list[Rule]:
         specific = self.by_op.get(op, [])
         return specific + self.any_op if self.any_op else specific
@@ -165,7 +168,7 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
         if new is not n and new in done:
             done[n] = done[new]
             continue
-        hit = rs.apply(new, ctx)
+        hit = rs.apply(new, ctx) if rs.has_rules(new.op) else None
         if hit is None:
             done[n] = new
             done.setdefault(new, new)

@@ -9,7 +9,10 @@ and keep the graph after every pass (``trace=True``).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +59,32 @@ def as_sink(*outputs: Any) -> Node:
     return Node(Op.SINK, DType.VOID, tuple(nodes))
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block.
+
+    Scheduling allocates many short-lived nodes; each full collection scans every live object, so
+    with the collector on, the cost per node grows with the size of the graph (measured: 2x per
+    node from 10^3 to 10^4 nodes).  IR graphs are acyclic, so nothing needs the collector here.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run_passes(*outputs: Any, upto: int = 12, start: int = 1, ctx: ScheduleContext | None = None,
                trace: bool = False) -> ScheduleTrace:
     """Run passes `start`..`upto` (1-based, inclusive) on a SINK (or Polys)."""
+    with gc_paused():
+        return _run_passes(*outputs, upto=upto, start=start, ctx=ctx, trace=trace)
+
+
+def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | None,
+                trace: bool) -> ScheduleTrace:
     sink = as_sink(*outputs)
     ctx = ctx or ScheduleContext()
     if not ctx.outputs:

@@ -9,7 +9,7 @@ Start with `Poly` and `RingSpec`::
     b = (a * a + 1)          # lazy: nothing has run yet
 """
 
-from ren import errors, random
+from ren import errors, random, settings
 from ren.device import Buffer, canonical_device
 from ren.errors import (
     DeviceError,
@@ -28,7 +28,9 @@ from ren.errors import (
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.poly import Poly
+from ren.realize import realize_polys as realize
 from ren.ring import Domain, RingSpec
+from ren.schedule import run_passes, schedule
 from ren.spec import PolySpec, spec_of
 
 __all__ = [
@@ -55,6 +57,10 @@ __all__ = [
     "canonical_device",
     "errors",
     "random",
+    "realize",
+    "run_passes",
+    "schedule",
+    "settings",
     "spec_of",
     "toposort",
 ]

@@ -88,6 +88,11 @@ class Buffer:
         if self.base is not None:
             self.base.allocate()
         elif self._data is None:
+            if device_kind(self.device) != "python":
+                raise DeviceError(
+                    f"no allocator for device {self.device!r} in this build (the CUDA backend is "
+                    "not available); keep the computation on 'python'"
+                )
             self._data = np.empty(self.shape, dtype=np.uint32)
         return self
 

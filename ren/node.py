@@ -29,7 +29,9 @@ class Node:
     def __new__(cls, op: Op, dtype: DType = DType.U32, src: Iterable[Node] = (),
                 arg: Any = None) -> Node:
         src = tuple(src)
-        key = (op, dtype, src, type(arg), arg)
+        # types are part of the key (1 == True == 1.0 in Python), one level into tuple args too
+        key = (op, dtype, src, type(arg), arg,
+               tuple(map(type, arg)) if type(arg) is tuple else None)
         ref = _refs.get(key)  # the WeakValueDictionary's own dict: skips a Python-level .get
         if ref is not None:
             node = ref()
@@ -46,6 +48,9 @@ class Node:
         return node
 
     def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Node is immutable; build a new node instead")
+
+    def __delattr__(self, name: str) -> None:
         raise AttributeError("Node is immutable; build a new node instead")
 
     def __reduce__(self):

@@ -330,6 +330,64 @@ class Poly:
         """Ask for this value in its own contiguous buffer (a materialization point)."""
         return Poly(Node(Op.CONTIGUOUS, DType.U32, (self._node,)))
 
+    # -- realization and reading values ---------------------------------------------------------
+    def realize(self, *others: Poly) -> Poly:
+        """Compute this Poly (and `others`, together, sharing work) now; returns self.
+
+        Afterwards the Poly — and every live Poly whose graph used it — points at a buffer, so
+        nothing is computed twice.  Realizing an already realized Poly does nothing.
+        """
+        from ren.realize import realize_polys
+
+        for o in others:
+            if not isinstance(o, Poly):
+                raise TypeError(f"realize: expected Polys, got {type(o).__name__}")
+        realize_polys((self, *others))
+        return self
+
+    @property
+    def is_realized(self) -> bool:
+        from ren.realize import is_realized
+
+        return is_realized(self._node)
+
+    def numpy(self) -> np.ndarray:
+        """The (limbs × N) uint32 array of standard-form residues, in this Poly's domain."""
+        from ren.realize import host_residues
+
+        self.realize()
+        return host_residues(self._node)
+
+    def tolist(self) -> list[list[int]]:
+        """The residues as a list of limbs, each a list of N ints in [0, q_i), in this Poly's
+        domain (standard form, not Montgomery)."""
+        return self.numpy().tolist()
+
+    def coefficients(self) -> list[int]:
+        """The N signed coefficients: the centred CRT lift (in (-Q/2, Q/2]) of the polynomial in
+        coefficient form (an NTT-domain Poly is transformed back on the host)."""
+        from ren.ring import crt_lift, intt
+
+        res = self.numpy()
+        if self.domain is Domain.NTT:
+            res = intt(res, self.ring)
+        return crt_lift(res, self.ring)
+
+    def tobytes(self) -> bytes:
+        """A versioned, self-describing, checksummed encoding (see `ren.serialize`)."""
+        from ren.serialize import encode_poly
+
+        return encode_poly(self.ring, self.domain, self.numpy())
+
+    @classmethod
+    def frombytes(cls, data: bytes, device: str = "python") -> Poly:
+        """The Poly encoded by `tobytes`; corrupted, truncated or unknown-version data raises
+        SerializationError."""
+        from ren.serialize import decode_poly
+
+        ring, domain, residues = decode_poly(data)
+        return cls.from_residues(residues, ring, domain, device)
+
 
 def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
     """Check two operands of an elementwise op; re-tag a constant to the other's domain."""

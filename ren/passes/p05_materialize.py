@@ -71,10 +71,10 @@ def run(sink: Node, ctx=None) -> Node:
     users = consumers(order)
     must: set[Node] = set()
 
-    def needs_buffer(s: Node, why: str) -> None:
+    def needs_buffer(s: Node, why: str, view_ok: bool = True) -> None:
         if _plain(s) or s.dtype is not DType.U32 or spec_of(s) is None:
             return  # already a buffer, or a raw leaf (RANDOM under its AS_RING, words)
-        if is_view_candidate(s):  # read through a view of its source's buffer
+        if view_ok and is_view_candidate(s):  # read through a view of its source's buffer
             needs_buffer(s.src[0], why)
             return
         if s not in must:
@@ -83,7 +83,7 @@ def run(sink: Node, ctx=None) -> Node:
 
     for o in sink.src:
         if not is_leaf(o):
-            needs_buffer(o, "output")
+            needs_buffer(o, "output", view_ok=False)  # an output gets a buffer of its own
     for n in order:
         if _is_conversion(n):
             if n not in must:

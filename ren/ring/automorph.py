@@ -43,10 +43,20 @@ def conjugation_element(N: int) -> int:
     return 2 * N - 1
 
 
+def _validated(cached):
+    """Validate g before the cache sees it (3.0 == 3 would otherwise hit a cached int entry)."""
+    def wrapper(N: int, g: int):
+        return cached(N, _check_g(N, g))
+
+    wrapper.__name__, wrapper.__doc__ = cached.__name__, cached.__doc__
+    wrapper.cache_clear = cached.cache_clear
+    return wrapper
+
+
+@_validated
 @lru_cache(maxsize=256)
 def automorph_coeff_map(N: int, g: int) -> tuple[np.ndarray, np.ndarray]:
     """(src, negate) with sigma_g(a)[j] = (-1)^negate[j] · a[src[j]] in the coefficient domain."""
-    g = _check_g(N, g)
     h = pow(g, -1, 2 * N)
     t = (np.arange(N, dtype=np.int64) * h) % (2 * N)
     src, neg = t % N, t >= N
@@ -55,10 +65,10 @@ def automorph_coeff_map(N: int, g: int) -> tuple[np.ndarray, np.ndarray]:
     return src, neg
 
 
+@_validated
 @lru_cache(maxsize=256)
 def automorph_ntt_map(N: int, g: int) -> np.ndarray:
     """src with sigma_g(a)[j] = a[src[j]] in the (bit-reversed) NTT domain."""
-    g = _check_g(N, g)
     brv = bit_reverse_indices(N.bit_length() - 1)
     e = 2 * brv + 1
     src = brv[((e * g) % (2 * N) - 1) // 2]

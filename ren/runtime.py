@@ -1,0 +1,138 @@
+"""ExecUnits: the executable form of a schedule, and the loop that runs them.
+
+`make_exec_units(schedule, plan)` lowers each `ScheduledKernel` to an `ExecUnit`:
+
+* ``compute`` — a backend kernel (`ren.backend.compile_for`) bound to its buffers;
+* ``copy`` — a device transfer when source and destination share an allocator (host devices
+  "python", "python:1", … do), otherwise a host-mediated copy;
+* ``view`` — no work: checks that the view lies inside its base and binds it.
+
+`run_exec_units(units)` allocates what each unit needs — planned intermediates get their
+offsets in one arena per device (allocated once for the whole run), other buffers their own
+storage — runs the units in order, and finally detaches the planned intermediates so Python's
+refcounts release the arena.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ren import settings
+from ren.backend import compile_for
+from ren.device import Buffer, device_kind
+from ren.errors import RealizeError
+from ren.kernel import ScheduledKernel
+
+
+@dataclass
+class ExecUnit:
+    """One runnable step: `kind` is "compute", "copy" or "view"."""
+
+    kind: str
+    name: str
+    bufs: tuple[Buffer, ...]
+    fn: Callable[[list[np.ndarray]], None] | None
+    item: ScheduledKernel
+
+    def __call__(self) -> None:
+        for b in self.bufs:
+            b.allocate()
+        if self.kind == "view":
+            _check_view(self.bufs[0])
+            return
+        self.fn([b.array() for b in self.bufs])
+
+    def __repr__(self) -> str:
+        return f"<ExecUnit {self.kind} {self.name}>"
+
+
+@dataclass
+class Arena:
+    device: str
+    data: np.ndarray
+    buffers: list[Buffer] = field(default_factory=list)
+
+
+def _check_view(view: Buffer) -> None:
+    base = view.base
+    if base is None or view.offset < 0 or view.offset + view.size > base.size:
+        raise RealizeError(f"{view} does not fit inside its base {base}")
+
+
+def _host_copy(bufs: list[np.ndarray]) -> None:
+    np.copyto(bufs[0], bufs[1])
+
+
+def make_exec_units(schedule: list[ScheduledKernel], plan=None) -> list[ExecUnit]:
+    """Lower every scheduled item to an ExecUnit (compiling kernels for their device)."""
+    units = []
+    for item in schedule:
+        if item.kind == "view":
+            units.append(ExecUnit("view", item.name, item.bufs, None, item))
+        elif item.kind == "copy":
+            dst, src = item.bufs[0].device, item.bufs[1].device
+            same_allocator = device_kind(dst) == device_kind(src) == "python"
+            fn = compile_for(dst, item) if same_allocator else _host_copy
+            units.append(ExecUnit("copy", item.name, item.bufs, fn, item))
+        else:
+            units.append(ExecUnit("compute", item.name, item.bufs,
+                                  compile_for(item.bufs[0].device, item), item))
+    return units
+
+
+def bind_arenas(plan) -> list[Arena]:
+    """Allocate one arena per device and point every planned buffer at its offset."""
+    if plan is None:
+        return []
+    arenas = []
+    for device, nbytes in plan.arenas.items():
+        if device_kind(device) != "python":
+            raise RealizeError(f"no allocator for device {device!r} in this build")
+        arena = Arena(device, np.empty(max(nbytes, 4) // 4, dtype=np.uint32))
+        arenas.append(arena)
+    by_device = {a.device: a for a in arenas}
+    for buf in plan.planned:
+        arena = by_device[buf.device]
+        start = plan.offset(buf) // 4
+        buf.attach(arena.data[start : start + buf.size])
+        arena.buffers.append(buf)
+    return arenas
+
+
+_trace: list[list[ExecUnit]] = []
+
+
+@contextlib.contextmanager
+def record_units() -> Iterator[list[ExecUnit]]:
+    """Collect every ExecUnit run inside the block (for tests and debugging)."""
+    seen: list[ExecUnit] = []
+    _trace.append(seen)
+    try:
+        yield seen
+    finally:
+        _trace.remove(seen)
+
+
+def run_exec_units(units: list[ExecUnit], plan=None) -> None:
+    """Run the units in order, with planned intermediates placed in per-device arenas."""
+    arenas = bind_arenas(plan)
+    debug = settings.get("REN_DEBUG")
+    try:
+        for unit in units:
+            t0 = time.perf_counter() if debug >= 2 else 0.0
+            unit()
+            for seen in _trace:
+                seen.append(unit)
+            if debug >= 2:
+                ms = (time.perf_counter() - t0) * 1e3
+                print(f"[ren] {unit.kind:8s} {unit.name:24s} {ms:8.3f} ms  "
+                      f"bufs={[b.uid for b in unit.bufs]}")
+    finally:
+        for arena in arenas:  # planned intermediates are dead now: drop the arena
+            for buf in arena.buffers:
+                buf.release()

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import ren
-from ren import realize as ren_realize
+from ren import realization as ren_realize
 from ren.ring import get_tables, mod_add, mont_mul, ntt
 
 N, LIMBS = 1 << 14, 8

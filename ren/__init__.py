@@ -28,7 +28,7 @@ from ren.errors import (
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.poly import Poly
-from ren.realize import realize_polys as realize
+from ren.realization import realize_polys as realize
 from ren.ring import Domain, RingSpec
 from ren.schedule import run_passes, schedule
 from ren.spec import PolySpec, spec_of

@@ -100,29 +100,31 @@ def consumers(order: list[Node]) -> dict[Node, list[Node]]:
     return users
 
 
+def substitute_many(roots: list[Node], mapping: dict[Node, Node]) -> list[Node]:
+    """Each root with every occurrence of a key of `mapping` replaced by its value (one sweep,
+    bottom-up, one memo shared by all roots; the walk does not enter keys, and replacements are
+    not searched again)."""
+    done: dict[Node, Node] = dict(mapping)
+    out = []
+    for root in roots:
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if n in done:
+                continue
+            if not ready:
+                stack.append((n, True))
+                stack.extend((s, False) for s in reversed(n.src) if s not in done)
+                continue
+            src = tuple(done[s] for s in n.src)
+            done[n] = n if src == n.src else n.replace(src=src)
+        out.append(done[root])
+    return out
+
+
 def substitute(root: Node, mapping: dict[Node, Node]) -> Node:
-    """`root` with every occurrence of a key of `mapping` replaced by its value (one sweep,
-    bottom-up; the walk does not enter keys, and replacements are not searched again)."""
-    if not mapping:
-        return root
-    if root in mapping:
-        return mapping[root]
-    done: dict[Node, Node] = {}
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        n, ready = stack.pop()
-        if n in done:
-            continue
-        if n in mapping:
-            done[n] = mapping[n]
-            continue
-        if not ready:
-            stack.append((n, True))
-            stack.extend((s, False) for s in reversed(n.src) if s not in done)
-            continue
-        src = tuple(done[s] for s in n.src)
-        done[n] = n if src == n.src else n.replace(src=src)
-    return done[root]
+    """`root` with every occurrence of a key of `mapping` replaced by its value."""
+    return substitute_many([root], mapping)[0] if mapping else root
 
 
 def walk(root: Node, fn: Callable[[Node], None]) -> None:

@@ -337,7 +337,7 @@ class Poly:
         Afterwards the Poly — and every live Poly whose graph used it — points at a buffer, so
         nothing is computed twice.  Realizing an already realized Poly does nothing.
         """
-        from ren.realize import realize_polys
+        from ren.realization import realize_polys
 
         for o in others:
             if not isinstance(o, Poly):
@@ -347,13 +347,13 @@ class Poly:
 
     @property
     def is_realized(self) -> bool:
-        from ren.realize import is_realized
+        from ren.realization import is_realized
 
         return is_realized(self._node)
 
     def numpy(self) -> np.ndarray:
         """The (limbs × N) uint32 array of standard-form residues, in this Poly's domain."""
-        from ren.realize import host_residues
+        from ren.realization import host_residues
 
         self.realize()
         return host_residues(self._node)

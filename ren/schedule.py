@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ren import settings
 from ren.errors import ScheduleError
 from ren.kernel import ScheduledKernel
 from ren.node import Node, toposort
@@ -90,6 +91,7 @@ def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | Non
     if not ctx.outputs:
         ctx.outputs = sink.src
     result = ScheduleTrace(sink, ctx)
+    debug = settings.get("REN_DEBUG")
     if trace:
         result.graphs.append((f"{start - 1:02d}_input", sink))
     for num, name, mod in PASSES:
@@ -97,6 +99,10 @@ def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | Non
             continue
         before = sink
         sink = mod.run(sink, ctx)
+        if debug >= 3:
+            from ren.dump import dump
+
+            print(f"[ren] after pass {num:02d}_{name}:\n{dump(sink)}")
         if trace:
             result.graphs.append((f"{num:02d}_{name}", sink))
         if ctx.check:

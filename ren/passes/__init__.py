@@ -5,39 +5,26 @@ leave) and ``run(sink, ctx) -> sink``.  Each runs on its own on the graph the pr
 (or on one rebuilt from networkx).
 """
 
-from ren.passes import (
-    p01_simplify,
-    p02_lower_ring_ops,
-    p03_inject_domains,
-    p04_simplify_domains,
-    p05_materialize,
-    p06_lower_bufferize,
-    p07_becomes_map,
-    p08_lower_automorphisms,
-    p09_lower_constants,
-    p10_buffer_views,
-    p11_indexify,
-    p12_kernelize,
+import importlib
+
+_MODULES = (
+    "p01_simplify",
+    "p02_lower_ring_ops",
+    "p03_inject_domains",
+    "p04_simplify_domains",
+    "p05_materialize",
+    "p06_lower_bufferize",
+    "p07_becomes_map",
+    "p08_lower_automorphisms",
+    "p09_lower_constants",
+    "p10_buffer_views",
+    "p11_indexify",
+    "p12_kernelize",
 )
 
 #: (number, name, module) in pipeline order
-PASSES = [
-    (i + 1, m.NAME, m)
-    for i, m in enumerate([
-        p01_simplify,
-        p02_lower_ring_ops,
-        p03_inject_domains,
-        p04_simplify_domains,
-        p05_materialize,
-        p06_lower_bufferize,
-        p07_becomes_map,
-        p08_lower_automorphisms,
-        p09_lower_constants,
-        p10_buffer_views,
-        p11_indexify,
-        p12_kernelize,
-    ])
-]
+PASSES = [(i + 1, m.NAME, m) for i, m in
+          enumerate(importlib.import_module(f"ren.passes.{name}") for name in _MODULES)]
 
 PASS_NAMES = [f"{num:02d}_{name}" for num, name, _ in PASSES]
 

@@ -24,7 +24,7 @@ import numpy as np
 from ren import settings
 from ren.device import device_kind
 from ren.errors import DeviceError, RealizeError
-from ren.node import Node, toposort
+from ren.node import Node, substitute_many, toposort
 from ren.ops import Op
 from ren.passes.common import storage_buffer
 from ren.ring import Domain, from_mont, get_tables
@@ -52,26 +52,6 @@ def is_realized(n: Node) -> bool:
     return n.op is Op.AS_RING and n.src[0].op in (Op.BUFFER, Op.BUFFER_VIEW, Op.CONST)
 
 
-def _substitute_many(roots: list[Node], mapping: dict[Node, Node]) -> list[Node]:
-    """Like `ren.node.substitute` for several roots with one shared memo (graphs overlap)."""
-    done: dict[Node, Node] = dict(mapping)
-    out = []
-    for root in roots:
-        stack: list[tuple[Node, bool]] = [(root, False)]
-        while stack:
-            n, ready = stack.pop()
-            if n in done:
-                continue
-            if not ready:
-                stack.append((n, True))
-                stack.extend((s, False) for s in reversed(n.src) if s not in done)
-                continue
-            src = tuple(done[s] for s in n.src)
-            done[n] = n if src == n.src else n.replace(src=src)
-        out.append(done[root])
-    return out
-
-
 def apply_becomes_map(mapping: dict[Node, Node]) -> None:
     """Point every live Poly whose graph contains a realized output at the buffer-backed node."""
     from ren.poly import live_polys
@@ -79,7 +59,7 @@ def apply_becomes_map(mapping: dict[Node, Node]) -> None:
     pending = [p for p in live_polys() if not is_realized(p.node)]
     if not pending:
         return
-    new_nodes = _substitute_many([p.node for p in pending], mapping)
+    new_nodes = substitute_many([p.node for p in pending], mapping)
     for p, n in zip(pending, new_nodes, strict=True):
         p._node = n
 

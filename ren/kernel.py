@@ -24,6 +24,7 @@ from ren.ring import RingSpec
 ELEMENTWISE = "elementwise"
 RING_KINDS = ("ntt", "intt", "to_rns", "basis_convert", "rescale", "random")
 LIGHT_KINDS = ("copy", "view")
+KINDS = (ELEMENTWISE, *RING_KINDS, *LIGHT_KINDS)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class Kernel:
     ast: Node
     ring: RingSpec | None
     nslots: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown kernel kind {self.kind!r}; kinds are {KINDS}")
 
     def summary(self, fmt: Callable) -> str:
         ring = f" {fmt(self.ring)}" if self.ring is not None else ""

@@ -8,7 +8,7 @@ structural comparison.  ``arg`` must be hashable.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ren.ops import DType, Op
@@ -125,8 +125,3 @@ def substitute_many(roots: list[Node], mapping: dict[Node, Node]) -> list[Node]:
 def substitute(root: Node, mapping: dict[Node, Node]) -> Node:
     """`root` with every occurrence of a key of `mapping` replaced by its value."""
     return substitute_many([root], mapping)[0] if mapping else root
-
-
-def walk(root: Node, fn: Callable[[Node], None]) -> None:
-    for n in toposort(root):
-        fn(n)

@@ -88,11 +88,9 @@ class Op(enum.Enum):
         return f"Op.{self.name}"
 
 
-#: Elementwise polynomial ops: they fuse into one kernel between materialization points.
-ELEMENTWISE = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.NEG})
-
-#: Ops that need their own (non-elementwise) kernel with a backend helper.
-RING_KERNELS = frozenset({Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.RANDOM})
+#: Ops that run as their own (non-elementwise) kernel with a backend helper; so do COPY, a RANDOM
+#: leaf and a TO_RING onto new moduli (see `ren.passes.common.is_ring_kernel`).
+RING_KERNEL_OPS = frozenset({Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY})
 
 #: Index-language ops (dtype INDEX or BOOL).
 INDEX_OPS = frozenset(

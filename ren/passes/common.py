@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ren.device import Buffer
 from ren.node import Node
-from ren.ops import DType, Op
+from ren.ops import RING_KERNEL_OPS, DType, Op
 from ren.ring import Domain, RingSpec
 from ren.spec import PolySpec, is_scalar, spec_of
 
@@ -84,3 +84,9 @@ def make_const(value: int, spec: PolySpec) -> Node:
     from ren.poly import const_node
 
     return const_node(value, spec.ring, spec.domain, spec.device)
+
+
+def is_ring_kernel(n: Node) -> bool:
+    """A value computed by its own non-elementwise kernel: NTT, INTT, TO_RNS, RESCALE, COPY, an
+    extending TO_RING (basis conversion) or a RANDOM leaf."""
+    return n.op in RING_KERNEL_OPS or is_extension(n) or is_random(n)

@@ -24,20 +24,14 @@ from collections import Counter
 from ren.node import Node, consumers, toposort
 from ren.ops import DType, Op
 from ren.passes.common import (
-    is_extension,
     is_leaf,
-    is_random,
+    is_ring_kernel,
     is_storage,
     is_view_candidate,
     spec_of,
 )
 
 NAME = "materialize"
-
-
-def _is_conversion(n: Node) -> bool:
-    return n.op in (Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY) or is_extension(n) \
-        or is_random(n)
 
 
 def _plain(n: Node) -> bool:
@@ -85,7 +79,7 @@ def run(sink: Node, ctx=None) -> Node:
         if not is_leaf(o):
             needs_buffer(o, "output", view_ok=False)  # an output gets a buffer of its own
     for n in order:
-        if _is_conversion(n):
+        if is_ring_kernel(n):
             if n not in must:
                 must.add(n)
                 stats["conversion"] += 1

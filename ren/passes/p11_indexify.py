@@ -27,8 +27,7 @@ from ren.passes.common import (
     gidx,
     iconst,
     idx,
-    is_extension,
-    is_random,
+    is_ring_kernel,
     is_storage,
     is_subset,
     spec_of,
@@ -36,13 +35,6 @@ from ren.passes.common import (
 from ren.rewrite import P, RuleSet, X, rewrite
 
 NAME = "indexify"
-RING_OPS = frozenset({Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY})
-
-
-def is_ring_kernel_value(v: Node) -> bool:
-    return v.op in RING_OPS or is_extension(v) or is_random(v)
-
-
 def _at(e: Node, l: Node, j: Node) -> Node:
     """Index expression e with GIDX(0) -> l and GIDX(1) -> j."""
     return substitute(e, {gidx(0): l, gidx(1): j})
@@ -130,7 +122,7 @@ index_rules = RuleSet([
 
 def indexify_store(store: Node) -> Node | None:
     buf, value = store.src
-    if buf.op is not Op.BUFFER or is_ring_kernel_value(value):
+    if buf.op is not Op.BUFFER or is_ring_kernel(value):
         return None
     target = Node(Op.INDEX, DType.U32, (buf, gidx(0), gidx(1)))
     body = rewrite(lower_value(value), index_rules, name=NAME + ".fold",

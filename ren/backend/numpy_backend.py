@@ -36,19 +36,13 @@ from ren.ring import (
     ring_convert_mont,
     to_mont,
 )
+from ren.ring.tables import bit_reverse_indices
 from ren.sampling import sample
 from ren.spec import spec_of
 
 I64 = np.int64
 U32 = np.uint32
 KernelFn = Callable[[list[np.ndarray]], None]
-
-
-def _bitrev(x: np.ndarray, bits: int) -> np.ndarray:
-    out = np.zeros_like(x)
-    for b in range(bits):
-        out |= ((x >> b) & 1) << (bits - 1 - b)
-    return out
 
 
 _STATIC_INDEX = {
@@ -83,7 +77,7 @@ class _Compiler:
         if n.op in _STATIC_INDEX:
             return _STATIC_INDEX[n.op](a[0], a[1])
         if n.op is Op.BITREV:
-            return _bitrev(a[0], n.arg)
+            return bit_reverse_indices(n.arg)[a[0]]  # the ring's cached table
         if n.op is Op.TABLE:
             return np.array(n.arg, dtype=I64)[a[0]]
         if n.op is Op.CMPEQ:

@@ -1,5 +1,5 @@
-"""Ren: a lazy polynomial IR for RNS-CKKS, with a twelve-pass scheduler, a memory planner,
-NumPy and CUDA backends and a JIT.
+"""Ren: a lazy polynomial IR for RNS-CKKS, with a twelve-pass scheduler, a memory planner and a
+NumPy backend.
 
 Start with `Poly` and `RingSpec`::
 
@@ -28,7 +28,7 @@ from ren.errors import (
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.poly import Poly
-from ren.realization import realize_polys as realize
+from ren.poly import realize_polys as realize
 from ren.ring import Domain, RingSpec
 from ren.schedule import run_passes, schedule
 from ren.spec import PolySpec, spec_of

@@ -89,7 +89,7 @@ class Op(enum.Enum):
 
 
 #: Ops that run as their own (non-elementwise) kernel with a backend helper; so do COPY, a RANDOM
-#: leaf and a TO_RING onto new moduli (see `ren.passes.common.is_ring_kernel`).
+#: leaf and a TO_RING onto new moduli (see `ren.ir.is_ring_kernel`).
 RING_KERNEL_OPS = frozenset({Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY})
 
 #: Index-language ops (dtype INDEX or BOOL).

@@ -23,9 +23,11 @@ from ren.errors import (
     RingMismatchError,
     ShapeError,
 )
-from ren.node import Node
+from ren.ir import const_node
+from ren.node import Node, substitute_many
 from ren.ops import DType, Op
 from ren.random import RandomSpec
+from ren.realization import host_residues, is_realized, realize_nodes
 from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.sampling import validate as validate_random
@@ -48,12 +50,6 @@ def _check_ring(ring: Any) -> RingSpec:
     if not isinstance(ring, RingSpec):
         raise ParameterError(f"expected a RingSpec, got {type(ring).__name__}")
     return ring
-
-
-def const_node(value: int, ring: RingSpec, domain: Domain, device: str) -> Node:
-    """AS_RING(CONST): the constant polynomial `value`, reduced into [0, Q)."""
-    return Node(Op.AS_RING, DType.U32, (Node(Op.CONST, DType.U32, (), (value % ring.Q, device)),),
-                (ring, domain))
 
 
 class Poly:
@@ -337,24 +333,15 @@ class Poly:
         Afterwards the Poly — and every live Poly whose graph used it — points at a buffer, so
         nothing is computed twice.  Realizing an already realized Poly does nothing.
         """
-        from ren.realization import realize_polys
-
-        for o in others:
-            if not isinstance(o, Poly):
-                raise TypeError(f"realize: expected Polys, got {type(o).__name__}")
         realize_polys((self, *others))
         return self
 
     @property
     def is_realized(self) -> bool:
-        from ren.realization import is_realized
-
         return is_realized(self._node)
 
     def numpy(self) -> np.ndarray:
         """The (limbs × N) uint32 array of standard-form residues, in this Poly's domain."""
-        from ren.realization import host_residues
-
         self.realize()
         return host_residues(self._node)
 
@@ -418,3 +405,26 @@ def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
 def live_polys() -> list[Poly]:
     """The Polys that currently exist."""
     return list(_live)
+
+
+def apply_becomes_map(mapping: dict[Node, Node]) -> None:
+    """Point every live Poly whose graph contains a realized output at the buffer-backed node,
+    so later realizations reuse the buffers instead of recomputing."""
+    if not mapping:
+        return
+    pending = [p for p in live_polys() if not is_realized(p._node)]
+    if not pending:
+        return
+    new_nodes = substitute_many([p._node for p in pending], mapping)
+    for p, n in zip(pending, new_nodes, strict=True):
+        p._node = n
+
+
+def realize_polys(polys: Sequence[Poly]) -> None:
+    """Realize several Polys together (one SINK, shared intermediates computed once), then apply
+    the becomes_map to every live Poly."""
+    polys = list(polys)
+    for p in polys:
+        if not isinstance(p, Poly):
+            raise TypeError(f"realize: expected Polys, got {type(p).__name__}")
+    apply_becomes_map(realize_nodes([p._node for p in polys]))

@@ -6,8 +6,9 @@
       -> plan_memory
       -> make_exec_units
       -> run_exec_units
-      -> apply the becomes_map            every live Poly whose graph overlapped now points at
-                                          BUFFER (or CONST) nodes; nothing is recomputed later
+      -> the becomes_map                  returned to the caller: the frontend (`ren.poly`)
+                                          points every live Poly whose graph overlapped at the
+                                          BUFFER (or CONST) nodes, so nothing is recomputed
 
 Reading values (`host_residues`) realizes first, then converts storage (Montgomery form) to
 standard-form residues on the host.
@@ -24,9 +25,9 @@ import numpy as np
 from ren import settings
 from ren.device import device_kind
 from ren.errors import DeviceError, RealizeError
-from ren.node import Node, substitute_many, toposort
+from ren.ir import storage_buffer
+from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import storage_buffer
 from ren.ring import Domain, from_mont, get_tables
 from ren.runtime import make_exec_units, run_exec_units
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
@@ -52,20 +53,9 @@ def is_realized(n: Node) -> bool:
     return n.op is Op.AS_RING and n.src[0].op in (Op.BUFFER, Op.BUFFER_VIEW, Op.CONST)
 
 
-def apply_becomes_map(mapping: dict[Node, Node]) -> None:
-    """Point every live Poly whose graph contains a realized output at the buffer-backed node."""
-    from ren.poly import live_polys
-
-    pending = [p for p in live_polys() if not is_realized(p.node)]
-    if not pending:
-        return
-    new_nodes = substitute_many([p.node for p in pending], mapping)
-    for p, n in zip(pending, new_nodes, strict=True):
-        p._node = n
-
-
 def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
-    """Schedule and run the given output nodes together; returns the becomes_map."""
+    """Schedule and run the given output nodes together; returns the becomes_map (each
+    requested node -> the buffer-backed node that now holds its value)."""
     from ren.memory import plan_memory
 
     todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
@@ -92,13 +82,7 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
         print(f"[ren] realize {len(todo)} output(s): {len(units)} units, schedule "
               f"{timings.schedule * 1e3:.2f} ms, plan {timings.plan * 1e3:.2f} ms, lower "
               f"{timings.lower * 1e3:.2f} ms, run {timings.run * 1e3:.2f} ms")
-    apply_becomes_map(ctx.becomes_map)
     return ctx.becomes_map
-
-
-def realize_polys(polys: Sequence) -> None:
-    """Realize several Polys together (one SINK, shared intermediates computed once)."""
-    realize_nodes([p.node for p in polys])
 
 
 def host_residues(n: Node) -> np.ndarray:
@@ -120,5 +104,4 @@ def host_residues(n: Node) -> np.ndarray:
     return from_mont(buf.array(), get_tables(ring))
 
 
-__all__ = ["apply_becomes_map", "host_residues", "is_realized", "realize_nodes", "realize_polys",
-           "toposort"]
+__all__ = ["host_residues", "is_realized", "realize_nodes"]

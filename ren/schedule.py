@@ -18,11 +18,11 @@ from typing import Any
 
 from ren import settings
 from ren.errors import ScheduleError
+from ren.ir import storage_buffer
 from ren.kernel import ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes import PASSES, p12_kernelize
-from ren.passes.common import storage_buffer
 
 
 @dataclass

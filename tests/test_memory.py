@@ -18,10 +18,10 @@ from ren import memory
 from ren.corpus import PROGRAMS, build
 from ren.device import Buffer
 from ren.errors import MemoryPlanError
+from ren.ir import storage_buffer
 from ren.kernel import ScheduledKernel
 from ren.memory import MemoryPlan, TLSFArena, plan_memory
 from ren.ops import Op
-from ren.passes.common import storage_buffer
 from ren.schedule import ScheduleContext, schedule
 
 N = 1 << 12  # realistic ring dimension for the synthetic workloads: 16 KiB per limb

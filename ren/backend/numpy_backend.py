@@ -156,7 +156,7 @@ class _Compiler:
 
     @staticmethod
     def _gidx(axis: int) -> Node:
-        from ren.passes.common import gidx
+        from ren.ir import gidx
 
         return gidx(axis)
 

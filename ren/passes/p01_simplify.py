@@ -17,17 +17,12 @@ Statistics: firings per rule.
 
 from __future__ import annotations
 
+from ren.ir import const_value, is_const, make_const, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import (
-    const_value,
-    is_const,
-    make_const,
-    poly,
-    spec_of,
-)
 from ren.rewrite import P, X, rewrite
 from ren.ring import RingSpec
+from ren.spec import spec_of
 
 NAME = "simplify"
 
@@ -87,7 +82,7 @@ def _zero_like(n: Node) -> Node:
 def _compose_to_ring(x: Node, inner: Node, outer: Node) -> Node | None:
     r1, r2, r0 = inner.arg, outer.arg, spec_of(x).ring
     if set(r2.moduli) <= set(r1.moduli) and set(r2.moduli) <= set(r0.moduli):
-        return poly(Op.TO_RING, x, arg=r2)
+        return pnode(Op.TO_RING, x, arg=r2)
     return None
 
 
@@ -97,7 +92,7 @@ rules = [
      fold, "fold_constants"),
     (P(Op.ADD, X("x"), ZERO, commutative=True), lambda x, zero: x, "add_zero"),
     (P(Op.SUB, X("x"), ZERO), lambda x, zero: x, "sub_zero"),
-    (P(Op.SUB, ZERO, X("x")), lambda zero, x: poly(Op.NEG, x), "zero_sub"),
+    (P(Op.SUB, ZERO, X("x")), lambda zero, x: pnode(Op.NEG, x), "zero_sub"),
     (P(Op.MUL, X("x"), ONE, commutative=True), lambda x, one: x, "mul_one"),
     (P(Op.MUL, X("x"), ZERO, name="n", commutative=True), lambda x, zero, n: _zero_like(n),
      "mul_zero"),
@@ -111,7 +106,7 @@ rules = [
     (P(Op.AUTOMORPH, X("x"), arg=1), lambda x: x, "automorph_identity"),
     (P(Op.COPY, X("x"), name="n", where=lambda n: n.arg == spec_of(n.src[0]).device),
      lambda x, n: x, "copy_same_device"),
-    (P(Op.COPY, P(Op.COPY, X("x")), name="n"), lambda x, n: poly(Op.COPY, x, arg=n.arg),
+    (P(Op.COPY, P(Op.COPY, X("x")), name="n"), lambda x, n: pnode(Op.COPY, x, arg=n.arg),
      "copy_copy"),
     (P(Op.CONTIGUOUS, P(Op.CONTIGUOUS, name="inner")), lambda inner: inner, "contiguous_twice"),
 ]

@@ -11,11 +11,12 @@ Leaves: AUTOMORPH in whatever domain its source is (pass 3 decides the domain).
 
 from __future__ import annotations
 
+from ren.ir import pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import poly, spec_of
 from ren.rewrite import P, X, rewrite
 from ren.ring import conjugation_element, galois_element
+from ren.spec import spec_of
 
 NAME = "lower_ring_ops"
 
@@ -26,14 +27,14 @@ def _two_n(n: Node) -> int:
 
 def _compose(x: Node, inner: Node, outer: Node) -> Node:
     g = inner.arg * outer.arg % _two_n(outer)
-    return x if g == 1 else poly(Op.AUTOMORPH, x, arg=g)
+    return x if g == 1 else pnode(Op.AUTOMORPH, x, arg=g)
 
 
 rules = [
     (P(Op.ROTATE, X("x"), name="n"),
-     lambda x, n: poly(Op.AUTOMORPH, x, arg=galois_element(spec_of(n).ring.N, n.arg)), "rotate"),
+     lambda x, n: pnode(Op.AUTOMORPH, x, arg=galois_element(spec_of(n).ring.N, n.arg)), "rotate"),
     (P(Op.CONJUGATE, X("x"), name="n"),
-     lambda x, n: poly(Op.AUTOMORPH, x, arg=conjugation_element(spec_of(n).ring.N)), "conjugate"),
+     lambda x, n: pnode(Op.AUTOMORPH, x, arg=conjugation_element(spec_of(n).ring.N)), "conjugate"),
     (P(Op.AUTOMORPH, P(Op.AUTOMORPH, X("x"), name="inner"), name="outer"), _compose,
      "compose_automorphisms"),
     (P(Op.AUTOMORPH, X("x"), arg=1), lambda x: x, "automorph_identity"),

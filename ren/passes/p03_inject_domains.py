@@ -14,10 +14,12 @@ Leaves: round trips such as NTT(INTT(x)) for pass 4 to remove.
 
 from __future__ import annotations
 
+from ren.ir import is_extension, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import Domain, is_extension, is_scalar, poly, spec_of
 from ren.rewrite import P, X, rewrite
+from ren.ring import Domain
+from ren.spec import is_scalar, spec_of
 
 NAME = "inject_domains"
 
@@ -27,7 +29,7 @@ def _domain(n: Node) -> Domain:
 
 
 def _ntt(x: Node) -> Node:
-    return x if _domain(x) is Domain.NTT else poly(Op.NTT, x)
+    return x if _domain(x) is Domain.NTT else pnode(Op.NTT, x)
 
 
 def _mul_needs_ntt(n: Node) -> bool:
@@ -40,15 +42,16 @@ def _in_coeff(n: Node) -> bool:
 
 
 rules = [
-    (P(Op.MUL, X("a"), X("b"), where=_mul_needs_ntt), lambda a, b: poly(Op.MUL, _ntt(a), _ntt(b)),
+    (P(Op.MUL, X("a"), X("b"), where=_mul_needs_ntt), lambda a, b: pnode(Op.MUL, _ntt(a), _ntt(b)),
      "mul_in_ntt"),
     (P(Op.AUTOMORPH, X("x"), name="n", where=lambda n: _domain(n.src[0]) is Domain.COEFF),
-     lambda x, n: poly(Op.INTT, poly(Op.AUTOMORPH, poly(Op.NTT, x), arg=n.arg)),
+     lambda x, n: pnode(Op.INTT, pnode(Op.AUTOMORPH, pnode(Op.NTT, x), arg=n.arg)),
      "automorph_in_ntt"),
     (P(Op.RESCALE, X("x"), name="n", where=_in_coeff),
-     lambda x, n: poly(Op.NTT, poly(Op.RESCALE, poly(Op.INTT, x), arg=n.arg)), "rescale_in_coeff"),
+     lambda x, n: pnode(Op.NTT, pnode(Op.RESCALE, pnode(Op.INTT, x), arg=n.arg)),
+     "rescale_in_coeff"),
     (P(Op.TO_RING, X("x"), name="n", where=lambda n: is_extension(n) and _in_coeff(n)),
-     lambda x, n: poly(Op.NTT, poly(Op.TO_RING, poly(Op.INTT, x), arg=n.arg)),
+     lambda x, n: pnode(Op.NTT, pnode(Op.TO_RING, pnode(Op.INTT, x), arg=n.arg)),
      "basis_convert_in_coeff"),
 ]
 

@@ -13,10 +13,11 @@ Statistics: conversions removed (per rule).
 
 from __future__ import annotations
 
+from ren.ir import as_ring, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import Domain, as_ring, poly
 from ren.rewrite import P, X, rewrite
+from ren.ring import Domain
 
 NAME = "simplify_domains"
 
@@ -33,7 +34,7 @@ rules = [
     (P(Op.NTT, CONST), lambda c, value: _retag(c, value, Domain.NTT), "ntt_of_const"),
     (P(Op.INTT, CONST), lambda c, value: _retag(c, value, Domain.COEFF), "intt_of_const"),
     (P(Op.INTT, P(Op.AUTOMORPH, P(Op.NTT, X("x")), name="a")),
-     lambda x, a: poly(Op.AUTOMORPH, x, arg=a.arg), "automorph_in_coeff"),
+     lambda x, a: pnode(Op.AUTOMORPH, x, arg=a.arg), "automorph_in_coeff"),
 ]
 
 

@@ -21,15 +21,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ren.ir import is_leaf, is_ring_kernel, is_storage, is_view_candidate
 from ren.node import Node, consumers, toposort
 from ren.ops import DType, Op
-from ren.passes.common import (
-    is_leaf,
-    is_ring_kernel,
-    is_storage,
-    is_view_candidate,
-    spec_of,
-)
+from ren.spec import spec_of
 
 NAME = "materialize"
 

@@ -12,10 +12,11 @@ Leaves: STORE(B, value) where value is still a high-level expression (passes 8-1
 from __future__ import annotations
 
 from ren.device import Buffer
+from ren.ir import as_ring
 from ren.node import Node
 from ren.ops import DType, Op
-from ren.passes.common import as_ring, spec_of
 from ren.rewrite import P, X, rewrite
+from ren.spec import spec_of
 
 NAME = "lower_bufferize"
 

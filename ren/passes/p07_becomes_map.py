@@ -12,9 +12,9 @@ Leaves: the graph unchanged (this pass only records).
 from __future__ import annotations
 
 from ren.errors import ScheduleError
+from ren.ir import as_ring, is_const, is_storage
 from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import as_ring, is_const, is_storage
 
 NAME = "becomes_map"
 

@@ -16,10 +16,12 @@ Leaves: REINDEX, WHERE and index arithmetic (GIDX ICONST IADD IMUL IAND ISHR ISH
 
 from __future__ import annotations
 
+from ren.ir import gidx, iconst, idx, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import Domain, gidx, iconst, idx, poly, spec_of
 from ren.rewrite import P, X, rewrite
+from ren.ring import Domain
+from ren.spec import spec_of
 
 NAME = "lower_automorphisms"
 
@@ -42,10 +44,10 @@ def lower(x: Node, n: Node) -> Node:
     spec = spec_of(x)
     N, g = spec.ring.N, n.arg
     if spec.domain is Domain.NTT:
-        return poly(Op.REINDEX, x, ntt_index(N, g))
+        return pnode(Op.REINDEX, x, ntt_index(N, g))
     src, negate = coeff_index(N, g)
-    moved = poly(Op.REINDEX, x, src)
-    return poly(Op.WHERE, negate, poly(Op.NEG, moved), moved)
+    moved = pnode(Op.REINDEX, x, src)
+    return pnode(Op.WHERE, negate, pnode(Op.NEG, moved), moved)
 
 
 rules = [(P(Op.AUTOMORPH, X("x"), name="n"), lower, "automorph_to_index_map")]

@@ -12,16 +12,17 @@ Leaves: VCONST, WHERE, CMPEQ, GIDX, ICONST.
 
 from __future__ import annotations
 
+from ren.ir import gidx, iconst, idx, is_const, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.passes.common import Domain, RingSpec, gidx, iconst, idx, is_const, poly
 from ren.rewrite import P, rewrite
+from ren.ring import Domain, RingSpec
 
 NAME = "lower_constants"
 
 
 def vconst(value: int, ring: RingSpec) -> Node:
-    return poly(Op.VCONST, arg=(ring, tuple((value % q) * (1 << 32) % q for q in ring.moduli)))
+    return pnode(Op.VCONST, arg=(ring, tuple((value % q) * (1 << 32) % q for q in ring.moduli)))
 
 
 def lowered(c: Node, scalar: bool) -> Node:
@@ -30,7 +31,7 @@ def lowered(c: Node, scalar: bool) -> Node:
     if scalar or domain is Domain.NTT:
         return v
     at_zero = idx(Op.CMPEQ, gidx(1), iconst(0))
-    return poly(Op.WHERE, at_zero, v, vconst(0, ring))
+    return pnode(Op.WHERE, at_zero, v, vconst(0, ring))
 
 
 def lower_operands(n: Node) -> Node:

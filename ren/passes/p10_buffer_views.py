@@ -14,10 +14,11 @@ Leaves: TO_RING of a computed (elementwise) value and TO_RING onto a non-contigu
 from __future__ import annotations
 
 from ren.device import Buffer
+from ren.ir import as_ring, is_storage, is_view_candidate, storage_buffer
 from ren.node import Node
 from ren.ops import DType, Op
-from ren.passes.common import as_ring, is_storage, is_view_candidate, spec_of, storage_buffer
 from ren.rewrite import P, X, rewrite
+from ren.spec import spec_of
 
 NAME = "buffer_views"
 

@@ -20,19 +20,11 @@ unchanged.
 from __future__ import annotations
 
 from ren.errors import ScheduleError
+from ren.ir import STORAGE, gidx, iconst, idx, is_ring_kernel, is_storage, is_subset
 from ren.node import Node, substitute
 from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
-from ren.passes.common import (
-    STORAGE,
-    gidx,
-    iconst,
-    idx,
-    is_ring_kernel,
-    is_storage,
-    is_subset,
-    spec_of,
-)
 from ren.rewrite import P, RuleSet, X, rewrite
+from ren.spec import spec_of
 
 NAME = "indexify"
 def _at(e: Node, l: Node, j: Node) -> Node:

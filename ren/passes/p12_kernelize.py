@@ -17,10 +17,10 @@ Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 from __future__ import annotations
 
 from ren.errors import ScheduleError
+from ren.ir import STORAGE, is_extension, is_random
 from ren.kernel import Kernel
 from ren.node import Node, substitute, toposort
 from ren.ops import INDEX_OPS, DType, Op
-from ren.passes.common import STORAGE, is_extension, is_random
 from ren.rewrite import P, rewrite
 
 NAME = "kernelize"

@@ -1,4 +1,10 @@
-"""Small helpers shared by the passes: node builders and predicates."""
+"""IR builders and predicates shared by every layer above the IR (passes, backends, realization,
+frontend): small functions that make or recognise common node shapes.
+
+They live here, in the IR layer, so that no lower layer has to import an upper one to build a
+node: the frontend (`ren.poly`) and the passes both build constants with `const_node`, and the
+backends and realization both find a node's storage with `storage_buffer`.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +12,41 @@ from ren.device import Buffer
 from ren.node import Node
 from ren.ops import RING_KERNEL_OPS, DType, Op
 from ren.ring import Domain, RingSpec
-from ren.spec import PolySpec, is_scalar, spec_of
+from ren.spec import PolySpec, spec_of
 
-__all__ = ["Buffer", "Domain", "PolySpec", "RingSpec", "is_scalar", "spec_of"]
+__all__ = [
+    "STORAGE",
+    "as_ring",
+    "const_node",
+    "const_value",
+    "gidx",
+    "iconst",
+    "idx",
+    "is_const",
+    "is_extension",
+    "is_leaf",
+    "is_random",
+    "is_ring_kernel",
+    "is_storage",
+    "is_subset",
+    "is_view_candidate",
+    "make_const",
+    "pnode",
+    "storage_buffer",
+]
 
 #: Ops whose value lives in storage (possibly behind an AFTER or a view).
 STORAGE = frozenset({Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW})
 
 
-def poly(op: Op, *src: Node, arg=None) -> Node:
+# -- builders ---------------------------------------------------------------------------------
+def pnode(op: Op, *src: Node, arg=None) -> Node:
+    """A polynomial-valued (u32) node."""
     return Node(op, DType.U32, src, arg)
 
 
 def idx(op: Op, *src: Node, arg=None) -> Node:
+    """An index-language node."""
     return Node(op, DType.INDEX, src, arg)
 
 
@@ -27,6 +55,7 @@ def iconst(v: int) -> Node:
 
 
 def gidx(axis: int) -> Node:
+    """The position along `axis` of the element being computed (0 = limb, 1 = coefficient)."""
     return Node(Op.GIDX, DType.INDEX, (), axis)
 
 
@@ -34,6 +63,17 @@ def as_ring(x: Node, ring: RingSpec, domain: Domain) -> Node:
     return Node(Op.AS_RING, DType.U32, (x,), (ring, domain))
 
 
+def const_node(value: int, ring: RingSpec, domain: Domain, device: str) -> Node:
+    """AS_RING(CONST): the constant polynomial `value`, reduced into [0, Q)."""
+    return as_ring(Node(Op.CONST, DType.U32, (), (value % ring.Q, device)), ring, domain)
+
+
+def make_const(value: int, spec: PolySpec) -> Node:
+    """The constant polynomial `value` with the ring, domain and device of `spec`."""
+    return const_node(value, spec.ring, spec.domain, spec.device)
+
+
+# -- predicates -------------------------------------------------------------------------------
 def is_storage(n: Node) -> bool:
     """AS_RING over storage: a value that already sits in a buffer (or will, after a STORE)."""
     return n.op is Op.AS_RING and n.src[0].op in STORAGE
@@ -50,6 +90,11 @@ def is_random(n: Node) -> bool:
 def is_leaf(n: Node) -> bool:
     """Storage, constants: values that never need a kernel of their own."""
     return is_storage(n) or is_const(n)
+
+
+def const_value(n: Node) -> int:
+    """The integer of an AS_RING(CONST) node (in [0, Q))."""
+    return n.src[0].arg[0]
 
 
 def storage_buffer(n: Node) -> Buffer:
@@ -74,16 +119,6 @@ def is_subset(n: Node) -> bool:
 def is_view_candidate(n: Node) -> bool:
     """TO_RING onto a contiguous run of the source moduli (can be a BUFFER_VIEW)."""
     return is_subset(n) and n.arg.offset_in(spec_of(n.src[0]).ring) is not None
-
-
-def const_value(n: Node) -> int:
-    return n.src[0].arg[0]
-
-
-def make_const(value: int, spec: PolySpec) -> Node:
-    from ren.poly import const_node
-
-    return const_node(value, spec.ring, spec.domain, spec.device)
 
 
 def is_ring_kernel(n: Node) -> bool:

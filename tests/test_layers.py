@@ -1,0 +1,105 @@
+"""Imports point downward only (DESIGN.md §1): a module never imports one of a higher layer,
+not even inside a function.  The layers, lowest first, are listed in `LAYERS`; a module that is
+in no layer fails the test, so a new module must be placed deliberately."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: (layer name, module prefixes), lowest first.  A module may import its own layer and below.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("ren.errors", "ren.settings", "ren.ring", "ren.random", "ren.sampling",
+              "ren.device", "ren.serialize")),
+    ("ir", ("ren.ops", "ren.node", "ren.spec", "ren.ir", "ren.kernel", "ren.dump",
+            "ren.nxgraph", "ren.reference")),
+    ("engine", ("ren.rewrite", "ren.passes", "ren.schedule", "ren.interpret", "ren.memory",
+                "ren.backend", "ren.runtime", "ren.realization")),
+    ("frontend", ("ren.poly", "ren.corpus", "ren")),
+    ("jit", ("ren.jit",)),
+    ("ckks", ("ren.ckks",)),
+    ("viz", ("ren.viz",)),
+    ("cli", ("ren_cli",)),
+]
+
+
+def layer_of(module: str) -> int:
+    best, best_len = None, -1
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = rank, len(p)
+    if best is None:
+        raise LookupError(module)
+    return best
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] == "cli":
+        parts = parts[1:]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports(path: Path, module: str) -> list[tuple[int, str]]:
+    """(line, imported module) for every import statement in the file, at any depth."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = package.split(".")
+                pkg = pkg[: len(pkg) - node.level + 1]
+                base = ".".join([*pkg, base] if base else pkg)
+            out.append((node.lineno, base))
+            # `from ren import poly` imports the submodule ren.poly
+            out += [(node.lineno, f"{base}.{a.name}") for a in node.names
+                    if base in ("ren", "ren_cli")]
+    return out
+
+
+SOURCES = sorted([*ROOT.glob("ren/**/*.py"), *ROOT.glob("cli/**/*.py")])
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_downward(path: Path) -> None:
+    module = module_name(path)
+    try:
+        own = layer_of(module)
+    except LookupError:
+        pytest.fail(f"{module} is in no layer of tests/test_layers.py: add it to LAYERS")
+    if module == "ren":  # the package front door re-exports every layer below the JIT
+        return
+    bad = []
+    for line, target in imports(path, module):
+        if not (target == "ren" or target.startswith(("ren.", "ren_cli"))):
+            continue
+        try:
+            rank = layer_of(target)
+        except LookupError:
+            continue  # a name imported from a package, e.g. `from ren import errors`
+        if rank > own and target != "ren":
+            bad.append(f"line {line}: {module} ({LAYERS[own][0]}) imports {target} "
+                       f"({LAYERS[rank][0]})")
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
+    """The checker itself can fail: a pass importing the frontend is reported."""
+    fake = ROOT / "ren" / "passes" / "p01_simplify.py"
+    src = fake.read_text() + "\n\ndef _f():\n    from ren.poly import Poly\n"
+    path = tmp_path / "p01_simplify.py"
+    path.write_text(src)
+    found = [t for _, t in imports(path, "ren.passes.p01_simplify")]
+    assert "ren.poly" in found
+    assert layer_of("ren.poly") > layer_of("ren.passes.p01_simplify")

@@ -11,6 +11,14 @@ replacement is rewritten again (its new nodes included) until no rule matches.  
 rewritten more than `MAX_REWRITES` times means the rules cycle: the driver stops with a
 `ScheduleError` that names the rules involved.  Firings are counted per rule in
 ``ctx.stats[name]``.
+
+**Specs are invariant.**  A rewrite never changes what a polynomial-valued node is: its ring,
+domain and device.  Folding can change what a rebuilt node *infers* (a product of two
+polynomials is NTT; once one operand has folded to a constant, the product keeps the other
+operand's domain), so the driver compares each rebuilt node and each rule's result with the
+node it replaces and restores the declared domain (a constant is re-tagged, anything else gets
+an NTT/INTT, which later passes fuse or remove).  A changed ring or device is a bug in a rule:
+`ScheduleError`.  Restorations are counted as ``keep_domain``.
 """
 
 from __future__ import annotations
@@ -22,8 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ren.errors import ScheduleError
+from ren.ir import as_ring, is_const, pnode
 from ren.node import Node
-from ren.ops import Op
+from ren.ops import DType, Op
+from ren.ring import Domain
+from ren.spec import spec_of
 
 MAX_REWRITES = 256
 _ANY = object()
@@ -134,6 +145,26 @@ class RuleSet:
         return None
 
 
+def keep_spec(orig: Node, out: Node, why: str = "rewrite") -> Node:
+    """`out`, standing in for `orig`, with `orig`'s domain (see the module docstring)."""
+    if orig.dtype is not DType.U32 or out is orig:
+        return out
+    want = spec_of(orig)
+    if want is None:
+        return out
+    got = spec_of(out)
+    if got is None or got is want or got == want:
+        return out
+    if got.ring != want.ring or got.device != want.device:
+        raise ScheduleError(
+            f"{why}: replacing {orig.op.name} by {out.op.name} changed its ring or device "
+            f"({got.ring.short()} on {got.device} instead of {want.ring.short()} on "
+            f"{want.device}); a rewrite rule must keep both")
+    if is_const(out):
+        return as_ring(out.src[0], want.ring, want.domain)
+    return pnode(Op.NTT if want.domain is Domain.NTT else Op.INTT, out)
+
+
 def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = "rewrite",
             enter: Callable[[Node], bool] | None = None) -> Node:
     """Rewrite the graph under `root` with `rules` to a fixed point (see the module docstring).
@@ -165,15 +196,23 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
             continue
         src = tuple(done[s] for s in n.src)
         new = n if src == n.src else n.replace(src=src)
-        if new is not n and new in done:
-            done[n] = done[new]
-            continue
+        if new is not n:
+            if new in done:
+                done[n] = done[new]
+                continue
+            fixed = keep_spec(n, new, name)
+            if fixed is not new:  # the rebuilt node infers another domain: restore it
+                stats["keep_domain"] += 1
+                stack.append((fixed, 2, n, trail))
+                stack.append((fixed, 0, None, trail))
+                continue
         hit = rs.apply(new, ctx) if rs.has_rules(new.op) else None
         if hit is None:
             done[n] = new
             done.setdefault(new, new)
             continue
         out, r = hit
+        out = keep_spec(new, out, f"{name}: rule {r.name}")
         stats[r.name] += 1
         trail = (*trail, r.name)
         if len(trail) > MAX_REWRITES:

@@ -56,7 +56,8 @@ def _partner(draw, pool, a: ren.Poly) -> ren.Poly:
 def _step(draw, pool) -> ren.Poly:
     a = draw(st.sampled_from(pool))
     op = draw(st.sampled_from(["add", "sub", "mul", "neg", "scalar", "addc", "domain", "rotate",
-                               "conj", "subset", "extend", "rescale", "copy"]))
+                               "conj", "subset", "extend", "rescale", "copy", "times_zero",
+                               "self_sub", "const", "const_chain"]))
     if op == "add":
         return a + _partner(draw, pool, a)
     if op == "sub":
@@ -86,6 +87,22 @@ def _step(draw, pool) -> ren.Poly:
         return a.rescale(a.ring.moduli[-1])
     if op == "copy":
         return a.to("python:1").to("python")
+    # constant sub-expressions, which scheduling folds (x*0, x-x, conversions of constants):
+    # folding must never change a value, a domain or a ring
+    if op == "times_zero":
+        return a * 0
+    if op == "self_sub":
+        return a - a
+    if op == "const":
+        return ren.Poly.const(draw(st.integers(-(1 << 70), 1 << 70)), a.ring, a.domain)
+    if op == "const_chain":
+        c = ren.Poly.const(draw(st.integers(-9, 9)), a.ring)
+        for step in draw(st.lists(st.sampled_from(["ntt_intt", "neg", "rot", "conj", "mul3"]),
+                                  max_size=4)):
+            c = {"ntt_intt": lambda c: c.ntt().intt(), "neg": lambda c: -c,
+                 "rot": lambda c: c.rotate(1), "conj": lambda c: c.conjugate(),
+                 "mul3": lambda c: c * 3}[step](c)
+        return c.ntt() if a.domain is ren.Domain.NTT else c
     return a + a
 
 
@@ -99,13 +116,28 @@ def programs(draw):
     return outputs
 
 
+def _check_program(outputs) -> None:
+    """Realize `outputs` together: values equal the reference's, and no Poly's ring or domain
+    changes because it was realized."""
+    specs = [(p.ring, p.domain) for p in outputs]
+    expected = evaluate(*outputs)
+    outputs[0].realize(*outputs[1:])
+    for p, e, spec in zip(outputs, expected, specs, strict=True):
+        assert (p.ring, p.domain) == spec
+        assert np.array_equal(p.numpy(), e)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_random_dags_realize_to_reference(outputs):
-    expected = evaluate(*outputs)
-    outputs[0].realize(*outputs[1:])
-    for p, e in zip(outputs, expected, strict=True):
-        assert np.array_equal(p.numpy(), e)
+    _check_program(outputs)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_dags_realize_to_reference_many(outputs):
+    _check_program(outputs)
 
 
 def _ntt_input(seed: int) -> ren.Poly:

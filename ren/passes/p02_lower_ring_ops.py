@@ -14,7 +14,7 @@ from __future__ import annotations
 from ren.ir import pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.rewrite import P, X, rewrite
+from ren.rewrite import P, RuleSet, X, rewrite
 from ren.ring import conjugation_element, galois_element
 from ren.spec import spec_of
 
@@ -30,7 +30,7 @@ def _compose(x: Node, inner: Node, outer: Node) -> Node:
     return x if g == 1 else pnode(Op.AUTOMORPH, x, arg=g)
 
 
-rules = [
+rules = RuleSet([
     (P(Op.ROTATE, X("x"), name="n"),
      lambda x, n: pnode(Op.AUTOMORPH, x, arg=galois_element(spec_of(n).ring.N, n.arg)), "rotate"),
     (P(Op.CONJUGATE, X("x"), name="n"),
@@ -38,7 +38,7 @@ rules = [
     (P(Op.AUTOMORPH, P(Op.AUTOMORPH, X("x"), name="inner"), name="outer"), _compose,
      "compose_automorphisms"),
     (P(Op.AUTOMORPH, X("x"), arg=1), lambda x: x, "automorph_identity"),
-]
+])
 
 
 def run(sink: Node, ctx=None) -> Node:

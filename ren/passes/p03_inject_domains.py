@@ -17,7 +17,7 @@ from __future__ import annotations
 from ren.ir import is_extension, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.rewrite import P, X, rewrite
+from ren.rewrite import P, RuleSet, X, rewrite
 from ren.ring import Domain
 from ren.spec import is_scalar, spec_of
 
@@ -41,7 +41,7 @@ def _in_coeff(n: Node) -> bool:
     return _domain(n.src[0]) is Domain.NTT
 
 
-rules = [
+rules = RuleSet([
     (P(Op.MUL, X("a"), X("b"), where=_mul_needs_ntt), lambda a, b: pnode(Op.MUL, _ntt(a), _ntt(b)),
      "mul_in_ntt"),
     (P(Op.AUTOMORPH, X("x"), name="n", where=lambda n: _domain(n.src[0]) is Domain.COEFF),
@@ -53,7 +53,7 @@ rules = [
     (P(Op.TO_RING, X("x"), name="n", where=lambda n: is_extension(n) and _in_coeff(n)),
      lambda x, n: pnode(Op.NTT, pnode(Op.TO_RING, pnode(Op.INTT, x), arg=n.arg)),
      "basis_convert_in_coeff"),
-]
+])
 
 
 def run(sink: Node, ctx=None) -> Node:

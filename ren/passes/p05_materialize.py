@@ -2,7 +2,8 @@
 buffer of its own.
 
 Marks:
-  outputs        every SINK source that is not already storage or a constant
+  outputs        every SINK source that is not already storage, or a constant that was requested
+                 as a constant (a computed output that folded to a constant is stored)
   conversions    the result of NTT, INTT, TO_RNS, RESCALE, an extending TO_RING (basis
                  conversion) and RANDOM, and the sources they read (they run as their own
                  kernels, which read buffers)
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ren.ir import is_leaf, is_ring_kernel, is_storage, is_view_candidate
+from ren.ir import is_const, is_leaf, is_ring_kernel, is_storage, is_view_candidate
 from ren.node import Node, consumers, toposort
 from ren.ops import DType, Op
 from ren.spec import spec_of
@@ -70,9 +71,13 @@ def run(sink: Node, ctx=None) -> Node:
             must.add(s)
             stats[why] += 1
 
-    for o in sink.src:
-        if not is_leaf(o):
-            needs_buffer(o, "output", view_ok=False)  # an output gets a buffer of its own
+    requested = ctx.outputs if ctx is not None and ctx.outputs else sink.src
+    for o, orig in zip(sink.src, requested):
+        # An output gets a buffer of its own, even when folding made it a constant: only a
+        # Poly that *was* a constant (or storage) stays symbolic, so realizing a Poly never
+        # turns a computed value into a scalar that adapts its domain (see ren.poly).
+        if not is_leaf(o) or (is_const(o) and not is_leaf(orig)):
+            needs_buffer(o, "output", view_ok=False)
     for n in order:
         if is_ring_kernel(n):
             if n not in must:

@@ -15,7 +15,7 @@ from ren.device import Buffer
 from ren.ir import as_ring
 from ren.node import Node
 from ren.ops import DType, Op
-from ren.rewrite import P, X, rewrite
+from ren.rewrite import P, RuleSet, X, rewrite
 from ren.spec import spec_of
 
 NAME = "lower_bufferize"
@@ -28,7 +28,7 @@ def lower(x: Node) -> Node:
     return as_ring(Node(Op.AFTER, DType.U32, (buf, store)), spec.ring, spec.domain)
 
 
-rules = [(P(Op.BUFFERIZE, X("x")), lower, "bufferize")]
+rules = RuleSet([(P(Op.BUFFERIZE, X("x")), lower, "bufferize")])
 
 
 def run(sink: Node, ctx=None) -> Node:

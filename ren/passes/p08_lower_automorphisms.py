@@ -19,7 +19,7 @@ from __future__ import annotations
 from ren.ir import gidx, iconst, idx, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.rewrite import P, X, rewrite
+from ren.rewrite import P, RuleSet, X, rewrite
 from ren.ring import Domain
 from ren.spec import spec_of
 
@@ -50,7 +50,7 @@ def lower(x: Node, n: Node) -> Node:
     return pnode(Op.WHERE, negate, pnode(Op.NEG, moved), moved)
 
 
-rules = [(P(Op.AUTOMORPH, X("x"), name="n"), lower, "automorph_to_index_map")]
+rules = RuleSet([(P(Op.AUTOMORPH, X("x"), name="n"), lower, "automorph_to_index_map")])
 
 
 def run(sink: Node, ctx=None) -> Node:

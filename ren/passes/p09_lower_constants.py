@@ -1,10 +1,11 @@
 """Pass 9 — lower ring constants to explicit per-limb expressions in Montgomery form.
 
 A constant polynomial c is a vector of per-limb residues c mod q_l, stored as VCONST(ring,
-(c·R mod q_0, …)) — Montgomery form, like every stored residue.  By where it is used:
+(c·R mod q_0, …)) — Montgomery form, like every stored residue.  Every operand of every op
+(except the SINK) is lowered, by where it is used:
   MUL(x, c)           -> MUL(x, VCONST): a scalar product is elementwise in both domains
-  ADD/SUB/STORE, NTT  -> VCONST: the NTT of a constant is c in every slot
-  ADD/SUB/STORE, COEFF-> WHERE(CMPEQ(GIDX(1), 0), VCONST, VCONST(0)): c at X^0, zero elsewhere
+  anything else, NTT  -> VCONST: the NTT of a constant is c in every slot
+  anything else, COEFF-> WHERE(CMPEQ(GIDX(1), 0), VCONST, VCONST(0)): c at X^0, zero elsewhere
 Constants that are outputs themselves (SINK sources) stay symbolic: they need no storage.
 After: AS_RING(CONST) appears only as a SINK source.
 Leaves: VCONST, WHERE, CMPEQ, GIDX, ICONST.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from ren.ir import gidx, iconst, idx, is_const, pnode
 from ren.node import Node
 from ren.ops import Op
-from ren.rewrite import P, rewrite
+from ren.rewrite import P, RuleSet, rewrite
 from ren.ring import Domain, RingSpec
 
 NAME = "lower_constants"
@@ -35,14 +36,21 @@ def lowered(c: Node, scalar: bool) -> Node:
 
 
 def lower_operands(n: Node) -> Node:
-    src = tuple(lowered(s, n.op is Op.MUL) if is_const(s) else s for s in n.src)
-    return n.replace(src=src)
+    """Lower the constant operands of n.  Under MUL a constant is a scalar factor when the other
+    operand is not a constant too (c1·c2 of two constants cannot reach this pass — passes 1 and 4
+    fold it — but if it did, c1 is lowered as a polynomial and c2 as the scalar)."""
+    src = list(n.src)
+    for i, s in enumerate(src):
+        if is_const(s):
+            scalar = n.op is Op.MUL and not (i == 0 and is_const(src[1]))
+            src[i] = lowered(s, scalar)
+    return n.replace(src=tuple(src))
 
 
-rules = [
-    (P({Op.ADD, Op.SUB, Op.MUL, Op.STORE}, name="n", where=lambda n: any(map(is_const, n.src))),
+rules = RuleSet([
+    (P(None, name="n", where=lambda n: n.op is not Op.SINK and any(map(is_const, n.src))),
      lower_operands, "lower_const_operands"),
-]
+])
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -17,7 +17,7 @@ from ren.device import Buffer
 from ren.ir import as_ring, is_storage, is_view_candidate, storage_buffer
 from ren.node import Node
 from ren.ops import DType, Op
-from ren.rewrite import P, X, rewrite
+from ren.rewrite import P, RuleSet, X, rewrite
 from ren.spec import spec_of
 
 NAME = "buffer_views"
@@ -35,10 +35,10 @@ def to_view(x: Node, n: Node) -> Node:
     return as_ring(Node(Op.BUFFER_VIEW, DType.U32, (base_node,), view), dst, src.domain)
 
 
-rules = [
+rules = RuleSet([
     (P(Op.TO_RING, X("x", where=is_storage), name="n", where=is_view_candidate), to_view,
      "to_ring_to_view"),
-]
+])
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -122,7 +122,7 @@ def indexify_store(store: Node) -> Node | None:
     return store.replace(src=(target, body))
 
 
-rules = [(P(Op.STORE, name="store"), indexify_store, "indexify_store")]
+rules = RuleSet([(P(Op.STORE, name="store"), indexify_store, "indexify_store")])
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -21,7 +21,7 @@ from ren.ir import STORAGE, is_extension, is_random
 from ren.kernel import Kernel
 from ren.node import Node, substitute, toposort
 from ren.ops import INDEX_OPS, DType, Op
-from ren.rewrite import P, rewrite
+from ren.rewrite import P, RuleSet, rewrite
 
 NAME = "kernelize"
 
@@ -87,7 +87,7 @@ def kernelize(store: Node, ctx=None) -> Node:
     return Node(Op.KERNEL, DType.VOID, (out, *reads), kernel)
 
 
-rules = [(P(Op.STORE, name="store"), kernelize, "kernelize")]
+rules = RuleSet([(P(Op.STORE, name="store"), kernelize, "kernelize")])
 
 
 def run(sink: Node, ctx=None) -> Node:

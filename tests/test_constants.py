@@ -1,0 +1,111 @@
+"""Constants that appear during scheduling (folding x*0, x-x, conversions of constants) never
+change a value, a domain or a ring.  Each case here gave a wrong answer or an error before the
+fix; expected values are computed by hand or with Python ints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ren
+from ren import Domain, Poly, RingSpec
+from ren import settings as ren_settings
+from ren.reference import evaluate
+
+RING = RingSpec.generate(8, 1)
+RING3 = RingSpec.generate(8, 3)
+COEFF, NTT = Domain.COEFF, Domain.NTT
+
+
+def a() -> Poly:
+    return Poly.from_coefficients(range(8), RING)
+
+
+def b() -> Poly:
+    return Poly.from_coefficients([1] * 8, RING)
+
+
+def a3() -> Poly:
+    return Poly.from_coefficients(range(8), RING3)
+
+
+PERM = RingSpec(8, tuple(reversed(RING3.moduli)))
+
+# (name, builder, expected coefficients)
+CASES = [
+    ("product_with_folded_one_plus_ntt", lambda: (a() * 0 + 1) * b() + b().ntt(), [2] * 8),
+    ("const_round_trip_times_scalar", lambda: (a() * 0 + 3).ntt().intt() * 3, [9] + [0] * 7),
+    ("ntt_const_intt_times_itself",
+     lambda: Poly.const(-9, RING, "NTT").intt() * Poly.const(-9, RING, "NTT"), [81] + [0] * 7),
+    ("rotate_of_zero", lambda: (a() - a()).ntt().rotate(1), [0] * 8),
+    ("negate_of_zero", lambda: -(a() - a()).ntt(), [0] * 8),
+    ("negate_of_const_ntt", lambda: -(Poly.const(3, RING).ntt()), [-3] + [0] * 7),
+    ("conjugate_of_zero", lambda: (a() * 0).ntt().conjugate(), [0] * 8),
+    ("subring_of_zero", lambda: (a3() - a3()).ntt().to_ring(RING3.sub(0, 2)), [0] * 8),
+    ("permuted_ring_of_zero", lambda: ((a3() - a3()).ntt() * 2).to_ring(PERM), [0] * 8),
+    ("const_plus_rotated_const", lambda: Poly.const(4, RING).rotate(3) + a() * 0,
+     [4] + [0] * 7),
+    ("rescaled_const", lambda: (Poly.const(5, RING3).ntt() * 1).rescale(RING3.moduli[-1]),
+     [0] * 8),
+]
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "REN_CHECK"])
+@pytest.mark.parametrize("name,build,expected", CASES, ids=[c[0] for c in CASES])
+def test_folded_constants_keep_values(name, build, expected, check):
+    p = build()
+    ring, domain = p.ring, p.domain
+    reference = evaluate(p)[0]
+    with ren_settings.override(REN_CHECK=int(check)):
+        p.realize()
+    assert (p.ring, p.domain) == (ring, domain)
+    assert np.array_equal(p.numpy(), reference)
+    assert p.coefficients() == expected
+
+
+def test_realizing_keeps_the_declared_domain():
+    z = (a() - a()) * b()
+    assert z.domain is NTT
+    z.realize()
+    assert z.domain is NTT
+    assert z.tolist() == [[0] * 8]  # NTT residues of zero
+    w = (a() * 0 + 1) * b()
+    assert w.domain is NTT
+    assert np.array_equal(w.numpy(), ren.ring.ntt(np.array([[1] * 8], np.uint32), RING))
+
+
+def test_a_folded_zero_behaves_the_same_before_and_after_realize():
+    d = a() - a()
+    with pytest.raises(ren.DomainError):
+        d + b().ntt()
+    d.realize()
+    with pytest.raises(ren.DomainError):
+        d + b().ntt()
+    assert d.domain is COEFF and d.coefficients() == [0] * 8
+
+
+def test_serialization_reads_the_domain_of_the_realized_value():
+    p = (a() * 0 + 1) * b()
+    q = Poly.frombytes(p.tobytes())
+    assert q.domain is NTT
+    assert q.coefficients() == [1] * 8
+
+
+def test_requested_constants_stay_symbolic():
+    """A Poly that *is* a constant needs no storage; one that folded to a constant is stored."""
+    c = Poly.const(7, RING)
+    c.realize()
+    assert c.node.src[0].op is ren.Op.CONST
+    z = a() * 0
+    z.realize()
+    assert z.node.src[0].op is ren.Op.BUFFER
+    assert z.coefficients() == [0] * 8
+
+
+def test_a_rule_that_changes_a_ring_is_a_schedule_error():
+    from ren.rewrite import P, X, rewrite
+
+    x = a()
+    bad = [(P(ren.Op.NEG, X("x")), lambda x: Poly.const(0, RING3).node, "bad_rule")]
+    with pytest.raises(ren.ScheduleError, match=r"bad_rule.*ring"):
+        rewrite((-x).node, bad, name="test")

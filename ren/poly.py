@@ -364,7 +364,8 @@ class Poly:
         """A versioned, self-describing, checksummed encoding (see `ren.serialize`)."""
         from ren.serialize import encode_poly
 
-        return encode_poly(self.ring, self.domain, self.numpy())
+        residues = self.numpy()  # realize first: the domain is read from the realized Poly
+        return encode_poly(self.ring, self.domain, residues)
 
     @classmethod
     def frombytes(cls, data: bytes, device: str = "python") -> Poly:

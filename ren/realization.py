@@ -28,6 +28,7 @@ from ren.errors import DeviceError, RealizeError
 from ren.ir import storage_buffer
 from ren.node import Node
 from ren.ops import Op
+from ren.replay import Template, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables
 from ren.runtime import make_exec_units, run_exec_units
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
@@ -55,20 +56,35 @@ def is_realized(n: Node) -> bool:
 
 def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     """Schedule and run the given output nodes together; returns the becomes_map (each
-    requested node -> the buffer-backed node that now holds its value)."""
+    requested node -> the buffer-backed node that now holds its value).
+
+    A graph whose structure was realized before replays the captured template with the new
+    input buffers instead of scheduling again (`ren.replay`); REN_CHECK and REN_DEBUG=3 always
+    schedule, so their checks and dumps happen.
+    """
     from ren.memory import plan_memory
 
     todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
     if not todo:
         return {}
-    timings = RealizeTimings()
     t0 = time.perf_counter()
-    ctx = ScheduleContext(outputs=tuple(todo), check=bool(settings.get("REN_CHECK")))
+    check, debug = bool(settings.get("REN_CHECK")), settings.get("REN_DEBUG")
+    no_memplan = bool(settings.get("REN_NO_MEMPLAN"))
+    found = None if check or debug >= 3 else structure_key(todo)
+    key = (found[0], no_memplan) if found is not None else None
+    template = templates.get(key) if key is not None else None
+    if template is not None:
+        becomes_map = template.replay(found[1], todo)
+        _record(RealizeTimings(run=time.perf_counter() - t0, kernels=len(template.units),
+                               extra={"replayed": True}), len(todo))
+        return becomes_map
+    timings = RealizeTimings()
+    ctx = ScheduleContext(outputs=tuple(todo), check=check)
     sink = run_passes(as_sink(*todo), ctx=ctx).sink
     items = linearize(sink)
     t1 = time.perf_counter()
     outputs = {storage_buffer(v) for v in ctx.becomes_map.values() if v.src[0].op is Op.BUFFER}
-    plan = None if settings.get("REN_NO_MEMPLAN") else plan_memory(items, outputs=outputs)
+    plan = None if no_memplan else plan_memory(items, outputs=outputs)
     t2 = time.perf_counter()
     units = make_exec_units(items, plan)
     t3 = time.perf_counter()
@@ -76,13 +92,23 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     t4 = time.perf_counter()
     timings.schedule, timings.plan, timings.lower, timings.run = t1 - t0, t2 - t1, t3 - t2, t4 - t3
     timings.kernels = len(units)
+    if key is not None:
+        template = Template.capture(found[1], todo, ctx.becomes_map, units, plan)
+        if template is not None:
+            templates.put(key, template)
+    _record(timings, len(todo))
+    return ctx.becomes_map
+
+
+def _record(timings: RealizeTimings, outputs: int) -> None:
     global last_timings
     last_timings = timings
     if settings.get("REN_DEBUG") >= 1:
-        print(f"[ren] realize {len(todo)} output(s): {len(units)} units, schedule "
-              f"{timings.schedule * 1e3:.2f} ms, plan {timings.plan * 1e3:.2f} ms, lower "
-              f"{timings.lower * 1e3:.2f} ms, run {timings.run * 1e3:.2f} ms")
-    return ctx.becomes_map
+        how = "replayed" if timings.extra.get("replayed") else (
+            f"schedule {timings.schedule * 1e3:.2f} ms, plan {timings.plan * 1e3:.2f} ms, "
+            f"lower {timings.lower * 1e3:.2f} ms")
+        print(f"[ren] realize {outputs} output(s): {timings.kernels} units, {how}, run "
+              f"{timings.run * 1e3:.2f} ms")
 
 
 def host_residues(n: Node) -> np.ndarray:

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ir", ("ren.ops", "ren.node", "ren.spec", "ren.ir", "ren.kernel", "ren.dump",
             "ren.nxgraph", "ren.reference")),
     ("engine", ("ren.rewrite", "ren.passes", "ren.schedule", "ren.interpret", "ren.memory",
-                "ren.backend", "ren.runtime", "ren.realization")),
+                "ren.backend", "ren.runtime", "ren.replay", "ren.realization")),
     ("frontend", ("ren.poly", "ren.corpus", "ren")),
     ("jit", ("ren.jit",)),
     ("ckks", ("ren.ckks",)),

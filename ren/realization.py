@@ -23,7 +23,7 @@ import numpy as np
 
 from ren import settings
 from ren.device import device_kind
-from ren.errors import DeviceError, RealizeError
+from ren.errors import DeviceError, ParameterError, RealizeError
 from ren.node import Node, substitute_many, toposort
 from ren.ops import Op
 from ren.passes.common import storage_buffer
@@ -98,6 +98,13 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
 
 def realize_polys(polys: Sequence) -> None:
     """Realize several Polys together (one SINK, shared intermediates computed once)."""
+    if isinstance(polys, str | bytes) or not isinstance(polys, Sequence):
+        raise ParameterError(f"realize: expected a list or tuple of Polys, got "
+                             f"{type(polys).__name__}; for one Poly p use p.realize()")
+    for p in polys:
+        # duck-typed: this layer must not import ren.poly
+        if not isinstance(getattr(p, "node", None), Node):
+            raise ParameterError(f"realize: expected Polys, got {type(p).__name__} {p!r}")
     realize_nodes([p.node for p in polys])
 
 

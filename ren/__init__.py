@@ -24,6 +24,7 @@ from ren.errors import (
     ScheduleError,
     SerializationError,
     ShapeError,
+    TruthValueError,
 )
 from ren.node import Node, toposort
 from ren.ops import DType, Op
@@ -54,6 +55,7 @@ __all__ = [
     "ScheduleError",
     "SerializationError",
     "ShapeError",
+    "TruthValueError",
     "canonical_device",
     "errors",
     "random",

@@ -7,6 +7,10 @@ expected, what was found, and how to fix it.  Where a built-in exception type fi
 
 from __future__ import annotations
 
+import math
+import numbers
+from typing import Any
+
 
 class RenError(Exception):
     """Base class of every error Ren raises on purpose."""
@@ -15,6 +19,11 @@ class RenError(Exception):
 class ParameterError(RenError, ValueError):
     """Invalid parameters: a ring dimension that is not a power of two, a modulus that is not an
     NTT-friendly prime, a bad sampler argument, an unknown option."""
+
+
+class TruthValueError(RenError, TypeError):
+    """A lazy value was used where Python needs a bool (``if p:``, ``p and q``): it has no value
+    until it is realized, so it has no truth value either."""
 
 
 class ShapeError(ParameterError):
@@ -59,3 +68,27 @@ class RealizeError(RenError, RuntimeError):
 class JitError(RenError, RuntimeError):
     """JIT capture or replay was misused: a changed frozen scalar, an explicit realize() or
     random generation inside the jitted body, or inputs that do not match the captured plan."""
+
+
+# -- argument checks shared by every layer (this module imports nothing from Ren) --------------
+def is_int(value: Any) -> bool:
+    """True for Python and NumPy integers.  bool is a flag, not a number, here: False."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int(value: Any, what: str, error: type[RenError] = ParameterError,
+              hint: str = "") -> int:
+    """`value` as a Python int, or `error` saying that `what` must be an int (never coerces a
+    float, str or bool, which would silently change the caller's value)."""
+    if not is_int(value):
+        raise error(f"{what} must be an int, got {type(value).__name__} {value!r}"
+                    + (f"; {hint}" if hint else ""))
+    return int(value)
+
+
+def check_real(value: Any, what: str, error: type[RenError] = ParameterError) -> float:
+    """`value` as a finite float; ints and floats only (no str, complex, bool, nan or inf)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
+        raise error(f"{what} must be a finite real number (int or float), got "
+                    f"{type(value).__name__} {value!r}")
+    return float(value)

@@ -22,6 +22,10 @@ from ren.errors import (
     ParameterError,
     RingMismatchError,
     ShapeError,
+    TruthValueError,
+    check_int,
+    check_real,
+    is_int,
 )
 from ren.ir import const_node
 from ren.node import Node, substitute_many
@@ -31,6 +35,7 @@ from ren.realization import host_residues, is_realized, realize_nodes
 from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.sampling import validate as validate_random
+from ren.serialize import standard_residues
 from ren.spec import PolySpec, is_scalar, spec_of
 
 #: Every live Poly, so realization can point overlapping graphs at realized buffers.
@@ -58,8 +63,10 @@ class Poly:
     __slots__ = ("__weakref__", "_node")
 
     def __init__(self, node: Node):
-        if spec_of(node) is None:
-            raise TypeError(f"{node.op.name} node is not polynomial-valued")
+        if not isinstance(node, Node) or spec_of(node) is None:
+            what = node.op.name + " node" if isinstance(node, Node) else type(node).__name__
+            raise ParameterError(f"Poly(node) wraps a polynomial-valued IR node, got {what}; "
+                                 "make Polys with Poly.from_coefficients, Poly.const, ...")
         self._node = node
         _live.add(self)
 
@@ -90,7 +97,9 @@ class Poly:
         return f"<Poly {s.ring.short()} {s.domain.name} {s.device} {self._node.op.name}>"
 
     def __bool__(self) -> bool:
-        raise TypeError("a Poly has no truth value; compare realized values explicitly")
+        raise TruthValueError(
+            "a lazy Poly has no truth value (used in `if`, `and`, `or`, `not`?); realize it and "
+            "compare values explicitly, e.g. p.tolist() == q.tolist()")
 
     __hash__ = object.__hash__
 
@@ -110,17 +119,19 @@ class Poly:
                 raise ShapeError(f"coefficients must be a 1-D integer array, got {coeffs.dtype}"
                                  f"{list(coeffs.shape)}")
             coeffs = coeffs.tolist()
-        if isinstance(coeffs, str | bytes) or not hasattr(coeffs, "__len__"):
+        # a set or dict has no reliable order, so its "coefficients" would land anywhere
+        if isinstance(coeffs, str | bytes | bytearray) or not isinstance(coeffs, Sequence):
             raise ShapeError(
-                f"coefficients must be a sequence of ints, got {type(coeffs).__name__}")
+                "coefficients must be a sequence of ints (list, tuple, range or 1-D integer "
+                f"array), got {type(coeffs).__name__}")
         if len(coeffs) != ring.N:
             raise ShapeError(
                 f"from_coefficients: expected N={ring.N} coefficients for {ring!r}, got "
                 f"{len(coeffs)}; pad with zeros or pick a ring with N={len(coeffs)}"
             )
         for c in coeffs:
-            if isinstance(c, bool) or not isinstance(c, int | np.integer):
-                raise ShapeError(f"coefficients must be ints, found {c!r}")
+            if not is_int(c):
+                raise ShapeError(f"coefficients must be ints, found {type(c).__name__} {c!r}")
         words = pack_words(coeffs)
         buf = Buffer("python", words.shape)
         buf.attach(np.ascontiguousarray(words))
@@ -138,21 +149,8 @@ class Poly:
         ring = _check_ring(ring)
         domain = _as_domain(domain)
         device = canonical_device(device)
-        try:
-            arr = np.asarray(residues, dtype=object)
-        except ValueError:
-            raise ShapeError("from_residues: residues must be a (limbs × N) array") from None
-        if arr.shape != (ring.limbs, ring.N):
-            raise ShapeError(f"from_residues: expected shape ({ring.limbs}, {ring.N}) for {ring!r},"
-                             f" got {arr.shape}")
-        q = np.array(ring.moduli, dtype=object).reshape(-1, 1)
-        try:
-            in_range = bool(((arr >= 0) & (arr < q)).all())
-        except TypeError:
-            in_range = False
-        if not in_range:
-            raise ShapeError("from_residues: every residue must be an int in [0, q_i) for its row")
-        std = arr.astype(np.uint64).astype(np.uint32)
+        # Exact ints only: a float, Fraction or bool would otherwise be truncated silently.
+        std = standard_residues(ring, residues, "from_residues").astype(np.uint32)
         buf = Buffer(device, (ring.limbs, ring.N))
         if device_kind(device) == "python":
             buf.attach(to_mont(std, get_tables(ring)))
@@ -166,9 +164,8 @@ class Poly:
     def const(cls, value: int, ring: RingSpec, domain: Domain | str = Domain.COEFF,
               device: str = "python") -> Poly:
         """The constant polynomial `value` (symbolic: no storage until a pass needs it)."""
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise ParameterError(f"Poly.const: value must be an int, got {value!r}")
-        return cls(const_node(int(value), _check_ring(ring), _as_domain(domain),
+        value = check_int(value, "Poly.const: value")
+        return cls(const_node(value, _check_ring(ring), _as_domain(domain),
                               canonical_device(device)))
 
     @classmethod
@@ -194,7 +191,9 @@ class Poly:
     def uniform_on_interval(cls, ring: RingSpec, lo: int, hi: int,
                             device: str = "python") -> Poly:
         """Coefficients uniform in [lo, hi], both ends included."""
-        return cls._random(ring, "uniform_on_interval", (int(lo), int(hi)), device)
+        lo = check_int(lo, "uniform_on_interval: lo")
+        hi = check_int(hi, "uniform_on_interval: hi")
+        return cls._random(ring, "uniform_on_interval", (lo, hi), device)
 
     @classmethod
     def ternary(cls, ring: RingSpec, device: str = "python") -> Poly:
@@ -204,14 +203,13 @@ class Poly:
     @classmethod
     def sparse_ternary(cls, ring: RingSpec, hamming_weight: int, device: str = "python") -> Poly:
         """Exactly `hamming_weight` coefficients ±1 at random positions, the rest 0."""
-        if isinstance(hamming_weight, bool) or not isinstance(hamming_weight, int):
-            raise ParameterError(f"hamming_weight must be an int, got {hamming_weight!r}")
-        return cls._random(ring, "sparse_ternary", (hamming_weight,), device)
+        h = check_int(hamming_weight, "sparse_ternary: hamming_weight")
+        return cls._random(ring, "sparse_ternary", (h,), device)
 
     @classmethod
     def gaussian(cls, ring: RingSpec, sigma: float = 3.2, device: str = "python") -> Poly:
         """Rounded Gaussian coefficients with standard deviation `sigma` (clipped at 6·sigma)."""
-        return cls._random(ring, "gaussian", (float(sigma),), device)
+        return cls._random(ring, "gaussian", (check_real(sigma, "gaussian: sigma"),), device)
 
     # -- operand checks ---------------------------------------------------------------------
     def _coerce(self, other: Any, what: str) -> Node | None:
@@ -286,8 +284,7 @@ class Poly:
     def rescale(self, moduli: int | Sequence[int]) -> Poly:
         """Divide by the product P of `moduli` and round (exactly): the result lives in the ring
         without them.  `moduli` (one int or a sequence) must be the ring's trailing moduli."""
-        drop = (moduli,) if isinstance(moduli, int | np.integer) else tuple(moduli)
-        drop = tuple(int(q) for q in drop)
+        drop = _moduli_to_drop(moduli)
         ring = self.ring
         if not drop:
             raise LevelError("rescale: give at least one modulus to divide by")
@@ -305,9 +302,8 @@ class Poly:
 
     def rotate(self, k: int) -> Poly:
         """The automorphism X -> X^(5^k mod 2N): a rotation of the CKKS slots by k."""
-        if isinstance(k, bool) or not isinstance(k, int | np.integer):
-            raise ParameterError(f"rotate: k must be an int, got {k!r}")
-        return Poly(Node(Op.ROTATE, DType.U32, (self._node,), int(k)))
+        k = check_int(k, "rotate: k")
+        return Poly(Node(Op.ROTATE, DType.U32, (self._node,), k))
 
     def conjugate(self) -> Poly:
         """The automorphism X -> X^(2N-1) = X^-1: complex conjugation of the CKKS slots."""
@@ -377,6 +373,21 @@ class Poly:
         return cls.from_residues(residues, ring, domain, device)
 
 
+def _moduli_to_drop(moduli: Any) -> tuple[int, ...]:
+    """The `moduli` argument of rescale (one int or a sequence of ints) as a tuple of ints."""
+    if is_int(moduli):
+        return (int(moduli),)
+    bad = ParameterError(f"rescale: moduli must be ints (one, or a list/tuple of them), got "
+                         f"{type(moduli).__name__} {moduli!r}")
+    if isinstance(moduli, str | bytes) or not isinstance(moduli, Sequence | np.ndarray):
+        raise bad
+    if isinstance(moduli, np.ndarray) and moduli.ndim != 1:
+        raise bad
+    if not all(is_int(q) for q in moduli):
+        raise bad
+    return tuple(int(q) for q in moduli)
+
+
 def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
     """Check two operands of an elementwise op; re-tag a constant to the other's domain."""
     sa, sb = spec_of(a), spec_of(b)
@@ -424,8 +435,10 @@ def apply_becomes_map(mapping: dict[Node, Node]) -> None:
 def realize_polys(polys: Sequence[Poly]) -> None:
     """Realize several Polys together (one SINK, shared intermediates computed once), then apply
     the becomes_map to every live Poly."""
-    polys = list(polys)
+    if isinstance(polys, str | bytes) or not isinstance(polys, Sequence):
+        raise ParameterError(f"realize: expected a list or tuple of Polys, got "
+                             f"{type(polys).__name__}; for one Poly p use p.realize()")
     for p in polys:
         if not isinstance(p, Poly):
-            raise TypeError(f"realize: expected Polys, got {type(p).__name__}")
+            raise ParameterError(f"realize: expected Polys, got {type(p).__name__} {p!r}")
     apply_becomes_map(realize_nodes([p._node for p in polys]))

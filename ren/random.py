@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ren.errors import ParameterError
+from ren.errors import ParameterError, is_int
 
 SEED_BYTES = 32
 
@@ -50,12 +50,14 @@ def seed(s: int | bytes | str | None) -> None:
     if s is None:
         _state.insecure_seed = None
         return
-    if isinstance(s, int) and not isinstance(s, bool):
-        material = s.to_bytes((s.bit_length() + 8) // 8, "little", signed=True)
+    # The type is part of the material, so seed(0), seed(b"\x00") and seed("") != seed(b"").
+    if is_int(s):
+        s = int(s)
+        material = b"int\0" + s.to_bytes((s.bit_length() + 8) // 8, "little", signed=True)
     elif isinstance(s, str):
-        material = s.encode()
-    elif isinstance(s, bytes):
-        material = s
+        material = b"str\0" + s.encode()
+    elif isinstance(s, bytes | bytearray):
+        material = b"bytes\0" + bytes(s)
     else:
         raise ParameterError(f"ren.random.seed: expected an int, bytes, str or None, got {s!r}")
     _state.insecure_seed = hashlib.sha256(b"ren.random.insecure-seed\0" + material).digest()

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ren.errors import ParameterError
+from ren.errors import ParameterError, is_int
 from ren.random import RandomSpec
 from ren.ring import RingSpec
 
@@ -51,7 +51,7 @@ def validate(kind: str, params: tuple, ring: RingSpec) -> None:
         raise ParameterError(f"unknown random kind {kind!r}; expected one of {KINDS}")
     if kind == "uniform_on_interval":
         lo, hi = params
-        if not (isinstance(lo, int) and isinstance(hi, int)) or lo > hi:
+        if not (is_int(lo) and is_int(hi)) or lo > hi:
             raise ParameterError(
                 f"uniform_on_interval: need ints lo <= hi, got lo={lo!r}, hi={hi!r}")
         if hi - lo >= 1 << 32:
@@ -63,14 +63,16 @@ def validate(kind: str, params: tuple, ring: RingSpec) -> None:
             raise ParameterError("uniform_on_interval: bounds must be below 2^62 in magnitude")
     elif kind == "sparse_ternary":
         (h,) = params
-        if not isinstance(h, int) or not 0 <= h <= ring.N:
+        if not is_int(h) or not 0 <= h <= ring.N:
             raise ParameterError(
                 f"sparse_ternary: hamming_weight must be an int in [0, N={ring.N}], got {h!r}"
             )
     elif kind == "gaussian":
         (sigma,) = params
-        if not isinstance(sigma, int | float) or not 0 < sigma < 1e6 or math.isnan(sigma):
-            raise ParameterError(f"gaussian: sigma must be a positive number, got {sigma!r}")
+        if (not isinstance(sigma, int | float) or isinstance(sigma, bool)
+                or not 0 < sigma < 1e6 or math.isnan(sigma)):
+            raise ParameterError(
+                f"gaussian: sigma must be a positive number below 10^6, got {sigma!r}")
 
 
 def sample_signed(spec: RandomSpec, N: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ren import settings
-from ren.errors import ScheduleError
+from ren.errors import ParameterError, ScheduleError, check_int
 from ren.ir import storage_buffer
 from ren.kernel import ScheduledKernel
 from ren.node import Node, toposort
@@ -80,6 +80,14 @@ def gc_paused() -> Iterator[None]:
 def run_passes(*outputs: Any, upto: int = 12, start: int = 1, ctx: ScheduleContext | None = None,
                trace: bool = False) -> ScheduleTrace:
     """Run passes `start`..`upto` (1-based, inclusive) on a SINK (or Polys)."""
+    last = len(PASSES)
+    upto = check_int(upto, "run_passes: upto")
+    start = check_int(start, "run_passes: start")
+    if not 0 <= upto <= last:
+        raise ParameterError(f"run_passes: upto must be a pass number in 0..{last} (0 runs no "
+                             f"pass), got {upto}")
+    if not 1 <= start <= last:
+        raise ParameterError(f"run_passes: start must be a pass number in 1..{last}, got {start}")
     with gc_paused():
         return _run_passes(*outputs, upto=upto, start=start, ctx=ctx, trace=trace)
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ren.errors import ParameterError, SerializationError, ShapeError
+from ren.errors import ParameterError, SerializationError, ShapeError, is_int
 from ren.ring.spec import MAX_LOG_N, Domain, RingSpec
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "decode_poly",
     "encode_poly",
     "header_size",
+    "standard_residues",
 ]
 
 #: The 8 bytes every encoding starts with.
@@ -106,19 +107,25 @@ def _as_domain(domain: Any) -> Domain:
     raise ParameterError(f"encode_poly: unknown domain {domain!r}; use Domain.COEFF or Domain.NTT")
 
 
-def _standard_residues(ring: RingSpec, residues: Any) -> np.ndarray:
-    """`residues` validated as (limbs × N) integers with row i in [0, q_i), as '<u4'."""
+def standard_residues(ring: RingSpec, residues: Any, what: str = "encode_poly") -> np.ndarray:
+    """`residues` validated as (limbs × N) integers with row i in [0, q_i), as '<u4'.
+
+    Exact integers only (`ShapeError` otherwise): an integer-dtype array, or nested sequences of
+    ints.  Sequences are checked element by element, because NumPy would silently turn a bool
+    mixed in with ints into 0/1.
+    """
     expected = (ring.limbs, ring.N)
     try:
-        arr = np.asarray(residues)
+        arr = (residues if isinstance(residues, np.ndarray)
+               else np.asarray(residues, dtype=object))
     except (ValueError, TypeError):
         raise ShapeError(
-            f"encode_poly: residues must be a (limbs × N) = {expected} integer array for "
+            f"{what}: residues must be a (limbs × N) = {expected} integer array for "
             f"{ring!r}; could not make an array of {type(residues).__name__}"
         ) from None
     if arr.shape != expected:
         raise ShapeError(
-            f"encode_poly: expected residues of shape {expected} for {ring!r}, got {arr.shape}"
+            f"{what}: expected residues of shape {expected} for {ring!r}, got {arr.shape}"
         )
     q = np.array(ring.moduli, dtype=np.int64).reshape(-1, 1)
     kind = arr.dtype.kind
@@ -131,9 +138,9 @@ def _standard_residues(ring: RingSpec, residues: Any) -> np.ndarray:
         ok = np.zeros(expected, dtype=bool)
         for i, (row, qi) in enumerate(zip(flat, ring.moduli)):
             for j, v in enumerate(row):
-                if isinstance(v, bool) or not isinstance(v, int | np.integer):
+                if not is_int(v):
                     raise ShapeError(
-                        f"encode_poly: residues must be integers; residue [{i}, {j}] is "
+                        f"{what}: residues must be integers; residue [{i}, {j}] is "
                         f"{type(v).__name__} {v!r}"
                     )
                 ok[i, j] = 0 <= v < qi
@@ -141,13 +148,13 @@ def _standard_residues(ring: RingSpec, residues: Any) -> np.ndarray:
             arr = np.array(flat, dtype=np.int64)
     else:
         raise ShapeError(
-            f"encode_poly: residues must be an integer array, got dtype {arr.dtype}; convert "
+            f"{what}: residues must be an integer array, got dtype {arr.dtype}; convert "
             "standard-form residues to np.uint32 (each row i in [0, q_i))"
         )
     if not ok.all():
         i, j = (int(k) for k in np.argwhere(~ok)[0])
         raise ShapeError(
-            f"encode_poly: residue [{i}, {j}] = {arr[i, j]!r} is out of range: row {i} needs "
+            f"{what}: residue [{i}, {j}] = {arr[i, j]!r} is out of range: row {i} needs "
             f"0 ≤ r < q_{i} = {ring.moduli[i]} (standard form, not Montgomery)"
         )
     return arr.astype("<u4")
@@ -167,7 +174,7 @@ def encode_poly(ring: RingSpec, domain: Domain, residues: np.ndarray) -> bytes:
         raise ParameterError(
             f"encode_poly: the format holds at most {MAX_LIMBS} limbs, the ring has {ring.limbs}"
         )
-    payload = _standard_residues(ring, residues).tobytes()
+    payload = standard_residues(ring, residues).tobytes()
     header = b"".join((
         _PREFIX.pack(MAGIC, FORMAT_VERSION, header_size(ring.limbs), ring.N, ring.limbs),
         struct.pack(f"<{ring.limbs}I", *ring.moduli),

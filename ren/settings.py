@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ren.errors import ParameterError
+from ren.errors import ParameterError, check_int
 
 
 @dataclass(frozen=True)
@@ -49,20 +49,29 @@ def _read_env(name: str) -> int:
 
 def get(name: str) -> int:
     """The current value of switch `name`."""
-    if name not in SWITCHES:
+    if not isinstance(name, str) or name not in SWITCHES:
         raise ParameterError(f"unknown switch {name!r}; known: {', '.join(SWITCHES)}")
     if name not in _values:
         _values[name] = _read_env(name)
     return _values[name]
 
 
-@contextlib.contextmanager
-def override(**values: int) -> Iterator[None]:
-    """Set switches for the duration of a block."""
-    saved = {}
+def override(**values: int) -> contextlib.AbstractContextManager[None]:
+    """Set switches for the duration of a block.
+
+    The names and values are checked here, at the call, so a typo fails on its own line and
+    leaves every switch as it was.
+    """
     for name, value in values.items():
-        saved[name] = get(name)
-        _values[name] = int(value)
+        get(name)  # rejects unknown names
+        check_int(value, f"settings.override: {name}", hint="switches take ints such as 0 or 1")
+    return _override({name: int(value) for name, value in values.items()})
+
+
+@contextlib.contextmanager
+def _override(values: dict[str, int]) -> Iterator[None]:
+    saved = {name: get(name) for name in values}
+    _values.update(values)
     try:
         yield
     finally:

@@ -444,8 +444,8 @@ class TestRandom:
         for s in (0, 1, -1, 255, 256, b"0", "0", b"", ""):
             ren_random.seed(s)
             seeds.add(seed_of(Poly.uniform(r)))
-        # "0" (str) and b"0" (bytes) hash the same material; 0 (int) is 1 byte \x00
-        assert len(seeds) == 7
+        # the seed's type is part of its material: "0" != b"0", "" != b"", 0 != b"\x00"
+        assert len(seeds) == 9
 
     def test_seeded_restores_previous_mode(self):
         r = ring(4, 1)

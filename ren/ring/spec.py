@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
-from ren.errors import ParameterError, RingMismatchError
+import numpy as np
+
+from ren.errors import ParameterError, RingMismatchError, check_int, is_int
 
 MAX_LOG_N = 17
 MAX_MODULUS_BITS = 31
+#: The most moduli `RingSpec.generate` makes: far more than any CKKS parameter set needs, and
+#: small enough that even a hopeless search (too few primes exist) ends in well under a second.
+MAX_GENERATED_MODULI = 8192
 
 _MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
@@ -45,6 +51,76 @@ def is_prime(n: int) -> bool:
     return True
 
 
+def _int_tuple(values: object, what: str) -> tuple[int, ...]:
+    """`values` (a list, tuple or 1-D array of ints) as a tuple of Python ints; never coerces
+    floats or strings, which would silently change a modulus."""
+    # sets and dicts have no reliable order, and the order of the moduli is the RNS basis
+    unordered = isinstance(values, str | bytes | AbstractSet | Mapping)
+    try:
+        if unordered or not isinstance(values, Iterable):
+            raise TypeError
+        values = tuple(values)
+    except TypeError:  # also a 0-d array
+        raise ParameterError(f"{what} must be a sequence of ints (list, tuple or 1-D array), "
+                             f"got {type(values).__name__} {values!r}") from None
+    for q in values:
+        if not is_int(q):
+            raise ParameterError(f"{what} must be ints, found {type(q).__name__} {q!r}")
+    return tuple(int(q) for q in values)
+
+
+@lru_cache(maxsize=4)
+def _odd_primes_upto(limit: int) -> np.ndarray:
+    """The odd primes <= limit (sieve of Eratosthenes)."""
+    is_p = np.ones(limit + 1, dtype=bool)
+    is_p[:3] = False
+    is_p[4::2] = False
+    for p in range(3, math.isqrt(limit) + 1, 2):
+        if is_p[p]:
+            is_p[p * p :: 2 * p] = False
+    return np.flatnonzero(is_p)
+
+
+_SEGMENT = 1 << 16
+
+
+def ntt_primes(N: int, bits: int, count: int) -> list[int]:
+    """The `count` largest primes q ≡ 1 (mod 2N) with 2N < q < 2^bits, largest first (fewer
+    when fewer exist).
+
+    A segmented sieve over the progression q = 1 + k·2N, top down: every composite q < 2^bits
+    has a prime factor p <= sqrt(2^bits), so striking the k with q ≡ 0 (mod p) for those p
+    leaves exactly the primes.  About 100x faster than testing each candidate, so even a search
+    that exhausts the progression stays quick.
+    """
+    step = 2 * N
+    k_hi = ((1 << bits) - 2) // step  # the largest k with 1 + k·step < 2^bits
+    small = _odd_primes_upto(math.isqrt((1 << bits) - 1))  # 2 never divides q = 1 + k·2N
+    roots = [(-pow(step, -1, p)) % p for p in small.tolist()]  # q ≡ 0 (mod p) <=> k ≡ root
+    primes: list[int] = []
+    hi = k_hi
+    while hi >= 1 and len(primes) < count:
+        lo = max(1, hi - _SEGMENT + 1)
+        alive = np.ones(hi - lo + 1, dtype=bool)  # alive[i] <-> k = lo + i
+        for p, r in zip(small.tolist(), roots, strict=True):
+            alive[(r - lo) % p :: p] = False
+        for p in small[(small - 1) % step == 0].tolist():  # a small prime struck itself out
+            if lo <= (p - 1) // step <= hi:
+                alive[(p - 1) // step - lo] = True
+        ks = np.flatnonzero(alive)[::-1] + lo
+        primes.extend(1 + int(k) * step for k in ks[: count - len(primes)])
+        hi = lo - 1
+    return primes
+
+
+def _approx_prime_count(N: int, bits: int) -> int:
+    """About how many primes q ≡ 1 (mod 2N) lie below 2^bits: li(x)/phi(2N) with phi(2N) = N
+    (prime number theorem for arithmetic progressions; an estimate for messages only)."""
+    lx = bits * math.log(2)
+    li = 2.0**bits / lx * (1 + 1 / lx + 2 / lx**2)
+    return int(li / N)
+
+
 class Domain(enum.Enum):
     """How a polynomial is stored: its coefficients, or its evaluations at the odd powers of a
     primitive 2N-th root of unity (bit-reversed order; see `ren.ring.ntt`)."""
@@ -71,20 +147,13 @@ class RingSpec:
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        N = self.N
-        if isinstance(N, bool) or not isinstance(N, int):
-            raise ParameterError(f"RingSpec: N must be an int, got {type(N).__name__}")
+        N = check_int(self.N, "RingSpec: N", hint="pick N = 2^k, e.g. 1024")
         if N < 2 or N > (1 << MAX_LOG_N) or N & (N - 1):
             raise ParameterError(
                 f"RingSpec: N must be a power of two between 2 and 2^{MAX_LOG_N}, got N={N}. "
                 "Pick N = 2^k, e.g. 1024 or 16384."
             )
-        try:
-            moduli = tuple(int(q) for q in self.moduli)
-        except TypeError:
-            raise ParameterError(
-                f"RingSpec: moduli must be a sequence of ints, got {self.moduli!r}"
-            ) from None
+        moduli = _int_tuple(self.moduli, "RingSpec: moduli")
         if not moduli:
             raise ParameterError("RingSpec: at least one modulus is required")
         if len(set(moduli)) != len(moduli):
@@ -106,6 +175,7 @@ class RingSpec:
                     f"RingSpec: modulus {q} is not NTT-friendly for N={N}: need q ≡ 1 (mod 2N="
                     f"{2 * N}), but q mod 2N = {q % (2 * N)}. Use RingSpec.generate(N, count)."
                 )
+        object.__setattr__(self, "N", N)
         object.__setattr__(self, "moduli", moduli)
         object.__setattr__(self, "_hash", hash((N, moduli)))
 
@@ -116,28 +186,36 @@ class RingSpec:
     @classmethod
     def generate(cls, N: int, count: int, bits: int = 30) -> RingSpec:
         """A deterministic ring of `count` distinct NTT-friendly primes just below 2^bits,
-        largest first."""
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ParameterError(f"RingSpec.generate: count must be a positive int, got {count!r}")
-        if not isinstance(bits, int) or not 3 <= bits <= MAX_MODULUS_BITS:
+        largest first (at most `MAX_GENERATED_MODULI` of them, so the search stays fast)."""
+        N = check_int(N, "RingSpec.generate: N")
+        count = check_int(count, "RingSpec.generate: count")
+        bits = check_int(bits, "RingSpec.generate: bits")
+        if N < 2 or N > (1 << MAX_LOG_N) or N & (N - 1):
             raise ParameterError(
-                f"RingSpec.generate: bits must be between 3 and {MAX_MODULUS_BITS}, got {bits!r}"
+                f"RingSpec.generate: N must be a power of two between 2 and 2^{MAX_LOG_N}, "
+                f"got {N}")
+        if not 3 <= bits <= MAX_MODULUS_BITS:
+            raise ParameterError(
+                f"RingSpec.generate: bits must be between 3 and {MAX_MODULUS_BITS}, got {bits}")
+        if count < 1:
+            raise ParameterError(f"RingSpec.generate: count must be a positive int, got {count}")
+        if count > MAX_GENERATED_MODULI:
+            # Checked before searching: scanning for 10^9 primes would run for many minutes.
+            about = _approx_prime_count(N, bits)
+            why = (f"; besides, only about {about} primes q ≡ 1 mod {2 * N} exist below 2^{bits}"
+                   if about < count else "")
+            raise ParameterError(
+                f"RingSpec.generate: count={count} is too many; it makes at most "
+                f"{MAX_GENERATED_MODULI} moduli{why}. Ask for fewer moduli, or build "
+                "RingSpec(N, moduli) from your own primes."
             )
-        if isinstance(N, bool) or not isinstance(N, int) or N < 2 or N & (N - 1):
-            raise ParameterError(f"RingSpec.generate: N must be a power of two, got {N!r}")
         step = 2 * N
-        q = (1 << bits) - ((1 << bits) - 1) % step  # largest q < 2^bits with q ≡ 1 mod 2N
-        if q >= 1 << bits:
-            q -= step
-        primes: list[int] = []
-        while len(primes) < count and q > step:
-            if is_prime(q):
-                primes.append(q)
-            q -= step
+        primes = ntt_primes(N, bits, count)
         if len(primes) < count:
             raise ParameterError(
                 f"RingSpec.generate: only {len(primes)} primes q ≡ 1 mod {step} exist below "
-                f"2^{bits}; asked for {count}. Use more bits or a smaller N."
+                f"2^{bits}; asked for {count}. Use fewer moduli, a smaller N or more bits (at "
+                f"most {MAX_MODULUS_BITS})."
             )
         return cls(N, tuple(primes))
 
@@ -159,7 +237,8 @@ class RingSpec:
     # -- sub- and super-bases ---------------------------------------------------------------
     def drop_last(self, k: int = 1) -> RingSpec:
         """The ring without its last `k` moduli (what rescaling by them lands in)."""
-        if not isinstance(k, int) or k < 0 or k >= self.limbs:
+        k = check_int(k, "drop_last: k")
+        if k < 0 or k >= self.limbs:
             raise RingMismatchError(
                 f"drop_last({k}): the ring has {self.limbs} moduli; can drop 0..{self.limbs - 1}"
             )
@@ -167,10 +246,12 @@ class RingSpec:
 
     def extend(self, moduli: Iterable[int]) -> RingSpec:
         """The ring with extra moduli appended (a super-basis, e.g. Q ∪ P for key switching)."""
-        return RingSpec(self.N, self.moduli + tuple(int(q) for q in moduli))
+        return RingSpec(self.N, self.moduli + _int_tuple(moduli, "extend: moduli"))
 
     def sub(self, start: int, stop: int | None = None) -> RingSpec:
         """The ring on the contiguous slice moduli[start:stop]."""
+        start = check_int(start, "sub: start")
+        stop = None if stop is None else check_int(stop, "sub: stop")
         moduli = self.moduli[start:stop]
         if not moduli:
             raise RingMismatchError(f"sub({start}, {stop}) selects no moduli of {self}")
@@ -178,21 +259,28 @@ class RingSpec:
 
     def select(self, moduli: Sequence[int]) -> RingSpec:
         """The ring on the given moduli, which must all belong to this ring."""
+        moduli = _int_tuple(moduli, "select: moduli")
         missing = [q for q in moduli if q not in self.moduli]
         if missing:
             raise RingMismatchError(f"select: moduli {missing} are not in {self}")
-        return RingSpec(self.N, tuple(moduli))
+        return RingSpec(self.N, moduli)
 
     def index(self, q: int) -> int:
+        """The position of modulus `q` in this ring."""
+        q = check_int(q, "index: q")
+        if q not in self.moduli:
+            raise RingMismatchError(f"index: modulus {q} is not in {self}")
         return self.moduli.index(q)
 
     def is_subring_of(self, other: RingSpec) -> bool:
         """True when every modulus of self is a modulus of `other` (same N)."""
+        other = _check_other(other, "is_subring_of")
         return self.N == other.N and set(self.moduli) <= set(other.moduli)
 
     def offset_in(self, other: RingSpec) -> int | None:
         """If self's moduli are a contiguous run of other's moduli (same order), the index of the
         first one; otherwise None."""
+        other = _check_other(other, "offset_in")
         if self.N != other.N or self.limbs > other.limbs:
             return None
         try:
@@ -209,3 +297,9 @@ class RingSpec:
 
     def __repr__(self) -> str:
         return f"RingSpec(N={self.N}, moduli={self.moduli})"
+
+
+def _check_other(other: object, what: str) -> RingSpec:
+    if not isinstance(other, RingSpec):
+        raise ParameterError(f"{what}: expected a RingSpec, got {type(other).__name__}")
+    return other

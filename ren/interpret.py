@@ -54,7 +54,7 @@ class Memory:
         arr = self.bases.get(buf)
         if arr is None:
             if buf.is_allocated:
-                arr = buf.array().reshape(-1).astype(I64)
+                arr = buf.copyout().reshape(-1).astype(I64)
             else:
                 arr = self.rng.integers(0, 2**32, buf.size, dtype=I64)  # unwritten: garbage
             self.bases[buf] = arr

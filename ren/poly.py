@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ren import random as ren_random
-from ren.device import Buffer, canonical_device, device_kind
+from ren.device import Buffer, canonical_device
 from ren.errors import (
     DeviceError,
     DomainError,
@@ -153,12 +153,7 @@ class Poly:
         if not in_range:
             raise ShapeError("from_residues: every residue must be an int in [0, q_i) for its row")
         std = arr.astype(np.uint64).astype(np.uint32)
-        buf = Buffer(device, (ring.limbs, ring.N))
-        if device_kind(device) == "python":
-            buf.attach(to_mont(std, get_tables(ring)))
-        else:
-            raise DeviceError(f"from_residues: device {device!r} storage is not available here; "
-                              "create the Poly on 'python' and move it with .to(device)")
+        buf = Buffer(device, (ring.limbs, ring.N)).copyin(to_mont(std, get_tables(ring)))
         return cls(Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
                         (ring, domain)))
 

@@ -162,7 +162,7 @@ class ReferenceEvaluator:
 
     # leaves
     def op_BUFFER(self, n: Node) -> np.ndarray:
-        return n.arg.array().astype(I64)  # raw storage; AS_RING decides its meaning
+        return n.arg.copyout().astype(I64)  # raw storage; AS_RING decides its meaning
 
     def op_CONST(self, n: Node) -> None:
         return None  # only meaningful under AS_RING

@@ -14,11 +14,12 @@ divide-and-round) and the samplers of `ren.sampling`.  All storage is Montgomery
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ren.errors import RealizeError
+from ren.backend import Allocator, Device, KernelFn
+from ren.errors import DeviceError, RealizeError
 from ren.kernel import ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import Op
@@ -42,7 +43,6 @@ from ren.spec import spec_of
 
 I64 = np.int64
 U32 = np.uint32
-KernelFn = Callable[[list[np.ndarray]], None]
 
 
 _STATIC_INDEX = {
@@ -175,13 +175,13 @@ class _Compiler:
         if self.value in self.static:  # a constant store (e.g. a materialized constant)
             const = self.static[self.value]
 
-            def run_const(bufs: list[np.ndarray]) -> None:
+            def run_const(bufs: Sequence[np.ndarray]) -> None:
                 bufs[0][...] = const
 
             return run_const
         result = position[self.value]
 
-        def run(bufs: list[np.ndarray]) -> None:
+        def run(bufs: Sequence[np.ndarray]) -> None:
             vals: list[np.ndarray] = []
             for fn, refs in steps:
                 if refs is None:
@@ -194,12 +194,6 @@ class _Compiler:
 
 
 # -- ring kernels ----------------------------------------------------------------------------
-def _ring_src(ast: Node) -> tuple[Node, RingSpec]:
-    """(op node, ring of its input) for STORE(SLOT0, OP(AS_RING(SLOT1, ring, domain)))."""
-    op = ast.src[1]
-    return op, spec_of(op.src[0]).ring
-
-
 def _compile_ring(item: ScheduledKernel) -> KernelFn:
     op, _ = item.ast.src[1], None
     kind = item.kind
@@ -207,7 +201,7 @@ def _compile_ring(item: ScheduledKernel) -> KernelFn:
         ring = spec_of(op.src[0]).ring
         fn = ntt if kind == "ntt" else intt
 
-        def run_transform(bufs: list[np.ndarray]) -> None:
+        def run_transform(bufs: Sequence[np.ndarray]) -> None:
             fn(np.ascontiguousarray(bufs[1]), ring, out=bufs[0])
 
         return run_transform
@@ -215,21 +209,21 @@ def _compile_ring(item: ScheduledKernel) -> KernelFn:
         ring = op.arg[0]
         tables = get_tables(ring)
 
-        def run_to_rns(bufs: list[np.ndarray]) -> None:
+        def run_to_rns(bufs: Sequence[np.ndarray]) -> None:
             bufs[0][...] = to_mont(reduce_words(bufs[1], ring), tables)
 
         return run_to_rns
     if kind == "basis_convert":
         src, dst = spec_of(op.src[0]).ring, op.arg
 
-        def run_convert(bufs: list[np.ndarray]) -> None:
+        def run_convert(bufs: Sequence[np.ndarray]) -> None:
             bufs[0][...] = ring_convert_mont(bufs[1], src, dst)
 
         return run_convert
     if kind == "rescale":
         ring, k = spec_of(op.src[0]).ring, len(op.arg)
 
-        def run_rescale(bufs: list[np.ndarray]) -> None:
+        def run_rescale(bufs: Sequence[np.ndarray]) -> None:
             bufs[0][...] = divide_round_mont(bufs[1], ring, k)
 
         return run_rescale
@@ -238,15 +232,10 @@ def _compile_ring(item: ScheduledKernel) -> KernelFn:
         spec = op.src[0].arg
         tables = get_tables(ring)
 
-        def run_random(bufs: list[np.ndarray]) -> None:
+        def run_random(bufs: Sequence[np.ndarray]) -> None:
             bufs[0][...] = to_mont(sample(spec, ring), tables)
 
         return run_random
-    if kind == "copy":
-        def run_copy(bufs: list[np.ndarray]) -> None:
-            np.copyto(bufs[0], bufs[1])
-
-        return run_copy
     raise RealizeError(f"numpy backend: unknown kernel kind {kind!r}")
 
 
@@ -255,3 +244,56 @@ def compile_kernel(item: ScheduledKernel) -> KernelFn:
     if item.kind == "elementwise":
         return _Compiler(item.ast, item.ring).build()
     return _compile_ring(item)
+
+
+# -- device ------------------------------------------------------------------------------------
+class HostAllocator(Allocator):
+    """Host memory: backend arrays are C-contiguous (rows × cols) uint32 NumPy arrays."""
+
+    def alloc(self, shape: tuple[int, int]) -> np.ndarray:
+        return np.empty(shape, dtype=U32)
+
+    def arena(self, nwords: int) -> np.ndarray:
+        return np.empty(max(int(nwords), 1), dtype=U32)
+
+    def view(self, base: np.ndarray, offset: int, shape: tuple[int, int]) -> np.ndarray:
+        size = shape[0] * shape[1]
+        flat = base.reshape(-1)
+        if offset < 0 or offset + size > flat.size:
+            raise DeviceError(f"a {shape[0]}x{shape[1]} view at offset {offset} does not fit "
+                              f"in storage of {flat.size} words")
+        return flat[offset : offset + size].reshape(shape)
+
+    def adopt(self, data: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+        if not isinstance(data, np.ndarray) or data.dtype != U32 or \
+                data.size != shape[0] * shape[1]:
+            what = f"{data.dtype}[{data.size}]" if isinstance(data, np.ndarray) else \
+                type(data).__name__
+            raise DeviceError(f"storage {what} does not fit a {shape[0]}x{shape[1]} u32 buffer; "
+                              "give a uint32 NumPy array of that many elements")
+        return data.reshape(shape)
+
+    def copyin(self, dst: np.ndarray, host: np.ndarray) -> None:
+        np.copyto(dst, host)
+
+    def copyout(self, src: np.ndarray) -> np.ndarray:
+        return np.array(src, dtype=U32, copy=True)
+
+    def transfer(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src)
+
+
+#: every host device ("python", "python:1", …) shares this allocator: copies between them are
+#: plain array copies
+HOST = HostAllocator()
+
+
+class NumpyDevice(Device):
+    """The ``"python"`` device: host memory, kernels run by NumPy."""
+
+    def build(self, item: ScheduledKernel) -> KernelFn:
+        return compile_kernel(item)
+
+
+def open_device(name: str) -> NumpyDevice:
+    return NumpyDevice(name, HOST)

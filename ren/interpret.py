@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ren.alu import alu
 from ren.device import Buffer
 from ren.errors import ScheduleError
 from ren.node import Node
@@ -34,13 +35,8 @@ R = 1 << 32
 
 #: ops that only have a value inside an index context (an elementwise kernel body)
 _CONTEXTUAL = INDEX_OPS | {Op.INDEX, Op.LOAD, Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL}
-
-
-def _bitrev(x: np.ndarray, bits: int) -> np.ndarray:
-    out = np.zeros_like(x)
-    for b in range(bits):
-        out |= ((x >> b) & 1) << (bits - 1 - b)
-    return out
+#: index ops evaluated through the ALU table
+_INDEX_ALU = (INDEX_OPS - {Op.GIDX, Op.ICONST}) | {Op.WHERE}
 
 
 class Memory:
@@ -219,24 +215,8 @@ class KernelBody:
             return self.grid[n.arg]
         if op is Op.ICONST:
             return np.array(n.arg, dtype=I64)
-        if op is Op.IADD:
-            return a[0] + a[1]
-        if op is Op.IMUL:
-            return a[0] * a[1]
-        if op is Op.IAND:
-            return a[0] & a[1]
-        if op is Op.ISHR:
-            return a[0] >> a[1]
-        if op is Op.ISHL:
-            return a[0] << a[1]
-        if op is Op.BITREV:
-            return _bitrev(a[0], n.arg)
-        if op is Op.TABLE:
-            return np.array(n.arg, dtype=I64)[a[0]]
-        if op is Op.CMPEQ:
-            return (a[0] == a[1]).astype(I64)
-        if op is Op.WHERE:
-            return np.where(a[0] != 0, a[1], a[2])
+        if op in _INDEX_ALU:
+            return alu(op, n.arg)(*a)
         if op in (Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW, Op.SLOT):
             return self.interp.raw(n)
         if op is Op.INDEX:

@@ -78,6 +78,7 @@ class Op(enum.Enum):
     MODSUB = enum.auto()
     MODNEG = enum.auto()
     MONTMUL = enum.auto()
+    MODULUS = enum.auto()  # src: (limb index,); arg: tuple of moduli; value: arg[limb]
     # -- kernels
     KERNEL = enum.auto()  # src: buffers; arg: Kernel (AST over SLOTs)
     SLOT = enum.auto()  # arg: parameter number inside a kernel AST

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ren.alu import ALU_OPS, alu
 from ren.backend import Allocator, Device, KernelFn
 from ren.errors import DeviceError, RealizeError
 from ren.kernel import ScheduledKernel
@@ -37,18 +38,11 @@ from ren.ring import (
     ring_convert_mont,
     to_mont,
 )
-from ren.ring.tables import bit_reverse_indices
 from ren.sampling import sample
 from ren.spec import spec_of
 
 I64 = np.int64
 U32 = np.uint32
-
-
-_STATIC_INDEX = {
-    Op.IADD: np.add, Op.IMUL: np.multiply, Op.IAND: np.bitwise_and, Op.ISHR: np.right_shift,
-    Op.ISHL: np.left_shift,
-}
 
 
 class _Compiler:
@@ -69,23 +63,14 @@ class _Compiler:
     # -- static (index-only) values ------------------------------------------------------------
     def _static_value(self, n: Node) -> np.ndarray:
         v = self.static
-        a = [v[s] for s in n.src if s in v]
         if n.op is Op.GIDX:
             return self.grid[n.arg]
         if n.op is Op.ICONST:
             return np.array(n.arg, dtype=I64)
-        if n.op in _STATIC_INDEX:
-            return _STATIC_INDEX[n.op](a[0], a[1])
-        if n.op is Op.BITREV:
-            return bit_reverse_indices(n.arg)[a[0]]  # the ring's cached table
-        if n.op is Op.TABLE:
-            return np.array(n.arg, dtype=I64)[a[0]]
-        if n.op is Op.CMPEQ:
-            return a[0] == a[1]
         if n.op is Op.VCONST:  # per-limb Montgomery values, as a (limbs × 1) column
-            return np.array(n.arg[1], dtype=U32)[a[0]]
-        if n.op is Op.WHERE:
-            return np.where(a[0], a[1], a[2])
+            return alu(Op.VCONST, n.arg[1])(v[n.src[0]])
+        if n.op in ALU_OPS:
+            return alu(n.op, n.arg)(*(v[s] for s in n.src))
         raise RealizeError(f"numpy backend: {n.op.name} is not an index expression")
 
     def _is_static(self, n: Node) -> bool:

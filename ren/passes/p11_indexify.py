@@ -19,6 +19,7 @@ unchanged.
 
 from __future__ import annotations
 
+from ren.alu import fold_index
 from ren.errors import ScheduleError
 from ren.ir import STORAGE, gidx, iconst, idx, is_ring_kernel, is_storage, is_subset
 from ren.node import Node, substitute
@@ -93,21 +94,18 @@ def lower_value(value: Node) -> Node:
     return memo[(value, l0, j0)]
 
 
-def _iconst_op(op: Op, a: int, b: int) -> int:
-    return {Op.IADD: a + b, Op.IMUL: a * b, Op.IAND: a & b, Op.ISHR: a >> b, Op.ISHL: a << b}[op]
-
-
-# index arithmetic folding
-_I = P(Op.ICONST, name="c")
+# index arithmetic folding (values through the ALU table)
 index_rules = RuleSet([
     (P(Op.IADD, X("x"), P(Op.ICONST, arg=0), commutative=True), lambda x: x, "iadd_zero"),
     (P(Op.IMUL, X("x"), P(Op.ICONST, arg=1), commutative=True), lambda x: x, "imul_one"),
     (P({Op.IADD, Op.IMUL, Op.IAND, Op.ISHR, Op.ISHL}, P(Op.ICONST, name="a"),
        P(Op.ICONST, name="b"), name="n"),
-     lambda a, b, n: iconst(_iconst_op(n.op, a.arg, b.arg)), "fold_index"),
+     lambda a, b, n: iconst(fold_index(n.op, None, a.arg, b.arg)), "fold_index"),
     (P(Op.IADD, P(Op.IADD, X("x"), P(Op.ICONST, name="a")), P(Op.ICONST, name="b")),
-     lambda x, a, b: idx(Op.IADD, x, iconst(a.arg + b.arg)), "iadd_assoc"),
-    (P(Op.TABLE, P(Op.ICONST, name="i"), name="t"), lambda i, t: iconst(t.arg[i.arg]),
+     lambda x, a, b: idx(Op.IADD, x, iconst(fold_index(Op.IADD, None, a.arg, b.arg))),
+     "iadd_assoc"),
+    (P(Op.TABLE, P(Op.ICONST, name="i"), name="t"),
+     lambda i, t: iconst(fold_index(Op.TABLE, t.arg, i.arg)),
      "table_const"),
 ])
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ren.device import Buffer
+from ren.kernel import Slot
 from ren.node import Node, toposort
 from ren.random import RandomSpec
 from ren.ring import Domain, RingSpec
@@ -56,8 +57,9 @@ def format_arg(arg: Any, names: _Names) -> str:
         return f"{arg.kind}({params}) seed={arg.seed.hex()[:12]} {arg.device}"
     if isinstance(arg, bytes):
         return arg.hex()[:16]
-    if hasattr(arg, "dump_text"):
-        return arg.dump_text(lambda a: format_arg(a, names))
+    if isinstance(arg, Slot):
+        (rows, cols), (s0, s1) = arg.shape, arg.strides
+        return f"{arg.index} {rows}x{cols} strides=({s0}, {s1})"
     if isinstance(arg, tuple):
         return "(" + ", ".join(format_arg(a, names) for a in arg) + ")"
     if isinstance(arg, str):

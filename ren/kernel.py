@@ -1,15 +1,24 @@
 """What scheduling produces: `Kernel` (the arg of a KERNEL node) and `ScheduledKernel` (one item
 of the schedule list).
 
-Kernel kinds:
+Kernels are self-describing: a renderer needs the AST and the kernel's `space` only, never a
+ring object.  Every parameter is a SLOT whose arg (`Slot`) gives its index, shape, dtype and
+strides; slot 0 is the output.  Kernel kinds:
 
-* ``elementwise`` — a fused chain of modular arithmetic, index maps and views:
-  ``STORE(INDEX(SLOT0, GIDX0, GIDX1), value)``.
-* ring kernels, one op with its own backend helper: ``ntt``, ``intt``, ``to_rns``,
-  ``basis_convert`` (TO_RING onto new moduli), ``rescale`` (the divide-and-round correction),
-  ``random`` — ``STORE(SLOT0, OP(AS_RING(SLOT1, ring, domain)))``.
-* light items: ``copy`` (device transfer) and ``view`` (a BUFFER_VIEW bound to its base; no
-  kernel, validation only).
+* ``elementwise`` — a fused chain of modular arithmetic, index maps and views, one element per
+  point of the iteration space ``space = (limbs, N)`` (GIDX(0) the limb, GIDX(1) the
+  coefficient)::
+
+      STORE(INDEX(SLOT0, GIDX0, GIDX1), value)
+
+  where value uses LOAD(INDEX(SLOTk, limb expr, coefficient expr)), index ops, VCONST(limb)
+  (per-limb Montgomery words in its arg), WHERE, and MODADD/MODSUB/MODNEG/MONTMUL whose last
+  operand is MODULUS(GIDX0) (arg: the modulus of each output limb; the Montgomery constant
+  -q^-1 mod 2^32 is derived from it, see `ren.alu`).  All residues are Montgomery-form words.
+* ring kernels, one library call each: ``ntt``, ``intt``, ``to_rns``, ``basis_convert`` (TO_RING
+  onto new moduli), ``rescale`` (the divide-and-round correction), ``random``.
+* light items: ``copy`` (device transfer; AST ``STORE(SLOT0, COPY(AS_RING(SLOT1)))``) and
+  ``view`` (a BUFFER_VIEW bound to its base; no kernel, validation only).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from dataclasses import dataclass
 
 from ren.device import Buffer
 from ren.node import Node
+from ren.ops import DType
 from ren.ring import RingSpec
 
 ELEMENTWISE = "elementwise"
@@ -28,14 +38,33 @@ KINDS = (ELEMENTWISE, *RING_KINDS, *LIGHT_KINDS)
 
 
 @dataclass(frozen=True)
+class Slot:
+    """The arg of a SLOT node: kernel parameter `index`, bound to a (rows × cols) array of
+    `dtype` whose element (r, c) sits at r·strides[0] + c·strides[1]."""
+
+    index: int
+    shape: tuple[int, int]
+    dtype: DType
+    strides: tuple[int, int]
+
+    @classmethod
+    def contiguous(cls, index: int, shape: tuple[int, int], dtype: DType = DType.U32) -> Slot:
+        """A row-major (C-contiguous) slot, as every Ren buffer and view is."""
+        return cls(index, (int(shape[0]), int(shape[1])), dtype, (int(shape[1]), 1))
+
+
+@dataclass(frozen=True)
 class Kernel:
-    """The body of a KERNEL node: an AST over SLOT parameters (slot 0 is the output)."""
+    """The body of a KERNEL node: an AST over SLOT parameters (slot 0 is the output) and the
+    iteration space it runs over (the output's (rows, cols)).  `ring` is the output ring, kept
+    for dumps and diagnostics only."""
 
     name: str
     kind: str
     ast: Node
     ring: RingSpec | None
     nslots: int
+    space: tuple[int, int]
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -43,13 +72,14 @@ class Kernel:
 
     def summary(self, fmt: Callable) -> str:
         ring = f" {fmt(self.ring)}" if self.ring is not None else ""
-        return f"{self.name} kind={self.kind}{ring} slots={self.nslots}"
+        return (f"{self.name} kind={self.kind}{ring} slots={self.nslots} "
+                f"space={self.space[0]}x{self.space[1]}")
 
 
 @dataclass
 class ScheduledKernel:
-    """One item of a schedule: what to run (`kind`, `ast`) on which buffers (`bufs[0]` is the
-    output; for a view, bufs = (view, base))."""
+    """One item of a schedule: what to run (`kind`, `ast`, over `space`) on which buffers
+    (`bufs[0]` is the output; for a view, bufs = (view, base))."""
 
     kind: str
     name: str
@@ -57,6 +87,7 @@ class ScheduledKernel:
     bufs: tuple[Buffer, ...]
     ring: RingSpec | None = None
     node: Node | None = None
+    space: tuple[int, int] | None = None
 
     @property
     def outputs(self) -> tuple[Buffer, ...]:
@@ -65,6 +96,12 @@ class ScheduledKernel:
     @property
     def inputs(self) -> tuple[Buffer, ...]:
         return self.bufs[1:]
+
+    @property
+    def key(self) -> tuple:
+        """What a compiled kernel depends on: the kind, the hash-consed AST (slot shapes, moduli
+        and call parameters live in it) and the iteration space — not the buffers."""
+        return (self.kind, self.ast, self.space)
 
     def __repr__(self) -> str:
         bufs = ", ".join(f"#{b.uid}" for b in self.bufs)

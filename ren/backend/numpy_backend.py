@@ -2,11 +2,13 @@
 
 Elementwise kernels: the AST is split once, at compile time, into a *static* part (everything
 that depends only on the index space: GIDX, index arithmetic, index maps, TABLE lookups, VCONST
-columns, WHERE conditions) which is evaluated immediately into small NumPy arrays, and a
-*dynamic* part (LOADs and residue arithmetic) which becomes a short list of steps.  Running the
-kernel executes the steps over the whole (limbs × N) index space at once — no Python loop over
-elements or limbs.  LOADs whose indices are the identity, or a contiguous limb offset, read
-slices of the buffer; other index maps become one gather.
+and MODULUS columns, WHERE conditions) which is evaluated immediately into small NumPy arrays,
+and a *dynamic* part (LOADs and residue arithmetic) which becomes a short list of steps; both
+evaluate every op through the ALU table (`ren.alu`).  Nothing is read from a ring object: the
+iteration space is the kernel's ``space`` and the moduli are the AST's MODULUS operands.
+Running the kernel executes the steps over the whole (limbs × N) index space at once — no Python
+loop over elements or limbs.  LOADs whose indices are the identity, or a contiguous limb offset,
+read slices of the buffer; other index maps become one gather.
 
 Ring kernels call the helpers of `ren.ring` (NTT/INTT, TO_RNS, fast basis conversion, exact
 divide-and-round) and the samplers of `ren.sampling`.  All storage is Montgomery form.
@@ -21,18 +23,14 @@ import numpy as np
 from ren.alu import ALU_OPS, alu
 from ren.backend import Allocator, Device, KernelFn
 from ren.errors import DeviceError, RealizeError
+from ren.ir import gidx
 from ren.kernel import ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import (
-    RingSpec,
     divide_round_mont,
     get_tables,
     intt,
-    mod_add,
-    mod_neg,
-    mod_sub,
-    mont_mul_raw,
     ntt,
     reduce_words,
     ring_convert_mont,
@@ -48,11 +46,8 @@ U32 = np.uint32
 class _Compiler:
     """Compiles one elementwise kernel AST into a list of NumPy steps."""
 
-    def __init__(self, ast: Node, ring: RingSpec):
-        self.ring = ring
-        t = get_tables(ring)
-        self.q32, self.q64, self.qneg = t.q32, t.q64, t.qneg
-        L, N = ring.limbs, ring.N
+    def __init__(self, ast: Node, space: tuple[int, int]):
+        self.space = L, N = space
         self.grid = (np.arange(L, dtype=I64)[:, None], np.arange(N, dtype=I64)[None, :])
         self.static: dict[Node, np.ndarray] = {}
         self.slot_of: dict[Node, int] = {}
@@ -67,37 +62,32 @@ class _Compiler:
             return self.grid[n.arg]
         if n.op is Op.ICONST:
             return np.array(n.arg, dtype=I64)
-        if n.op is Op.VCONST:  # per-limb Montgomery values, as a (limbs × 1) column
-            return alu(Op.VCONST, n.arg[1])(v[n.src[0]])
-        if n.op in ALU_OPS:
+        if n.op in ALU_OPS:  # VCONST and MODULUS of the limb become (limbs × 1) columns
             return alu(n.op, n.arg)(*(v[s] for s in n.src))
         raise RealizeError(f"numpy backend: {n.op.name} is not an index expression")
 
     def _is_static(self, n: Node) -> bool:
+        """Computable at compile time: no memory access below it."""
         if n.op in (Op.SLOT, Op.LOAD, Op.INDEX, Op.STORE):
-            return False
-        if n.op is Op.WHERE:
-            return all(s in self.static for s in n.src)
-        if n.op in (Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL):
             return False
         return all(s in self.static for s in n.src)
 
     # -- dynamic steps ------------------------------------------------------------------------
     def _load(self, n: Node) -> Callable:
         storage, li, ni = n.src[0].src
-        slot = storage.arg
-        rows = np.broadcast_to(self.static[li], (self.ring.limbs, 1))[:, 0] if \
+        slot = storage.arg.index
+        L, N = self.space
+        rows = np.broadcast_to(self.static[li], (L, 1))[:, 0] if \
             self.static[li].shape[-1] == 1 else None
         cols = self.static[ni]
-        identity_cols = cols.shape == (1, self.ring.N) and np.array_equal(cols[0],
-                                                                          self.grid[1][0])
+        identity_cols = cols.shape == (1, N) and np.array_equal(cols[0], self.grid[1][0])
         if rows is not None and identity_cols:
             first = int(rows[0])
             if np.array_equal(rows, np.arange(first, first + len(rows))):
                 stop = first + len(rows)
                 return lambda bufs: bufs[slot][first:stop]  # identity or a limb offset: a slice
             return lambda bufs: bufs[slot][rows]  # a limb table: one row gather
-        if rows is not None and cols.shape == (1, self.ring.N):
+        if rows is not None and cols.shape == (1, N):
             col = cols[0]
             first = int(rows[0])
             if np.array_equal(rows, np.arange(first, first + len(rows))):
@@ -112,11 +102,9 @@ class _Compiler:
         if store.op is not Op.STORE or store.src[0].op is not Op.INDEX:
             raise RealizeError("numpy backend: an elementwise kernel must be STORE(INDEX(...))")
         target, value = store.src
-        if target.src[0].arg != 0 or target.src[1] is not self._gidx(0) or \
-                target.src[2] is not self._gidx(1):
+        if target.src[0].arg.index != 0 or target.src[1:] != (gidx(0), gidx(1)):
             raise RealizeError("numpy backend: elementwise kernels store to slot 0 at (GIDX0, "
                                "GIDX1)")
-        q32, q64, qneg = self.q32, self.q64, self.qneg
         for n in toposort(value):
             if n.op is Op.SLOT or n.op is Op.INDEX:
                 continue
@@ -125,25 +113,11 @@ class _Compiler:
                 continue
             if n.op is Op.LOAD:
                 self.steps.append((n, self._load(n)))
-            elif n.op is Op.MODADD:
-                self.steps.append((n, lambda a, b: mod_add(a, b, q32)))
-            elif n.op is Op.MODSUB:
-                self.steps.append((n, lambda a, b: mod_sub(a, b, q32)))
-            elif n.op is Op.MODNEG:
-                self.steps.append((n, lambda a: mod_neg(a, q32)))
-            elif n.op is Op.MONTMUL:
-                self.steps.append((n, lambda a, b: mont_mul_raw(a, b, q32, q64, qneg)))
-            elif n.op is Op.WHERE:
-                self.steps.append((n, lambda c, a, b: np.where(c, a, b)))
+            elif n.op in ALU_OPS:  # residue ops and WHERE over loaded values
+                self.steps.append((n, alu(n.op, n.arg)))
             else:
                 raise RealizeError(f"numpy backend: unexpected {n.op.name} in a kernel body")
         self.value = value
-
-    @staticmethod
-    def _gidx(axis: int) -> Node:
-        from ren.ir import gidx
-
-        return gidx(axis)
 
     def build(self) -> KernelFn:
         """A function running the compiled steps on the slot arrays."""
@@ -227,7 +201,7 @@ def _compile_ring(item: ScheduledKernel) -> KernelFn:
 def compile_kernel(item: ScheduledKernel) -> KernelFn:
     """Compile one scheduled kernel for the NumPy backend."""
     if item.kind == "elementwise":
-        return _Compiler(item.ast, item.ring).build()
+        return _Compiler(item.ast, item.space).build()
     return _compile_ring(item)
 
 

@@ -17,10 +17,10 @@ Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 from __future__ import annotations
 
 from ren.errors import ScheduleError
-from ren.ir import STORAGE, is_extension, is_random
-from ren.kernel import Kernel
+from ren.ir import STORAGE, gidx, is_extension, is_random, storage_buffer
+from ren.kernel import Kernel, Slot
 from ren.node import Node, substitute, toposort
-from ren.ops import INDEX_OPS, DType, Op
+from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
 from ren.rewrite import P, rewrite
 
 NAME = "kernelize"
@@ -29,8 +29,9 @@ _KIND = {Op.NTT: "ntt", Op.INTT: "intt", Op.TO_RNS: "to_rns", Op.RESCALE: "resca
          Op.COPY: "copy"}
 
 #: ops allowed inside kernel ASTs
-ELEMENTWISE_AST = INDEX_OPS | {Op.STORE, Op.INDEX, Op.LOAD, Op.SLOT, Op.VCONST, Op.WHERE,
-                               Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL}
+MOD_OPS = frozenset(LOWERED_ALU.values())
+ELEMENTWISE_AST = INDEX_OPS | MOD_OPS | {Op.STORE, Op.INDEX, Op.LOAD, Op.SLOT, Op.VCONST,
+                                         Op.WHERE, Op.MODULUS}
 RING_AST = {Op.STORE, Op.SLOT, Op.AS_RING, Op.RANDOM, Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE,
             Op.TO_RING, Op.COPY}
 TOP_LEVEL = {Op.SINK, Op.AS_RING, Op.AFTER, Op.BUFFER, Op.BUFFER_VIEW, Op.KERNEL, Op.CONST}
@@ -71,19 +72,25 @@ def _reads(store: Node) -> list[Node]:
     return list(reads)
 
 
+def slot_node(index: int, storage: Node) -> Node:
+    """SLOT(index) typed like the buffer (or view) behind `storage`."""
+    slot = Slot.contiguous(index, storage_buffer(storage).shape)
+    return Node(Op.SLOT, slot.dtype, (), slot)
+
+
 def kernelize(store: Node, ctx=None) -> Node:
     target = store.src[0]
     out = target.src[0] if target.op is Op.INDEX else target
     reads = _reads(store)
-    slots = {out: Node(Op.SLOT, DType.U32, (), 0)}
-    slots.update({r: Node(Op.SLOT, DType.U32, (), i + 1) for i, r in enumerate(reads)})
+    slots = {s: slot_node(i, s) for i, s in enumerate((out, *reads))}
     ast = substitute(store, slots)
     kind = kind_of(store)
     counter = getattr(ctx, "kernel_count", 0) if ctx is not None else 0
     if ctx is not None:
         ctx.kernel_count = counter + 1
     ring = store.arg[0] if store.arg else None
-    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, len(slots))
+    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, len(slots),
+                    storage_buffer(out).shape)
     return Node(Op.KERNEL, DType.VOID, (out, *reads), kernel)
 
 
@@ -94,6 +101,38 @@ def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)
 
 
+def _check_kernel(n: Node) -> None:
+    k = n.arg
+    allowed = ELEMENTWISE_AST if k.kind == "elementwise" else RING_AST
+    body = toposort(k.ast)
+    bad = {b.op.name for b in body if b.op not in allowed}
+    if bad:
+        raise ScheduleError(f"kernelize: {k.name} ({k.kind}) contains {sorted(bad)}")
+    slots = {b.arg.index: b.arg for b in body if b.op is Op.SLOT}
+    if sorted(slots) != list(range(len(n.src))) or k.nslots != len(n.src):
+        raise ScheduleError(f"kernelize: {k.name} slots {sorted(slots)} != sources {len(n.src)}")
+    if any(s.op not in STORAGE for s in n.src):
+        raise ScheduleError(f"kernelize: {k.name} has a non-storage source")
+    for i, s in enumerate(n.src):
+        if slots[i] != Slot.contiguous(i, storage_buffer(s).shape):
+            raise ScheduleError(f"kernelize: {k.name} slot {i} is {slots[i]} but its buffer is "
+                                f"{storage_buffer(s)}")
+    if k.space != slots[0].shape:
+        raise ScheduleError(f"kernelize: {k.name} iterates over {k.space}, its output is "
+                            f"{slots[0].shape}")
+    if k.kind != "elementwise":
+        return
+    target = k.ast.src[0]
+    if k.ast.op is not Op.STORE or target.op is not Op.INDEX or \
+            target.src[1:] != (gidx(0), gidx(1)) or target.src[0].op is not Op.SLOT or \
+            target.src[0].arg.index != 0:
+        raise ScheduleError(f"kernelize: {k.name} must store to INDEX(SLOT0, GIDX0, GIDX1)")
+    for b in body:
+        if b.op in MOD_OPS and (b.src[-1].op is not Op.MODULUS or
+                                len(b.src[-1].arg) != k.space[0]):
+            raise ScheduleError(f"kernelize: {k.name}: {b.op.name} lacks its MODULUS operand")
+
+
 def check(sink: Node) -> None:
     """Raise ScheduleError unless the post-kernelize invariant (module docstring) holds."""
     for n in toposort(sink):
@@ -101,20 +140,8 @@ def check(sink: Node) -> None:
             raise ScheduleError(f"kernelize: {n.op.name} left at top level")
         if n.op is Op.AFTER and (n.src[0].op is not Op.BUFFER or n.src[1].op is not Op.KERNEL):
             raise ScheduleError("kernelize: AFTER must be AFTER(BUFFER, KERNEL)")
-        if n.op is Op.CONST:
-            continue
         if n.op is Op.KERNEL:
-            k = n.arg
-            allowed = ELEMENTWISE_AST if k.kind == "elementwise" else RING_AST
-            body = toposort(k.ast)
-            bad = {b.op.name for b in body if b.op not in allowed}
-            if bad:
-                raise ScheduleError(f"kernelize: {k.name} ({k.kind}) contains {sorted(bad)}")
-            slots = sorted({b.arg for b in body if b.op is Op.SLOT})
-            if slots != list(range(len(n.src))) or k.nslots != len(n.src):
-                raise ScheduleError(f"kernelize: {k.name} slots {slots} != sources {len(n.src)}")
-            if any(s.op not in STORAGE for s in n.src):
-                raise ScheduleError(f"kernelize: {k.name} has a non-storage source")
+            _check_kernel(n)
     for o in sink.src:
         if o.op is Op.AS_RING and o.src[0].op not in (Op.AFTER, Op.BUFFER, Op.BUFFER_VIEW,
                                                       Op.CONST):

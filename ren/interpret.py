@@ -28,8 +28,9 @@ from ren.device import Buffer
 from ren.errors import ScheduleError
 from ren.node import Node
 from ren.ops import INDEX_OPS, Op
-from ren.reference import ReferenceEvaluator
-from ren.ring import RingSpec
+from ren.reference import ReferenceEvaluator, basis_convert, divide_round, to_rns_values
+from ren.ring import Domain, RingKernel, RingSpec
+from ren.sampling import sample
 from ren.spec import ring_of, spec_of
 
 I64 = np.int64
@@ -140,6 +141,28 @@ class Interpreter(ReferenceEvaluator):
         vals = self.v(value)
         self.raw(target)[...] = encode(np.asarray(vals), q).reshape(self.raw(target).shape)
         return None
+
+    def op_RING_CALL(self, n: Node) -> np.ndarray:
+        """A ring-kernel call, from its explicit parameters: decode the input slot, apply the
+        reference math, return standard residues of the destination ring (STORE encodes)."""
+        c = n.arg
+        dst = RingSpec(c.n, c.dst)
+        if c.kind is RingKernel.RANDOM:
+            return sample(c.random, dst).astype(I64)
+        raw = self.v(n.src[0])
+        if c.kind is RingKernel.TO_RNS:
+            return to_rns_values(raw, dst, c.words)
+        src = RingSpec(c.n, c.src)
+        x = decode(raw, _moduli(src))
+        if c.kind is RingKernel.NTT:
+            return self.to_domain(x, src, Domain.NTT)
+        if c.kind is RingKernel.INTT:
+            return self.to_coeff(x, src, Domain.NTT)
+        if c.kind is RingKernel.BASIS_CONVERT:
+            return basis_convert(x, src, dst)
+        if c.kind is RingKernel.RESCALE:
+            return divide_round(x, src, dst)
+        raise ScheduleError(f"interpreter: unknown ring kernel {c.kind!r}")  # pragma: no cover
 
     def op_KERNEL(self, n: Node) -> None:
         slots = {i: self.buffer_of(s) for i, s in enumerate(n.src)}

@@ -15,8 +15,17 @@ strides; slot 0 is the output.  Kernel kinds:
   (per-limb Montgomery words in its arg), WHERE, and MODADD/MODSUB/MODNEG/MONTMUL whose last
   operand is MODULUS(GIDX0) (arg: the modulus of each output limb; the Montgomery constant
   -q^-1 mod 2^32 is derived from it, see `ren.alu`).  All residues are Montgomery-form words.
-* ring kernels, one library call each: ``ntt``, ``intt``, ``to_rns``, ``basis_convert`` (TO_RING
-  onto new moduli), ``rescale`` (the divide-and-round correction), ``random``.
+* ring kernels (`ren.ring.RingKernel`: ``ntt``, ``intt``, ``to_rns``, ``basis_convert`` — a
+  TO_RING onto new moduli —, ``rescale`` — the divide-and-round correction —, ``random``), one
+  library call each, with every parameter explicit in a `RingCall`::
+
+      STORE(SLOT0, RING_CALL(SLOT1))      ntt, intt, to_rns, basis_convert, rescale
+      STORE(SLOT0, RING_CALL())           random
+
+  Slot 1 holds the input limbs (residues mod ``src``; for to_rns the packed (N × words) integer
+  words); slot 0 receives residues mod ``dst``.  A limb range of a larger buffer is passed by
+  binding a view of it as the slot.  The constant tables of a call (twiddles, Shoup constants,
+  conversion matrices, …) are `RingCall.tables()`.
 * light items: ``copy`` (device transfer; AST ``STORE(SLOT0, COPY(AS_RING(SLOT1)))``) and
   ``view`` (a BUFFER_VIEW bound to its base; no kernel, validation only).
 """
@@ -26,13 +35,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ren.device import Buffer
 from ren.node import Node
 from ren.ops import DType
-from ren.ring import RingSpec
+from ren.random import RandomSpec
+from ren.ring import RingKernel, RingSpec, kernel_tables
 
 ELEMENTWISE = "elementwise"
-RING_KINDS = ("ntt", "intt", "to_rns", "basis_convert", "rescale", "random")
+RING_KINDS = tuple(k.value for k in RingKernel)
 LIGHT_KINDS = ("copy", "view")
 KINDS = (ELEMENTWISE, *RING_KINDS, *LIGHT_KINDS)
 
@@ -51,6 +63,41 @@ class Slot:
     def contiguous(cls, index: int, shape: tuple[int, int], dtype: DType = DType.U32) -> Slot:
         """A row-major (C-contiguous) slot, as every Ren buffer and view is."""
         return cls(index, (int(shape[0]), int(shape[1])), dtype, (int(shape[1]), 1))
+
+
+@dataclass(frozen=True)
+class RingCall:
+    """The arg of a RING_CALL node: which ring kernel, with all of its parameters.
+
+    ``n`` is the ring degree N; ``src`` the moduli of the input limbs (empty for to_rns and
+    random); ``dst`` the moduli of the output limbs; ``words`` the u32 words per packed input
+    coefficient (to_rns); ``dropped`` the trailing source moduli divided out (rescale: dst is
+    src without them); ``random`` what to sample (random)."""
+
+    kind: RingKernel
+    n: int
+    src: tuple[int, ...]
+    dst: tuple[int, ...]
+    words: int = 0
+    dropped: tuple[int, ...] = ()
+    random: RandomSpec | None = None
+
+    @property
+    def direction(self) -> int:
+        """+1 for the forward NTT, -1 for the inverse, 0 for the other kernels."""
+        return {RingKernel.NTT: 1, RingKernel.INTT: -1}.get(self.kind, 0)
+
+    def input_shape(self) -> tuple[int, int] | None:
+        """The shape slot 1 must have (None: the call has no input)."""
+        if self.kind is RingKernel.RANDOM:
+            return None
+        if self.kind is RingKernel.TO_RNS:
+            return (self.n, self.words)
+        return (len(self.src), self.n)
+
+    def tables(self) -> dict[str, np.ndarray]:
+        """The call's constants as named NumPy arrays (`ren.ring.kernel_tables`)."""
+        return kernel_tables(self.kind, self.n, self.src, self.dst, self.words, self.dropped)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ Ops fall into layers; a graph moves down the layers as the twelve passes run:
 * **Scheduling ops** (introduced by the passes): BUFFERIZE STORE AFTER BUFFER_VIEW, REINDEX and
   VCONST (index-mapped values and per-limb constants), the index language GIDX ICONST IADD IMUL
   IAND ISHR ISHL BITREV TABLE CMPEQ WHERE, memory access INDEX LOAD, the lowered residue
-  arithmetic MODADD MODSUB MODNEG MONTMUL, and the kernel boundary KERNEL SLOT.
+  arithmetic MODADD MODSUB MODNEG MONTMUL with their MODULUS operand, the ring-kernel call
+  RING_CALL, and the kernel boundary KERNEL SLOT.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class Op(enum.Enum):
     MONTMUL = enum.auto()
     MODULUS = enum.auto()  # src: (limb index,); arg: tuple of moduli; value: arg[limb]
     # -- kernels
+    RING_CALL = enum.auto()  # src: input SLOTs; arg: RingCall (kind and explicit parameters)
     KERNEL = enum.auto()  # src: buffers; arg: Kernel (AST over SLOTs)
     SLOT = enum.auto()  # arg: parameter number inside a kernel AST
 
@@ -88,10 +90,6 @@ class Op(enum.Enum):
     def __repr__(self) -> str:
         return f"Op.{self.name}"
 
-
-#: Ops that run as their own (non-elementwise) kernel with a backend helper; so do COPY, a RANDOM
-#: leaf and a TO_RING onto new moduli (see `ren.ir.is_ring_kernel`).
-RING_KERNEL_OPS = frozenset({Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY})
 
 #: Index-language ops (dtype INDEX or BOOL).
 INDEX_OPS = frozenset(

@@ -10,13 +10,16 @@ Running the kernel executes the steps over the whole (limbs × N) index space at
 loop over elements or limbs.  LOADs whose indices are the identity, or a contiguous limb offset,
 read slices of the buffer; other index maps become one gather.
 
-Ring kernels call the helpers of `ren.ring` (NTT/INTT, TO_RNS, fast basis conversion, exact
-divide-and-round) and the samplers of `ren.sampling`.  All storage is Montgomery form.
+Ring kernels (one RING_CALL each) call the helpers of `ren.ring` (NTT/INTT, TO_RNS, fast basis
+conversion, exact divide-and-round) and the samplers of `ren.sampling`, with the rings rebuilt
+from the call's explicit parameters (`RING_KERNELS`, one entry per `ren.ring.RingKernel`).
+All storage is Montgomery form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -24,10 +27,12 @@ from ren.alu import ALU_OPS, alu
 from ren.backend import Allocator, Device, KernelFn
 from ren.errors import DeviceError, RealizeError
 from ren.ir import gidx
-from ren.kernel import ScheduledKernel
+from ren.kernel import RingCall, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import (
+    RingKernel,
+    RingSpec,
     divide_round_mont,
     get_tables,
     intt,
@@ -37,7 +42,6 @@ from ren.ring import (
     to_mont,
 )
 from ren.sampling import sample
-from ren.spec import spec_of
 
 I64 = np.int64
 U32 = np.uint32
@@ -153,56 +157,82 @@ class _Compiler:
 
 
 # -- ring kernels ----------------------------------------------------------------------------
-def _compile_ring(item: ScheduledKernel) -> KernelFn:
-    op, _ = item.ast.src[1], None
-    kind = item.kind
-    if kind in ("ntt", "intt"):
-        ring = spec_of(op.src[0]).ring
-        fn = ntt if kind == "ntt" else intt
+@lru_cache(maxsize=256)
+def _ring(n: int, moduli: tuple[int, ...]) -> RingSpec:
+    """The RingSpec of explicit call parameters (validated once)."""
+    return RingSpec(n, moduli)
 
-        def run_transform(bufs: Sequence[np.ndarray]) -> None:
-            fn(np.ascontiguousarray(bufs[1]), ring, out=bufs[0])
 
-        return run_transform
-    if kind == "to_rns":
-        ring = op.arg[0]
-        tables = get_tables(ring)
+def _ntt(call: RingCall) -> KernelFn:
+    ring = _ring(call.n, call.src)
+    fn = ntt if call.kind is RingKernel.NTT else intt
 
-        def run_to_rns(bufs: Sequence[np.ndarray]) -> None:
-            bufs[0][...] = to_mont(reduce_words(bufs[1], ring), tables)
+    def run_transform(bufs: Sequence[np.ndarray]) -> None:
+        fn(np.ascontiguousarray(bufs[1]), ring, out=bufs[0])
 
-        return run_to_rns
-    if kind == "basis_convert":
-        src, dst = spec_of(op.src[0]).ring, op.arg
+    return run_transform
 
-        def run_convert(bufs: Sequence[np.ndarray]) -> None:
-            bufs[0][...] = ring_convert_mont(bufs[1], src, dst)
 
-        return run_convert
-    if kind == "rescale":
-        ring, k = spec_of(op.src[0]).ring, len(op.arg)
+def _to_rns(call: RingCall) -> KernelFn:
+    ring = _ring(call.n, call.dst)
+    tables = get_tables(ring)
 
-        def run_rescale(bufs: Sequence[np.ndarray]) -> None:
-            bufs[0][...] = divide_round_mont(bufs[1], ring, k)
+    def run_to_rns(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = to_mont(reduce_words(bufs[1], ring), tables)
 
-        return run_rescale
-    if kind == "random":
-        ring = op.arg[0]
-        spec = op.src[0].arg
-        tables = get_tables(ring)
+    return run_to_rns
 
-        def run_random(bufs: Sequence[np.ndarray]) -> None:
-            bufs[0][...] = to_mont(sample(spec, ring), tables)
 
-        return run_random
-    raise RealizeError(f"numpy backend: unknown kernel kind {kind!r}")
+def _basis_convert(call: RingCall) -> KernelFn:
+    src, dst = _ring(call.n, call.src), _ring(call.n, call.dst)
+
+    def run_convert(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = ring_convert_mont(bufs[1], src, dst)
+
+    return run_convert
+
+
+def _rescale(call: RingCall) -> KernelFn:
+    ring, k = _ring(call.n, call.src), len(call.dropped)
+    if call.src[ring.limbs - k :] != call.dropped or call.dst != call.src[: ring.limbs - k]:
+        raise RealizeError(f"numpy backend: rescale drops {call.dropped}, which are not the "
+                           f"trailing moduli of {call.src} leaving {call.dst}")
+
+    def run_rescale(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = divide_round_mont(bufs[1], ring, k)
+
+    return run_rescale
+
+
+def _random(call: RingCall) -> KernelFn:
+    ring, spec = _ring(call.n, call.dst), call.random
+    tables = get_tables(ring)
+
+    def run_random(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = to_mont(sample(spec, ring), tables)
+
+    return run_random
+
+
+#: one implementation per ring kernel (tests check that every RingKernel has one)
+RING_KERNELS: dict[RingKernel, Callable[[RingCall], KernelFn]] = {
+    RingKernel.NTT: _ntt,
+    RingKernel.INTT: _ntt,
+    RingKernel.TO_RNS: _to_rns,
+    RingKernel.BASIS_CONVERT: _basis_convert,
+    RingKernel.RESCALE: _rescale,
+    RingKernel.RANDOM: _random,
+}
 
 
 def compile_kernel(item: ScheduledKernel) -> KernelFn:
     """Compile one scheduled kernel for the NumPy backend."""
     if item.kind == "elementwise":
         return _Compiler(item.ast, item.space).build()
-    return _compile_ring(item)
+    call = item.ast.src[1]
+    if call.op is not Op.RING_CALL:
+        raise RealizeError(f"numpy backend: cannot compile a {item.kind} kernel ({call.op.name})")
+    return RING_KERNELS[call.arg.kind](call.arg)
 
 
 # -- device ------------------------------------------------------------------------------------

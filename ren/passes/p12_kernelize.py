@@ -2,38 +2,44 @@
 
   AFTER(B, STORE(target, value)) -> AFTER(B, KERNEL(B, in_1, …, in_k))
 The KERNEL's sources are the concrete storage it touches (B first, then every buffer it reads, in
-order of first use); its arg is a `Kernel` whose AST is the STORE with those nodes replaced by
-SLOT(0) … SLOT(k).  The kind is ``elementwise`` for an indexified STORE, otherwise the ring op
-it runs (``ntt``, ``intt``, ``to_rns``, ``basis_convert``, ``rescale``, ``random``) or ``copy``.
+order of first use); its arg is a `Kernel` (`ren.kernel`) whose AST uses SLOT(0) … SLOT(k) for
+them, each typed with the shape, dtype and strides of its buffer, and whose ``space`` is the
+output's shape.  By kind:
+  elementwise (an indexified STORE)   the STORE with its storage replaced by SLOTs
+  ring kernel (NTT, INTT, TO_RNS, basis conversion, RESCALE, RANDOM; `ren.ring.RingKernel`)
+                                      STORE(SLOT0, RING_CALL(SLOT1)) — RING_CALL() for random —
+                                      with every parameter explicit in a `RingCall`
+  copy (a device transfer)            STORE(SLOT0, COPY(AS_RING(SLOT1)))
 BUFFER_VIEW nodes read by a kernel stay in the graph; the schedule lists them as light ``view``
 items (no kernel: validation only), and copies are light ``copy`` items.
 After (checked by `check`): the graph has only SINK, AS_RING, AFTER, BUFFER, BUFFER_VIEW,
 KERNEL and CONST nodes; every AFTER is AFTER(BUFFER, KERNEL); every KERNEL's sources are
-storage nodes matching its SLOTs 0..k; CONST appears only as AS_RING(CONST) under the SINK;
-kernel ASTs reference no storage (only SLOTs).
+storage nodes matching its SLOTs 0..k (index and type); CONST appears only as AS_RING(CONST)
+under the SINK; kernel ASTs reference no storage (only SLOTs); elementwise ASTs store to
+INDEX(SLOT0, GIDX0, GIDX1) and give every residue op a MODULUS operand; ring-kernel ASTs are a
+single call whose slots have the shapes its parameters imply.
 Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 """
 
 from __future__ import annotations
 
 from ren.errors import ScheduleError
-from ren.ir import STORAGE, gidx, is_extension, is_random, storage_buffer
-from ren.kernel import Kernel, Slot
+from ren.ir import STORAGE, gidx, ring_kernel_of, storage_buffer
+from ren.kernel import RING_KINDS, Kernel, RingCall, Slot
 from ren.node import Node, substitute, toposort
 from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
 from ren.rewrite import P, rewrite
+from ren.ring import RingKernel
+from ren.spec import spec_of
 
 NAME = "kernelize"
-
-_KIND = {Op.NTT: "ntt", Op.INTT: "intt", Op.TO_RNS: "to_rns", Op.RESCALE: "rescale",
-         Op.COPY: "copy"}
 
 #: ops allowed inside kernel ASTs
 MOD_OPS = frozenset(LOWERED_ALU.values())
 ELEMENTWISE_AST = INDEX_OPS | MOD_OPS | {Op.STORE, Op.INDEX, Op.LOAD, Op.SLOT, Op.VCONST,
                                          Op.WHERE, Op.MODULUS}
-RING_AST = {Op.STORE, Op.SLOT, Op.AS_RING, Op.RANDOM, Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE,
-            Op.TO_RING, Op.COPY}
+RING_AST = {Op.STORE, Op.SLOT, Op.RING_CALL}
+COPY_AST = {Op.STORE, Op.SLOT, Op.AS_RING, Op.COPY}
 TOP_LEVEL = {Op.SINK, Op.AS_RING, Op.AFTER, Op.BUFFER, Op.BUFFER_VIEW, Op.KERNEL, Op.CONST}
 
 
@@ -41,14 +47,31 @@ def kind_of(store: Node) -> str:
     target, value = store.src
     if target.op is Op.INDEX:
         return "elementwise"
-    if is_random(value):
-        return "random"
-    if is_extension(value):
-        return "basis_convert"
-    if value.op in _KIND:
-        return _KIND[value.op]
-    raise ScheduleError(f"kernelize: STORE of {value.op.name} is neither indexified nor a ring "
-                        "kernel")
+    if value.op is Op.COPY:
+        return "copy"
+    kind = ring_kernel_of(value)
+    if kind is None:
+        raise ScheduleError(f"kernelize: STORE of {value.op.name} is neither indexified nor a "
+                            "ring kernel")
+    return kind.value
+
+
+def ring_call(value: Node) -> tuple[RingCall, list[Node]]:
+    """The explicit parameters of the ring kernel computing `value`, and its input storage."""
+    kind = ring_kernel_of(value)
+    dst = spec_of(value).ring
+    if kind is RingKernel.RANDOM:
+        return RingCall(kind, dst.N, (), dst.moduli, random=value.src[0].arg), []
+    inp = value.src[0]
+    storage = inp.src[0] if inp.op is Op.AS_RING else inp
+    if storage.op not in STORAGE:
+        raise ScheduleError(f"kernelize: the input of {kind.value} is {storage.op.name}, not "
+                            "storage (pass 5 materializes ring-kernel inputs)")
+    if kind is RingKernel.TO_RNS:
+        return RingCall(kind, dst.N, (), dst.moduli, words=value.arg[1]), [storage]
+    src = spec_of(inp).ring
+    dropped = tuple(value.arg) if kind is RingKernel.RESCALE else ()
+    return RingCall(kind, src.N, src.moduli, dst.moduli, dropped=dropped), [storage]
 
 
 def _reads(store: Node) -> list[Node]:
@@ -81,15 +104,20 @@ def slot_node(index: int, storage: Node) -> Node:
 def kernelize(store: Node, ctx=None) -> Node:
     target = store.src[0]
     out = target.src[0] if target.op is Op.INDEX else target
-    reads = _reads(store)
-    slots = {s: slot_node(i, s) for i, s in enumerate((out, *reads))}
-    ast = substitute(store, slots)
     kind = kind_of(store)
+    if kind in RING_KINDS:
+        call, reads = ring_call(store.src[1])
+        slots = [slot_node(i, s) for i, s in enumerate((out, *reads))]
+        body = Node(Op.RING_CALL, DType.U32, tuple(slots[1:]), call)
+        ast = store.replace(src=(slots[0], body))
+    else:
+        reads = _reads(store)
+        ast = substitute(store, {s: slot_node(i, s) for i, s in enumerate((out, *reads))})
     counter = getattr(ctx, "kernel_count", 0) if ctx is not None else 0
     if ctx is not None:
         ctx.kernel_count = counter + 1
     ring = store.arg[0] if store.arg else None
-    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, len(slots),
+    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, 1 + len(reads),
                     storage_buffer(out).shape)
     return Node(Op.KERNEL, DType.VOID, (out, *reads), kernel)
 
@@ -103,7 +131,7 @@ def run(sink: Node, ctx=None) -> Node:
 
 def _check_kernel(n: Node) -> None:
     k = n.arg
-    allowed = ELEMENTWISE_AST if k.kind == "elementwise" else RING_AST
+    allowed = {"elementwise": ELEMENTWISE_AST, "copy": COPY_AST}.get(k.kind, RING_AST)
     body = toposort(k.ast)
     bad = {b.op.name for b in body if b.op not in allowed}
     if bad:
@@ -120,6 +148,8 @@ def _check_kernel(n: Node) -> None:
     if k.space != slots[0].shape:
         raise ScheduleError(f"kernelize: {k.name} iterates over {k.space}, its output is "
                             f"{slots[0].shape}")
+    if k.kind in RING_KINDS:
+        _check_ring_call(k, slots)
     if k.kind != "elementwise":
         return
     target = k.ast.src[0]
@@ -131,6 +161,21 @@ def _check_kernel(n: Node) -> None:
         if b.op in MOD_OPS and (b.src[-1].op is not Op.MODULUS or
                                 len(b.src[-1].arg) != k.space[0]):
             raise ScheduleError(f"kernelize: {k.name}: {b.op.name} lacks its MODULUS operand")
+
+
+def _check_ring_call(k: Kernel, slots: dict[int, Slot]) -> None:
+    call_node = k.ast.src[1] if k.ast.op is Op.STORE else None
+    if call_node is None or call_node.op is not Op.RING_CALL or k.ast.src[0].op is not Op.SLOT \
+            or call_node.arg.kind.value != k.kind:
+        raise ScheduleError(f"kernelize: {k.name} must be STORE(SLOT0, RING_CALL) of {k.kind}")
+    call = call_node.arg
+    if slots[0].shape != (len(call.dst), call.n):
+        raise ScheduleError(f"kernelize: {k.name} writes {slots[0].shape}, its call "
+                            f"produces {(len(call.dst), call.n)}")
+    want = call.input_shape()
+    got = tuple(s.arg.shape for s in call_node.src)
+    if got != ((want,) if want else ()):
+        raise ScheduleError(f"kernelize: {k.name} reads {got}, its call needs {want}")
 
 
 def check(sink: Node) -> None:

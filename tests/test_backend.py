@@ -137,3 +137,42 @@ def test_no_device_kind_checks_outside_the_registry():
             if re.search(r"device_kind\(", line):
                 offenders.append(f"{rel}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+# -- the compiled-kernel cache ------------------------------------------------------------------
+def _product(seed: int, device: str = "python") -> ren.Poly:
+    a = ren.Poly.from_coefficients([seed + i for i in range(16)], RING, device=device).ntt()
+    b = ren.Poly.from_coefficients([seed * i - 3 for i in range(16)], RING, device=device).ntt()
+    a.realize(b)
+    return a * b + a
+
+
+def test_kernels_compile_once_per_ast():
+    dev = get_device("python")
+    first = _product(1)
+    expected = evaluate(first)[0]
+    first.realize()
+    assert np.array_equal(first.numpy(), expected)
+    second = _product(2)  # new buffers, same kernel AST
+    expected = evaluate(second)[0]
+    compiles, hits = dev.compiles, dev.hits
+    second.realize()
+    assert np.array_equal(second.numpy(), expected)
+    assert dev.compiles == compiles and dev.hits == hits + 1
+    other = get_device("python:1")  # a cache per device
+    third = _product(3, "python:1")
+    other.clear_cache()
+    before = other.compiles
+    third.realize()
+    assert other.compiles == before + 1
+
+
+def test_kernel_cache_is_a_bounded_lru():
+    dev = NumpyDevice("python", HOST, cache_size=2)
+    items = ren.schedule(*[_product(s) * k for s, k in ((4, 2), (5, 3), (6, 4))])
+    kernels = [it for it in items if it.kind == "elementwise"]
+    assert len({it.key for it in kernels}) == 3
+    fns = [dev.compile(it) for it in kernels]
+    assert dev.compiles == 3 and len(dev._cache) == 2
+    assert dev.compile(kernels[2]) is fns[2] and dev.compiles == 3  # most recent: kept
+    assert dev.compile(kernels[0]) is not fns[0] and dev.compiles == 4  # evicted: rebuilt

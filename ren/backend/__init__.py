@@ -29,6 +29,7 @@ layer (`Buffer.allocate`, `canonical_device`) reaches backends without importing
 from __future__ import annotations
 
 import importlib
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -82,16 +83,32 @@ class Device:
         self.allocator = allocator
         self.cache_size = cache_size
         self._cache: OrderedDict[Any, KernelFn] = OrderedDict()
-        self.compiles = 0  # cache misses, for tests and benchmarks
+        self._lock = threading.Lock()  # realizations may run on several threads
+        self.compiles = 0  # cache misses (kernels built), for tests and benchmarks
+        self.hits = 0
 
     def build(self, item: ScheduledKernel) -> KernelFn:
         """Render and compile one kernel (no caching)."""
         raise NotImplementedError
 
     def compile(self, item: ScheduledKernel) -> KernelFn:
-        """The KernelFn of `item` on this device."""
-        self.compiles += 1
-        return self.build(item)
+        """The KernelFn of `item`, compiled once per (AST, parameters) on this device: kernels
+        are pure functions of their hash-consed AST, so equal keys share one compiled kernel."""
+        key = item.key
+        cache = self._cache
+        with self._lock:
+            fn = cache.get(key)
+            if fn is not None:
+                cache.move_to_end(key)
+                self.hits += 1
+                return fn
+        fn = self.build(item)
+        with self._lock:
+            self.compiles += 1
+            cache[key] = fn
+            if len(cache) > self.cache_size:
+                cache.popitem(last=False)
+        return fn
 
     def clear_cache(self) -> None:
         self._cache.clear()

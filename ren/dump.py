@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ren.device import Buffer
-from ren.kernel import RingCall, Slot
+from ren.kernel import Kernel, RingCall, Slot
 from ren.node import Node, toposort
 from ren.random import RandomSpec
 from ren.ring import Domain, RingSpec
@@ -61,6 +61,8 @@ def format_arg(arg: Any, names: _Names) -> str:
         return f"{arg.kind}({params}) seed={arg.seed.hex()[:12]} {arg.device}"
     if isinstance(arg, bytes):
         return arg.hex()[:16]
+    if isinstance(arg, Kernel):
+        return arg.summary(lambda a: format_arg(a, names))
     if isinstance(arg, RingCall):
         text = f"{arg.kind.value} N={arg.n}"
         if arg.src:
@@ -89,11 +91,10 @@ def _lines(root: Node, names: _Names, indent: str) -> list[str]:
     out = []
     for n in order:
         srcs = "(" + ", ".join(f"%{number[s]}" for s in n.src) + ")" if n.src else ""
-        arg = format_arg(n.arg, names) if not hasattr(n.arg, "ast") else n.arg.summary(
-            lambda a: format_arg(a, names))
+        arg = format_arg(n.arg, names)
         parts = [f"{indent}%{number[n]} = {n.op.name} {n.dtype.value}", srcs, arg]
         out.append(" ".join(p for p in parts if p))
-        if hasattr(n.arg, "ast"):  # a KERNEL: its body, indented
+        if isinstance(n.arg, Kernel):  # its body, indented
             out.extend(_lines(n.arg.ast, names, indent + "    | "))
     return out
 

@@ -147,11 +147,6 @@ for _kind, _entry in BACKENDS.items():
     register_device(_kind, _entry if isinstance(_entry, Unavailable) else _loader(_entry))
 
 
-def compile_for(device: str, item: ScheduledKernel) -> KernelFn:
-    """A callable that runs `item` on `device`, given the arrays bound to its slots."""
-    return get_device(device).compile(item)
-
-
 def copy_fn(dst_device: str, src_device: str) -> KernelFn:
     """The KernelFn of a copy (arrays: destination, source) between two devices: a direct
     transfer when they share an allocator, otherwise through host memory."""
@@ -170,5 +165,5 @@ def copy_fn(dst_device: str, src_device: str) -> KernelFn:
     return copy_through_host
 
 
-__all__ = ["BACKENDS", "Allocator", "Device", "KernelFn", "Unavailable", "compile_for", "copy_fn",
+__all__ = ["BACKENDS", "Allocator", "Device", "KernelFn", "Unavailable", "copy_fn",
            "device_kinds", "get_device"]

@@ -54,7 +54,6 @@ class _Compiler:
         self.space = L, N = space
         self.grid = (np.arange(L, dtype=I64)[:, None], np.arange(N, dtype=I64)[None, :])
         self.static: dict[Node, np.ndarray] = {}
-        self.slot_of: dict[Node, int] = {}
         self.steps: list[tuple[Node, Callable]] = []
         self.ast = ast
         self._compile()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -59,10 +60,15 @@ class Slot:
     dtype: DType
     strides: tuple[int, int]
 
-    @classmethod
-    def contiguous(cls, index: int, shape: tuple[int, int], dtype: DType = DType.U32) -> Slot:
+    @staticmethod
+    def contiguous(index: int, shape: tuple[int, int], dtype: DType = DType.U32) -> Slot:
         """A row-major (C-contiguous) slot, as every Ren buffer and view is."""
-        return cls(index, (int(shape[0]), int(shape[1])), dtype, (int(shape[1]), 1))
+        return _contiguous_slot(index, int(shape[0]), int(shape[1]), dtype)
+
+
+@lru_cache(maxsize=4096)
+def _contiguous_slot(index: int, rows: int, cols: int, dtype: DType) -> Slot:
+    return Slot(index, (rows, cols), dtype, (cols, 1))
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,57 @@
-"""Device names and `Buffer`, the unit of storage.
+"""Device names, the device table, and `Buffer`, the unit of storage.
 
-Devices are strings: ``"python"`` (NumPy on the host; ``"python:1"``, ``"python:2"``, … are
-further host devices, handy for testing copies) and ``"cuda"`` / ``"cuda:N"``.
+Devices are strings ``"kind"`` or ``"kind:index"``: ``"python"`` (NumPy on the host;
+``"python:1"``, ``"python:2"``, … are further host devices, handy for testing copies) and
+``"cuda"`` / ``"cuda:N"``.  The kinds are whatever the device table holds: `ren.backend` (the
+registry, one line per backend) fills it with `register_device`, and `get_device` turns a name
+into the backend's device object (its allocator, compiler and runtime; the interface is
+documented in `ren.backend`).  This module only holds the table, so the base layer can name
+devices and allocate buffers without importing the engine.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ren.errors import DeviceError
 
-BACKENDS = ("python", "cuda")
 _DEVICE_RE = re.compile(r"^(?P<kind>[a-z]+)(?::(?P<index>\d+))?$")
+
+#: kind -> factory(canonical name) -> device object; filled by `ren.backend`
+_FACTORIES: dict[str, Callable[[str], Any]] = {}
+#: canonical name -> device object, made on first use
+_OPEN: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def register_device(kind: str, factory: Callable[[str], Any]) -> None:
+    """Make `kind` a device kind: `factory(name)` returns the device object for ``name``
+    (``"kind"`` or ``"kind:N"``), or raises DeviceError saying why it is unavailable."""
+    if not _DEVICE_RE.match(kind) or ":" in kind:
+        raise DeviceError(f"device kind must be lowercase letters, got {kind!r}")
+    with _lock:
+        _FACTORIES[kind] = factory
+        for name in [n for n in _OPEN if device_kind(n) == kind]:
+            del _OPEN[name]
+
+
+def unregister_device(kind: str) -> None:
+    """Forget a device kind (for tests that register a temporary backend)."""
+    with _lock:
+        _FACTORIES.pop(kind, None)
+        for name in [n for n in _OPEN if device_kind(n) == kind]:
+            del _OPEN[name]
+
+
+def device_kinds() -> tuple[str, ...]:
+    """The registered device kinds, e.g. ``("python", "cuda")``."""
+    return tuple(_FACTORIES)
 
 
 def canonical_device(device: str) -> str:
@@ -22,9 +59,10 @@ def canonical_device(device: str) -> str:
     if not isinstance(device, str):
         raise DeviceError(f"device must be a string such as 'python', got {device!r}")
     m = _DEVICE_RE.match(device.strip().lower())
-    if not m or m.group("kind") not in BACKENDS:
+    if not m or m.group("kind") not in _FACTORIES:
+        known = ", ".join(_FACTORIES) or "none (import ren to register the backends)"
         raise DeviceError(
-            f"unknown device {device!r}; known devices are {', '.join(BACKENDS)} "
+            f"unknown device {device!r}; known devices are {known} "
             "(optionally with an index, e.g. 'python:1' or 'cuda:0')"
         )
     index = int(m.group("index") or 0)
@@ -34,6 +72,21 @@ def canonical_device(device: str) -> str:
 def device_kind(device: str) -> str:
     """The backend of a device: ``"python:1"`` -> ``"python"``."""
     return device.split(":", 1)[0]
+
+
+def get_device(device: str) -> Any:
+    """The device object of a device name (see `ren.backend.Device`).  Raises DeviceError for an
+    unknown name, or one whose backend is not available in this build."""
+    dev = _OPEN.get(device)
+    if dev is not None:
+        return dev
+    name = canonical_device(device)
+    with _lock:
+        dev = _OPEN.get(name)
+        if dev is None:
+            dev = _FACTORIES[device_kind(name)](name)
+            _OPEN[name] = dev
+    return dev
 
 
 _buffer_ids = itertools.count()
@@ -58,7 +111,7 @@ class Buffer:
         self.offset = int(offset)  # in elements, for views
         self.no_opt = no_opt  # never placed in a shared arena
         self.uid = next(_buffer_ids)
-        self._data: np.ndarray | None = None
+        self._data: Any = None  # a backend array once allocated
 
     @property
     def size(self) -> int:
@@ -75,35 +128,48 @@ class Buffer:
             return self.base.is_allocated
         return self._data is not None
 
-    def attach(self, data: np.ndarray) -> None:
-        """Use `data` (a u32 array of exactly this buffer's size) as storage."""
+    @property
+    def allocator(self) -> Any:
+        """The allocator of this buffer's device (raises DeviceError if it is unavailable)."""
+        return get_device(self.device).allocator
+
+    def attach(self, data: Any) -> None:
+        """Use `data` (a backend array of exactly this buffer's size, e.g. a sub-view of an
+        arena) as storage."""
         if self.base is not None:
             raise DeviceError("cannot attach storage to a view; attach it to the base buffer")
-        if data.dtype != np.uint32 or data.size != self.size:
-            raise DeviceError(f"storage of {data.dtype}[{data.size}] does not fit buffer {self}")
-        self._data = data.reshape(self.shape)
+        self._data = self.allocator.adopt(data, self.shape)
 
     def allocate(self) -> Buffer:
         """Give the buffer its own storage if it has none (views allocate their base)."""
         if self.base is not None:
             self.base.allocate()
         elif self._data is None:
-            if device_kind(self.device) != "python":
-                raise DeviceError(
-                    f"no allocator for device {self.device!r} in this build (the CUDA backend is "
-                    "not available); keep the computation on 'python'"
-                )
-            self._data = np.empty(self.shape, dtype=np.uint32)
+            self._data = self.allocator.alloc(self.shape)
         return self
 
-    def array(self) -> np.ndarray:
-        """The storage as a (rows × cols) u32 array (a view for view buffers)."""
+    def array(self) -> Any:
+        """The storage as a (rows × cols) backend array (a NumPy array on host devices; a view
+        into the base's storage for view buffers)."""
         if self.base is not None:
-            flat = self.base.array().reshape(-1)
-            return flat[self.offset : self.offset + self.size].reshape(self.shape)
+            return self.allocator.view(self.base.array(), self.offset, self.shape)
         if self._data is None:
             raise DeviceError(f"{self} has no storage yet (it was never allocated or realized)")
         return self._data
+
+    def copyin(self, host: np.ndarray) -> Buffer:
+        """Allocate if needed and copy a host (rows × cols) u32 array into the storage."""
+        host = np.asarray(host)
+        if host.dtype != np.uint32 or host.shape != self.shape:
+            raise DeviceError(f"copyin: a {host.dtype}{list(host.shape)} array does not fit "
+                              f"{self}; give a uint32 array of shape {self.shape}")
+        self.allocate()
+        self.allocator.copyin(self.array(), host)
+        return self
+
+    def copyout(self) -> np.ndarray:
+        """A host copy of the storage: a (rows × cols) u32 NumPy array."""
+        return self.allocator.copyout(self.array())
 
     def release(self) -> None:
         """Drop the storage (the buffer can be allocated again)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ren.device import Buffer
+from ren.kernel import Kernel, RingCall, Slot
 from ren.node import Node, toposort
 from ren.random import RandomSpec
 from ren.ring import Domain, RingSpec
@@ -30,6 +31,10 @@ class _Names:
 
     def ring(self, r: RingSpec) -> str:
         return self.rings.setdefault(r, f"r{len(self.rings)}")
+
+    def moduli(self, n: int, moduli: tuple[int, ...]) -> str:
+        """The name of the ring with degree n over `moduli` (explicit kernel parameters)."""
+        return self.ring(RingSpec(n, moduli))
 
     def buffer(self, b: Buffer) -> str:
         name = self.buffers.get(id(b))
@@ -56,8 +61,23 @@ def format_arg(arg: Any, names: _Names) -> str:
         return f"{arg.kind}({params}) seed={arg.seed.hex()[:12]} {arg.device}"
     if isinstance(arg, bytes):
         return arg.hex()[:16]
-    if hasattr(arg, "dump_text"):
-        return arg.dump_text(lambda a: format_arg(a, names))
+    if isinstance(arg, Kernel):
+        return arg.summary(lambda a: format_arg(a, names))
+    if isinstance(arg, RingCall):
+        text = f"{arg.kind.value} N={arg.n}"
+        if arg.src:
+            text += f" src={names.moduli(arg.n, arg.src)}"
+        text += f" dst={names.moduli(arg.n, arg.dst)}"
+        if arg.words:
+            text += f" words={arg.words}"
+        if arg.dropped:
+            text += f" dropped={format_arg(arg.dropped, names)}"
+        if arg.random is not None:
+            text += f" {format_arg(arg.random, names)}"
+        return text
+    if isinstance(arg, Slot):
+        (rows, cols), (s0, s1) = arg.shape, arg.strides
+        return f"{arg.index} {rows}x{cols} strides=({s0}, {s1})"
     if isinstance(arg, tuple):
         return "(" + ", ".join(format_arg(a, names) for a in arg) + ")"
     if isinstance(arg, str):
@@ -71,11 +91,10 @@ def _lines(root: Node, names: _Names, indent: str) -> list[str]:
     out = []
     for n in order:
         srcs = "(" + ", ".join(f"%{number[s]}" for s in n.src) + ")" if n.src else ""
-        arg = format_arg(n.arg, names) if not hasattr(n.arg, "ast") else n.arg.summary(
-            lambda a: format_arg(a, names))
+        arg = format_arg(n.arg, names)
         parts = [f"{indent}%{number[n]} = {n.op.name} {n.dtype.value}", srcs, arg]
         out.append(" ".join(p for p in parts if p))
-        if hasattr(n.arg, "ast"):  # a KERNEL: its body, indented
+        if isinstance(n.arg, Kernel):  # its body, indented
             out.extend(_lines(n.arg.ast, names, indent + "    | "))
     return out
 

@@ -1,17 +1,19 @@
 """An IR interpreter that evaluates the graph after *any* pass, for checking the scheduler.
 
-It extends the reference evaluator (`ren.reference`) with the scheduling and lowered ops, using
-the same plain math (int64 with ``%``):
+It extends the reference evaluator (`ren.reference`) with the scheduling and lowered ops:
 
 * Storage is modelled by a private memory: one flat int64 array per base Buffer, initialised from
   the buffer's real contents when it has them (random garbage otherwise, so reading a buffer
   before it is written shows up as a wrong value).  Memory holds Montgomery form, like real
-  storage; AS_RING decodes it, STORE encodes.
-* Values are standard-form residues.  MONTMUL of two Montgomery-form operands encodes the plain
-  product, so at the value level every lowered residue op is ordinary arithmetic mod q.
-* Index expressions (GIDX, ICONST, IADD, …) are evaluated on demand for a grid: GIDX(0) is the
-  limb, GIDX(1) the coefficient.  An indexified STORE evaluates its value over the whole (L, N)
-  grid of its ring; a KERNEL runs its AST with SLOTs bound to the buffers of its sources.
+  storage; AS_RING decodes it, a STORE of a polynomial value encodes.
+* Polynomial values (above the kernel level) are standard-form residues, computed with the plain
+  math of the reference evaluator (int64 with ``%``).
+* Kernel bodies (an indexified STORE, before or inside a KERNEL) are evaluated the way a backend
+  runs them: over the whole (L, N) grid of the stored ring (GIDX(0) the limb, GIDX(1) the
+  coefficient), on Montgomery-form u32 words, every index and residue op through the ALU table
+  (`ren.alu`); LOAD reads stored words, the STORE writes words.  Ring-kernel calls
+  (RING_CALL) decode their input slot, apply the reference math and encode.  A KERNEL runs its
+  AST with SLOTs bound to the buffers of its sources.
 
 `check_pass` compares the outputs of the graph before and after a pass; `evaluate_sink` returns
 the output values of any stage.
@@ -21,26 +23,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from ren.alu import ALU_OPS, alu
 from ren.device import Buffer
 from ren.errors import ScheduleError
 from ren.node import Node
 from ren.ops import INDEX_OPS, Op
-from ren.reference import ReferenceEvaluator
-from ren.ring import RingSpec
+from ren.reference import ReferenceEvaluator, basis_convert, divide_round, to_rns_values
+from ren.ring import Domain, RingKernel, RingSpec
+from ren.sampling import sample
 from ren.spec import ring_of, spec_of
 
 I64 = np.int64
 R = 1 << 32
 
 #: ops that only have a value inside an index context (an elementwise kernel body)
-_CONTEXTUAL = INDEX_OPS | {Op.INDEX, Op.LOAD, Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL}
-
-
-def _bitrev(x: np.ndarray, bits: int) -> np.ndarray:
-    out = np.zeros_like(x)
-    for b in range(bits):
-        out |= ((x >> b) & 1) << (bits - 1 - b)
-    return out
+_CONTEXTUAL = INDEX_OPS | {Op.INDEX, Op.LOAD, Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL,
+                           Op.MODULUS}
 
 
 class Memory:
@@ -54,7 +52,7 @@ class Memory:
         arr = self.bases.get(buf)
         if arr is None:
             if buf.is_allocated:
-                arr = buf.array().reshape(-1).astype(I64)
+                arr = buf.copyout().reshape(-1).astype(I64)
             else:
                 arr = self.rng.integers(0, 2**32, buf.size, dtype=I64)  # unwritten: garbage
             self.bases[buf] = arr
@@ -99,7 +97,7 @@ class Interpreter(ReferenceEvaluator):
             if n.op is Op.BUFFER_VIEW:
                 return n.arg
             if n.op is Op.SLOT:
-                return self.slots[n.arg]
+                return self.slots[n.arg.index]
             if n.op in (Op.AFTER, Op.INDEX):
                 n = n.src[0]
                 continue
@@ -133,17 +131,38 @@ class Interpreter(ReferenceEvaluator):
         target, value = n.src
         ring = n.arg[0]
         q = _moduli(ring)
-        if target.op is Op.INDEX:
-            grid = self._grid(ring)
-            body = KernelBody(self, ring, grid)
+        if target.op is Op.INDEX:  # a kernel body: it computes Montgomery words itself
+            body = KernelBody(self, self._grid(ring))
             vals = np.broadcast_to(body.value(value), (ring.limbs, ring.N))
             _, li, ni = (body.index(s) if i else None for i, s in enumerate(target.src))
             li, ni = np.broadcast_arrays(li, ni)
-            self.raw(target)[li, ni] = encode(vals, q)
+            self.raw(target)[li, ni] = vals
             return None
         vals = self.v(value)
         self.raw(target)[...] = encode(np.asarray(vals), q).reshape(self.raw(target).shape)
         return None
+
+    def op_RING_CALL(self, n: Node) -> np.ndarray:
+        """A ring-kernel call, from its explicit parameters: decode the input slot, apply the
+        reference math, return standard residues of the destination ring (STORE encodes)."""
+        c = n.arg
+        dst = RingSpec(c.n, c.dst)
+        if c.kind is RingKernel.RANDOM:
+            return sample(c.random, dst).astype(I64)
+        raw = self.v(n.src[0])
+        if c.kind is RingKernel.TO_RNS:
+            return to_rns_values(raw, dst, c.words)
+        src = RingSpec(c.n, c.src)
+        x = decode(raw, _moduli(src))
+        if c.kind is RingKernel.NTT:
+            return self.to_domain(x, src, Domain.NTT)
+        if c.kind is RingKernel.INTT:
+            return self.to_coeff(x, src, Domain.NTT)
+        if c.kind is RingKernel.BASIS_CONVERT:
+            return basis_convert(x, src, dst)
+        if c.kind is RingKernel.RESCALE:
+            return divide_round(x, src, dst)
+        raise ScheduleError(f"interpreter: unknown ring kernel {c.kind!r}")  # pragma: no cover
 
     def op_KERNEL(self, n: Node) -> None:
         slots = {i: self.buffer_of(s) for i, s in enumerate(n.src)}
@@ -169,21 +188,21 @@ class Interpreter(ReferenceEvaluator):
     def op_REINDEX(self, n: Node) -> np.ndarray:
         x = self.v(n.src[0])
         ring = spec_of(n).ring
-        idx = np.broadcast_to(KernelBody(self, ring, self._grid(ring)).index(n.src[1]), x.shape)
+        idx = np.broadcast_to(KernelBody(self, self._grid(ring)).index(n.src[1]), x.shape)
         return np.take_along_axis(x, idx, axis=1)
 
     def op_WHERE(self, n: Node) -> np.ndarray:
         ring = ring_of(n)
-        cond = KernelBody(self, ring, self._grid(ring)).index(n.src[0])
+        cond = KernelBody(self, self._grid(ring)).index(n.src[0])
         return np.where(cond != 0, self.v(n.src[1]), self.v(n.src[2]))
 
 
 class KernelBody:
-    """Evaluates the body of an elementwise kernel over a (limb, coefficient) grid."""
+    """Evaluates the body of an elementwise kernel over a (limb, coefficient) grid, as the
+    kernel does: residues are Montgomery-form u32 words, every op goes through `ren.alu`."""
 
-    def __init__(self, interp: Interpreter, ring: RingSpec, grid: tuple[np.ndarray, np.ndarray]):
-        self.interp, self.ring, self.grid = interp, ring, grid
-        self.q = _moduli(ring)
+    def __init__(self, interp: Interpreter, grid: tuple[np.ndarray, np.ndarray]):
+        self.interp, self.grid = interp, grid
         self.memo: dict[Node, np.ndarray] = {}
 
     def index(self, n: Node) -> np.ndarray:
@@ -213,51 +232,19 @@ class KernelBody:
 
     def _eval(self, n: Node):
         op, m = n.op, self.memo
-        a = [m.get(s) for s in n.src]
-        q = self.q
         if op is Op.GIDX:
             return self.grid[n.arg]
         if op is Op.ICONST:
             return np.array(n.arg, dtype=I64)
-        if op is Op.IADD:
-            return a[0] + a[1]
-        if op is Op.IMUL:
-            return a[0] * a[1]
-        if op is Op.IAND:
-            return a[0] & a[1]
-        if op is Op.ISHR:
-            return a[0] >> a[1]
-        if op is Op.ISHL:
-            return a[0] << a[1]
-        if op is Op.BITREV:
-            return _bitrev(a[0], n.arg)
-        if op is Op.TABLE:
-            return np.array(n.arg, dtype=I64)[a[0]]
-        if op is Op.CMPEQ:
-            return (a[0] == a[1]).astype(I64)
-        if op is Op.WHERE:
-            return np.where(a[0] != 0, a[1], a[2])
+        if op in ALU_OPS:
+            return alu(op, n.arg)(*(m[s] for s in n.src))
         if op in (Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW, Op.SLOT):
             return self.interp.raw(n)
         if op is Op.INDEX:
             return None  # LOAD reads through it
         if op is Op.LOAD:
             storage, li, ni = n.src[0].src
-            raw = self.interp.raw(storage)
-            return decode(raw[m[li], m[ni]], q)
-        if op is Op.VCONST:
-            ring, vals = n.arg
-            vq = _moduli(ring)
-            limb = a[0]
-            return decode(np.array(vals, dtype=I64)[limb], vq[limb.ravel()].reshape(limb.shape))
-        if op is Op.MODADD:
-            return (a[0] + a[1]) % q
-        if op is Op.MODSUB:
-            return (a[0] - a[1]) % q
-        if op is Op.MODNEG:
-            return (-a[0]) % q
-        if op is Op.MONTMUL:
-            return a[0] * a[1] % q
+            return self.interp.raw(storage)[m[li], m[ni]].astype(np.uint32)  # stored words
         raise ScheduleError(f"interpreter: {op.name} cannot appear in an elementwise kernel")
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ren.device import Buffer
 from ren.node import Node
-from ren.ops import RING_KERNEL_OPS, DType, Op
-from ren.ring import Domain, RingSpec
+from ren.ops import DType, Op
+from ren.ring import Domain, RingKernel, RingSpec
 from ren.spec import PolySpec, spec_of
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "is_view_candidate",
     "make_const",
     "pnode",
+    "ring_kernel_of",
     "storage_buffer",
 ]
 
@@ -121,7 +122,25 @@ def is_view_candidate(n: Node) -> bool:
     return is_subset(n) and n.arg.offset_in(spec_of(n.src[0]).ring) is not None
 
 
+#: the high-level ops that always run as a ring kernel
+_RING_KERNEL_OF_OP = {Op.NTT: RingKernel.NTT, Op.INTT: RingKernel.INTT,
+                      Op.TO_RNS: RingKernel.TO_RNS, Op.RESCALE: RingKernel.RESCALE}
+
+
+def ring_kernel_of(n: Node) -> RingKernel | None:
+    """The ring kernel (`ren.ring.RingKernel`) that computes n, or None for elementwise values:
+    NTT, INTT, TO_RNS, RESCALE, an extending TO_RING (basis conversion) or a RANDOM leaf."""
+    kind = _RING_KERNEL_OF_OP.get(n.op)
+    if kind is not None:
+        return kind
+    if is_extension(n):
+        return RingKernel.BASIS_CONVERT
+    if is_random(n):
+        return RingKernel.RANDOM
+    return None
+
+
 def is_ring_kernel(n: Node) -> bool:
-    """A value computed by its own non-elementwise kernel: NTT, INTT, TO_RNS, RESCALE, COPY, an
-    extending TO_RING (basis conversion) or a RANDOM leaf."""
-    return n.op in RING_KERNEL_OPS or is_extension(n) or is_random(n)
+    """A value computed by its own non-elementwise kernel: a ring kernel, or a COPY (a device
+    transfer)."""
+    return n.op is Op.COPY or ring_kernel_of(n) is not None

@@ -1,41 +1,123 @@
 """What scheduling produces: `Kernel` (the arg of a KERNEL node) and `ScheduledKernel` (one item
 of the schedule list).
 
-Kernel kinds:
+Kernels are self-describing: a renderer needs the AST and the kernel's `space` only, never a
+ring object.  Every parameter is a SLOT whose arg (`Slot`) gives its index, shape, dtype and
+strides; slot 0 is the output.  Kernel kinds:
 
-* ``elementwise`` — a fused chain of modular arithmetic, index maps and views:
-  ``STORE(INDEX(SLOT0, GIDX0, GIDX1), value)``.
-* ring kernels, one op with its own backend helper: ``ntt``, ``intt``, ``to_rns``,
-  ``basis_convert`` (TO_RING onto new moduli), ``rescale`` (the divide-and-round correction),
-  ``random`` — ``STORE(SLOT0, OP(AS_RING(SLOT1, ring, domain)))``.
-* light items: ``copy`` (device transfer) and ``view`` (a BUFFER_VIEW bound to its base; no
-  kernel, validation only).
+* ``elementwise`` — a fused chain of modular arithmetic, index maps and views, one element per
+  point of the iteration space ``space = (limbs, N)`` (GIDX(0) the limb, GIDX(1) the
+  coefficient)::
+
+      STORE(INDEX(SLOT0, GIDX0, GIDX1), value)
+
+  where value uses LOAD(INDEX(SLOTk, limb expr, coefficient expr)), index ops, VCONST(limb)
+  (per-limb Montgomery words in its arg), WHERE, and MODADD/MODSUB/MODNEG/MONTMUL whose last
+  operand is MODULUS(GIDX0) (arg: the modulus of each output limb; the Montgomery constant
+  -q^-1 mod 2^32 is derived from it, see `ren.alu`).  All residues are Montgomery-form words.
+* ring kernels (`ren.ring.RingKernel`: ``ntt``, ``intt``, ``to_rns``, ``basis_convert`` — a
+  TO_RING onto new moduli —, ``rescale`` — the divide-and-round correction —, ``random``), one
+  library call each, with every parameter explicit in a `RingCall`::
+
+      STORE(SLOT0, RING_CALL(SLOT1))      ntt, intt, to_rns, basis_convert, rescale
+      STORE(SLOT0, RING_CALL())           random
+
+  Slot 1 holds the input limbs (residues mod ``src``; for to_rns the packed (N × words) integer
+  words); slot 0 receives residues mod ``dst``.  A limb range of a larger buffer is passed by
+  binding a view of it as the slot.  The constant tables of a call (twiddles, Shoup constants,
+  conversion matrices, …) are `RingCall.tables()`.
+* light items: ``copy`` (device transfer; AST ``STORE(SLOT0, COPY(AS_RING(SLOT1)))``) and
+  ``view`` (a BUFFER_VIEW bound to its base; no kernel, validation only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from ren.device import Buffer
 from ren.node import Node
-from ren.ring import RingSpec
+from ren.ops import DType
+from ren.random import RandomSpec
+from ren.ring import RingKernel, RingSpec, kernel_tables
 
 ELEMENTWISE = "elementwise"
-RING_KINDS = ("ntt", "intt", "to_rns", "basis_convert", "rescale", "random")
+RING_KINDS = tuple(k.value for k in RingKernel)
 LIGHT_KINDS = ("copy", "view")
 KINDS = (ELEMENTWISE, *RING_KINDS, *LIGHT_KINDS)
 
 
 @dataclass(frozen=True)
+class Slot:
+    """The arg of a SLOT node: kernel parameter `index`, bound to a (rows × cols) array of
+    `dtype` whose element (r, c) sits at r·strides[0] + c·strides[1]."""
+
+    index: int
+    shape: tuple[int, int]
+    dtype: DType
+    strides: tuple[int, int]
+
+    @staticmethod
+    def contiguous(index: int, shape: tuple[int, int], dtype: DType = DType.U32) -> Slot:
+        """A row-major (C-contiguous) slot, as every Ren buffer and view is."""
+        return _contiguous_slot(index, int(shape[0]), int(shape[1]), dtype)
+
+
+@lru_cache(maxsize=4096)
+def _contiguous_slot(index: int, rows: int, cols: int, dtype: DType) -> Slot:
+    return Slot(index, (rows, cols), dtype, (cols, 1))
+
+
+@dataclass(frozen=True)
+class RingCall:
+    """The arg of a RING_CALL node: which ring kernel, with all of its parameters.
+
+    ``n`` is the ring degree N; ``src`` the moduli of the input limbs (empty for to_rns and
+    random); ``dst`` the moduli of the output limbs; ``words`` the u32 words per packed input
+    coefficient (to_rns); ``dropped`` the trailing source moduli divided out (rescale: dst is
+    src without them); ``random`` what to sample (random)."""
+
+    kind: RingKernel
+    n: int
+    src: tuple[int, ...]
+    dst: tuple[int, ...]
+    words: int = 0
+    dropped: tuple[int, ...] = ()
+    random: RandomSpec | None = None
+
+    @property
+    def direction(self) -> int:
+        """+1 for the forward NTT, -1 for the inverse, 0 for the other kernels."""
+        return {RingKernel.NTT: 1, RingKernel.INTT: -1}.get(self.kind, 0)
+
+    def input_shape(self) -> tuple[int, int] | None:
+        """The shape slot 1 must have (None: the call has no input)."""
+        if self.kind is RingKernel.RANDOM:
+            return None
+        if self.kind is RingKernel.TO_RNS:
+            return (self.n, self.words)
+        return (len(self.src), self.n)
+
+    def tables(self) -> dict[str, np.ndarray]:
+        """The call's constants as named NumPy arrays (`ren.ring.kernel_tables`)."""
+        return kernel_tables(self.kind, self.n, self.src, self.dst, self.words, self.dropped)
+
+
+@dataclass(frozen=True)
 class Kernel:
-    """The body of a KERNEL node: an AST over SLOT parameters (slot 0 is the output)."""
+    """The body of a KERNEL node: an AST over SLOT parameters (slot 0 is the output) and the
+    iteration space it runs over (the output's (rows, cols)).  `ring` is the output ring, kept
+    for dumps and diagnostics only."""
 
     name: str
     kind: str
     ast: Node
     ring: RingSpec | None
     nslots: int
+    space: tuple[int, int]
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -43,13 +125,14 @@ class Kernel:
 
     def summary(self, fmt: Callable) -> str:
         ring = f" {fmt(self.ring)}" if self.ring is not None else ""
-        return f"{self.name} kind={self.kind}{ring} slots={self.nslots}"
+        return (f"{self.name} kind={self.kind}{ring} slots={self.nslots} "
+                f"space={self.space[0]}x{self.space[1]}")
 
 
 @dataclass
 class ScheduledKernel:
-    """One item of a schedule: what to run (`kind`, `ast`) on which buffers (`bufs[0]` is the
-    output; for a view, bufs = (view, base))."""
+    """One item of a schedule: what to run (`kind`, `ast`, over `space`) on which buffers
+    (`bufs[0]` is the output; for a view, bufs = (view, base))."""
 
     kind: str
     name: str
@@ -57,6 +140,7 @@ class ScheduledKernel:
     bufs: tuple[Buffer, ...]
     ring: RingSpec | None = None
     node: Node | None = None
+    space: tuple[int, int] | None = None
 
     @property
     def outputs(self) -> tuple[Buffer, ...]:
@@ -65,6 +149,12 @@ class ScheduledKernel:
     @property
     def inputs(self) -> tuple[Buffer, ...]:
         return self.bufs[1:]
+
+    @property
+    def key(self) -> tuple:
+        """What a compiled kernel depends on: the kind, the hash-consed AST (slot shapes, moduli
+        and call parameters live in it) and the iteration space — not the buffers."""
+        return (self.kind, self.ast, self.space)
 
     def __repr__(self) -> str:
         bufs = ", ".join(f"#{b.uid}" for b in self.bufs)

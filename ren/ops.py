@@ -7,7 +7,8 @@ Ops fall into layers; a graph moves down the layers as the twelve passes run:
 * **Scheduling ops** (introduced by the passes): BUFFERIZE STORE AFTER BUFFER_VIEW, REINDEX and
   VCONST (index-mapped values and per-limb constants), the index language GIDX ICONST IADD IMUL
   IAND ISHR ISHL BITREV TABLE CMPEQ WHERE, memory access INDEX LOAD, the lowered residue
-  arithmetic MODADD MODSUB MODNEG MONTMUL, and the kernel boundary KERNEL SLOT.
+  arithmetic MODADD MODSUB MODNEG MONTMUL with their MODULUS operand, the ring-kernel call
+  RING_CALL, and the kernel boundary KERNEL SLOT.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ class DType(enum.Enum):
 
     U32 = "u32"  # residues (one u32 limb per modulus and coefficient) or packed words
     INDEX = "index"  # integer index arithmetic
-    BOOL = "bool"
     VOID = "void"  # effects and containers: STORE, SINK, KERNEL
 
     __hash__ = object.__hash__  # members are singletons; Enum's default hashes the name in Python
@@ -54,11 +54,13 @@ class Op(enum.Enum):
     SINK = enum.auto()
     # -- scheduling
     BUFFERIZE = enum.auto()
-    STORE = enum.auto()  # src: (target, value); arg: ring of the stored value after indexify
+    STORE = enum.auto()  # src: (target, value); arg: (ring, domain) of the stored value
     AFTER = enum.auto()  # src: (buffer, effect): the buffer's value after the effect ran
     BUFFER_VIEW = enum.auto()  # src: (base,); arg: (element offset, element count)
     REINDEX = enum.auto()  # src: (value, index expr): value read at a computed coefficient index
-    VCONST = enum.auto()  # arg: (ring, per-limb Montgomery values); broadcast over coefficients
+    # arg: (ring, per-limb Montgomery words), broadcast over coefficients; inside a kernel
+    # (after indexify): src (limb index,), arg the words only
+    VCONST = enum.auto()
     # -- index language
     GIDX = enum.auto()  # arg: axis (0 = limb, 1 = coefficient)
     ICONST = enum.auto()  # arg: int
@@ -73,14 +75,16 @@ class Op(enum.Enum):
     WHERE = enum.auto()  # src: (cond, a, b)
     INDEX = enum.auto()  # src: (buffer, limb index, coefficient index)
     LOAD = enum.auto()  # src: (INDEX,)
-    # -- lowered residue arithmetic (operands in Montgomery form)
+    # -- lowered residue arithmetic (Montgomery-form words; last operand: the MODULUS)
     MODADD = enum.auto()
     MODSUB = enum.auto()
     MODNEG = enum.auto()
     MONTMUL = enum.auto()
+    MODULUS = enum.auto()  # src: (limb index,); arg: tuple of moduli; value: arg[limb]
     # -- kernels
+    RING_CALL = enum.auto()  # src: input SLOTs; arg: RingCall (kind and explicit parameters)
     KERNEL = enum.auto()  # src: buffers; arg: Kernel (AST over SLOTs)
-    SLOT = enum.auto()  # arg: parameter number inside a kernel AST
+    SLOT = enum.auto()  # arg: kernel.Slot (parameter index, shape, dtype, strides)
 
     __hash__ = object.__hash__  # members are singletons; node hashing is hot
 
@@ -88,11 +92,7 @@ class Op(enum.Enum):
         return f"Op.{self.name}"
 
 
-#: Ops that run as their own (non-elementwise) kernel with a backend helper; so do COPY, a RANDOM
-#: leaf and a TO_RING onto new moduli (see `ren.ir.is_ring_kernel`).
-RING_KERNEL_OPS = frozenset({Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE, Op.COPY})
-
-#: Index-language ops (dtype INDEX or BOOL).
+#: Index-language ops (dtype INDEX; CMPEQ's value is 0 or 1).
 INDEX_OPS = frozenset(
     {Op.GIDX, Op.ICONST, Op.IADD, Op.IMUL, Op.IAND, Op.ISHR, Op.ISHL, Op.BITREV, Op.TABLE,
      Op.CMPEQ}

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ren import random as ren_random
-from ren.device import Buffer, canonical_device, device_kind
+from ren.device import Buffer, canonical_device
 from ren.errors import (
     DeviceError,
     DomainError,
@@ -151,12 +151,7 @@ class Poly:
         device = canonical_device(device)
         # Exact ints only: a float, Fraction or bool would otherwise be truncated silently.
         std = standard_residues(ring, residues, "from_residues").astype(np.uint32)
-        buf = Buffer(device, (ring.limbs, ring.N))
-        if device_kind(device) == "python":
-            buf.attach(to_mont(std, get_tables(ring)))
-        else:
-            raise DeviceError(f"from_residues: device {device!r} storage is not available here; "
-                              "create the Poly on 'python' and move it with .to(device)")
+        buf = Buffer(device, (ring.limbs, ring.N)).copyin(to_mont(std, get_tables(ring)))
         return cls(Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
                         (ring, domain)))
 

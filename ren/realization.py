@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ren import settings
-from ren.device import device_kind
-from ren.errors import DeviceError, RealizeError
+from ren.errors import RealizeError
 from ren.ir import storage_buffer
 from ren.node import Node
 from ren.ops import Op
@@ -86,7 +85,7 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     outputs = {storage_buffer(v) for v in ctx.becomes_map.values() if v.src[0].op is Op.BUFFER}
     plan = None if no_memplan else plan_memory(items, outputs=outputs)
     t2 = time.perf_counter()
-    units = make_exec_units(items, plan)
+    units = make_exec_units(items)
     t3 = time.perf_counter()
     run_exec_units(units, plan)
     t4 = time.perf_counter()
@@ -124,10 +123,7 @@ def host_residues(n: Node) -> np.ndarray:
         out = np.zeros((ring.limbs, ring.N), dtype=np.uint32)
         out[:, :1] = c
         return out
-    buf = storage_buffer(leaf)
-    if device_kind(buf.device) != "python":
-        raise DeviceError(f"reading {buf.device} storage is not supported in this build")
-    return from_mont(buf.array(), get_tables(ring))
+    return from_mont(storage_buffer(leaf).copyout(), get_tables(ring))
 
 
 __all__ = ["host_residues", "is_realized", "realize_nodes"]

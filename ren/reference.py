@@ -113,6 +113,40 @@ def centred(x: int, Q: int) -> int:
     return x - Q if x > Q // 2 else x
 
 
+def to_rns_values(words: np.ndarray, ring: RingSpec, W: int) -> np.ndarray:
+    """TO_RNS: (N × W) two's-complement u32 words -> (L, N) residues."""
+    ints = []
+    for row in np.asarray(words).reshape(ring.N, W):
+        x = sum(int(w) << (32 * k) for k, w in enumerate(row))
+        if x >> (32 * W - 1):
+            x -= 1 << (32 * W)
+        ints.append(x)
+    return np.array([[x % q for x in ints] for q in ring.moduli], dtype=I64)
+
+
+def basis_convert(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
+    """TO_RING on coefficients: shared moduli keep their residues, new ones get the fast basis
+    conversion integer sum_i [x_i qhat_i^-1]_{q_i} qhat_i (not reduced mod Q)."""
+    Q = src.Q
+    ints = [sum((int(x[i, c]) * pow(Q // q, -1, q) % q) * (Q // q)
+                for i, q in enumerate(src.moduli)) for c in range(src.N)]
+    rows = []
+    for p in dst.moduli:
+        if p in src.moduli:
+            rows.append(np.asarray(x[src.moduli.index(p)], dtype=I64))
+        else:
+            rows.append(np.array([v % p for v in ints], dtype=I64))
+    return np.stack(rows)
+
+
+def divide_round(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
+    """RESCALE on coefficients: round(x / P), P = src.Q / dst.Q, x the centred lift mod Q."""
+    P = src.Q // dst.Q
+    ints = [centred(v, src.Q) for v in crt(x, src.moduli)]
+    rounded = [(v + P // 2) // P for v in ints]  # round(v / P); P is odd: no ties
+    return np.array([[r % q for r in rounded] for q in dst.moduli], dtype=I64)
+
+
 # -- the evaluator ---------------------------------------------------------------------------
 class ReferenceEvaluator:
     """Evaluates high-level nodes; values are int64 (L, N) standard residues in the node's domain.
@@ -162,7 +196,7 @@ class ReferenceEvaluator:
 
     # leaves
     def op_BUFFER(self, n: Node) -> np.ndarray:
-        return n.arg.array().astype(I64)  # raw storage; AS_RING decides its meaning
+        return n.arg.copyout().astype(I64)  # raw storage; AS_RING decides its meaning
 
     def op_CONST(self, n: Node) -> None:
         return None  # only meaningful under AS_RING
@@ -190,14 +224,7 @@ class ReferenceEvaluator:
 
     def op_TO_RNS(self, n: Node) -> np.ndarray:
         ring, W = n.arg
-        words = self.v(n.src[0]).reshape(ring.N, W)
-        ints = []
-        for row in words:
-            x = sum(int(w) << (32 * k) for k, w in enumerate(row))
-            if x >> (32 * W - 1):
-                x -= 1 << (32 * W)
-            ints.append(x)
-        return np.array([[x % q for x in ints] for q in ring.moduli], dtype=I64)
+        return to_rns_values(self.v(n.src[0]), ring, W)
 
     # arithmetic
     def _binary(self, n: Node, fn) -> np.ndarray:
@@ -243,27 +270,10 @@ class ReferenceEvaluator:
         return self.to_domain(fn(coeffs, src.ring, out.ring), out.ring, out.domain)
 
     def op_TO_RING(self, n: Node) -> np.ndarray:
-        def convert(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
-            Q = src.Q
-            # the fast-basis-conversion integer: sum_i [x_i qhat_i^-1]_{q_i} qhat_i (not mod Q)
-            ints = [sum((int(x[i, c]) * pow(Q // q, -1, q) % q) * (Q // q)
-                        for i, q in enumerate(src.moduli)) for c in range(src.N)]
-            rows = []
-            for p in dst.moduli:
-                if p in src.moduli:
-                    rows.append(x[src.moduli.index(p)])
-                else:
-                    rows.append(np.array([v % p for v in ints], dtype=I64))
-            return np.stack(rows)
-        return self._in_coeff(n, convert)
+        return self._in_coeff(n, basis_convert)
 
     def op_RESCALE(self, n: Node) -> np.ndarray:
-        def divide(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
-            P = src.Q // dst.Q
-            ints = [centred(v, src.Q) for v in crt(x, src.moduli)]
-            rounded = [(v + P // 2) // P for v in ints]  # round(v / P); P is odd: no ties
-            return np.array([[r % q for r in rounded] for q in dst.moduli], dtype=I64)
-        return self._in_coeff(n, divide)
+        return self._in_coeff(n, divide_round)
 
     def _automorph(self, n: Node, g: int) -> np.ndarray:
         def subst(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:

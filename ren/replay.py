@@ -104,7 +104,8 @@ class Template:
         for u in units:
             bufs = tuple(stand_in(b) for b in u.bufs)
             item = u.item
-            light = ScheduledKernel(item.kind, item.name, item.ast, bufs, item.ring, None)
+            light = ScheduledKernel(item.kind, item.name, item.ast, bufs, item.ring, None,
+                                    item.space)
             t_units.append(ExecUnit(u.kind, u.name, bufs, u.fn, light))
         for b in params:
             stand_in(b)

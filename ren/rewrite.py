@@ -197,14 +197,14 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
         src = tuple(done[s] for s in n.src)
         new = n if src == n.src else n.replace(src=src)
         if new is not n:
-            if new in done:
-                done[n] = done[new]
-                continue
             fixed = keep_spec(n, new, name)
             if fixed is not new:  # the rebuilt node infers another domain: restore it
                 stats["keep_domain"] += 1
                 stack.append((fixed, 2, n, trail))
                 stack.append((fixed, 0, None, trail))
+                continue
+            if new in done:  # (its result has new's spec, which is n's)
+                done[n] = done[new]
                 continue
         hit = rs.apply(new, ctx) if rs.has_rules(new.op) else None
         if hit is None:

@@ -1,30 +1,30 @@
 """ExecUnits: the executable form of a schedule, and the loop that runs them.
 
-`make_exec_units(schedule, plan)` lowers each `ScheduledKernel` to an `ExecUnit`:
+`make_exec_units(schedule)` lowers each `ScheduledKernel` to an `ExecUnit`:
 
-* ``compute`` — a backend kernel (`ren.backend.compile_for`) bound to its buffers;
-* ``copy`` — a device transfer when source and destination share an allocator (host devices
-  "python", "python:1", … do), otherwise a host-mediated copy;
+* ``compute`` — a backend kernel (`Device.compile` of the registry, `ren.backend`) bound to its
+  buffers;
+* ``copy`` — `ren.backend.copy_fn`: a device transfer when source and destination share an
+  allocator (host devices "python", "python:1", … do), otherwise a host-mediated copy;
 * ``view`` — no work: checks that the view lies inside its base and binds it.
 
 `run_exec_units(units)` allocates what each unit needs — planned intermediates get their
-offsets in one arena per device (allocated once for the whole run), other buffers their own
-storage — runs the units in order, and finally detaches the planned intermediates so Python's
-refcounts release the arena.
+offsets in one arena per device (allocated once for the whole run by the device's allocator),
+other buffers their own storage — runs the units in order, and finally detaches the planned
+intermediates so Python's refcounts release the arena.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import Any
 
 from ren import settings
-from ren.backend import compile_for
-from ren.device import Buffer, device_kind
+from ren.backend import KernelFn, copy_fn, get_device
+from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.kernel import ScheduledKernel
 
@@ -36,7 +36,7 @@ class ExecUnit:
     kind: str
     name: str
     bufs: tuple[Buffer, ...]
-    fn: Callable[[list[np.ndarray]], None] | None
+    fn: KernelFn | None
     item: ScheduledKernel
 
     def __call__(self) -> None:
@@ -54,7 +54,7 @@ class ExecUnit:
 @dataclass
 class Arena:
     device: str
-    data: np.ndarray
+    data: Any  # the device allocator's flat arena array
     buffers: list[Buffer] = field(default_factory=list)
 
 
@@ -64,24 +64,18 @@ def _check_view(view: Buffer) -> None:
         raise RealizeError(f"{view} does not fit inside its base {base}")
 
 
-def _host_copy(bufs: list[np.ndarray]) -> None:
-    np.copyto(bufs[0], bufs[1])
-
-
-def make_exec_units(schedule: list[ScheduledKernel], plan=None) -> list[ExecUnit]:
+def make_exec_units(schedule: list[ScheduledKernel]) -> list[ExecUnit]:
     """Lower every scheduled item to an ExecUnit (compiling kernels for their device)."""
     units = []
     for item in schedule:
         if item.kind == "view":
             units.append(ExecUnit("view", item.name, item.bufs, None, item))
         elif item.kind == "copy":
-            dst, src = item.bufs[0].device, item.bufs[1].device
-            same_allocator = device_kind(dst) == device_kind(src) == "python"
-            fn = compile_for(dst, item) if same_allocator else _host_copy
+            fn = copy_fn(item.bufs[0].device, item.bufs[1].device)
             units.append(ExecUnit("copy", item.name, item.bufs, fn, item))
         else:
             units.append(ExecUnit("compute", item.name, item.bufs,
-                                  compile_for(item.bufs[0].device, item), item))
+                                  get_device(item.bufs[0].device).compile(item), item))
     return units
 
 
@@ -89,19 +83,14 @@ def bind_arenas(plan) -> list[Arena]:
     """Allocate one arena per device and point every planned buffer at its offset."""
     if plan is None:
         return []
-    arenas = []
-    for device, nbytes in plan.arenas.items():
-        if device_kind(device) != "python":
-            raise RealizeError(f"no allocator for device {device!r} in this build")
-        arena = Arena(device, np.empty(max(nbytes, 4) // 4, dtype=np.uint32))
-        arenas.append(arena)
-    by_device = {a.device: a for a in arenas}
+    arenas = {device: Arena(device, get_device(device).allocator.arena(max(nbytes, 4) // 4))
+              for device, nbytes in plan.arenas.items()}
     for buf in plan.planned:
-        arena = by_device[buf.device]
+        arena = arenas[buf.device]
         start = plan.offset(buf) // 4
-        buf.attach(arena.data[start : start + buf.size])
+        buf.attach(buf.allocator.view(arena.data, start, buf.shape))
         arena.buffers.append(buf)
-    return arenas
+    return list(arenas.values())
 
 
 _trace: list[list[ExecUnit]] = []

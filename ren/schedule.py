@@ -130,7 +130,8 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
         if n.op is Op.KERNEL:
             k = n.arg
             items.append(ScheduledKernel(k.kind, k.name, k.ast,
-                                         tuple(storage_buffer(s) for s in n.src), k.ring, n))
+                                         tuple(storage_buffer(s) for s in n.src), k.ring, n,
+                                         k.space))
         elif n.op is Op.BUFFER_VIEW:
             view = n.arg
             items.append(ScheduledKernel("view", f"view{len(items)}", None, (view, view.base),

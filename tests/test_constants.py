@@ -45,6 +45,8 @@ CASES = [
     ("permuted_ring_of_zero", lambda: ((a3() - a3()).ntt() * 2).to_ring(PERM), [0] * 8),
     ("const_plus_rotated_const", lambda: Poly.const(4, RING).rotate(3) + a() * 0,
      [4] + [0] * 7),
+    ("product_with_a_zero_that_is_itself_a_product",  # the rebuilt node already had a result
+     lambda: a() * (a() * 0), [0] * 8),
     ("rescaled_const", lambda: (Poly.const(5, RING3).ntt() * 1).rescale(RING3.moduli[-1]),
      [0] * 8),
 ]

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("ren.errors", "ren.settings", "ren.ring", "ren.random", "ren.sampling",
               "ren.device", "ren.serialize")),
-    ("ir", ("ren.ops", "ren.node", "ren.spec", "ren.ir", "ren.kernel", "ren.dump",
+    ("ir", ("ren.ops", "ren.node", "ren.spec", "ren.ir", "ren.alu", "ren.kernel", "ren.dump",
             "ren.nxgraph", "ren.reference")),
     ("engine", ("ren.rewrite", "ren.passes", "ren.schedule", "ren.interpret", "ren.memory",
                 "ren.backend", "ren.runtime", "ren.replay", "ren.realization")),

@@ -1,29 +1,169 @@
-"""Backends: turn a `ScheduledKernel` into something that runs on a device.
+"""The device registry: a device name -> a `Device` (allocator, compiler, runtime).
 
-* ``"python"`` — `numpy_backend`: NumPy, vectorised over the whole index space of a kernel.
-* ``"cuda"`` — not available in this build (a later issue adds the CUDA renderer and runtime).
+    get_device("python")    -> the NumPy host device (`numpy_backend`)
+    get_device("python:1")  -> a second host device sharing the host allocator
+    get_device("cuda")      -> DeviceError: not available in this build
+
+The interface every backend implements (tinygrad's ``Compiled`` device is the model):
+
+* `Allocator` — backend arrays, opaque to the rest of Ren (NumPy arrays for the host):
+  ``alloc(shape)`` a (rows × cols) u32 array; ``arena(nwords)`` one flat block for the memory
+  plan; ``view(base, offset, shape)`` a sub-array of an arena or base array at an element offset
+  (no copy); ``adopt(data, shape)`` check an array handed to `Buffer.attach`; ``copyin(dst,
+  host)`` / ``copyout(src)`` move data from / to host NumPy; ``transfer(dst, src)`` a copy
+  between two arrays of this allocator (devices that share an allocator copy directly).
+* Compiler / renderer — ``Device.compile(item)`` turns a `ScheduledKernel` into a `KernelFn`.
+  Kernels are self-describing (`ren.kernel`): a renderer reads the AST and the kernel's
+  metadata only.  Compiled kernels are cached per device, keyed by the hash-consed AST and the
+  kernel's parameters (a bounded LRU: kernels are pure functions of their AST).
+* Runtime — a `KernelFn` runs the kernel on the backend arrays bound to its slots (slot order,
+  slot 0 is the output); `copy_fn(dst_device, src_device)` gives the KernelFn of a device copy:
+  a same-allocator ``transfer`` or a host-mediated ``copyout`` + ``copyin``.
+
+The registry (`BACKENDS`) maps a device kind to the module implementing it, or to
+`Unavailable(reason)`.  A new backend is one module defining ``open_device(name) -> Device``
+plus one line in `BACKENDS`.  `ren.device` holds the name -> device table, so that the base
+layer (`Buffer.allocate`, `canonical_device`) reaches backends without importing this layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ren.device import device_kind
+from ren.device import device_kinds, get_device, register_device
 from ren.errors import DeviceError
 from ren.kernel import ScheduledKernel
 
-KernelFn = Callable[[list[np.ndarray]], None]
+#: A runnable kernel: called with the backend arrays bound to its slots (slot 0 is the output).
+KernelFn = Callable[[Sequence[Any]], None]
+
+#: Compiled kernels kept per device (least recently used are dropped first).
+KERNEL_CACHE_SIZE = 1024
 
 
-def compile_for(device: str, item: ScheduledKernel) -> KernelFn:
-    """A callable that runs `item` on `device`, given the arrays bound to its slots."""
-    kind = device_kind(device)
-    if kind == "python":
-        from ren.backend.numpy_backend import compile_kernel
+class Allocator:
+    """Storage of one kind of memory.  Subclasses implement every method (see module doc)."""
 
-        return compile_kernel(item)
-    raise DeviceError(
-        f"no backend can run kernels on device {device!r} in this build; use device='python'"
-    )
+    def alloc(self, shape: tuple[int, int]) -> Any:
+        raise NotImplementedError
+
+    def arena(self, nwords: int) -> Any:
+        raise NotImplementedError
+
+    def view(self, base: Any, offset: int, shape: tuple[int, int]) -> Any:
+        raise NotImplementedError
+
+    def adopt(self, data: Any, shape: tuple[int, int]) -> Any:
+        raise NotImplementedError
+
+    def copyin(self, dst: Any, host: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def copyout(self, src: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def transfer(self, dst: Any, src: Any) -> None:
+        raise NotImplementedError
+
+
+class Device:
+    """One device: its name, its allocator, a compiler (with a cache) and its runtime.
+
+    Subclasses implement `build` (render + compile one kernel); `compile` adds the cache."""
+
+    def __init__(self, name: str, allocator: Allocator, cache_size: int = KERNEL_CACHE_SIZE):
+        self.name = name
+        self.allocator = allocator
+        self.cache_size = cache_size
+        self._cache: OrderedDict[Any, KernelFn] = OrderedDict()
+        self._lock = threading.Lock()  # realizations may run on several threads
+        self.compiles = 0  # cache misses (kernels built), for tests and benchmarks
+        self.hits = 0
+
+    def build(self, item: ScheduledKernel) -> KernelFn:
+        """Render and compile one kernel (no caching)."""
+        raise NotImplementedError
+
+    def compile(self, item: ScheduledKernel) -> KernelFn:
+        """The KernelFn of `item`, compiled once per (AST, parameters) on this device: kernels
+        are pure functions of their hash-consed AST, so equal keys share one compiled kernel."""
+        key = item.key
+        cache = self._cache
+        with self._lock:
+            fn = cache.get(key)
+            if fn is not None:
+                cache.move_to_end(key)
+                self.hits += 1
+                return fn
+        fn = self.build(item)
+        with self._lock:
+            self.compiles += 1
+            cache[key] = fn
+            if len(cache) > self.cache_size:
+                cache.popitem(last=False)
+        return fn
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A registry entry for a device kind this build knows by name but cannot run."""
+
+    reason: str
+
+    def __call__(self, name: str) -> Device:
+        raise DeviceError(f"device {name!r} is not available: {self.reason}")
+
+
+#: The registry: device kind -> the module implementing it (``open_device(name)``), or why it is
+#: unavailable.  One line per backend.
+BACKENDS: dict[str, str | Unavailable] = {
+    "python": "ren.backend.numpy_backend",
+    "cuda": Unavailable("the CUDA backend is not part of this build yet; run on device='python' "
+                        "(the default) instead"),
+}
+
+
+def _loader(module: str) -> Callable[[str], Device]:
+    def open_device(name: str) -> Device:
+        return importlib.import_module(module).open_device(name)
+
+    return open_device
+
+
+for _kind, _entry in BACKENDS.items():
+    register_device(_kind, _entry if isinstance(_entry, Unavailable) else _loader(_entry))
+
+
+def copy_fn(dst_device: str, src_device: str) -> KernelFn:
+    """The KernelFn of a copy (arrays: destination, source) between two devices: a direct
+    transfer when they share an allocator, otherwise through host memory."""
+    dst, src = get_device(dst_device).allocator, get_device(src_device).allocator
+    if dst is src:
+        transfer = dst.transfer
+
+        def copy_same_allocator(arrays: Sequence[Any]) -> None:
+            transfer(arrays[0], arrays[1])
+
+        return copy_same_allocator
+
+    def copy_through_host(arrays: Sequence[Any]) -> None:
+        dst.copyin(arrays[0], src.copyout(arrays[1]))
+
+    return copy_through_host
+
+
+__all__ = ["BACKENDS", "Allocator", "Device", "KernelFn", "Unavailable", "copy_fn",
+           "device_kinds", "get_device"]

@@ -2,66 +2,58 @@
 
 Elementwise kernels: the AST is split once, at compile time, into a *static* part (everything
 that depends only on the index space: GIDX, index arithmetic, index maps, TABLE lookups, VCONST
-columns, WHERE conditions) which is evaluated immediately into small NumPy arrays, and a
-*dynamic* part (LOADs and residue arithmetic) which becomes a short list of steps.  Running the
-kernel executes the steps over the whole (limbs × N) index space at once — no Python loop over
-elements or limbs.  LOADs whose indices are the identity, or a contiguous limb offset, read
-slices of the buffer; other index maps become one gather.
+and MODULUS columns, WHERE conditions) which is evaluated immediately into small NumPy arrays,
+and a *dynamic* part (LOADs and residue arithmetic) which becomes a short list of steps; both
+evaluate every op through the ALU table (`ren.alu`).  Nothing is read from a ring object: the
+iteration space is the kernel's ``space`` and the moduli are the AST's MODULUS operands.
+Running the kernel executes the steps over the whole (limbs × N) index space at once — no Python
+loop over elements or limbs.  LOADs whose indices are the identity, or a contiguous limb offset,
+read slices of the buffer; other index maps become one gather.
 
-Ring kernels call the helpers of `ren.ring` (NTT/INTT, TO_RNS, fast basis conversion, exact
-divide-and-round) and the samplers of `ren.sampling`.  All storage is Montgomery form.
+Ring kernels (one RING_CALL each) call the helpers of `ren.ring` (NTT/INTT, TO_RNS, fast basis
+conversion, exact divide-and-round) and the samplers of `ren.sampling`, with the rings rebuilt
+from the call's explicit parameters (`RING_KERNELS`, one entry per `ren.ring.RingKernel`).
+All storage is Montgomery form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
-from ren.errors import RealizeError
-from ren.kernel import ScheduledKernel
+from ren.alu import ALU_OPS, alu
+from ren.backend import Allocator, Device, KernelFn
+from ren.errors import DeviceError, RealizeError
+from ren.ir import gidx
+from ren.kernel import RingCall, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import (
+    RingKernel,
     RingSpec,
     divide_round_mont,
     get_tables,
     intt,
-    mod_add,
-    mod_neg,
-    mod_sub,
-    mont_mul_raw,
     ntt,
     reduce_words,
     ring_convert_mont,
     to_mont,
 )
-from ren.ring.tables import bit_reverse_indices
 from ren.sampling import sample
-from ren.spec import spec_of
 
 I64 = np.int64
 U32 = np.uint32
-KernelFn = Callable[[list[np.ndarray]], None]
-
-
-_STATIC_INDEX = {
-    Op.IADD: np.add, Op.IMUL: np.multiply, Op.IAND: np.bitwise_and, Op.ISHR: np.right_shift,
-    Op.ISHL: np.left_shift,
-}
 
 
 class _Compiler:
     """Compiles one elementwise kernel AST into a list of NumPy steps."""
 
-    def __init__(self, ast: Node, ring: RingSpec):
-        self.ring = ring
-        t = get_tables(ring)
-        self.q32, self.q64, self.qneg = t.q32, t.q64, t.qneg
-        L, N = ring.limbs, ring.N
+    def __init__(self, ast: Node, space: tuple[int, int]):
+        self.space = L, N = space
         self.grid = (np.arange(L, dtype=I64)[:, None], np.arange(N, dtype=I64)[None, :])
         self.static: dict[Node, np.ndarray] = {}
-        self.slot_of: dict[Node, int] = {}
         self.steps: list[tuple[Node, Callable]] = []
         self.ast = ast
         self._compile()
@@ -69,50 +61,36 @@ class _Compiler:
     # -- static (index-only) values ------------------------------------------------------------
     def _static_value(self, n: Node) -> np.ndarray:
         v = self.static
-        a = [v[s] for s in n.src if s in v]
         if n.op is Op.GIDX:
             return self.grid[n.arg]
         if n.op is Op.ICONST:
             return np.array(n.arg, dtype=I64)
-        if n.op in _STATIC_INDEX:
-            return _STATIC_INDEX[n.op](a[0], a[1])
-        if n.op is Op.BITREV:
-            return bit_reverse_indices(n.arg)[a[0]]  # the ring's cached table
-        if n.op is Op.TABLE:
-            return np.array(n.arg, dtype=I64)[a[0]]
-        if n.op is Op.CMPEQ:
-            return a[0] == a[1]
-        if n.op is Op.VCONST:  # per-limb Montgomery values, as a (limbs × 1) column
-            return np.array(n.arg[1], dtype=U32)[a[0]]
-        if n.op is Op.WHERE:
-            return np.where(a[0], a[1], a[2])
+        if n.op in ALU_OPS:  # VCONST and MODULUS of the limb become (limbs × 1) columns
+            return alu(n.op, n.arg)(*(v[s] for s in n.src))
         raise RealizeError(f"numpy backend: {n.op.name} is not an index expression")
 
     def _is_static(self, n: Node) -> bool:
+        """Computable at compile time: no memory access below it."""
         if n.op in (Op.SLOT, Op.LOAD, Op.INDEX, Op.STORE):
-            return False
-        if n.op is Op.WHERE:
-            return all(s in self.static for s in n.src)
-        if n.op in (Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL):
             return False
         return all(s in self.static for s in n.src)
 
     # -- dynamic steps ------------------------------------------------------------------------
     def _load(self, n: Node) -> Callable:
         storage, li, ni = n.src[0].src
-        slot = storage.arg
-        rows = np.broadcast_to(self.static[li], (self.ring.limbs, 1))[:, 0] if \
+        slot = storage.arg.index
+        L, N = self.space
+        rows = np.broadcast_to(self.static[li], (L, 1))[:, 0] if \
             self.static[li].shape[-1] == 1 else None
         cols = self.static[ni]
-        identity_cols = cols.shape == (1, self.ring.N) and np.array_equal(cols[0],
-                                                                          self.grid[1][0])
+        identity_cols = cols.shape == (1, N) and np.array_equal(cols[0], self.grid[1][0])
         if rows is not None and identity_cols:
             first = int(rows[0])
             if np.array_equal(rows, np.arange(first, first + len(rows))):
                 stop = first + len(rows)
                 return lambda bufs: bufs[slot][first:stop]  # identity or a limb offset: a slice
             return lambda bufs: bufs[slot][rows]  # a limb table: one row gather
-        if rows is not None and cols.shape == (1, self.ring.N):
+        if rows is not None and cols.shape == (1, N):
             col = cols[0]
             first = int(rows[0])
             if np.array_equal(rows, np.arange(first, first + len(rows))):
@@ -127,11 +105,9 @@ class _Compiler:
         if store.op is not Op.STORE or store.src[0].op is not Op.INDEX:
             raise RealizeError("numpy backend: an elementwise kernel must be STORE(INDEX(...))")
         target, value = store.src
-        if target.src[0].arg != 0 or target.src[1] is not self._gidx(0) or \
-                target.src[2] is not self._gidx(1):
+        if target.src[0].arg.index != 0 or target.src[1:] != (gidx(0), gidx(1)):
             raise RealizeError("numpy backend: elementwise kernels store to slot 0 at (GIDX0, "
                                "GIDX1)")
-        q32, q64, qneg = self.q32, self.q64, self.qneg
         for n in toposort(value):
             if n.op is Op.SLOT or n.op is Op.INDEX:
                 continue
@@ -140,25 +116,11 @@ class _Compiler:
                 continue
             if n.op is Op.LOAD:
                 self.steps.append((n, self._load(n)))
-            elif n.op is Op.MODADD:
-                self.steps.append((n, lambda a, b: mod_add(a, b, q32)))
-            elif n.op is Op.MODSUB:
-                self.steps.append((n, lambda a, b: mod_sub(a, b, q32)))
-            elif n.op is Op.MODNEG:
-                self.steps.append((n, lambda a: mod_neg(a, q32)))
-            elif n.op is Op.MONTMUL:
-                self.steps.append((n, lambda a, b: mont_mul_raw(a, b, q32, q64, qneg)))
-            elif n.op is Op.WHERE:
-                self.steps.append((n, lambda c, a, b: np.where(c, a, b)))
+            elif n.op in ALU_OPS:  # residue ops and WHERE over loaded values
+                self.steps.append((n, alu(n.op, n.arg)))
             else:
                 raise RealizeError(f"numpy backend: unexpected {n.op.name} in a kernel body")
         self.value = value
-
-    @staticmethod
-    def _gidx(axis: int) -> Node:
-        from ren.ir import gidx
-
-        return gidx(axis)
 
     def build(self) -> KernelFn:
         """A function running the compiled steps on the slot arrays."""
@@ -175,13 +137,13 @@ class _Compiler:
         if self.value in self.static:  # a constant store (e.g. a materialized constant)
             const = self.static[self.value]
 
-            def run_const(bufs: list[np.ndarray]) -> None:
+            def run_const(bufs: Sequence[np.ndarray]) -> None:
                 bufs[0][...] = const
 
             return run_const
         result = position[self.value]
 
-        def run(bufs: list[np.ndarray]) -> None:
+        def run(bufs: Sequence[np.ndarray]) -> None:
             vals: list[np.ndarray] = []
             for fn, refs in steps:
                 if refs is None:
@@ -194,64 +156,132 @@ class _Compiler:
 
 
 # -- ring kernels ----------------------------------------------------------------------------
-def _ring_src(ast: Node) -> tuple[Node, RingSpec]:
-    """(op node, ring of its input) for STORE(SLOT0, OP(AS_RING(SLOT1, ring, domain)))."""
-    op = ast.src[1]
-    return op, spec_of(op.src[0]).ring
+@lru_cache(maxsize=256)
+def _ring(n: int, moduli: tuple[int, ...]) -> RingSpec:
+    """The RingSpec of explicit call parameters (validated once)."""
+    return RingSpec(n, moduli)
 
 
-def _compile_ring(item: ScheduledKernel) -> KernelFn:
-    op, _ = item.ast.src[1], None
-    kind = item.kind
-    if kind in ("ntt", "intt"):
-        ring = spec_of(op.src[0]).ring
-        fn = ntt if kind == "ntt" else intt
+def _ntt(call: RingCall) -> KernelFn:
+    ring = _ring(call.n, call.src)
+    fn = ntt if call.kind is RingKernel.NTT else intt
 
-        def run_transform(bufs: list[np.ndarray]) -> None:
-            fn(np.ascontiguousarray(bufs[1]), ring, out=bufs[0])
+    def run_transform(bufs: Sequence[np.ndarray]) -> None:
+        fn(np.ascontiguousarray(bufs[1]), ring, out=bufs[0])
 
-        return run_transform
-    if kind == "to_rns":
-        ring = op.arg[0]
-        tables = get_tables(ring)
+    return run_transform
 
-        def run_to_rns(bufs: list[np.ndarray]) -> None:
-            bufs[0][...] = to_mont(reduce_words(bufs[1], ring), tables)
 
-        return run_to_rns
-    if kind == "basis_convert":
-        src, dst = spec_of(op.src[0]).ring, op.arg
+def _to_rns(call: RingCall) -> KernelFn:
+    ring = _ring(call.n, call.dst)
+    tables = get_tables(ring)
 
-        def run_convert(bufs: list[np.ndarray]) -> None:
-            bufs[0][...] = ring_convert_mont(bufs[1], src, dst)
+    def run_to_rns(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = to_mont(reduce_words(bufs[1], ring), tables)
 
-        return run_convert
-    if kind == "rescale":
-        ring, k = spec_of(op.src[0]).ring, len(op.arg)
+    return run_to_rns
 
-        def run_rescale(bufs: list[np.ndarray]) -> None:
-            bufs[0][...] = divide_round_mont(bufs[1], ring, k)
 
-        return run_rescale
-    if kind == "random":
-        ring = op.arg[0]
-        spec = op.src[0].arg
-        tables = get_tables(ring)
+def _basis_convert(call: RingCall) -> KernelFn:
+    src, dst = _ring(call.n, call.src), _ring(call.n, call.dst)
 
-        def run_random(bufs: list[np.ndarray]) -> None:
-            bufs[0][...] = to_mont(sample(spec, ring), tables)
+    def run_convert(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = ring_convert_mont(bufs[1], src, dst)
 
-        return run_random
-    if kind == "copy":
-        def run_copy(bufs: list[np.ndarray]) -> None:
-            np.copyto(bufs[0], bufs[1])
+    return run_convert
 
-        return run_copy
-    raise RealizeError(f"numpy backend: unknown kernel kind {kind!r}")
+
+def _rescale(call: RingCall) -> KernelFn:
+    ring, k = _ring(call.n, call.src), len(call.dropped)
+    if call.src[ring.limbs - k :] != call.dropped or call.dst != call.src[: ring.limbs - k]:
+        raise RealizeError(f"numpy backend: rescale drops {call.dropped}, which are not the "
+                           f"trailing moduli of {call.src} leaving {call.dst}")
+
+    def run_rescale(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = divide_round_mont(bufs[1], ring, k)
+
+    return run_rescale
+
+
+def _random(call: RingCall) -> KernelFn:
+    ring, spec = _ring(call.n, call.dst), call.random
+    tables = get_tables(ring)
+
+    def run_random(bufs: Sequence[np.ndarray]) -> None:
+        bufs[0][...] = to_mont(sample(spec, ring), tables)
+
+    return run_random
+
+
+#: one implementation per ring kernel (tests check that every RingKernel has one)
+RING_KERNELS: dict[RingKernel, Callable[[RingCall], KernelFn]] = {
+    RingKernel.NTT: _ntt,
+    RingKernel.INTT: _ntt,
+    RingKernel.TO_RNS: _to_rns,
+    RingKernel.BASIS_CONVERT: _basis_convert,
+    RingKernel.RESCALE: _rescale,
+    RingKernel.RANDOM: _random,
+}
 
 
 def compile_kernel(item: ScheduledKernel) -> KernelFn:
     """Compile one scheduled kernel for the NumPy backend."""
     if item.kind == "elementwise":
-        return _Compiler(item.ast, item.ring).build()
-    return _compile_ring(item)
+        return _Compiler(item.ast, item.space).build()
+    call = item.ast.src[1]
+    if call.op is not Op.RING_CALL:
+        raise RealizeError(f"numpy backend: cannot compile a {item.kind} kernel ({call.op.name})")
+    return RING_KERNELS[call.arg.kind](call.arg)
+
+
+# -- device ------------------------------------------------------------------------------------
+class HostAllocator(Allocator):
+    """Host memory: backend arrays are C-contiguous (rows × cols) uint32 NumPy arrays."""
+
+    def alloc(self, shape: tuple[int, int]) -> np.ndarray:
+        return np.empty(shape, dtype=U32)
+
+    def arena(self, nwords: int) -> np.ndarray:
+        return np.empty(max(int(nwords), 1), dtype=U32)
+
+    def view(self, base: np.ndarray, offset: int, shape: tuple[int, int]) -> np.ndarray:
+        size = shape[0] * shape[1]
+        flat = base.reshape(-1)
+        if offset < 0 or offset + size > flat.size:
+            raise DeviceError(f"a {shape[0]}x{shape[1]} view at offset {offset} does not fit "
+                              f"in storage of {flat.size} words")
+        return flat[offset : offset + size].reshape(shape)
+
+    def adopt(self, data: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+        if not isinstance(data, np.ndarray) or data.dtype != U32 or \
+                data.size != shape[0] * shape[1]:
+            what = f"{data.dtype}[{data.size}]" if isinstance(data, np.ndarray) else \
+                type(data).__name__
+            raise DeviceError(f"storage {what} does not fit a {shape[0]}x{shape[1]} u32 buffer; "
+                              "give a uint32 NumPy array of that many elements")
+        return data.reshape(shape)
+
+    def copyin(self, dst: np.ndarray, host: np.ndarray) -> None:
+        np.copyto(dst, host)
+
+    def copyout(self, src: np.ndarray) -> np.ndarray:
+        return np.array(src, dtype=U32, copy=True)
+
+    def transfer(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src)
+
+
+#: every host device ("python", "python:1", …) shares this allocator: copies between them are
+#: plain array copies
+HOST = HostAllocator()
+
+
+class NumpyDevice(Device):
+    """The ``"python"`` device: host memory, kernels run by NumPy."""
+
+    def build(self, item: ScheduledKernel) -> KernelFn:
+        return compile_kernel(item)
+
+
+def open_device(name: str) -> NumpyDevice:
+    return NumpyDevice(name, HOST)

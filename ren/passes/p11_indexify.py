@@ -2,28 +2,34 @@
 
 Every STORE(B, value) whose value is elementwise becomes
     STORE(INDEX(B, GIDX(0), GIDX(1)), value')
-where value' computes one element (limb GIDX(0), coefficient GIDX(1)):
+where value' computes one element (limb GIDX(0), coefficient GIDX(1)) of the stored ring:
   AS_RING(storage)          -> LOAD(INDEX(storage, l, j))
   AS_RING(BUFFER_VIEW)      -> LOAD(INDEX(base, l + first limb, j))   (the view fused into loads)
   TO_RING(x) onto a subset  -> x evaluated at limb l + offset (contiguous) or TABLE[l]
   REINDEX(x, e)             -> x evaluated at coefficient e(j)        (automorphism index maps)
-  ADD SUB NEG MUL           -> MODADD MODSUB MODNEG MONTMUL           (Montgomery-form operands)
-  VCONST                    -> VCONST indexed by the limb
+  ADD SUB NEG MUL           -> MODADD MODSUB MODNEG MONTMUL, each with the modulus as its last
+                               operand: MODULUS(GIDX(0)) over the stored ring's moduli
+  VCONST(ring, words)       -> VCONST(limb) with arg the per-limb Montgomery words only
   WHERE, index arithmetic   -> the same ops with GIDX replaced by the current (l, j)
-Index arithmetic is then folded (x + 0, x · 1, constant operands).
+Every residue op of a kernel works modulo the *output* limb's modulus: a limb map (TABLE[l],
+l + offset) only ever selects a source limb with that same modulus.  Index arithmetic is then
+folded (x + 0, x · 1, constant operands; values through `ren.alu`).
 After: every elementwise STORE writes INDEX(B, GIDX(0), GIDX(1)); its value contains only
-LOAD/INDEX of storage, lowered residue ops, VCONST, WHERE and index ops.
+LOAD/INDEX of storage, lowered residue ops with explicit MODULUS operands, VCONST, WHERE and
+index ops — no ring objects.
 Leaves: STOREs of ring kernels (NTT, INTT, TO_RNS, RESCALE, basis conversion, RANDOM, COPY)
 unchanged.
 """
 
 from __future__ import annotations
 
+from ren.alu import fold_index
 from ren.errors import ScheduleError
 from ren.ir import STORAGE, gidx, iconst, idx, is_ring_kernel, is_storage, is_subset
 from ren.node import Node, substitute
 from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
 from ren.rewrite import P, RuleSet, X, rewrite
+from ren.ring import RingSpec
 from ren.spec import spec_of
 
 NAME = "indexify"
@@ -53,7 +59,7 @@ def _children(n: Node, l: Node, j: Node) -> list[tuple[Node, Node, Node]]:
     raise ScheduleError(f"indexify: {n.op.name} cannot be part of an elementwise kernel")
 
 
-def _build(n: Node, l: Node, j: Node, kids: list[Node]) -> Node:
+def _build(n: Node, l: Node, j: Node, kids: list[Node], modulus: Node) -> Node:
     if is_storage(n):
         storage = n.src[0]
         if storage.op is Op.BUFFER_VIEW:
@@ -62,21 +68,28 @@ def _build(n: Node, l: Node, j: Node, kids: list[Node]) -> Node:
             storage = storage.src[0]
         return Node(Op.LOAD, DType.U32, (Node(Op.INDEX, DType.U32, (storage, l, j)),))
     if n.op is Op.VCONST:
-        return Node(Op.VCONST, DType.U32, (l,), n.arg)
+        return Node(Op.VCONST, DType.U32, (l,), n.arg[1])
     if n.op in INDEX_OPS:
         return _at(n, l, j)
     if n.op in (Op.TO_RING, Op.REINDEX):
         return kids[0]
     if n.op in LOWERED_ALU:
-        return Node(LOWERED_ALU[n.op], DType.U32, tuple(kids))
+        return Node(LOWERED_ALU[n.op], DType.U32, (*kids, modulus))
     if n.op is Op.WHERE:
         return n.replace(src=tuple(kids))
     raise ScheduleError(f"indexify: cannot lower {n.op.name}")  # pragma: no cover
 
 
-def lower_value(value: Node) -> Node:
-    """value evaluated at element (GIDX(0), GIDX(1)), iteratively (chains can be deep)."""
+def modulus_node(ring: RingSpec) -> Node:
+    """MODULUS(GIDX(0)): the modulus of the output limb of a kernel storing into `ring`."""
+    return Node(Op.MODULUS, DType.U32, (gidx(0),), ring.moduli)
+
+
+def lower_value(value: Node, ring: RingSpec) -> Node:
+    """value evaluated at element (GIDX(0), GIDX(1)) of `ring`, iteratively (chains can be
+    deep)."""
     l0, j0 = gidx(0), gidx(1)
+    modulus = modulus_node(ring)
     memo: dict[tuple[Node, Node, Node], Node] = {}
     stack: list[tuple[Node, Node, Node, bool]] = [(value, l0, j0, False)]
     while stack:
@@ -89,25 +102,22 @@ def lower_value(value: Node) -> Node:
             stack.append((n, l, j, True))
             stack.extend((*k, False) for k in reversed(kids) if k not in memo)
             continue
-        memo[key] = _build(n, l, j, [memo[k] for k in kids])
+        memo[key] = _build(n, l, j, [memo[k] for k in kids], modulus)
     return memo[(value, l0, j0)]
 
 
-def _iconst_op(op: Op, a: int, b: int) -> int:
-    return {Op.IADD: a + b, Op.IMUL: a * b, Op.IAND: a & b, Op.ISHR: a >> b, Op.ISHL: a << b}[op]
-
-
-# index arithmetic folding
-_I = P(Op.ICONST, name="c")
+# index arithmetic folding (values through the ALU table)
 index_rules = RuleSet([
     (P(Op.IADD, X("x"), P(Op.ICONST, arg=0), commutative=True), lambda x: x, "iadd_zero"),
     (P(Op.IMUL, X("x"), P(Op.ICONST, arg=1), commutative=True), lambda x: x, "imul_one"),
     (P({Op.IADD, Op.IMUL, Op.IAND, Op.ISHR, Op.ISHL}, P(Op.ICONST, name="a"),
        P(Op.ICONST, name="b"), name="n"),
-     lambda a, b, n: iconst(_iconst_op(n.op, a.arg, b.arg)), "fold_index"),
+     lambda a, b, n: iconst(fold_index(n.op, None, a.arg, b.arg)), "fold_index"),
     (P(Op.IADD, P(Op.IADD, X("x"), P(Op.ICONST, name="a")), P(Op.ICONST, name="b")),
-     lambda x, a, b: idx(Op.IADD, x, iconst(a.arg + b.arg)), "iadd_assoc"),
-    (P(Op.TABLE, P(Op.ICONST, name="i"), name="t"), lambda i, t: iconst(t.arg[i.arg]),
+     lambda x, a, b: idx(Op.IADD, x, iconst(fold_index(Op.IADD, None, a.arg, b.arg))),
+     "iadd_assoc"),
+    (P(Op.TABLE, P(Op.ICONST, name="i"), name="t"),
+     lambda i, t: iconst(fold_index(Op.TABLE, t.arg, i.arg)),
      "table_const"),
 ])
 
@@ -117,7 +127,7 @@ def indexify_store(store: Node) -> Node | None:
     if buf.op is not Op.BUFFER or is_ring_kernel(value):
         return None
     target = Node(Op.INDEX, DType.U32, (buf, gidx(0), gidx(1)))
-    body = rewrite(lower_value(value), index_rules, name=NAME + ".fold",
+    body = rewrite(lower_value(value, store.arg[0]), index_rules, name=NAME + ".fold",
                    enter=lambda n: n.op not in STORAGE)
     return store.replace(src=(target, body))
 

@@ -2,37 +2,44 @@
 
   AFTER(B, STORE(target, value)) -> AFTER(B, KERNEL(B, in_1, …, in_k))
 The KERNEL's sources are the concrete storage it touches (B first, then every buffer it reads, in
-order of first use); its arg is a `Kernel` whose AST is the STORE with those nodes replaced by
-SLOT(0) … SLOT(k).  The kind is ``elementwise`` for an indexified STORE, otherwise the ring op
-it runs (``ntt``, ``intt``, ``to_rns``, ``basis_convert``, ``rescale``, ``random``) or ``copy``.
+order of first use); its arg is a `Kernel` (`ren.kernel`) whose AST uses SLOT(0) … SLOT(k) for
+them, each typed with the shape, dtype and strides of its buffer, and whose ``space`` is the
+output's shape.  By kind:
+  elementwise (an indexified STORE)   the STORE with its storage replaced by SLOTs
+  ring kernel (NTT, INTT, TO_RNS, basis conversion, RESCALE, RANDOM; `ren.ring.RingKernel`)
+                                      STORE(SLOT0, RING_CALL(SLOT1)) — RING_CALL() for random —
+                                      with every parameter explicit in a `RingCall`
+  copy (a device transfer)            STORE(SLOT0, COPY(AS_RING(SLOT1)))
 BUFFER_VIEW nodes read by a kernel stay in the graph; the schedule lists them as light ``view``
 items (no kernel: validation only), and copies are light ``copy`` items.
 After (checked by `check`): the graph has only SINK, AS_RING, AFTER, BUFFER, BUFFER_VIEW,
 KERNEL and CONST nodes; every AFTER is AFTER(BUFFER, KERNEL); every KERNEL's sources are
-storage nodes matching its SLOTs 0..k; CONST appears only as AS_RING(CONST) under the SINK;
-kernel ASTs reference no storage (only SLOTs).
+storage nodes matching its SLOTs 0..k (index and type); CONST appears only as AS_RING(CONST)
+under the SINK; kernel ASTs reference no storage (only SLOTs); elementwise ASTs store to
+INDEX(SLOT0, GIDX0, GIDX1) and give every residue op a MODULUS operand; ring-kernel ASTs are a
+single call whose slots have the shapes its parameters imply.
 Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 """
 
 from __future__ import annotations
 
 from ren.errors import ScheduleError
-from ren.ir import STORAGE, is_extension, is_random
-from ren.kernel import Kernel
+from ren.ir import STORAGE, gidx, ring_kernel_of, storage_buffer
+from ren.kernel import RING_KINDS, Kernel, RingCall, Slot
 from ren.node import Node, substitute, toposort
-from ren.ops import INDEX_OPS, DType, Op
+from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
 from ren.rewrite import P, RuleSet, rewrite
+from ren.ring import RingKernel
+from ren.spec import spec_of
 
 NAME = "kernelize"
 
-_KIND = {Op.NTT: "ntt", Op.INTT: "intt", Op.TO_RNS: "to_rns", Op.RESCALE: "rescale",
-         Op.COPY: "copy"}
-
 #: ops allowed inside kernel ASTs
-ELEMENTWISE_AST = INDEX_OPS | {Op.STORE, Op.INDEX, Op.LOAD, Op.SLOT, Op.VCONST, Op.WHERE,
-                               Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL}
-RING_AST = {Op.STORE, Op.SLOT, Op.AS_RING, Op.RANDOM, Op.NTT, Op.INTT, Op.TO_RNS, Op.RESCALE,
-            Op.TO_RING, Op.COPY}
+MOD_OPS = frozenset(LOWERED_ALU.values())
+ELEMENTWISE_AST = INDEX_OPS | MOD_OPS | {Op.STORE, Op.INDEX, Op.LOAD, Op.SLOT, Op.VCONST,
+                                         Op.WHERE, Op.MODULUS}
+RING_AST = {Op.STORE, Op.SLOT, Op.RING_CALL}
+COPY_AST = {Op.STORE, Op.SLOT, Op.AS_RING, Op.COPY}
 TOP_LEVEL = {Op.SINK, Op.AS_RING, Op.AFTER, Op.BUFFER, Op.BUFFER_VIEW, Op.KERNEL, Op.CONST}
 
 
@@ -40,14 +47,31 @@ def kind_of(store: Node) -> str:
     target, value = store.src
     if target.op is Op.INDEX:
         return "elementwise"
-    if is_random(value):
-        return "random"
-    if is_extension(value):
-        return "basis_convert"
-    if value.op in _KIND:
-        return _KIND[value.op]
-    raise ScheduleError(f"kernelize: STORE of {value.op.name} is neither indexified nor a ring "
-                        "kernel")
+    if value.op is Op.COPY:
+        return "copy"
+    kind = ring_kernel_of(value)
+    if kind is None:
+        raise ScheduleError(f"kernelize: STORE of {value.op.name} is neither indexified nor a "
+                            "ring kernel")
+    return kind.value
+
+
+def ring_call(value: Node) -> tuple[RingCall, list[Node]]:
+    """The explicit parameters of the ring kernel computing `value`, and its input storage."""
+    kind = ring_kernel_of(value)
+    dst = spec_of(value).ring
+    if kind is RingKernel.RANDOM:
+        return RingCall(kind, dst.N, (), dst.moduli, random=value.src[0].arg), []
+    inp = value.src[0]
+    storage = inp.src[0] if inp.op is Op.AS_RING else inp
+    if storage.op not in STORAGE:
+        raise ScheduleError(f"kernelize: the input of {kind.value} is {storage.op.name}, not "
+                            "storage (pass 5 materializes ring-kernel inputs)")
+    if kind is RingKernel.TO_RNS:
+        return RingCall(kind, dst.N, (), dst.moduli, words=value.arg[1]), [storage]
+    src = spec_of(inp).ring
+    dropped = tuple(value.arg) if kind is RingKernel.RESCALE else ()
+    return RingCall(kind, src.N, src.moduli, dst.moduli, dropped=dropped), [storage]
 
 
 def _reads(store: Node) -> list[Node]:
@@ -71,19 +95,30 @@ def _reads(store: Node) -> list[Node]:
     return list(reads)
 
 
+def slot_node(index: int, storage: Node) -> Node:
+    """SLOT(index) typed like the buffer (or view) behind `storage`."""
+    slot = Slot.contiguous(index, storage_buffer(storage).shape)
+    return Node(Op.SLOT, slot.dtype, (), slot)
+
+
 def kernelize(store: Node, ctx=None) -> Node:
     target = store.src[0]
     out = target.src[0] if target.op is Op.INDEX else target
-    reads = _reads(store)
-    slots = {out: Node(Op.SLOT, DType.U32, (), 0)}
-    slots.update({r: Node(Op.SLOT, DType.U32, (), i + 1) for i, r in enumerate(reads)})
-    ast = substitute(store, slots)
     kind = kind_of(store)
+    if kind in RING_KINDS:
+        call, reads = ring_call(store.src[1])
+        slots = [slot_node(i, s) for i, s in enumerate((out, *reads))]
+        body = Node(Op.RING_CALL, DType.U32, tuple(slots[1:]), call)
+        ast = store.replace(src=(slots[0], body))
+    else:
+        reads = _reads(store)
+        ast = substitute(store, {s: slot_node(i, s) for i, s in enumerate((out, *reads))})
     counter = getattr(ctx, "kernel_count", 0) if ctx is not None else 0
     if ctx is not None:
         ctx.kernel_count = counter + 1
     ring = store.arg[0] if store.arg else None
-    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, len(slots))
+    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, 1 + len(reads),
+                    storage_buffer(out).shape)
     return Node(Op.KERNEL, DType.VOID, (out, *reads), kernel)
 
 
@@ -94,6 +129,55 @@ def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)
 
 
+def _check_kernel(n: Node) -> None:
+    k = n.arg
+    allowed = {"elementwise": ELEMENTWISE_AST, "copy": COPY_AST}.get(k.kind, RING_AST)
+    body = toposort(k.ast)
+    bad = {b.op.name for b in body if b.op not in allowed}
+    if bad:
+        raise ScheduleError(f"kernelize: {k.name} ({k.kind}) contains {sorted(bad)}")
+    slots = {b.arg.index: b.arg for b in body if b.op is Op.SLOT}
+    if sorted(slots) != list(range(len(n.src))) or k.nslots != len(n.src):
+        raise ScheduleError(f"kernelize: {k.name} slots {sorted(slots)} != sources {len(n.src)}")
+    if any(s.op not in STORAGE for s in n.src):
+        raise ScheduleError(f"kernelize: {k.name} has a non-storage source")
+    for i, s in enumerate(n.src):
+        if slots[i] != Slot.contiguous(i, storage_buffer(s).shape):
+            raise ScheduleError(f"kernelize: {k.name} slot {i} is {slots[i]} but its buffer is "
+                                f"{storage_buffer(s)}")
+    if k.space != slots[0].shape:
+        raise ScheduleError(f"kernelize: {k.name} iterates over {k.space}, its output is "
+                            f"{slots[0].shape}")
+    if k.kind in RING_KINDS:
+        _check_ring_call(k, slots)
+    if k.kind != "elementwise":
+        return
+    target = k.ast.src[0]
+    if k.ast.op is not Op.STORE or target.op is not Op.INDEX or \
+            target.src[1:] != (gidx(0), gidx(1)) or target.src[0].op is not Op.SLOT or \
+            target.src[0].arg.index != 0:
+        raise ScheduleError(f"kernelize: {k.name} must store to INDEX(SLOT0, GIDX0, GIDX1)")
+    for b in body:
+        if b.op in MOD_OPS and (b.src[-1].op is not Op.MODULUS or
+                                len(b.src[-1].arg) != k.space[0]):
+            raise ScheduleError(f"kernelize: {k.name}: {b.op.name} lacks its MODULUS operand")
+
+
+def _check_ring_call(k: Kernel, slots: dict[int, Slot]) -> None:
+    call_node = k.ast.src[1] if k.ast.op is Op.STORE else None
+    if call_node is None or call_node.op is not Op.RING_CALL or k.ast.src[0].op is not Op.SLOT \
+            or call_node.arg.kind.value != k.kind:
+        raise ScheduleError(f"kernelize: {k.name} must be STORE(SLOT0, RING_CALL) of {k.kind}")
+    call = call_node.arg
+    if slots[0].shape != (len(call.dst), call.n):
+        raise ScheduleError(f"kernelize: {k.name} writes {slots[0].shape}, its call "
+                            f"produces {(len(call.dst), call.n)}")
+    want = call.input_shape()
+    got = tuple(s.arg.shape for s in call_node.src)
+    if got != ((want,) if want else ()):
+        raise ScheduleError(f"kernelize: {k.name} reads {got}, its call needs {want}")
+
+
 def check(sink: Node) -> None:
     """Raise ScheduleError unless the post-kernelize invariant (module docstring) holds."""
     for n in toposort(sink):
@@ -101,20 +185,8 @@ def check(sink: Node) -> None:
             raise ScheduleError(f"kernelize: {n.op.name} left at top level")
         if n.op is Op.AFTER and (n.src[0].op is not Op.BUFFER or n.src[1].op is not Op.KERNEL):
             raise ScheduleError("kernelize: AFTER must be AFTER(BUFFER, KERNEL)")
-        if n.op is Op.CONST:
-            continue
         if n.op is Op.KERNEL:
-            k = n.arg
-            allowed = ELEMENTWISE_AST if k.kind == "elementwise" else RING_AST
-            body = toposort(k.ast)
-            bad = {b.op.name for b in body if b.op not in allowed}
-            if bad:
-                raise ScheduleError(f"kernelize: {k.name} ({k.kind}) contains {sorted(bad)}")
-            slots = sorted({b.arg for b in body if b.op is Op.SLOT})
-            if slots != list(range(len(n.src))) or k.nslots != len(n.src):
-                raise ScheduleError(f"kernelize: {k.name} slots {slots} != sources {len(n.src)}")
-            if any(s.op not in STORAGE for s in n.src):
-                raise ScheduleError(f"kernelize: {k.name} has a non-storage source")
+            _check_kernel(n)
     for o in sink.src:
         if o.op is Op.AS_RING and o.src[0].op not in (Op.AFTER, Op.BUFFER, Op.BUFFER_VIEW,
                                                       Op.CONST):

@@ -6,6 +6,7 @@
 * CRT lift, TO_RNS reduction of packed big integers, fast basis conversion and exact
   divide-and-round (``rns``).
 * Galois automorphisms X -> X^g as index maps (``automorph``).
+* The list of ring kernels and their constant tables as plain arrays (``kernels``).
 """
 
 from ren.ring.automorph import (
@@ -14,6 +15,7 @@ from ren.ring.automorph import (
     conjugation_element,
     galois_element,
 )
+from ren.ring.kernels import RingKernel, kernel_tables
 from ren.ring.modarith import (
     from_mont,
     mod_add,
@@ -41,6 +43,7 @@ from ren.ring.tables import RingTables, get_tables, primitive_root_2n
 
 __all__ = [
     "Domain",
+    "RingKernel",
     "RingSpec",
     "RingTables",
     "automorph_coeff_map",
@@ -56,6 +59,7 @@ __all__ = [
     "get_tables",
     "intt",
     "is_prime",
+    "kernel_tables",
     "mod_add",
     "mod_neg",
     "mod_sub",

@@ -72,8 +72,3 @@ def to_mont(a: np.ndarray, tables: RingTables) -> np.ndarray:
 def from_mont(a: np.ndarray, tables: RingTables) -> np.ndarray:
     """Montgomery form → standard form: a·R^-1 mod q (computed as mont_mul(a, 1))."""
     return mont_mul_raw(a, _ONE, tables.q32, tables.q64, tables.qneg)
-
-
-def reduce_u64(a: np.ndarray, q64: np.ndarray) -> np.ndarray:
-    """Any u64 values → residues in [0, q) (u32).  Uses the hardware remainder (slow path)."""
-    return np.remainder(a, q64).astype(U32)

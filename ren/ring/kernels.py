@@ -1,0 +1,128 @@
+"""The ring kernels — the one list of them — and their constant tables as plain arrays.
+
+`RingKernel` names every non-elementwise kernel a schedule can call (the value is the kernel
+kind string of `ren.kernel`).  `kernel_tables(kind, N, src, dst, ...)` returns the constants a
+backend needs to implement one call, as a dict of named NumPy arrays computed from the explicit
+parameters only (ring degree, source and destination moduli, …), so a CUDA or C renderer can
+upload them without knowing `RingTables` or the layout tricks of the NumPy NTT.
+
+All tables are u32 unless noted; "Montgomery-ready" constants c·R mod q (R = 2^32) turn a
+Montgomery product by them into a product by c.  Every kind gets, for its destination moduli:
+``q`` (moduli), ``qneg`` (-q^-1 mod 2^32) and ``r2`` (R^2 mod q: a Montgomery product by it
+converts standard form to Montgomery form).  Per kind:
+
+* NTT — ``psi`` (the canonical primitive 2N-th root per limb), ``twiddles`` (L, N):
+  psi^brv(k) (Cooley–Tukey order: the butterfly of stage m, block i uses twiddles[m + i]),
+  ``twiddles_shoup`` floor(w·2^32 / q);
+* INTT — ``inv_twiddles`` psi^-brv(k), ``inv_twiddles_shoup``, ``n_inv`` N^-1 mod q and
+  ``n_inv_shoup``;
+* TO_RNS — ``word_weights`` (L, W): 2^(32k) mod q for word k, ``wrap`` 2^(32W) mod q (subtract
+  it from negative, two's-complement inputs);
+* BASIS_CONVERT — ``src_q``, ``src_qneg``, ``qhat_inv`` [(Q/q_i)^-1]_{q_i}, ``bconv``
+  (L_dst, L_src) Montgomery-ready (Q/q_i) mod p_j, ``copy_from`` (int64) the source limb each
+  destination limb copies, or -1 where it is converted;
+* RESCALE — ``src_q``, ``src_qneg``, ``src_r2``, ``half`` Montgomery form of floor(P/2) mod q_i
+  (over the source limbs), ``p_inv`` (k, L_src) Montgomery-ready p_s^-1 mod q_i for the s-th
+  dropped modulus (last first; entries at or past that modulus' own limb are 0);
+* RANDOM — the common tables only (the sampler is `ren.sampling`).
+"""
+
+from __future__ import annotations
+
+import enum
+from functools import lru_cache
+
+import numpy as np
+
+from ren.ring.tables import bit_reverse_indices, primitive_root_2n
+
+U32 = np.uint32
+U64 = np.uint64
+R = 1 << 32
+
+
+class RingKernel(enum.Enum):
+    """The ring kernels: each runs as one library call on whole polynomials."""
+
+    NTT = "ntt"
+    INTT = "intt"
+    TO_RNS = "to_rns"
+    BASIS_CONVERT = "basis_convert"
+    RESCALE = "rescale"
+    RANDOM = "random"
+
+    def __repr__(self) -> str:
+        return f"RingKernel.{self.name}"
+
+
+def _u32(values) -> np.ndarray:
+    return np.array(values, dtype=U64).astype(U32)
+
+
+def _montgomery(moduli: tuple[int, ...]) -> dict[str, np.ndarray]:
+    return {"q": _u32(moduli),
+            "qneg": _u32([(-pow(q, -1, R)) % R for q in moduli]),
+            "r2": _u32([R * R % q for q in moduli])}
+
+
+def _powers_brv(roots: list[int], moduli: tuple[int, ...], N: int) -> tuple[np.ndarray, ...]:
+    brv = bit_reverse_indices(N.bit_length() - 1)
+    rows = []
+    for w, q in zip(roots, moduli):
+        p = [1] * N
+        for k in range(1, N):
+            p[k] = p[k - 1] * w % q
+        rows.append([p[b] for b in brv])
+    tw = np.array(rows, dtype=U64)
+    q = np.array(moduli, dtype=U64).reshape(-1, 1)
+    return tw.astype(U32), ((tw << U64(32)) // q).astype(U32)
+
+
+@lru_cache(maxsize=256)
+def kernel_tables(kind: RingKernel, N: int, src: tuple[int, ...], dst: tuple[int, ...],
+                  words: int = 0, dropped: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
+    """The constant tables of one ring-kernel call (see the module docstring).  The arrays are
+    read-only and shared between calls with the same parameters."""
+    kind = RingKernel(kind)
+    out = _montgomery(dst)
+    if kind in (RingKernel.NTT, RingKernel.INTT):
+        psi = [primitive_root_2n(q, N) for q in dst]
+        out["psi"] = _u32(psi)
+        if kind is RingKernel.NTT:
+            out["twiddles"], out["twiddles_shoup"] = _powers_brv(psi, dst, N)
+        else:
+            inv = [pow(p, -1, q) for p, q in zip(psi, dst)]
+            out["inv_twiddles"], out["inv_twiddles_shoup"] = _powers_brv(inv, dst, N)
+            n_inv = [pow(N, -1, q) for q in dst]
+            out["n_inv"] = _u32(n_inv)
+            out["n_inv_shoup"] = _u32([(v << 32) // q for v, q in zip(n_inv, dst)])
+    elif kind is RingKernel.TO_RNS:
+        out["word_weights"] = _u32([[pow(2, 32 * k, q) for k in range(words)] for q in dst])
+        out["wrap"] = _u32([pow(2, 32 * words, q) for q in dst])
+    elif kind is RingKernel.BASIS_CONVERT:
+        Q = 1
+        for q in src:
+            Q *= q
+        out["src_q"] = _u32(src)
+        out["src_qneg"] = _montgomery(src)["qneg"]
+        out["qhat_inv"] = _u32([pow(Q // q % q, -1, q) for q in src])
+        out["bconv"] = _u32([[(Q // q) % p * (R * R % p) % p for q in src] for p in dst])
+        out["copy_from"] = np.array([src.index(p) if p in src else -1 for p in dst], np.int64)
+    elif kind is RingKernel.RESCALE:
+        P = 1
+        for p in dropped:
+            P *= p
+        m = _montgomery(src)
+        out.update(src_q=m["q"], src_qneg=m["qneg"], src_r2=m["r2"])
+        out["half"] = _u32([(P // 2) % q * R % q for q in src])
+        rows = []
+        for j in range(len(src) - 1, len(src) - 1 - len(dropped), -1):
+            p = src[j]
+            rows.append([pow(p, -1, q) * R % q if i < j else 0 for i, q in enumerate(src)])
+        out["p_inv"] = _u32(rows).reshape(len(dropped), len(src))
+    for arr in out.values():
+        arr.flags.writeable = False
+    return out
+
+
+__all__ = ["RingKernel", "kernel_tables"]

@@ -1,0 +1,75 @@
+"""The ALU table (ren.alu) against Python integers: index ops, the Montgomery constant and the
+residue ops on u32 words."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import brv, ring
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ren.alu import ALU_OPS, Moduli, alu, fold_index, moduli_table, neg_inv32
+from ren.ops import INDEX_OPS, LOWERED_ALU, Op
+
+R = 1 << 32
+MODULI = ring(16, 4, 31).moduli + ring(16, 3, 30).moduli
+
+
+def test_table_covers_index_and_residue_ops():
+    assert (INDEX_OPS - {Op.GIDX, Op.ICONST}) | set(LOWERED_ALU.values()) | {
+        Op.WHERE, Op.VCONST, Op.MODULUS} == ALU_OPS
+
+
+@given(st.integers(0, 1 << 20), st.integers(0, 20))
+def test_index_ops_match_python_ints(a, b):
+    for op, expect in ((Op.IADD, a + b), (Op.IMUL, a * b), (Op.IAND, a & b),
+                       (Op.ISHR, a >> b), (Op.ISHL, a << b)):
+        assert fold_index(op, None, a, b) == expect
+        arr = alu(op)(np.array([a], np.int64), np.array([b], np.int64))
+        assert arr.tolist() == [expect]
+    assert bool(alu(Op.CMPEQ)(a, b)) == (a == b)
+
+
+def test_bitrev_table_and_where():
+    for bits in (1, 4, 7):
+        i = np.arange(1 << bits)
+        assert alu(Op.BITREV, bits)(i).tolist() == [brv(j, bits) for j in range(1 << bits)]
+    assert alu(Op.TABLE, (5, 7, 9))(np.array([2, 0])).tolist() == [9, 5]
+    assert fold_index(Op.TABLE, (5, 7, 9), 1) == 7
+    c = alu(Op.CMPEQ)(np.arange(4), 0)
+    assert alu(Op.WHERE)(c, np.uint32(3), np.uint32(8)).tolist() == [3, 8, 8, 8]
+
+
+def test_montgomery_constant():
+    q = np.array(MODULI, dtype=np.uint64)
+    for qq, c in zip(MODULI, neg_inv32(q).tolist()):
+        assert (qq * c) % R == R - 1  # q · (-q^-1) ≡ -1 (mod 2^32)
+
+
+@given(st.data())
+def test_residue_ops_match_python_ints(data):
+    limbs = data.draw(st.lists(st.integers(0, len(MODULI) - 1), min_size=1, max_size=6))
+    m = alu(Op.MODULUS, MODULI)(np.array(limbs)[:, None])
+    assert isinstance(m, Moduli) and m.q32.shape == (len(limbs), 1)
+    qs = [MODULI[i] for i in limbs]
+    a = [data.draw(st.sampled_from((0, 1, q - 1)) | st.integers(0, q - 1)) for q in qs]
+    b = [data.draw(st.sampled_from((0, 1, q - 1)) | st.integers(0, q - 1)) for q in qs]
+    A = np.array(a, np.uint32)[:, None]
+    B = np.array(b, np.uint32)[:, None]
+    rinv = [pow(R, -1, q) for q in qs]
+    cases = {
+        Op.MODADD: ((A, B, m), [(x + y) % q for x, y, q in zip(a, b, qs)]),
+        Op.MODSUB: ((A, B, m), [(x - y) % q for x, y, q in zip(a, b, qs)]),
+        Op.MODNEG: ((A, m), [(-x) % q for x, q in zip(a, qs)]),
+        Op.MONTMUL: ((A, B, m), [x * y * ri % q for x, y, ri, q in zip(a, b, rinv, qs)]),
+    }
+    for op, (args, expect) in cases.items():
+        out = alu(op)(*args)
+        assert out.dtype == np.uint32 and out[:, 0].tolist() == expect, op
+
+
+def test_vconst_and_modulus_tables():
+    limb = np.array([[2], [0]])
+    assert alu(Op.VCONST, (10, 20, 30))(limb)[:, 0].tolist() == [30, 10]
+    assert moduli_table(MODULI[:3]) is moduli_table(MODULI[:3])  # computed once per table
+    assert alu(Op.MODULUS, MODULI[:3])(limb).q32[:, 0].tolist() == [MODULI[2], MODULI[0]]

@@ -1,0 +1,180 @@
+"""The device registry (ren.backend): names, allocators, copies between devices, and errors for
+devices this build cannot run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ren
+from ren.backend import BACKENDS, Device, copy_fn, get_device
+from ren.backend.numpy_backend import HOST, HostAllocator, NumpyDevice
+from ren.device import Buffer, canonical_device, device_kinds, register_device, unregister_device
+from ren.errors import DeviceError
+from ren.reference import evaluate
+from ren.replay import templates
+from ren.ring import RingSpec
+
+RING = RingSpec.generate(16, 3)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class CountingAllocator(HostAllocator):
+    """A second kind of host memory: copies to and from it must go through the host."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def copyin(self, dst, host):
+        self.calls.append("copyin")
+        super().copyin(dst, host)
+
+    def copyout(self, src):
+        self.calls.append("copyout")
+        return super().copyout(src)
+
+    def transfer(self, dst, src):
+        self.calls.append("transfer")
+        super().transfer(dst, src)
+
+
+@pytest.fixture
+def fakedev():
+    alloc = CountingAllocator()
+    register_device("fakedev", lambda name: NumpyDevice(name, alloc))
+    try:
+        yield alloc
+    finally:
+        unregister_device("fakedev")
+
+
+def test_registry_is_the_source_of_device_kinds():
+    assert set(device_kinds()) == set(BACKENDS) >= {"python", "cuda"}
+    assert canonical_device("PYTHON:0") == "python"
+    assert canonical_device("cuda:1") == "cuda:1"
+    with pytest.raises(DeviceError, match="known devices are python, cuda"):
+        canonical_device("tpu")
+
+
+def test_registering_a_backend_adds_its_name(fakedev):
+    assert canonical_device("FakeDev:2") == "fakedev:2"
+    assert get_device("fakedev").allocator is fakedev
+    unregister_device("fakedev")
+    with pytest.raises(DeviceError, match="unknown device"):
+        canonical_device("fakedev")
+
+
+def test_host_devices_share_one_allocator():
+    a, b = get_device("python"), get_device("python:1")
+    assert isinstance(a, Device) and a is not b and a.name == "python" and b.name == "python:1"
+    assert a.allocator is b.allocator is HOST
+    assert get_device("python") is a  # opened once
+
+
+def test_unavailable_backend_says_what_to_do():
+    with pytest.raises(DeviceError, match=r"'cuda:1' is not available.*device='python'"):
+        get_device("cuda:1")
+    buf = Buffer("cuda", (2, 4))  # naming the device is fine; storage is not
+    with pytest.raises(DeviceError, match="not available"):
+        buf.allocate()
+    with pytest.raises(DeviceError, match="not available"):
+        ren.Poly.from_residues([[0] * 16] * 3, RING, device="cuda")
+
+
+def test_buffer_storage_through_the_allocator():
+    base = Buffer("python", (4, 8)).copyin(np.arange(32, dtype=np.uint32).reshape(4, 8))
+    view = Buffer("python", (2, 8), base=base, offset=8)
+    assert np.array_equal(view.copyout(), np.arange(8, 24).reshape(2, 8))
+    out = view.copyout()
+    out[...] = 0  # copyout is a copy
+    assert base.copyout()[1, 0] == 8
+    view.array()[...] = 7  # array() of a view is a view of the base's storage
+    assert (base.copyout()[1:3] == 7).all()
+    with pytest.raises(DeviceError, match="uint32"):
+        Buffer("python", (2, 2)).attach(np.zeros(4, dtype=np.int64))
+    with pytest.raises(DeviceError, match="does not fit"):
+        Buffer("python", (2, 2)).copyin(np.zeros((2, 3), dtype=np.uint32))
+    with pytest.raises(DeviceError, match="does not fit"):
+        HOST.view(np.zeros(8, np.uint32), 4, (2, 4))
+
+
+def test_copy_between_devices(fakedev):
+    src = Buffer("python", (2, 4)).copyin(np.arange(8, dtype=np.uint32).reshape(2, 4))
+    same = Buffer("python:1", (2, 4)).allocate()
+    copy_fn("python:1", "python")([same.array(), src.array()])
+    assert np.array_equal(same.copyout(), src.copyout())
+    other = Buffer("fakedev", (2, 4)).allocate()
+    copy_fn("fakedev", "python")([other.array(), src.array()])
+    back = Buffer("python", (2, 4)).allocate()
+    copy_fn("python", "fakedev")([back.array(), other.array()])
+    assert np.array_equal(back.copyout(), src.copyout())
+    assert fakedev.calls == ["copyin", "copyout"]  # host-mediated both ways, no transfer
+    copy_fn("fakedev", "fakedev:1")([other.array(), other.array()])
+    assert fakedev.calls[-1] == "transfer"  # one allocator: a direct transfer
+
+
+def test_realize_on_a_registered_backend(fakedev):
+    a = ren.Poly.from_coefficients(list(range(16)), RING)
+    b = ren.Poly.from_coefficients([3] * 16, RING)
+    moved = (a * b).to("fakedev")
+    out = moved * 2 + moved
+    expected = evaluate(out)[0]
+    assert out.device == "fakedev"
+    assert np.array_equal(out.numpy(), expected)
+    assert "copyin" in fakedev.calls
+
+
+def test_no_device_kind_checks_outside_the_registry():
+    """Backends are chosen through the registry only (DESIGN.md §6)."""
+    offenders = []
+    for path in sorted((ROOT / "ren").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in ("ren/device.py",) or rel.startswith("ren/backend/"):
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"device_kind\(", line):
+                offenders.append(f"{rel}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+# -- the compiled-kernel cache ------------------------------------------------------------------
+def _product(seed: int, device: str = "python") -> ren.Poly:
+    a = ren.Poly.from_coefficients([seed + i for i in range(16)], RING, device=device).ntt()
+    b = ren.Poly.from_coefficients([seed * i - 3 for i in range(16)], RING, device=device).ntt()
+    a.realize(b)
+    return a * b + a
+
+
+def test_kernels_compile_once_per_ast():
+    dev = get_device("python")
+    first = _product(1)
+    expected = evaluate(first)[0]
+    first.realize()
+    assert np.array_equal(first.numpy(), expected)
+    second = _product(2)  # new buffers, same kernel AST
+    expected = evaluate(second)[0]
+    templates.clear()  # schedule again (a replayed template would not even look kernels up)
+    compiles, hits = dev.compiles, dev.hits
+    second.realize()
+    assert np.array_equal(second.numpy(), expected)
+    assert dev.compiles == compiles and dev.hits == hits + 1
+    other = get_device("python:1")  # a cache per device
+    third = _product(3, "python:1")
+    other.clear_cache()
+    before = other.compiles
+    third.realize()
+    assert other.compiles == before + 1
+
+
+def test_kernel_cache_is_a_bounded_lru():
+    dev = NumpyDevice("python", HOST, cache_size=2)
+    items = ren.schedule(*[_product(s) * k for s, k in ((4, 2), (5, 3), (6, 4))])
+    kernels = [it for it in items if it.kind == "elementwise"]
+    assert len({it.key for it in kernels}) == 3
+    fns = [dev.compile(it) for it in kernels]
+    assert dev.compiles == 3 and len(dev._cache) == 2
+    assert dev.compile(kernels[2]) is fns[2] and dev.compiles == 3  # most recent: kept
+    assert dev.compile(kernels[0]) is not fns[0] and dev.compiles == 4  # evicted: rebuilt

@@ -271,7 +271,7 @@ class CKKSParams:
         if ("scale", level) not in self._cache:
             s = self.top_scale
             for lv in range(self.depth, level, -1):
-                s = rescaled(s * s, self.level_moduli[lv - 1])
+                s = rescaled(normalize_scale(s * s), self.level_moduli[lv - 1])  # as Evaluator
             self._cache["scale", level] = s
         return self._cache["scale", level]
 

@@ -37,3 +37,13 @@ def test_rotation_keys_with_progress_bar(capsys):
     assert isinstance(gk, GaloisKeys)
     assert gk.steps == [1, 3, 15] and gk.has_conjugate  # 17 ≡ 1 (mod 16)
     assert len(gk) == 4
+
+
+def test_sparse_secret_and_depth_zero():
+    c = context(N=64, depth=0, scale_bits=30, first_bits=50, secret=("sparse", 8), steps=(1,))
+    s = c.keygen.secret_key().poly.coefficients()
+    assert sum(1 for v in s if v) == 8 and set(s) <= {-1, 0, 1}
+    ct = c.encrypt([0.5, -0.5])
+    assert ct.level == 0
+    got = c.decrypt(c.ev.rotate(ct, 1))
+    assert abs(got[0] + 0.5) < 1e-4 and abs(got[-1] - 0.5) < 1e-4

@@ -94,7 +94,7 @@ class GaloisKeys:
 
     keys: dict[int, GaloisKey]
     params: CKKSParams
-    _steps: dict[int, int] = field(default_factory=dict, repr=False)
+    _steps: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         by_g = _steps_by_element(self.params.N)

@@ -1,0 +1,65 @@
+"""RNS-CKKS on Ren's lazy polynomials.
+
+A client of the frontend only: every operation builds `Poly` graphs, so a CKKS program runs
+through the scheduler, the memory planner and the backends like any other program.
+
+    from ren.ckks import CKKSParams, KeyGenerator, Encoder, Encryptor, Decryptor, Evaluator
+    params = CKKSParams.preset("N14")
+    keygen = KeyGenerator(params)
+    sk, pk, rlk = keygen.secret_key(), keygen.public_key(), keygen.relin_key()
+    gk = keygen.rotation_keys([1, -1], conjugate=True)
+    enc, ev = Encoder(params), Evaluator(params, relin_key=rlk, rotation_keys=gk)
+    ct = Encryptor(params, pk).encrypt(enc.encode([0.5, -0.25]))
+    ct = ev.rescale(ev.multiply(ct, ct))
+    print(enc.decode(Decryptor(params, sk).decrypt(ct))[:2])
+"""
+
+from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.encoder import Encoder
+from ren.ckks.encrypt import Decryptor, Encryptor
+from ren.ckks.errors import (
+    InsecureParametersWarning,
+    MissingKeyError,
+    OutOfLevelsError,
+    ParamsMismatchError,
+    ScaleMismatchError,
+)
+from ren.ckks.evaluator import Evaluator
+from ren.ckks.keys import (
+    GaloisKey,
+    GaloisKeys,
+    KeyGenerator,
+    PublicKey,
+    RelinKey,
+    SecretKey,
+    SwitchingKey,
+)
+from ren.ckks.keyswitch import key_switch
+from ren.ckks.params import PRESETS, CKKSParams
+from ren.ckks.serialize import dumps, loads
+
+__all__ = [
+    "PRESETS",
+    "CKKSParams",
+    "Ciphertext",
+    "Decryptor",
+    "Encoder",
+    "Encryptor",
+    "Evaluator",
+    "GaloisKey",
+    "GaloisKeys",
+    "InsecureParametersWarning",
+    "KeyGenerator",
+    "MissingKeyError",
+    "OutOfLevelsError",
+    "ParamsMismatchError",
+    "Plaintext",
+    "PublicKey",
+    "RelinKey",
+    "ScaleMismatchError",
+    "SecretKey",
+    "SwitchingKey",
+    "dumps",
+    "key_switch",
+    "loads",
+]

@@ -1,0 +1,358 @@
+"""The CKKS `Evaluator`: homomorphic arithmetic on Ciphertexts, as lazy Poly graphs.
+
+Operands at different levels are aligned by dropping the higher one to the lower level (a view
+of a prefix of its primes).  Scales are exact Fractions: a product's scale is the product of
+the scales, a rescale divides by the product of the dropped primes; additions need equal scales
+(`adjust_scale` or ``multiply_scalar(..., target_scale=)`` make them equal at the cost of a level).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from numbers import Complex, Integral
+
+import numpy as np
+
+from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.encoder import Encoder
+from ren.ckks.errors import (
+    MissingKeyError,
+    OutOfLevelsError,
+    ParamsMismatchError,
+    ScaleMismatchError,
+)
+from ren.ckks.keys import GaloisKeys, RelinKey
+from ren.ckks.keyswitch import key_switch
+from ren.ckks.params import CKKSParams, normalize_scale, rescaled
+from ren.errors import ParameterError
+from ren.poly import Poly
+from ren.ring import conjugation_element, galois_element
+
+Operand = Ciphertext | Plaintext | int | float | complex | np.ndarray | list
+
+
+class Evaluator:
+    """Homomorphic operations.  Every method returns a new (lazy) Ciphertext.
+
+    ====================  ==========================================================================
+    add, sub              ct ± ct / Plaintext / number / vector (vectors are encoded at ct's scale)
+    negate                −ct
+    add_plain, sub_plain  ct ± Plaintext (same scale)
+    add_scalar,           ct ± c for a real or complex number c (encoded exactly at ct's scale)
+    sub_scalar
+    multiply              ct·ct (relinearized unless relinearize=False), ct·Plaintext, ct·int,
+                          ct·number, ct·vector; the scale multiplies, call `rescale` after
+    square                ct·ct with one fewer product
+    multiply_plain        ct·Plaintext
+    multiply_scalar       ct·c, c encoded at the level's scale (or `scale=`, or chosen so that the
+                          next rescale lands exactly on `target_scale=`)
+    multiply_int          ct·k for an integer k: the scale and level do not change
+    relinearize           a size-3 ciphertext back to size 2 (needs the relinearization key)
+    rescale               divide by the level's primes: level − 1, scale / their product (exact)
+    drop_level            move to a lower level without changing the scale (a view)
+    adjust_scale          rescale to exactly a requested scale (uses one level)
+    rotate                slots rotated left by k (negative: right); needs the key for k mod N/2
+    conjugate             complex conjugate of every slot (needs the conjugation key)
+    rotate_sum            every slot holds the sum of n consecutive slots (n = N/2: the total);
+                          needs the keys for 1, 2, 4, …, n/2
+    ====================  ==========================================================================
+    """
+
+    def __init__(self, params: CKKSParams, relin_key: RelinKey | None = None,
+                 rotation_keys: GaloisKeys | None = None) -> None:
+        if not isinstance(params, CKKSParams):
+            raise ParameterError(f"Evaluator needs CKKSParams, got {type(params).__name__}")
+        self.params = params
+        for key, kind, name in ((relin_key, RelinKey, "relin_key"),
+                                (rotation_keys, GaloisKeys, "rotation_keys")):
+            if key is None:
+                continue
+            if not isinstance(key, kind):
+                raise ParameterError(f"Evaluator: {name} must be a {kind.__name__}, got "
+                                     f"{type(key).__name__}")
+            if key.params != params:
+                raise ParamsMismatchError(f"Evaluator: {name} was made under other CKKSParams")
+        self.relin_key = relin_key
+        self.rotation_keys = rotation_keys
+        self.encoder = Encoder(params)
+
+    # -- checks and alignment -------------------------------------------------------------------
+    def _ct(self, ct, what: str = "operand") -> Ciphertext:
+        if not isinstance(ct, Ciphertext):
+            raise ParameterError(f"expected a Ciphertext as {what}, got {type(ct).__name__}")
+        if ct.params != self.params:
+            raise ParamsMismatchError(f"the {what} was made under other CKKSParams than the "
+                                      "evaluator's; use objects from one parameter set")
+        return ct
+
+    def _pt(self, pt) -> Plaintext:
+        if not isinstance(pt, Plaintext):
+            raise ParameterError(f"expected a Plaintext, got {type(pt).__name__}")
+        if pt.params != self.params:
+            raise ParamsMismatchError("the plaintext was made under other CKKSParams than the "
+                                      "evaluator's; encode with an Encoder of these parameters")
+        return pt
+
+    def drop_level(self, x: Ciphertext | Plaintext, level: int | None = None
+                   ) -> Ciphertext | Plaintext:
+        """`x` at the lower `level` (default: one below), same scale: a view of a prefix of its
+        primes, no computation."""
+        level = x.level - 1 if level is None else level
+        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= x.level:
+            raise OutOfLevelsError(f"drop_level: cannot move from level {x.level} to {level!r}; "
+                                   f"pick a level in [0, {x.level}]")
+        if level == x.level:
+            return x
+        ring = self.params.ring(level)
+        if isinstance(x, Plaintext):
+            return Plaintext(x.poly.to_ring(ring), x.scale, level, x.params)
+        return Ciphertext(tuple(c.to_ring(ring) for c in x.parts), x.scale, level, x.params)
+
+    def _align(self, a, b):
+        level = min(a.level, b.level)
+        return self.drop_level(a, level), self.drop_level(b, level)
+
+    @staticmethod
+    def _same_scale(a, b, op: str) -> None:
+        if a.scale != b.scale:
+            raise ScaleMismatchError(
+                f"{op}: the operands' scales differ (2^{a.log2_scale:.6f} vs 2^"
+                f"{b.log2_scale:.6f}); bring one to the other's with "
+                "evaluator.adjust_scale(ct, other.scale) (uses a level), or encode plaintexts "
+                "with scale=ct.scale")
+
+    # -- addition ---------------------------------------------------------------------------------
+    def add(self, a: Ciphertext, b: Operand) -> Ciphertext:
+        """a + b for a Ciphertext, Plaintext, number or vector b."""
+        return self._addsub(a, b, +1)
+
+    def sub(self, a: Ciphertext, b: Operand) -> Ciphertext:
+        """a − b for a Ciphertext, Plaintext, number or vector b."""
+        return self._addsub(a, b, -1)
+
+    def _addsub(self, a, b, sign: int) -> Ciphertext:
+        a = self._ct(a, "first operand")
+        if isinstance(b, Ciphertext):
+            a, b = self._align(a, self._ct(b, "second operand"))
+            self._same_scale(a, b, "add" if sign > 0 else "sub")
+            n = max(a.size, b.size)
+            parts = []
+            for i in range(n):
+                if i < a.size and i < b.size:
+                    parts.append(a.parts[i] + b.parts[i] if sign > 0 else a.parts[i] - b.parts[i])
+                else:
+                    parts.append(a.parts[i] if i < a.size else
+                                 (b.parts[i] if sign > 0 else -b.parts[i]))
+            return Ciphertext(tuple(parts), a.scale, a.level, self.params)
+        if isinstance(b, Plaintext):
+            return self._add_plain(a, b, sign)
+        if isinstance(b, Complex) and not isinstance(b, bool):
+            return self._add_scalar(a, complex(b) * sign)
+        return self._add_plain(a, self._encode_like(a, b), sign)
+
+    def add_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
+        return self._add_plain(self._ct(ct), pt, +1)
+
+    def sub_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
+        return self._add_plain(self._ct(ct), pt, -1)
+
+    def _add_plain(self, ct: Ciphertext, pt, sign: int) -> Ciphertext:
+        ct, pt = self._align(ct, self._pt(pt))
+        self._same_scale(ct, pt, "add_plain" if sign > 0 else "sub_plain")
+        c0 = ct.c0 + pt.poly if sign > 0 else ct.c0 - pt.poly
+        return Ciphertext((c0, *ct.parts[1:]), ct.scale, ct.level, self.params)
+
+    def add_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
+        """ct + c in every slot (c encoded at ct's scale, exactly rounded)."""
+        return self._add_scalar(self._ct(ct), _number(c))
+
+    def sub_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
+        return self._add_scalar(self._ct(ct), -_number(c))
+
+    def _add_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
+        if c.imag != 0:  # a complex constant is re + im·X^(N/2): encode it as a vector
+            return self._add_plain(ct, self._encode_like(ct, c), +1)
+        k = round(Fraction(c.real) * ct.scale)
+        if k == 0:
+            return ct
+        return Ciphertext((ct.c0 + k, *ct.parts[1:]), ct.scale, ct.level, self.params)
+
+    def negate(self, ct: Ciphertext) -> Ciphertext:
+        ct = self._ct(ct)
+        return Ciphertext(tuple(-c for c in ct.parts), ct.scale, ct.level, self.params)
+
+    # -- multiplication ---------------------------------------------------------------------------
+    def multiply(self, a: Ciphertext, b: Operand, relinearize: bool = True) -> Ciphertext:
+        """a·b for a Ciphertext (relinearized unless `relinearize` is False), Plaintext, int,
+        number or vector b.  Not rescaled: call `rescale` after."""
+        a = self._ct(a, "first operand")
+        if isinstance(b, Ciphertext):
+            return self._mul_ct(a, self._ct(b, "second operand"), relinearize)
+        if isinstance(b, Plaintext):
+            return self.multiply_plain(a, b)
+        if isinstance(b, Integral) and not isinstance(b, bool):
+            return self.multiply_int(a, int(b))
+        if isinstance(b, Complex) and not isinstance(b, bool):
+            return self.multiply_scalar(a, b)
+        return self.multiply_plain(a, self._encode_like(a, b, self.params.scale(a.level)))
+
+    def square(self, ct: Ciphertext, relinearize: bool = True) -> Ciphertext:
+        ct = self._ct(ct)
+        self._need_size2(ct, "square")
+        c0, c1 = ct.parts
+        d = (c0 * c0, (c0 * c1) * 2, c1 * c1)
+        return self._finish_product(d, ct.scale * ct.scale, ct.level, relinearize)
+
+    def _mul_ct(self, a: Ciphertext, b: Ciphertext, relinearize: bool) -> Ciphertext:
+        a, b = self._align(a, b)
+        self._need_size2(a, "multiply")
+        self._need_size2(b, "multiply")
+        (a0, a1), (b0, b1) = a.parts, b.parts
+        d = (a0 * b0, a0 * b1 + a1 * b0, a1 * b1)
+        return self._finish_product(d, a.scale * b.scale, a.level, relinearize)
+
+    @staticmethod
+    def _need_size2(ct: Ciphertext, op: str) -> None:
+        if ct.size != 2:
+            raise ParameterError(f"{op}: the ciphertext has {ct.size} parts; relinearize it first")
+
+    def _finish_product(self, d, scale, level: int, relinearize: bool) -> Ciphertext:
+        ct = Ciphertext(tuple(d), normalize_scale(scale), level, self.params)
+        return self.relinearize(ct) if relinearize else ct
+
+    def relinearize(self, ct: Ciphertext) -> Ciphertext:
+        """(d0, d1, d2) -> (d0, d1) + keyswitch(d2 from s² to s)."""
+        ct = self._ct(ct)
+        if ct.size == 2:
+            return ct
+        if self.relin_key is None:
+            raise MissingKeyError("relinearize: the evaluator has no relinearization key; pass "
+                                  "relin_key=keygen.relin_key() to Evaluator (or multiply with "
+                                  "relinearize=False)")
+        u0, u1 = key_switch(ct.parts[2], self.relin_key, ct.level)
+        return Ciphertext((ct.c0 + u0, ct.c1 + u1), ct.scale, ct.level, self.params)
+
+    def multiply_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
+        """ct·pt; the scale becomes ct.scale·pt.scale."""
+        ct, pt = self._align(self._ct(ct), self._pt(pt))
+        return Ciphertext(tuple(c * pt.poly for c in ct.parts),
+                          normalize_scale(ct.scale * pt.scale), ct.level, self.params)
+
+    def multiply_int(self, ct: Ciphertext, k: int) -> Ciphertext:
+        """ct·k for an integer k; scale and level unchanged."""
+        ct = self._ct(ct)
+        if isinstance(k, bool) or not isinstance(k, Integral):
+            raise ParameterError(f"multiply_int: k must be an int, got {k!r}")
+        k = int(k)
+        if k == 0:  # the zero ciphertext (a constant, so no x·0 graph is built)
+            zero = Poly.const(0, self.params.ring(ct.level), "NTT")
+            return Ciphertext((zero, zero), ct.scale, ct.level, self.params)
+        if k == 1:
+            return ct
+        return Ciphertext(tuple(c * k for c in ct.parts), ct.scale, ct.level, self.params)
+
+    def multiply_scalar(self, ct: Ciphertext, c: complex, scale: Fraction | float | None = None,
+                        *, target_scale: Fraction | float | None = None) -> Ciphertext:
+        """ct·c with c encoded at `scale` (default: the level's scale): the result's scale is
+        ct.scale·scale.  With `target_scale`, the encoding scale is target·P_l/ct.scale, so the
+        next `rescale` gives exactly `target_scale` (c is rounded to an integer multiple of
+        1/scale, a relative error below 1/(2·|c|·scale))."""
+        ct = self._ct(ct)
+        c = _number(c)
+        if target_scale is not None:
+            if scale is not None:
+                raise ParameterError("multiply_scalar: give scale or target_scale, not both")
+            if ct.level == 0:
+                raise OutOfLevelsError("multiply_scalar(target_scale=): a level-0 ciphertext "
+                                       "cannot be rescaled afterwards")
+            moduli = self.params.rescale_moduli(ct.level)
+            scale = normalize_scale(Fraction(target_scale)) * _prod(moduli) / ct.scale
+        enc_scale = self.params.scale(ct.level) if scale is None else normalize_scale(
+            Fraction(scale))
+        if c.imag != 0:
+            return self.multiply_plain(ct, self.encoder.encode(
+                np.full(self.params.slots, c), ct.level, enc_scale))
+        k = round(Fraction(c.real) * enc_scale)
+        out = self.multiply_int(ct, k)
+        return Ciphertext(out.parts, normalize_scale(ct.scale * enc_scale), ct.level,
+                          self.params)
+
+    def _encode_like(self, ct: Ciphertext, values, scale=None) -> Plaintext:
+        return self.encoder.encode(values, ct.level, ct.scale if scale is None else scale)
+
+    # -- levels -----------------------------------------------------------------------------------
+    def rescale(self, ct: Ciphertext) -> Ciphertext:
+        """Divide by the level's primes (exact rounding): one level down, scale / their product."""
+        ct = self._ct(ct)
+        if ct.level == 0:
+            raise OutOfLevelsError("rescale: the ciphertext is at level 0 (no primes left to "
+                                   "divide by); use larger parameters (more depth) or bootstrap")
+        moduli = self.params.rescale_moduli(ct.level)
+        return Ciphertext(tuple(c.rescale(moduli) for c in ct.parts), rescaled(ct.scale, moduli),
+                          ct.level - 1, self.params)
+
+    def adjust_scale(self, ct: Ciphertext, target_scale: Fraction | float) -> Ciphertext:
+        """ct with exactly `target_scale`, one level lower (multiply by an integer close to
+        target·P_l/scale, then rescale)."""
+        return self.rescale(self.multiply_scalar(ct, 1.0, target_scale=target_scale))
+
+    # -- automorphisms ----------------------------------------------------------------------------
+    def rotate(self, ct: Ciphertext, k: int) -> Ciphertext:
+        """Slots rotated left by k (right for negative k): slot j gets slot j + k."""
+        ct = self._ct(ct)
+        if isinstance(k, bool) or not isinstance(k, Integral):
+            raise ParameterError(f"rotate: k must be an int, got {k!r}")
+        if int(k) % self.params.slots == 0:
+            return ct
+        g = galois_element(self.params.N, int(k))
+        return self._automorph(ct, g, f"rotation step {k} (Galois element {g})",
+                               lambda p: p.rotate(int(k)))
+
+    def conjugate(self, ct: Ciphertext) -> Ciphertext:
+        """The complex conjugate of every slot."""
+        ct = self._ct(ct)
+        g = conjugation_element(self.params.N)
+        return self._automorph(ct, g, "conjugation (pass conjugate=True to rotation_keys)",
+                               lambda p: p.conjugate())
+
+    def _automorph(self, ct: Ciphertext, g: int, what: str, sigma) -> Ciphertext:
+        self._need_size2(ct, "rotate/conjugate")
+        if self.rotation_keys is None:
+            raise MissingKeyError(f"no key for {what}: the evaluator has no rotation keys; pass "
+                                  "rotation_keys=keygen.rotation_keys([...]) to Evaluator")
+        key = self.rotation_keys.for_galois(g, what)
+        c0, c1 = (sigma(c) for c in ct.parts)
+        u0, u1 = key_switch(c1, key, ct.level)
+        return Ciphertext((c0 + u0, u1), ct.scale, ct.level, self.params)
+
+    def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
+        """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the
+        total of all slots in every slot.  n must be a power of two; uses log2(n) rotations."""
+        slots = self.params.slots
+        n = slots if n is None else n
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n & (n - 1) or n > slots:
+            raise ParameterError(f"rotate_sum: n must be a power of two in [1, {slots}], got {n!r}")
+        step = 1
+        while step < n:
+            ct = self.add(ct, self.rotate(ct, step))
+            step *= 2
+        return ct
+
+
+def _number(c) -> complex:
+    if isinstance(c, bool) or not isinstance(c, Complex):
+        raise ParameterError(f"expected a real or complex number, got {c!r}")
+    c = complex(c)
+    if not (np.isfinite(c.real) and np.isfinite(c.imag)):
+        raise ParameterError(f"expected a finite number, got {c!r}")
+    return c
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+__all__ = ["Evaluator"]

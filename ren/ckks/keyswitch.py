@@ -1,0 +1,37 @@
+"""Hybrid key switching written with Poly ops.
+
+For d (NTT domain, ring Q_l of a level l) and a switching key from s' to s, returns (u0, u1)
+with u0 + u1·s ≈ d·s' (mod Q_l):
+
+1. split Q_l's primes into the key's digits D_j (the top-level digits clipped to Q_l);
+2. mod-up: each digit's residues [d]_{D_j} go to the coefficient domain and are extended to
+   Q_l·P by fast basis conversion (`to_ring`: the digit's own primes are kept exactly, every other
+   prime receives d_j + u·D_j for a small u — the u·D_j term vanishes against the key's gadget);
+3. inner product with the key rows (restricted to Q_l·P) in the NTT domain;
+4. mod-down: `rescale` by the special primes P (exact rounding of x / P).
+"""
+
+from __future__ import annotations
+
+from ren.ckks.keys import SwitchingKey
+from ren.poly import Poly
+
+
+def key_switch(d: Poly, key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
+    """(u0, u1) with u0 + u1·s ≈ d·s' mod Q_level (see the module docstring)."""
+    p = key.params
+    ring, ring_qp = p.ring(level), p.ring_qp(level)
+    top = level == p.depth
+    acc0: Poly | None = None
+    acc1: Poly | None = None
+    for j, (a, b) in enumerate(p.digits_at(level)):
+        digit = d if (a, b) == (0, ring.limbs) else d.to_ring(ring.sub(a, b))
+        up = digit.intt().to_ring(ring_qp).ntt()  # mod-up by basis conversion
+        kb, ka = key.b[j], key.a[j]
+        if not top:  # the key's rows on Q_l·P: an exact reduction (drop the other primes)
+            kb, ka = kb.to_ring(ring_qp), ka.to_ring(ring_qp)
+        t0, t1 = up * kb, up * ka
+        acc0 = t0 if acc0 is None else acc0 + t0
+        acc1 = t1 if acc1 is None else acc1 + t1
+    assert acc0 is not None and acc1 is not None  # every level has at least one digit
+    return acc0.rescale(p.special_moduli), acc1.rescale(p.special_moduli)  # mod-down by P

@@ -1,0 +1,346 @@
+"""`CKKSParams`: ring degree, modulus chain, scales, key-switching layout and the security check.
+
+The chain (ring order) is ``base primes | level 1 | level 2 | … | level L``; the ring of level l
+is the prefix ending with level l's primes, so dropping a level is a view and a rescale divides
+by the trailing group.  Special primes P (for key switching) are kept apart: the key ring is
+``chain | P``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from fractions import Fraction
+from functools import cached_property, lru_cache
+from typing import Any
+
+from ren.ckks import chain as ch
+from ren.ckks.errors import InsecureParametersWarning, warn_insecure
+from ren.errors import ParameterError
+from ren.ring import RingSpec
+
+#: Homomorphic Encryption Standard, 128-bit classical security, ternary secret: max log2(QP).
+HE_STANDARD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14: 438,
+                   1 << 15: 881, 1 << 16: 1772}
+#: A scale whose numerator or denominator grows past this many bits (only long chains of
+#: squarings without fresh operands get there) keeps SCALE_KEEP_BITS significant bits.
+SCALE_CAP_BITS = 1024
+SCALE_KEEP_BITS = 512
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "N12": dict(N=1 << 12, depth=1, scale_bits=30, first_bits=40, special_primes=1),
+    "N13": dict(N=1 << 13, depth=3, scale_bits=40, first_bits=50, special_primes=1),
+    "N14": dict(N=1 << 14, depth=7, scale_bits=40, first_bits=58, special_primes=3),
+    "N15": dict(N=1 << 15, depth=14, scale_bits=45, first_bits=60, special_primes=6),
+    "N16": dict(N=1 << 16, depth=24, scale_bits=50, first_bits=60, special_primes=10),
+}
+
+
+def normalize_scale(x: Fraction | int) -> Fraction:
+    """`x` as a positive Fraction, exact unless it outgrew SCALE_CAP_BITS (then rounded to
+    SCALE_KEEP_BITS significant bits: a relative change below 2^-500)."""
+    x = Fraction(x)
+    if x <= 0:
+        raise ParameterError(f"a scale must be positive, got {x}")
+    num, den = x.numerator, x.denominator
+    if max(num.bit_length(), den.bit_length()) <= SCALE_CAP_BITS:
+        return x
+    e = num.bit_length() - den.bit_length() - SCALE_KEEP_BITS
+    m = (num << max(-e, 0)) // (den << max(e, 0))
+    return Fraction(m) * (Fraction(2) ** e)
+
+
+def rescaled(scale: Fraction, moduli: tuple[int, ...]) -> Fraction:
+    """The exact scale after dividing by the product of `moduli`."""
+    return normalize_scale(Fraction(scale) / math.prod(moduli))
+
+
+def max_log_qp(N: int) -> float:
+    """The HE-standard bound for N (extrapolated in proportion to N outside the table)."""
+    if N in HE_STANDARD_128:
+        return float(HE_STANDARD_128[N])
+    lo, hi = min(HE_STANDARD_128), max(HE_STANDARD_128)
+    ref = lo if lo > N else hi
+    return HE_STANDARD_128[ref] * N / ref
+
+
+def estimated_security(N: int, log_qp: float) -> float:
+    """A rough estimate of classical security bits: 128 at the table's bound, in inverse
+    proportion to log2(QP) (lattice attacks' cost grows with N / log Q)."""
+    return 128.0 * max_log_qp(N) / log_qp
+
+
+@lru_cache(maxsize=64)
+def _build_chain(N: int, depth: int, scale_bits: int, first_bits: int, special: int
+                 ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """(base primes, level groups bottom-up, special primes)."""
+    used: set[int] = set()
+    per_level = 1 if scale_bits <= 31 else 2
+    if per_level == 1:
+        singles = ch.single_primes(N, scale_bits, depth, used)
+        groups = [(q,) for q in singles]
+    else:
+        groups = [tuple(sorted(p, reverse=True))
+                  for p in ch.prime_pairs(N, scale_bits, depth, used)]
+    if len(groups) < depth:
+        raise ParameterError(_chain_advice(N, depth, scale_bits, len(groups), per_level))
+    groups = ch.order_levels(groups, scale_bits)
+    for g in groups:
+        used.update(g)
+    k0 = max(1, math.ceil(first_bits / 31))
+    base = tuple(ch.largest_primes(N, first_bits / k0, k0, used))
+    used.update(base)
+    spec = tuple(ch.largest_primes(N, 31, special, used))
+    return base, tuple(groups), spec
+
+
+def _chain_advice(N: int, depth: int, scale_bits: int, found: int, per_level: int) -> str:
+    what = "primes" if per_level == 1 else "prime pairs"
+    tol = ch.PAIR_TOLERANCE_BITS
+    hint = []
+    for sb in range(scale_bits + 1, 63):
+        k = 1 if sb <= 31 else 2
+        n = len(ch.single_primes(N, sb, depth, set()) if k == 1
+                else ch.prime_pairs(N, sb, depth, set()))
+        if n >= depth:
+            hint.append(f"scale_bits >= {sb}")
+            break
+    hint.append(f"depth <= {found}" if found else "a smaller N")
+    return (f"cannot build a modulus chain of depth {depth} with a {scale_bits}-bit scale at "
+            f"N={N}: NTT-friendly primes (q ≡ 1 mod 2N={2 * N}, q < 2^31) give only {found} "
+            f"{what} within {tol} bits of 2^{scale_bits}. Use " + " or ".join(hint)
+            + (f" (or N={N // 2})" if N > 1024 else ""))
+
+
+class CKKSParams:
+    """RNS-CKKS parameters.  Read-only after construction; equal when their fingerprints are.
+
+    Args:
+        N: ring degree (power of two); N/2 complex slots.
+        depth: multiplicative depth L (number of rescales a fresh ciphertext allows).
+        scale_bits: log2 of the scale Δ.  Above 31 bits each level owns two primes whose product
+            is within 1.5 bits of 2^scale_bits (a composite scale).
+        first_bits: bits of the base modulus Q_0 (what level 0 holds; > scale_bits + message bits).
+        special_primes: number of ~31-bit special primes P for hybrid key switching.
+        dnum: key-switching digits (None: the fewest whose every digit is at most P).
+        secret: ``"ternary"`` or ``("sparse", h)`` (h nonzero ±1 coefficients).
+        sigma: error standard deviation.
+        insecure: accept parameters below 128-bit security (with a warning).
+    """
+
+    def __init__(self, N: int, depth: int, scale_bits: int = 40, first_bits: int | None = None,
+                 special_primes: int | None = None, dnum: int | None = None,
+                 secret: str | tuple[str, int] = "ternary", sigma: float = 3.2,
+                 insecure: bool = False) -> None:
+        for name, v, lo in (("N", N, 2), ("depth", depth, 0), ("scale_bits", scale_bits, 8)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ParameterError(f"CKKSParams: {name} must be an int >= {lo}, got {v!r}")
+        if N & (N - 1) or N < 4:
+            raise ParameterError(f"CKKSParams: N must be a power of two >= 4, got {N}")
+        if scale_bits > 62:
+            raise ParameterError(f"CKKSParams: scale_bits={scale_bits} is too large; a level holds"
+                                 " at most two u32 primes, so use scale_bits <= 62")
+        first_bits = scale_bits + 20 if first_bits is None else first_bits
+        if isinstance(first_bits, bool) or not isinstance(first_bits, int) or \
+                not scale_bits < first_bits <= 31 * 8:
+            raise ParameterError(f"CKKSParams: first_bits must be an int in (scale_bits="
+                                 f"{scale_bits}, 248], got {first_bits!r}")
+        if special_primes is None:
+            special_primes = math.ceil(max(first_bits, scale_bits) / 31) + 1
+        if isinstance(special_primes, bool) or not isinstance(special_primes, int) or \
+                special_primes < 1:
+            raise ParameterError(f"CKKSParams: special_primes must be an int >= 1, got "
+                                 f"{special_primes!r}")
+        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not 0 < sigma < 100:
+            raise ParameterError(f"CKKSParams: sigma must be a positive number, got {sigma!r}")
+        self.N, self.depth, self.scale_bits, self.first_bits = N, depth, scale_bits, first_bits
+        self._cache: dict[tuple[str, int], Any] = {}
+        self.sigma = float(sigma)
+        self.insecure = bool(insecure)
+        self.secret, self.hamming_weight = _parse_secret(secret, N)
+        self.base_moduli, self.level_moduli, self.special_moduli = _build_chain(
+            N, depth, scale_bits, first_bits, special_primes)
+        self.chain: tuple[int, ...] = self.base_moduli + tuple(
+            q for g in self.level_moduli for q in g)
+        self.top_scale = Fraction(ch.top_scale(list(self.level_moduli), scale_bits))
+        self.dnum, self.digits = self._digits(dnum)
+        self._check_security()
+
+    # -- construction helpers ---------------------------------------------------------------------
+    def _digits(self, dnum: int | None) -> tuple[int, tuple[tuple[int, int], ...]]:
+        bits = [math.log2(q) for q in self.chain]
+        n = len(bits)
+        if dnum is None:
+            for d in range(1, n + 1):
+                digits = ch.balanced_digits(bits, d)
+                if max(sum(bits[a:b]) for a, b in digits) <= self.log2_P:
+                    break
+            return d, tuple(digits)
+        if isinstance(dnum, bool) or not isinstance(dnum, int) or not 1 <= dnum <= n:
+            raise ParameterError(f"CKKSParams: dnum must be an int in [1, {n}] (the chain has {n} "
+                                 f"primes), got {dnum!r}")
+        return dnum, tuple(ch.balanced_digits(bits, dnum))
+
+    def _check_security(self) -> None:
+        bound = max_log_qp(self.N)
+        if self.N in HE_STANDARD_128 and self.log2_QP <= bound:
+            return
+        why = (f"log2(QP) = {self.log2_QP:.1f} exceeds {bound:.0f}, the HE-standard maximum for "
+               f"128-bit security at N={self.N}" if self.N in HE_STANDARD_128 else
+               f"N={self.N} is outside the HE-standard table (2^10..2^16)")
+        if not self.insecure:
+            raise ParameterError(
+                f"CKKSParams: {why}. Lower depth, scale_bits, first_bits or special_primes, raise "
+                "N, or pass insecure=True for tests and experiments")
+        warn_insecure(f"insecure CKKS parameters (about {self.security_bits:.0f}-bit): {why}")
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> CKKSParams:
+        """A named parameter set ("N12" … "N16"); keyword arguments override its fields."""
+        if name not in PRESETS:
+            raise ParameterError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+    # -- derived quantities -----------------------------------------------------------------------
+    @property
+    def slots(self) -> int:
+        return self.N // 2
+
+    @property
+    def max_level(self) -> int:
+        return self.depth
+
+    @property
+    def primes_per_level(self) -> int:
+        return len(self.level_moduli[0]) if self.level_moduli else (1 if self.scale_bits <= 31
+                                                                    else 2)
+
+    @cached_property
+    def log2_Q(self) -> float:
+        return sum(math.log2(q) for q in self.chain)
+
+    @cached_property
+    def log2_P(self) -> float:
+        return sum(math.log2(q) for q in self.special_moduli)
+
+    @property
+    def log2_QP(self) -> float:
+        return self.log2_Q + self.log2_P
+
+    @property
+    def security_bits(self) -> float:
+        return estimated_security(self.N, self.log2_QP)
+
+    def check_level(self, level: int) -> int:
+        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= self.depth:
+            raise ParameterError(f"level must be an int in [0, {self.depth}], got {level!r}")
+        return level
+
+    def limbs(self, level: int) -> int:
+        """Number of chain primes in the ring of `level`."""
+        return len(self.base_moduli) + sum(len(g) for g in self.level_moduli[:level])
+
+    def ring(self, level: int | None = None) -> RingSpec:
+        """The ciphertext ring of `level` (default: the top)."""
+        level = self.depth if level is None else self.check_level(level)
+        if ("Q", level) not in self._cache:
+            self._cache["Q", level] = RingSpec(self.N, self.chain[: self.limbs(level)])
+        return self._cache["Q", level]
+
+    def ring_qp(self, level: int | None = None) -> RingSpec:
+        """The ring of `level` extended by the special primes (where key switching works)."""
+        level = self.depth if level is None else self.check_level(level)
+        if ("QP", level) not in self._cache:
+            self._cache["QP", level] = self.ring(level).extend(self.special_moduli)
+        return self._cache["QP", level]
+
+    @property
+    def key_ring(self) -> RingSpec:
+        return self.ring_qp(self.depth)
+
+    def rescale_moduli(self, level: int) -> tuple[int, ...]:
+        """The primes a rescale at `level` divides by (level's own group)."""
+        if self.check_level(level) == 0:
+            raise ParameterError("level 0 has no primes to rescale by")
+        return self.level_moduli[level - 1]
+
+    def scale(self, level: int | None = None) -> Fraction:
+        """The default (encoding) scale of `level`: Δ_L at the top, and Δ_{l-1} = Δ_l² / P_l, so
+        a product of two default-scale operands, rescaled, has exactly the next default scale."""
+        level = self.depth if level is None else self.check_level(level)
+        if ("scale", level) not in self._cache:
+            s = self.top_scale
+            for lv in range(self.depth, level, -1):
+                s = rescaled(normalize_scale(s * s), self.level_moduli[lv - 1])  # as Evaluator
+            self._cache["scale", level] = s
+        return self._cache["scale", level]
+
+    def digits_at(self, level: int) -> tuple[tuple[int, int], ...]:
+        """The key-switching digits (limb ranges) clipped to the ring of `level`."""
+        n = self.limbs(level)
+        return tuple((a, min(b, n)) for a, b in self.digits if a < n)
+
+    @cached_property
+    def fingerprint(self) -> bytes:
+        """16 bytes identifying everything that decides the meaning of a ciphertext or key."""
+        desc = repr(("ren.ckks/1", self.N, self.chain, tuple(map(len, self.level_moduli)),
+                     self.special_moduli, self.digits, self.secret, self.hamming_weight,
+                     self.sigma, self.scale_bits, self.top_scale))
+        return hashlib.sha256(desc.encode()).digest()[:16]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CKKSParams) and self.fingerprint == other.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __repr__(self) -> str:
+        return (f"CKKSParams(N={self.N}, depth={self.depth}, scale_bits={self.scale_bits}, "
+                f"log2(QP)={self.log2_QP:.1f}, dnum={self.dnum}, ~{self.security_bits:.0f}-bit"
+                f"{', INSECURE' if self.security_bits < 128 else ''})")
+
+    def describe(self) -> str:
+        """A multi-line summary: the modulus chain, scales, key switching and security."""
+        def bits(qs: tuple[int, ...]) -> str:
+            return f"{sum(math.log2(q) for q in qs):6.2f}"
+        secret = ("uniform ternary" if self.secret == "ternary"
+                  else f"sparse ternary, h={self.hamming_weight}")
+        lines = [
+            f"CKKS parameters {self.fingerprint.hex()}",
+            f"  N = {self.N} ({self.slots} slots), depth {self.depth}, scale 2^{self.scale_bits}"
+            f" ({self.primes_per_level} prime{'s' if self.primes_per_level > 1 else ''} per level)",
+            f"  secret: {secret}; error sigma {self.sigma}",
+            "  modulus chain (a rescale at level l drops level l's primes):",
+            f"    base     {bits(self.base_moduli)} bits  {list(self.base_moduli)}",
+        ]
+        for lv, g in enumerate(self.level_moduli, start=1):
+            lines.append(f"    level {lv:<2} {bits(g)} bits  {list(g)}  scale 2^"
+                         f"{math.log2(self.scale(lv)):.3f}")
+        lines += [
+            f"    special  {bits(self.special_moduli)} bits  {list(self.special_moduli)}",
+            f"  key switching: dnum = {self.dnum}, digits (bits) "
+            + ", ".join(f"[{a}:{b}] {bits(self.chain[a:b]).strip()}" for a, b in self.digits),
+            f"  log2 Q = {self.log2_Q:.1f}, log2 P = {self.log2_P:.1f}, log2 QP = "
+            f"{self.log2_QP:.1f} (HE-standard max for N={self.N}: {max_log_qp(self.N):.0f})",
+            f"  estimated security ≈ {self.security_bits:.0f} bits classical"
+            + (" (INSECURE)" if self.security_bits < 128 else "")
+            + ("; sparse secrets are weaker than this estimate" if self.secret != "ternary"
+               else ""),
+        ]
+        return "\n".join(lines)
+
+
+def _parse_secret(secret: Any, N: int) -> tuple[str, int | None]:
+    if secret == "ternary":
+        return "ternary", None
+    if isinstance(secret, tuple | list) and len(secret) == 2 and secret[0] == "sparse":
+        h = secret[1]
+        if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= N:
+            raise ParameterError(f"CKKSParams: sparse secret weight must be an int in [1, {N}], "
+                                 f"got {h!r}")
+        return "sparse", h
+    raise ParameterError(f"CKKSParams: secret must be 'ternary' or ('sparse', h), got {secret!r}")
+
+
+__all__ = ["HE_STANDARD_128", "PRESETS", "CKKSParams", "InsecureParametersWarning",
+           "estimated_security", "max_log_qp", "normalize_scale", "rescaled"]

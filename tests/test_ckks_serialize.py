@@ -1,0 +1,161 @@
+"""CKKS serialization: round trips for every object kind, the secret-key opt-in, other
+parameters, and ≥ 10^4 fuzzed inputs that may only raise SerializationError."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+from ckks_helpers import context, random_slots
+
+from ren.ckks import (
+    Ciphertext,
+    Evaluator,
+    GaloisKey,
+    GaloisKeys,
+    Plaintext,
+    PublicKey,
+    RelinKey,
+    SecretKey,
+    dumps,
+    loads,
+)
+from ren.ckks.serialize import CHECKSUM_SIZE, serialized_size
+from ren.errors import ParameterError, SerializationError
+
+FUZZ_CASES = int(os.environ.get("REN_FUZZ_CASES", "10000"))
+
+
+@pytest.fixture(scope="module")
+def c():
+    return context(N=32, depth=2, scale_bits=40, first_bits=50, steps=(1, -1, 3))
+
+
+def polys_of(obj):
+    if isinstance(obj, Plaintext | SecretKey):
+        return [obj.poly]
+    if isinstance(obj, Ciphertext):
+        return list(obj.parts)
+    if isinstance(obj, PublicKey):
+        return [obj.b, obj.a]
+    if isinstance(obj, GaloisKeys):
+        return [p for g in sorted(obj.keys) for p in polys_of(obj.keys[g])]
+    return [*obj.b, *obj.a]
+
+
+def objects(c):
+    rng = np.random.default_rng(5)
+    x = random_slots(16, rng)
+    ct = c.encrypt(x)
+    return {
+        "plaintext": c.enc.encode(x, level=1),
+        "ciphertext": ct,
+        "ciphertext3": c.ev.multiply(ct, ct, relinearize=False),
+        "rescaled": c.ev.rescale(c.ev.multiply(ct, ct)),
+        "public": c.encryptor.key,
+        "relin": c.ev.relin_key,
+        "galois": next(iter(c.ev.rotation_keys.keys.values())),
+        "galois_keys": c.ev.rotation_keys,
+    }
+
+
+@pytest.mark.parametrize("name", ["plaintext", "ciphertext", "ciphertext3", "rescaled",
+                                  "public", "relin", "galois", "galois_keys", "secret"])
+def test_round_trip(c, name):
+    obj = c.keygen.secret_key() if name == "secret" else objects(c)[name]
+    data = dumps(obj, allow_secret=name == "secret")
+    assert len(data) == serialized_size(obj)
+    back = loads(data, c.params)
+    assert type(back) is type(obj) and back.params == c.params
+    for a, b in zip(polys_of(obj), polys_of(back), strict=True):
+        assert a.ring == b.ring and np.array_equal(a.numpy(), b.numpy())
+    for attr in ("scale", "level", "galois"):
+        assert getattr(back, attr, None) == getattr(obj, attr, None)
+    assert dumps(back, allow_secret=True) == data  # a fixed point
+
+
+def test_loaded_objects_work(c):
+    x = random_slots(16, np.random.default_rng(6))
+    p = c.params
+    ct = loads(dumps(c.encrypt(x)), p)
+    ev = Evaluator(p, relin_key=loads(dumps(c.ev.relin_key), p),
+                   rotation_keys=loads(dumps(c.ev.rotation_keys), p))
+    out = ev.rescale(ev.multiply(ev.rotate(ct, 1), ct))
+    assert np.abs(c.decrypt(out) - np.roll(x, -1) * x).max() < 2**-20
+    assert isinstance(loads(dumps(c.ev.relin_key), p), RelinKey)
+    gk = loads(dumps(c.ev.rotation_keys), p)
+    assert gk.steps == c.ev.rotation_keys.steps and gk.has_conjugate
+    assert all(isinstance(k, GaloisKey) for k in gk.keys.values())
+
+
+def test_secret_key_needs_explicit_request(c):
+    with pytest.raises(ParameterError, match="allow_secret"):
+        dumps(c.keygen.secret_key())
+    with pytest.raises(ParameterError):
+        dumps("not a CKKS object")
+
+
+def test_other_parameters_are_refused(c):
+    other = context(N=32, depth=1, scale_bits=40, first_bits=50, steps=(1,))
+    data = dumps(c.encrypt([0.5]))
+    with pytest.raises(SerializationError, match="other parameters"):
+        loads(data, other.params)
+
+
+def test_every_truncation_fails(c):
+    data = dumps(c.encrypt([0.5]))
+    for n in range(len(data)):
+        with pytest.raises(SerializationError):
+            loads(data[:n], c.params)
+    with pytest.raises(SerializationError):
+        loads(data + b"\x00", c.params)
+
+
+def _reseal(body: bytes) -> bytes:
+    return body + hashlib.sha256(body).digest()[:CHECKSUM_SIZE]
+
+
+def test_fuzz_only_serialization_errors(c):
+    """Bit flips, truncations, insertions and random bytes, half of them with a recomputed
+    checksum so that they reach the parser.  Inputs that still decode must be well-formed."""
+    rng = np.random.default_rng(1234)
+    seeds = [dumps(o) for o in objects(c).values() if not isinstance(o, GaloisKeys)]
+    raised = decoded = 0
+    for i in range(FUZZ_CASES):
+        data = bytearray(seeds[i % len(seeds)])
+        kind = i % 5
+        if kind == 0:  # flip 1-4 bits
+            for _ in range(rng.integers(1, 5)):
+                pos = int(rng.integers(len(data)))
+                data[pos] ^= 1 << int(rng.integers(8))
+        elif kind == 1:  # truncate
+            data = data[: int(rng.integers(len(data)))]
+        elif kind == 2:  # random bytes
+            data = bytearray(rng.bytes(int(rng.integers(0, 3000))))
+        elif kind == 3:  # overwrite a header-ish byte range
+            pos = int(rng.integers(min(len(data), 200)))
+            data[pos:pos + 4] = rng.bytes(4)
+        else:  # insert or delete bytes in the middle
+            pos = int(rng.integers(len(data)))
+            data = data[:pos] + rng.bytes(int(rng.integers(0, 9))) + data[pos + 1:]
+        if i % 2 and len(data) > CHECKSUM_SIZE:  # reach the parser past the checksum
+            data = bytearray(_reseal(bytes(data[:-CHECKSUM_SIZE])))
+        try:
+            obj = loads(bytes(data), c.params)
+        except SerializationError:
+            raised += 1
+            continue
+        decoded += 1  # a mutation that kept the data valid (e.g. another scale digit)
+        assert obj.params == c.params
+    print(f"[ckks fuzz] {FUZZ_CASES} inputs: {raised} SerializationError, {decoded} decoded")
+    assert raised + decoded == FUZZ_CASES and raised > 0.9 * FUZZ_CASES
+
+
+def test_non_bytes_input(c):
+    for bad in (None, "text", 3, [1, 2]):
+        with pytest.raises(SerializationError):
+            loads(bad, c.params)
+    with pytest.raises(ParameterError):
+        loads(b"", "not params")

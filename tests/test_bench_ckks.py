@@ -37,6 +37,7 @@ def _check(res, cfg) -> None:
     # a missing rescale or a wrong rotation direction would give about 0 bits.
     assert 15 < res.precision["mul"] < 60, res.precision
     assert res.precision["rotate"] > 15, res.precision
+    assert res.precision["encrypt"] > 20, res.precision  # fresh: at least scale minus noise
     assert isinstance(res.params["ct_bytes"], int) and res.params["ct_bytes"] > 0
 
 

@@ -26,7 +26,11 @@ marks it unmatched (and leaves it out of the ratios) when its N differs from the
 
 The peers are an optional extra: `pip install -e ".[bench]"`; a missing one is skipped with a note.
 
+Ren's section also shows where its time goes (building the graph, then the realization's
+schedule / plan / lower / run stages); --profile adds a cProfile of one Ren multiply.
+
 Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--big] [--depth 7]
+                                      [--profile]
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class Config:
     keygen_reps: int = 3
     seed: int = 0
     insecure: bool = False  # only the smoke tests use tiny, insecure rings
+    profile: bool = False  # cProfile one Ren mul+relin+rescale
 
 
 @dataclasses.dataclass
@@ -83,6 +88,9 @@ class Result:
     precision: dict[str, float] = dataclasses.field(default_factory=dict)  # bits
     matched: bool = True
     notes: list[str] = dataclasses.field(default_factory=list)
+    # Ren only: op -> stage -> seconds of the last timed run (graph build, then the realization's
+    # schedule / plan / lower / run) and its kernel count.
+    stages: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
     def median_ms(self, op: str, cpu: bool = False) -> float:
         samples = (self.cpu if cpu else self.times).get(op)
@@ -303,6 +311,30 @@ def realize_all(*objs: Any) -> None:
         ren.realize(polys)
 
 
+def profile(fn: Callable[[], Any], top: int = 18) -> str:
+    """cProfile of one call of fn: the functions with the most time of their own."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.runcall(fn)
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
+    return "ren mul+relin+rescale, cProfile by own time:\n" + buf.getvalue().strip()
+
+
+def stage_table(res: Result) -> str:
+    """Where Ren's time goes, per op: building the graph, then each stage of realizing it."""
+    names = ("build graph", "schedule", "plan", "lower", "run")
+    head = "ren, last run (ms)".ljust(20) + "".join(n.rjust(13) for n in names) + "  kernels"
+    lines = [head, "-" * len(head)]
+    for op_name, st in res.stages.items():
+        lines.append(op_name.ljust(20) + "".join(f"{st[n] * 1e3:13.2f}" for n in names)
+                     + f"  {int(st['kernels']):7d}")
+    return "\n".join(lines)
+
+
 def _param(params: Any, *names: str) -> Any:
     for name in names:
         value = getattr(params, name, None)
@@ -313,6 +345,7 @@ def _param(params: Any, *names: str) -> Any:
 
 def run_ren(cfg: Config) -> Result:
     import ren
+    from ren import realization as ren_realization
 
     try:
         from ren.ckks import (
@@ -365,10 +398,15 @@ def run_ren(cfg: Config) -> Result:
     def decrypt(ct: Any) -> np.ndarray:
         return np.real(np.asarray(encoder.decode(decryptor.decrypt(ct))))
 
-    def op(fn: Callable[[], Any]) -> Callable[[], Any]:
+    def op(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
+            t0 = time.perf_counter()
             out = fn()
+            t1 = time.perf_counter()
             realize_all(out)
+            t = ren_realization.last_timings
+            res.stages[name] = {"build graph": t1 - t0, "schedule": t.schedule, "plan": t.plan,
+                                "lower": t.lower, "run": t.run, "kernels": t.kernels}
             return out
         return run
 
@@ -377,9 +415,11 @@ def run_ren(cfg: Config) -> Result:
     res.params["ct_bytes"] = sum(p.numpy().nbytes for p in _polys(cx))
     # A lazy engine could share a result between identical graphs; every timed run below builds
     # its graph anew on realized inputs, and Poly.realize skips nothing that is not realized.
-    res.record("add", timed(op(lambda: ev.add(cx, cy)), cfg.reps))
-    prod = res.record("mul", timed(op(lambda: ev.rescale(ev.multiply(cx, cy))), cfg.reps))
-    rot = res.record("rotate", timed(op(lambda: ev.rotate(cx, 1)), cfg.reps))
+    res.record("add", timed(op("add", lambda: ev.add(cx, cy)), cfg.reps))
+    prod = res.record("mul", timed(op("mul", lambda: ev.rescale(ev.multiply(cx, cy))), cfg.reps))
+    rot = res.record("rotate", timed(op("rotate", lambda: ev.rotate(cx, 1)), cfg.reps))
+    if cfg.profile:
+        res.notes.append(profile(op("mul", lambda: ev.rescale(ev.multiply(cx, cy)))))
     res.record("decrypt", timed(lambda: decrypt(cx), cfg.reps))
     res.precision["encrypt"] = bits(np.abs(decrypt(cx) - x).max())
     res.precision["mul"] = bits(np.abs(decrypt(prod) - x * y).max())
@@ -464,6 +504,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--big", action="store_true", help="N = 2^16 (default depth 20)")
     ap.add_argument("--depth", type=int, default=None, help="multiplicative depth (default 7)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", action="store_true",
+                    help="also cProfile one Ren mul+relin+rescale")
     args = ap.parse_args(argv)
     libs = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(libs) - set(LIBS))
@@ -472,7 +514,7 @@ def main(argv: list[str] | None = None) -> None:
     # DESILO puts max_level 18..36 on N = 2^16, so --big defaults to a depth inside that range.
     depth = args.depth if args.depth is not None else (20 if args.big else 7)
     cfg = Config(n=1 << (16 if args.big else 14), depth=depth, reps=args.reps,
-                 keygen_reps=args.keygen_reps, seed=args.seed)
+                 keygen_reps=args.keygen_reps, seed=args.seed, profile=args.profile)
     print(f"CKKS, N = 2^{cfg.n.bit_length() - 1}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, "
           f"one thread, {cfg.reps} reps (keygen {cfg.keygen_reps}); "
           f"Python {sys.version.split()[0]}, NumPy {np.__version__}")
@@ -486,6 +528,10 @@ def main(argv: list[str] | None = None) -> None:
     print(time_table(results))
     print()
     print(time_table(results, cpu=True))
+    for r in results:
+        if r.stages:
+            print()
+            print(stage_table(r))
     for r in results:
         for note in r.notes:
             print("note:", note)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +74,17 @@ def test_desilo_n_mismatch_is_flagged() -> None:
 
 def test_ren_tiny() -> None:
     pytest.importorskip("ren.ckks", reason="ren.ckks is not in this checkout yet")
-    res = bench.run_ren(REN_CFG)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the toy ring is insecure on purpose
+        res = bench.run_ren(REN_CFG)
     _check(res, REN_CFG)
+    assert abs(res.params["log2_QP"] - res.params["log2_Q"] - 62) < 2  # two ~31-bit special primes
+    # The stage split is of a real realization: kernels ran, and the stages fit in the op's time.
+    assert set(res.stages) == {"add", "mul", "rotate"}
+    for op, st in res.stages.items():
+        assert st["kernels"] > 0 and st["run"] > 0, (op, st)
+        assert sum(v for k, v in st.items() if k != "kernels") <= 1.5 * max(res.times[op]), op
+    assert "mul" in bench.stage_table(res)
 
 
 def test_missing_library_is_a_note() -> None:

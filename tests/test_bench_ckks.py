@@ -1,0 +1,140 @@
+"""Smoke tests of benchmarks/bench_ckks.py at tiny sizes: each library's part runs when installed.
+
+SEAL and DESILO are an optional extra (`pip install -e ".[bench]"`), `ren.ckks` may not exist yet
+in a checkout: each test skips when its library is missing.  The report helpers are checked on
+hand-made results.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ckks.py"
+_spec = importlib.util.spec_from_file_location("bench_ckks", _PATH)
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["bench_ckks"] = bench  # dataclasses look their module up by name
+_spec.loader.exec_module(bench)
+
+# DESILO's smallest engine (max_level=1) is N = 2^13; SEAL runs the same parameters, securely.
+PEER_CFG = bench.Config(n=1 << 13, depth=1, reps=1, keygen_reps=1)
+# Ren at a toy ring (insecure on purpose, to stay fast).
+REN_CFG = bench.Config(n=1 << 10, depth=2, reps=1, keygen_reps=1, insecure=True)
+
+
+def _check(res, cfg) -> None:
+    assert res.params["N"] == cfg.n and res.params["depth"] == cfg.depth
+    for op in bench.OPS:
+        assert len(res.times[op]) == (cfg.keygen_reps if op == "keygen" else cfg.reps)
+        assert all(t > 0 for t in res.times[op]), op
+        assert res.cpu[op] and all(t >= 0 for t in res.cpu[op]), op
+    # A 40-bit scale leaves well over 15 bits after one multiply or rotation; a wrong slot order,
+    # a missing rescale or a wrong rotation direction would give about 0 bits.
+    assert 15 < res.precision["mul"] < 60, res.precision
+    assert res.precision["rotate"] > 15, res.precision
+    assert res.precision["encrypt"] > 20, res.precision  # fresh: at least scale minus noise
+    assert isinstance(res.params["ct_bytes"], int) and res.params["ct_bytes"] > 0
+
+
+def test_seal_tiny() -> None:
+    pytest.importorskip("tenseal", reason="SEAL peer not installed (pip install -e '.[bench]')")
+    res = bench.run_seal(PEER_CFG)
+    _check(res, PEER_CFG)
+    assert res.matched
+    # The modulus chain it was given: 60 + 40 (Q) and a 60-bit special prime, within ±1 bit each.
+    assert abs(res.params["log2_Q"] - 100) < 2 and abs(res.params["log2_QP"] - 160) < 3
+
+
+def test_seal_refuses_insecure_chain() -> None:
+    pytest.importorskip("tenseal", reason="SEAL peer not installed (pip install -e '.[bench]')")
+    cfg = bench.Config(n=1 << 12, depth=2)  # 60 + 2·40 + 60 = 200 bits > 109 at N = 2^12
+    with pytest.raises(bench.Skipped, match="seal"):
+        bench.run_seal(cfg)
+
+
+def test_desilo_tiny() -> None:
+    pytest.importorskip("desilofhe", reason="DESILO peer not installed (pip install -e '.[bench]')")
+    res = bench.run_desilo(PEER_CFG)
+    _check(res, PEER_CFG)
+    assert res.matched
+
+
+def test_desilo_n_mismatch_is_flagged() -> None:
+    pytest.importorskip("desilofhe", reason="DESILO peer not installed (pip install -e '.[bench]')")
+    cfg = bench.Config(n=1 << 14, depth=1, reps=1, keygen_reps=1)  # DESILO picks 2^13 here
+    res = bench.run_desilo(cfg)
+    assert not res.matched and res.params["N"] == 1 << 13 and res.notes
+
+
+def test_ren_tiny() -> None:
+    pytest.importorskip("ren.ckks", reason="ren.ckks is not in this checkout yet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the toy ring is insecure on purpose
+        res = bench.run_ren(REN_CFG)
+    _check(res, REN_CFG)
+    assert abs(res.params["log2_QP"] - res.params["log2_Q"] - 62) < 2  # two ~31-bit special primes
+    # The stage split is of a real realization: kernels ran, and the stages fit in the op's time.
+    assert set(res.stages) == {"add", "mul", "rotate"}
+    for op, st in res.stages.items():
+        assert st["kernels"] > 0 and st["run"] > 0, (op, st)
+        assert sum(v for k, v in st.items() if k != "kernels") <= 1.5 * max(res.times[op]), op
+    assert "mul" in bench.stage_table(res)
+
+
+def test_missing_library_is_a_note() -> None:
+    notes: list[str] = []
+
+    def refuse(cfg):
+        raise bench.Skipped("peer: not installed")
+
+    saved = dict(bench.RUNNERS)
+    bench.RUNNERS["seal"] = refuse
+    try:
+        assert bench.run(PEER_CFG, ["seal"], out=notes.append) == []
+    finally:
+        bench.RUNNERS.update(saved)
+    assert notes == ["note: skipped peer: not installed"]
+
+
+def _result(lib: str, ms: float, matched: bool = True):
+    res = bench.Result(lib, {"N": 1 << 14, "depth": 7}, matched=matched)
+    for i, op in enumerate(bench.OPS):
+        res.times[op] = [ms * (i + 1) / 1e3, 99.0, ms * (i + 1) / 1e3]  # median ignores the 99 s
+        res.cpu[op] = [ms / 1e3]
+    res.precision = {"mul": 20.0, "rotate": 21.0}
+    return res
+
+
+def test_ratio_is_to_fastest_matched_peer() -> None:
+    table = bench.time_table([_result("ren", 30.0), _result("seal", 3.0),
+                              _result("desilo", 0.1, matched=False)])
+    mul = next(line for line in table.splitlines() if line.startswith("mul "))
+    # ren 120 ms / seal 12 ms; desilo is faster but unmatched, so it is not the reference.
+    assert mul.rstrip().endswith("10.0x (seal)"), mul
+    assert "desilo*" in table.splitlines()[0]
+    assert bench.time_table([_result("seal", 3.0)]).count("x (") == 0  # no Ren: no ratio column
+
+
+def test_bits_and_median() -> None:
+    assert bench.bits(2.0 ** -20) == 20 and bench.bits(0.0) == math.inf
+    assert _result("seal", 2.0).median_ms("add") == pytest.approx(6.0)  # 3rd op: 3 × 2 ms
+    assert math.isnan(bench.Result("x", {}).median_ms("add"))
+
+
+def test_inputs_in_range_and_reproducible() -> None:
+    x, y = bench.inputs(PEER_CFG)
+    assert x.shape == y.shape == (PEER_CFG.n // 2,)
+    assert np.abs(x).max() <= 1 and np.abs(y).max() <= 1 and not np.allclose(x, y)
+    assert np.array_equal(x, bench.inputs(PEER_CFG)[0])
+
+
+def test_cli_rejects_unknown_library(capsys) -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--only", "ren,palisade"])
+    assert "palisade" in capsys.readouterr().err

@@ -8,9 +8,9 @@ from collections import Counter
 import numpy as np
 from ckks_helpers import context, random_slots
 
+from ren.ir import is_extension, is_view_candidate
 from ren.node import Node, toposort
 from ren.ops import Op
-from ren.passes.common import is_extension, is_view_candidate
 from ren.schedule import run_passes
 from ren.spec import spec_of
 

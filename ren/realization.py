@@ -25,6 +25,7 @@ import numpy as np
 from ren import settings
 from ren.errors import RealizeError
 from ren.ir import storage_buffer
+from ren.memory import plan_memory
 from ren.node import Node
 from ren.ops import Op
 from ren.replay import Template, structure_key, templates
@@ -61,8 +62,6 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     input buffers instead of scheduling again (`ren.replay`); REN_CHECK and REN_DEBUG=3 always
     schedule, so their checks and dumps happen.
     """
-    from ren.memory import plan_memory
-
     todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
     if not todo:
         return {}

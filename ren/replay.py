@@ -13,13 +13,13 @@ So `realize_nodes` looks the requested graph up by `structure_key` and, on a hit
 * views are rebuilt over whatever their base became.
 
 Graphs with RANDOM leaves (a new seed every time) or BUFFER_VIEW leaves are not cached.  The
-template keeps no reference to any user buffer.  The cache is a small LRU (``MAX_TEMPLATES``).
+template keeps no reference to any user buffer.  The cache is small (``MAX_TEMPLATES``,
+oldest out first).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,7 +27,7 @@ from ren.device import Buffer
 from ren.ir import as_ring, is_const
 from ren.kernel import ScheduledKernel
 from ren.memory import MemoryPlan
-from ren.node import Node, toposort
+from ren.node import Node
 from ren.ops import DType, Op
 from ren.runtime import ExecUnit, run_exec_units
 
@@ -38,26 +38,39 @@ _PARAM, _KEEP, _VIEW, _FRESH = range(4)
 
 def structure_key(nodes: Sequence[Node]) -> tuple[tuple, list[Buffer]] | None:
     """(a hashable key of the graph's structure, its input buffers in key order), or None
-    when the graph cannot be replayed with other buffers (RANDOM or BUFFER_VIEW leaves)."""
-    order = toposort(*nodes)
+    when the graph cannot be replayed with other buffers (RANDOM or BUFFER_VIEW leaves).
+
+    Nodes are numbered in depth-first post-order (sources left to right), so two graphs get the
+    same key exactly when they are the same DAG up to which buffers the BUFFER leaves hold."""
     index: dict[Node, int] = {}
     params: list[Buffer] = []
     key: list[tuple] = []
-    for i, n in enumerate(order):
-        index[n] = i
-        op = n.op
-        if op is Op.BUFFER:
-            buf = n.arg
-            if buf.base is not None:
+    for root in nodes:
+        stack = [root]
+        while stack:  # post-order without iterators: a node is numbered once its sources are
+            n = stack[-1]
+            if n in index:
+                stack.pop()
+                continue
+            pending = [s for s in n.src if s not in index]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            op = n.op
+            if op is Op.BUFFER:
+                buf = n.arg
+                if buf.base is not None:
+                    return None
+                params.append(buf)
+                arg: object = ("param", buf.shape, buf.device, buf.no_opt, buf.is_allocated)
+            elif op is Op.RANDOM or op is Op.BUFFER_VIEW:
                 return None
-            params.append(buf)
-            arg: object = ("param", buf.shape, buf.device, buf.no_opt, buf.is_allocated)
-        elif op is Op.RANDOM or op is Op.BUFFER_VIEW:
-            return None
-        else:
-            arg = (type(n.arg), n.arg)
-        key.append((op, n.dtype, arg, tuple(index[s] for s in n.src)))
-    key.append(tuple(index[n] for n in nodes))
+            else:
+                arg = (type(n.arg), n.arg)
+            index[n] = len(key)
+            key.append((op, n.dtype, arg, tuple([index[s] for s in n.src])))
+    key.append(tuple([index[n] for n in nodes]))
     return tuple(key), params
 
 
@@ -132,7 +145,7 @@ class Template:
             elif action == _VIEW:
                 bind[t] = Buffer(t.device, t.shape, base=bind[t.base], offset=t.offset)
             else:
-                bind[t] = Buffer(t.device, t.shape, no_opt=t.no_opt)
+                bind[t] = t.fresh_like()
         units = [ExecUnit(u.kind, u.name, tuple(bind[b] for b in u.bufs), u.fn, u.item)
                  for u in self.units]
         with self.lock:  # the planned intermediates are shared by every replay of this template
@@ -159,30 +172,29 @@ def _trim(plan: MemoryPlan | None) -> MemoryPlan | None:
 
 
 class TemplateCache:
-    """A small thread-safe LRU of templates by structure key."""
+    """A small thread-safe cache of templates by structure key; when full, the oldest entry
+    goes (first in, first out: a hit costs one hash of the key and no reordering)."""
 
     def __init__(self, size: int = MAX_TEMPLATES):
         self.size = size
-        self._items: OrderedDict[tuple, Template] = OrderedDict()
+        self._items: dict[tuple, Template] = {}
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     def get(self, key: tuple) -> Template | None:
-        with self._lock:
-            t = self._items.get(key)
-            if t is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-                self._items.move_to_end(key)
-            return t
+        t = self._items.get(key)  # a dict lookup is atomic under the GIL
+        if t is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return t
 
     def put(self, key: tuple, template: Template) -> None:
         with self._lock:
+            self._items.pop(key, None)
             self._items[key] = template
-            self._items.move_to_end(key)
             while len(self._items) > self.size:
-                self._items.popitem(last=False)
+                del self._items[next(iter(self._items))]
 
     def clear(self) -> None:
         with self._lock:

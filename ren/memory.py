@@ -32,17 +32,21 @@ placed from offset 0 on its own, and the arena is the largest one's.
   best fit over segregated free lists, splitting and coalescing blocks, growing the arena when
   nothing fits).  At step ``i`` what died at ``i - 1`` is freed, then what ``i`` writes is
   allocated, largest first.
-* ``search`` (``auto`` only, on a component no placement fits within the bound) — a bounded
-  depth-first search (`_search`) aiming at the bound, then at one granule below the best found,
-  until a target fails or the device's ``SEARCH_NODES`` are spent.
+* ``search`` (``auto`` only, on a component of at most ``SEARCH_MAX_BUFFERS`` buffers that no
+  placement fits within the bound) — a bounded depth-first search (`_search`) aiming at the
+  bound, then at one granule below the best found, until a target fails or the device's
+  ``SEARCH_NODES`` are spent.
 
 ``auto`` keeps per component the smallest arena (the earlier placement on ties), stopping at the
 first that reaches the bound; ``plan.policies[device]`` names the placement of the component that
 sets the device's arena.  A named ``policy`` uses that placement alone.  Past ``MAX_RIVALS`` rival
-pairs only ``tlsf`` runs (the others need the pairs).  On random Poly programs as `ren.schedule`
-lowers them (tests/test_memory_programs.py) TLSF and by-size alone reached 1.29x the bound (p99
-1.20x); ``auto`` stays within 1.06x (p99 1.03x).  Planning takes about 1 ms per 100 buffers when
-by-size reaches the bound, up to ~10x that when every placement and the search run.
+pairs only ``tlsf`` runs (the others need the pairs).
+
+On 900 random Poly programs as `ren.schedule` lowers them (the slow survey of
+tests/test_memory_programs.py) the former planner (TLSF or by-size) reached 1.27x the bound (p99
+1.20x); ``auto`` reaches 1.06x (p99 1.02x, 886 of 896 arenas at the bound).  Planning takes about
+2 ms per 100 buffers when by-size reaches the bound (the common case), several times that when
+every placement and the search run (at most tens of ms).
 
 The plan is made once from the schedule; execution reuses the offsets.
 """

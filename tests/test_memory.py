@@ -507,6 +507,32 @@ def test_search_budget(monkeypatch):
     assert plan.arena_bytes == plan.peak_live_bytes + 256 and plan.policies["python"] != "search"
 
 
+@st.composite
+def interval_problems(draw) -> list[tuple[int, int, int]]:
+    """(first, last, granules) with one birth per step, as `from_intervals` needs."""
+    n = draw(st.integers(1, 18))
+    return [(f, f + draw(st.integers(0, 6)), draw(st.sampled_from((1, 2, 3, 5, 8))))
+            for f in range(n)]
+
+
+@given(interval_problems(), st.integers(0, 3))
+def test_search_places_validly(spans, slack):
+    """Whatever the search returns fits under its target and never overlaps two rivals."""
+    first, last, size = (list(x) for x in zip(*spans, strict=True))
+    p = memory._Problem(first, last, size)
+    target = p.peak() + slack
+    for comp in p.components:
+        found, used = memory._search(p, comp, target, 300)
+        assert 0 < used <= 300
+        if found is None:
+            continue
+        assert set(found) == set(comp)
+        for a in comp:
+            assert found[a] >= 0 and found[a] + size[a] <= target
+            for b in p.rivals[a]:
+                assert found[a] + size[a] <= found[b] or found[b] + size[b] <= found[a]
+
+
 def test_components_are_placed_separately():
     """Two runs of the schedule no live range crosses: each may pick its own placement."""
     spans = HARD["tiling"] + [(f + 20, last + 20, g) for f, last, g in HARD["chain"]]

@@ -233,9 +233,9 @@ def _search(p: _Problem, members: list[int], target: int,
         state = (i, tuple(sorted((off[a], a) for a in live)))
         if failed.get(state, -1) >= slack:
             return False
-        left -= 1
-        if left < 0:
+        if left == 0:
             raise _OutOfNodes
+        left -= 1
         cands = []
         at, below = 0, never  # `below`: when the buffer under the current gap dies
         for lo, hi, dies in sorted([(off[a], off[a] + size[a], last[a]) for a in live]

@@ -378,7 +378,8 @@ def test_random_stress_mostly_within_bound():
         plan = plan_memory(items, vals[-1:])
         check_plan(plan, items, vals[-1:])
         ratios.append(ratio(plan))
-    assert sum(ratios) / len(ratios) <= 1.15 and max(ratios) <= 1.5
+    # measured: mean 1.007, max 1.048 (the TLSF / by-size planner alone: mean 1.047, max 1.155)
+    assert sum(ratios) / len(ratios) <= 1.02 and max(ratios) <= 1.10
 
 
 # -- exclusions, errors, edge cases ----------------------------------------------------------------

@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "ren.device", "ren.serialize")),
     ("ir", ("ren.ops", "ren.node", "ren.spec", "ren.ir", "ren.alu", "ren.kernel", "ren.dump",
             "ren.nxgraph", "ren.reference")),
-    ("engine", ("ren.rewrite", "ren.passes", "ren.schedule", "ren.interpret", "ren.memory",
+    ("engine", ("ren.rewrite", "ren.passes", "ren.schedule", "ren.interpret", "ren.tlsf", "ren.memory",
                 "ren.backend", "ren.runtime", "ren.replay", "ren.realization")),
     ("frontend", ("ren.poly", "ren.corpus", "ren")),
     ("jit", ("ren.jit",)),
@@ -31,7 +31,9 @@ def layer_of(module: str) -> int:
     best, best_len = None, -1
     for rank, (_, prefixes) in enumerate(LAYERS):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+            # the package itself ("ren") is its own entry: it is no prefix of its submodules
+            nested = p != "ren" and module.startswith(p + ".")
+            if (module == p or nested) and len(p) > best_len:
                 best, best_len = rank, len(p)
     if best is None:
         raise LookupError(module)

@@ -32,7 +32,7 @@ from ren.kernel import ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node, toposort
 from ren.ops import DType, Op
-from ren.runtime import ExecUnit, _check_view, make_exec_units, run_exec_units
+from ren.runtime import ExecUnit, _check_view, make_exec_units, note_units, run_exec_units
 
 MAX_TEMPLATES = 256
 
@@ -161,6 +161,10 @@ class Template:
         actions.sort(key=lambda a: _depth(a[0]))  # bases before their views
         return cls(t_units, _rekey(plan, placeholder), actions, outs, threading.Lock())
 
+    def param_of(self) -> dict[Buffer, int]:
+        """placeholder -> parameter index, for the placeholders that stand for parameters."""
+        return {t: i for t, action, i in self.actions if action == _PARAM}
+
     def bind(self, params: Sequence[Buffer]) -> dict[Buffer, Buffer]:
         """The buffer each placeholder stands for in a replay on `params`."""
         bind: dict[Buffer, Buffer] = {}
@@ -274,6 +278,7 @@ class Template:
         arrays = [b.array() for b in bufs]
         with self.lock:
             self.runner(arrays)
+        note_units(self.units)
         return [o if i < 0 else bufs[i] for o, i in zip(self.outputs, self._out_pos)]
 
     def profile(self, params: Sequence[Buffer]) -> list[float]:

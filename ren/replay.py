@@ -213,8 +213,9 @@ class Template:
         its kind, or ``"exec-units"`` (the generic loop over ExecUnits).
 
         The graph prebinds every array that is the same in every replay: constants, and the
-        arena-planned intermediates in arenas allocated once here and kept between replays (so a
-        lock serializes replays).  A replay binds only parameters, fresh buffers and their views.
+        intermediates — in arenas (planned ones) or buffers of their own, allocated once here and
+        kept between replays (so a lock serializes replays).  A replay binds only parameters,
+        new output buffers and their views.
         """
         if self.runner is not None:
             return self.runner.kind
@@ -231,6 +232,7 @@ class Template:
                 fixed[b] = b.allocator.view(arenas[b.device], self.plan.offset(b) // 4, b.shape)
         dyn: list[tuple[Buffer, int, int]] = []
         pos: dict[Buffer, int] = {}
+        outs = {o[0] for o in self.outputs if not isinstance(o, Node)}
         for t, action, i in self.actions:
             if t.base is not None:
                 _check_view(t)
@@ -238,6 +240,8 @@ class Template:
                 continue
             if action == _KEEP and t not in planned:
                 fixed[t] = t.array()  # a constant
+            elif action == _FRESH and t not in outs:  # an unplanned intermediate: kept too
+                fixed[t] = t.allocator.alloc(t.shape)
             elif action == _VIEW and t.base in fixed:
                 fixed[t] = t.allocator.view(fixed[t.base], t.offset, t.shape)
             else:

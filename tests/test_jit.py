@@ -19,6 +19,7 @@ import ren
 from ren import realization, runtime
 from ren import settings as ren_settings
 from ren.backend import Device
+from ren.backend.numpy_backend import NumpyDevice
 from ren.corpus import PROGRAMS, build
 from ren.ir import storage_buffer
 from ren.jit import InputSlot, JitPlan
@@ -430,3 +431,25 @@ def test_const_inputs_are_part_of_the_key():
         assert_same(f(x, c), eager(f.fn, x, c))
     assert len(f.plans) == 2
     assert [p.key[1][1][-1] for p in f.plans] == [3, 4]
+
+
+@pytest.mark.parametrize("mode", ["no_memplan", "no_graph_runner"])
+def test_replay_without_arena_or_graph_runner(mode, monkeypatch):
+    """The generic paths: no memory plan (every intermediate its own buffer), and a backend
+    without a graph runner (ExecUnits run one by one)."""
+    if mode == "no_graph_runner":
+        monkeypatch.setattr(NumpyDevice, "graph", Device.graph)
+    program, specs = lifted("keyswitch")
+    fn = ren.jit(program)
+    with ren_settings.override(REN_NO_MEMPLAN=int(mode == "no_memplan")):
+        for call in range(3):
+            xs = [fresh(s.ring, 7 * call + i, s.domain.name).realize()
+                  for i, s in enumerate(specs)]
+            with record_units() as ran:
+                got = fn(*xs)
+            assert_same(got, eager(program, *xs))
+            if call:
+                assert len(ran) == len(fn.plans[0].units)
+    (plan,) = fn.plans
+    assert (plan.memory is None) == (mode == "no_memplan")
+    assert plan.runner == ("exec-units" if mode == "no_graph_runner" else "numpy-prebound")

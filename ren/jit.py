@@ -21,8 +21,11 @@ a *parameter* buffer; the function runs under a `ren.realization.Recorder` that 
 realizations and random generation; its outputs are realized together while the recorder keeps
 the schedule, memory plan and exec units; the realization becomes a `ren.replay.Template` whose
 parameters are the input buffers and whose other leaf buffers (key material the function closes
-over, plaintexts encoded inside) are baked constants; outputs that would alias an input or a
-constant get copy units; the backend's graph runner is built (NumPy: a prebound call list).
+over, plaintexts encoded inside) are baked constants; the memory plan of the captured
+intermediates (made over exactly the captured schedule: inputs and constants are allocated, so
+only intermediates get arena offsets) is re-keyed on the plan's own buffers; outputs that would
+alias an input or a constant get copy units; the backend's graph runner is built (NumPy: a
+prebound call list).
 
 **Replay (hit).**  The input buffers are bound into the template and it runs; every output is a
 new buffer (never an earlier call's output, never an input).

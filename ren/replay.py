@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ren.backend import copy_fn
-from ren.device import Buffer, device_kind, get_device
+from ren.device import Buffer, get_device
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const
 from ren.kernel import ScheduledKernel
@@ -220,8 +220,8 @@ class Template:
         if self.runner is not None:
             return self.runner.kind
         devices = {b.device for u in self.units for b in u.bufs}
-        if not devices or len({device_kind(d) for d in devices}) != 1:
-            return "exec-units"
+        if not devices or len({type(get_device(d)) for d in devices}) != 1:
+            return "exec-units"  # a graph spans one backend
         device = get_device(min(devices))
         planned = set(self.plan.planned) if self.plan is not None else set()
         fixed: dict[Buffer, Any] = {}

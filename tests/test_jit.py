@@ -453,3 +453,18 @@ def test_replay_without_arena_or_graph_runner(mode, monkeypatch):
     (plan,) = fn.plans
     assert (plan.memory is None) == (mode == "no_memplan")
     assert plan.runner == ("exec-units" if mode == "no_graph_runner" else "numpy-prebound")
+
+
+def test_replays_from_several_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    program, specs = lifted("shared_subexpression")
+    fn = ren.jit(program)
+    inputs = [[fresh(s.ring, 10 * k + i, s.domain.name).realize() for i, s in enumerate(specs)]
+              for k in range(8)]
+    fn(*inputs[0])
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda xs: fn(*xs), inputs))
+    for xs, got in zip(inputs, outs):
+        assert_same(got, eager(program, *xs))
+    assert len(fn.plans) == 1 and fn.hits == 8

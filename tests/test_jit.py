@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ckks_helpers import context
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ren
 from ren import realization, runtime
@@ -468,3 +470,52 @@ def test_replays_from_several_threads():
     for xs, got in zip(inputs, outs):
         assert_same(got, eager(program, *xs))
     assert len(fn.plans) == 1 and fn.hits == 8
+
+
+# -- property: random programs replay like eager realization -------------------------------------
+STEPS = st.lists(st.tuples(st.sampled_from(["add", "sub", "mul", "neg", "rot", "scal", "ntt",
+                                            "sub_ring"]),
+                           st.integers(0, 30), st.integers(0, 30), st.integers(-5, 5)),
+                 min_size=1, max_size=8)
+
+
+def step(kind: str, a: ren.Poly, b: ren.Poly, c: int) -> ren.Poly:
+    if kind in ("add", "sub"):
+        if a.domain is not b.domain:
+            b = b.ntt() if b.domain is ren.Domain.COEFF else b.intt()
+        return a + b if kind == "add" else a - b
+    if kind == "mul":
+        return a * b
+    if kind == "neg":
+        return -a
+    if kind == "rot":
+        return a.rotate(c)
+    if kind == "scal":
+        return a * c + c
+    if kind == "ntt":
+        return a.ntt() if a.domain is ren.Domain.COEFF else a.intt()
+    return a.to_ring(a.ring.sub(0, a.ring.limbs - 1)) if a.ring.limbs > 1 else a
+
+
+def random_program(steps, xs):
+    vals = list(xs)
+    for kind, i, j, c in steps:
+        a, b = vals[i % len(vals)], vals[j % len(vals)]
+        if a.ring != b.ring:  # after a sub_ring: pair it with itself
+            b = a
+        vals.append(step(kind, a, b, c))
+    return vals[len(xs):][-2:] + [vals[steps[0][1] % len(vals)]]  # may return an input too
+
+
+@given(STEPS, st.sampled_from(["COEFF", "NTT"]))
+@settings(max_examples=25)
+def test_random_programs_replay_like_eager(steps, domain):
+    fn = ren.jit(lambda x, y: random_program(steps, (x, y)))
+    for call in range(2):
+        x, y = fresh(seed=2 * call).realize(), fresh(seed=2 * call + 1, domain=domain).realize()
+        got = fn(x, y)
+        want = eager(fn, x, y)
+        expected = evaluate(*want)
+        assert_same(got, want)
+        assert all(np.array_equal(g, e) for g, e in zip(values(got), expected))
+    assert len(fn.plans) == 1

@@ -43,10 +43,8 @@ when loaded) and baked constants with their data; a loaded plan is called like t
 from __future__ import annotations
 
 import dataclasses
-import enum
 import functools
 import inspect
-import numbers
 import sys
 import threading
 import time
@@ -68,114 +66,12 @@ from ren.poly import Poly, realize_polys
 from ren.realization import RealizeRecord, Recorder, is_realized, recording
 from ren.replay import Template
 from ren.spec import PolySpec
+from ren.tree import flatten, is_scalar, leaf_paths, unflatten
 
 __all__ = ["InputSlot", "JitPlan", "Jitted", "jit"]
 
 #: True while a jitted function is being captured (a jitted function called inside runs inline)
 _tracing: ContextVar[bool] = ContextVar("ren_jit_tracing", default=False)
-
-_POLY, _SCALAR = "P", "S"
-
-
-# -- pytrees -----------------------------------------------------------------------------------
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
-def _flatten(x: Any, polys: list[Poly], scalars: list[Any], seen: set[int]) -> Any:
-    """The structure of `x` (hashable); its Polys and other leaves appended in order."""
-    if isinstance(x, Poly):
-        polys.append(x)
-        return _POLY
-    t = type(x)
-    if t is list or t is tuple or t is dict or (isinstance(x, tuple) and hasattr(t, "_fields")) \
-            or (dataclasses.is_dataclass(x) and not isinstance(x, type)):
-        if id(x) in seen:
-            raise JitError(f"a {t.__name__} contains itself: jitted arguments and results must "
-                           "be trees (no cycles)")
-        seen.add(id(x))
-        try:
-            if t is list or t is tuple:
-                return (t.__name__, tuple(_flatten(v, polys, scalars, seen) for v in x))
-            if t is dict:
-                return ("dict", tuple(x), tuple(_flatten(v, polys, scalars, seen)
-                                                for v in x.values()))
-            if isinstance(x, tuple):  # a namedtuple
-                return ("ntuple", t, tuple(_flatten(v, polys, scalars, seen) for v in x))
-            names = _field_names(t)
-            return ("dc", t, names, tuple(_flatten(getattr(x, n), polys, scalars, seen)
-                                          for n in names))
-        finally:
-            seen.discard(id(x))
-    scalars.append(x)
-    return _SCALAR
-
-
-def _unflatten(tree: Any, polys: Any, scalars: Any) -> Any:
-    """The tree of structure `tree` with leaves taken from the iterators `polys`, `scalars`."""
-    if tree == _POLY:
-        return next(polys)
-    if tree == _SCALAR:
-        return next(scalars)
-    tag = tree[0]
-    if tag == "list":
-        return [_unflatten(c, polys, scalars) for c in tree[1]]
-    if tag == "tuple":
-        return tuple(_unflatten(c, polys, scalars) for c in tree[1])
-    if tag == "dict":
-        return {k: _unflatten(c, polys, scalars) for k, c in zip(tree[1], tree[2])}
-    if tag == "ntuple":
-        return tree[1](*(_unflatten(c, polys, scalars) for c in tree[2]))
-    if tag == "dc":  # set every field, without running __init__ / __post_init__ again
-        obj = tree[1].__new__(tree[1])
-        for name, c in zip(tree[2], tree[3]):
-            object.__setattr__(obj, name, _unflatten(c, polys, scalars))
-        return obj
-    # "args": the root of an argument tree
-    return tuple(_unflatten(c, polys, scalars) for c in tree[2])
-
-
-def _paths(tree: Any, prefix: str, polys: list[str], scalars: list[str]) -> None:
-    """The path of every Poly and scalar leaf of `tree`, as the user would write it."""
-    if tree == _POLY:
-        polys.append(prefix)
-        return
-    if tree == _SCALAR:
-        scalars.append(prefix)
-        return
-    tag = tree[0]
-    if tag in ("list", "tuple"):
-        children = [(f"{prefix}[{i}]", c) for i, c in enumerate(tree[1])]
-    elif tag == "dict":
-        children = [(f"{prefix}[{k!r}]", c) for k, c in zip(tree[1], tree[2])]
-    elif tag == "ntuple":
-        children = [(f"{prefix}.{n}", c) for n, c in zip(tree[1]._fields, tree[2])]
-    elif tag == "dc":
-        children = [(f"{prefix}.{n}", c) for n, c in zip(tree[2], tree[3])]
-    else:
-        children = list(zip(tree[1], tree[2]))
-    for path, c in children:
-        _paths(c, path, polys, scalars)
-
-
-def _leaf_paths(tree: Any, prefix: str = "") -> tuple[list[str], list[str]]:
-    polys: list[str] = []
-    scalars: list[str] = []
-    _paths(tree, prefix, polys, scalars)
-    return polys, scalars
-
-
-def _is_scalar(x: Any) -> bool:
-    """A value an output may carry besides Polys: numbers, strings, enums, None, and objects with
-    value equality and a hash (parameter objects such as CKKSParams or RingSpec)."""
-    if x is None or isinstance(x, numbers.Number | str | bytes | enum.Enum):
-        return True
-    if isinstance(x, Node | Buffer | np.ndarray):
-        return False
-    t = type(x)
-    return t.__eq__ is not object.__eq__ and t.__hash__ is not None
-
 
 def _freeze(x: Any) -> Any:
     return x.copy() if isinstance(x, np.ndarray) else x
@@ -238,13 +134,13 @@ class _Call:
         leaves: list[Poly] = []
         scalars: list[Any] = []
         seen: set[int] = set()
-        children = tuple(_flatten(v, leaves, scalars, seen) for v in arguments.values())
+        children = tuple(flatten(v, leaves, scalars, seen, JitError) for v in arguments.values())
         self.structure = ("args", tuple(arguments), children)
         self.leaves, self.scalars = leaves, scalars
         self.key = (self.structure, tuple(_leaf_key(p) for p in leaves), tuple(statics))
 
     def paths(self) -> tuple[list[str], list[str]]:
-        return _leaf_paths(self.structure)
+        return leaf_paths(self.structure)
 
     def realize_inputs(self) -> None:
         pending = [p for p in self.leaves if not is_realized(p.node)]
@@ -414,7 +310,7 @@ class JitPlan:
                 polys.append(Poly(o))
             else:
                 polys.append(Poly(as_ring(Node(Op.BUFFER, DType.U32, (), o), *arg)))
-        return _unflatten(self.out_structure, iter(polys), iter(self.out_scalars))
+        return unflatten(self.out_structure, iter(polys), iter(self.out_scalars))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
@@ -556,7 +452,7 @@ class Jitted:
             params.append(param)
             leaf_of_param.append(j)
             wrapped.append(Poly(as_ring(Node(Op.BUFFER, DType.U32, (), param), *n.arg)))
-        values = _unflatten(call.structure, iter(wrapped), iter(call.scalars))
+        values = unflatten(call.structure, iter(wrapped), iter(call.scalars))
         bound = call.bound
         for name, v in zip(call.structure[1], values):
             if name not in self.static_argnames:
@@ -574,10 +470,10 @@ class Jitted:
                                    "operations, or decide outside the function") from e
                 out_polys: list[Poly] = []
                 out_scalars: list[Any] = []
-                out_structure = _flatten(result, out_polys, out_scalars, set())
-                bad = [i for i, s in enumerate(out_scalars) if not _is_scalar(s)]
+                out_structure = flatten(result, out_polys, out_scalars, None, JitError)
+                bad = [i for i, s in enumerate(out_scalars) if not is_scalar(s)]
                 if bad:
-                    path = _leaf_paths(out_structure, "output")[1][bad[0]]
+                    path = leaf_paths(out_structure, "output")[1][bad[0]]
                     leaf = out_scalars[bad[0]]
                     raise JitError(
                         f"{self.name}: output `{path}` is a {type(leaf).__name__}; the results "
@@ -616,7 +512,7 @@ class Jitted:
             capture_seconds=0.0)
         plan.runner = template.graph()
         plan.capture_seconds = time.perf_counter() - t0
-        return plan, _unflatten(out_structure, iter(first), iter(out_scalars))
+        return plan, unflatten(out_structure, iter(first), iter(out_scalars))
 
 
 def jit(fn: Callable | None = None, *, capture: bool = True,

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ren.nxgraph", "ren.reference")),
     ("engine", ("ren.rewrite", "ren.passes", "ren.schedule", "ren.interpret", "ren.memory",
                 "ren.backend", "ren.runtime", "ren.replay", "ren.realization")),
-    ("frontend", ("ren.poly", "ren.corpus", "ren")),
+    ("frontend", ("ren.poly", "ren.tree", "ren.corpus", "ren")),
     ("jit", ("ren.jit",)),
     ("ckks", ("ren.ckks",)),
     ("viz", ("ren.viz",)),

@@ -73,6 +73,7 @@ __all__ = ["InputSlot", "JitPlan", "Jitted", "jit"]
 #: True while a jitted function is being captured (a jitted function called inside runs inline)
 _tracing: ContextVar[bool] = ContextVar("ren_jit_tracing", default=False)
 
+
 def _freeze(x: Any) -> Any:
     return x.copy() if isinstance(x, np.ndarray) else x
 
@@ -287,9 +288,9 @@ class JitPlan:
                f"{self.runner}>"
 
     # -- replay ------------------------------------------------------------------------------
-    def check(self, call: _Call) -> None:
+    def check(self, call: _Call, key_checked: bool = False) -> None:
         """Raise JitError unless `call` matches this plan (key and frozen scalars)."""
-        if call.key != self.key:
+        if not key_checked and call.key != self.key:
             raise JitError(_mismatch(self.name, call, [self], capture=False))
         for i, (value, (_, frozen)) in enumerate(zip(call.scalars, self.scalars)):
             if not _same(frozen, value):
@@ -421,7 +422,7 @@ class Jitted:
         call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
         plan = self._plans.get(call.key)
         if plan is not None:
-            plan.check(call)
+            plan.check(call, key_checked=True)  # found by its key
             call.realize_inputs()
             call.check_distinct()
             self.hits += 1

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ren.nxgraph", "ren.reference")),
     ("engine", ("ren.rewrite", "ren.passes", "ren.schedule", "ren.interpret", "ren.tlsf",
                 "ren.memory", "ren.backend", "ren.runtime", "ren.replay", "ren.realization")),
-    ("frontend", ("ren.poly", "ren.corpus", "ren")),
+    ("frontend", ("ren.poly", "ren.tree", "ren.corpus", "ren")),
     ("jit", ("ren.jit",)),
     ("ckks", ("ren.ckks",)),
     ("viz", ("ren.viz",)),
@@ -80,7 +80,7 @@ def test_imports_point_downward(path: Path) -> None:
         own = layer_of(module)
     except LookupError:
         pytest.fail(f"{module} is in no layer of tests/test_layers.py: add it to LAYERS")
-    if module == "ren":  # the package front door re-exports every layer below the JIT
+    if module == "ren":  # the package front door re-exports every layer up to the JIT
         return
     bad = []
     for line, target in imports(path, module):

@@ -35,6 +35,8 @@ from ren.ops import DType, Op
 from ren.runtime import ExecUnit, _check_view, make_exec_units, note_units, run_exec_units
 
 MAX_TEMPLATES = 256
+#: eager replays of a template whose intermediates fit in this many bytes use the graph runner
+SMALL_GRAPH_BYTES = 1 << 20
 
 _PARAM, _KEEP, _VIEW, _FRESH = range(4)
 
@@ -98,6 +100,7 @@ class Template:
     runner: Any = field(default=None, repr=False, compare=False)
     _dyn: list[tuple[Buffer, int, int]] = field(default_factory=list, repr=False, compare=False)
     _out_pos: list[int] = field(default_factory=list, repr=False, compare=False)
+    replays: int = field(default=0, repr=False, compare=False)
 
     @classmethod
     def capture(cls, params: list[Buffer], todo: Sequence[Node], becomes_map: dict[Node, Node],
@@ -193,20 +196,42 @@ class Template:
         return bind
 
     def replay(self, params: list[Buffer], todo: Sequence[Node]) -> dict[Node, Node]:
-        """Run the template on new input buffers; returns the becomes_map for `todo`."""
-        bind = self.bind(params)
-        units = [ExecUnit(u.kind, u.name, tuple(bind[b] for b in u.bufs), u.fn, u.item)
-                 for u in self.units]
-        with self.lock:  # the planned intermediates are shared by every replay of this template
-            run_exec_units(units, self.plan)
+        """Run the template on new input buffers; returns the becomes_map for `todo`.
+
+        From the second replay on, a template whose intermediates are small (at most
+        ``SMALL_GRAPH_BYTES``) builds the backend's graph runner and keeps its arena between
+        replays: an eager realize of a small graph then costs little more than its kernels.
+        """
+        self.replays += 1
+        if self.runner is None and self.replays == 2 and self.retained_bytes() <= \
+                SMALL_GRAPH_BYTES:
+            self.graph()
+        if self.runner is not None:
+            bound = self._run_graph(params)
+        else:
+            bind = self.bind(params)
+            units = [ExecUnit(u.kind, u.name, tuple(bind[b] for b in u.bufs), u.fn, u.item)
+                     for u in self.units]
+            with self.lock:  # the planned intermediates are shared by every replay
+                run_exec_units(units, self.plan)
+            bound = [o if isinstance(o, Node) else bind[o[0]] for o in self.outputs]
         becomes: dict[Node, Node] = {}
-        for o, out in zip(todo, self.outputs, strict=True):
+        for o, out, b in zip(todo, self.outputs, bound, strict=True):
             if isinstance(out, Node):
                 becomes[o] = out
             else:
-                t, (ring, domain) = out
-                becomes[o] = as_ring(Node(Op.BUFFER, DType.U32, (), bind[t]), ring, domain)
+                ring, domain = out[1]
+                becomes[o] = as_ring(Node(Op.BUFFER, DType.U32, (), b), ring, domain)
         return becomes
+
+    def retained_bytes(self) -> int:
+        """Bytes a graph runner keeps allocated between replays: the arenas and the unplanned
+        intermediates."""
+        outs = {o[0] for o in self.outputs if not isinstance(o, Node)}
+        planned = set(self.plan.planned) if self.plan is not None else set()
+        loose = sum(t.nbytes for t, action, _ in self.actions
+                    if action == _FRESH and t not in outs and t not in planned)
+        return (self.plan.arena_bytes if self.plan is not None else 0) + loose
 
     def execute(self, params: Sequence[Buffer]) -> list[Buffer | Node]:
         """Run on `params` (Buffers: bases or views); returns each output's new Buffer (or its
@@ -284,7 +309,7 @@ class Template:
             if action == _PARAM:
                 b = params[i]
             elif action == _FRESH:
-                b = Buffer(t.device, t.shape, no_opt=t.no_opt).allocate()
+                b = t.fresh_like().allocate()
             else:
                 b = Buffer(t.device, t.shape, base=bufs[i], offset=t.offset)
             bufs.append(b)
@@ -319,6 +344,7 @@ class Template:
         self.plan, self.actions, self.outputs = state["plan"], state["actions"], state["outputs"]
         self.lock = threading.Lock()
         self.runner, self._dyn, self._out_pos = None, [], []
+        self.replays = 0
 
 
 def _depth(b: Buffer) -> int:

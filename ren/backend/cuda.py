@@ -1,0 +1,273 @@
+"""The ``"cuda"`` backend: CuPy arrays, kernels rendered to CUDA C, NVRTC, CUDA streams and graphs.
+
+    pip install -e ".[cuda]"      # cupy-cuda13x and nvidia-cuda-nvrtc
+
+* Devices ``"cuda"`` / ``"cuda:N"`` (GPU N).  Opening one without CuPy, or on a machine with no
+  usable GPU, raises DeviceError saying what to install or that no GPU is present.
+* Storage (`CudaAllocator`): C-contiguous (rows × cols) uint32 CuPy arrays on the device; arenas
+  are flat arrays and views are slices of them (no copy).  Host copies are ``set``/``get`` on
+  the device's stream; a copy between two GPUs is a peer copy when the hardware allows it and
+  goes through host memory otherwise (`Allocator.peer_copy`).
+* Kernels: each compute item is rendered by `ren.backend.render_c` (CUDA dialect) into a
+  `Program`; its source is compiled by NVRTC through ``cupy.RawModule`` once per source text
+  (`CudaDevice.modules`); the call's constant tables are uploaded once per compiled kernel;
+  launches use the program's (grid, block), which come from the kernel's iteration space, on
+  the device's CuPy stream (one non-blocking stream per device: work on a device is ordered).
+* Graphs: `CudaDevice.graph_runner(units, plan)` captures a replayed plan as one CUDA graph
+  (stream capture) and launches it per call — the JIT's graph runner (contract in
+  `ren.backend.Device.graph_runner`).
+* `nvrtc_cubin(source, arch)` compiles CUDA C to a cubin with ``cupy.cuda.nvrtc`` without any
+  GPU (the CI check that every rendered kernel compiles for sm_90).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ren.backend import Allocator, Device, KernelFn
+from ren.backend.render_c import CUDA, Program, render_program
+from ren.device import device_kind
+from ren.errors import DeviceError, KernelCompileError
+from ren.kernel import ScheduledKernel
+
+INSTALL = "pip install -e '.[cuda]' (cupy-cuda13x and nvidia-cuda-nvrtc)"
+#: NVRTC options of every module (NVRTC compiles C++; the kernels are extern "C")
+NVRTC_OPTIONS = ("-std=c++17",)
+
+
+def import_cupy() -> Any:
+    """CuPy, or DeviceError saying how to install it."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise DeviceError(f"the CUDA backend needs CuPy, which is not installed ({exc}); "
+                          f"install it with {INSTALL}, or run on device='python'") from None
+    return cupy
+
+
+def gpu_count() -> int:
+    """CUDA GPUs usable by CuPy here (0 without CuPy, a driver or a GPU)."""
+    try:
+        cupy = import_cupy()
+        if not cupy.is_available():
+            return 0
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except DeviceError:
+        return 0
+    except Exception:  # a driver error means no usable GPU
+        return 0
+
+
+def nvrtc_cubin(source: str, arch: str = "sm_90", name: str = "ren.cu") -> bytes:
+    """Compile CUDA C to a cubin for `arch` with NVRTC (no GPU needed).  Raises
+    KernelCompileError with NVRTC's log when the source does not compile, DeviceError when
+    NVRTC is missing."""
+    cupy = import_cupy()
+    try:
+        from cupy.cuda import nvrtc
+        nvrtc.getVersion()
+    except Exception as exc:
+        raise DeviceError(f"NVRTC is not available ({exc}); install it with {INSTALL}") from None
+    del cupy
+    prog = nvrtc.createProgram(source, name, [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, [f"--gpu-architecture={arch}", *NVRTC_OPTIONS])
+        except nvrtc.NVRTCError as exc:
+            log = nvrtc.getProgramLog(prog)
+            raise KernelCompileError(f"NVRTC could not compile the rendered kernels for {arch} "
+                                     f"({exc}):\n{log[-8000:]}") from None
+        return nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+# -- storage -----------------------------------------------------------------------------------
+class CudaAllocator(Allocator):
+    """Device memory of one GPU: (rows × cols) uint32 CuPy arrays, ordered on `stream`."""
+
+    def __init__(self, cupy: Any, index: int, stream: Any):
+        self.cp, self.index, self.stream = cupy, index, stream
+        self.cuda_device = cupy.cuda.Device(index)
+
+    def alloc(self, shape: tuple[int, int]) -> Any:
+        with self.cuda_device:
+            return self.cp.empty(shape, dtype=self.cp.uint32)
+
+    def arena(self, nwords: int) -> Any:
+        with self.cuda_device:
+            return self.cp.empty(max(int(nwords), 1), dtype=self.cp.uint32)
+
+    def view(self, base: Any, offset: int, shape: tuple[int, int]) -> Any:
+        size = shape[0] * shape[1]
+        flat = base.reshape(-1)
+        if offset < 0 or offset + size > flat.size:
+            raise DeviceError(f"a {shape[0]}x{shape[1]} view at offset {offset} does not fit "
+                              f"in storage of {flat.size} words")
+        return flat[offset : offset + size].reshape(shape)
+
+    def adopt(self, data: Any, shape: tuple[int, int]) -> Any:
+        cp = self.cp
+        if not isinstance(data, cp.ndarray) or data.dtype != cp.uint32 or \
+                data.size != shape[0] * shape[1] or data.device.id != self.index:
+            raise DeviceError(f"storage {type(data).__name__} does not fit a {shape[0]}x{shape[1]}"
+                              f" u32 buffer on cuda:{self.index}; give a uint32 CuPy array of "
+                              "that many elements on that GPU")
+        return data.reshape(shape)
+
+    def copyin(self, dst: Any, host: np.ndarray) -> None:
+        with self.cuda_device:
+            dst.set(np.ascontiguousarray(host, dtype=np.uint32), stream=self.stream)
+
+    def copyout(self, src: Any) -> np.ndarray:
+        with self.cuda_device:
+            return src.get(stream=self.stream)  # waits for the stream
+
+    def transfer(self, dst: Any, src: Any) -> None:
+        with self.cuda_device:
+            dst.data.copy_from_device_async(src.data, src.nbytes, stream=self.stream)
+
+    def peer_copy(self, src_allocator: Allocator) -> Any:
+        if not isinstance(src_allocator, CudaAllocator):
+            return None
+        if not self.cp.cuda.runtime.deviceCanAccessPeer(self.index, src_allocator.index):
+            return None  # no peer access: through host memory
+        other = src_allocator
+
+        def copy_peer(dst: Any, src: Any) -> None:
+            other.stream.synchronize()  # the source is complete on its own device
+            with self.cuda_device:
+                dst.data.copy_from_device_async(src.data, src.nbytes, stream=self.stream)
+
+        return copy_peer
+
+
+# -- kernels -----------------------------------------------------------------------------------
+class CudaKernel:
+    """A KernelFn: a compiled `Program` with its tables on the device."""
+
+    def __init__(self, device: CudaDevice, program: Program):
+        self.device, self.program = device, program
+        cp = device.cp
+        module = device.module(program)
+        with device.allocator.cuda_device:
+            self.tables = {k: cp.asarray(np.ascontiguousarray(v)) for k, v in
+                           program.tables.items()}
+        self.launches = [(module.get_function(launch.kernel), launch.grid, launch.block,
+                          launch.args) for launch in program.launches]
+
+    @property
+    def capturable(self) -> bool:
+        """No host step per call (so a CUDA graph can replay it)."""
+        return self.program.prepare is None
+
+    def __call__(self, bufs: Sequence[Any]) -> None:
+        dev = self.device
+        cp = dev.cp
+        host = {}
+        with dev.allocator.cuda_device, dev.stream:
+            if self.program.prepare is not None:
+                host = {k: cp.asarray(v) for k, v in self.program.prepare().items()}
+            for fn, grid, block, args in self.launches:
+                values = tuple(bufs[v] if kind == "slot" else self.tables[v] if kind == "table"
+                               else host[v] if kind == "host" else np.int32(v)
+                               for kind, v in args)
+                fn(grid, block, values)
+
+
+class CudaDevice(Device):
+    """One GPU: CuPy storage, NVRTC-compiled kernels, one stream, CUDA graphs."""
+
+    def __init__(self, name: str, cupy: Any, index: int):
+        self.cp = cupy
+        with cupy.cuda.Device(index):
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+        super().__init__(name, CudaAllocator(cupy, index, self.stream))
+        self.index = index
+        self.modules: dict[str, Any] = {}  # source text -> RawModule
+        self._module_lock = threading.Lock()
+
+    def module(self, program: Program) -> Any:
+        """The compiled module of a program's source (NVRTC through CuPy, cached by text)."""
+        source = program.source(CUDA)
+        with self._module_lock:
+            mod = self.modules.get(source)
+            if mod is None:
+                with self.allocator.cuda_device:
+                    mod = self.cp.RawModule(code=source, options=NVRTC_OPTIONS)
+                    try:
+                        mod.compile()
+                    except self.cp.cuda.compiler.CompileException as exc:
+                        raise KernelCompileError(f"NVRTC could not compile {program.name}:\n"
+                                                 f"{exc}") from None
+                self.modules[source] = mod
+            return mod
+
+    def build(self, item: ScheduledKernel) -> KernelFn:
+        return CudaKernel(self, render_program(item, CUDA))
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    def graph_runner(self, units: Sequence[Any], plan: Any = None) -> Any:
+        """A `CudaGraph` of `units`, or None when one cannot be captured (a unit on another
+        device, a host-mediated copy, a kernel with a host step)."""
+        for u in units:
+            if any(device_kind(b.device) != "cuda" or b.allocator is not self.allocator
+                   for b in u.bufs):
+                return None
+            if u.kind == "compute" and not getattr(u.fn, "capturable", False):
+                return None
+        return CudaGraph(self, list(units), plan)
+
+
+class CudaGraph:
+    """The units captured once as a CUDA graph (stream capture), launched per call."""
+
+    def __init__(self, device: CudaDevice, units: list[Any], plan: Any = None):
+        from ren.runtime import bind_arenas
+
+        self.device, self.units = device, units
+        self.arenas = bind_arenas(plan)  # kept: the graph holds their addresses
+        buffers = {b for u in units for b in u.bufs}
+        for b in buffers:
+            b.allocate()
+        self.buffers = buffers  # keep every captured buffer alive
+        stream = device.stream
+        with device.allocator.cuda_device:
+            for u in units:  # warm-up: compile, upload tables, load modules outside capture
+                u()
+            stream.synchronize()
+            stream.begin_capture()
+            try:
+                for u in units:
+                    u()
+            finally:
+                self.graph = stream.end_capture()
+
+    def __call__(self) -> None:
+        with self.device.allocator.cuda_device:
+            self.graph.launch(stream=self.device.stream)
+
+
+def open_device(name: str) -> CudaDevice:
+    cupy = import_cupy()
+    index = int(name.split(":", 1)[1]) if ":" in name else 0
+    count = gpu_count()
+    if count == 0:
+        raise DeviceError(f"device {name!r} is not available: no CUDA GPU is present "
+                          "(cupy.is_available() is False: no GPU or no driver); run on "
+                          "device='python'")
+    if index >= count:
+        raise DeviceError(f"device {name!r} is not available: this machine has {count} CUDA "
+                          f"GPU(s), cuda:0 to cuda:{count - 1}; run on one of those or on "
+                          "device='python'")
+    return CudaDevice(name, cupy, index)
+
+
+__all__ = ["INSTALL", "CudaAllocator", "CudaDevice", "CudaGraph", "gpu_count", "import_cupy",
+           "nvrtc_cubin", "open_device"]

@@ -111,12 +111,19 @@ class CudaAllocator(Allocator):
         return flat[offset : offset + size].reshape(shape)
 
     def adopt(self, data: Any, shape: tuple[int, int]) -> Any:
+        """A CuPy array on this GPU is used as is; a host NumPy array (e.g. the packed words
+        `Poly.from_coefficients` attaches) is uploaded."""
         cp = self.cp
+        if isinstance(data, np.ndarray) and data.dtype == np.uint32 and \
+                data.size == shape[0] * shape[1]:
+            arr = self.alloc(shape)
+            self.copyin(arr, data.reshape(shape))
+            return arr
         if not isinstance(data, cp.ndarray) or data.dtype != cp.uint32 or \
                 data.size != shape[0] * shape[1] or data.device.id != self.index:
             raise DeviceError(f"storage {type(data).__name__} does not fit a {shape[0]}x{shape[1]}"
                               f" u32 buffer on cuda:{self.index}; give a uint32 CuPy array of "
-                              "that many elements on that GPU")
+                              "that many elements on that GPU (or a uint32 NumPy array)")
         return data.reshape(shape)
 
     def copyin(self, dst: Any, host: np.ndarray) -> None:
@@ -132,18 +139,22 @@ class CudaAllocator(Allocator):
             dst.data.copy_from_device_async(src.data, src.nbytes, stream=self.stream)
 
     def peer_copy(self, src_allocator: Allocator) -> Any:
+        """A device-to-device copy from another CUDA allocator: on the same GPU (another
+        device name), or from a peer GPU; None (through host memory) without peer access."""
         if not isinstance(src_allocator, CudaAllocator):
             return None
-        if not self.cp.cuda.runtime.deviceCanAccessPeer(self.index, src_allocator.index):
-            return None  # no peer access: through host memory
         other = src_allocator
+        if other.index != self.index and \
+                not self.cp.cuda.runtime.deviceCanAccessPeer(self.index, other.index):
+            return None
 
-        def copy_peer(dst: Any, src: Any) -> None:
-            other.stream.synchronize()  # the source is complete on its own device
+        def copy_device(dst: Any, src: Any) -> None:
+            other.stream.synchronize()  # the source is complete on its own stream
             with self.cuda_device:
                 dst.data.copy_from_device_async(src.data, src.nbytes, stream=self.stream)
+            self.stream.synchronize()  # the source device may reuse src right after this
 
-        return copy_peer
+        return copy_device
 
 
 # -- kernels -----------------------------------------------------------------------------------

@@ -84,3 +84,20 @@ def same_words(got: list[np.ndarray], want: list[np.ndarray]) -> bool:
     return len(got) == len(want) and all(
         g.shape == w.shape and g.dtype == w.dtype and np.array_equal(g, w)
         for g, w in zip(got, want))
+
+
+def lower_plan(polys) -> tuple[list, object, list]:
+    """Schedule, plan and lower realized-input Polys without running them (what the JIT does
+    on a miss): (exec units, memory plan, output buffers)."""
+    from ren.ir import storage_buffer
+    from ren.memory import plan_memory
+    from ren.runtime import make_exec_units
+    from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
+
+    nodes = [p.node for p in polys]
+    ctx = ScheduleContext(outputs=tuple(nodes))
+    sink = run_passes(as_sink(*nodes), ctx=ctx).sink
+    items = linearize(sink)
+    outs = [storage_buffer(ctx.becomes_map[n]) for n in nodes]
+    plan = plan_memory(items, outputs=set(outs))
+    return make_exec_units(items), plan, outs

@@ -30,7 +30,6 @@ import numpy as np
 
 from ren.backend import Allocator, Device, KernelFn
 from ren.backend.render_c import CUDA, Program, render_program
-from ren.device import device_kind
 from ren.errors import DeviceError, KernelCompileError
 from ren.kernel import ScheduledKernel
 
@@ -228,9 +227,8 @@ class CudaDevice(Device):
         """A `CudaGraph` of `units`, or None when one cannot be captured (a unit on another
         device, a host-mediated copy, a kernel with a host step)."""
         for u in units:
-            if any(device_kind(b.device) != "cuda" or b.allocator is not self.allocator
-                   for b in u.bufs):
-                return None
+            if any(b.allocator is not self.allocator for b in u.bufs):
+                return None  # another device, or a copy through host memory
             if u.kind == "compute" and not getattr(u.fn, "capturable", False):
                 return None
         return CudaGraph(self, list(units), plan)

@@ -4,17 +4,22 @@ It lets the CPU tests drive the real CUDA backend code — allocator, views, are
 uploads, launches with their (grid, block) and arguments, host steps, stream capture into a
 graph and its replay — with every kernel executed by its host-shim build
 (`ren.backend.c_host`): a kernel's name is a hash of its dialect-neutral text, so the CUDA and
-the shim program of an item name the same functions.  `FUNCTIONS` maps kernel names to compiled
-host wrappers; tests fill it from a `HostShimDevice`.
+the shim program of an item name the same functions.  `RawModule` compiles the CUDA source it is
+given for the host (the CUDA prelude swapped for the shim's); `FUNCTIONS` maps kernel names to
+the compiled host wrappers.
 """
 
 from __future__ import annotations
 
 import ctypes
+import re
 import types
 from collections.abc import Callable
 
 import numpy as np
+
+from ren.backend.c_host import compile_source
+from ren.backend.render_c import CUDA_PRELUDE, SHIM_PRELUDE, CKernel, Param, host_wrapper
 
 uint32 = np.uint32
 FUNCTIONS: dict[str, Callable] = {}
@@ -126,16 +131,50 @@ class _Kernel:
         _submit(run)
 
 
+_KERNEL_RE = re.compile(r"REN_KERNEL void (\w+)\(([^)]*)\)")
+
+
 class RawModule:
+    """Compiles the CUDA source for the host: the CUDA prelude swapped for the shim's, and host
+    wrappers made from the kernels' signatures (phases counted from REN_PHASE markers)."""
+
     def __init__(self, code: str, options=()):
         self.code = code
 
     def compile(self) -> None:
-        pass
+        body = self.code.split(CUDA_PRELUDE, 1)[1]
+        kernels = []
+        for m in _KERNEL_RE.finditer(body):
+            name = m.group(1)
+            if name in FUNCTIONS:
+                continue
+            params = tuple(Param(p.rsplit(" ", 1)[1], p.rsplit(" ", 1)[0].strip())
+                           for p in (x.strip() for x in m.group(2).split(",")))
+            end = body.find("REN_KERNEL", m.end())
+            phases = max(1, body[m.end(): end if end >= 0 else None].count("REN_PHASE("))
+            kernels.append(CKernel(name, "", params, phases))
+        if kernels:
+            source = SHIM_PRELUDE + body + "".join(host_wrapper(k) for k in kernels)
+            lib = compile_source(source)
+            for k in kernels:
+                fn = getattr(lib, f"ren_host_{k.name}")
+                fn.argtypes = [ctypes.POINTER(ctypes.c_longlong),
+                               ctypes.POINTER(ctypes.c_void_p)]
+                FUNCTIONS[k.name] = fn
 
     def get_function(self, name: str) -> _Kernel:
         assert f"void {name}(" in self.code
+        if name not in FUNCTIONS:
+            self.compile()
         return _Kernel(name)
+
+
+class _Event:
+    def record(self, stream=None) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
 
 
 class CompileException(Exception):
@@ -145,7 +184,10 @@ class CompileException(Exception):
 cuda = types.SimpleNamespace(
     Device=_Context,
     Stream=_Stream,
+    Event=_Event,
+    get_elapsed_time=lambda start, end: 1.0,
     runtime=types.SimpleNamespace(getDeviceCount=lambda: 1,
-                                  deviceCanAccessPeer=lambda a, b: 0),
+                                  deviceCanAccessPeer=lambda a, b: 0,
+                                  getDeviceProperties=lambda i: {"name": b"fake GPU"}),
     compiler=types.SimpleNamespace(CompileException=CompileException),
 )

@@ -113,3 +113,27 @@ def test_cuda_allocator_checks_storage():
     assert isinstance(up, fake_cupy.ndarray) and np.array_equal(alloc.copyout(up), host)
     with pytest.raises(DeviceError, match="uint32 CuPy array"):
         alloc.adopt(np.zeros(32, np.int64), (2, 16))
+
+
+def test_bench_cuda_runs_end_to_end_on_the_stand_in(monkeypatch, capsys):
+    """benchmarks/bench_cuda.py's code path at tiny sizes (the figures are meaningless here)."""
+    import runpy
+    from pathlib import Path
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cuda.py"
+    main = runpy.run_path(str(bench), run_name="bench")["main"]
+    assert main(["--small", "--reps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "fake GPU" in out and "NTT  N=2^10 x 2 limbs" in out
+    assert "mul     eager" in out and "rotate  eager" in out and "nan" not in out
+
+
+def test_bench_cuda_exits_cleanly_without_a_gpu(monkeypatch, capsys):
+    import runpy
+    from pathlib import Path
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cuda.py"
+    assert runpy.run_path(str(bench), run_name="bench")["main"]([]) == 0
+    assert "skipped: CuPy is not installed" in capsys.readouterr().out

@@ -15,10 +15,10 @@ fully reduced, so it is the same word as the NumPy backend's (`ren.backend.numpy
   scales by N^-1 in its last step.
 * TO_RNS — a thread per output residue: Horner over the packed words (u64 remainder), the
   two's-complement wrap for negative coefficients, then Montgomery form.
-* BASIS_CONVERT — a thread per coefficient: y_i = [x_i·qhat_i^-1]_{q_i} once, then for each
-  destination limb either a copy (a shared modulus) or sum_i y_i·(Q/q_i) mod p_j.
-* RESCALE — a thread per coefficient: the exact divide-and-round of `ren.ring.rns`, one dropped
-  modulus at a time, in registers.
+* BASIS_CONVERT — a thread per output residue: a copy (a shared modulus) or
+  sum_i [x_i·qhat_i^-1]_{q_i}·(Q/q_i) mod p_j.
+* RESCALE — a thread per output residue: the exact divide-and-round of `ren.ring.rns`, one
+  dropped modulus at a time, in registers.
 * RANDOM — the value of a RANDOM node is defined by `ren.sampling`, which expands the node's
   seed with SHAKE-256 and shapes it with Box–Muller (float64) and a stable argsort: SHAKE is a
   sequential sponge and float64 libm results need not match a GPU's to the last bit, so no
@@ -251,56 +251,69 @@ def _used(tables: dict[str, np.ndarray], params: tuple[Param, ...]) -> dict[str,
 
 
 def _basis_convert_program(call: RingCall, name: str) -> Program:
+    """A thread per output residue (destination limb d, coefficient c): a copy when p_d is a
+    source modulus, else sum_i [x_i * qhat_i^-1]_(q_i) * (Q/q_i) mod p_d.  The y_i are
+    recomputed per destination limb: L_src more products buy L_dst times more threads."""
     N, LS, LD = call.n, len(call.src), len(call.dst)
     tables = call.tables()
     params = (OUT, IN, *_table_params(tables, ("src_q", "src_qneg", "qhat_inv", "q", "qneg",
                                                "bconv", "copy_from")))
     text = f"""REN_KERNEL void @K({signature(params)}) {{
-  {_thread_head(N)}
-  u32 y[{LS}];
-  for (int i = 0; i < {LS}; ++i)  /* y_i = [x_i * qhat_i^-1]_(q_i), standard form */
-    y[i] = ren_montmul(in[(i64)i * {N}LL + gid], t_qhat_inv[i], t_src_q[i], t_src_qneg[i]);
-  for (int d = 0; d < {LD}; ++d) {{
-    const i64 c = t_copy_from[d];
-    if (c >= 0) {{ out[(i64)d * {N}LL + gid] = in[c * {N}LL + gid]; continue; }}
-    const u32 p = t_q[d], pn = t_qneg[d];
-    u32 acc = 0;
-    for (int i = 0; i < {LS}; ++i)
-      acc = ren_modadd(acc, ren_montmul(y[i], t_bconv[d * {LS} + i], p, pn), p);
-    out[(i64)d * {N}LL + gid] = acc;
+  {_thread_head(LD * N)}
+  const int d = (int)(gid / {N}LL);
+  const i64 c = gid % {N}LL, from = t_copy_from[d];
+  if (from >= 0) {{ out[gid] = in[from * {N}LL + c]; return; }}
+  const u32 p = t_q[d], pn = t_qneg[d];
+  u32 acc = 0;
+  for (int i = 0; i < {LS}; ++i) {{
+    /* y_i = [x_i * qhat_i^-1]_(q_i), standard form; then y_i * (Q/q_i) mod p */
+    const u32 y = ren_montmul(in[(i64)i * {N}LL + c], t_qhat_inv[i], t_src_q[i], t_src_qneg[i]);
+    acc = ren_modadd(acc, ren_montmul(y, t_bconv[d * {LS} + i], p, pn), p);
   }}
+  out[gid] = acc;
 }}
 """
     k = finish_kernel("ren_bconv", text, params)
-    return Program(name, (k,), (_launch(k, *_grid(N)),), _used(tables, params))
+    return Program(name, (k,), (_launch(k, *_grid(LD * N)),), _used(tables, params))
 
 
 def _rescale_program(call: RingCall, name: str) -> Program:
+    """A thread per output residue (kept limb i, coefficient c): the K dropped limbs' chain
+    (each division updates the dropped limbs below it) is recomputed per thread in registers,
+    then applied to limb i — the same words as `ren.ring.divide_round_mont`."""
     N, LS, K = call.n, len(call.src), len(call.dropped)
     if K < 1 or call.src[LS - K:] != call.dropped or call.dst != call.src[: LS - K]:
         raise RealizeError(f"ring_c: rescale drops {call.dropped}, which are not the trailing "
                            f"moduli of {call.src} leaving {call.dst}")
     tables = call.tables()
+    LD = LS - K
     params = (OUT, IN, *_table_params(tables, ("src_q", "src_qneg", "src_r2", "half", "p_inv")))
     text = f"""REN_KERNEL void @K({signature(params)}) {{
-  {_thread_head(N)}
-  u32 z[{LS}];
-  for (int i = 0; i < {LS}; ++i)
-    z[i] = ren_modadd(in[(i64)i * {N}LL + gid], t_half[i], t_src_q[i]);
-  for (int s = 0; s < {K}; ++s) {{  /* divide by the dropped modulus p = q_j, last first */
+  {_thread_head(LD * N)}
+  const int i = (int)(gid / {N}LL);
+  const i64 c = gid % {N}LL;
+  u32 zd[{K}];  /* the dropped limbs {LD}..{LS - 1} */
+  for (int k = 0; k < {K}; ++k)
+    zd[k] = ren_modadd(in[(i64)({LD} + k) * {N}LL + c], t_half[{LD} + k], t_src_q[{LD} + k]);
+  const u32 qi = t_src_q[i], qni = t_src_qneg[i];
+  u32 z = ren_modadd(in[gid], t_half[i], qi);
+  for (int s = 0; s < {K}; ++s) {{  /* divide by p = q_j, the last modulus first */
     const int j = {LS - 1} - s;
-    const u32 r = ren_montmul(z[j], 1u, t_src_q[j], t_src_qneg[j]);  /* [z]_p, standard */
-    for (int i = 0; i < j; ++i) {{
-      const u32 qi = t_src_q[i], qn = t_src_qneg[i];
-      const u32 ri = ren_montmul(r % qi, t_src_r2[i], qi, qn);
-      z[i] = ren_montmul(ren_modsub(z[i], ri, qi), t_p_inv[s * {LS} + i], qi, qn);
+    const u32 r = ren_montmul(zd[j - {LD}], 1u, t_src_q[j], t_src_qneg[j]);  /* [z]_p */
+    for (int k = 0; k < j - {LD}; ++k) {{  /* dropped limbs still to divide out */
+      const int m = {LD} + k;
+      const u32 qm = t_src_q[m], qnm = t_src_qneg[m];
+      const u32 rm = ren_montmul(r % qm, t_src_r2[m], qm, qnm);
+      zd[k] = ren_montmul(ren_modsub(zd[k], rm, qm), t_p_inv[s * {LS} + m], qm, qnm);
     }}
+    const u32 ri = ren_montmul(r % qi, t_src_r2[i], qi, qni);
+    z = ren_montmul(ren_modsub(z, ri, qi), t_p_inv[s * {LS} + i], qi, qni);
   }}
-  for (int i = 0; i < {LS - K}; ++i) out[(i64)i * {N}LL + gid] = z[i];
+  out[gid] = z;
 }}
 """
     k = finish_kernel("ren_rescale", text, params)
-    return Program(name, (k,), (_launch(k, *_grid(N)),), _used(tables, params))
+    return Program(name, (k,), (_launch(k, *_grid(LD * N)),), _used(tables, params))
 
 
 @lru_cache(maxsize=256)

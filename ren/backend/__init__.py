@@ -109,6 +109,14 @@ class Device:
         """Render and compile one kernel (no caching)."""
         raise NotImplementedError
 
+    def prepare(self, items: Sequence[ScheduledKernel]) -> None:
+        """Called with every compute item of a schedule before they are compiled one by one:
+        a compiling backend builds the ones not cached yet in one compiler run (this default
+        does nothing)."""
+
+    def is_cached(self, item: ScheduledKernel) -> bool:
+        return item.key in self._cache
+
     def compile(self, item: ScheduledKernel) -> KernelFn:
         """The KernelFn of `item`, compiled once per (AST, parameters) on this device: kernels
         are pure functions of their hash-consed AST, so equal keys share one compiled kernel."""

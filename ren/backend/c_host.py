@@ -141,7 +141,9 @@ class HostShimDevice(Device):
     def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         """Compile the kernels of every compute item not compiled yet, in one compiler run;
         returns how many new kernels were compiled."""
-        programs = [self.render(i) for i in items if i.kind not in ("copy", "view")]
+        fresh = {i.key: i for i in items if i.kind not in ("copy", "view")
+                 and not self.is_cached(i)}  # one render per distinct kernel
+        programs = [self.render(i) for i in fresh.values()]
         return self._load(programs)
 
     def _load(self, programs: list[Program]) -> int:

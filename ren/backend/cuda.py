@@ -9,8 +9,10 @@
   the device's stream; a copy between two GPUs is a peer copy when the hardware allows it and
   goes through host memory otherwise (`Allocator.peer_copy`).
 * Kernels: each compute item is rendered by `ren.backend.render_c` (CUDA dialect) into a
-  `Program`; its source is compiled by NVRTC through ``cupy.RawModule`` once per source text
-  (`CudaDevice.modules`); the call's constant tables are uploaded once per compiled kernel;
+  `Program`; the new kernels of a schedule are compiled together by NVRTC through
+  ``cupy.RawModule`` (`CudaDevice.prepare`; modules cached by source text, functions by kernel
+  name — a hash of the kernel's text); the call's constant tables are uploaded once per
+  compiled kernel;
   launches use the program's (grid, block), which come from the kernel's iteration space, on
   the device's CuPy stream (one non-blocking stream per device: work on a device is ordered).
 * Graphs: `CudaDevice.graph_runner(units, plan)` captures a replayed plan as one CUDA graph
@@ -29,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ren.backend import Allocator, Device, KernelFn
-from ren.backend.render_c import CUDA, Program, render_program
+from ren.backend.render_c import CUDA, Program, render_program, translation_unit
 from ren.errors import DeviceError, KernelCompileError
 from ren.kernel import ScheduledKernel
 
@@ -163,11 +165,11 @@ class CudaKernel:
     def __init__(self, device: CudaDevice, program: Program):
         self.device, self.program = device, program
         cp = device.cp
-        module = device.module(program)
+        device.load([program])
         with device.allocator.cuda_device:
             self.tables = {k: cp.asarray(np.ascontiguousarray(v)) for k, v in
                            program.tables.items()}
-        self.launches = [(module.get_function(launch.kernel), launch.grid, launch.block,
+        self.launches = [(device.functions[launch.kernel], launch.grid, launch.block,
                           launch.args) for launch in program.launches]
 
     @property
@@ -198,13 +200,19 @@ class CudaDevice(Device):
             self.stream = cupy.cuda.Stream(non_blocking=True)
         super().__init__(name, CudaAllocator(cupy, index, self.stream))
         self.index = index
-        self.modules: dict[str, Any] = {}  # source text -> RawModule
+        self.modules: dict[str, Any] = {}  # translation-unit source -> RawModule
+        self.functions: dict[str, Any] = {}  # kernel name -> its RawKernel
         self._module_lock = threading.Lock()
 
-    def module(self, program: Program) -> Any:
-        """The compiled module of a program's source (NVRTC through CuPy, cached by text)."""
-        source = program.source(CUDA)
+    def load(self, programs: Sequence[Program]) -> int:
+        """Compile every kernel of `programs` not loaded yet, in one NVRTC run (a module per
+        source text, cached); returns how many kernels were new."""
         with self._module_lock:
+            missing = {k.name for p in programs for k in p.kernels} - set(self.functions)
+            if not missing:
+                return 0
+            todo = [p for p in programs if any(k.name in missing for k in p.kernels)]
+            source = translation_unit(todo, CUDA)
             mod = self.modules.get(source)
             if mod is None:
                 with self.allocator.cuda_device:
@@ -212,10 +220,18 @@ class CudaDevice(Device):
                     try:
                         mod.compile()
                     except self.cp.cuda.compiler.CompileException as exc:
-                        raise KernelCompileError(f"NVRTC could not compile {program.name}:\n"
+                        names = ", ".join(p.name for p in todo)
+                        raise KernelCompileError(f"NVRTC could not compile {names}:\n"
                                                  f"{exc}") from None
                 self.modules[source] = mod
-            return mod
+            with self.allocator.cuda_device:
+                for name in missing:
+                    self.functions[name] = mod.get_function(name)
+            return len(missing)
+
+    def prepare(self, items: Sequence[ScheduledKernel]) -> None:
+        fresh = {i.key: i for i in items if not self.is_cached(i)}  # one render per kernel
+        self.load([render_program(i, CUDA) for i in fresh.values()])
 
     def build(self, item: ScheduledKernel) -> KernelFn:
         return CudaKernel(self, render_program(item, CUDA))

@@ -137,3 +137,21 @@ def test_bench_cuda_exits_cleanly_without_a_gpu(monkeypatch, capsys):
     bench = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cuda.py"
     assert runpy.run_path(str(bench), run_name="bench")["main"]([]) == 0
     assert "skipped: CuPy is not installed" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_gpu_tests_pass_on_the_stand_in():
+    """tests/test_cuda.py itself (the `gpu` tests) against the stand-in, so the GPU session's
+    check is known to be sound before it spends device time."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import sys; sys.path.insert(0, 'tests'); import fake_cupy; "
+            "sys.modules['cupy'] = fake_cupy; import pytest; "
+            "sys.exit(pytest.main(['-o', 'addopts=', '-q', '-p', 'no:cacheprovider', '-m', 'gpu', "
+            "'tests/test_cuda.py']))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert "4 passed" in res.stdout

@@ -41,6 +41,11 @@ def register_device(kind: str, factory: Callable[[str], Any]) -> None:
             del _OPEN[name]
 
 
+def device_factory(kind: str) -> Callable[[str], Any] | None:
+    """The factory registered for `kind` (None if the kind is unknown)."""
+    return _FACTORIES.get(kind)
+
+
 def unregister_device(kind: str) -> None:
     """Forget a device kind (for tests that register a temporary backend)."""
     with _lock:

@@ -65,6 +65,11 @@ class RealizeError(RenError, RuntimeError):
     """Execution of a schedule failed, e.g. a buffer view out of bounds of its base."""
 
 
+class KernelCompileError(RealizeError):
+    """A rendered kernel did not compile (NVRTC or the host C compiler); the message carries the
+    compiler's log."""
+
+
 class JitError(RenError, RuntimeError):
     """JIT capture or replay was misused: a changed frozen scalar, an explicit realize() or
     random generation inside the jitted body, or inputs that do not match the captured plan."""

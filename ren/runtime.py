@@ -65,7 +65,14 @@ def _check_view(view: Buffer) -> None:
 
 
 def make_exec_units(schedule: list[ScheduledKernel]) -> list[ExecUnit]:
-    """Lower every scheduled item to an ExecUnit (compiling kernels for their device)."""
+    """Lower every scheduled item to an ExecUnit (compiling kernels for their device; each
+    device first sees all of its compute items at once, so it can compile them together)."""
+    per_device: dict[str, list[ScheduledKernel]] = {}
+    for item in schedule:
+        if item.kind not in ("view", "copy"):
+            per_device.setdefault(item.bufs[0].device, []).append(item)
+    for device, items in per_device.items():
+        get_device(device).prepare(items)
     units = []
     for item in schedule:
         if item.kind == "view":

@@ -48,6 +48,20 @@ def small_ring(request) -> RingSpec:
     return ring(*request.param)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` run only where CuPy sees a CUDA GPU (cupy.is_available())."""
+    gpu = [item for item in items if "gpu" in item.keywords]
+    if not gpu:
+        return
+    from ren.backend.cuda import gpu_count
+
+    if gpu_count() == 0:
+        skip = pytest.mark.skip(reason="needs a CUDA GPU: cupy.is_available() is False or CuPy "
+                                       "is not installed (pip install -e '.[cuda]')")
+        for item in gpu:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _restore_random_mode():
     """Every test starts and ends with OS randomness (no insecure seed stream left on)."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ren
-from ren.backend import BACKENDS, Device, copy_fn, get_device
+from ren.backend import BACKENDS, Device, Unavailable, copy_fn, get_device
 from ren.backend.numpy_backend import HOST, HostAllocator, NumpyDevice
 from ren.device import Buffer, canonical_device, device_kinds, register_device, unregister_device
 from ren.errors import DeviceError
@@ -74,14 +74,38 @@ def test_host_devices_share_one_allocator():
     assert get_device("python") is a  # opened once
 
 
-def test_unavailable_backend_says_what_to_do():
-    with pytest.raises(DeviceError, match=r"'cuda:1' is not available.*device='python'"):
-        get_device("cuda:1")
-    buf = Buffer("cuda", (2, 4))  # naming the device is fine; storage is not
+@pytest.fixture
+def nodev():
+    """A device kind registered as unavailable (what the registry does for a backend that
+    cannot run here)."""
+    register_device("nodev", Unavailable("it needs hardware this machine lacks; run on "
+                                         "device='python' instead"))
+    try:
+        yield
+    finally:
+        unregister_device("nodev")
+
+
+def test_unavailable_backend_says_what_to_do(nodev):
+    with pytest.raises(DeviceError, match=r"'nodev:1' is not available.*device='python'"):
+        get_device("nodev:1")
+    buf = Buffer("nodev", (2, 4))  # naming the device is fine; storage is not
     with pytest.raises(DeviceError, match="not available"):
         buf.allocate()
     with pytest.raises(DeviceError, match="not available"):
-        ren.Poly.from_residues([[0] * 16] * 3, RING, device="cuda")
+        ren.Poly.from_residues([[0] * 16] * 3, RING, device="nodev")
+    p = ren.Poly.from_coefficients(list(range(16)), RING, device="nodev")
+    with pytest.raises(DeviceError, match="nodev"):
+        p.realize()
+
+
+def test_cuda_is_a_registered_backend():
+    assert BACKENDS["cuda"] == "ren.backend.cuda"
+    from ren.backend.cuda import gpu_count
+
+    if gpu_count() == 0:  # no GPU (or no CuPy): opening it says why and what to do
+        with pytest.raises(DeviceError, match=r"'cuda:1' is not available.*device='python'"):
+            get_device("cuda:1")
 
 
 def test_buffer_storage_through_the_allocator():

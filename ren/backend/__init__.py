@@ -2,7 +2,8 @@
 
     get_device("python")    -> the NumPy host device (`numpy_backend`)
     get_device("python:1")  -> a second host device sharing the host allocator
-    get_device("cuda")      -> DeviceError: not available in this build
+    get_device("cuda")      -> the CuPy device (`cuda`), or DeviceError saying what to install
+                               or that no GPU is present
 
 The interface every backend implements (tinygrad's ``Compiled`` device is the model):
 
@@ -18,11 +19,14 @@ The interface every backend implements (tinygrad's ``Compiled`` device is the mo
   kernel's parameters (a bounded LRU: kernels are pure functions of their AST).
 * Runtime — a `KernelFn` runs the kernel on the backend arrays bound to its slots (slot order,
   slot 0 is the output); `copy_fn(dst_device, src_device)` gives the KernelFn of a device copy:
-  a same-allocator ``transfer`` or a host-mediated ``copyout`` + ``copyin``.
-* Graph runner (optional) — ``Device.graph(calls, patches)`` turns a captured sequence of kernel
-  calls into a `GraphRunner` that replays them with only the per-run arrays rebound (the NumPy
-  backend: a prebound call list; a GPU backend would capture a device graph).  None: the backend
-  has none, and callers run ExecUnits one by one.
+  a same-allocator ``transfer``, an allocator's ``peer_copy`` (e.g. GPU to GPU with peer
+  access), or a host-mediated ``copyout`` + ``copyin``.
+* Graph runner (optional; the JIT's and the replay templates' hook) — ``Device.graph(calls,
+  patches)`` turns a captured sequence of kernel calls into a `GraphRunner` that replays them
+  with only the per-run arrays rebound (NumPy: a prebound call list; CUDA: a CUDA graph over
+  staging arrays).  None: the backend has none, and callers run ExecUnits one by one.
+  ``Device.graph_runner(units, plan)`` is the lower-level form for benchmarks and tests: a
+  no-argument callable replaying units on exactly the buffers they are bound to now.
 
 The registry (`BACKENDS`) maps a device kind to the module implementing it, or to
 `Unavailable(reason)`.  A new backend is one module defining ``open_device(name) -> Device``
@@ -32,16 +36,17 @@ layer (`Buffer.allocate`, `canonical_device`) reaches backends without importing
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ren.device import device_kinds, get_device, register_device
+from ren.device import device_factory, device_kinds, get_device, register_device
 from ren.errors import DeviceError
 from ren.kernel import ScheduledKernel
 
@@ -75,6 +80,11 @@ class Allocator:
 
     def transfer(self, dst: Any, src: Any) -> None:
         raise NotImplementedError
+
+    def peer_copy(self, src_allocator: Allocator) -> Callable[[Any, Any], None] | None:
+        """A direct copy (dst, src) from arrays of `src_allocator` into arrays of this one, or
+        None when data must go through host memory (the default)."""
+        return None
 
 
 class GraphRunner:
@@ -111,6 +121,14 @@ class Device:
         """Render and compile one kernel (no caching)."""
         raise NotImplementedError
 
+    def prepare(self, items: Sequence[ScheduledKernel]) -> None:
+        """Called with every compute item of a schedule before they are compiled one by one:
+        a compiling backend builds the ones not cached yet in one compiler run (this default
+        does nothing)."""
+
+    def is_cached(self, item: ScheduledKernel) -> bool:
+        return item.key in self._cache
+
     def compile(self, item: ScheduledKernel) -> KernelFn:
         """The KernelFn of `item`, compiled once per (AST, parameters) on this device: kernels
         are pure functions of their hash-consed AST, so equal keys share one compiled kernel."""
@@ -140,6 +158,21 @@ class Device:
     def clear_cache(self) -> None:
         self._cache.clear()
 
+    def graph_runner(self, units: Sequence[Any],
+                     plan: Any = None) -> Callable[[], None] | None:
+        """A backend graph replaying `units` (`ren.runtime.ExecUnit`s, in order), or None.
+
+        Contract (benchmarks and tests; the JIT uses `graph`): the runner replays the units
+        on exactly the buffers they are bound to now. It binds `plan`'s arena-planned
+        intermediates (`ren.memory.MemoryPlan`) once and keeps them, allocates every other
+        buffer the units touch, and holds all of them for its lifetime; new inputs are bound
+        by copying into the captured input buffers (``Allocator.transfer``) before a call,
+        and outputs that must survive the next call are copied out after it. A device
+        returns None when it has no graphs (this default: the caller runs the units with
+        `ren.runtime.run_exec_units`) or when a unit cannot be captured (a host-mediated
+        copy, a kernel with a host step such as random sampling)."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 
@@ -158,8 +191,7 @@ class Unavailable:
 #: unavailable.  One line per backend.
 BACKENDS: dict[str, str | Unavailable] = {
     "python": "ren.backend.numpy_backend",
-    "cuda": Unavailable("the CUDA backend is not part of this build yet; run on device='python' "
-                        "(the default) instead"),
+    "cuda": "ren.backend.cuda",
 }
 
 
@@ -178,13 +210,13 @@ def copy_fn(dst_device: str, src_device: str) -> KernelFn:
     """The KernelFn of a copy (arrays: destination, source) between two devices: a direct
     transfer when they share an allocator, otherwise through host memory."""
     dst, src = get_device(dst_device).allocator, get_device(src_device).allocator
-    if dst is src:
-        transfer = dst.transfer
+    direct = dst.transfer if dst is src else dst.peer_copy(src)
+    if direct is not None:
 
-        def copy_same_allocator(arrays: Sequence[Any]) -> None:
-            transfer(arrays[0], arrays[1])
+        def copy_direct(arrays: Sequence[Any]) -> None:
+            direct(arrays[0], arrays[1])
 
-        return copy_same_allocator
+        return copy_direct
 
     def copy_through_host(arrays: Sequence[Any]) -> None:
         dst.copyin(arrays[0], src.copyout(arrays[1]))
@@ -192,5 +224,26 @@ def copy_fn(dst_device: str, src_device: str) -> KernelFn:
     return copy_through_host
 
 
-__all__ = ["BACKENDS", "Allocator", "Device", "GraphRunner", "KernelFn", "Unavailable", "copy_fn",
-           "device_kinds", "get_device"]
+@contextlib.contextmanager
+def backend_override(kind: str, factory: Callable[[str], Device]) -> Iterator[None]:
+    """Inside the block, devices of `kind` are opened by `factory` (e.g. run everything that
+    names ``"python"`` — all of `ren.ckks` — through the host C shim or on a GPU, for
+    differential tests and benchmarks).  Devices opened before are dropped, and so are captured
+    replay templates (their units hold the other backend's kernels), on entry and on exit.
+    Buffers realized outside the block keep arrays of the other backend: make inputs inside."""
+    from ren.replay import templates
+
+    previous = device_factory(kind)
+    if previous is None:
+        raise DeviceError(f"backend_override: no device kind {kind!r} is registered")
+    templates.clear()
+    register_device(kind, factory)
+    try:
+        yield
+    finally:
+        templates.clear()
+        register_device(kind, previous)
+
+
+__all__ = ["BACKENDS", "Allocator", "Device", "GraphRunner", "KernelFn", "Unavailable",
+           "backend_override", "copy_fn", "device_kinds", "get_device"]

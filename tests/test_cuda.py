@@ -1,0 +1,117 @@
+"""The ``"cuda"`` backend on a GPU (issue 11): every corpus program and CKKS operation is
+bit-identical to the NumPy backend; device copies; CUDA-graph replay of a lowered plan.
+
+Marked `gpu`: skipped (tests/conftest.py) where CuPy sees no GPU.  A GPU session runs them with
+``bash benchmarks/gpu_check.sh``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from backend_programs import (
+    PROGRAMS_UNDER_TEST,
+    ckks_basics_example,
+    lower_plan,
+    run_recording,
+    same_words,
+)
+
+import ren
+from ren.backend import backend_override, get_device
+from ren.ring import RingSpec, from_mont, get_tables, to_mont
+
+pytestmark = pytest.mark.gpu
+
+
+_ITEMS: list = []  # every kernel the NumPy runs scheduled: compiled in one NVRTC run
+
+
+def _on_gpu(name: str):
+    """Every "python" device as a CUDA device on GPU 0 (CKKS names only "python")."""
+    import cupy
+
+    from ren.backend.cuda import CudaDevice
+
+    dev = CudaDevice(name, cupy, 0)
+    dev.prepare(_ITEMS)
+    return dev
+
+
+@pytest.fixture(scope="module")
+def numpy_runs():
+    ren.random.seed(None)
+    runs = {}
+    for name, fn in [*PROGRAMS_UNDER_TEST.items(), ("example", ckks_basics_example)]:
+        runs[name], items = run_recording(fn)
+        _ITEMS.extend(items)
+    return runs
+
+
+def test_every_program_is_bit_identical_on_the_gpu(numpy_runs):
+    with backend_override("python", _on_gpu):
+        got = {name: PROGRAMS_UNDER_TEST.get(name, ckks_basics_example)()
+               for name in numpy_runs}
+        assert type(get_device("python")).__name__ == "CudaDevice"
+    bad = [n for n, want in numpy_runs.items() if not same_words(got[n], want)]
+    assert not bad, f"the GPU differs from NumPy on {bad}"
+
+
+def test_polys_move_to_the_gpu_and_back():
+    ring = RingSpec.generate(1 << 12, 3)
+    rng = np.random.default_rng(3)
+    coeffs = [int(c) for c in rng.integers(-(1 << 40), 1 << 40, ring.N)]
+
+    def program(device: str):
+        a = ren.Poly.from_coefficients(coeffs, ring, device=device)
+        b = ren.Poly.from_coefficients(coeffs[::-1], ring).to(device)
+        c = ((a * b).intt() + a.rotate(3) - 7).rescale(ring.moduli[-1:])
+        assert c.device == device
+        back = c.to("python")
+        back.realize()
+        return back.numpy()
+
+    assert np.array_equal(program("cuda"), program("python"))
+    if get_device("cuda").cp.cuda.runtime.getDeviceCount() > 1:
+        assert np.array_equal(program("cuda:1"), program("python"))
+
+
+def test_graph_runner_replays_a_plan_with_new_inputs():
+    ring = RingSpec.generate(1 << 12, 4)
+    rng = np.random.default_rng(4)
+
+    def residues():
+        return np.stack([rng.integers(0, q, ring.N) for q in ring.moduli]).astype(np.uint32)
+
+    xs, ys = residues(), residues()
+    x = ren.Poly.from_residues(xs, ring, device="cuda")
+    y = ren.Poly.from_residues(ys, ring, device="cuda")
+    out = ((x * y).intt() + x).rotate(1)
+    units, plan, (buf,) = lower_plan([out])
+    runner = get_device("cuda").graph_runner(units, plan)
+    assert runner is not None
+
+    def want(a, b):
+        pa, pb = ren.Poly.from_residues(a, ring), ren.Poly.from_residues(b, ring)
+        r = ((pa * pb).intt() + pa).rotate(1)
+        r.realize()
+        return r.numpy()
+
+    runner()
+    tables = get_tables(ring)
+    assert np.array_equal(from_mont(buf.copyout(), tables), want(xs, ys))
+    xs2 = residues()  # bind a new input: copy it into the captured input buffer
+    x.node.src[0].arg.copyin(to_mont(xs2, tables))
+    runner()
+    assert np.array_equal(from_mont(buf.copyout(), tables), want(xs2, ys))
+
+
+def test_kernels_and_modules_are_cached():
+    dev = get_device("cuda")
+    ring = RingSpec.generate(1 << 10, 2)
+    a = ren.Poly.from_coefficients(list(range(ring.N)), ring, device="cuda")
+    (a * a).realize()
+    modules = len(dev.modules)
+    b = ren.Poly.from_coefficients(list(range(1, ring.N + 1)), ring, device="cuda")
+    (b * b).realize()
+    assert len(dev.modules) == modules  # same shapes: same sources, no new NVRTC run

@@ -18,7 +18,9 @@ polynomials is NTT; once one operand has folded to a constant, the product keeps
 operand's domain), so the driver compares each rebuilt node and each rule's result with the
 node it replaces and restores the declared domain (a constant is re-tagged, anything else gets
 an NTT/INTT, which later passes fuse or remove).  A changed ring or device is a bug in a rule:
-`ScheduleError`.  Restorations are counted as ``keep_domain``.
+`ScheduleError`.  Restorations are counted as ``keep_domain``.  The check runs in the passes
+that rewrite polynomial ops (``keep_specs=True``: passes 1-4, where folding happens); the
+later passes only lower, and skip its cost.
 """
 
 from __future__ import annotations
@@ -166,11 +168,12 @@ def keep_spec(orig: Node, out: Node, why: str = "rewrite") -> Node:
 
 
 def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = "rewrite",
-            enter: Callable[[Node], bool] | None = None) -> Node:
+            enter: Callable[[Node], bool] | None = None, keep_specs: bool = False) -> Node:
     """Rewrite the graph under `root` with `rules` to a fixed point (see the module docstring).
 
     `enter(n)` False makes n a boundary: it is kept as it is and its sources are not visited
     (used to rewrite one kernel body without walking the graph upstream of it).
+    `keep_specs` restores a domain a rewrite would change (see the module docstring).
     """
     rs = rules if isinstance(rules, RuleSet) else RuleSet(rules)
     stats: Counter = Counter()
@@ -197,7 +200,7 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
         src = tuple(done[s] for s in n.src)
         new = n if src == n.src else n.replace(src=src)
         if new is not n:
-            fixed = keep_spec(n, new, name)
+            fixed = keep_spec(n, new, name) if keep_specs else new
             if fixed is not new:  # the rebuilt node infers another domain: restore it
                 stats["keep_domain"] += 1
                 stack.append((fixed, 2, n, trail))
@@ -212,7 +215,8 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
             done.setdefault(new, new)
             continue
         out, r = hit
-        out = keep_spec(new, out, f"{name}: rule {r.name}")
+        if keep_specs:
+            out = keep_spec(new, out, f"{name}: rule {r.name}")
         stats[r.name] += 1
         trail = (*trail, r.name)
         if len(trail) > MAX_REWRITES:

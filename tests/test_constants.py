@@ -110,4 +110,4 @@ def test_a_rule_that_changes_a_ring_is_a_schedule_error():
     x = a()
     bad = [(P(ren.Op.NEG, X("x")), lambda x: Poly.const(0, RING3).node, "bad_rule")]
     with pytest.raises(ren.ScheduleError, match=r"bad_rule.*ring"):
-        rewrite((-x).node, bad, name="test")
+        rewrite((-x).node, bad, name="test", keep_specs=True)

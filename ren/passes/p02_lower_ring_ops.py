@@ -42,4 +42,4 @@ rules = RuleSet([
 
 
 def run(sink: Node, ctx=None) -> Node:
-    return rewrite(sink, rules, ctx, name=NAME)
+    return rewrite(sink, rules, ctx, name=NAME, keep_specs=True)

@@ -14,6 +14,7 @@ from ren.device import Buffer, canonical_device
 from ren.errors import (
     DeviceError,
     DomainError,
+    InspectError,
     JitError,
     LevelError,
     MemoryPlanError,
@@ -40,6 +41,7 @@ __all__ = [
     "DeviceError",
     "Domain",
     "DomainError",
+    "InspectError",
     "JitError",
     "LevelError",
     "MemoryPlanError",

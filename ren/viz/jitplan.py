@@ -1,0 +1,225 @@
+"""A captured execution plan, readable: the exec units in order (kind, kernel, buffers), the input
+replacement table, the arena, the graph runner kind and the capture time.
+
+Two sources give a `JitView`:
+
+* a plan of ``ren.jit`` (`from_plan`), read through this small duck-typed protocol, so the
+  drawing does not depend on the JIT's classes:
+
+      plan.units                  exec units in order; each has .kind ("compute", "copy",
+                                  "view"), .name, .bufs (Buffers, bufs[0] written) and
+                                  optionally .item (a ScheduledKernel: .kind is the kernel kind)
+      plan.inputs | .replacements | .input_table | .bindings
+                                  the input replacement table: entries (input, unit, slot) —
+                                  tuples or objects with those attributes; `input` is an index
+                                  or a path such as "args[0].parts[1]"
+      plan.memory | .memory_plan | .plan      the MemoryPlan (or None)
+      plan.runner | .runner_kind  a str, or an object (its .kind or class name is shown)
+      plan.capture_seconds | .capture_time   seconds
+
+* a replay template of `ren.replay` (`capture_template`): what realization itself captures and
+  replays for graphs of the same shape — exec units over placeholder buffers, which of them the
+  inputs replace, and the trimmed memory plan.  It is used when the program has no function to
+  JIT, or while ``ren.jit`` is not available.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ren.device import Buffer
+from ren.errors import InspectError, RenError
+from ren.ir import storage_buffer
+from ren.memory import MemoryPlan, plan_memory
+from ren.node import Node
+from ren.ops import Op
+from ren.replay import _PARAM, _VIEW, Template, structure_key
+from ren.runtime import make_exec_units, run_exec_units
+from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
+
+
+@dataclass
+class JitView:
+    """What `ren-inspect jit` shows."""
+
+    source: str
+    units: list[Any]
+    inputs: list[dict[str, Any]]  # {"input", "buffer", "uses": ["unit 3 slot 1", ...]}
+    memory: MemoryPlan | None
+    runner: str
+    capture_seconds: float | None
+    notes: list[str] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)  # id(Buffer) -> display name
+
+    def name(self, b: Buffer) -> str:
+        return self.names.get(id(b), f"#{b.uid}")
+
+    def unit_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for i, u in enumerate(self.units):
+            item = getattr(u, "item", None)
+            bufs = tuple(getattr(u, "bufs", ()))
+            rows.append({"index": i, "kind": getattr(u, "kind", "?"),
+                         "kernel": getattr(item, "kind", "—") if item is not None else "—",
+                         "name": getattr(u, "name", "?"),
+                         "writes": self.name(bufs[0]) if bufs else "—",
+                         "reads": ", ".join(self.name(b) for b in bufs[1:]) or "—"})
+        return rows
+
+    def memory_rows(self) -> list[dict[str, Any]]:
+        plan = self.memory
+        if plan is None:
+            return []
+        return [{"device": dev, "arena": arena, "peak": plan.peaks.get(dev, 0),
+                 "planned": sum(plan.sizes[b] for b in plan.planned if b.device == dev),
+                 "policy": plan.policies.get(dev, "—")} for dev, arena in plan.arenas.items()]
+
+
+def _first(obj: Any, *names: str) -> Any:
+    for n in names:
+        value = getattr(obj, n, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _name_buffers(units: list[Any], memory: MemoryPlan | None,
+                  inputs: dict[int, int]) -> dict[int, str]:
+    """Display names by role: in<k> (input k), arena<j> (planned), view<j>, buf<j>."""
+    planned = set(memory.planned) if memory is not None else set()
+    names: dict[int, str] = {}
+    counts = {"arena": 0, "view": 0, "buf": 0}
+    for u in units:
+        for b in getattr(u, "bufs", ()):
+            if id(b) in names:
+                continue
+            if id(b) in inputs:
+                names[id(b)] = f"in{inputs[id(b)]}"
+                continue
+            role = "arena" if b in planned else "view" if b.base is not None else "buf"
+            names[id(b)] = f"{role}{counts[role]}"
+            counts[role] += 1
+    return names
+
+
+def _uses(units: list[Any], buf: Buffer) -> list[str]:
+    out = []
+    for i, u in enumerate(units):
+        for j, b in enumerate(getattr(u, "bufs", ())):
+            if b is buf or b.base is buf:
+                out.append(f"unit {i} slot {j}" + (" (view)" if b is not buf else ""))
+    return out
+
+
+def from_plan(plan: Any) -> JitView:
+    """A JitView of a ``ren.jit`` plan (the protocol of the module doc)."""
+    units = list(_first(plan, "units") or [])
+    table = _first(plan, "inputs", "replacements", "input_table", "bindings") or []
+    if isinstance(table, dict):
+        table = list(table.items())
+    memory = _first(plan, "memory", "memory_plan", "plan")
+    memory = memory if isinstance(memory, MemoryPlan) else None
+    runner = _first(plan, "runner", "runner_kind")
+    if runner is not None and not isinstance(runner, str):
+        runner = getattr(runner, "kind", None) or type(runner).__name__
+    seconds = _first(plan, "capture_seconds", "capture_time")
+    inputs = []
+    for entry in table:
+        if isinstance(entry, tuple):
+            what, unit, slot = (list(entry) + [None, None])[:3]
+        else:
+            what, unit, slot = (_first(entry, "input", "path", "index"),
+                                _first(entry, "unit"), _first(entry, "slot"))
+        uses = [f"unit {unit} slot {slot}"] if unit is not None else []
+        buf = None
+        if isinstance(unit, int) and isinstance(slot, int) and unit < len(units):
+            buf = units[unit].bufs[slot]
+        inputs.append({"input": str(what), "buffer": buf, "uses": uses})
+    by_buffer = {id(e["buffer"]): k for k, e in enumerate(inputs) if e["buffer"] is not None}
+    names = _name_buffers(units, memory, by_buffer)
+    for e in inputs:
+        e["buffer"] = names.get(id(e["buffer"]), "—") if e["buffer"] is not None else "—"
+    return JitView("ren.jit plan", units, inputs, memory, runner or "—",
+                   float(seconds) if seconds is not None else None, names=names)
+
+
+def from_template(template: Template, seconds: float | None = None,
+                  notes: list[str] | None = None) -> JitView:
+    """A JitView of a `ren.replay.Template`."""
+    params = sorted((i, t) for t, action, i in template.actions if action == _PARAM)
+    inputs_by_id = {id(t): i for i, t in params}
+    names = _name_buffers(template.units, template.plan, inputs_by_id)
+    inputs = [{"input": f"input buffer {i} ({t.shape[0]}x{t.shape[1]} {t.device})",
+               "buffer": names.get(id(t), f"in{i}"), "uses": _uses(template.units, t)}
+              for i, t in params]
+    views = sum(1 for _, action, _ in template.actions if action == _VIEW)
+    notes = list(notes or [])
+    if views:
+        notes.append(f"{views} view(s) are rebuilt over their bases at every replay")
+    return JitView("replay template (ren.replay)", template.units, inputs, template.plan,
+                   "sequential exec units (no graph runner)", seconds, notes, names)
+
+
+def capture_template(outputs: tuple[Any, ...]) -> JitView:
+    """Realize the outputs once (without touching live Polys) and capture the replay template
+    realization would keep; without one (RANDOM or view leaves) the units and plan are still
+    shown."""
+    nodes: list[Node] = [o.node if hasattr(o, "node") else o for o in outputs]
+    todo = list(dict.fromkeys(n for n in nodes if not _realized(n)))
+    if not todo:
+        raise InspectError("every output is already realized: there is nothing to capture")
+    found = structure_key(todo)
+    t0 = time.perf_counter()
+    ctx = ScheduleContext(outputs=tuple(todo))
+    sink = run_passes(as_sink(*todo), ctx=ctx).sink
+    items = linearize(sink)
+    outs = {storage_buffer(v) for v in ctx.becomes_map.values() if v.src[0].op is Op.BUFFER}
+    plan = plan_memory(items, outputs=outs)
+    units = make_exec_units(items)
+    run_exec_units(units, plan)
+    seconds = time.perf_counter() - t0
+    template = None
+    if found is not None:
+        template = Template.capture(found[1], todo, ctx.becomes_map, units, plan)
+    if template is not None:
+        return from_template(template, seconds)
+    names = _name_buffers(units, plan, {})
+    return JitView("one realization (not replayable)", units, [], plan,
+                   "none: the graph cannot be replayed", seconds,
+                   ["the graph has RANDOM or BUFFER_VIEW leaves (a new seed or base every time), "
+                    "so realization keeps no replay template for it"], names)
+
+
+def _realized(n: Node) -> bool:
+    return n.op is Op.AS_RING and n.src[0].op in (Op.BUFFER, Op.BUFFER_VIEW, Op.CONST)
+
+
+def capture_jit(function: Any, args: tuple) -> JitView | None:
+    """Call `function` through ``ren.jit`` once and read the plan it captured; None when
+    ``ren.jit`` is not available in this build."""
+    try:
+        module = importlib.import_module("ren.jit")
+    except ImportError:
+        return None
+    jit = getattr(module, "jit", None)
+    if jit is None:
+        return None
+    jitted = function if hasattr(function, "plans") else jit(function)
+    try:
+        jitted(*args)
+    except RenError as e:
+        raise InspectError(f"ren.jit capture failed: {type(e).__name__}: {e}") from e
+    plans = getattr(jitted, "plans", None)
+    if callable(plans):
+        plans = plans()
+    if isinstance(plans, dict):
+        plans = list(plans.values())
+    if not plans:
+        raise InspectError("ren.jit captured no plan for the example inputs")
+    return from_plan(list(plans)[-1])
+
+
+__all__ = ["JitView", "capture_jit", "capture_template", "from_plan", "from_template"]

@@ -14,8 +14,18 @@ from pathlib import Path
 from ren.errors import InspectError
 from ren.viz.trace import PassTrace
 
-#: where the golden snapshots live in a source checkout
+#: where the golden snapshots live in a source checkout (relative to its root)
 DEFAULT_GOLDEN = Path("tests") / "golden"
+
+
+def default_golden() -> Path:
+    """tests/golden under the current directory if there is one, else the one of the checkout
+    this package runs from (an editable install), else the relative path (which then fails
+    with a clear message)."""
+    if DEFAULT_GOLDEN.is_dir():
+        return DEFAULT_GOLDEN
+    checkout = Path(__file__).resolve().parents[2] / DEFAULT_GOLDEN
+    return checkout if checkout.is_dir() else DEFAULT_GOLDEN
 
 
 @dataclass
@@ -75,4 +85,5 @@ def diff_text(diffs: list[StageDiff]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["DEFAULT_GOLDEN", "StageDiff", "diff_text", "golden_diff", "golden_dir_for"]
+__all__ = ["DEFAULT_GOLDEN", "StageDiff", "default_golden", "diff_text", "golden_diff",
+           "golden_dir_for"]

@@ -17,7 +17,9 @@ a graph with more than ``max_nodes`` nodes is not laid out (`TooLarge`): callers
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -185,6 +187,28 @@ def schedule_agraph(items: Sequence[ScheduledKernel], buffer_names: dict[int, st
 
 
 # -- rendering -------------------------------------------------------------------------------------
+_warmed = threading.Event()
+
+
+def _warm_up() -> None:
+    """Initialise Graphviz once with stderr silenced: the fontconfig bundled in the pygraphviz
+    wheel is older than some systems' config files and warns about them on every first use
+    (``unknown element "reset-dirs"``), which is noise for a user."""
+    if _warmed.is_set():
+        return
+    _warmed.set()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        g = pgv.AGraph()
+        g.add_node("warm-up", label="warm-up")
+        g.draw(format="svg", prog="dot")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 _PROLOG = re.compile(r"^.*?(?=<svg)", re.S)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 
@@ -192,6 +216,7 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 def render_svg(g: pgv.AGraph) -> str:
     """Lay out with dot and return the SVG, ready to inline in HTML (no XML prolog, doctype
     or comments)."""
+    _warm_up()
     svg = g.draw(format="svg", prog="dot").decode("utf-8")
     return _COMMENT.sub("", _PROLOG.sub("", svg, count=1)).strip()
 

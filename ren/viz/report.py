@@ -24,7 +24,7 @@ from ren.node import toposort
 from ren.ops import Op
 from ren.viz import arena as av
 from ren.viz import jitplan
-from ren.viz.golden import DEFAULT_GOLDEN, golden_diff
+from ren.viz.golden import default_golden, golden_diff
 from ren.viz.graph import MAX_GHOSTS, MAX_NODES, TooLarge, render_svg, schedule_agraph, stage_agraph
 from ren.viz.kernels import kernel_infos
 from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
@@ -41,7 +41,7 @@ class ReportOptions:
     kernel_bodies: bool = False  # draw kernel ASTs as clusters (collapsed by default)
     removed: bool = True  # draw removed nodes as ghosts
     max_nodes: int = MAX_NODES
-    golden: Path | None = DEFAULT_GOLDEN
+    golden: Path | None = field(default_factory=default_golden)
     policy: str = "auto"
     device: str | None = None  # renderer for the kernels section
     timings: dict[str, float] = field(default_factory=dict)

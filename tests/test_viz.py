@@ -203,7 +203,7 @@ class FakeUnit:
 
 
 class FakePlan:
-    """A plan as the JIT protocol (ren.viz.jitplan) describes it."""
+    """A plan as the JIT protocol (ren.viz.jitplan) describes it: tuples in the table."""
 
     def __init__(self):
         a, b, c = (ren.Buffer("python", (2, 16)) for _ in range(3))
@@ -214,12 +214,37 @@ class FakePlan:
         self.capture_time = 0.25
 
 
+class Row:
+    def __init__(self, unit, slot, input, offset=None):
+        self.unit, self.slot, self.input, self.offset = unit, slot, input, offset
+
+
+class FakePlanWithRows:
+    """The protocol with row objects, named inputs and a view of an input."""
+
+    def __init__(self):
+        x, y, out = (ren.Buffer("python", (2, 16)) for _ in range(3))
+        low = ren.Buffer("python", (1, 16), base=y, offset=16)
+        self.units = [FakeUnit("view", "v", (low, y)), FakeUnit("compute", "k", (out, x, low))]
+        self.inputs = [("args[0]", None), ("args[1]", None)]
+        self.input_table = [Row(1, 1, 0), Row(0, 1, 1), Row(1, 2, 1, 16)]
+        self.memory = None
+        self.runner = "numpy-prebound"
+        self.capture_seconds = 0.5
+
+
 def test_jit_protocol_reader():
     view = jitplan.from_plan(FakePlan())
     assert view.runner == "Prebound" and view.capture_seconds == 0.25
-    assert [e["uses"] for e in view.inputs] == [["unit 0 slot 1"], ["unit 1 slot 2"]]
-    assert view.inputs[0]["buffer"] == view.inputs[1]["buffer"] == "in1"
+    assert len(view.inputs) == 1 and view.inputs[0]["input"] == "args[0]"
+    assert view.inputs[0]["uses"] == ["unit 0 slot 1", "unit 1 slot 2"]
+    assert view.inputs[0]["buffer"] == "in0"
     assert [r["writes"] for r in view.unit_rows()] == ["buf0", "buf1"]
+    rows = jitplan.from_plan(FakePlanWithRows())
+    assert [e["input"] for e in rows.inputs] == ["input 0: args[0]", "input 1: args[1]"]
+    assert rows.inputs[1]["uses"] == ["unit 0 slot 1", "unit 1 slot 2 (view at +16)"]
+    assert [e["buffer"] for e in rows.inputs] == ["in0", "in1"]
+    assert rows.unit_rows()[1]["reads"] == "in0, view0"
 
 
 def test_kernel_infos_follow_the_schedule(monkeypatch):

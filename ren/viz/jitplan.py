@@ -9,11 +9,14 @@ Two sources give a `JitView`:
       plan.units                  exec units in order; each has .kind ("compute", "copy",
                                   "view"), .name, .bufs (Buffers, bufs[0] written) and
                                   optionally .item (a ScheduledKernel: .kind is the kernel kind)
-      plan.inputs | .replacements | .input_table | .bindings
-                                  the input replacement table: entries (input, unit, slot) —
-                                  tuples or objects with those attributes; `input` is an index
-                                  or a path such as "args[0].parts[1]"
-      plan.memory | .memory_plan | .plan      the MemoryPlan (or None)
+      plan.input_table | .replacements | .bindings
+                                  the input replacement table: rows with attributes .unit,
+                                  .slot, .input (and optionally .offset: the slot takes a view
+                                  of the input at that element offset), or tuples
+                                  (input, unit, slot)
+      plan.inputs                 optional: (path, spec) of input k, e.g. ("args[0].parts[1]",
+                                  PolySpec), to name the inputs of the table
+      plan.memory | .memory_plan  the MemoryPlan (or None)
       plan.runner | .runner_kind  a str, or an object (its .kind or class name is shown)
       plan.capture_seconds | .capture_time   seconds
 
@@ -114,36 +117,55 @@ def _uses(units: list[Any], buf: Buffer) -> list[str]:
     return out
 
 
+def _row(entry: Any) -> tuple[Any, Any, Any, Any]:
+    """(input, unit, slot, offset) of one replacement-table row."""
+    if isinstance(entry, tuple):
+        what, unit, slot = (list(entry) + [None, None])[:3]
+        return what, unit, slot, None
+    return (_first(entry, "input", "path", "index"), _first(entry, "unit"),
+            _first(entry, "slot"), getattr(entry, "offset", None))
+
+
 def from_plan(plan: Any) -> JitView:
     """A JitView of a ``ren.jit`` plan (the protocol of the module doc)."""
     units = list(_first(plan, "units") or [])
-    table = _first(plan, "inputs", "replacements", "input_table", "bindings") or []
+    table = _first(plan, "input_table", "replacements", "bindings") or []
     if isinstance(table, dict):
-        table = list(table.items())
-    memory = _first(plan, "memory", "memory_plan", "plan")
+        table = [(k, *v) if isinstance(v, tuple) else (k, v, None) for k, v in table.items()]
+    paths = [entry[0] if isinstance(entry, tuple) else str(entry)
+             for entry in (_first(plan, "inputs") or [])]
+    memory = _first(plan, "memory", "memory_plan")
     memory = memory if isinstance(memory, MemoryPlan) else None
     runner = _first(plan, "runner", "runner_kind")
     if runner is not None and not isinstance(runner, str):
         runner = getattr(runner, "kind", None) or type(runner).__name__
     seconds = _first(plan, "capture_seconds", "capture_time")
-    inputs = []
+    by_input: dict[Any, dict[str, Any]] = {}
     for entry in table:
-        if isinstance(entry, tuple):
-            what, unit, slot = (list(entry) + [None, None])[:3]
-        else:
-            what, unit, slot = (_first(entry, "input", "path", "index"),
-                                _first(entry, "unit"), _first(entry, "slot"))
-        uses = [f"unit {unit} slot {slot}"] if unit is not None else []
-        buf = None
-        if isinstance(unit, int) and isinstance(slot, int) and unit < len(units):
-            buf = units[unit].bufs[slot]
-        inputs.append({"input": str(what), "buffer": buf, "uses": uses})
-    by_buffer = {id(e["buffer"]): k for k, e in enumerate(inputs) if e["buffer"] is not None}
-    names = _name_buffers(units, memory, by_buffer)
+        what, unit, slot, offset = _row(entry)
+        row = by_input.setdefault(what, {"input": _input_label(what, paths), "buffer": None,
+                                          "uses": []})
+        if unit is None:
+            continue
+        row["uses"].append(f"unit {unit} slot {slot}"
+                           + (f" (view at +{offset})" if offset is not None else ""))
+        if row["buffer"] is None and isinstance(unit, int) and isinstance(slot, int) \
+                and unit < len(units) and slot < len(units[unit].bufs):
+            b = units[unit].bufs[slot]
+            row["buffer"] = b.base if offset is not None and b.base is not None else b
+    inputs = list(by_input.values())
+    names = _name_buffers(units, memory, {id(e["buffer"]): k for k, e in enumerate(inputs)
+                                          if e["buffer"] is not None})
     for e in inputs:
         e["buffer"] = names.get(id(e["buffer"]), "—") if e["buffer"] is not None else "—"
     return JitView("ren.jit plan", units, inputs, memory, runner or "—",
                    float(seconds) if seconds is not None else None, names=names)
+
+
+def _input_label(what: Any, paths: list[str]) -> str:
+    if isinstance(what, int) and 0 <= what < len(paths):
+        return f"input {what}: {paths[what]}"
+    return str(what)
 
 
 def from_template(template: Template, seconds: float | None = None,

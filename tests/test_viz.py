@@ -227,7 +227,8 @@ class FakePlanWithRows:
         low = ren.Buffer("python", (1, 16), base=y, offset=16)
         self.units = [FakeUnit("view", "v", (low, y)), FakeUnit("compute", "k", (out, x, low))]
         self.inputs = [("args[0]", None), ("args[1]", None)]
-        self.input_table = [Row(1, 1, 0), Row(0, 1, 1), Row(1, 2, 1, 16)]
+        self.input_table = [Row(0, 1, 1), Row(1, 1, 0), Row(1, 2, 1, 16)]
+        self.scalars = [("k", 3)]
         self.memory = None
         self.runner = "numpy-prebound"
         self.capture_seconds = 0.5
@@ -245,6 +246,7 @@ def test_jit_protocol_reader():
     assert rows.inputs[1]["uses"] == ["unit 0 slot 1", "unit 1 slot 2 (view at +16)"]
     assert [e["buffer"] for e in rows.inputs] == ["in0", "in1"]
     assert rows.unit_rows()[1]["reads"] == "in0, view0"
+    assert rows.notes == ["frozen scalar k = 3"]
 
 
 def test_kernel_infos_follow_the_schedule(monkeypatch):

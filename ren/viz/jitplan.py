@@ -16,6 +16,7 @@ Two sources give a `JitView`:
                                   (input, unit, slot)
       plan.inputs                 optional: (path, spec) of input k, e.g. ("args[0].parts[1]",
                                   PolySpec), to name the inputs of the table
+      plan.scalars                optional: (path, value) of each frozen scalar
       plan.memory | .memory_plan  the MemoryPlan (or None)
       plan.runner | .runner_kind  a str, or an object (its .kind or class name is shown)
       plan.capture_seconds | .capture_time   seconds
@@ -153,13 +154,18 @@ def from_plan(plan: Any) -> JitView:
                 and unit < len(units) and slot < len(units[unit].bufs):
             b = units[unit].bufs[slot]
             row["buffer"] = b.base if offset is not None and b.base is not None else b
+    if all(isinstance(k, int) for k in by_input):  # input order, buffers named in<k>
+        by_input = dict(sorted(by_input.items()))
     inputs = list(by_input.values())
-    names = _name_buffers(units, memory, {id(e["buffer"]): k for k, e in enumerate(inputs)
-                                          if e["buffer"] is not None})
+    names = _name_buffers(units, memory, {
+        id(e["buffer"]): k if isinstance(k, int) else i
+        for i, (k, e) in enumerate(by_input.items()) if e["buffer"] is not None})
     for e in inputs:
         e["buffer"] = names.get(id(e["buffer"]), "—") if e["buffer"] is not None else "—"
+    notes = [f"frozen scalar {path} = {value!r}" for path, value in
+             (_first(plan, "scalars") or [])]
     return JitView("ren.jit plan", units, inputs, memory, runner or "—",
-                   float(seconds) if seconds is not None else None, names=names)
+                   float(seconds) if seconds is not None else None, notes, names)
 
 
 def _input_label(what: Any, paths: list[str]) -> str:

@@ -249,6 +249,45 @@ def test_jit_protocol_reader():
     assert rows.notes == ["frozen scalar k = 3"]
 
 
+JIT_FILE = '''
+import ren
+import ren.jit
+
+RING = ren.RingSpec.generate(N=16, count=2)
+
+
+@ren.jit
+def function(x, y):
+    return (x * y + 1).intt()
+
+
+def example_inputs():
+    return (ren.Poly.from_coefficients(range(16), RING),
+            ren.Poly.from_coefficients([1] * 16, RING))
+'''
+
+
+def test_real_jit_plan(tmp_path):
+    """With ren.jit in the build, `jit` shows its plan; the graph commands see the lazy graph
+    of the unwrapped function."""
+    pytest.importorskip("ren.jit", reason="ren.jit is not in this build yet")
+    f = tmp_path / "jitted.py"
+    f.write_text(JIT_FILE)
+    prog = programs.load_program(f)
+    assert {n.op for n in toposort(prog.outputs()[0].node)} >= {Op.MUL, Op.INTT}
+    view = report.jit_view(prog)
+    assert view.source == "ren.jit plan" and view.capture_seconds > 0 and view.runner != "—"
+    assert [e["input"] for e in view.inputs] == ["input 0: x", "input 1: y"]
+    assert [e["buffer"] for e in view.inputs] == ["in0", "in1"]
+    for e in view.inputs:
+        assert e["uses"]
+        for use in e["uses"]:
+            unit, slot = map(int, re.findall(r"\d+", use)[:2])
+            b = view.units[unit].bufs[slot]
+            assert e["buffer"] in (view.name(b), view.name(b.base) if b.base else None)
+    assert view.memory is None or view.memory_rows()
+
+
 def test_kernel_infos_follow_the_schedule(monkeypatch):
     view = av.plan_program(build("ring_views"))
     infos = kernels.kernel_infos(view)

@@ -7,9 +7,11 @@ Start with `Poly` and `RingSpec`::
     ring = ren.RingSpec.generate(N=16, count=3)
     a = ren.Poly.from_coefficients(range(16), ring)
     b = (a * a + 1)          # lazy: nothing has run yet
+
+`ren.jit` captures a function's realization once per input spec and replays it afterwards.
 """
 
-from ren import errors, random, settings
+from ren import errors, jit, random, settings
 from ren.device import Buffer, canonical_device
 from ren.errors import (
     DeviceError,
@@ -60,6 +62,7 @@ __all__ = [
     "TruthValueError",
     "canonical_device",
     "errors",
+    "jit",
     "random",
     "realize",
     "run_passes",

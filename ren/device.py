@@ -113,6 +113,16 @@ class Buffer:
         self.uid = next(_buffer_ids)
         self._data: Any = None  # a backend array once allocated
 
+    def fresh_like(self) -> Buffer:
+        """A new, unallocated base buffer with this one's device, shape and no_opt flag (no
+        re-validation: they are canonical already; replays make one per output and run)."""
+        b = Buffer.__new__(Buffer)
+        b.device, b.shape, b.base, b.offset, b.no_opt = self.device, self.shape, None, 0, \
+            self.no_opt
+        b.uid = next(_buffer_ids)
+        b._data = None
+        return b
+
     @property
     def size(self) -> int:
         """Number of u32 elements."""

@@ -12,52 +12,64 @@ view's uses also count as uses of its base (the view reads the base's storage).
 buffers that are already allocated, both buffers of every ``copy`` and ``view`` item, views and
 the bases of views, and ``no_opt`` buffers.  Every other buffer is an *optimizable intermediate*.
 
-**Allocator.**  The intermediates are placed by simulating, step by step, a TLSF-style allocator
-(Two-Level Segregated Fit) over one growable arena per device, in 256-byte granules:
+**The problem.**  Per device, each planned buffer reserves its bytes rounded up to 256-byte
+granules; buffers whose live ranges meet (*rivals*) must not share a granule; the arena is the
+highest end.  ``peak_live_bytes`` (the largest total of reservations live at one step, per device,
+summed) is the lower bound any placement needs; ``arena_bytes`` is what the plan uses.  The
+buffers split into *components*, runs of the schedule no live range crosses between; each is
+placed from offset 0 on its own, and the arena is the largest one's.
 
-* free blocks sit in segregated lists indexed by a first level (the power of two of the size) and
-  a second level (``2**SL_LOG2`` equal slices of that power-of-two range); one bitmap of non-empty
-  first levels and one per first level of non-empty second levels find the next non-empty class
-  in O(1);
-* allocation searches the request's own class for the smallest block that fits, then the next
-  non-empty classes (every block there fits), taking the smallest block (lowest address on ties):
-  an exact best fit, deterministic;
-* the chosen block is split: the request takes its low end, the rest goes back as a free block;
-* freeing coalesces the block with free physical neighbours before filing it;
-* when nothing fits, the arena grows at its end (absorbing a free block that ends the arena), so
-  the final arena size is the allocator's high-water mark.
+**Placements** (`PLACEMENTS`, in the order ``auto`` tries them):
 
-At step ``i`` the buffers whose last use was ``i - 1`` are freed first, then what item ``i``
-writes is allocated (largest first).
+* ``by_size``, ``by_area`` — first fit: largest size (size × lifetime) first, each buffer at the
+  lowest offset clear of its already placed rivals.
+* ``lowest_by_start`` / ``_end`` / ``_area`` / ``_life`` / ``_size`` — lowest first: repeatedly
+  place the unplaced buffer whose lowest clear offset is lowest (ties: earliest first use, latest
+  last use, largest size × lifetime, longest lifetime, largest size).  First fit in order of the
+  offsets of any placement never raises an offset, so some order reaches the optimum; lowest first
+  builds one bottom-up.
+* ``tlsf`` — online: replay the schedule through the TLSF-style allocator of `ren.tlsf` (an exact
+  best fit over segregated free lists, splitting and coalescing blocks, growing the arena when
+  nothing fits).  At step ``i`` what died at ``i - 1`` is freed, then what ``i`` writes is
+  allocated, largest first.
+* ``search`` (``auto`` only, on a component of at most ``SEARCH_MAX_BUFFERS`` buffers that no
+  placement fits within the bound) — a bounded depth-first search (`_search`) aiming at the
+  bound, then at one granule below the best found, until a target fails or the device's
+  ``SEARCH_NODES`` are spent.
 
-**Offline check.**  An online allocator only sees the past; the planner knows every live range.
-So it also places each device's buffers *by size*: largest first (ties: earliest first use), each
-at the lowest offset clear of every already-placed buffer whose live range meets its own (rivals
-come from one sweep over the schedule; skipped past ``MAX_RIVALS`` overlapping pairs).  Per
-device the smaller arena wins, TLSF on a tie; ``plan.policies`` says which, and
-``policy="tlsf"`` / ``"by_size"`` forces one.  On synthetic CKKS-shaped schedules TLSF alone
-lands within about 1.2x of the bound; by-size rescues the cases where a long-lived buffer sits in
-the middle of the arena and fragments it (key switching: 1.13-1.18x -> 1.0x).
+``auto`` keeps per component the smallest arena (the earlier placement on ties), stopping at the
+first that reaches the bound; ``plan.policies[device]`` names the placement of the component that
+sets the device's arena.  A named ``policy`` uses that placement alone.  Past ``MAX_RIVALS`` rival
+pairs only ``tlsf`` runs (the others need the pairs).
 
-``peak_live_bytes`` — the largest total of simultaneously live reservations, per device, summed —
-is the lower bound any placement needs; ``arena_bytes`` is what the plan uses.  The plan is made
-once from the schedule; execution reuses the offsets.
+On 900 random Poly programs as `ren.schedule` lowers them (the slow survey of
+tests/test_memory_programs.py) the former planner (TLSF or by-size) reached 1.27x the bound (p99
+1.20x); ``auto`` reaches 1.06x (p99 1.02x, 886 of 896 arenas at the bound).  Planning takes about
+2 ms per 100 buffers when by-size reaches the bound (the common case), several times that when
+every placement and the search run (at most tens of ms).
+
+The plan is made once from the schedule; execution reuses the offsets.
 """
 
 from __future__ import annotations
 
+import heapq
+from bisect import insort
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
 from ren.device import Buffer
 from ren.errors import MemoryPlanError, ParameterError
 from ren.kernel import ScheduledKernel
+from ren.tlsf import Block, TLSFArena
 
 ALIGN = 256  # bytes: block sizes and offsets are multiples of this
-SL_LOG2 = 3  # 2**SL_LOG2 second-level classes per power of two
-MAX_RIVALS = 1_000_000  # by-size placement is skipped past this many overlapping pairs
+MAX_RIVALS = 1_000_000  # offline placements are skipped past this many overlapping pairs
+SEARCH_NODES = 1000  # search nodes per device (tens of microseconds each)
+SEARCH_NODES_PER_TARGET = 500
+SEARCH_MAX_BUFFERS = 128  # larger components are not searched (it rarely pays off there)
 
 
 def reserved_bytes(buf: Buffer) -> int:
@@ -65,181 +77,268 @@ def reserved_bytes(buf: Buffer) -> int:
     return max(ALIGN, -(-buf.nbytes // ALIGN) * ALIGN)
 
 
-# -- the TLSF simulation ---------------------------------------------------------------------------
-class _Block:
-    """A physical block of the arena, in granules; `prev`/`next` are its physical neighbours."""
+# -- the placement problem of one device ----------------------------------------------------------
+class _Problem:
+    """The planned buffers of one device as intervals: buffer k (k in order of first use) is live
+    during steps [first[k], last[k]] and takes size[k] granules."""
 
-    __slots__ = ("free", "next", "offset", "prev", "size")
+    def __init__(self, first: list[int], last: list[int], size: list[int]):
+        self.first, self.last, self.size = first, last, size
+        self.rivals = self._rivals()  # k -> the buffers whose live range meets k's (None: too many)
+        self.components: list[list[int]] = []  # runs of k no live range crosses between
+        end = -1
+        for k in range(len(size)):
+            if first[k] > end:
+                self.components.append([])
+            self.components[-1].append(k)
+            end = max(end, last[k])
 
-    def __init__(self, offset: int, size: int, prev: _Block | None = None):
-        self.offset, self.size, self.free = offset, size, False
-        self.prev: _Block | None = prev
-        self.next: _Block | None = None
-
-
-def _mapping(size: int) -> tuple[int, int]:
-    """The (first level, second level) class of a block of `size` granules."""
-    fl = size.bit_length() - 1
-    if fl >= SL_LOG2:
-        sl = (size >> (fl - SL_LOG2)) - (1 << SL_LOG2)
-    else:
-        sl = (size - (1 << fl)) << (SL_LOG2 - fl)
-    return fl, sl
-
-
-def _lowest_bit(x: int) -> int:
-    return (x & -x).bit_length() - 1
-
-
-class TLSFArena:
-    """A growable arena managed by a TLSF-style allocator (sizes and offsets in granules)."""
-
-    def __init__(self) -> None:
-        self.end = 0  # arena size: the high-water mark
-        self.last: _Block | None = None  # the physically last block
-        self.fl_bitmap = 0
-        self.sl_bitmap: dict[int, int] = {}
-        self.lists: dict[tuple[int, int], list[_Block]] = {}
-
-    def _insert(self, b: _Block) -> None:
-        fl, sl = _mapping(b.size)
-        b.free = True
-        self.lists.setdefault((fl, sl), []).append(b)
-        self.sl_bitmap[fl] = self.sl_bitmap.get(fl, 0) | (1 << sl)
-        self.fl_bitmap |= 1 << fl
-
-    def _remove(self, b: _Block) -> None:
-        fl, sl = _mapping(b.size)
-        blocks = self.lists[(fl, sl)]
-        blocks.remove(b)
-        b.free = False
-        if not blocks:
-            self.sl_bitmap[fl] &= ~(1 << sl)
-            if not self.sl_bitmap[fl]:
-                self.fl_bitmap &= ~(1 << fl)
-
-    def _next_class(self, fl: int, sl: int) -> tuple[int, int] | None:
-        """The first non-empty class strictly above (fl, sl), from the bitmaps."""
-        above = self.sl_bitmap.get(fl, 0) & (-1 << (sl + 1))
-        if above:
-            return fl, _lowest_bit(above)
-        fls = self.fl_bitmap & (-1 << (fl + 1))
-        if not fls:
-            return None
-        fl = _lowest_bit(fls)
-        return fl, _lowest_bit(self.sl_bitmap[fl])
-
-    def _find(self, size: int) -> _Block | None:
-        fl, sl = _mapping(size)
-        fits = [b for b in self.lists.get((fl, sl), ()) if b.size >= size]
-        cls: tuple[int, int] | None = (fl, sl)
-        while not fits:
-            cls = self._next_class(*cls)
-            if cls is None:
+    def _rivals(self) -> list[list[int]] | None:
+        rivals: list[list[int]] = [[] for _ in self.size]
+        active: list[int] = []
+        pairs = 0
+        for k, f in enumerate(self.first):
+            active = [a for a in active if self.last[a] >= f]
+            pairs += len(active)
+            if pairs > MAX_RIVALS:
                 return None
-            fits = self.lists[cls]
-        return min(fits, key=lambda b: (b.size, b.offset))
+            for a in active:
+                rivals[a].append(k)
+            rivals[k].extend(active)
+            active.append(k)
+        return rivals
 
-    def malloc(self, size: int) -> _Block:
-        block = self._find(size)
-        if block is None:  # grow the arena at its end
-            tail = self.last
-            if tail is not None and tail.free:
-                self._remove(tail)
-                self.end += size - tail.size
-                tail.size = size
-                return tail
-            block = _Block(self.end, size, tail)
-            if tail is not None:
-                tail.next = block
-            self.last, self.end = block, self.end + size
-            return block
-        self._remove(block)
-        if block.size > size:  # split: the request takes the low end
-            rest = _Block(block.offset + size, block.size - size, block)
-            rest.next, block.next, block.size = block.next, rest, size
-            if rest.next is not None:
-                rest.next.prev = rest
-            else:
-                self.last = rest
-            self._insert(rest)
-        return block
+    def peak(self) -> int:
+        """The largest total of granules live at one step: the bound on any arena."""
+        delta: Counter[int] = Counter()
+        for f, last, s in zip(self.first, self.last, self.size, strict=True):
+            delta[f] += s
+            delta[last + 1] -= s
+        return max(accumulate(delta[step] for step in sorted(delta)), default=0)
 
-    def free(self, b: _Block) -> None:
-        for nb in (b.prev, b.next):  # coalesce with free physical neighbours
-            if nb is None or not nb.free:
-                continue
-            self._remove(nb)
-            lo, hi = (nb, b) if nb is b.prev else (b, nb)
-            lo.size += hi.size
-            lo.next = hi.next
-            if hi.next is not None:
-                hi.next.prev = lo
-            if self.last is hi:
-                self.last = lo
-            b = lo
-        self._insert(b)
+    def top(self, offsets: dict[int, int], members: Iterable[int]) -> int:
+        return max(offsets[k] + self.size[k] for k in members)
 
 
-# -- placements: buffer -> byte offset, for the planned buffers of one device -------------------
-Placement = dict[Buffer, int]
+Offsets = dict[int, int]  # buffer index -> offset in granules
+Key = Callable[[_Problem, int], tuple]
 
 
-def place_tlsf(bufs: Sequence[Buffer], live: dict[Buffer, tuple[int, int]],
-               sizes: dict[Buffer, int]) -> Placement:
+def _tlsf(p: _Problem, members: list[int], limit: int) -> Offsets | None:
     """Replay the live ranges through a TLSF arena: free after last use, allocate at first use."""
-    born: dict[int, list[Buffer]] = {}
-    dies: dict[int, list[Buffer]] = {}
-    for b in bufs:
-        first, last = live[b]
-        born.setdefault(first, []).append(b)
-        dies.setdefault(last, []).append(b)
+    born: dict[int, list[int]] = {}
+    dies: dict[int, list[int]] = {}
+    for k in members:
+        born.setdefault(p.first[k], []).append(k)
+        dies.setdefault(p.last[k], []).append(k)
     arena = TLSFArena()
-    blocks: dict[Buffer, _Block] = {}
-    offsets: Placement = {}
+    blocks: dict[int, Block] = {}
     for i in sorted(born.keys() | {d + 1 for d in dies}):
-        for b in dies.get(i - 1, ()):
-            arena.free(blocks[b])
-        for b in sorted(born.get(i, ()), key=lambda b: -sizes[b]):  # large blocks first
-            blocks[b] = arena.malloc(sizes[b] // ALIGN)
-            offsets[b] = blocks[b].offset * ALIGN
-    return offsets
-
-
-def place_by_size(bufs: Sequence[Buffer], live: dict[Buffer, tuple[int, int]],
-                  sizes: dict[Buffer, int]) -> Placement | None:
-    """Offline: largest first, each at the lowest offset clear of its placed live-range rivals.
-
-    Quadratic in the number of simultaneously live buffers: gives up (None) past MAX_RIVALS pairs.
-    """
-    rank = {b: k for k, b in enumerate(bufs)}
-    pairs = 0
-    rivals: dict[Buffer, list[Buffer]] = {b: [] for b in bufs}
-    active: dict[Buffer, None] = {}
-    for b in sorted(bufs, key=lambda b: (live[b][0], rank[b])):  # sweep over first uses
-        first = live[b][0]
-        for a in [a for a in active if live[a][1] < first]:
-            del active[a]
-        pairs += len(active)
-        if pairs > MAX_RIVALS:
+        for k in dies.get(i - 1, ()):
+            arena.free(blocks[k])
+        for k in sorted(born.get(i, ()), key=lambda k: -p.size[k]):  # large blocks first
+            blocks[k] = arena.malloc(p.size[k])
+        if arena.end >= limit:
             return None
-        for a in active:
-            rivals[a].append(b)
-            rivals[b].append(a)
-        active[b] = None
-    offsets: Placement = {}
-    for b in sorted(bufs, key=lambda b: (-sizes[b], live[b][0], rank[b])):
-        spans = sorted((offsets[a], offsets[a] + sizes[a]) for a in rivals[b] if a in offsets)
-        at = 0
-        for lo, hi in spans:
-            if at + sizes[b] <= lo:
+    return {k: b.offset for k, b in blocks.items()}
+
+
+def _first_fit(p: _Problem, order: Iterable[int], limit: int) -> Offsets | None:
+    """Each buffer in turn at the lowest offset clear of its already placed rivals."""
+    off: Offsets = {}
+    size, rivals = p.size, p.rivals
+    assert rivals is not None
+    for k in order:
+        at, s = 0, size[k]
+        for lo, hi in sorted((off[a], off[a] + size[a]) for a in rivals[k] if a in off):
+            if at + s <= lo:
                 break
             at = max(at, hi)
-        offsets[b] = at
-    return offsets
+        if at + s >= limit:
+            return None
+        off[k] = at
+    return off
 
 
-PLACEMENTS = {"tlsf": place_tlsf, "by_size": place_by_size}
+def _lowest_first(p: _Problem, members: list[int], key: Key, limit: int) -> Offsets | None:
+    """Repeatedly place the unplaced buffer whose lowest clear offset is lowest (ties: `key`).
+
+    Lowest clear offsets only grow as rivals get placed, so a heap with stale entries skipped
+    finds the next one; a placement only moves the rivals whose current spot it covers.
+    """
+    size, rivals = p.size, p.rivals
+    assert rivals is not None
+    off: Offsets = {}
+    pos = dict.fromkeys(members, 0)
+    spans: dict[int, list[tuple[int, int]]] = {k: [] for k in members}  # placed rivals, sorted
+    rank = {k: key(p, k) for k in members}
+    heap = [(0, rank[k], k) for k in members]
+    heapq.heapify(heap)
+    while heap:
+        at, _, k = heapq.heappop(heap)
+        if k in off or at != pos[k]:
+            continue
+        hi = at + size[k]
+        if hi >= limit:
+            return None
+        off[k] = at
+        for a in rivals[k]:
+            if a in off:
+                continue
+            sp = spans[a]
+            insort(sp, (at, hi))
+            lo, s = pos[a], size[a]
+            if at < lo + s and lo < hi:  # k covers a's spot: move a up to the next clear one
+                for slo, shi in sp:
+                    if shi <= lo:
+                        continue
+                    if lo + s <= slo:
+                        break
+                    lo = shi
+                pos[a] = lo
+                heapq.heappush(heap, (lo, rank[a], a))
+    return off
+
+
+class _OutOfNodes(Exception):
+    pass
+
+
+def _search(p: _Problem, members: list[int], target: int,
+            nodes: int) -> tuple[Offsets | None, int]:
+    """A placement of `members` within `target` granules (None: none found in `nodes` nodes), and
+    the nodes used.
+
+    Depth-first over the buffers in order of first use; each goes to the bottom or the top of a
+    free gap among the buffers live at its first use.  Gaps whose neighbour dies when the new
+    buffer does come first (freed together, they leave one hole, not two); the arena's floor and
+    ceiling count as neighbours that never die.  Limited discrepancy: pass `slack` allows taking
+    a candidate of rank r with r of the slack; failed (buffer, live placement) states are memoised.
+    """
+    first, last, size = p.first, p.last, p.size
+    order = sorted(members, key=lambda k: (first[k], -size[k], k))
+    never = 1 << 62
+    off: Offsets = {}
+    failed: dict[tuple, int] = {}  # state -> the largest slack it failed with
+    left = nodes
+    cut = False  # did slack prune a candidate (so that more slack may still succeed)?
+
+    def place(i: int, live: list[int], slack: int) -> bool:
+        nonlocal left, cut
+        if i == len(order):
+            return True
+        k = order[i]
+        f, end, s = first[k], last[k], size[k]
+        live = [a for a in live if last[a] >= f]
+        state = (i, tuple(sorted((off[a], a) for a in live)))
+        if failed.get(state, -1) >= slack:
+            return False
+        if left == 0:
+            raise _OutOfNodes
+        left -= 1
+        cands = []
+        at, below = 0, never  # `below`: when the buffer under the current gap dies
+        for lo, hi, dies in sorted([(off[a], off[a] + size[a], last[a]) for a in live]
+                                   + [(target, target, never)]):
+            if lo - at >= s:
+                cands.append((abs(below - end), at))
+                if lo - s > at:
+                    cands.append((abs(dies - end), lo - s))
+            if hi > at:
+                at, below = hi, dies
+        cands.sort()
+        cut = cut or len(cands) > slack + 1
+        live.append(k)
+        for r, (_, o) in enumerate(cands[: slack + 1]):
+            off[k] = o
+            if place(i + 1, live, slack - r):
+                return True
+        off.pop(k, None)
+        failed[state] = max(failed.get(state, -1), slack)
+        return False
+
+    try:
+        for slack in range(2 * len(order) + 1):
+            cut = False
+            if place(0, [], slack):
+                return off, nodes - left
+            if not cut:  # the whole tree failed: no placement with these candidates
+                break
+    except _OutOfNodes:
+        pass
+    return None, nodes - left
+
+
+#: tie-breaking keys over buffer k: larger first / earlier first use / later last use
+_KEYS: dict[str, Key] = {
+    "size": lambda p, k: (-p.size[k], p.first[k], k),
+    "area": lambda p, k: (-p.size[k] * (p.last[k] - p.first[k] + 1), p.first[k], k),
+    "life": lambda p, k: (p.first[k] - p.last[k], -p.size[k], p.first[k], k),
+    "start": lambda p, k: (p.first[k], -p.size[k], k),
+    "end": lambda p, k: (-p.last[k], -p.size[k], k),
+}
+
+
+Placement = Callable[[_Problem, list[int], int], Offsets | None]
+
+
+def _by(key: Key) -> Placement:
+    return lambda p, members, limit: _first_fit(p, sorted(members, key=lambda k: key(p, k)), limit)
+
+
+def _lowest(key: Key) -> Placement:
+    return lambda p, members, limit: _lowest_first(p, members, key, limit)
+
+
+#: the candidate placements, in the order `auto` tries them (see the module doc); each gives up
+#: (None) as soon as its arena would reach `limit`, the best one so far
+PLACEMENTS: dict[str, Placement] = {
+    "by_size": _by(_KEYS["size"]),
+    "lowest_by_start": _lowest(_KEYS["start"]),
+    "lowest_by_end": _lowest(_KEYS["end"]),
+    "lowest_by_area": _lowest(_KEYS["area"]),
+    "lowest_by_life": _lowest(_KEYS["life"]),
+    "lowest_by_size": _lowest(_KEYS["size"]),
+    "by_area": _by(_KEYS["area"]),
+    "tlsf": _tlsf,
+}
+
+
+def _place_device(p: _Problem, policy: str) -> tuple[Offsets, int, str]:
+    """Offsets (granules) of every buffer of one device, the arena (granules), the winner."""
+    names = list(PLACEMENTS) if policy == "auto" else [policy]
+    if p.rivals is None:
+        names = [n for n in names if n == "tlsf"]
+        if not names:
+            raise MemoryPlanError(f"{policy} placement: more than {MAX_RIVALS} pairs of "
+                                  "simultaneously live buffers; use policy='tlsf' or 'auto'")
+    bound = p.peak()
+    nodes = SEARCH_NODES
+    offsets: Offsets = {}
+    arena, winner = 0, names[0]
+    for comp in p.components:
+        best: tuple[int, str, Offsets] | None = None
+        for name in names:
+            off = PLACEMENTS[name](p, comp, best[0] if best else 1 << 62)
+            if off is not None:
+                best = (p.top(off, comp), name, off)
+                if best[0] <= bound:
+                    break
+        assert best is not None
+        target = bound  # search: first the bound, then one granule below the best so far
+        while (policy == "auto" and best[0] > bound and nodes > 0 and p.rivals is not None
+               and len(comp) <= SEARCH_MAX_BUFFERS):
+            found, used = _search(p, comp, target, min(nodes, SEARCH_NODES_PER_TARGET))
+            nodes -= used
+            if found is not None:
+                best = (p.top(found, comp), "search", found)
+            elif target >= best[0] - 1:
+                break
+            target = best[0] - 1
+        offsets.update((k, best[2][k]) for k in comp)
+        if best[0] > arena:
+            arena, winner = best[0], best[1]
+    return offsets, arena, winner
 
 
 # -- the plan --------------------------------------------------------------------------------------
@@ -365,28 +464,18 @@ def _exclusions(schedule: Sequence[ScheduledKernel], outputs: set[Buffer],
     return why
 
 
-def _peak(bufs: Sequence[Buffer], live: dict[Buffer, tuple[int, int]],
-          sizes: dict[Buffer, int]) -> int:
-    """The largest total of reserved bytes live at one step."""
-    delta: dict[int, int] = {}
-    for b in bufs:
-        first, last = live[b]
-        delta[first] = delta.get(first, 0) + sizes[b]
-        delta[last + 1] = delta.get(last + 1, 0) - sizes[b]
-    return max(accumulate(delta[step] for step in sorted(delta)), default=0)
-
-
 def plan_memory(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = (), *,
                 policy: str = "auto") -> MemoryPlan:
     """Plan arena offsets for the optimizable intermediates of `schedule` (see the module doc).
 
-    `policy`: ``"auto"`` (per device the smaller of the TLSF and by-size arenas), ``"tlsf"`` or
-    ``"by_size"``.
+    `schedule` is the list of `ScheduledKernel` items that `ren.schedule` returns; `outputs` the
+    buffers that must keep their own storage.  `policy`: ``"auto"`` (per component the smallest of
+    every placement, then a search when none reaches the bound) or one name of `PLACEMENTS`.
     """
     if policy != "auto" and policy not in PLACEMENTS:
-        raise ParameterError(f"unknown memory-plan policy {policy!r}; use 'auto', "
-                         + " or ".join(repr(p) for p in PLACEMENTS))
-    outs = set(outputs)
+        raise ParameterError(f"unknown memory-plan policy {policy!r}; use 'auto' or one of "
+                             + ", ".join(repr(p) for p in PLACEMENTS))
+    outs = _check_arguments(schedule, outputs)
     live = _live_ranges(schedule, outs)
     excluded = _exclusions(schedule, outs, live)
     planned = tuple(b for b in live if b not in excluded)  # dict order = order of first use
@@ -397,19 +486,31 @@ def plan_memory(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer] =
     for b in planned:
         by_device.setdefault(b.device, []).append(b)
     for dev, bufs in by_device.items():
-        best: tuple[int, str, Placement] | None = None
-        for name in PLACEMENTS if policy == "auto" else (policy,):
-            offsets = PLACEMENTS[name](bufs, live, sizes)
-            if offsets is None:
-                continue
-            arena = max(offsets[b] + sizes[b] for b in bufs)
-            if best is None or arena < best[0]:
-                best = (arena, name, offsets)
-        if best is None:  # only when by_size was forced and gave up
-            raise MemoryPlanError(f"by-size placement on {dev}: more than {MAX_RIVALS} pairs of "
-                                  "simultaneously live buffers; use policy='tlsf' or 'auto'")
-        plan.arenas[dev], plan.policies[dev] = best[0], best[1]
-        plan.offsets.update(best[2])
-        plan.peaks[dev] = _peak(bufs, live, sizes)
+        p = _Problem([live[b][0] for b in bufs], [live[b][1] for b in bufs],
+                     [sizes[b] // ALIGN for b in bufs])
+        offsets, arena, plan.policies[dev] = _place_device(p, policy)
+        plan.arenas[dev], plan.peaks[dev] = arena * ALIGN, p.peak() * ALIGN
+        plan.offsets.update((b, offsets[k] * ALIGN) for k, b in enumerate(bufs))
     plan.offsets = {b: plan.offsets[b] for b in planned}  # deterministic order
     return plan
+
+
+def _check_arguments(schedule: object, outputs: object) -> set[Buffer]:
+    """Bad arguments raise ParameterError here, not a bare TypeError deep inside the planner."""
+    expected = "plan_memory expects a list of ScheduledKernel items (what ren.schedule returns)"
+    if not isinstance(schedule, Sequence) or isinstance(schedule, str | bytes):
+        raise ParameterError(f"{expected}, got {type(schedule).__name__}")
+    for i, item in enumerate(schedule):
+        if not isinstance(item, ScheduledKernel):
+            raise ParameterError(f"{expected}; item {i} is {type(item).__name__}")
+        if not isinstance(item.bufs, tuple) or not all(isinstance(b, Buffer) for b in item.bufs):
+            raise ParameterError(f"schedule item {i} ({item.name}): bufs must be a tuple of "
+                                 f"ren.device.Buffer, got {item.bufs!r}")
+    if not isinstance(outputs, Iterable) or isinstance(outputs, str | bytes):
+        raise ParameterError("plan_memory: outputs must be an iterable of Buffers, got "
+                             f"{type(outputs).__name__}")
+    outs = set(outputs)
+    bad = [o for o in outs if not isinstance(o, Buffer)]
+    if bad:
+        raise ParameterError(f"plan_memory: outputs must be Buffers, got {bad[0]!r}")
+    return outs

@@ -31,7 +31,7 @@ from ren.ir import const_node
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
 from ren.random import RandomSpec
-from ren.realization import host_residues, is_realized, realize_nodes
+from ren.realization import current_recorder, host_residues, is_realized, realize_nodes
 from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.sampling import validate as validate_random
@@ -167,6 +167,9 @@ class Poly:
     def _random(cls, ring: RingSpec, kind: str, params: tuple, device: str,
                 domain: Domain | str = Domain.COEFF) -> Poly:
         ring = _check_ring(ring)
+        recorder = current_recorder()  # e.g. a JIT capture, which must refuse fresh randomness
+        if recorder is not None:
+            recorder.on_random(kind)
         validate_random(kind, params, ring)
         domain = _as_domain(domain)
         if domain is Domain.NTT and kind != "uniform":

@@ -12,12 +12,21 @@
 
 Reading values (`host_residues`) realizes first, then converts storage (Montgomery form) to
 standard-form residues on the host.
+
+**Recorders.**  ``with recording(r): ...`` makes `r` (a `Recorder`) watch every realization in
+the block (per thread / context): `Recorder.on_realize` sees the requested nodes before anything
+is scheduled (it may raise to forbid the realization), `Recorder.on_realized` receives a
+`RealizeRecord` (the schedule, memory plan and exec units that ran).  The frontend consults the
+same recorder when it creates a random polynomial (`Recorder.on_random`).  A generic hook: the
+JIT (`ren.jit`) captures with one; tests and tools may use others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,11 +34,13 @@ import numpy as np
 from ren import settings
 from ren.errors import RealizeError
 from ren.ir import storage_buffer
+from ren.kernel import ScheduledKernel
+from ren.memory import plan_memory
 from ren.node import Node
 from ren.ops import Op
 from ren.replay import Template, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables
-from ren.runtime import make_exec_units, run_exec_units
+from ren.runtime import ExecUnit, make_exec_units, run_exec_units
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
 
 
@@ -48,6 +59,51 @@ class RealizeTimings:
 last_timings = RealizeTimings()
 
 
+@dataclass
+class RealizeRecord:
+    """What one realization did: the requested (unrealized) nodes, their becomes_map, the
+    schedule, the memory plan (None under REN_NO_MEMPLAN) and the exec units that ran."""
+
+    nodes: tuple[Node, ...]
+    becomes_map: dict[Node, Node]
+    schedule: list[ScheduledKernel]
+    plan: object
+    units: list[ExecUnit]
+    timings: RealizeTimings
+
+
+class Recorder:
+    """Watches the realizations of a `recording` block.  Every hook does nothing by default;
+    a hook may raise (a RenError) to refuse what is about to happen."""
+
+    def on_realize(self, nodes: Sequence[Node]) -> None:
+        """Before realizing `nodes` (all requested ones, realized or not)."""
+
+    def on_realized(self, record: RealizeRecord) -> None:
+        """After a realization ran (it always schedules while recording: no template replay)."""
+
+    def on_random(self, kind: str) -> None:
+        """Before the frontend creates a random polynomial of sampler `kind`."""
+
+
+_recorder: ContextVar[Recorder | None] = ContextVar("ren_recorder", default=None)
+
+
+def current_recorder() -> Recorder | None:
+    """The recorder of the innermost `recording` block of this context, if any."""
+    return _recorder.get()
+
+
+@contextlib.contextmanager
+def recording(recorder: Recorder) -> Iterator[Recorder]:
+    """Let `recorder` watch every realization (and random creation) inside the block."""
+    token = _recorder.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _recorder.reset(token)
+
+
 def is_realized(n: Node) -> bool:
     """Backed by storage or a constant: reading it needs no kernel."""
     return n.op is Op.AS_RING and n.src[0].op in (Op.BUFFER, Op.BUFFER_VIEW, Op.CONST)
@@ -61,15 +117,16 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     input buffers instead of scheduling again (`ren.replay`); REN_CHECK and REN_DEBUG=3 always
     schedule, so their checks and dumps happen.
     """
-    from ren.memory import plan_memory
-
+    recorder = _recorder.get()
+    if recorder is not None:
+        recorder.on_realize(nodes)
     todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
     if not todo:
         return {}
     t0 = time.perf_counter()
     check, debug = bool(settings.get("REN_CHECK")), settings.get("REN_DEBUG")
     no_memplan = bool(settings.get("REN_NO_MEMPLAN"))
-    found = None if check or debug >= 3 else structure_key(todo)
+    found = None if check or debug >= 3 or recorder is not None else structure_key(todo)
     key = (found[0], no_memplan) if found is not None else None
     template = templates.get(key) if key is not None else None
     if template is not None:
@@ -96,6 +153,9 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
         if template is not None:
             templates.put(key, template)
     _record(timings, len(todo))
+    if recorder is not None:
+        recorder.on_realized(RealizeRecord(tuple(todo), ctx.becomes_map, items, plan, units,
+                                           timings))
     return ctx.becomes_map
 
 
@@ -126,4 +186,5 @@ def host_residues(n: Node) -> np.ndarray:
     return from_mont(storage_buffer(leaf).copyout(), get_tables(ring))
 
 
-__all__ = ["host_residues", "is_realized", "realize_nodes"]
+__all__ = ["RealizeRecord", "Recorder", "current_recorder", "host_residues", "is_realized",
+           "realize_nodes", "recording"]

@@ -13,23 +13,26 @@ So `realize_nodes` looks the requested graph up by `structure_key` and, on a hit
 * views are rebuilt over whatever their base became.
 
 Graphs with RANDOM leaves (a new seed every time) or BUFFER_VIEW leaves are not cached.  The
-template keeps no reference to any user buffer.  The cache is a small LRU (``MAX_TEMPLATES``).
+template keeps no reference to any user buffer.  The cache is small (``MAX_TEMPLATES``,
+oldest out first).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from ren.device import Buffer
+from ren.backend import copy_fn
+from ren.device import Buffer, get_device
+from ren.errors import RealizeError
 from ren.ir import as_ring, is_const
 from ren.kernel import ScheduledKernel
 from ren.memory import MemoryPlan
-from ren.node import Node, toposort
+from ren.node import Node
 from ren.ops import DType, Op
-from ren.runtime import ExecUnit, run_exec_units
+from ren.runtime import ExecUnit, _check_view, make_exec_units, note_units, run_exec_units
 
 MAX_TEMPLATES = 256
 
@@ -38,51 +41,84 @@ _PARAM, _KEEP, _VIEW, _FRESH = range(4)
 
 def structure_key(nodes: Sequence[Node]) -> tuple[tuple, list[Buffer]] | None:
     """(a hashable key of the graph's structure, its input buffers in key order), or None
-    when the graph cannot be replayed with other buffers (RANDOM or BUFFER_VIEW leaves)."""
-    order = toposort(*nodes)
+    when the graph cannot be replayed with other buffers (RANDOM or BUFFER_VIEW leaves).
+
+    Nodes are numbered in depth-first post-order (sources left to right), so two graphs get the
+    same key exactly when they are the same DAG up to which buffers the BUFFER leaves hold."""
     index: dict[Node, int] = {}
     params: list[Buffer] = []
     key: list[tuple] = []
-    for i, n in enumerate(order):
-        index[n] = i
-        op = n.op
-        if op is Op.BUFFER:
-            buf = n.arg
-            if buf.base is not None:
+    for root in nodes:
+        stack = [root]
+        while stack:  # post-order without iterators: a node is numbered once its sources are
+            n = stack[-1]
+            if n in index:
+                stack.pop()
+                continue
+            pending = [s for s in n.src if s not in index]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            op = n.op
+            if op is Op.BUFFER:
+                buf = n.arg
+                if buf.base is not None:
+                    return None
+                params.append(buf)
+                arg: object = ("param", buf.shape, buf.device, buf.no_opt, buf.is_allocated)
+            elif op is Op.RANDOM or op is Op.BUFFER_VIEW:
                 return None
-            params.append(buf)
-            arg: object = ("param", buf.shape, buf.device, buf.no_opt, buf.is_allocated)
-        elif op is Op.RANDOM or op is Op.BUFFER_VIEW:
-            return None
-        else:
-            arg = (type(n.arg), n.arg)
-        key.append((op, n.dtype, arg, tuple(index[s] for s in n.src)))
-    key.append(tuple(index[n] for n in nodes))
+            else:
+                arg = (type(n.arg), n.arg)
+            index[n] = len(key)
+            key.append((op, n.dtype, arg, tuple([index[s] for s in n.src])))
+    key.append(tuple([index[n] for n in nodes]))
     return tuple(key), params
 
 
 @dataclass
 class Template:
-    """A captured realization: exec units over placeholder buffers, and how to bind them."""
+    """A captured realization: exec units over placeholder buffers, and how to bind them.
+
+    `actions` says, per placeholder buffer, how a replay binds it: to parameter ``i``
+    (``_PARAM``), to itself (``_KEEP``: an arena-planned intermediate, or a *constant* — a leaf
+    buffer that is neither a parameter nor written by any unit, e.g. key material a jitted
+    function closes over, baked into the template), to a new view of its bound base
+    (``_VIEW``), or to a new buffer (``_FRESH``: outputs and unplanned intermediates).
+    `outputs` holds, per requested node, a constant node or (placeholder, AS_RING arg).
+    """
 
     units: list[ExecUnit]
     plan: MemoryPlan | None
     actions: list[tuple[Buffer, int, int]]  # (template buffer, action, param index)
     outputs: list[tuple[Buffer, tuple] | Node]  # per requested node: (buffer, AS_RING arg) | node
     lock: threading.Lock
+    #: the backend graph runner (`graph()`), and the per-replay bindings it needs
+    runner: Any = field(default=None, repr=False, compare=False)
+    _dyn: list[tuple[Buffer, int, int]] = field(default_factory=list, repr=False, compare=False)
+    _out_pos: list[int] = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
     def capture(cls, params: list[Buffer], todo: Sequence[Node], becomes_map: dict[Node, Node],
-                units: list[ExecUnit], plan: MemoryPlan | None) -> Template | None:
-        """The template of a realization that just ran, or None if it cannot be replayed."""
+                units: list[ExecUnit], plan: MemoryPlan | None, *,
+                fresh_outputs: bool = False) -> Template | None:
+        """The template of a realization that just ran, or None if it cannot be replayed.
+
+        With `fresh_outputs`, an output that is a view, a parameter or a constant gets a copy
+        unit into a new buffer (appended to the units), so no output of a replay aliases an
+        input, a constant or another replay's output; otherwise such view outputs are refused.
+        """
         placeholder: dict[Buffer, Buffer] = {}
         param_of = {b: i for i, b in enumerate(params)}
+        written = {u.bufs[0] for u in units if u.kind != "view"}
         outputs: list[tuple[Buffer, tuple] | Node] = []
         for o in todo:
             v = becomes_map[o]
             if is_const(v):
                 outputs.append(v)
-            elif v.op is Op.AS_RING and v.src[0].op is Op.BUFFER:
+            elif v.op is Op.AS_RING and (v.src[0].op is Op.BUFFER or (
+                    fresh_outputs and v.src[0].op is Op.BUFFER_VIEW)):
                 outputs.append((v.src[0].arg, v.arg))  # a new buffer, or an input (a no-op)
             else:
                 return None
@@ -93,8 +129,8 @@ class Template:
             if t is None:
                 if b.base is not None:
                     t = Buffer(b.device, b.shape, base=stand_in(b.base), offset=b.offset)
-                elif b in planned:
-                    t = b  # lives in the arena: the plan knows it by identity
+                elif b in planned or (b not in written and b not in param_of):
+                    t = b  # in the arena (the plan knows it by identity), or a constant
                 else:
                     t = Buffer(b.device, b.shape, no_opt=b.no_opt)
                 placeholder[b] = t
@@ -109,6 +145,24 @@ class Template:
             t_units.append(ExecUnit(u.kind, u.name, bufs, u.fn, light))
         for b in params:
             stand_in(b)
+        outs: list[tuple[Buffer, tuple] | Node] = []
+        copies: dict[Buffer, Buffer] = {}
+        for o in outputs:
+            if isinstance(o, Node):
+                outs.append(o)
+                continue
+            t = stand_in(o[0])
+            if fresh_outputs and (t.base is not None or o[0] in param_of or t is o[0]) and \
+                    t not in planned:
+                if t not in copies:  # copy it into a buffer of its own
+                    dst = Buffer(t.device, t.shape)
+                    placeholder[dst] = copies[t] = dst
+                    item = ScheduledKernel("copy", "copy_output", None, (dst, t), None, None,
+                                           t.shape)
+                    t_units.append(ExecUnit("copy", item.name, item.bufs,
+                                            copy_fn(dst.device, t.device), item))
+                t = copies[t]
+            outs.append((t, o[1]))
         actions = []
         for b, t in placeholder.items():
             if t.base is not None:
@@ -116,13 +170,16 @@ class Template:
             elif b in param_of:
                 actions.append((t, _PARAM, param_of[b]))
             else:
-                actions.append((t, _KEEP if t is b else _FRESH, -1))
-        actions.sort(key=lambda a: a[1] == _VIEW)  # bases before their views
-        outs = [o if isinstance(o, Node) else (placeholder[o[0]], o[1]) for o in outputs]
-        return cls(t_units, _trim(plan), actions, outs, threading.Lock())
+                actions.append((t, _KEEP if t is b and b not in copies.values() else _FRESH, -1))
+        actions.sort(key=lambda a: _depth(a[0]))  # bases before their views
+        return cls(t_units, _rekey(plan, placeholder), actions, outs, threading.Lock())
 
-    def replay(self, params: list[Buffer], todo: Sequence[Node]) -> dict[Node, Node]:
-        """Run the template on new input buffers; returns the becomes_map for `todo`."""
+    def param_of(self) -> dict[Buffer, int]:
+        """placeholder -> parameter index, for the placeholders that stand for parameters."""
+        return {t: i for t, action, i in self.actions if action == _PARAM}
+
+    def bind(self, params: Sequence[Buffer]) -> dict[Buffer, Buffer]:
+        """The buffer each placeholder stands for in a replay on `params`."""
         bind: dict[Buffer, Buffer] = {}
         for t, action, i in self.actions:
             if action == _PARAM:
@@ -132,7 +189,12 @@ class Template:
             elif action == _VIEW:
                 bind[t] = Buffer(t.device, t.shape, base=bind[t.base], offset=t.offset)
             else:
-                bind[t] = Buffer(t.device, t.shape, no_opt=t.no_opt)
+                bind[t] = t.fresh_like()
+        return bind
+
+    def replay(self, params: list[Buffer], todo: Sequence[Node]) -> dict[Node, Node]:
+        """Run the template on new input buffers; returns the becomes_map for `todo`."""
+        bind = self.bind(params)
         units = [ExecUnit(u.kind, u.name, tuple(bind[b] for b in u.bufs), u.fn, u.item)
                  for u in self.units]
         with self.lock:  # the planned intermediates are shared by every replay of this template
@@ -146,43 +208,163 @@ class Template:
                 becomes[o] = as_ring(Node(Op.BUFFER, DType.U32, (), bind[t]), ring, domain)
         return becomes
 
+    def execute(self, params: Sequence[Buffer]) -> list[Buffer | Node]:
+        """Run on `params` (Buffers: bases or views); returns each output's new Buffer (or its
+        constant node).  Uses the backend graph runner once `graph()` has built one."""
+        if self.runner is not None:
+            return self._run_graph(params)
+        bind = self.bind(params)
+        units = [ExecUnit(u.kind, u.name, tuple(bind[b] for b in u.bufs), u.fn, u.item)
+                 for u in self.units]
+        with self.lock:
+            run_exec_units(units, self.plan)
+        return [o if isinstance(o, Node) else bind[o[0]] for o in self.outputs]
 
-def _trim(plan: MemoryPlan | None) -> MemoryPlan | None:
-    """The part of a plan a replay needs (no references to input or output buffers)."""
+    # -- the backend graph runner ----------------------------------------------------------------
+    def graph(self) -> str:
+        """Build the backend's graph runner if it has one (`ren.backend.Device.graph`); returns
+        its kind, or ``"exec-units"`` (the generic loop over ExecUnits).
+
+        The graph prebinds every array that is the same in every replay: constants, and the
+        intermediates — in arenas (planned ones) or buffers of their own, allocated once here and
+        kept between replays (so a lock serializes replays).  A replay binds only parameters,
+        new output buffers and their views.
+        """
+        if self.runner is not None:
+            return self.runner.kind
+        devices = {b.device for u in self.units for b in u.bufs}
+        if not devices or len({type(get_device(d)) for d in devices}) != 1:
+            return "exec-units"  # a graph spans one backend
+        device = get_device(min(devices))
+        planned = set(self.plan.planned) if self.plan is not None else set()
+        fixed: dict[Buffer, Any] = {}
+        if self.plan is not None:
+            arenas = {dev: get_device(dev).allocator.arena(max(n, 4) // 4)
+                      for dev, n in self.plan.arenas.items()}
+            for b in self.plan.planned:
+                fixed[b] = b.allocator.view(arenas[b.device], self.plan.offset(b) // 4, b.shape)
+        dyn: list[tuple[Buffer, int, int]] = []
+        pos: dict[Buffer, int] = {}
+        outs = {o[0] for o in self.outputs if not isinstance(o, Node)}
+        for t, action, i in self.actions:
+            if t.base is not None:
+                _check_view(t)
+            if t in fixed:
+                continue
+            if action == _KEEP and t not in planned:
+                fixed[t] = t.array()  # a constant
+            elif action == _FRESH and t not in outs:  # an unplanned intermediate: kept too
+                fixed[t] = t.allocator.alloc(t.shape)
+            elif action == _VIEW and t.base in fixed:
+                fixed[t] = t.allocator.view(fixed[t.base], t.offset, t.shape)
+            else:
+                pos[t] = len(dyn)
+                dyn.append((t, action, pos[t.base] if action == _VIEW else i))
+        if any(not isinstance(o, Node) and o[0] not in pos for o in self.outputs):
+            return "exec-units"  # an output bound to fixed storage would alias across replays
+        calls: list[tuple[Any, list]] = []
+        patches: list[tuple[int, int, int]] = []
+        for u in self.units:
+            if u.kind == "view":  # validation only, done above
+                continue
+            args = [fixed.get(b) for b in u.bufs]
+            patches += [(len(calls), slot, pos[b]) for slot, b in enumerate(u.bufs)
+                        if b not in fixed]
+            calls.append((u.fn, args))
+        runner = device.graph(calls, patches)
+        if runner is None:
+            return "exec-units"
+        self.runner, self._dyn = runner, dyn
+        self._out_pos = [-1 if isinstance(o, Node) else pos[o[0]] for o in self.outputs]
+        return runner.kind
+
+    def _bind_dynamic(self, params: Sequence[Buffer]) -> list[Buffer]:
+        bufs: list[Buffer] = []
+        for t, action, i in self._dyn:
+            if action == _PARAM:
+                b = params[i]
+            elif action == _FRESH:
+                b = Buffer(t.device, t.shape, no_opt=t.no_opt).allocate()
+            else:
+                b = Buffer(t.device, t.shape, base=bufs[i], offset=t.offset)
+            bufs.append(b)
+        return bufs
+
+    def _run_graph(self, params: Sequence[Buffer]) -> list[Buffer | Node]:
+        bufs = self._bind_dynamic(params)
+        arrays = [b.array() for b in bufs]
+        with self.lock:
+            self.runner(arrays)
+        note_units(self.units)
+        return [o if i < 0 else bufs[i] for o, i in zip(self.outputs, self._out_pos)]
+
+    def profile(self, params: Sequence[Buffer]) -> list[float]:
+        """Seconds of each call of the graph runner (one replay on `params`, each kernel timed
+        on its own: the raw kernel times, without the replay's binding and dispatch)."""
+        if self.runner is None:
+            raise RealizeError("Template.profile needs a graph runner; call graph() first")
+        arrays = [b.array() for b in self._bind_dynamic(params)]
+        with self.lock:
+            return self.runner.profile(arrays)
+
+    # -- pickling: compiled kernels are closures, so a template pickles its scheduled items
+    # (ASTs and parameters) and compiles them again when loaded
+    def __getstate__(self) -> dict:
+        state = {f: getattr(self, f) for f in ("plan", "actions", "outputs")}
+        state["items"] = [u.item for u in self.units]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.units = make_exec_units(state["items"])
+        self.plan, self.actions, self.outputs = state["plan"], state["actions"], state["outputs"]
+        self.lock = threading.Lock()
+        self.runner, self._dyn, self._out_pos = None, [], []
+
+
+def _depth(b: Buffer) -> int:
+    d = 0
+    while b.base is not None:
+        b, d = b.base, d + 1
+    return d
+
+
+def _rekey(plan: MemoryPlan | None, placeholder: dict[Buffer, Buffer]) -> MemoryPlan | None:
+    """The plan over the template's own buffers (no references to input or output buffers)."""
     if plan is None:
         return None
-    keep = set(plan.planned)
-    return MemoryPlan(steps=plan.steps, live={b: r for b, r in plan.live.items() if b in keep},
-                      offsets=dict(plan.offsets), sizes=dict(plan.sizes), planned=plan.planned,
-                      excluded={}, arenas=dict(plan.arenas), peaks=dict(plan.peaks),
-                      policies=dict(plan.policies))
+    return replace(plan, live={placeholder[b]: r for b, r in plan.live.items()
+                               if b in placeholder},
+                   excluded={placeholder[b]: why for b, why in plan.excluded.items()
+                             if b in placeholder},
+                   offsets=dict(plan.offsets), sizes=dict(plan.sizes),
+                   arenas=dict(plan.arenas), peaks=dict(plan.peaks),
+                   policies=dict(plan.policies))
 
 
 class TemplateCache:
-    """A small thread-safe LRU of templates by structure key."""
+    """A small thread-safe cache of templates by structure key; when full, the oldest entry
+    goes (first in, first out: a hit costs one hash of the key and no reordering)."""
 
     def __init__(self, size: int = MAX_TEMPLATES):
         self.size = size
-        self._items: OrderedDict[tuple, Template] = OrderedDict()
+        self._items: dict[tuple, Template] = {}
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     def get(self, key: tuple) -> Template | None:
-        with self._lock:
-            t = self._items.get(key)
-            if t is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-                self._items.move_to_end(key)
-            return t
+        t = self._items.get(key)  # a dict lookup is atomic under the GIL
+        if t is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return t
 
     def put(self, key: tuple, template: Template) -> None:
         with self._lock:
+            self._items.pop(key, None)
             self._items[key] = template
-            self._items.move_to_end(key)
             while len(self._items) > self.size:
-                self._items.popitem(last=False)
+                del self._items[next(iter(self._items))]
 
     def clear(self) -> None:
         with self._lock:

@@ -107,6 +107,12 @@ def record_units() -> Iterator[list[ExecUnit]]:
         _trace.remove(seen)
 
 
+def note_units(units: list[ExecUnit]) -> None:
+    """Report units that ran by other means (a backend graph runner) to `record_units` blocks."""
+    for seen in _trace:
+        seen.extend(units)
+
+
 def run_exec_units(units: list[ExecUnit], plan=None) -> None:
     """Run the units in order, with planned intermediates placed in per-device arenas."""
     arenas = bind_arenas(plan)

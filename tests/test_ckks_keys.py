@@ -14,9 +14,9 @@ from ren.errors import ParameterError
 def test_key_sizes_in_bytes():
     c = context(N=32, depth=2, scale_bits=40, first_bits=50, steps=(1, -1, 3))
     p = c.params
-    qp, q = p.key_ring, p.ring(p.depth)
+    qp = p.key_ring
     assert c.keygen.secret_key().nbytes == 4 * qp.limbs * p.N
-    assert c.encryptor.key.nbytes == 2 * 4 * q.limbs * p.N
+    assert c.encryptor.key.nbytes == 2 * 4 * qp.limbs * p.N  # the public key lives over QP
     assert c.ev.relin_key.nbytes == 2 * p.dnum * 4 * qp.limbs * p.N
     gk = c.ev.rotation_keys
     assert gk.nbytes == len(gk) * c.ev.relin_key.nbytes

@@ -1,7 +1,11 @@
 """Precision at realistic sizes (N = 2^12 … 2^14, secure presets) against NumPy.
 
 The acceptance figure: at N = 2^14 with a 40-bit composite scale, one multiply + relinearize +
-rescale keeps at least 20 bits (SEAL's level for the same operation at a 40-bit scale).
+rescale keeps at least the precision SEAL reaches for the same operation at a 40-bit scale
+(measured with benchmarks/bench_ckks.py on this kind of machine: SEAL fresh 25.4–25.8 bits,
+multiply+relin+rescale 25.1–25.7, rotate 19.0–21.5; Ren 27.0 / 26.2 / 26.8 at the seed below).
+Ren, like SEAL, encrypts under the public key over Q·P and divides by P, so a fresh ciphertext
+carries rounding noise only.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ def test_n14_multiply_relin_rescale(n14):
     rng = np.random.default_rng(14)
     x, y = random_slots(n14.params.slots, rng), random_slots(n14.params.slots, rng)
     cx, cy = n14.encrypt(x), n14.encrypt(y)
-    check_precision(n14.decrypt(cx), x, 20, "N=2^14 fresh")
+    check_precision(n14.decrypt(cx), x, 25.5, "N=2^14 fresh")
     out = n14.ev.rescale(n14.ev.multiply(cx, cy))
-    check_precision(n14.decrypt(out), x * y, 20, "N=2^14 multiply+relin+rescale")
-    check_precision(n14.decrypt(n14.ev.rotate(cx, 1)), np.roll(x, -1), 20, "N=2^14 rotate(1)")
+    check_precision(n14.decrypt(out), x * y, 25, "N=2^14 multiply+relin+rescale")
+    check_precision(n14.decrypt(n14.ev.rotate(cx, 1)), np.roll(x, -1), 25,
+                    "N=2^14 rotate(1)")
 
 
 @pytest.mark.slow

@@ -109,7 +109,7 @@ def test_switching_key_relation(c, which):
 
 def test_public_key_relation(c):
     p = c.params
-    ring = p.ring(p.depth)
+    ring = p.key_ring
     q = np.array(ring.moduli, dtype=object).reshape(-1, 1)
     pk = c.encryptor.key
     s = c.keygen.secret_key().poly.to_ring(ring).numpy().astype(object)

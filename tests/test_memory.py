@@ -14,18 +14,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ren import memory
+from ren import memory, tlsf
 from ren.corpus import PROGRAMS, build
 from ren.device import Buffer
-from ren.errors import MemoryPlanError
+from ren.errors import MemoryPlanError, ParameterError
 from ren.ir import storage_buffer
 from ren.kernel import ScheduledKernel
-from ren.memory import MemoryPlan, TLSFArena, plan_memory
+from ren.memory import PLACEMENTS, MemoryPlan, plan_memory
 from ren.ops import Op
 from ren.schedule import ScheduleContext, schedule
+from ren.tlsf import TLSFArena
 
 N = 1 << 12  # realistic ring dimension for the synthetic workloads: 16 KiB per limb
-POLICIES = ("auto", "tlsf", "by_size")
+POLICIES = ("auto", *PLACEMENTS)
 BOUND = 1.25
 
 
@@ -110,6 +111,7 @@ def check_plan(plan: MemoryPlan, items: list[ScheduledKernel], outputs) -> None:
     assert plan.peak_live_bytes == peak_total
     assert plan.arena_bytes == sum(plan.arenas.values()) >= plan.peak_live_bytes
     assert plan.policies.keys() == plan.arenas.keys()
+    assert set(plan.policies.values()) <= {*PLACEMENTS, "search"}
 
 
 def ratio(plan: MemoryPlan) -> float:
@@ -171,10 +173,12 @@ def test_random_schedules(case, policy):
 @given(schedules())
 def test_auto_takes_the_smaller_arena(case):
     items, outputs = case
-    auto, tlsf, by_size = (plan_memory(items, outputs, policy=p) for p in POLICIES)
+    auto = plan_memory(items, outputs)
+    forced = [plan_memory(items, outputs, policy=p) for p in PLACEMENTS]
     for dev, arena in auto.arenas.items():
-        assert arena == min(tlsf.arenas[dev], by_size.arenas[dev])
-    assert auto.peak_live_bytes == tlsf.peak_live_bytes == by_size.peak_live_bytes
+        # per component auto keeps the best placement, so it can beat every single one
+        assert auto.peaks[dev] <= arena <= min(f.arenas[dev] for f in forced)
+    assert all(f.peak_live_bytes == auto.peak_live_bytes for f in forced)
 
 
 # -- the corpus ------------------------------------------------------------------------------------
@@ -374,7 +378,8 @@ def test_random_stress_mostly_within_bound():
         plan = plan_memory(items, vals[-1:])
         check_plan(plan, items, vals[-1:])
         ratios.append(ratio(plan))
-    assert sum(ratios) / len(ratios) <= 1.15 and max(ratios) <= 1.5
+    # measured: mean 1.007, max 1.048 (the TLSF / by-size planner alone: mean 1.047, max 1.155)
+    assert sum(ratios) / len(ratios) <= 1.02 and max(ratios) <= 1.10
 
 
 # -- exclusions, errors, edge cases ----------------------------------------------------------------
@@ -438,6 +443,108 @@ def test_bad_policy():
         plan_memory([], policy="first_fit")
 
 
+@pytest.mark.parametrize("bad", [None, [None], "items", 42, [object()], (K(B(4)), "x")])
+def test_bad_schedule_argument(bad):
+    with pytest.raises(ParameterError, match="list of ScheduledKernel items"):
+        plan_memory(bad)
+
+
+def test_bad_buffers_and_outputs():
+    with pytest.raises(ParameterError, match=r"bufs must be a tuple of ren\.device\.Buffer"):
+        plan_memory([ScheduledKernel("elementwise", "k", None, (B(4), None))])
+    with pytest.raises(ParameterError, match="outputs must be an iterable of Buffers"):
+        plan_memory([K(B(4))], None)
+    with pytest.raises(ParameterError, match="outputs must be Buffers"):
+        plan_memory([K(B(4))], [None])
+
+
+# -- placements the greedy heuristics miss -----------------------------------------------------
+def from_intervals(spans: list[tuple[int, int, int]]) -> tuple[list[ScheduledKernel], list]:
+    """A schedule whose planned buffers have exactly these (first, last, granules) live ranges:
+    item i writes the buffer born at i and reads those that die at i (steps with no birth write
+    an output, which is not planned)."""
+    bufs = {f: Buffer("python", (g, 64)) for f, _, g in spans}  # 64 u32 = one 256-byte granule
+    assert len(bufs) == len(spans), "one birth per step"
+    items, outs = [], []
+    for i in range(max(last for _, last, _ in spans) + 1):
+        out = bufs.get(i)
+        if out is None:
+            out = Buffer("python", (1, 64))
+            outs.append(out)
+        items.append(K(out, *(bufs[f] for f, last, _ in spans if last == i and f < i)))
+    return items, outs
+
+
+HARD = {
+    # a chain where by-size and TLSF need 24 granules and lowest-first reaches the bound, 18
+    "chain": [(0, 1, 8), (1, 2, 8), (2, 3, 8), (3, 4, 9), (4, 5, 9)],
+    # from a random program: only an exact tiling reaches the bound (28) — every placement
+    # of PLACEMENTS needs 29, the search finds it
+    "tiling": [(0, 11, 7), (1, 9, 5), (2, 3, 5), (3, 4, 5), (4, 5, 8), (5, 6, 8), (6, 7, 8),
+               (7, 8, 8), (8, 11, 7), (9, 10, 5), (10, 11, 7), (11, 16, 7), (12, 13, 9),
+               (14, 15, 7), (15, 16, 7)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HARD))
+def test_hard_instances_reach_the_bound(name):
+    items, outs = from_intervals(HARD[name])
+    plan = plan_memory(items, outs)
+    check_plan(plan, items, outs)
+    assert [plan.live_range(b) for b in plan.planned] == [(f, last) for f, last, _ in HARD[name]]
+    assert plan.arena_bytes == plan.peak_live_bytes, plan.summary()
+    forced = {p: plan_memory(items, outs, policy=p).arena_bytes for p in PLACEMENTS}
+    assert forced["by_size"] > plan.peak_live_bytes and forced["tlsf"] > plan.peak_live_bytes
+    if name == "tiling":
+        assert min(forced.values()) > plan.peak_live_bytes and plan.policies["python"] == "search"
+
+
+def test_search_budget(monkeypatch):
+    """Without search nodes auto keeps the best heuristic placement; the plan stays valid."""
+    items, outs = from_intervals(HARD["tiling"])
+    monkeypatch.setattr(memory, "SEARCH_NODES", 0)
+    plan = plan_memory(items, outs)
+    check_plan(plan, items, outs)
+    assert plan.arena_bytes == plan.peak_live_bytes + 256 and plan.policies["python"] != "search"
+
+
+@st.composite
+def interval_problems(draw) -> list[tuple[int, int, int]]:
+    """(first, last, granules) with one birth per step, as `from_intervals` needs."""
+    n = draw(st.integers(1, 18))
+    return [(f, f + draw(st.integers(0, 6)), draw(st.sampled_from((1, 2, 3, 5, 8))))
+            for f in range(n)]
+
+
+@given(interval_problems(), st.integers(0, 3))
+def test_search_places_validly(spans, slack):
+    """Whatever the search returns fits under its target and never overlaps two rivals."""
+    first, last, size = (list(x) for x in zip(*spans, strict=True))
+    p = memory._Problem(first, last, size)
+    target = p.peak() + slack
+    for comp in p.components:
+        found, used = memory._search(p, comp, target, 300)
+        assert 0 < used <= 300
+        if found is None:
+            continue
+        assert set(found) == set(comp)
+        for a in comp:
+            assert found[a] >= 0 and found[a] + size[a] <= target
+            for b in p.rivals[a]:
+                assert found[a] + size[a] <= found[b] or found[b] + size[b] <= found[a]
+
+
+def test_components_are_placed_separately():
+    """Two runs of the schedule no live range crosses: each may pick its own placement."""
+    spans = HARD["tiling"] + [(f + 20, last + 20, g) for f, last, g in HARD["chain"]]
+    items, outs = from_intervals(spans)
+    plan = plan_memory(items, outs)
+    check_plan(plan, items, outs)
+    assert plan.arena_bytes == plan.peak_live_bytes == 28 * 256
+    second = [b for b in plan.planned if plan.live_range(b)[0] >= 20]
+    assert min(plan.offset(b) for b in second) == 0  # placed from offset 0 again
+
+
 def test_by_size_gives_up_on_huge_overlap(monkeypatch):
     monkeypatch.setattr(memory, "MAX_RIVALS", 10)
     items, outs = fan(8, 2)
@@ -477,7 +584,7 @@ def test_tlsf_best_fit_prefers_the_smallest_block():
 @given(st.lists(st.integers(1, 1 << 20), min_size=2, max_size=50))
 def test_tlsf_classes_are_ordered(sizes):
     sizes = sorted(sizes)
-    classes = [memory._mapping(s) for s in sizes]
+    classes = [tlsf._mapping(s) for s in sizes]
     assert classes == sorted(classes)
     for s, (fl, sl) in zip(sizes, classes):
-        assert 0 <= sl < 1 << memory.SL_LOG2 and fl == s.bit_length() - 1
+        assert 0 <= sl < 1 << tlsf.SL_LOG2 and fl == s.bit_length() - 1

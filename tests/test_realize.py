@@ -235,3 +235,29 @@ def test_serialization_round_trip_through_poly():
     assert np.array_equal(back.numpy(), x.numpy())
     with pytest.raises(ren.SerializationError):
         ren.Poly.frombytes(data[:-1])
+
+
+@pytest.mark.parametrize("num", [1, 4, 9, 11])
+def test_check_mode_catches_a_pass_that_breaks_values(monkeypatch, num):
+    """REN_CHECK=1 really checks: a pass whose rewrite changes a value (here: every ADD becomes
+    a SUB) is reported by name, while without the check the wrong value would be computed."""
+    from ren.passes import PASSES
+    from ren.rewrite import P, rewrite
+
+    _, name, mod = PASSES[num - 1]
+    original = mod.run
+    flip = {Op.ADD: Op.SUB, Op.MODADD: Op.MODSUB}
+    swap = [(P(set(flip), name="n"), lambda n: n.replace(op=flip[n.op]), "add_becomes_sub")]
+
+    def broken(sink, ctx=None):
+        return rewrite(original(sink, ctx), swap, name="broken")
+
+    monkeypatch.setattr(mod, "run", broken)
+    ring = ren.RingSpec.generate(16, 2)
+    a = ren.Poly.from_coefficients(range(16), ring)
+    b = ren.Poly.from_coefficients([3] * 16, ring)
+    with ren_settings.override(REN_CHECK=1), pytest.raises(ren.ScheduleError,
+                                                          match=f"{num:02d}_{name}"):
+        (a + b).realize()
+    wrong = (a + b).realize()  # unchecked, the broken pass goes unnoticed
+    assert wrong.coefficients() != [i + 3 for i in range(16)]

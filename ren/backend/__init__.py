@@ -19,6 +19,10 @@ The interface every backend implements (tinygrad's ``Compiled`` device is the mo
 * Runtime — a `KernelFn` runs the kernel on the backend arrays bound to its slots (slot order,
   slot 0 is the output); `copy_fn(dst_device, src_device)` gives the KernelFn of a device copy:
   a same-allocator ``transfer`` or a host-mediated ``copyout`` + ``copyin``.
+* Graph runner (optional) — ``Device.graph(calls, patches)`` turns a captured sequence of kernel
+  calls into a `GraphRunner` that replays them with only the per-run arrays rebound (the NumPy
+  backend: a prebound call list; a GPU backend would capture a device graph).  None: the backend
+  has none, and callers run ExecUnits one by one.
 
 The registry (`BACKENDS`) maps a device kind to the module implementing it, or to
 `Unavailable(reason)`.  A new backend is one module defining ``open_device(name) -> Device``
@@ -73,6 +77,22 @@ class Allocator:
         raise NotImplementedError
 
 
+class GraphRunner:
+    """A captured sequence of kernel calls, replayed as a whole (see `Device.graph`).
+
+    ``runner(arrays)`` runs every call with the per-run `arrays` patched into their slots;
+    ``runner.profile(arrays)`` does the same but times each call on its own (seconds per call).
+    ``kind`` names the runner for plan listings."""
+
+    kind = "graph"
+
+    def __call__(self, arrays: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    def profile(self, arrays: Sequence[Any]) -> list[float]:
+        raise NotImplementedError
+
+
 class Device:
     """One device: its name, its allocator, a compiler (with a cache) and its runtime.
 
@@ -109,6 +129,13 @@ class Device:
             if len(cache) > self.cache_size:
                 cache.popitem(last=False)
         return fn
+
+    def graph(self, calls: Sequence[tuple[KernelFn, list[Any]]],
+              patches: Sequence[tuple[int, int, int]]) -> GraphRunner | None:
+        """A runner for `calls` — (kernel, its slot arrays) in order, with None in the slots that
+        change from run to run — where ``patches`` lists each such (call, slot, index into the
+        per-run arrays).  The default: no graph runner (None)."""
+        return None
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -165,5 +192,5 @@ def copy_fn(dst_device: str, src_device: str) -> KernelFn:
     return copy_through_host
 
 
-__all__ = ["BACKENDS", "Allocator", "Device", "KernelFn", "Unavailable", "copy_fn",
+__all__ = ["BACKENDS", "Allocator", "Device", "GraphRunner", "KernelFn", "Unavailable", "copy_fn",
            "device_kinds", "get_device"]

@@ -18,13 +18,15 @@ All storage is Montgomery form.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from ren.alu import ALU_OPS, alu
-from ren.backend import Allocator, Device, KernelFn
+from ren.backend import Allocator, Device, GraphRunner, KernelFn
 from ren.errors import DeviceError, RealizeError
 from ren.ir import gidx
 from ren.kernel import RingCall, ScheduledKernel
@@ -276,11 +278,57 @@ class HostAllocator(Allocator):
 HOST = HostAllocator()
 
 
+class PreboundCalls(GraphRunner):
+    """The NumPy graph runner: every kernel call with its argument list built once; a run only
+    patches the per-run arrays into their slots and calls the kernels in a tight loop (no
+    allocation checks, buffer lookups or per-unit bookkeeping).  Not reentrant: callers hold a
+    lock per runner."""
+
+    kind = "numpy-prebound"
+
+    def __init__(self, calls: Sequence[tuple[KernelFn, list[Any]]],
+                 patches: Sequence[tuple[int, int, int]]):
+        self.calls = [(fn, list(args)) for fn, args in calls]
+        self.patches = [(self.calls[c][1], slot, i) for c, slot, i in patches]
+
+    def _patch(self, arrays: Sequence[Any]) -> None:
+        for args, slot, i in self.patches:
+            args[slot] = arrays[i]
+
+    def _unpatch(self) -> None:  # keep no reference to a run's inputs or outputs
+        for args, slot, _ in self.patches:
+            args[slot] = None
+
+    def __call__(self, arrays: Sequence[Any]) -> None:
+        self._patch(arrays)
+        try:
+            for fn, args in self.calls:
+                fn(args)
+        finally:
+            self._unpatch()
+
+    def profile(self, arrays: Sequence[Any]) -> list[float]:
+        self._patch(arrays)
+        times = []
+        try:
+            for fn, args in self.calls:
+                t0 = time.perf_counter()
+                fn(args)
+                times.append(time.perf_counter() - t0)
+        finally:
+            self._unpatch()
+        return times
+
+
 class NumpyDevice(Device):
     """The ``"python"`` device: host memory, kernels run by NumPy."""
 
     def build(self, item: ScheduledKernel) -> KernelFn:
         return compile_kernel(item)
+
+    def graph(self, calls: Sequence[tuple[KernelFn, list[Any]]],
+              patches: Sequence[tuple[int, int, int]]) -> PreboundCalls:
+        return PreboundCalls(calls, patches)
 
 
 def open_device(name: str) -> NumpyDevice:

@@ -40,10 +40,15 @@ class Encryptor:
         p = self.params
         ring = p.ring(pt.level)
         if isinstance(self.key, PublicKey):
-            b, a = self.key.b.to_ring(ring), self.key.a.to_ring(ring)
-            v = Poly.ternary(ring)
-            c0 = v * b + Poly.gaussian(ring, p.sigma).ntt() + pt.poly
-            c1 = v * a + Poly.gaussian(ring, p.sigma).ntt()
+            # Encrypt zero over Q_l·P, then divide by P (a RESCALE by the special primes): the
+            # noise v·e + e0 + e1·s shrinks by P to rounding noise (as SEAL does), and the
+            # message is added afterwards in Q_l.
+            qp = p.ring_qp(pt.level)
+            b, a = self.key.b.to_ring(qp), self.key.a.to_ring(qp)
+            v = Poly.ternary(qp)
+            special = p.special_moduli
+            c0 = (v * b + Poly.gaussian(qp, p.sigma).ntt()).rescale(special) + pt.poly
+            c1 = (v * a + Poly.gaussian(qp, p.sigma).ntt()).rescale(special)
         else:
             s = self.key.poly.to_ring(ring)
             c1 = Poly.uniform(ring, domain="NTT")

@@ -190,9 +190,11 @@ class KeyGenerator:
         return self._sk
 
     def public_key(self) -> PublicKey:
-        """A fresh public key (b, a) = (-a·s + e, a) at the top level."""
+        """A fresh public key (b, a) = (-a·s + e, a) over the key ring QP (the top level and
+        the special primes): encryption works there and divides by P, so a fresh ciphertext
+        carries only rounding noise (the encryption noise shrinks by the factor P)."""
         p = self.params
-        ring = p.ring(p.depth)
+        ring = p.key_ring
         s = self._sk.poly.to_ring(ring)
         a = Poly.uniform(ring, domain="NTT")
         b = Poly.gaussian(ring, p.sigma).ntt() - a * s

@@ -211,7 +211,7 @@ def _build(kind: int, meta: dict, count: int, r: _Reader, p: CKKSParams) -> Any:
         return SecretKey(_read_polys(r, 1, p.key_ring)[0], p)
     if kind == 4:
         _expect_count(count, 2, kind)
-        b, a = _read_polys(r, 2, p.ring(p.depth))
+        b, a = _read_polys(r, 2, p.key_ring)
         return PublicKey(b, a, p)
     if kind in (5, 6):
         _expect_count(count, 2 * dnum, kind)

@@ -25,6 +25,7 @@ MAX_MODULUS_BITS = 31
 MAX_GENERATED_MODULI = 8192
 
 _MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+_MR_BASES_32 = (2, 3, 5, 7)  # deterministic below 3,215,031,751 > 2^31
 
 
 def is_prime(n: int) -> bool:
@@ -38,7 +39,7 @@ def is_prime(n: int) -> bool:
     while d % 2 == 0:
         d //= 2
         s += 1
-    for a in _MR_BASES:
+    for a in _MR_BASES_32 if n < 3_215_031_751 else _MR_BASES:
         x = pow(a, d, n)
         if x in (1, n - 1):
             continue
@@ -128,11 +129,20 @@ class Domain(enum.Enum):
     COEFF = "COEFF"
     NTT = "NTT"
 
+    __hash__ = object.__hash__  # members are singletons; Enum's default hashes the name in Python
+
     def other(self) -> Domain:
         return Domain.NTT if self is Domain.COEFF else Domain.COEFF
 
     def __repr__(self) -> str:
         return f"Domain.{self.name}"
+
+
+@lru_cache(maxsize=1 << 16)
+def _known_prime(q: int) -> bool:
+    """is_prime, remembered: every ring built on the way (drop_last, sub, …) re-validates its
+    moduli, and CKKS code builds many rings over the same few dozen primes."""
+    return is_prime(q)
 
 
 @dataclass(frozen=True, eq=True)
@@ -165,7 +175,7 @@ class RingSpec:
                     f"RingSpec: modulus {q} is out of range; each modulus must satisfy "
                     f"2 < q < 2^{MAX_MODULUS_BITS} so a residue fits a u32 limb"
                 )
-            if not is_prime(q):
+            if not _known_prime(q):
                 raise ParameterError(
                     f"RingSpec: modulus {q} is not prime. Use RingSpec.generate(N, count) to get "
                     "NTT-friendly primes."

@@ -1,0 +1,540 @@
+"""`ren.jit`: capture a function's realization once per input spec, replay it on later calls.
+
+    @ren.jit
+    def step(ct):                       # any function of Polys in lists, tuples, dicts and
+        return ev.rescale(ev.multiply(ct, ct))      # dataclasses (CKKS Ciphertext, Plaintext)
+
+    out1 = step(ct1)    # miss: capture — trace, schedule, plan, lower, run — and store a JitPlan
+    out2 = step(ct2)    # hit: bind ct2's buffers into the plan and run it (no scheduling/lowering)
+    step.plans          # the JitPlans: exec units, input table, memory plan, runner, capture time
+
+**Cache key.**  The argument tree's structure, each input Poly's spec (ring, domain, device,
+dtype; a constant Poly's value too) and the values of `static_argnames`.  Plans for several keys
+live side by side (a CKKS function called at two levels has two plans).
+
+**Frozen scalars.**  Every other non-Poly leaf of the arguments (ints, floats, strings, scales,
+parameter objects, an Evaluator passed as an argument, ...) is frozen into the plan: a call that
+matches a plan's key but passes another value raises JitError instead of replaying a stale branch.
+
+**Capture (miss).**  The inputs are realized; each input is handed to the function as a Poly over
+a *parameter* buffer; the function runs under a `ren.realization.Recorder` that refuses explicit
+realizations and random generation; its outputs are realized together while the recorder keeps
+the schedule, memory plan and exec units; the realization becomes a `ren.replay.Template` whose
+parameters are the input buffers and whose other leaf buffers (key material the function closes
+over, plaintexts encoded inside) are baked constants; the memory plan of the captured
+intermediates (made over exactly the captured schedule: inputs and constants are allocated, so
+only intermediates get arena offsets) is re-keyed on the plan's own buffers; outputs that would
+alias an input or a constant get copy units; the backend's graph runner is built (NumPy: a
+prebound call list).
+
+**Replay (hit).**  The input buffers are bound into the template and it runs; every output is a
+new buffer (never an earlier call's output, never an input).
+
+**Failure modes** (JitError, raised before any captured unit runs, naming the argument or call):
+a changed frozen scalar; realize() or reading a value inside the body; random generation inside
+the body (CKKS encryption: encrypt outside); input specs that match no plan when capture is
+disabled; one buffer passed as two inputs; an output leaf that is neither a Poly nor a scalar;
+a Python decision on a Poly's value (``bool(p)``).  ``REN_JIT=0`` runs functions eagerly.
+
+**Plans pickle** (`pickle.dumps(fn.plans[0])`): scheduled items (ASTs and parameters, recompiled
+when loaded) and baked constants with their data; a loaded plan is called like the function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from ren import settings
+from ren.backend import copy_fn
+from ren.device import Buffer
+from ren.errors import JitError, TruthValueError
+from ren.ir import as_ring, is_const, storage_buffer
+from ren.node import Node, toposort
+from ren.ops import DType, Op
+from ren.poly import Poly, realize_polys
+from ren.realization import RealizeRecord, Recorder, is_realized, recording
+from ren.replay import Template
+from ren.spec import PolySpec
+from ren.tree import flatten, is_scalar, leaf_paths, unflatten
+
+__all__ = ["InputSlot", "JitPlan", "Jitted", "jit"]
+
+#: True while a jitted function is being captured (a jitted function called inside runs inline)
+_tracing: ContextVar[bool] = ContextVar("ren_jit_tracing", default=False)
+
+
+def _freeze(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether frozen scalar `a` and the call's `b` are the same value (and type)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _leaf_key(p: Poly) -> tuple:
+    n = p.node
+    if is_const(n):
+        return (p.spec, n.dtype, "const", n.src[0].arg[0])
+    return (p.spec, n.dtype)
+
+
+def _describe(key: tuple) -> str:
+    s: PolySpec = key[0]
+    const = f" constant {key[3]}" if len(key) > 2 else ""
+    return f"{s.ring.short()} {s.domain.name} on {s.device}{const}"
+
+
+# -- one call's arguments -------------------------------------------------------------------------
+class _Call:
+    """A call's arguments, flattened: input Polys, frozen scalars, structure and cache key."""
+
+    __slots__ = ("bound", "key", "leaves", "name", "scalars", "structure")
+
+    def __init__(self, name: str, signature: inspect.Signature, static: tuple[str, ...],
+                 args: tuple, kwargs: dict):
+        self.name = name
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise JitError(f"{name}: {e}") from None
+        bound.apply_defaults()
+        self.bound = bound
+        arguments = bound.arguments
+        statics = []
+        if static:
+            for s in static:
+                value = arguments.get(s)
+                try:
+                    hash(value)
+                except TypeError:
+                    raise JitError(f"{name}: static argument `{s}` must be hashable (it is part "
+                                   f"of the cache key), got {type(value).__name__}") from None
+                statics.append((s, value))
+            arguments = {k: (None if k in static else v) for k, v in arguments.items()}
+        leaves: list[Poly] = []
+        scalars: list[Any] = []
+        seen: set[int] = set()
+        children = tuple(flatten(v, leaves, scalars, seen, JitError) for v in arguments.values())
+        self.structure = ("args", tuple(arguments), children)
+        self.leaves, self.scalars = leaves, scalars
+        self.key = (self.structure, tuple(_leaf_key(p) for p in leaves), tuple(statics))
+
+    def paths(self) -> tuple[list[str], list[str]]:
+        return leaf_paths(self.structure)
+
+    def realize_inputs(self) -> None:
+        pending = [p for p in self.leaves if not is_realized(p.node)]
+        if pending:
+            realize_polys(pending)
+
+    def check_distinct(self) -> None:
+        """One buffer passed as two inputs is refused (each input has its own plan slot)."""
+        where: dict[tuple, int] = {}
+        for i, p in enumerate(self.leaves):
+            n = p.node
+            if is_const(n):
+                continue
+            b = storage_buffer(n)
+            k = (id(b), 0, b.shape) if b.base is None else (id(b.base), b.offset, b.shape)
+            j = where.setdefault(k, i)
+            if j != i:
+                paths = self.paths()[0]
+                raise JitError(
+                    f"{self.name}: arguments `{paths[j]}` and `{paths[i]}` are the same buffer; "
+                    "a captured plan binds every input to a slot of its own.  Use one argument "
+                    "for both (def f(x): ... x ... x), or pass a copy")
+
+    def buffers(self, leaf_of_param: Sequence[int]) -> list[Buffer]:
+        leaves = self.leaves
+        return [storage_buffer(leaves[j].node) for j in leaf_of_param]
+
+
+# -- capture --------------------------------------------------------------------------------------
+class _CaptureRecorder(Recorder):
+    """Refuses realizations and randomness inside the body; keeps the outputs' realization."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.allow = False  # set while the JIT itself realizes the outputs
+        self.record: RealizeRecord | None = None
+
+    def on_realize(self, nodes: Sequence[Node]) -> None:
+        if not self.allow:
+            raise JitError(
+                f"{self.name}: realize() inside a jitted function (or something that reads a "
+                "value: numpy(), tolist(), coefficients(), tobytes(), decryption).  Values do not "
+                "exist while the function is captured, and a replay repeats only Poly "
+                "operations; return the Poly and read it after the call")
+        for n in toposort(*nodes):
+            if n.op is Op.RANDOM:
+                raise JitError(
+                    f"{self.name}: the outputs depend on a random polynomial ({n.arg.kind}) that "
+                    "is not realized; realize it before calling the jitted function (or pass it "
+                    "in as an argument)")
+
+    def on_realized(self, record: RealizeRecord) -> None:
+        self.record = record
+
+    def on_random(self, kind: str) -> None:
+        raise JitError(
+            f"{self.name}: random polynomial generation ({kind}) inside a jitted function; a "
+            "replay would reuse the captured randomness.  CKKS encryption and key generation "
+            "draw fresh randomness: encrypt outside the jitted function, or pass the random "
+            "polynomials in as arguments")
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSlot:
+    """One row of a plan's input replacement table: slot `slot` of exec unit `unit` takes input
+    `input` (an index into `JitPlan.inputs`) — the input itself, or (`offset` not None) a view
+    of it at that element offset."""
+
+    unit: int
+    slot: int
+    input: int
+    offset: int | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class JitPlan:
+    """A captured plan for one cache key.  Plain data, for inspection and drawing:
+
+    * `inputs` — (path, spec) of every input Poly, in argument order;
+    * `scalars` — (path, value) of every frozen scalar;
+    * `units` — the exec units in order (over the plan's own buffers), output copies last;
+    * `input_table` — `InputSlot` rows: which unit slot takes which input;
+    * `memory` — the `ren.memory.MemoryPlan` of the captured intermediates (None without one);
+    * `runner` — the graph runner kind (``"numpy-prebound"``, or ``"exec-units"``);
+    * `capture_seconds` — the wall time of the capture; `replays` — replays so far.
+
+    Calling a plan replays it on new arguments (the same checks as the jitted function).
+    """
+
+    name: str
+    signature: inspect.Signature
+    static_argnames: tuple[str, ...]
+    key: tuple
+    inputs: list[tuple[str, PolySpec]]
+    scalars: list[tuple[str, Any]]
+    template: Template
+    leaf_of_param: list[int]  # the input leaf bound to each template parameter
+    out_structure: Any
+    out_scalars: list[Any]
+    out_args: list[tuple | None]  # per output Poly: (ring, domain) of a stored output
+    capture_seconds: float
+    runner: str = "exec-units"
+    replays: int = 0
+
+    @property
+    def units(self) -> list:
+        return self.template.units
+
+    @property
+    def memory(self) -> Any:
+        return self.template.plan
+
+    @property
+    def input_table(self) -> list[InputSlot]:
+        """Which unit slot takes which input (directly, or as a view at an offset)."""
+        param_of = self.template.param_of()
+        rows = []
+        for u_i, u in enumerate(self.template.units):
+            for slot, b in enumerate(u.bufs):
+                if b in param_of:
+                    rows.append(InputSlot(u_i, slot, self.leaf_of_param[param_of[b]]))
+                elif b.base in param_of:
+                    rows.append(InputSlot(u_i, slot, self.leaf_of_param[param_of[b.base]],
+                                          b.offset))
+        return rows
+
+    def summary(self) -> str:
+        """A few lines: inputs, units by kind, arena, runner, capture time."""
+        kinds: dict[str, int] = {}
+        for u in self.units:
+            kinds[u.kind] = kinds.get(u.kind, 0) + 1
+        arena = self.memory.arena_bytes if self.memory is not None else 0
+        lines = [f"JitPlan {self.name}: {len(self.units)} units "
+                 f"({', '.join(f'{n} {k}' for k, n in kinds.items())}), runner {self.runner}, "
+                 f"arena {arena} bytes, captured in {self.capture_seconds * 1e3:.1f} ms, "
+                 f"{self.replays} replays"]
+        lines += [f"  input {path}: {spec.ring.short()} {spec.domain.name} {spec.device}"
+                  for path, spec in self.inputs]
+        lines += [f"  frozen {path} = {value!r}" for path, value in self.scalars]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<JitPlan {self.name}: {len(self.inputs)} inputs, {len(self.units)} units, " \
+               f"{self.runner}>"
+
+    # -- replay ------------------------------------------------------------------------------
+    def check(self, call: _Call, key_checked: bool = False) -> None:
+        """Raise JitError unless `call` matches this plan (key and frozen scalars)."""
+        if not key_checked and call.key != self.key:
+            raise JitError(_mismatch(self.name, call, [self], capture=False))
+        for i, (value, (_, frozen)) in enumerate(zip(call.scalars, self.scalars)):
+            if not _same(frozen, value):
+                raise JitError(
+                    f"{self.name}: argument `{call.paths()[1][i]}` is a frozen scalar: the plan "
+                    f"for these inputs was captured with {frozen!r}, this call passes {value!r}. "
+                    "Scalars are baked into a captured plan (a replay would run a stale branch); "
+                    "pass the value as a Poly, list the argument in static_argnames (one plan per "
+                    "value), or use another jitted function")
+
+    def replay(self, call: _Call) -> Any:
+        """Run the plan on a checked call whose inputs are realized and distinct."""
+        outs = self.template.execute(call.buffers(self.leaf_of_param))
+        self.replays += 1
+        polys = []
+        for o, arg in zip(outs, self.out_args):
+            if arg is None:
+                polys.append(Poly(o))
+            else:
+                polys.append(Poly(as_ring(Node(Op.BUFFER, DType.U32, (), o), *arg)))
+        return unflatten(self.out_structure, iter(polys), iter(self.out_scalars))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        self.check(call)
+        call.realize_inputs()
+        call.check_distinct()
+        return self.replay(call)
+
+    def profile(self, *args: Any, **kwargs: Any) -> list[float]:
+        """Seconds of each kernel call of one replay on these arguments, timed one by one (the
+        raw kernel times; needs a graph runner)."""
+        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        self.check(call)
+        call.realize_inputs()
+        return self.template.profile(call.buffers(self.leaf_of_param))
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.runner = self.template.graph()  # kernels were recompiled; rebuild the runner
+
+
+def _mismatch(name: str, call: _Call, plans: Sequence[JitPlan], capture: bool) -> str:
+    """Why `call` matches none of `plans` (naming the first differing argument)."""
+    why = "capture is disabled" if not capture else "the plan was captured for other inputs"
+    hint = ("call with inputs of a captured spec, or enable capture (fn.capture = True)"
+            if not capture else "call the jitted function instead, which captures a new plan")
+    same = [p for p in plans if p.key[0] == call.key[0]]
+    if not same:
+        shapes = "; ".join(f"({', '.join(path for path, _ in p.inputs)})" for p in plans)
+        return (f"{name}: no captured plan takes arguments of this structure and {why} "
+                f"(captured: {shapes or 'none'}); {hint}")
+    paths = call.paths()[0]
+    for p in same:
+        for i, (mine, theirs) in enumerate(zip(call.key[1], p.key[1])):
+            if mine != theirs:
+                return (f"{name}: no captured plan matches and {why}: argument `{paths[i]}` is "
+                        f"{_describe(mine)}, the plan expects {_describe(theirs)}; {hint}")
+        if call.key[2] != p.key[2]:
+            return (f"{name}: no captured plan matches and {why}: static arguments "
+                    f"{dict(call.key[2])} were captured as {dict(p.key[2])}; {hint}")
+    return f"{name}: no captured plan matches this call and {why}; {hint}"
+
+
+def _copy_out(node: Node) -> Node:
+    """A buffer of its own holding the value of a realized node (so it aliases nothing)."""
+    src = storage_buffer(node)
+    dst = Buffer(src.device, src.shape).allocate()
+    copy_fn(dst.device, src.device)([dst.array(), src.array()])
+    return as_ring(Node(Op.BUFFER, DType.U32, (), dst), *node.arg)
+
+
+# -- the jitted function --------------------------------------------------------------------------
+class Jitted:
+    """A function wrapped by `ren.jit`: captures on a miss, replays on a hit (module doc).
+
+    `plans` lists the captured JitPlans; `capture` (settable) allows new captures; `add_plan`
+    installs a plan (e.g. unpickled in a worker process); `clear` forgets every plan."""
+
+    def __init__(self, fn: Callable, *, capture: bool = True,
+                 static_argnames: Sequence[str] = ()):
+        if not callable(fn):
+            raise JitError(f"ren.jit wraps a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = getattr(fn, "__qualname__", repr(fn))
+        try:
+            self.signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            P = inspect.Parameter
+            self.signature = inspect.Signature([P("args", P.VAR_POSITIONAL),
+                                                P("kwargs", P.VAR_KEYWORD)])
+        static = tuple(static_argnames)
+        unknown = [s for s in static if s not in self.signature.parameters]
+        if unknown:
+            raise JitError(f"ren.jit({self.name}): static_argnames {unknown} are not parameters "
+                           f"of the function ({', '.join(self.signature.parameters)})")
+        self.static_argnames = static
+        self.capture = capture
+        self._plans: dict[tuple, JitPlan] = {}
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    @property
+    def plans(self) -> list[JitPlan]:
+        return list(self._plans.values())
+
+    def add_plan(self, plan: JitPlan) -> None:
+        """Install a captured plan (e.g. unpickled): calls matching its key replay it."""
+        if not isinstance(plan, JitPlan):
+            raise JitError(f"add_plan expects a JitPlan, got {type(plan).__name__}")
+        with self._lock:
+            self._plans[plan.key] = plan
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()
+            self.hits = self.misses = 0
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<ren.jit {self.name}: {len(self._plans)} plan(s)>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not settings.get("REN_JIT") or _tracing.get():
+            return self.fn(*args, **kwargs)  # eager, or inline inside another capture
+        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        plan = self._plans.get(call.key)
+        if plan is not None:
+            plan.check(call, key_checked=True)  # found by its key
+            call.realize_inputs()
+            call.check_distinct()
+            self.hits += 1
+            return plan.replay(call)
+        if not self.capture:
+            raise JitError(_mismatch(self.name, call, self.plans, capture=False))
+        call.realize_inputs()
+        call.check_distinct()
+        self.misses += 1
+        plan, result = self._capture(call)
+        with self._lock:
+            self._plans[call.key] = plan
+        return result
+
+    def _capture(self, call: _Call) -> tuple[JitPlan, Any]:
+        t0 = time.perf_counter()
+        params: list[Buffer] = []
+        leaf_of_param: list[int] = []
+        wrapped = []
+        for j, p in enumerate(call.leaves):  # each input becomes a Poly over a parameter buffer
+            n = p.node
+            if is_const(n):
+                wrapped.append(Poly(n))
+                continue
+            src = storage_buffer(n)
+            param = Buffer(src.device, src.shape)
+            param.attach(src.array())
+            params.append(param)
+            leaf_of_param.append(j)
+            wrapped.append(Poly(as_ring(Node(Op.BUFFER, DType.U32, (), param), *n.arg)))
+        values = unflatten(call.structure, iter(wrapped), iter(call.scalars))
+        bound = call.bound
+        for name, v in zip(call.structure[1], values):
+            if name not in self.static_argnames:
+                bound.arguments[name] = v
+        recorder = _CaptureRecorder(self.name)
+        token = _tracing.set(True)
+        try:
+            with recording(recorder):
+                try:
+                    result = self.fn(*bound.args, **bound.kwargs)
+                except TruthValueError as e:
+                    raise JitError(f"{self.name}: a Python decision on a Poly's value inside a "
+                                   f"jitted function ({e}); a captured plan replays only Poly "
+                                   "operations, never a branch on a value.  Compute with Poly "
+                                   "operations, or decide outside the function") from e
+                out_polys: list[Poly] = []
+                out_scalars: list[Any] = []
+                out_structure = flatten(result, out_polys, out_scalars, None, JitError)
+                bad = [i for i, s in enumerate(out_scalars) if not is_scalar(s)]
+                if bad:
+                    path = leaf_paths(out_structure, "output")[1][bad[0]]
+                    leaf = out_scalars[bad[0]]
+                    raise JitError(
+                        f"{self.name}: output `{path}` is a {type(leaf).__name__}; the results "
+                        "of a jitted function are Polys (in lists, tuples, dicts and "
+                        "dataclasses) and scalars (numbers, strings, parameter objects).  Return "
+                        "the Polys, and compute anything else outside the function")
+                recorder.allow = True
+                if out_polys:
+                    realize_polys(out_polys)
+        finally:
+            _tracing.reset(token)
+        finals = [p.node for p in out_polys]
+        record = recorder.record
+        units = record.units if record is not None else []
+        template = Template.capture(params, finals, {n: n for n in finals}, units,
+                                    record.plan if record is not None else None,
+                                    fresh_outputs=True)
+        if template is None:
+            raise JitError(f"{self.name}: an output could not be captured (not a buffer or a "
+                           "constant after realization)")
+        written = {u.bufs[0] for u in units if u.kind != "view"}
+        first = []
+        for n in finals:  # this call's outputs: copy those that alias an input or a constant
+            if not is_const(n) and (n.src[0].op is Op.BUFFER_VIEW or
+                                    storage_buffer(n) not in written):
+                n = _copy_out(n)
+            first.append(Poly(n))
+        in_paths, scalar_paths = call.paths()
+        plan = JitPlan(
+            name=self.name, signature=self.signature, static_argnames=self.static_argnames,
+            key=call.key, inputs=[(path, p.spec) for path, p in zip(in_paths, call.leaves)],
+            scalars=[(path, _freeze(v)) for path, v in zip(scalar_paths, call.scalars)],
+            template=template, leaf_of_param=leaf_of_param, out_structure=out_structure,
+            out_scalars=out_scalars,
+            out_args=[None if isinstance(o, Node) else o[1] for o in template.outputs],
+            capture_seconds=0.0)
+        plan.runner = template.graph()
+        plan.capture_seconds = time.perf_counter() - t0
+        return plan, unflatten(out_structure, iter(first), iter(out_scalars))
+
+
+def jit(fn: Callable | None = None, *, capture: bool = True,
+        static_argnames: Sequence[str] = ()) -> Any:
+    """Wrap `fn` for capture and replay (see the module doc).  ``@ren.jit`` or
+    ``@ren.jit(capture=False, static_argnames=("k",))``.
+
+    `capture`: when False, a call whose inputs match no plan raises JitError (plans come from
+    `Jitted.add_plan`).  `static_argnames`: arguments whose (hashable) values are part of the
+    cache key — one plan per value — instead of frozen scalars.
+    """
+    if fn is None:
+        return lambda f: Jitted(f, capture=capture, static_argnames=static_argnames)
+    return Jitted(fn, capture=capture, static_argnames=static_argnames)
+
+
+class _CallableModule(types.ModuleType):
+    """`ren.jit` is this module and the decorator at once: ``@ren.jit``, ``ren.jit.JitPlan``."""
+
+    def __call__(self, fn: Callable | None = None, **kw: Any) -> Any:
+        return jit(fn, **kw)
+
+
+sys.modules[__name__].__class__ = _CallableModule

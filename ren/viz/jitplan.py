@@ -36,13 +36,10 @@ from typing import Any
 
 from ren.device import Buffer
 from ren.errors import InspectError, RenError
-from ren.ir import storage_buffer
-from ren.memory import MemoryPlan, plan_memory
+from ren.memory import MemoryPlan
 from ren.node import Node
-from ren.ops import Op
-from ren.replay import _PARAM, _VIEW, Template, structure_key
-from ren.runtime import make_exec_units, run_exec_units
-from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
+from ren.realization import RealizeRecord, Recorder, is_realized, realize_nodes, recording
+from ren.replay import Template, structure_key
 
 
 @dataclass
@@ -177,13 +174,13 @@ def _input_label(what: Any, paths: list[str]) -> str:
 def from_template(template: Template, seconds: float | None = None,
                   notes: list[str] | None = None) -> JitView:
     """A JitView of a `ren.replay.Template`."""
-    params = sorted((i, t) for t, action, i in template.actions if action == _PARAM)
+    params = sorted((i, t) for t, i in template.param_of().items())
     inputs_by_id = {id(t): i for i, t in params}
     names = _name_buffers(template.units, template.plan, inputs_by_id)
     inputs = [{"input": f"input buffer {i} ({t.shape[0]}x{t.shape[1]} {t.device})",
                "buffer": names.get(id(t), f"in{i}"), "uses": _uses(template.units, t)}
               for i, t in params]
-    views = sum(1 for _, action, _ in template.actions if action == _VIEW)
+    views = sum(1 for t, _, _ in template.actions if t.base is not None)
     notes = list(notes or [])
     if views:
         notes.append(f"{views} view(s) are rebuilt over their bases at every replay")
@@ -191,38 +188,42 @@ def from_template(template: Template, seconds: float | None = None,
                    "sequential exec units (no graph runner)", seconds, notes, names)
 
 
+class _Keep(Recorder):
+    """Keeps the record of the realization it watches."""
+
+    record: RealizeRecord | None = None
+
+    def on_realized(self, record: RealizeRecord) -> None:
+        self.record = record
+
+
 def capture_template(outputs: tuple[Any, ...]) -> JitView:
-    """Realize the outputs once (without touching live Polys) and capture the replay template
-    realization would keep; without one (RANDOM or view leaves) the units and plan are still
-    shown."""
+    """Realize the outputs once, recorded (realize_nodes: no live Poly is touched), and capture
+    the replay template realization keeps for graphs of this shape; without one (RANDOM or view
+    leaves) the units and plan are still shown."""
     nodes: list[Node] = [o.node if hasattr(o, "node") else o for o in outputs]
-    todo = list(dict.fromkeys(n for n in nodes if not _realized(n)))
+    todo = list(dict.fromkeys(n for n in nodes if not is_realized(n)))
     if not todo:
         raise InspectError("every output is already realized: there is nothing to capture")
     found = structure_key(todo)
     t0 = time.perf_counter()
-    ctx = ScheduleContext(outputs=tuple(todo))
-    sink = run_passes(as_sink(*todo), ctx=ctx).sink
-    items = linearize(sink)
-    outs = {storage_buffer(v) for v in ctx.becomes_map.values() if v.src[0].op is Op.BUFFER}
-    plan = plan_memory(items, outputs=outs)
-    units = make_exec_units(items)
-    run_exec_units(units, plan)
+    with recording(_Keep()) as keep:
+        realize_nodes(todo)
     seconds = time.perf_counter() - t0
+    record = keep.record
+    if record is None:
+        raise InspectError("the realization ran no kernel: there is nothing to capture")
     template = None
     if found is not None:
-        template = Template.capture(found[1], todo, ctx.becomes_map, units, plan)
+        template = Template.capture(found[1], list(record.nodes), record.becomes_map,
+                                    record.units, record.plan)
     if template is not None:
         return from_template(template, seconds)
-    names = _name_buffers(units, plan, {})
-    return JitView("one realization (not replayable)", units, [], plan,
+    names = _name_buffers(record.units, record.plan, {})
+    return JitView("one realization (not replayable)", record.units, [], record.plan,
                    "none: the graph cannot be replayed", seconds,
                    ["the graph has RANDOM or BUFFER_VIEW leaves (a new seed or base every time), "
                     "so realization keeps no replay template for it"], names)
-
-
-def _realized(n: Node) -> bool:
-    return n.op is Op.AS_RING and n.src[0].op in (Op.BUFFER, Op.BUFFER_VIEW, Op.CONST)
 
 
 def capture_jit(function: Any, args: tuple) -> JitView | None:

@@ -119,6 +119,10 @@ def jit_view(program: Program, outputs: tuple | None = None) -> jitplan.JitView:
     if call is not None:
         view.notes.insert(0, "ren.jit is not available in this build: showing the replay "
                              "template that realization captures for this graph")
+    else:
+        view.notes.insert(0, "the program has no function to jit (no function + "
+                             "example_inputs): showing the replay template that realization "
+                             "captures for its graph")
     return view
 
 

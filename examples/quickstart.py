@@ -1,6 +1,8 @@
 """Quick tour: build lazy polynomials, look at the IR and the schedule, compute values.
 
 Run:  python examples/quickstart.py
+Look inside:  ren-inspect report examples/quickstart.py -o quickstart.html
+(ren-inspect calls `program()`: the lazy polynomial to inspect.)
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ from ren.reference import evaluate
 from ren.schedule import as_sink, run_passes
 
 
-def main() -> None:
+def program() -> ren.Poly:
     ring = ren.RingSpec.generate(N=16, count=3)
-    print("ring:", ring)
     a = ren.Poly.from_coefficients([i - 8 for i in range(16)], ring)
     b = ren.Poly.from_coefficients([3] + [0] * 14 + [1], ring)  # 3 + X^15
-    c = (a * b).intt() + 5  # lazy: this only builds nodes
+    return (a * b).intt() + 5  # lazy: this only builds nodes
+
+
+def main() -> None:
+    c = program()
+    print("ring:", c.ring)
     print("c =", c)
     print("\n-- the lazy graph --")
     print(dump(as_sink(c)))

@@ -16,6 +16,7 @@ from ren.device import Buffer, canonical_device
 from ren.errors import (
     DeviceError,
     DomainError,
+    InspectError,
     JitError,
     LevelError,
     MemoryPlanError,
@@ -42,6 +43,7 @@ __all__ = [
     "DeviceError",
     "Domain",
     "DomainError",
+    "InspectError",
     "JitError",
     "LevelError",
     "MemoryPlanError",

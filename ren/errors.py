@@ -75,6 +75,12 @@ class JitError(RenError, RuntimeError):
     random generation inside the jitted body, or inputs that do not match the captured plan."""
 
 
+class InspectError(RenError, ValueError):
+    """`ren-inspect` / `ren.viz` could not do what was asked: a program that does not exist,
+    does not define what is needed or raised while building, an unknown pass, a missing golden
+    directory."""
+
+
 # -- argument checks shared by every layer (this module imports nothing from Ren) --------------
 def is_int(value: Any) -> bool:
     """True for Python and NumPy integers.  bool is a flag, not a number, here: False."""

@@ -1,0 +1,388 @@
+"""``ren-inspect``: look inside Ren — the IR after every pass, the rewrites, arena layouts,
+captured plans and kernels, as text, Graphviz or one self-contained HTML report.
+
+A thin click + rich shell over `ren.viz`.  User mistakes (an unknown program, a file that does
+not define what is needed or raises, a bad pass name, an unwritable output) print one line and
+exit with status 2; ``--debug`` (or REN_INSPECT_DEBUG=1) shows the traceback instead.  ``diff``
+exits with 1 when a stage differs from its golden snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ren.errors import RenError
+from ren.viz import arena as av
+from ren.viz import golden as gd
+from ren.viz import graph as gv
+from ren.viz import programs as pg
+from ren.viz import report as rp
+from ren.viz import trace as tr
+from ren.viz.kernels import kernel_infos
+
+EXIT_USER, EXIT_INTERNAL = 2, 3
+LINE_STYLE = {"+": "green", "-": "red", "~": "yellow", "=": "bold", "@": "magenta"}
+
+
+def console() -> Console:
+    """A console on the current stdout: colour only on a terminal (rich also honours NO_COLOR);
+    120 columns when not a terminal so tables do not wrap in files and pipes."""
+    c = Console(highlight=False)
+    return c if c.is_terminal else Console(highlight=False, width=120)
+
+
+def _debug_flag(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.find_root().meta["ren_inspect.debug"] = True
+    return value
+
+
+def debug_option(f: Callable) -> Callable:
+    return click.option("--debug", is_flag=True, expose_value=False, is_eager=True,
+                        callback=_debug_flag,
+                        help="Show the Python traceback of an error.")(f)
+
+
+class InspectGroup(click.Group):
+    """Turns errors into one line on stderr and a non-zero exit (unless --debug)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as e:
+            debug = ctx.meta.get("ren_inspect.debug") or os.environ.get("REN_INSPECT_DEBUG")
+            if debug:
+                raise
+            user = isinstance(e, RenError | OSError)
+            kind = "error" if user else f"internal error ({type(e).__name__}, a bug)"
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            click.echo(f"ren-inspect: {kind}: {msg} (--debug shows the traceback)", err=True)
+            ctx.exit(EXIT_USER if user else EXIT_INTERNAL)
+
+
+@click.group(cls=InspectGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@debug_option
+def cli() -> None:
+    """Look inside Ren: the IR after each of the twelve passes, the rules that fired, the arena,
+    the captured plan, the kernels and golden diffs.
+
+    PROGRAM is a built-in example (`ren-inspect examples` lists them) or a Python file defining
+    program() (see `ren-inspect examples --help`).  Start with:
+
+        ren-inspect report ckks_multiply -o report.html
+    """
+
+
+def program_argument(f: Callable) -> Callable:
+    f = click.option("--ckks-params", type=click.Choice(pg.CKKS_PARAMS),
+                     default=pg.DEFAULT_CKKS_PARAMS, show_default=True,
+                     help="Parameters of the built-in CKKS examples (small: tiny, insecure).")(f)
+    f = click.argument("program")(f)
+    return debug_option(f)
+
+
+def output_option(f: Callable) -> Callable:
+    return click.option("-o", "--output", type=click.Path(path_type=Path),
+                        help="Write here instead of stdout.")(f)
+
+
+def emit(text: str, output: Path | None, what: str = "") -> None:
+    """Write `text` to `output` (saying so on stderr) or to stdout."""
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output} ({av.fmt_bytes(len(text.encode()))}){what}", err=True)
+
+
+def print_marked(text: str) -> None:
+    """Print lines coloured by their first character (+ - ~ = @) on a terminal."""
+    out = console()
+    for line in text.splitlines():
+        out.print(Text(line, style=LINE_STYLE.get(line[:1], "")), soft_wrap=True)
+
+
+def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*(str(x) for x in r))
+    return t
+
+
+# -- examples --------------------------------------------------------------------------------------
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@debug_option
+def examples(fmt: str) -> None:
+    """List the built-in example programs (the scheduler corpus and the CKKS examples).
+
+    \b
+    A PROGRAM may also be the path of a Python file that defines
+      def program():        -> Polys or CKKS ciphertexts/plaintexts (lists, tuples,
+                               dicts and dataclasses of them), lazy
+    or
+      def function(*args):  -> the computation (plain or wrapped by ren.jit)
+      def example_inputs(): -> a tuple of arguments for it
+    The module docstring's first line describes it.  Randomness is seeded (insecure).
+    """
+    items = pg.examples()
+    if fmt == "json":
+        click.echo(json.dumps({k: {"kind": o, "description": d} for k, (o, d) in items.items()},
+                              indent=2))
+        return
+    console().print(table("built-in programs", ["name", "kind", "description"],
+                          [[k, o, d] for k, (o, d) in items.items()]))
+
+
+# -- passes ----------------------------------------------------------------------------------------
+def graph_options(f: Callable) -> Callable:
+    f = click.option("--max-nodes", type=click.IntRange(1), default=gv.MAX_NODES,
+                     show_default=True, help="Do not lay out larger graphs (show text).")(f)
+    f = click.option("--removed/--no-removed", default=True, show_default=True,
+                     help="Draw the nodes a pass removed as dashed ghosts.")(f)
+    return click.option("--kernel-bodies/--no-kernel-bodies", default=False, show_default=True,
+                        help="Draw each kernel's AST under it (collapsed by default).")(f)
+
+
+@cli.command()
+@program_argument
+@click.option("--pass", "which", metavar="N|NAME",
+              help="One pass (number 0-12 or name, e.g. 3 or inject_domains): before and after.")
+@click.option("--format", "fmt", type=click.Choice(["text", "dot", "svg", "html"]),
+              default="text", show_default=True)
+@output_option
+@graph_options
+def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: Path | None,
+           kernel_bodies: bool, removed: bool, max_nodes: int) -> None:
+    """The graph before and after each of the twelve passes: what each pass added (+),
+    rebuilt (~) and removed (-), and the rules that fired.
+
+    dot/svg: one graph per stage; without --pass, -o names a directory (one file per stage).
+    """
+    prog = pg.load_program(program, ckks_params)
+    if fmt == "html":
+        opts = rp.ReportOptions(sections=("passes",), kernel_bodies=kernel_bodies,
+                                removed=removed, max_nodes=max_nodes)
+        emit(rp.report_html(prog, opts), output)
+        return
+    trace = tr.trace_passes(*prog.outputs())
+    if which is not None:
+        trace.stage(which)  # an unknown pass fails before anything is drawn
+    if fmt == "text":
+        text = (f"# {prog.name}: {prog.description}\n"
+                + tr.trace_text(trace, which))
+        if output is None:
+            print_marked(text)
+        else:
+            emit(text, output)
+        return
+    stages = [trace.stage(which)] if which is not None else trace.stages
+    options = dict(kernel_bodies=kernel_bodies, removed=removed, max_nodes=max_nodes)
+    rendered = []
+    for stage in stages:
+        g = gv.stage_agraph(trace, stage.index, prefix=f"s{stage.index:02d}", **options)
+        rendered.append((stage, g.string() if fmt == "dot" else gv.render_svg(g)))
+    if which is not None or (output is None and fmt == "dot"):
+        emit("\n".join(text for _, text in rendered), output)
+        return
+    if output is None:
+        raise click.UsageError("svg of every stage needs -o DIR (one file per stage) or "
+                               "--pass N for one stage")
+    output.mkdir(parents=True, exist_ok=True)
+    for stage, text in rendered:
+        (output / f"{stage.name}.{fmt}").write_text(text, encoding="utf-8")
+    click.echo(f"wrote {len(rendered)} {fmt} files to {output}/", err=True)
+
+
+# -- arena -----------------------------------------------------------------------------------------
+@cli.command()
+@program_argument
+@click.option("--format", "fmt", type=click.Choice(["text", "svg", "html"]), default="text",
+              show_default=True)
+@click.option("--policy", type=click.Choice(["auto", "tlsf", "by_size"]), default="auto",
+              show_default=True, help="Placement policy of the memory planner.")
+@output_option
+def arena(program: str, ckks_params: str, fmt: str, policy: str, output: Path | None) -> None:
+    """The memory plan as a picture: each planned buffer a rectangle over (schedule step ×
+    arena offset), with arena, planned and peak-live bytes and the policy chosen."""
+    prog = pg.load_program(program, ckks_params)
+    if fmt == "html":
+        emit(rp.report_html(prog, rp.ReportOptions(sections=("arena",), policy=policy)), output)
+        return
+    view = av.plan_program(prog.outputs(), policy)
+    if fmt == "svg":
+        emit(av.arena_svg(view), output)
+        return
+    show([f"{prog.name}: memory plan of {view.plan.steps} schedule steps",
+          table("arenas", ["device", "planned buffers", "planned bytes", "peak-live bytes",
+                           "arena bytes", "arena/peak", "policy"],
+                [[r["device"], r["buffers"], r["planned"], r["peak"], r["arena"],
+                  f"{r['ratio']:.3f}", r["policy"]] for r in av.summary_rows(view)]),
+          f"kept outside the arena: {av.kept_text(view)}",
+          av.arena_ascii(view).rstrip("\n"),
+          table("planned buffers", ["buffer", "shape", "steps", "offset", "bytes", "written by"],
+                [[r["buffer"], r["shape"], f"{r['first']}..{r['last']}", r["offset"], r["size"],
+                  r["written_by"]] for r in av.arena_rows(view)])], output)
+
+
+# -- jit -------------------------------------------------------------------------------------------
+@cli.command()
+@program_argument
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text",
+              show_default=True)
+@output_option
+def jit(program: str, ckks_params: str, fmt: str, output: Path | None) -> None:
+    """The captured plan: exec units in order (kind, kernel, buffers), the input replacement
+    table, the arena, the graph runner kind and the capture time."""
+    prog = pg.load_program(program, ckks_params)
+    if fmt == "html":
+        emit(rp.report_html(prog, rp.ReportOptions(sections=("jit",))), output)
+        return
+    view = rp.jit_view(prog)
+    lines = [f"{prog.name}: {view.source}", f"graph runner: {view.runner}"]
+    if view.capture_seconds is not None:
+        lines.append(f"capture: {view.capture_seconds * 1e3:.1f} ms")
+    lines += [f"note: {n}" for n in view.notes]
+    show(lines + [
+        table("input replacement table", ["input", "buffer", "replaces"],
+              [[e["input"], e["buffer"], ", ".join(e["uses"])] for e in view.inputs]),
+        table("arena", ["device", "arena bytes", "peak-live bytes", "planned bytes", "policy"],
+              [[r["device"], r["arena"], r["peak"], r["planned"], r["policy"]]
+               for r in view.memory_rows()]),
+        table("exec units", ["#", "unit", "kernel kind", "name", "writes", "reads"],
+              [[r["index"], r["kind"], r["kernel"], r["name"], r["writes"], r["reads"]]
+               for r in view.unit_rows()]),
+    ], output)
+
+
+def show(items: list[Any], output: Path | None) -> None:
+    """Print strings (unwrapped) and rich renderables to stdout, or to the file `output`."""
+
+    def put(out: Console) -> None:
+        for item in items:
+            if isinstance(item, str):
+                out.print(Text(item), soft_wrap=True)
+            else:
+                out.print(item)
+
+    if output is None:
+        put(console())
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w", encoding="utf-8") as f:
+        put(Console(file=f, width=120, highlight=False))
+    click.echo(f"wrote {output}", err=True)
+
+
+# -- kernels ---------------------------------------------------------------------------------------
+@cli.command()
+@program_argument
+@click.option("--format", "fmt", type=click.Choice(["text", "svg", "html"]), default="text",
+              show_default=True, help="svg: the top-level schedule (kernels and buffers).")
+@click.option("--device", help="Render the kernels with this device's renderer, if it has one.")
+@output_option
+def kernels(program: str, ckks_params: str, fmt: str, device: str | None,
+            output: Path | None) -> None:
+    """Each scheduled kernel's AST and, where a backend renders kernels, its source."""
+    prog = pg.load_program(program, ckks_params)
+    if fmt == "html":
+        emit(rp.report_html(prog, rp.ReportOptions(sections=("kernels",), device=device)),
+             output)
+        return
+    view = av.plan_program(prog.outputs())
+    if fmt == "svg":
+        emit(gv.render_svg(gv.schedule_agraph(view.items, view.names)), output)
+        return
+    lines: list[str] = [f"{prog.name}: {len(view.items)} scheduled items"]
+    for k in kernel_infos(view, device):
+        lines.append("")
+        lines.append(f"== {k.title}: writes {k.writes}, reads {k.reads}, space {k.space}, "
+                     f"ring {k.ring}")
+        lines.extend("   " + line for line in k.ast_text.splitlines())
+        if k.source:
+            lines.append(f"   -- {k.source_note} --")
+            lines.extend("   " + line for line in k.source.splitlines())
+        else:
+            lines.append(f"   source: {k.source_note}")
+    text = "\n".join(lines) + "\n"
+    if output is None:
+        print_marked(text)
+    else:
+        emit(text, output)
+
+
+# -- diff ------------------------------------------------------------------------------------------
+@cli.command()
+@program_argument
+@click.option("--golden", type=click.Path(path_type=Path), default=None,
+              help="Directory of snapshots, <DIR>/<program>/<NN>_<pass>.txt [default: "
+                   "tests/golden of the current directory or of this checkout].")
+@click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text",
+              show_default=True)
+@output_option
+def diff(program: str, ckks_params: str, golden: Path | None, fmt: str,
+         output: Path | None) -> None:
+    """The current output of every pass against the golden snapshots, as unified diffs.
+    Exit status 1 when a stage differs."""
+    golden = golden or gd.default_golden()
+    prog = pg.load_program(program, ckks_params)
+    trace = tr.trace_passes(*prog.outputs())
+    diffs = gd.golden_diff(trace, prog.name, golden)
+    if fmt == "html":
+        opts = rp.ReportOptions(sections=("diff",), golden=golden)
+        emit(rp.report_html(prog, opts), output)
+    elif output is None:
+        print_marked(gd.diff_text(diffs))
+    else:
+        emit(gd.diff_text(diffs), output)
+    if any(d.changed for d in diffs):
+        sys.exit(1)
+
+
+# -- report ----------------------------------------------------------------------------------------
+@cli.command()
+@program_argument
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"),
+              show_default=True, help="The HTML file to write.")
+@click.option("--sections", default=",".join(rp.SECTIONS), show_default=True,
+              help="Comma-separated parts to include.")
+@click.option("--golden", type=click.Path(path_type=Path), default=None,
+              help="Snapshots for the diff section [default: as for diff].")
+@click.option("--policy", type=click.Choice(["auto", "tlsf", "by_size"]), default="auto",
+              show_default=True)
+@graph_options
+def report(program: str, ckks_params: str, output: Path, sections: str, golden: Path | None,
+           policy: str, kernel_bodies: bool, removed: bool, max_nodes: int) -> None:
+    """Everything in one self-contained HTML file (inline SVG, no network): step through the
+    passes with ← and →, click a node for its op, dtype, arg, ring and domain."""
+    prog = pg.load_program(program, ckks_params)
+    chosen = tuple(s.strip() for s in sections.split(",") if s.strip())
+    opts = rp.ReportOptions(sections=chosen, kernel_bodies=kernel_bodies, removed=removed,
+                            max_nodes=max_nodes, golden=golden or gd.default_golden(),
+                            policy=policy)
+    html = rp.report_html(prog, opts)
+    emit(html, output, f" in {sum(opts.timings.values()):.1f} s: open it in a browser")
+
+
+def main() -> None:
+    """The console script."""
+    cli(prog_name="ren-inspect")
+
+
+__all__ = ["cli", "main"]

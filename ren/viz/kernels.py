@@ -1,0 +1,87 @@
+"""The scheduled kernels of a program: each one's kind, buffers, AST and, where a backend has a
+renderer, its rendered source.
+
+    infos = kernel_infos(arena_view)          # from ren.viz.arena.plan_program(polys)
+    infos[0].ast_text, infos[0].source
+
+Rendered source comes from the device registry: a backend whose `Device` has a
+``render(item) -> str`` method (the C-family renderers) shows it; the NumPy backend
+interprets the AST and has none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ren.backend import get_device
+from ren.dump import _lines, _Names, format_arg
+from ren.errors import RenError
+from ren.kernel import ScheduledKernel
+from ren.viz.arena import ArenaView
+
+
+@dataclass
+class KernelInfo:
+    index: int
+    name: str
+    kind: str
+    ring: str
+    space: str
+    writes: str
+    reads: str
+    ast_text: str
+    source: str | None
+    source_note: str
+
+    @property
+    def title(self) -> str:
+        return f"[{self.index}] {self.name} ({self.kind})"
+
+
+def ast_text(item: ScheduledKernel, names: _Names) -> str:
+    """The kernel's AST in the dump format (one node per line); a view's binding."""
+    if item.ast is None:
+        view, base = item.bufs[0], item.bufs[1]
+        return f"view: {format_arg(view, names)} (bound to {format_arg(base, names)})"
+    return "\n".join(_lines(item.ast, names, ""))
+
+
+def rendered_source(item: ScheduledKernel, device: str | None = None) -> tuple[str | None, str]:
+    """(source, note): the kernel rendered by `device`'s renderer (default: its own device)."""
+    if item.kind in ("view", "copy"):
+        return None, f"a {item.kind} item has no kernel source"
+    name = device or item.bufs[0].device
+    try:
+        dev = get_device(name)
+    except RenError as e:
+        return None, f"no renderer: {e}"
+    render = getattr(dev, "render", None)
+    if not callable(render):
+        return None, (f"device {name!r} ({type(dev).__name__}) has no renderer: it interprets "
+                      "the AST")
+    try:
+        return str(render(item)), f"rendered for {name}"
+    except RenError as e:
+        return None, f"rendering for {name} failed: {e}"
+
+
+def kernel_infos(view: ArenaView, device: str | None = None) -> list[KernelInfo]:
+    """One KernelInfo per scheduled item, in schedule order."""
+    names = _Names()
+    for b in (b for item in view.items for b in item.bufs):  # bufN as in the final dump
+        if id(b) in view.names:
+            names.buffers[id(b)] = view.names[id(b)]
+    out = []
+    for i, item in enumerate(view.items):
+        source, note = rendered_source(item, device)
+        ring = format_arg(item.ring, names) if item.ring is not None else "—"
+        if item.ring is not None:
+            ring += f" (N={item.ring.N}, {item.ring.limbs} limbs)"
+        space = f"{item.space[0]}x{item.space[1]}" if item.space else "—"
+        out.append(KernelInfo(i, item.name, item.kind, ring, space, view.name(item.bufs[0]),
+                              ", ".join(view.name(b) for b in item.bufs[1:]) or "—",
+                              ast_text(item, names), source, note))
+    return out
+
+
+__all__ = ["KernelInfo", "ast_text", "kernel_infos", "rendered_source"]

@@ -1,0 +1,306 @@
+"""Programs to inspect: the built-in examples and Python files.
+
+A PROGRAM is a built-in example name (`EXAMPLES`: the scheduler corpus of `ren.corpus` and the
+CKKS examples below; ``ren-inspect examples`` lists them) or the path of a Python file that
+defines either
+
+    def program():            what to inspect: a Poly, a CKKS Ciphertext or Plaintext, or a
+                              list / tuple / dict / dataclass tree of them, lazy (not realized)
+
+or
+
+    def function(*args):      the computation (a plain function, or one wrapped by ren.jit)
+    def example_inputs():     a tuple of positional arguments for it
+
+Both may be defined: the graph commands inspect ``program()`` and ``jit`` captures
+``function(*example_inputs())``; with only the pair, the graph is ``function(*example_inputs())``
+built lazily.  The module docstring's first line is the program's description.
+
+Everything is built with Ren's *seeded* random stream (`ren.random.seeded`), so two runs show
+the same graphs, buffers and seeds: reproducible and therefore insecure, like the tiny CKKS
+parameters ``small``.  Inspection only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.util
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ren import corpus
+from ren import random as ren_random
+from ren.ckks import (
+    CKKSParams,
+    Encoder,
+    Encryptor,
+    Evaluator,
+    InsecureParametersWarning,
+    KeyGenerator,
+)
+from ren.ckks.params import PRESETS
+from ren.errors import InspectError, RenError
+from ren.poly import Poly
+
+#: CKKS parameter sets for the built-in CKKS examples: ``small`` is tiny and insecure (fast,
+#: for tests and a first look), the others are `CKKSParams.preset` names.
+CKKS_PARAMS = ("small", *PRESETS)
+DEFAULT_CKKS_PARAMS = "small"
+
+
+@dataclass
+class Program:
+    """Something to inspect: how to build its lazy outputs, and optionally a function with
+    example inputs for JIT capture."""
+
+    name: str
+    description: str
+    origin: str  # "corpus", "ckks" or the file's path
+    builder: Callable[[], Any]
+    function: Callable[..., Any] | None = None
+    example_inputs: Callable[[], tuple] | None = None
+    seed: str = ""
+    notes: dict[str, str] = field(default_factory=dict)  # e.g. {"CKKS parameters": "..."}
+
+    def outputs(self) -> tuple[Poly, ...]:
+        """A fresh build of the program's lazy outputs, flattened to Polys."""
+        tree = self._call("building", self.builder)
+        polys = tuple(poly_leaves(tree))
+        if not polys:
+            raise InspectError(f"{self.name}: the program returned {type(tree).__name__} with no "
+                               "Poly in it; return Polys or CKKS ciphertexts/plaintexts (possibly "
+                               "in a tuple, list, dict or dataclass)")
+        return polys
+
+    def call(self) -> tuple[Callable[..., Any], tuple] | None:
+        """(function, example inputs) for JIT capture, or None if the program has none."""
+        if self.function is None or self.example_inputs is None:
+            return None
+        args = self._call("building the example inputs of", self.example_inputs)
+        if not isinstance(args, tuple):
+            args = (args,)
+        return self.function, args
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        try:
+            with ren_random.seeded(self.seed or f"inspect:{self.name}"):
+                return fn()
+        except RenError as e:
+            raise InspectError(f"{what} {self.name} failed: {type(e).__name__}: {e}") from e
+        except Exception as e:  # a user's program may raise anything
+            raise InspectError(f"{what} {self.name} raised {type(e).__name__}: {e}") from e
+
+
+def poly_leaves(tree: Any) -> Iterator[Poly]:
+    """The Polys of a tree of lists, tuples, dicts and dataclasses (other leaves are skipped)."""
+    if isinstance(tree, Poly):
+        yield tree
+    elif isinstance(tree, list | tuple):
+        for x in tree:
+            yield from poly_leaves(x)
+    elif isinstance(tree, dict):
+        for x in tree.values():
+            yield from poly_leaves(x)
+    elif dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        for f in dataclasses.fields(tree):
+            yield from poly_leaves(getattr(tree, f.name))
+
+
+# -- the corpus ------------------------------------------------------------------------------------
+def _corpus_program(name: str) -> Program:
+    fn = corpus.PROGRAMS[name]
+    doc = (fn.__doc__ or name).strip().splitlines()[0]
+    # corpus.build seeds the stream exactly as the golden snapshots do
+    return Program(name, doc, "corpus", lambda: corpus.build(name), seed=f"corpus:{name}")
+
+
+# -- CKKS examples ---------------------------------------------------------------------------------
+def ckks_params(name: str) -> CKKSParams:
+    """The CKKS parameters called `name` (one of `CKKS_PARAMS`)."""
+    if name == "small":
+        with warnings.catch_warnings():  # tiny on purpose: inspection, not security
+            warnings.simplefilter("ignore", InsecureParametersWarning)
+            return CKKSParams(N=256, depth=3, scale_bits=40, first_bits=55, insecure=True)
+    if name not in PRESETS:
+        raise InspectError(f"unknown CKKS parameters {name!r}; choose one of "
+                           + ", ".join(CKKS_PARAMS))
+    return CKKSParams.preset(name)
+
+
+@dataclass
+class CKKSContext:
+    """Keys, encoder, evaluator and two fresh realized ciphertexts for one parameter set."""
+
+    params: CKKSParams
+    keygen: KeyGenerator
+    encoder: Encoder
+    encryptor: Encryptor
+    evaluator: Evaluator
+    galois: dict[tuple, Any] = field(default_factory=dict)
+
+    def with_rotations(self, steps: tuple[int, ...], conjugate: bool = False) -> Evaluator:
+        """An evaluator that also has the Galois keys for `steps` (generated once)."""
+        key = (steps, conjugate)
+        if key not in self.galois:
+            with ren_random.seeded(f"ckks-galois:{self.params.N}:{key}"):
+                self.galois[key] = self.keygen.rotation_keys(list(steps), conjugate=conjugate)
+        return Evaluator(self.params, relin_key=self.evaluator.relin_key,
+                         rotation_keys=self.galois[key])
+
+    def encrypt(self, values: list[float]) -> Any:
+        ct = self.encryptor.encrypt(self.encoder.encode(values))
+        return ct.realize()  # inputs are realized: the graph shows the computation only
+
+
+@cache
+def ckks_context(params_name: str) -> CKKSContext:
+    params = ckks_params(params_name)
+    with ren_random.seeded(f"ckks-context:{params_name}"):
+        kg = KeyGenerator(params)
+        pk, rlk = kg.public_key(), kg.relin_key()
+    enc = Encoder(params)
+    return CKKSContext(params, kg, enc, Encryptor(params, pk), Evaluator(params, relin_key=rlk))
+
+
+C1, C3 = 0.197, -0.004  # sigmoid(t) ≈ 0.5 + C1·t + C3·t³ on [-8, 8]
+LOGREG_FEATURES = 4
+
+
+def _ckks_multiply(c: CKKSContext):
+    ev = c.evaluator
+    return (lambda x, y: ev.rescale(ev.multiply(x, y)),
+            lambda: (c.encrypt([0.5, -0.25, 1.0]), c.encrypt([0.75, 0.5, -1.0])))
+
+
+def _ckks_rotate(c: CKKSContext):
+    ev = c.with_rotations((1,), conjugate=True)
+    return (lambda x: (ev.rotate(x, 1), ev.conjugate(x)),
+            lambda: (c.encrypt([0.5, -0.25, 1.0, 0.125]),))
+
+
+def _ckks_logreg(c: CKKSContext):
+    d = LOGREG_FEATURES
+    ev = c.with_rotations(tuple(1 << i for i in range(d.bit_length() - 1)))
+    slots = c.params.slots
+    w = [0.5, -0.25, 0.75, -1.0] * (slots // d)
+
+    def infer(x):
+        z = ev.rescale(ev.multiply(x, w))  # every slot x_i·w_i
+        t = ev.add_scalar(ev.rotate_sum(z, d), 0.1)  # slot k·d: <w, x_k> + b
+        t2 = ev.rescale(ev.square(t))
+        c3t = ev.rescale(ev.multiply_scalar(t, C3, target_scale=t2.scale))
+        t3 = ev.rescale(ev.multiply(t2, c3t))  # C3·t³
+        lin = ev.rescale(ev.multiply_scalar(t, C1, target_scale=t3.scale))
+        return ev.add_scalar(ev.add(t3, ev.drop_level(lin, t3.level)), 0.5)
+
+    return infer, lambda: (c.encrypt([0.25, -0.5, 0.125, 1.0] * (slots // d)),)
+
+
+CKKS_EXAMPLES: dict[str, tuple[str, Callable[[CKKSContext], tuple]]] = {
+    "ckks_multiply": ("x·y of two ciphertexts: tensor product, relinearize (hybrid key switching: "
+                      "mod-up, key inner product, mod-down), rescale", _ckks_multiply),
+    "ckks_rotate": ("rotate a ciphertext one slot left and conjugate it: automorphisms, then key "
+                    "switching with Galois keys", _ckks_rotate),
+    "ckks_logreg": (f"one logistic-regression inference: x·w, rotate_sum over {LOGREG_FEATURES} "
+                    "features, + b, degree-3 sigmoid polynomial", _ckks_logreg),
+}
+
+
+def _ckks_program(name: str, params_name: str) -> Program:
+    description, make = CKKS_EXAMPLES[name]
+    context = ckks_context(params_name)
+    function, inputs = make(context)
+    return Program(name, description, "ckks", lambda: function(*inputs()), function, inputs,
+                   seed=f"ckks:{name}:{params_name}",
+                   notes={"CKKS parameters": f"{params_name}: {context.params!r}"})
+
+
+# -- the registry and files ------------------------------------------------------------------------
+def examples() -> dict[str, tuple[str, str]]:
+    """Built-in example name -> (origin, one-line description), corpus first."""
+    out = {}
+    for name, fn in corpus.PROGRAMS.items():
+        out[name] = ("corpus", (fn.__doc__ or name).strip().splitlines()[0])
+    for name, (description, _) in CKKS_EXAMPLES.items():
+        out[name] = ("ckks", description)
+    return out
+
+
+def load_program(spec: str | Path, ckks: str = DEFAULT_CKKS_PARAMS) -> Program:
+    """The program named `spec`: a built-in example or a Python file (see the module doc).
+    `ckks` chooses the parameters of the built-in CKKS examples."""
+    text = str(spec)
+    if text in corpus.PROGRAMS:
+        return _corpus_program(text)
+    if text in CKKS_EXAMPLES:
+        try:
+            return _ckks_program(text, ckks)
+        except InspectError:
+            raise
+        except RenError as e:
+            raise InspectError(f"{text} with CKKS parameters {ckks!r}: {e}") from e
+    path = Path(text)
+    if path.suffix == ".py" or path.exists() or "/" in text:
+        return load_file(path)
+    close = difflib.get_close_matches(text, list(examples()), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise InspectError(f"unknown program {text!r}{hint}: give a built-in example name "
+                       "(`ren-inspect examples` lists them) or the path of a Python file")
+
+
+def load_file(path: Path) -> Program:
+    """A program from a Python file following the convention of the module doc."""
+    if not path.is_file():
+        raise InspectError(f"no such program file: {path}")
+    name = path.stem
+    module_name = f"_ren_inspect_{name}_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise InspectError(f"{path}: not a Python file that can be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))  # so the file can import its neighbours
+    try:
+        with ren_random.seeded(f"file:{name}"):
+            spec.loader.exec_module(module)
+    except Exception as e:  # the user's module may raise anything while it loads
+        raise InspectError(f"loading {path} raised {type(e).__name__}: {e}") from e
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    doc = (module.__doc__ or "").strip()
+    description = doc.splitlines()[0] if doc else f"program file {path}"
+    program = getattr(module, "program", None)
+    function = getattr(module, "function", None)
+    inputs = getattr(module, "example_inputs", None)
+    for label, obj in (("program", program), ("function", function),
+                       ("example_inputs", inputs)):
+        if obj is not None and not callable(obj):
+            raise InspectError(f"{path}: {label} must be a function, got {type(obj).__name__}")
+    if (function is None) != (inputs is None):
+        missing = "example_inputs()" if inputs is None else "function"
+        raise InspectError(f"{path} defines {'function' if inputs is None else 'example_inputs'}"
+                           f" but not {missing}; define both (or a program() function)")
+    if program is None and function is None:
+        raise InspectError(f"{path} defines neither program() nor function + example_inputs(); "
+                           "a program file must define one of them (see `ren-inspect examples "
+                           "--help`)")
+    if program is None:
+        raw = getattr(function, "__wrapped__", function)  # the plain function of a jitted one
+
+        def program() -> Any:
+            return raw(*_as_tuple(inputs()))
+
+    return Program(name, description, str(path), program, function, inputs, seed=f"file:{name}")
+
+
+def _as_tuple(x: Any) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
+
+
+__all__ = ["CKKS_EXAMPLES", "CKKS_PARAMS", "DEFAULT_CKKS_PARAMS", "Program", "ckks_context",
+           "ckks_params", "examples", "load_file", "load_program", "poly_leaves"]

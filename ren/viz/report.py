@@ -1,0 +1,194 @@
+"""One self-contained HTML file about a program: the passes (step through them with ←/→), the
+arena, the captured plan, the kernels and the golden diff.
+
+    html = report_html(load_program("ckks_multiply"))
+    html = report_html(program, sections=("passes",))      # one part only
+
+Self-contained: graphs are inline SVG (pygraphviz), the CSS and the script are inlined from
+``ren/viz/templates/``; nothing is fetched from the network.  Every graph node has an id, and
+the node details (op, dtype, arg, ring, domain, device, sources) travel as JSON in the page, so
+a click or hover on a node shows them.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ren.dump import _Names
+from ren.errors import InspectError
+from ren.node import toposort
+from ren.ops import Op
+from ren.viz import arena as av
+from ren.viz import jitplan
+from ren.viz.golden import default_golden, golden_diff
+from ren.viz.graph import MAX_GHOSTS, MAX_NODES, TooLarge, render_svg, schedule_agraph, stage_agraph
+from ren.viz.kernels import kernel_infos
+from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
+from ren.viz.programs import Program
+from ren.viz.templating import read, render
+from ren.viz.trace import PassTrace, marked_lines, stage_text, trace_passes
+
+SECTIONS = ("passes", "arena", "jit", "kernels", "diff")
+
+
+@dataclass
+class ReportOptions:
+    sections: tuple[str, ...] = SECTIONS
+    kernel_bodies: bool = False  # draw kernel ASTs as clusters (collapsed by default)
+    removed: bool = True  # draw removed nodes as ghosts
+    max_nodes: int = MAX_NODES
+    golden: Path | None = field(default_factory=default_golden)
+    policy: str = "auto"
+    device: str | None = None  # renderer for the kernels section
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _timed(options: ReportOptions, what: str, fn, *args, **kw):
+    t0 = time.perf_counter()
+    try:
+        return fn(*args, **kw)
+    finally:
+        options.timings[what] = options.timings.get(what, 0.0) + time.perf_counter() - t0
+
+
+def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict], dict]:
+    """Per stage: title, counts, rules, SVG (or a too-large note) and marked text; and the
+    details of every drawn node by id."""
+    out, node_data = [], {}
+    for stage in trace.stages:
+        prev = trace.stages[stage.index - 1] if stage.index else None
+        prefix = f"s{stage.index:02d}"
+        svg, note = "", ""
+        try:
+            g = stage_agraph(trace, stage.index, removed=options.removed,
+                             kernel_bodies=options.kernel_bodies, prefix=prefix,
+                             max_nodes=options.max_nodes)
+            svg = render_svg(g)
+        except TooLarge as e:
+            note = str(e)
+        names = _Names()
+        marked_lines(stage, names)
+        for n in stage.order:
+            k = stage.number[n]
+            node_data[f"{prefix}n{k}"] = details(n, k, stage.number, names, stage.status[n])
+            if options.kernel_bodies and n.op is Op.KERNEL:
+                body = toposort(n.arg.ast)
+                local = {m: j for j, m in enumerate(body)}
+                for m in body:
+                    node_data[f"{prefix}n{k}_{local[m]}"] = details(m, local[m], local, names)
+        if prev is not None and options.removed and 0 < len(stage.removed) <= MAX_GHOSTS:
+            old = _Names()
+            marked_lines(prev, old)
+            for n in stage.removed:
+                k = prev.number[n]
+                node_data[f"{prefix}r{k}"] = details(n, k, prev.number, old, "removed")
+        out.append({"index": stage.index, "name": stage.name, "title": stage.title,
+                    "counts": stage.counts(), "summary": stage.summary(), "doc": stage.doc,
+                    "rules": sorted(stage.rules.items(), key=lambda x: (-x[1], x[0])),
+                    "ms": stage.seconds * 1e3, "svg": svg, "note": note,
+                    "text": stage_text(stage, prev)})
+    return out, node_data
+
+
+def _passes(outputs: tuple, options: ReportOptions) -> dict[str, Any]:
+    trace = _timed(options, "passes", trace_passes, *outputs)
+    stages, node_data = _timed(options, "layout", stage_contexts, trace, options)
+    return {"stages": stages, "node_data": node_data, "trace": trace}
+
+
+def _arena(view: av.ArenaView) -> dict[str, Any]:
+    return {"svgs": av.arena_svgs(view), "summary": av.summary_rows(view),
+            "rows": av.arena_rows(view), "kept": av.kept_text(view), "steps": view.plan.steps,
+            "fmt": av.fmt_bytes}
+
+
+def jit_view(program: Program, outputs: tuple | None = None) -> jitplan.JitView:
+    """The real ``ren.jit`` plan when the program has a function and the JIT is available, else
+    the replay template of one realization of `outputs` (default: a fresh build; realizing
+    them here does not touch any live Poly)."""
+    call = program.call()
+    if call is not None:
+        view = jitplan.capture_jit(*call)
+        if view is not None:
+            return view
+    view = jitplan.capture_template(outputs if outputs is not None else program.outputs())
+    if call is not None:
+        view.notes.insert(0, "ren.jit is not available in this build: showing the replay "
+                             "template that realization captures for this graph")
+    else:
+        view.notes.insert(0, "the program has no function to jit (no function + "
+                             "example_inputs): showing the replay template that realization "
+                             "captures for its graph")
+    return view
+
+
+def _kernels(view: av.ArenaView, options: ReportOptions) -> dict[str, Any]:
+    infos = kernel_infos(view, options.device)
+    svg, note = "", ""
+    if len(view.items) <= options.max_nodes:
+        svg = render_svg(schedule_agraph(view.items, view.names))
+    else:
+        note = (f"the schedule has {len(view.items)} items, more than the drawing limit of "
+                f"{options.max_nodes}")
+    return {"infos": infos, "svg": svg, "note": note}
+
+
+def _diff(program: Program, outputs: tuple, trace: PassTrace | None,
+          options: ReportOptions) -> dict[str, Any]:
+    if options.golden is None:
+        return {"note": "no golden directory given", "diffs": []}
+    try:
+        trace = trace or trace_passes(*outputs)
+        diffs = golden_diff(trace, program.name, options.golden)
+    except InspectError as e:
+        return {"note": str(e), "diffs": []}
+    return {"note": "", "diffs": diffs, "golden": str(options.golden)}
+
+
+def report_context(program: Program, options: ReportOptions | None = None) -> dict[str, Any]:
+    options = options or ReportOptions()
+    unknown = set(options.sections) - set(SECTIONS)
+    if unknown:
+        raise InspectError(f"unknown report section(s) {sorted(unknown)}; sections are "
+                           + ", ".join(SECTIONS))
+    t0 = time.perf_counter()
+    ctx: dict[str, Any] = {"program": program, "sections": options.sections,
+                           "families": [(f, c) for f, (c, _) in FAMILIES.items()],
+                           "statuses": STATUS_STYLE, "node_data": {}}
+    trace = None
+    outputs = _timed(options, "build", program.outputs)  # one build serves every section
+    if "passes" in options.sections:
+        passes = _passes(outputs, options)
+        trace = passes.pop("trace")
+        ctx["node_data"] = passes.pop("node_data")
+        ctx["passes"] = passes
+    if "arena" in options.sections or "kernels" in options.sections:
+        view = _timed(options, "plan", av.plan_program, outputs, options.policy)
+        ctx["arena"] = _arena(view)
+        if "kernels" in options.sections:
+            ctx["kernels"] = _timed(options, "kernels", _kernels, view, options)
+    if "jit" in options.sections:
+        ctx["jit"] = _timed(options, "jit", jit_view, program, outputs)
+    if "diff" in options.sections:
+        ctx["diff"] = _timed(options, "diff", _diff, program, outputs, trace, options)
+    ctx["seconds"] = time.perf_counter() - t0
+    return ctx
+
+
+def report_html(program: Program, options: ReportOptions | None = None, *,
+                sections: tuple[str, ...] | None = None) -> str:
+    """The HTML report of `program` (all sections unless `sections` narrows them)."""
+    options = options or ReportOptions()
+    if sections is not None:
+        options.sections = tuple(sections)
+    ctx = report_context(program, options)
+    return render("report.html.j2", css=read("report.css"), script=read("report.js"),
+                  title=f"ren-inspect: {html.escape(program.name)}", **ctx)
+
+
+__all__ = ["SECTIONS", "ReportOptions", "jit_view", "report_context", "report_html",
+           "stage_contexts"]

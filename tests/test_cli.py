@@ -94,7 +94,8 @@ def test_jit(program, tmp_path):
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_kernels(program, tmp_path):
     text = run("kernels", program).stdout
-    assert "scheduled items" in text and "STORE void" in text and "has no renderer" in text
+    assert "scheduled items" in text and "STORE void" in text
+    assert "REN_KERNEL void" in text and "CUDA C from ren.backend.render_c" in text
     svg = run("kernels", program, "--format", "svg").stdout
     assert svg.startswith("<svg") and "k0_" in svg
     run("kernels", program, "--format", "html", "-o", str(tmp_path / "k.html"))

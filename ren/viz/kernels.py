@@ -56,13 +56,20 @@ def rendered_source(item: ScheduledKernel, device: str | None = None) -> tuple[s
     except RenError as e:
         return None, f"no renderer: {e}"
     render = getattr(dev, "render", None)
-    if not callable(render):
-        return None, (f"device {name!r} ({type(dev).__name__}) has no renderer: it interprets "
-                      "the AST")
+    if callable(render):
+        try:
+            return str(render(item)), f"rendered for {name}"
+        except RenError as e:
+            return None, f"rendering for {name} failed: {e}"
+    # the device interprets the AST (NumPy): show what the C-family renderer makes of it
+    from ren.backend.render_c import CUDA, render_program
+
     try:
-        return str(render(item)), f"rendered for {name}"
+        program = render_program(item, CUDA)
     except RenError as e:
-        return None, f"rendering for {name} failed: {e}"
+        return None, f"device {name!r} interprets the AST; the CUDA C renderer failed: {e}"
+    return ("\n\n".join(k.source for k in program.kernels),
+            f"CUDA C from ren.backend.render_c (device {name!r} itself interprets the AST)")
 
 
 def kernel_infos(view: ArenaView, device: str | None = None) -> list[KernelInfo]:

@@ -3,18 +3,39 @@
 Structurally equal nodes are the same object: ``Node(op, dtype, src, arg)`` looks the tuple up in
 a weak table first, so a shared subexpression is always a single node and identity comparison is
 structural comparison.  ``arg`` must be hashable.
+
+Thread safety: nodes are immutable, and construction is safe from several threads: a new node is
+published with one atomic ``dict.setdefault``, so two threads building the same key get the
+same object, without taking a lock on the hot path.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ren.ops import DType, Op
 
+KeyedRef = weakref.KeyedRef
+
 _cache: weakref.WeakValueDictionary[tuple, Node] = weakref.WeakValueDictionary()
 _refs = _cache.data
+_remove = _cache._remove  # the callback that drops an entry when its node dies
+_replace_lock = threading.Lock()
+
+
+def _replace_dead(key: tuple, ref: KeyedRef, node: Node) -> Node:
+    """Rare path: the entry for `key` holds a node that has died but whose removal is still
+    pending.  Replace it, unless another thread has just put a live node there."""
+    with _replace_lock:
+        cur = _refs.get(key)
+        other = cur() if cur is not None else None
+        if other is not None:
+            return other
+        _refs[key] = ref
+        return node
 
 
 class Node:
@@ -44,8 +65,14 @@ class Node:
         set_(node, "src", src)
         set_(node, "arg", arg)
         set_(node, "_spec", None)
-        _cache[key] = node
-        return node
+        # Insert what WeakValueDictionary.__setitem__ would, but with one atomic setdefault: when
+        # two threads build the same key, both get the node of whichever inserted first.
+        ref = KeyedRef(node, _remove, key)
+        first = _refs.setdefault(key, ref)
+        if first is ref:
+            return node
+        other = first()
+        return other if other is not None else _replace_dead(key, ref, node)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Node is immutable; build a new node instead")

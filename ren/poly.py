@@ -3,6 +3,10 @@
 Every operation only builds IR nodes; nothing runs until a value is needed.  Compatibility of
 rings, domains and devices is checked when a node is built, so a mistake is reported at the line
 that made it, with a `RenError` subclass that says what was expected and how to fix it.
+
+Thread safety: Polys may be built, realized and read from several threads (realization is
+serialized by a lock in `ren.realization`).  A Poly's node changes only through the
+becomes_map, under that lock, and always to a node with the same value.
 """
 
 from __future__ import annotations
@@ -416,5 +420,8 @@ def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
 
 
 def live_polys() -> list[Poly]:
-    """The Polys that currently exist."""
-    return list(_live)
+    """The Polys that currently exist (a snapshot)."""
+    # Iterating the WeakSet fails if another thread adds to it meanwhile; copying its set of
+    # references is one C call, so no other thread runs in between.
+    refs = _live.data.copy()
+    return [p for r in refs if (p := r()) is not None]

@@ -11,10 +11,18 @@
 
 Reading values (`host_residues`) realizes first, then converts storage (Montgomery form) to
 standard-form residues on the host.
+
+Thread safety: realization may be requested from several threads.  One re-entrant lock covers
+the whole critical section — reading the requested Polys' nodes, scheduling, running and applying
+the becomes_map — so realizations run one at a time, a graph that overlaps one realized by another
+thread reuses its buffers instead of computing them again, and no two runs race on the
+becomes_map or on buffer storage.  Building graphs and reading realized values take no lock.
+`last_timings` describes the last realization in any thread.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,6 +53,8 @@ class RealizeTimings:
 
 
 last_timings = RealizeTimings()
+#: Held while a realization reads Poly nodes, schedules, runs and applies the becomes_map.
+realize_lock = threading.RLock()
 
 
 def is_realized(n: Node) -> bool:
@@ -66,6 +76,11 @@ def apply_becomes_map(mapping: dict[Node, Node]) -> None:
 
 def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     """Schedule and run the given output nodes together; returns the becomes_map."""
+    with realize_lock:
+        return _realize_nodes(nodes)
+
+
+def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     from ren.memory import plan_memory
 
     todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
@@ -98,7 +113,8 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
 
 def realize_polys(polys: Sequence) -> None:
     """Realize several Polys together (one SINK, shared intermediates computed once)."""
-    realize_nodes([p.node for p in polys])
+    with realize_lock:  # read the nodes inside: another thread's becomes_map may move them
+        _realize_nodes([p.node for p in polys])
 
 
 def host_residues(n: Node) -> np.ndarray:

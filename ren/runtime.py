@@ -11,11 +11,16 @@
 offsets in one arena per device (allocated once for the whole run), other buffers their own
 storage — runs the units in order, and finally detaches the planned intermediates so Python's
 refcounts release the arena.
+
+Thread safety: a run attaches, allocates and releases buffer storage (`Buffer` itself takes no
+lock), so runs must not overlap; `ren.realization` holds its lock around each.  `record_units`
+is per thread: it sees the units run by the thread that opened it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -104,29 +109,36 @@ def bind_arenas(plan) -> list[Arena]:
     return arenas
 
 
-_trace: list[list[ExecUnit]] = []
+class _Recorders(threading.local):
+    def __init__(self) -> None:
+        self.lists: list[list[ExecUnit]] = []
+
+
+_trace = _Recorders()
 
 
 @contextlib.contextmanager
 def record_units() -> Iterator[list[ExecUnit]]:
-    """Collect every ExecUnit run inside the block (for tests and debugging)."""
+    """Collect every ExecUnit this thread runs inside the block (for tests and debugging)."""
     seen: list[ExecUnit] = []
-    _trace.append(seen)
+    recorders = _trace.lists
+    recorders.append(seen)
     try:
         yield seen
-    finally:
-        _trace.remove(seen)
+    finally:  # by identity: two recorders holding equal lists are still different recorders
+        del recorders[next(i for i, r in enumerate(recorders) if r is seen)]
 
 
 def run_exec_units(units: list[ExecUnit], plan=None) -> None:
     """Run the units in order, with planned intermediates placed in per-device arenas."""
     arenas = bind_arenas(plan)
     debug = settings.get("REN_DEBUG")
+    recorders = _trace.lists
     try:
         for unit in units:
             t0 = time.perf_counter() if debug >= 2 else 0.0
             unit()
-            for seen in _trace:
+            for seen in recorders:
                 seen.append(unit)
             if debug >= 2:
                 ms = (time.perf_counter() - t0) * 1e3

@@ -13,28 +13,37 @@ from __future__ import annotations
 
 import threading
 import weakref
+from _weakref import _remove_dead_weakref  # what WeakValueDictionary uses: atomic, in C
 from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from ren.ops import DType, Op
 
-KeyedRef = weakref.KeyedRef
-
-_cache: weakref.WeakValueDictionary[tuple, Node] = weakref.WeakValueDictionary()
-_refs = _cache.data
-_remove = _cache._remove  # the callback that drops an entry when its node dies
+#: key -> weak reference to the node (what a WeakValueDictionary keeps, without its
+#: Python-level KeyedRef construction, which cost ~5% of scheduling time).  When a node dies its
+#: reference's callback drops the entry, since the key holds the node's sources.
+_refs: dict[tuple, weakref.ref] = {}
+_ref = weakref.ref
 _replace_lock = threading.Lock()
 
 
-def _replace_dead(key: tuple, ref: KeyedRef, node: Node) -> Node:
-    """Rare path: the entry for `key` holds a node that has died but whose removal is still
-    pending.  Replace it, unless another thread has just put a live node there."""
+def _drop(key: tuple, _wr: weakref.ref, _table: dict = _refs) -> None:
+    # only if the entry is still dead (it may have been replaced); the table is bound as a
+    # default so that nodes dying at interpreter exit, after module globals are cleared, still work
+    _remove_dead_weakref(_table, key)
+
+
+def _replace_dead(key: tuple, node: Node) -> Node:
+    """Rare path: the entry for `key` holds a dead node whose callback has not run yet (e.g. a
+    Python weakref callback of that node is building the same key again).  Replace it, unless
+    another thread has just put a live node there."""
     with _replace_lock:
         cur = _refs.get(key)
         other = cur() if cur is not None else None
         if other is not None:
             return other
-        _refs[key] = ref
+        _refs[key] = _ref(node, partial(_drop, key))
         return node
 
 
@@ -53,7 +62,7 @@ class Node:
         # types are part of the key (1 == True == 1.0 in Python), one level into tuple args too
         key = (op, dtype, src, type(arg), arg,
                tuple(map(type, arg)) if type(arg) is tuple else None)
-        ref = _refs.get(key)  # the WeakValueDictionary's own dict: skips a Python-level .get
+        ref = _refs.get(key)
         if ref is not None:
             node = ref()
             if node is not None:
@@ -65,14 +74,14 @@ class Node:
         set_(node, "src", src)
         set_(node, "arg", arg)
         set_(node, "_spec", None)
-        # Insert what WeakValueDictionary.__setitem__ would, but with one atomic setdefault: when
-        # two threads build the same key, both get the node of whichever inserted first.
-        ref = KeyedRef(node, _remove, key)
+        # one atomic setdefault: when two threads build the same key, both get the node of
+        # whichever inserted first
+        ref = _ref(node, partial(_drop, key))
         first = _refs.setdefault(key, ref)
         if first is ref:
             return node
         other = first()
-        return other if other is not None else _replace_dead(key, ref, node)
+        return other if other is not None else _replace_dead(key, node)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Node is immutable; build a new node instead")

@@ -199,7 +199,7 @@ def test_live_poly_registry_while_polys_are_created():
     assert _run_threads(work)[0] == 300
 
 
-def test_node_rebuilt_over_an_entry_whose_removal_is_pending():
+def test_node_rebuilt_over_a_dead_entry():
     import weakref
 
     import ren.node as node_mod
@@ -210,9 +210,34 @@ def test_node_rebuilt_over_an_entry_whose_removal_is_pending():
     arg = ("pending-removal", 1)
     key = (Op.CONST, DType.U32, (), tuple, arg, (str, int))
     obj = Gone()
-    dead = weakref.KeyedRef(obj, lambda r: None, key)
+    dead = weakref.ref(obj)
     del obj
-    node_mod._refs[key] = dead  # what a dead node leaves while the table is being iterated
+    node_mod._refs[key] = dead  # a dead reference whose callback did not remove it
     m = Node(Op.CONST, DType.U32, (), arg)
     assert node_mod._refs[key]() is m
     assert Node(Op.CONST, DType.U32, (), arg) is m
+
+
+def test_node_rebuilt_by_a_weakref_callback_of_its_dead_twin():
+    import weakref
+
+    arg = ("rebuilt-in-callback", 2)
+    rebuilt: list[Node] = []
+    n = Node(Op.CONST, DType.U32, (), arg)
+    # runs while n dies, before the table has dropped n's entry
+    watch = weakref.ref(n, lambda _: rebuilt.append(Node(Op.CONST, DType.U32, (), arg)))
+    del n
+    assert watch() is None and len(rebuilt) == 1
+    assert Node(Op.CONST, DType.U32, (), arg) is rebuilt[0]  # n's late callback kept its entry
+
+
+def test_dead_nodes_leave_the_table():
+    import ren.node as node_mod
+
+    before = len(node_mod._refs)
+    n = Node(Op.CONST, DType.U32, (), ("chain-leaf", 0))
+    for i in range(1000):  # a chain: each entry's key holds the previous node
+        n = Node(Op.NEG, DType.U32, (n,), ("chain", i))
+    assert len(node_mod._refs) == before + 1001
+    del n
+    assert len(node_mod._refs) == before

@@ -3,18 +3,50 @@
 Structurally equal nodes are the same object: ``Node(op, dtype, src, arg)`` looks the tuple up in
 a weak table first, so a shared subexpression is always a single node and identity comparison is
 structural comparison.  ``arg`` must be hashable.
+
+Thread safety: nodes are immutable, and construction is safe from several threads: a new node is
+published with one atomic ``dict.setdefault``, so two threads building the same key get the
+same object, without taking a lock on the hot path.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Iterable, Iterator
+from _weakref import _remove_dead_weakref  # what WeakValueDictionary uses: atomic, in C
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from ren.ops import DType, Op
 
-_cache: weakref.WeakValueDictionary[tuple, Node] = weakref.WeakValueDictionary()
-_refs = _cache.data
+#: key -> weak reference to the node (what a WeakValueDictionary keeps, without its
+#: Python-level KeyedRef construction, which cost ~5% of scheduling time).  When a node dies its
+#: reference's callback drops the entry, since the key holds the node's sources.
+_refs: dict[tuple, weakref.ref] = {}
+_ref = weakref.ref
+_replace_lock = threading.Lock()
+
+
+def _drop(key: tuple, _wr: weakref.ref, _table: dict = _refs,
+          _remove: Callable = _remove_dead_weakref) -> None:
+    # only if the entry is still dead (it may have been replaced); the table and the remover are
+    # bound as defaults so that nodes dying at interpreter exit, after module globals are
+    # cleared, still work
+    _remove(_table, key)
+
+
+def _replace_dead(key: tuple, node: Node) -> Node:
+    """Rare path: the entry for `key` holds a dead node whose callback has not run yet (e.g. a
+    Python weakref callback of that node is building the same key again).  Replace it, unless
+    another thread has just put a live node there."""
+    with _replace_lock:
+        cur = _refs.get(key)
+        other = cur() if cur is not None else None
+        if other is not None:
+            return other
+        _refs[key] = _ref(node, partial(_drop, key))
+        return node
 
 
 class Node:
@@ -32,7 +64,7 @@ class Node:
         # types are part of the key (1 == True == 1.0 in Python), one level into tuple args too
         key = (op, dtype, src, type(arg), arg,
                tuple(map(type, arg)) if type(arg) is tuple else None)
-        ref = _refs.get(key)  # the WeakValueDictionary's own dict: skips a Python-level .get
+        ref = _refs.get(key)
         if ref is not None:
             node = ref()
             if node is not None:
@@ -44,8 +76,14 @@ class Node:
         set_(node, "src", src)
         set_(node, "arg", arg)
         set_(node, "_spec", None)
-        _cache[key] = node
-        return node
+        # one atomic setdefault: when two threads build the same key, both get the node of
+        # whichever inserted first
+        ref = _ref(node, partial(_drop, key))
+        first = _refs.setdefault(key, ref)
+        if first is ref:
+            return node
+        other = first()
+        return other if other is not None else _replace_dead(key, node)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Node is immutable; build a new node instead")

@@ -3,6 +3,10 @@
 Every operation only builds IR nodes; nothing runs until a value is needed.  Compatibility of
 rings, domains and devices is checked when a node is built, so a mistake is reported at the line
 that made it, with a `RenError` subclass that says what was expected and how to fix it.
+
+Thread safety: Polys may be built, realized and read from several threads (realization is
+serialized by a lock in `ren.realization`).  A Poly's node changes only through the
+becomes_map, under that lock, and always to a node with the same value.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ from ren.ir import const_node
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
 from ren.random import RandomSpec
-from ren.realization import current_recorder, host_residues, is_realized, realize_nodes
+from ren.realization import (
+    current_recorder,
+    host_residues,
+    is_realized,
+    realize_lock,
+    realize_nodes,
+)
 from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.sampling import validate as validate_random
@@ -413,8 +423,11 @@ def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
 
 
 def live_polys() -> list[Poly]:
-    """The Polys that currently exist."""
-    return list(_live)
+    """The Polys that currently exist (a snapshot)."""
+    # Iterating the WeakSet fails if another thread adds to it meanwhile; copying its set of
+    # references is one C call, so no other thread runs in between.
+    refs = _live.data.copy()
+    return [p for r in refs if (p := r()) is not None]
 
 
 def apply_becomes_map(mapping: dict[Node, Node]) -> None:
@@ -439,4 +452,5 @@ def realize_polys(polys: Sequence[Poly]) -> None:
     for p in polys:
         if not isinstance(p, Poly):
             raise ParameterError(f"realize: expected Polys, got {type(p).__name__} {p!r}")
-    apply_becomes_map(realize_nodes([p._node for p in polys]))
+    with realize_lock:  # read the nodes inside: another thread's becomes_map may move them
+        apply_becomes_map(realize_nodes([p._node for p in polys]))

@@ -19,11 +19,19 @@ is scheduled (it may raise to forbid the realization), `Recorder.on_realized` re
 `RealizeRecord` (the schedule, memory plan and exec units that ran).  The frontend consults the
 same recorder when it creates a random polynomial (`Recorder.on_random`).  A generic hook: the
 JIT (`ren.jit`) captures with one; tests and tools may use others.
+
+Thread safety: realization may be requested from several threads.  One re-entrant lock covers
+the whole critical section — reading the requested Polys' nodes, scheduling, running and applying
+the becomes_map — so realizations run one at a time, a graph that overlaps one realized by another
+thread reuses its buffers instead of computing them again, and no two runs race on the
+becomes_map or on buffer storage.  Building graphs and reading realized values take no lock.
+`last_timings` describes the last realization in any thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
@@ -57,6 +65,8 @@ class RealizeTimings:
 
 
 last_timings = RealizeTimings()
+#: Held while a realization reads Poly nodes, schedules, runs and applies the becomes_map.
+realize_lock = threading.RLock()
 
 
 @dataclass
@@ -117,6 +127,11 @@ def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     input buffers instead of scheduling again (`ren.replay`); REN_CHECK and REN_DEBUG=3 always
     schedule, so their checks and dumps happen.
     """
+    with realize_lock:
+        return _realize_nodes(nodes)
+
+
+def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     recorder = _recorder.get()
     if recorder is not None:
         recorder.on_realize(nodes)

@@ -12,11 +12,16 @@
 offsets in one arena per device (allocated once for the whole run by the device's allocator),
 other buffers their own storage — runs the units in order, and finally detaches the planned
 intermediates so Python's refcounts release the arena.
+
+Thread safety: a run attaches, allocates and releases buffer storage (`Buffer` itself takes no
+lock), so runs must not overlap; `ren.realization` holds its lock around each.  `record_units`
+is per thread: it sees the units run by the thread that opened it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -100,23 +105,29 @@ def bind_arenas(plan) -> list[Arena]:
     return list(arenas.values())
 
 
-_trace: list[list[ExecUnit]] = []
+class _Recorders(threading.local):
+    def __init__(self) -> None:
+        self.lists: list[list[ExecUnit]] = []
+
+
+_trace = _Recorders()
 
 
 @contextlib.contextmanager
 def record_units() -> Iterator[list[ExecUnit]]:
-    """Collect every ExecUnit run inside the block (for tests and debugging)."""
+    """Collect every ExecUnit this thread runs inside the block (for tests and debugging)."""
     seen: list[ExecUnit] = []
-    _trace.append(seen)
+    recorders = _trace.lists
+    recorders.append(seen)
     try:
         yield seen
-    finally:
-        _trace.remove(seen)
+    finally:  # by identity: two recorders holding equal lists are still different recorders
+        del recorders[next(i for i, r in enumerate(recorders) if r is seen)]
 
 
 def note_units(units: list[ExecUnit]) -> None:
     """Report units that ran by other means (a backend graph runner) to `record_units` blocks."""
-    for seen in _trace:
+    for seen in _trace.lists:
         seen.extend(units)
 
 
@@ -124,11 +135,12 @@ def run_exec_units(units: list[ExecUnit], plan=None) -> None:
     """Run the units in order, with planned intermediates placed in per-device arenas."""
     arenas = bind_arenas(plan)
     debug = settings.get("REN_DEBUG")
+    recorders = _trace.lists
     try:
         for unit in units:
             t0 = time.perf_counter() if debug >= 2 else 0.0
             unit()
-            for seen in _trace:
+            for seen in recorders:
                 seen.append(unit)
             if debug >= 2:
                 ms = (time.perf_counter() - t0) * 1e3

@@ -5,12 +5,17 @@
 runs the twelve passes of `ren.passes` in order, then lists the kernels of the final graph in
 dependency order.  `run_passes` exposes the machinery for inspection: it can stop after any pass
 and keep the graph after every pass (``trace=True``).
+
+Thread safety: scheduling keeps all its state in its `ScheduleContext` and may run in several
+threads at once; pausing the garbage collector is counted, so it resumes when the last
+scheduling run ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -60,6 +65,11 @@ def as_sink(*outputs: Any) -> Node:
     return Node(Op.SINK, DType.VOID, tuple(nodes))
 
 
+_gc_lock = threading.Lock()
+_gc_pauses = 0  # scheduling runs in progress, in all threads
+_gc_resume = False  # whether the collector was on when the first of them began
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for a block.
@@ -68,13 +78,19 @@ def gc_paused() -> Iterator[None]:
     with the collector on, the cost per node grows with the size of the graph (measured: 2x per
     node from 10^3 to 10^4 nodes).  IR graphs are acyclic, so nothing needs the collector here.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _gc_pauses, _gc_resume
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_resume = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_resume:
+                gc.enable()
 
 
 def run_passes(*outputs: Any, upto: int = 12, start: int = 1, ctx: ScheduleContext | None = None,

@@ -12,9 +12,14 @@ Implementation: Shoup multiplication by precomputed twiddles; Harvey's lazy butt
 kept below 4q) when every modulus is below 2^30, fully reduced butterflies otherwise.  Stages
 with a half-size t <= T0 ≈ sqrt(N) run on a transposed copy (L, 2·T0, N/(2·T0)) so every NumPy
 inner loop stays long.  The only Python loop is over the log2(N) stages.
+
+Thread safety: `ntt` and `intt` may be called from several threads at once.  Their u64 work
+arrays are reused between calls for speed, so each thread keeps its own (`threading.local`).
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -25,22 +30,31 @@ U32 = np.uint32
 U64 = np.uint64
 _S32 = U64(32)
 
-_scratch: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+class _Scratch(threading.local):
+    """Per-thread work arrays: one thread's transform never writes into another's."""
+
+    def __init__(self) -> None:
+        self.by_shape: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+
+_scratch = _Scratch()
 
 
 def _buffers(L: int, N: int) -> tuple[np.ndarray, ...]:
-    """Reused u64 work arrays for one shape: x, y, z of shape (L, N), and T, S, the two halves
-    of z, each holding L·N/2 values (reshaped per stage)."""
+    """Reused u64 work arrays for one shape (this thread's): x, y, z of shape (L, N), and T, S,
+    the two halves of z, each holding L·N/2 values (reshaped per stage)."""
     key = (L, N)
-    bufs = _scratch.get(key)
+    scratch = _scratch.by_shape
+    bufs = scratch.get(key)
     if bufs is None:
-        if len(_scratch) > 8:
-            _scratch.clear()
+        if len(scratch) > 8:
+            scratch.clear()
         x, y, z = (np.empty((L, N), U64) for _ in range(3))
         flat = z.reshape(-1)
         half = L * N // 2
         bufs = (x, y, z, flat[:half], flat[half:])
-        _scratch[key] = bufs
+        scratch[key] = bufs
     return bufs
 
 

@@ -3,6 +3,11 @@
 The canonical root of unity for (q, N) is the *smallest* primitive 2N-th root of unity mod q,
 so the NTT domain is fully determined by the ring (the reference evaluator recomputes it
 independently).
+
+Thread safety: two threads that miss a cache at once may both compute the entry (`lru_cache`,
+and `cached_property` from Python 3.12, hold no lock while computing); the tables are pure
+functions of their arguments and read-only, so either copy is correct and the waste is one
+extra computation.
 """
 
 from __future__ import annotations

@@ -57,10 +57,12 @@ def structure_key(nodes: Sequence[Node]) -> tuple[tuple, list[Buffer]] | None:
             if n in index:
                 stack.pop()
                 continue
-            pending = [s for s in n.src if s not in index]
-            if pending:
-                stack.extend(reversed(pending))
-                continue
+            src = n.src
+            if src:
+                pending = [s for s in src if s not in index]
+                if pending:
+                    stack.extend(reversed(pending))
+                    continue
             stack.pop()
             op = n.op
             if op is Op.BUFFER:
@@ -74,7 +76,7 @@ def structure_key(nodes: Sequence[Node]) -> tuple[tuple, list[Buffer]] | None:
             else:
                 arg = (type(n.arg), n.arg)
             index[n] = len(key)
-            key.append((op, n.dtype, arg, tuple([index[s] for s in n.src])))
+            key.append((op, n.dtype, arg, tuple([index[s] for s in src]) if src else ()))
     key.append(tuple([index[n] for n in nodes]))
     return tuple(key), params
 

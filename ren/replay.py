@@ -47,37 +47,64 @@ def structure_key(nodes: Sequence[Node]) -> tuple[tuple, list[Buffer]] | None:
 
     Nodes are numbered in depth-first post-order (sources left to right), so two graphs get the
     same key exactly when they are the same DAG up to which buffers the BUFFER leaves hold."""
+    try:  # small graphs (the common case of an eager realize): a plain recursive walk
+        return _structure_key(nodes, recursive=True)
+    except RecursionError:  # a deep chain: the same numbering with an explicit stack
+        return _structure_key(nodes, recursive=False)
+
+
+class _NotReplayable(Exception):
+    pass
+
+
+def _structure_key(nodes: Sequence[Node], recursive: bool) -> tuple[tuple, list[Buffer]] | None:
     index: dict[Node, int] = {}
     params: list[Buffer] = []
     key: list[tuple] = []
-    for root in nodes:
-        stack = [root]
-        while stack:  # post-order without iterators: a node is numbered once its sources are
-            n = stack[-1]
-            if n in index:
-                stack.pop()
-                continue
-            src = n.src
-            if src:
-                pending = [s for s in src if s not in index]
-                if pending:
-                    stack.extend(reversed(pending))
-                    continue
-            stack.pop()
-            op = n.op
-            if op is Op.BUFFER:
-                buf = n.arg
-                if buf.base is not None:
-                    return None
-                params.append(buf)
-                arg: object = ("param", buf.shape, buf.device, buf.no_opt, buf.is_allocated)
-            elif op is Op.RANDOM or op is Op.BUFFER_VIEW:
-                return None
-            else:
-                arg = (type(n.arg), n.arg)
-            index[n] = len(key)
-            key.append((op, n.dtype, arg, tuple([index[s] for s in src]) if src else ()))
-    key.append(tuple([index[n] for n in nodes]))
+
+    def number(n: Node, src: tuple[int, ...]) -> int:
+        op = n.op
+        if op is Op.BUFFER:
+            buf = n.arg
+            if buf.base is not None:
+                raise _NotReplayable
+            params.append(buf)
+            arg: object = ("param", buf.shape, buf.device, buf.no_opt, buf.is_allocated)
+        elif op is Op.RANDOM or op is Op.BUFFER_VIEW:
+            raise _NotReplayable
+        else:
+            arg = (type(n.arg), n.arg)
+        i = index[n] = len(key)
+        key.append((op, n.dtype, arg, src))
+        return i
+
+    def visit(n: Node) -> int:
+        i = index.get(n)
+        if i is None:
+            i = number(n, tuple([visit(s) for s in n.src]))
+        return i
+
+    try:
+        if recursive:
+            roots = [visit(n) for n in nodes]
+        else:
+            for root in nodes:
+                stack = [root]
+                while stack:  # post-order: a node is numbered once its sources are
+                    n = stack[-1]
+                    if n in index:
+                        stack.pop()
+                        continue
+                    pending = [s for s in n.src if s not in index]
+                    if pending:
+                        stack.extend(reversed(pending))
+                        continue
+                    stack.pop()
+                    number(n, tuple([index[s] for s in n.src]))
+            roots = [index[n] for n in nodes]
+    except _NotReplayable:
+        return None
+    key.append(tuple(roots))
     return tuple(key), params
 
 

@@ -189,3 +189,20 @@ def test_random_recipes_replay_on_new_inputs(recipe, seed):
             assert (p.ring, p.domain) == s
             assert np.array_equal(p.numpy(), e)
         results.append([p.numpy() for p in outs])
+
+
+@given(recipes, st.integers(0, 1000))
+def test_recursive_and_iterative_structure_keys_agree(recipe, seed):
+    from ren.replay import _structure_key
+
+    inputs = [fresh(RQ, seed, "COEFF"), fresh(RQ, seed + 7, "NTT"), fresh(RQP, seed + 13)]
+    nodes = [p.node for p in apply(recipe, inputs)]
+    assert _structure_key(nodes, recursive=True) == _structure_key(nodes, recursive=False)
+
+
+def test_deep_chains_get_a_key_too():
+    x = fresh(seed=1)
+    for _ in range(3000):  # deeper than Python's recursion limit
+        x = x + 1
+    found = structure_key([x.node])
+    assert found is not None and len(found[0]) > 3000

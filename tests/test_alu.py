@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ren.alu import ALU_OPS, Moduli, alu, fold_index, moduli_table, neg_inv32
+from ren.node import toposort
 from ren.ops import INDEX_OPS, LOWERED_ALU, Op
 
 R = 1 << 32
@@ -73,3 +74,56 @@ def test_vconst_and_modulus_tables():
     assert alu(Op.VCONST, (10, 20, 30))(limb)[:, 0].tolist() == [30, 10]
     assert moduli_table(MODULI[:3]) is moduli_table(MODULI[:3])  # computed once per table
     assert alu(Op.MODULUS, MODULI[:3])(limb).q32[:, 0].tolist() == [MODULI[2], MODULI[0]]
+
+
+# -- pass 11's index folding against plain Python evaluation ------------------------------------
+_PY = {Op.IADD: lambda a, b: a + b, Op.IMUL: lambda a, b: a * b, Op.IAND: lambda a, b: a & b,
+       Op.ISHR: lambda a, b: a >> b, Op.ISHL: lambda a, b: a << b}
+_TABLE = (3, 0, 2, 1)
+
+
+def _py_eval(n, l: int, j: int) -> int:
+    if n.op is Op.GIDX:
+        return (l, j)[n.arg]
+    if n.op is Op.ICONST:
+        return n.arg
+    if n.op is Op.TABLE:
+        return n.arg[_py_eval(n.src[0], l, j)]
+    return _PY[n.op](*(_py_eval(s, l, j) for s in n.src))
+
+
+@st.composite
+def index_exprs(draw, depth: int = 4):
+    """Index expressions over GIDX(0) ∈ [0, 4), GIDX(1) ∈ [0, 8) and small constants (0 and 1,
+    which the rules fold, and -1, 2, … which they must not), TABLE lookups of a limb index."""
+    from ren.ir import gidx, iconst, idx
+
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.one_of(st.sampled_from([gidx(0), gidx(1)]),
+                              st.integers(-2, 3).map(iconst)))
+    kind = draw(st.sampled_from(["IADD", "IMUL", "IAND", "ISHR", "ISHL", "TABLE"]))
+    if kind == "TABLE":
+        return idx(Op.TABLE, draw(st.sampled_from([gidx(0), iconst(2)])), arg=_TABLE)
+    a = draw(index_exprs(depth - 1))
+    if kind in ("ISHR", "ISHL"):  # shift amounts: small and non-negative
+        return idx(Op[kind], a, iconst(draw(st.integers(0, 3))))
+    return idx(Op[kind], a, draw(index_exprs(depth - 1)))
+
+
+@given(index_exprs())
+def test_index_folding_keeps_values_and_leaves_nothing_to_fold(e):
+    from ren.passes.p11_indexify import index_rules
+    from ren.rewrite import rewrite
+
+    folded = rewrite(e, index_rules, name="test")
+    for l in range(4):
+        for j in range(8):
+            assert _py_eval(folded, l, j) == _py_eval(e, l, j)
+    for n in toposort(folded):
+        consts = [s.op is Op.ICONST for s in n.src]
+        if n.op in _PY or n.op is Op.TABLE:
+            assert not all(consts), f"{n.op.name} of constants left unfolded"
+        if n.op is Op.IADD:
+            assert all(s.op is not Op.ICONST or s.arg != 0 for s in n.src), "x + 0 left"
+        if n.op is Op.IMUL:
+            assert all(s.op is not Op.ICONST or s.arg != 1 for s in n.src), "x · 1 left"

@@ -93,6 +93,24 @@ class TestAddition:
         s = c.ev.add(prod3, other)
         assert s.size == 3
         check_precision(c.decrypt(s), x * y + x * 0.5, BOUND, "size-3 + size-2")
+        # the larger operand second: its extra part is added, or subtracted
+        s = c.ev.add(other, prod3)
+        assert s.size == 3
+        check_precision(c.decrypt(s), x * 0.5 + x * y, BOUND, "size-2 + size-3")
+        d = c.ev.sub(other, prod3)
+        assert d.size == 3
+        check_precision(c.decrypt(d), x * 0.5 - x * y, BOUND, "size-2 - size-3")
+
+    def test_numbers_take_the_scalar_paths(self, c, xy):
+        """A real number is a scalar (no plaintext is encoded): `add`/`multiply` build exactly
+        the graph of `add_scalar`/`multiply_scalar`/`multiply_int` (nodes are hash-consed)."""
+        cx, ev = c.encrypt(xy[0]), c.ev
+        for general, specific in ((ev.add(cx, 0.375), ev.add_scalar(cx, 0.375)),
+                                  (ev.sub(cx, 0.375), ev.sub_scalar(cx, 0.375)),
+                                  (ev.multiply(cx, 2.5), ev.multiply_scalar(cx, 2.5)),
+                                  (ev.multiply(cx, -3), ev.multiply_int(cx, -3))):
+            assert general.scale == specific.scale
+            assert all(g.node is s.node for g, s in zip(general.parts, specific.parts))
 
 
 class TestMultiplication:
@@ -220,6 +238,14 @@ class TestErrors:
                   lambda: KeyGenerator(c.params, other.keygen.secret_key())):
             with pytest.raises(ParamsMismatchError):
                 f()
+
+    def test_keys_of_the_wrong_kind(self, c):
+        rlk, gk = c.ev.relin_key, c.ev.rotation_keys
+        for bad in (lambda: Evaluator(c.params, relin_key=gk),
+                    lambda: Evaluator(c.params, rotation_keys=rlk),
+                    lambda: Evaluator(c.params, relin_key="rlk")):
+            with pytest.raises(ParameterError, match="must be a"):
+                bad()
 
     def test_three_parts_need_relinearization(self, c, xy):
         cx = c.encrypt(xy[0])

@@ -30,6 +30,26 @@ def a3() -> Poly:
 
 
 PERM = RingSpec(8, tuple(reversed(RING3.moduli)))
+SUB = RING3.sub(0, 2)
+BIG = -(3**50) + 12345  # a constant wider than any modulus, negative
+
+
+def centred_const(residues: list[int], ring: RingSpec) -> list[int]:
+    """The coefficients of a constant polynomial given its residues (Python ints, CRT)."""
+    Q = ring.Q
+    x = sum(r * pow(Q // q, -1, q) * (Q // q) for r, q in zip(residues, ring.moduli)) % Q
+    return [x - Q if x > Q // 2 else x] + [0] * (ring.N - 1)
+
+
+def extended_const(c: int, src: RingSpec, dst: RingSpec) -> list[int]:
+    """TO_RING of the constant c onto more moduli, by the definition of the fast basis
+    conversion: shared moduli keep c mod q, a new modulus p gets [sum_i [c·qhat_i^-1]_q_i ·
+    qhat_i]_p (which is c + u·Q_src for some 0 <= u < limbs, not c itself)."""
+    fast = 0
+    for q in src.moduli:
+        qhat = src.Q // q
+        fast += (c * pow(qhat, -1, q)) % q * qhat
+    return centred_const([c % p if p in src.moduli else fast % p for p in dst.moduli], dst)
 
 # (name, builder, expected coefficients)
 CASES = [
@@ -49,6 +69,18 @@ CASES = [
      lambda: a() * (a() * 0), [0] * 8),
     ("rescaled_const", lambda: (Poly.const(5, RING3).ntt() * 1).rescale(RING3.moduli[-1]),
      [0] * 8),
+    # TO_RING of a constant folds to a constant (selection, reordering, basis extension)
+    ("const_to_subring", lambda: Poly.const(BIG, RING3).to_ring(SUB),
+     centred_const([BIG % q for q in SUB.moduli], SUB)),
+    ("const_to_permuted_ring", lambda: Poly.const(BIG, RING3, "NTT").to_ring(PERM),
+     centred_const([BIG % q for q in PERM.moduli], PERM)),
+    ("const_extended", lambda: Poly.const(-5, SUB).to_ring(RING3),
+     extended_const(-5, SUB, RING3)),
+    ("ntt_const_extended", lambda: Poly.const(BIG, SUB, "NTT").to_ring(RING3),
+     extended_const(BIG, SUB, RING3)),
+    ("folded_const_extended",
+     lambda: (Poly.from_coefficients(range(8), SUB) * 0 + BIG).to_ring(RING3) * 1,
+     extended_const(BIG, SUB, RING3)),
 ]
 
 

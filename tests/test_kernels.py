@@ -16,15 +16,16 @@ import numpy as np
 import pytest
 from conftest import brv, ring
 
+import ren
 from ren.backend.numpy_backend import RING_KERNELS
 from ren.corpus import PROGRAMS, build
 from ren.errors import ScheduleError
-from ren.ir import ring_kernel_of
+from ren.ir import gidx, iconst, ring_kernel_of
 from ren.kernel import RING_KINDS, RingCall
 from ren.node import Node
 from ren.ops import Op
 from ren.passes import p12_kernelize
-from ren.reference import intt_limb, ntt_limb, root_of_unity
+from ren.reference import evaluate, intt_limb, ntt_limb, root_of_unity
 from ren.ring import Domain, RingKernel, RingSpec, get_tables, intt, ntt, to_mont
 from ren.runtime import make_exec_units, run_exec_units
 from ren.sampling import sample
@@ -327,3 +328,40 @@ def test_kernelize_check_rejects_kernels_that_do_not_describe_themselves():
     with pytest.raises(ScheduleError, match="needs"):
         p12_kernelize.check(_swap_kernel(sink, ring_k, ast=substitute(ring_k.arg.ast,
                                                                        {call: wrong})))
+
+
+def test_kernelize_check_rejects_an_op_a_kernel_may_not_hold():
+    sink = run_passes(*build("ring_views")).sink
+    ew = next(k for k in _kernel_nodes(sink) if k.arg.kind == "elementwise")
+    body = ew.arg.ast
+    add = next(n for n in _walk(body) if n.op is Op.MODADD)
+    from ren.node import substitute
+
+    with pytest.raises(ScheduleError, match=r"contains \['ADD'\]"):
+        p12_kernelize.check(_swap_kernel(sink, ew, ast=substitute(body,
+                                                                  {add: add.replace(op=Op.ADD)})))
+
+
+def test_a_subring_read_inside_a_kernel_is_an_offset_or_a_table():
+    """TO_RING onto a subset, fused into an elementwise kernel: a contiguous run of moduli reads
+    limb GIDX0 + first (an IADD a renderer turns into a pointer offset), any other selection
+    a TABLE of source limbs."""
+    from ren.corpus import RING_QP
+
+    rng = np.random.default_rng(3)
+    x, y = (ren.Poly.from_residues(np.stack([rng.integers(0, q, RING_QP.N)
+                                             for q in RING_QP.moduli]), RING_QP, "NTT")
+            for _ in range(2))
+    picks = [RING_QP.moduli[i] for i in (0, 2, 5)]
+    for sub, want in ((RING_QP.sub(1, 4), (Op.IADD, None)), (RING_QP.select(picks), (Op.TABLE,
+                                                                                   (0, 2, 5)))):
+        (k,) = [k for k in schedule((x + y).to_ring(sub) * 3) if k.kind == "elementwise"]
+        loads = [n.src[0] for n in _walk(k.ast) if n.op is Op.LOAD]
+        assert len(loads) == 2
+        for index in loads:
+            limb = index.src[1]
+            assert (limb.op, limb.arg) == want
+            if limb.op is Op.IADD:
+                assert limb.src == (gidx(0), iconst(1))
+        expected = evaluate((x + y).to_ring(sub) * 3)[0]
+        assert np.array_equal(((x + y).to_ring(sub) * 3).numpy(), expected)

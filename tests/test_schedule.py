@@ -221,3 +221,38 @@ def test_deep_chains_do_not_recurse():
         acc = acc + a if i % 2 else acc * a
     kernels = compute_kernels([acc])
     assert [k.kind for k in kernels] == ["elementwise"]
+
+
+# -- checks that can fail: found by a mutation run (tools/mutate.py) -------------------------------
+def test_as_sink_rejects_what_is_not_a_node():
+    a = realized(1)
+    for bad in ((), (a, 3), (3,), ([a, "x"],)):
+        with pytest.raises(ScheduleError, match="give a SINK node"):
+            schedule(*bad)
+    assert as_sink(a, [a, a.node]).src == (a.node,) * 3
+
+
+def test_a_full_run_checks_the_kernels_it_made(monkeypatch):
+    """`run_passes` ends with the kernelize invariant check, on the final graph, whenever pass
+    12 ran (and not before: earlier graphs hold no kernels yet)."""
+    seen = []
+    real = p12_kernelize.check
+    monkeypatch.setattr(p12_kernelize, "check", lambda sink: seen.append(sink) or real(sink))
+    a, b = realized(1, "NTT"), realized(2, "NTT")
+    run_passes(a * b, upto=11)
+    assert seen == []
+    final = run_passes(a * b + 1).sink
+    assert seen == [final]
+
+
+def test_an_extension_undone_by_a_selection_costs_nothing():
+    """TO_RING(TO_RING(x, bigger), x's ring) composes to TO_RING(x, x's ring), which is x: the
+    basis extension is never computed (and the value is x's)."""
+    from ren.corpus import RING_QP
+
+    x = realized(3)
+    y = x.to_ring(RING_QP).to_ring(RING)
+    assert compute_kernels([y]) == []
+    z = x.to_ring(RING_QP).to_ring(RING.sub(1, 3))  # a view of x, copied out as the output
+    assert [k.kind for k in compute_kernels([z])] == ["elementwise"]
+    assert np.array_equal(evaluate(z)[0], x.numpy()[1:3])

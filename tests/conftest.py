@@ -154,3 +154,23 @@ def centred(x: int, Q: int) -> int:
     """The representative of x mod Q in (-Q/2, Q/2]."""
     x %= Q
     return x - Q if x > Q // 2 else x
+
+
+# -- running the suite on another backend ---------------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--ren-backend", default="python", choices=("python", "cpu"),
+                     help="run everything that uses the 'python' device on this backend instead "
+                          "(cpu: the compiled C backend), e.g. the JIT and CKKS tests")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ren_backend(request):
+    kind = request.config.getoption("--ren-backend")
+    if kind == "python":
+        yield
+        return
+    from ren.backend import backend_override
+    from ren.backend.cpu import open_device
+
+    with backend_override("python", open_device):
+        yield

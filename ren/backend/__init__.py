@@ -2,6 +2,8 @@
 
     get_device("python")    -> the NumPy host device (`numpy_backend`)
     get_device("python:1")  -> a second host device sharing the host allocator
+    get_device("cpu")       -> host memory, kernels compiled by the system C compiler (`cpu`), or
+                               DeviceError when there is no compiler
     get_device("cuda")      -> the CuPy device (`cuda`), or DeviceError saying what to install
                                or that no GPU is present
 
@@ -191,6 +193,7 @@ class Unavailable:
 #: unavailable.  One line per backend.
 BACKENDS: dict[str, str | Unavailable] = {
     "python": "ren.backend.numpy_backend",
+    "cpu": "ren.backend.cpu",
     "cuda": "ren.backend.cuda",
 }
 

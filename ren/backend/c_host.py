@@ -55,35 +55,50 @@ def _workdir() -> str:
     return _tmpdir
 
 
-def compile_source(source: str) -> ctypes.CDLL:
-    """Compile one C translation unit to a shared library and load it (cached by text)."""
-    digest = hashlib.sha1(source.encode()).hexdigest()
+def compile_source(source: str, flags: Sequence[str] = CFLAGS,
+                   cache_dir: str | None = None) -> ctypes.CDLL:
+    """Compile one C translation unit to a shared library and load it (cached by text and flags
+    in-process; also on disk when `cache_dir` is given, so later processes skip the compiler)."""
+    cc = find_cc()
+    digest = hashlib.sha256("\0".join([source, *flags, str(cc)]).encode()).hexdigest()
     with _lock:
         lib = _libs.get(digest)
         if lib is not None:
             return lib
-        cc = find_cc()
         if cc is None:
             raise DeviceError("no C compiler found (set $CC or install cc, e.g. apt-get install "
-                              "gcc); the host shim needs one")
-        base = os.path.join(_workdir(), digest[:20])
-        with open(base + ".c", "w") as f:
-            f.write(source)
-        res = subprocess.run([cc, *CFLAGS, "-o", base + ".so", base + ".c"], capture_output=True,
-                             text=True)
-        if res.returncode != 0:
-            raise KernelCompileError(f"the host C compiler rejected the rendered kernels "
-                                     f"({base}.c):\n{res.stderr[-8000:]}")
-        lib = ctypes.CDLL(base + ".so")
+                              "gcc); compiled kernels need one")
+        folder = cache_dir or _workdir()
+        os.makedirs(folder, exist_ok=True)
+        so = os.path.join(folder, digest[:24] + ".so")
+        if not os.path.exists(so):
+            # compile under a private name, then rename: a concurrent process never loads a
+            # half-written library
+            fd, tmp = tempfile.mkstemp(suffix=".so", prefix=".ren-", dir=folder)
+            os.close(fd)
+            src = tmp[:-3] + ".c"
+            with open(src, "w") as f:
+                f.write(source)
+            res = subprocess.run([cc, *flags, "-o", tmp, src], capture_output=True, text=True)
+            if res.returncode != 0:
+                raise KernelCompileError(f"the C compiler rejected the rendered kernels "
+                                         f"({src}):\n{res.stderr[-8000:]}")
+            os.remove(src)
+            os.replace(tmp, so)
+        lib = ctypes.CDLL(so)
         _libs[digest] = lib
         return lib
 
 
-def compile_host(programs: Sequence[Program], dialect: Dialect = SHIM) -> ctypes.CDLL:
-    """One library holding every kernel of `programs`, with its host launch wrappers."""
+def compile_host(programs: Sequence[Program], dialect: Dialect = SHIM,
+                 flags: Sequence[str] = CFLAGS, cache_dir: str | None = None,
+                 extra: str = "", header: str = "") -> ctypes.CDLL:
+    """One library holding every kernel of `programs`, with its host launch wrappers (`header`
+    goes before the dialect's prelude, `extra` after the kernels)."""
     if not dialect.host:
         raise DeviceError(f"dialect {dialect.name!r} does not run on the host")
-    return compile_source(translation_unit(list(programs), dialect))
+    source = header + translation_unit(list(programs), dialect) + extra
+    return compile_source(source, flags, cache_dir)
 
 
 class HostRunner:

@@ -24,8 +24,11 @@ Dialects:
   separated by ``REN_SYNC()``); the shim runs phase k for every thread of a block before phase
   k + 1, which is exactly what the barriers guarantee on a GPU, so ``REN_SYNC()`` is a no-op
   there.  Bodies keep no per-thread state across a barrier except in shared memory.
-* `C` — plain C for the compiled-CPU backend (a later issue): elementwise kernels become one
-  loop over the iteration space; library kernels reuse the SHIM prelude and wrappers.
+* `C` — plain C for the compiled ``"cpu"`` backend (`ren.backend.cpu`): an elementwise kernel is
+  one loop nest, limbs outside (``REN_PARALLEL_LIMBS``: an OpenMP pragma there, nothing under
+  the shim) and coefficients inside, so its indices are affine and the C compiler vectorizes
+  it; the library kernels that backend takes from `ren.backend.ring_c` (TO_RNS, RANDOM) reuse
+  the SHIM prelude and host wrappers.
 
 Elementwise kernels (`render_elementwise`): one thread per element of ``space = (L, N)`` (a 1-D
 grid of 256-thread blocks, bounds-checked), every AST node one SSA variable, index values as
@@ -157,6 +160,9 @@ typedef int64_t i64;
 typedef struct { unsigned int x, y, z; } ren_dim3;
 static ren_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static int ren_phase;
+#ifndef REN_PARALLEL_LIMBS  /* the compiled-CPU backend defines it as an OpenMP loop pragma */
+#define REN_PARALLEL_LIMBS
+#endif
 #define REN_KERNEL static
 #define REN_FN static inline
 #define REN_CONST static const
@@ -343,16 +349,15 @@ class _Elementwise:
         total = L * N
         body = "\n    ".join(self.lines)
         params = signature(self.params())
-        if loop:
-            walk = f"for (i64 gid = 0; gid < {total}LL; ++gid) {{"
-            end = "  }\n"
-        else:
-            walk = (f"const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                    f"  if (gid >= {total}LL) return;\n  {{")
-            end = "  }\n"
         tables = "\n".join(self.tables)
+        if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
+            return (f"{tables}\nREN_KERNEL void @K({params}) {{\n  REN_PARALLEL_LIMBS\n"
+                    f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n"
+                    f"  for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n    {body}\n  }}\n}}\n")
+        walk = (f"const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                f"  if (gid >= {total}LL) return;\n  {{")
         return (f"{tables}\nREN_KERNEL void @K({params}) {{\n  {walk}\n"
-                f"    const i64 g0 = gid / {N}LL, g1 = gid % {N}LL;\n    {body}\n{end}}}\n")
+                f"    const i64 g0 = gid / {N}LL, g1 = gid % {N}LL;\n    {body}\n  }}\n}}\n")
 
 
 def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:

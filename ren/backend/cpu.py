@@ -64,7 +64,7 @@ _HEADER = r"""/* Ren elementwise kernels for the "cpu" device */
 static int ren_threads = 1;
 void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
 #ifdef _OPENMP
-#define REN_PARALLEL_LIMBS \\
+#define REN_PARALLEL_LIMBS \
   _Pragma("omp parallel for schedule(static) num_threads(ren_threads) if(ren_threads > 1)")
 #endif
 """

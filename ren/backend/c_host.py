@@ -40,6 +40,8 @@ CFLAGS = ("-O1", "-std=c11", "-shared", "-fPIC", "-Wall", "-Werror=implicit-func
 
 _libs: dict[str, ctypes.CDLL] = {}
 _lock = threading.Lock()
+#: how many times this process ran the C compiler (tests check that a disk cache hit runs none)
+compiler_invocations = 0
 _tmpdir: str | None = None
 
 
@@ -72,6 +74,8 @@ def compile_source(source: str, flags: Sequence[str] = CFLAGS,
         os.makedirs(folder, exist_ok=True)
         so = os.path.join(folder, digest[:24] + ".so")
         if not os.path.exists(so):
+            global compiler_invocations
+            compiler_invocations += 1
             # compile under a private name, then rename: a concurrent process never loads a
             # half-written library
             fd, tmp = tempfile.mkstemp(suffix=".so", prefix=".ren-", dir=folder)

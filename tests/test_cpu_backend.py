@@ -1,0 +1,247 @@
+"""The compiled "cpu" device (issue 12): C kernels compiled by the system compiler.
+
+* Every program of the differential suite (corpus, CKKS multiply/rotate/conjugate, the
+  ckks_basics example) gives NumPy's words exactly when every "python" device is the compiled
+  backend; the JIT, CKKS and realize suites themselves run on it with ``--ren-backend cpu``.
+* The library kernels (NTT/INTT in their AVX2, scalar-lazy and fully reduced paths, basis
+  conversion, exact rescale) against `ren.ring`, on random and edge residues.
+* The graph runner (`CompiledPlan`), the disk cache, OpenMP threads, a missing compiler.
+
+Skipped with a reason when no C compiler is present.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+from importlib import resources
+
+import numpy as np
+import pytest
+from backend_programs import PROGRAMS_UNDER_TEST, ckks_basics_example, run_recording, same_words
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ren
+from ren.backend import backend_override, cpu, get_device
+from ren.backend import c_host as c_host_mod
+from ren.backend.c_host import compile_source, find_cc
+from ren.errors import DeviceError
+from ren.kernel import RingCall
+from ren.ring import (
+    RingKernel,
+    RingSpec,
+    divide_round_mont,
+    intt,
+    ntt,
+    ring_convert_mont,
+)
+
+pytestmark = pytest.mark.skipif(find_cc() is None, reason="no system C compiler (cc) found")
+
+
+def _residues(ring: RingSpec, rng: np.random.Generator, edges: bool = True) -> np.ndarray:
+    q = np.array(ring.moduli, dtype=np.uint64).reshape(-1, 1)
+    x = rng.integers(0, 1 << 62, (ring.limbs, ring.N), dtype=np.uint64) % q
+    if edges:  # 0, 1, q-1 in a few places (the lazy reductions' boundaries)
+        pick = rng.random((ring.limbs, ring.N))
+        x = np.where(pick < 0.1, q - 1, np.where(pick < 0.15, 0, np.where(pick < 0.2, 1, x)))
+    return x.astype(np.uint32)
+
+
+def _call(kind: RingKernel, N: int, src=(), dst=(), dropped=()) -> cpu.CpuCall:
+    fn = cpu.ring_call(RingCall(kind, N, tuple(src), tuple(dst), dropped=tuple(dropped)))
+    assert fn is not None
+    return fn
+
+
+# -- whole programs against NumPy -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def numpy_runs():
+    ren.random.seed(None)
+    return {name: run_recording(fn) for name, fn in PROGRAMS_UNDER_TEST.items()}
+
+
+def test_every_program_matches_numpy_on_cpu(numpy_runs):
+    devices: list[cpu.CpuDevice] = []
+
+    def open_cpu(name: str) -> cpu.CpuDevice:
+        dev = cpu.CpuDevice(name)
+        dev.prepare(item for _, items in numpy_runs.values() for item in items)
+        devices.append(dev)
+        return dev
+
+    with backend_override("python", open_cpu):
+        got = {name: fn() for name, fn in PROGRAMS_UNDER_TEST.items()}
+        runs = [d.compiler_runs for d in devices]
+        example = ckks_basics_example()
+    bad = [n for n, (want, _) in numpy_runs.items() if not same_words(got[n], want)]
+    assert not bad, f"the compiled backend differs from NumPy on {bad}"
+    # prepared up front: one compiler run per device (python:1 of device_copy opens its own)
+    assert runs and all(r <= 1 for r in runs), runs
+    assert same_words(example, ckks_basics_example())
+
+
+def test_cpu_device_in_the_registry():
+    dev = get_device("cpu")
+    assert isinstance(dev, cpu.CpuDevice) and dev.allocator is get_device("python").allocator
+    ring = RingSpec.generate(64, 3)
+    a = ren.Poly.from_coefficients(list(range(64)), ring)
+    b = a.to("cpu")
+    c = (b.ntt() * b.ntt()).intt()
+    assert c.device == "cpu"
+    assert np.array_equal(c.numpy(), (a.ntt() * a.ntt()).intt().numpy())
+    with pytest.raises(ren.RenError, match="device"):
+        (a + b).realize()
+
+
+# -- library kernels against ren.ring -------------------------------------------------------------
+@pytest.mark.parametrize("N", [2, 4, 8, 16, 32, 64, 1024])
+@pytest.mark.parametrize("bits", [30, 31])
+def test_ntt_and_intt_match_ren_ring(N, bits):
+    """30-bit moduli take the lazy path (AVX2 for N >= 16), 31-bit ones the fully reduced one."""
+    ring = RingSpec.generate(N, 3, bits=bits)
+    x = _residues(ring, np.random.default_rng(N + bits))
+    fwd, inv = np.empty_like(x), np.empty_like(x)
+    _call(RingKernel.NTT, N, ring.moduli, ring.moduli)([fwd, x])
+    _call(RingKernel.INTT, N, ring.moduli, ring.moduli)([inv, x])
+    assert np.array_equal(fwd, ntt(x, ring))
+    assert np.array_equal(inv, intt(x, ring))
+    y = x.copy()  # in place (output = input)
+    _call(RingKernel.NTT, N, ring.moduli, ring.moduli)([y, y])
+    assert np.array_equal(y, fwd)
+
+
+@given(st.sampled_from([(8, 2, 30), (16, 4, 30), (64, 3, 31), (32, 5, 30)]),
+       st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_basis_convert_and_rescale_match_ren_ring(shape, k, seed):
+    N, limbs, bits = shape
+    k = min(k, limbs - 1)
+    ring = RingSpec.generate(N, limbs, bits=bits)
+    x = _residues(ring, np.random.default_rng(seed))
+    kept = ring.drop_last(k)
+    out = np.empty((kept.limbs, N), np.uint32)
+    _call(RingKernel.RESCALE, N, ring.moduli, kept.moduli, ring.moduli[-k:])([out, x])
+    assert np.array_equal(out, divide_round_mont(x, ring, k))
+    # onto a ring sharing some moduli with the source (copies) and adding new ones
+    extra = RingSpec.generate(N, limbs + 2, bits=bits).moduli[limbs:]
+    dst = RingSpec(N, (*ring.moduli[1:], *extra))
+    out = np.empty((dst.limbs, N), np.uint32)
+    _call(RingKernel.BASIS_CONVERT, N, ring.moduli, dst.moduli)([out, x])
+    assert np.array_equal(out, ring_convert_mont(x, ring, dst))
+
+
+def test_a_wrong_ntt_is_caught():
+    """The comparison can fail: the NTT without its final reduction gives other words."""
+    source = resources.files("ren.backend").joinpath("cpu_ring.c").read_text()
+    broken = source.replace("x[j] = umin(v, v - q);", "x[j] = v;")
+    assert broken != source
+    lib = compile_source(broken, cpu.cpu_flags(), None)
+    ring = RingSpec.generate(1024, 2)
+    x = _residues(ring, np.random.default_rng(1))
+    t = RingCall(RingKernel.NTT, 1024, ring.moduli, ring.moduli).tables()
+    out = np.empty_like(x)
+    fn = cpu.CpuCall("broken", ctypes.cast(lib.ren_cpu_ntt, ctypes.c_void_p).value, 2,
+                     [np.array([1024, 2], np.int64), t["q"], t["twiddles"], t["twiddles_shoup"]])
+    fn([out, x])
+    assert not np.array_equal(out, ntt(x, ring))
+
+
+# -- graph runner, threads, cache, errors ---------------------------------------------------------
+def test_jit_plan_runs_as_one_c_loop():
+    ring = RingSpec.generate(256, 4)
+
+    @ren.jit
+    def f(a, b):
+        return ((a * b + a).intt().rescale(ring.moduli[-1:]), (a - b).automorph(5))
+
+    def inputs(seed):
+        with ren.random.seeded(seed):
+            return (ren.Poly.uniform(ring, device="cpu", domain="ntt").realize(),
+                    ren.Poly.uniform(ring, device="cpu", domain="ntt").realize())
+
+    for call in range(3):
+        a, b = inputs(call)
+        got = [p.numpy() for p in f(a, b)]
+        pa, pb = a.to("python"), b.to("python")
+        want = [((pa * pb + pa).intt().rescale(ring.moduli[-1:])).numpy(),
+                (pa - pb).automorph(5).numpy()]
+        assert same_words(got, want)
+    (plan,) = f.plans
+    assert plan.runner == "cpu-compiled"
+    runner = plan.template.runner
+    assert isinstance(runner, cpu.CompiledPlan)
+    assert [s[0] for s in runner.segments] == ["c"]  # no Python between the kernels
+    assert runner.calls == len([u for u in plan.units if u.kind != "view"])
+
+
+def test_compiled_plan_segments_and_profile():
+    """Python calls (a host copy, say) split the C loop; patches reach both kinds."""
+    ring = RingSpec.generate(64, 2)
+    dev = get_device("cpu")
+
+    ntt_fn = _call(RingKernel.NTT, 64, ring.moduli, ring.moduli)
+    intt_fn = _call(RingKernel.INTT, 64, ring.moduli, ring.moduli)
+    mid = np.empty((2, 64), np.uint32)
+    copy = np.empty((2, 64), np.uint32)
+
+    def py_copy(arrays):
+        np.copyto(arrays[0], arrays[1])
+
+    calls = [(ntt_fn, [mid, None]), (py_copy, [copy, mid]), (intt_fn, [None, copy])]
+    runner = dev.graph(calls, [(0, 1, 0), (2, 0, 1)])
+    assert isinstance(runner, cpu.CompiledPlan)
+    assert [s[0] for s in runner.segments] == ["c", "py", "c"]
+    x = _residues(ring, np.random.default_rng(3))
+    res = np.empty_like(x)
+    runner([x, res])
+    assert np.array_equal(mid, ntt(x, ring)) and np.array_equal(res, x)
+    times = runner.profile([x, res])
+    assert len(times) == 3 and all(t >= 0 for t in times)
+    assert calls[0][1][1] is None  # the runner keeps no reference to a run's arrays
+
+
+def test_openmp_threads_give_the_same_words():
+    ring = RingSpec.generate(1024, 8)
+    x = _residues(ring, np.random.default_rng(9))
+    one, two = np.empty_like(x), np.empty_like(x)
+    fn = _call(RingKernel.NTT, 1024, ring.moduli, ring.moduli)
+    dev = get_device("cpu")
+    try:
+        dev.set_threads(2)
+        fn([two, x])
+    finally:
+        dev.set_threads(1)
+    fn([one, x])
+    assert np.array_equal(one, two) and np.array_equal(one, ntt(x, ring))
+
+
+def test_disk_cache_skips_the_compiler(tmp_path):
+    script = ("import ren, numpy as np\n"
+              "from ren.backend import c_host\n"
+              "r = ren.RingSpec.generate(32, 2)\n"
+              "a = ren.Poly.from_coefficients(list(range(32)), r, device='cpu')\n"
+              "print(int(((a.ntt() * a.ntt()).intt() + 3).numpy().sum()), "
+              "c_host.compiler_invocations)\n")
+    env = {**os.environ, "REN_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert runs[0][0] == runs[1][0]
+    assert int(runs[0][1]) >= 1 and int(runs[1][1]) == 0, runs
+    assert list((tmp_path / "cpu").glob("*.so"))
+
+
+def test_no_compiler_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(cpu, "find_cc", lambda: None)
+    cpu.cpu_flags.cache_clear()
+    try:
+        with pytest.raises(DeviceError, match=r"C compiler.*'python'"):
+            cpu.CpuDevice("cpu:7")
+    finally:
+        monkeypatch.undo()
+        cpu.cpu_flags.cache_clear()
+    assert c_host_mod.find_cc() is not None
+    ring = RingSpec.generate(16, 1)
+    assert ren.Poly.from_coefficients([1] * 16, ring).ntt().numpy().shape == (1, 16)

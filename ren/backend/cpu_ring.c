@@ -375,7 +375,9 @@ void ren_cpu_rescale(void** a) {
       u32* restrict zi = z + i * n;
       const u32* restrict r = zp;
       for (i64 c = 0; c < n; ++c) {
-        const u32 rm = montmul(r[c] % qi, r2i, qi, qni);
+        /* r < 2^32 and r2i < qi, so r * r2i < qi * 2^32: one Montgomery product gives
+           [r]_{qi} in Montgomery form, fully reduced, with no division */
+        const u32 rm = montmul(r[c], r2i, qi, qni);
         zi[c] = montmul(modsub(zi[c], rm, qi), pi, qi, qni);
       }
     }

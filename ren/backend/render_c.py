@@ -10,6 +10,7 @@ they read.  The function bodies are written once, in a small dialect-neutral voc
     REN_FN               a helper function           CUDA: static __device__ __forceinline__
     REN_CONST            a file-scope constant table CUDA: static __constant__ const
     REN_SHARED           per-block scratch memory    CUDA: __shared__
+    REN_RESTRICT         a pointer aliasing no other CUDA: __restrict__
     REN_SYNC()           a block-wide barrier        CUDA: __syncthreads()
     REN_PHASE(k)         the code between barriers k-1 and k (CUDA: nothing)
     threadIdx blockIdx blockDim gridDim, __umulhi(a, b), __brev(x)   as in CUDA
@@ -147,6 +148,7 @@ typedef long long i64;
 #define REN_FN static __device__ __forceinline__
 #define REN_CONST static __constant__ const
 #define REN_SHARED __shared__
+#define REN_RESTRICT __restrict__
 #define REN_SYNC() __syncthreads()
 #define REN_PHASE(k)
 """
@@ -167,6 +169,7 @@ static int ren_phase;
 #define REN_FN static inline
 #define REN_CONST static const
 #define REN_SHARED static
+#define REN_RESTRICT restrict
 #define REN_SYNC() ((void)0)
 #define REN_PHASE(k) if (ren_phase == (k))
 static inline u32 __umulhi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
@@ -250,8 +253,11 @@ def finish_kernel(prefix: str, template: str, params: tuple[Param, ...],
     return CKernel(name, template.replace("@K", name), params, phases)
 
 
-def signature(params: tuple[Param, ...]) -> str:
-    return ", ".join(f"{p.ctype} {p.name}" for p in params)
+def signature(params: tuple[Param, ...], restrict: bool = False) -> str:
+    """C parameter list; `restrict` marks pointers as not aliasing each other (elementwise
+    kernels: a schedule never writes a buffer that the same kernel reads)."""
+    qual = " REN_RESTRICT" if restrict else ""
+    return ", ".join(f"{p.ctype}{qual if p.is_pointer else ''} {p.name}" for p in params)
 
 
 # -- elementwise kernels ---------------------------------------------------------------------
@@ -348,7 +354,7 @@ class _Elementwise:
         L, N = self.space
         total = L * N
         body = "\n    ".join(self.lines)
-        params = signature(self.params())
+        params = signature(self.params(), restrict=True)
         tables = "\n".join(self.tables)
         if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
             return (f"{tables}\nREN_KERNEL void @K({params}) {{\n  REN_PARALLEL_LIMBS\n"

@@ -149,7 +149,8 @@ class RawModule:
             if name in FUNCTIONS:
                 continue
             params = tuple(Param(p.rsplit(" ", 1)[1], p.rsplit(" ", 1)[0].strip())
-                           for p in (x.strip() for x in m.group(2).split(",")))
+                           for p in (x.replace(" REN_RESTRICT", "").strip()
+                                     for x in m.group(2).split(",")))
             end = body.find("REN_KERNEL", m.end())
             phases = max(1, body[m.end(): end if end >= 0 else None].count("REN_PHASE("))
             kernels.append(CKernel(name, "", params, phases))

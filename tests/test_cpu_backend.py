@@ -98,10 +98,11 @@ def test_cpu_device_in_the_registry():
 
 
 # -- library kernels against ren.ring -------------------------------------------------------------
-@pytest.mark.parametrize("N", [2, 4, 8, 16, 32, 64, 1024])
+@pytest.mark.parametrize("N", [2, 4, 8, 16, 32, 64, 1024, 16384])
 @pytest.mark.parametrize("bits", [30, 31])
 def test_ntt_and_intt_match_ren_ring(N, bits):
-    """30-bit moduli take the lazy path (AVX2 for N >= 16), 31-bit ones the fully reduced one."""
+    """30-bit moduli take the lazy path (AVX2 for N >= 16; above 4096 coefficients the stages
+    inside a 16 KiB block run block by block), 31-bit ones the fully reduced one."""
     ring = RingSpec.generate(N, 3, bits=bits)
     x = _residues(ring, np.random.default_rng(N + bits))
     fwd, inv = np.empty_like(x), np.empty_like(x)

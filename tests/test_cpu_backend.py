@@ -246,3 +246,22 @@ def test_no_compiler_is_a_clear_error(monkeypatch):
     assert c_host_mod.find_cc() is not None
     ring = RingSpec.generate(16, 1)
     assert ren.Poly.from_coefficients([1] * 16, ring).ntt().numpy().shape == (1, 16)
+
+
+def test_automorphism_index_map_is_a_table_in_the_loop_dialect():
+    """The C dialect evaluates a non-affine map of the coefficient index (an automorphism's)
+    once, into a table; the CUDA dialect keeps computing it per thread.  Both give NumPy's
+    words (the differential programs above include rotations)."""
+    from ren.backend.render_c import CUDA, C, render_program
+    from ren.schedule import schedule
+
+    ring = RingSpec.generate(64, 2)
+    a = ren.Poly.from_coefficients(list(range(64)), ring, device="cpu").ntt().realize()
+    b = a.automorph(5)
+    items = [i for i in schedule([b.node]) if i.kind == "elementwise"]
+    (item,) = items
+    c_src = render_program(item, C).kernels[0].source
+    cuda_src = render_program(item, CUDA).kernels[0].source
+    assert "ren_brev" not in c_src and "[g1]" in c_src
+    assert "ren_brev" in cuda_src
+    assert np.array_equal(b.numpy(), a.to("python").automorph(5).numpy())

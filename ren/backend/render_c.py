@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ren.alu import neg_inv32
+from ren.alu import alu, neg_inv32
 from ren.errors import RealizeError
 from ren.ir import gidx
 from ren.kernel import ScheduledKernel
@@ -266,16 +266,51 @@ def _array(ctype: str, name: str, values) -> str:
     return f"REN_CONST {ctype} {name}[{len(values)}] = {{{body}}};"
 
 
-class _Elementwise:
-    """Renders one elementwise AST (see `render_elementwise`)."""
+#: index ops that keep an index expression from being affine in GIDX1 (a C compiler cannot
+#: vectorize a load through them, and they cost several operations per element)
+_NONAFFINE = frozenset({Op.BITREV, Op.TABLE, Op.IAND, Op.ISHR, Op.ISHL, Op.CMPEQ, Op.WHERE})
 
-    def __init__(self, ast: Node, space: tuple[int, int]):
+
+class _Elementwise:
+    """Renders one elementwise AST (see `render_elementwise`).  With `fold_tables` (the loop
+    dialects), a non-affine index expression of the coefficient index alone — an automorphism's
+    map, say — is evaluated once here into a table of N entries, so the loop reads one table
+    entry instead of recomputing it for every limb."""
+
+    def __init__(self, ast: Node, space: tuple[int, int], fold_tables: bool = False):
         self.space = space
+        self.fold_tables = fold_tables
         self.tables: list[str] = []
         self.lines: list[str] = []
         self.var: dict[Node, str] = {}
         self.slots: dict[int, object] = {}
         self._render(ast)
+
+    def _foldable(self, order: list[Node]) -> dict[Node, bool]:
+        """Nodes to evaluate at render time: non-affine index expressions of GIDX1 only."""
+        coeff_only: dict[Node, bool] = {}
+        nonaffine: dict[Node, bool] = {}
+        for n in order:
+            if n.dtype is not DType.INDEX or n.op in (Op.LOAD, Op.INDEX, Op.SLOT):
+                coeff_only[n], nonaffine[n] = False, False
+                continue
+            if n.op is Op.GIDX:
+                coeff_only[n] = n.arg == 1
+            else:
+                coeff_only[n] = all(coeff_only.get(x, False) for x in n.src)
+            nonaffine[n] = n.op in _NONAFFINE or any(nonaffine.get(x, False) for x in n.src)
+        return {n: coeff_only[n] and nonaffine[n] for n in order}
+
+    def _index_values(self, n: Node, memo: dict[Node, np.ndarray]) -> np.ndarray:
+        """The value of an index expression of GIDX1 at every coefficient (int64)."""
+        if n not in memo:
+            if n.op is Op.GIDX:
+                memo[n] = np.arange(self.space[1], dtype=np.int64)
+            elif n.op is Op.ICONST:
+                memo[n] = np.int64(n.arg)
+            else:
+                memo[n] = alu(n.op, n.arg)(*(self._index_values(x, memo) for x in n.src))
+        return memo[n]
 
     def _table(self, ctype: str, values) -> str:
         name = f"@K_t{len(self.tables)}"
@@ -328,11 +363,26 @@ class _Elementwise:
         if out.index != 0 or target.src[1:] != (gidx(0), gidx(1)):
             raise RealizeError("render_c: elementwise kernels store to slot 0 at (GIDX0, GIDX1)")
         self.slots[0] = out
-        for n in toposort(value):
+        order = toposort(value)
+        fold = self._foldable(order) if self.fold_tables else {}
+        users: dict[Node, list[Node]] = {}
+        for n in order:
+            for x in n.src:
+                users.setdefault(x, []).append(n)
+        memo: dict[Node, np.ndarray] = {}
+        for n in order:
             if n.op in (Op.SLOT, Op.INDEX):
                 continue
+            if fold.get(n) and all(fold.get(u) for u in users.get(n, ())):
+                continue  # only feeds other folded expressions: never emitted
             name = f"v{len(self.var)}"
             self.var[n] = name
+            if fold.get(n):
+                values = np.broadcast_to(self._index_values(n, memo), (self.space[1],))
+                ctype = "u32" if values.min() >= 0 and values.max() < (1 << 32) else "i64"
+                table = self._table(ctype, values.tolist())
+                self.lines.append(f"const i64 {name} = (i64){table}[g1];")
+                continue
             if n.op is Op.MODULUS:  # the modulus and its Montgomery constant, per limb
                 q = self._table("u32", n.arg)
                 qn = self._table("u32", neg_inv32(np.array(n.arg, dtype=np.uint64)).tolist())
@@ -368,7 +418,7 @@ class _Elementwise:
 
 def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:
     """The program of an elementwise kernel: one function, one launch over ``item.space``."""
-    r = _Elementwise(item.ast, item.space)
+    r = _Elementwise(item.ast, item.space, fold_tables=dialect.elementwise_loop)
     params = r.params()
     kernel = finish_kernel("ren_ew", r.template(dialect.elementwise_loop), params)
     grid, block = dialect.elementwise_launch(item.space[0] * item.space[1])

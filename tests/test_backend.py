@@ -52,10 +52,10 @@ def fakedev():
 
 
 def test_registry_is_the_source_of_device_kinds():
-    assert set(device_kinds()) == set(BACKENDS) >= {"python", "cuda"}
+    assert set(device_kinds()) == set(BACKENDS) >= {"python", "cpu", "cuda"}
     assert canonical_device("PYTHON:0") == "python"
     assert canonical_device("cuda:1") == "cuda:1"
-    with pytest.raises(DeviceError, match="known devices are python, cuda"):
+    with pytest.raises(DeviceError, match="known devices are python, cpu, cuda"):
         canonical_device("tpu")
 
 

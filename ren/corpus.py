@@ -95,6 +95,16 @@ def rescales() -> tuple[Poly, ...]:
 
 
 @program
+def ntt_rescales() -> tuple[Poly, ...]:
+    """Divide-and-round of an NTT-domain product by one, two and three trailing moduli: pass 4
+    transforms only the dropped limbs and corrects in the NTT domain (`ren.passes.elision`)."""
+    a, b = poly(19, RING_QP, Domain.NTT), poly(20, RING_QP, Domain.NTT)
+    x = a * b
+    q = RING_QP.moduli
+    return (x.rescale(q[-1]), x.rescale(q[-2:]), x.rescale(q[-3:]))
+
+
+@program
 def ring_views() -> tuple[Poly, ...]:
     """to_ring onto a contiguous run (a view), a non-contiguous subset (a gather), and a basis
     extension (a conversion kernel); views feeding elementwise chains and an NTT."""

@@ -1,5 +1,6 @@
 """Transform elision (`ren.passes.elision`, in pass 4): a rescale of an NTT-domain value
-transforms only the dropped limbs, and stays bit-identical to the RESCALE kernel.
+transforms only the dropped limbs, and stays bit-identical to the RESCALE kernel; a basis
+extension of an NTT-domain value keeps the rows it shares (CONCAT) and converts only new ones.
 
 Checked against Python big integers (floor((x + floor(P/2)) / P) of every coefficient), against
 `ren.ring.divide_round`, and against the same graph scheduled without the elision rules; the
@@ -31,7 +32,7 @@ from ren.node import Node
 from ren.ops import DType, Op
 from ren.passes import p04_simplify_domains as p04
 from ren.passes.elision import ELISION_RULES
-from ren.reference import intt_limb, ntt_limb
+from ren.reference import evaluate, intt_limb, ntt_limb
 from ren.replay import templates
 from ren.rewrite import RuleSet
 from ren.ring import Domain, RingSpec, divide_round
@@ -154,11 +155,13 @@ def test_ckks_multiply_relin_rescale_limb_transforms(monkeypatch):
     after = limb_transforms(outputs)
     ctx_stats = run_passes(*outputs, upto=4).ctx.stats["simplify_domains"]
     assert ctx_stats["rescale_in_ntt"] == 4  # two mod-downs by P, two rescales
+    assert ctx_stats["mod_up_in_ntt"] == 2  # one per digit
     without_elision(monkeypatch)
     before = limb_transforms(outputs)
     assert before == {"intt": 44, "ntt": 50}  # 94 limb transforms
-    # mod-down: 2 INTT rows instead of 10, per accumulator; rescale: 1 instead of 8, per part
-    assert after == {"intt": 14, "ntt": 50}  # 64
+    # mod-down: 2 INTT rows instead of 10, per accumulator; rescale: 1 instead of 8, per part;
+    # mod-up: 6 NTT rows instead of 10, per digit
+    assert after == {"intt": 14, "ntt": 42}  # 56
 
 
 def test_broadcast_const_is_in_every_coefficient():
@@ -170,3 +173,50 @@ def test_broadcast_const_is_in_every_coefficient():
     for stage, graph in trace.graphs:
         assert np.array_equal(evaluate_sink(graph)[0], np.full((2, N), 5)), stage
     assert trace.ctx.stats["lower_constants"]["broadcast_const"] == 1
+
+
+@st.composite
+def ring_changes(draw):
+    """(source ring, target ring): random moduli from one pool, so the target may extend the
+    source, overlap it partly, select from it or share nothing with it."""
+    pool = ntt_primes(N, 30, 8)
+    src = draw(st.permutations(pool))[: draw(st.integers(1, 4))]
+    dst = draw(st.permutations(pool))[: draw(st.integers(1, 6))]
+    return RingSpec(N, tuple(src)), RingSpec(N, tuple(dst))
+
+
+@given(ring_changes(), st.integers(0, 2**32 - 1))
+def test_ring_change_in_ntt_keeps_shared_rows(rings, seed):
+    src, dst = rings
+    rng = np.random.default_rng(seed)
+    res = np.stack([rng.integers(0, q, N) for q in src.moduli]).astype(np.uint32)
+    x = ren.Poly.from_residues(res, src, Domain.NTT)
+    y = x.to_ring(dst)
+    want = evaluate(y)[0]  # the oracle: big-integer basis conversion of the coefficients
+    trace = run_passes(y, upto=4)
+    shared = set(src.moduli) & set(dst.moduli)
+    fired = trace.ctx.stats["simplify_domains"]["mod_up_in_ntt"]
+    assert fired == (1 if shared and not set(dst.moduli) <= set(src.moduli) else 0)
+    concat = [n for n in trace.sink.toposort() if n.op is Op.CONCAT]
+    assert len(concat) == (1 if shared and set(dst.moduli) - set(src.moduli) else 0)
+    assert np.array_equal(evaluate_sink(trace.sink)[0], want)
+    assert np.array_equal(y.numpy(), want)  # realized: CONCAT lowered to a WHERE of two loads
+
+
+def test_concat_takes_each_row_from_the_source_with_its_modulus():
+    ring = RingSpec.generate(N, 5)
+    a_ring, b_ring = ring.select(ring.moduli[3:0:-2]), ring.select(ring.moduli[::2])
+    rng = np.random.default_rng(5)
+    a = ren.Poly.from_residues(np.stack([rng.integers(0, q, N) for q in a_ring.moduli]), a_ring,
+                               Domain.COEFF)
+    b = ren.Poly.from_residues(np.stack([rng.integers(0, q, N) for q in b_ring.moduli]), b_ring,
+                               Domain.COEFF)
+    out = Node(Op.CONCAT, DType.U32, ((a + a).node, b.node), ring)
+    a2, bv = (a + a).numpy(), b.numpy()
+    want = np.stack([a2[a_ring.index(q)] if q in a_ring.moduli else bv[b_ring.index(q)]
+                     for q in ring.moduli])
+    sink = Node(Op.SINK, DType.VOID, (out,))
+    assert np.array_equal(evaluate(out)[0], want)
+    for stage, graph in run_passes(sink, trace=True).graphs:
+        assert np.array_equal(evaluate_sink(graph)[0], want), stage
+    assert np.array_equal(ren.Poly(out).numpy(), want)

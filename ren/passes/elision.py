@@ -12,11 +12,19 @@ Rules:
                      r   = sum_m d_m · p_k···p_{m+1}  in [0, P)  (each d_m lifted to Q exactly)
                      out = (x mod Q - NTT(r - h)) · P^-1 mod Q          (NTT domain)
                    x + h - [x + h]_P is a multiple of P, so out = floor((x + h) / P) exactly: the
-                   RESCALE semantics (`ren.ring.divide_round_mont`), bit for bit.
-All the ops used already exist: limb selections (TO_RING onto a subset, a view when
-contiguous), basis conversions from ONE modulus (exact: the fast conversion of d in [0, p) is d
-itself), scalar products by constants, and the broadcast constant `ren.ir.broadcast_const`
-(h must be added to every coefficient, not only to X^0).  No backend sees anything new.
+                   RESCALE semantics (`ren.ring.divide_round_mont`), bit for bit.  It uses only
+                   ops that existed before: limb selections (TO_RING onto a subset, a view when
+                   contiguous), basis conversions from ONE modulus (exact: the fast conversion
+                   of d in [0, p) is d itself), scalar products by constants, and the broadcast
+                   constant `ren.ir.broadcast_const` (h goes to every coefficient, not only X^0).
+  mod_up_in_ntt    NTT(TO_RING(INTT(x), R_ext)), a basis extension of an NTT-domain x: the rows
+                   R_ext shares with x are x's rows as they are (TO_RING keeps shared residues,
+                   and the NTT of a row depends on that row only); only the new moduli are
+                   converted and transformed, and CONCAT assembles the two sets of rows
+                   (|x| INTT rows + |new| NTT rows instead of |x| + |R_ext|).  A selection
+                   with no new moduli, NTT(TO_RING(INTT(x), R_sub)), is TO_RING(x, R_sub).
+No backend sees anything new: pass 11 lowers CONCAT to a WHERE between two loads with
+TABLE-selected limbs, and pass 9 the broadcast constant to a VCONST.
 
 Every replacement keeps the ring, domain and device of the node it replaces (the new constants
 live on x's device).
@@ -74,6 +82,24 @@ def rescale_in_ntt(x: Node, r: Node) -> Node:
     return _scale(diff, pow(P_, -1, keep.Q))
 
 
+def mod_up_in_ntt(x: Node, t: Node) -> Node | None:
+    """NTT(TO_RING(INTT(x), R_ext)): the rows R_ext shares with x are x's own rows (TO_RING keeps
+    shared residues, and a row's NTT depends on that row only); only the new rows are converted
+    and transformed (none: a limb selection of x itself).  None when R_ext shares no modulus
+    with x (nothing to reuse)."""
+    src, ext = spec_of(x).ring, t.arg
+    shared = [q for q in src.moduli if q in ext.moduli]
+    new = tuple(q for q in ext.moduli if q not in src.moduli)
+    if not shared:
+        return None
+    if not new:
+        return _to_ring(x, ext)
+    kept = _to_ring(x, src.select(shared))
+    converted = pnode(Op.NTT, pnode(Op.TO_RING, pnode(Op.INTT, x), arg=RingSpec(ext.N, new)))
+    return pnode(Op.CONCAT, kept, converted, arg=ext)
+
+
 ELISION_RULES = [
     (P(Op.NTT, P(Op.RESCALE, P(Op.INTT, X("x")), name="r")), rescale_in_ntt, "rescale_in_ntt"),
+    (P(Op.NTT, P(Op.TO_RING, P(Op.INTT, X("x")), name="t")), mod_up_in_ntt, "mod_up_in_ntt"),
 ]

@@ -6,17 +6,19 @@ Rewrites:
   permutation is replaced by the signed coefficient permutation (pass 8 lowers both kinds)
   transform elision (`ren.passes.elision`): NTT(RESCALE(INTT(x))) -> the rounding correction
   computed from the dropped limbs only (k INTT rows instead of L+k) and applied in the NTT
-  domain; exact, the same words as the RESCALE kernel
+  domain, exact: the same words as the RESCALE kernel; NTT(TO_RING(INTT(x), R_ext)) ->
+  CONCAT(x's rows, NTT(TO_RING(INTT(x), new moduli))): a mod-up converts and transforms only
+  the moduli x lacks
   the shared constant rule set of pass 1 (`ren.passes.folding`) again: a conversion of a
   constant is the constant in the other domain, which can make a whole expression constant
   (e.g. NTT(c) · 3, AUTOMORPH(NTT(c)), RESCALE(INTT(NTT(c))) after pass 3's injections)
-After: no NTT has an INTT source and no INTT an NTT source; no RESCALE sits between an INTT
-and an NTT; no conversion of a constant; no op whose operands are all constants.  Every node
-keeps its ring, domain and device.
+After: no NTT has an INTT source and no INTT an NTT source; between an INTT and an NTT there is
+no RESCALE, and no TO_RING that keeps some of its source's moduli; no conversion of a constant;
+no op whose operands are all constants.  Every node keeps its ring, domain and device.
 Leaves: only conversions that are really needed; constants only as AS_RING(CONST) leaves, and
 REINDEX(AS_RING(CONST), ICONST(0)) — a constant in every coefficient (`ren.ir.broadcast_const`)
-— made by the elision rules; limb selections and one-modulus basis extensions (TO_RING) made by
-them too.
+— made by the elision rules; also made by them: CONCAT (rows of two polynomials in one ring;
+pass 11 lowers it), limb selections and one-modulus basis extensions (TO_RING).
 Statistics: conversions removed, transforms elided and constants folded (per rule).
 """
 

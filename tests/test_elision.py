@@ -26,6 +26,7 @@ from ren.ckks import (
     InsecureParametersWarning,
     KeyGenerator,
 )
+from ren.corpus import build
 from ren.interpret import evaluate_sink
 from ren.ir import broadcast_const
 from ren.node import Node
@@ -220,3 +221,14 @@ def test_concat_takes_each_row_from_the_source_with_its_modulus():
     for stage, graph in run_passes(sink, trace=True).graphs:
         assert np.array_equal(evaluate_sink(graph)[0], want), stage
     assert np.array_equal(ren.Poly(out).numpy(), want)
+
+
+def test_a_mod_up_read_by_two_kernels_is_not_copied():
+    """Each digit's CONCAT feeds both key products (two output kernels): it is read in place,
+    like a view, instead of being copied into a buffer of its own."""
+    sink = run_passes(*build("keyswitch_ntt"), upto=5).sink
+    nodes = sink.toposort()
+    assert sum(n.op is Op.CONCAT for n in nodes) == 3
+    copied = [n for n in nodes if n.op is Op.BUFFERIZE and n.src[0].op is Op.CONCAT]
+    assert len(copied) == 1 and copied[0] in sink.src  # only the output `partial` is stored
+    assert np.array_equal(evaluate_sink(sink)[0], evaluate(*build("keyswitch_ntt"))[0])

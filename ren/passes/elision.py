@@ -77,7 +77,7 @@ def rescale_in_ntt(x: Node, r: Node) -> Node:
     rem = terms[0]
     for t in terms[1:]:
         rem = pnode(Op.ADD, rem, t)
-    centred = pnode(Op.SUB, rem, broadcast_const(h, keep, dev))  # [x + h]_P - h, in (-P/2, P/2]
+    centred = pnode(Op.SUB, rem, broadcast_const(h, keep, dev))  # [x + h]_P - h, in [-h, h]
     diff = pnode(Op.SUB, _to_ring(x, keep), pnode(Op.NTT, centred))
     return _scale(diff, pow(P_, -1, keep.Q))
 

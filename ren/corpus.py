@@ -95,6 +95,16 @@ def rescales() -> tuple[Poly, ...]:
 
 
 @program
+def ntt_rescales() -> tuple[Poly, ...]:
+    """Divide-and-round of an NTT-domain product by one, two and three trailing moduli: pass 4
+    transforms only the dropped limbs and corrects in the NTT domain (`ren.passes.elision`)."""
+    a, b = poly(19, RING_QP, Domain.NTT), poly(20, RING_QP, Domain.NTT)
+    x = a * b
+    q = RING_QP.moduli
+    return (x.rescale(q[-1]), x.rescale(q[-2:]), x.rescale(q[-3:]))
+
+
+@program
 def ring_views() -> tuple[Poly, ...]:
     """to_ring onto a contiguous run (a view), a non-contiguous subset (a gather), and a basis
     extension (a conversion kernel); views feeding elementwise chains and an NTT."""
@@ -154,6 +164,25 @@ def keyswitch() -> tuple[Poly, ...]:
         acc0 = up * k0 if acc0 is None else acc0 + up * k0
         acc1 = up * k1 if acc1 is None else acc1 + up * k1
     return (acc0.intt().rescale(special), acc1.intt().rescale(special))
+
+
+@program
+def keyswitch_ntt() -> tuple[Poly, ...]:
+    """Key switching as CKKS runs it, on an NTT-domain input (a product): each digit's mod-up
+    keeps the digit's own rows and converts only the others, and the mod-down by P transforms
+    only P's limbs (`ren.passes.elision`); plus an extension that also drops moduli."""
+    a, b = poly(21, RING_Q, Domain.NTT), poly(22, RING_Q, Domain.NTT)
+    x = a * b
+    special = RING_QP.moduli[RING_Q.limbs :]
+    acc0 = acc1 = None
+    for d in (RING_Q.sub(0, 2), RING_Q.sub(2, 4)):
+        up = x.to_ring(d).to_ring(RING_QP)
+        k0 = Poly.uniform(RING_QP, domain=Domain.NTT)
+        k1 = Poly.uniform(RING_QP, domain=Domain.NTT)
+        acc0 = up * k0 if acc0 is None else acc0 + up * k0
+        acc1 = up * k1 if acc1 is None else acc1 + up * k1
+    partial = x.to_ring(RING_QP.select(RING_QP.moduli[1::2]))  # keeps q1, q3; adds one p
+    return (acc0.rescale(special), acc1.rescale(special), partial)
 
 
 def build(name: str) -> tuple[Poly, ...]:

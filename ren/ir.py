@@ -17,6 +17,7 @@ from ren.spec import PolySpec, spec_of
 __all__ = [
     "STORAGE",
     "as_ring",
+    "broadcast_const",
     "const_node",
     "const_value",
     "gidx",
@@ -72,6 +73,13 @@ def const_node(value: int, ring: RingSpec, domain: Domain, device: str) -> Node:
 def make_const(value: int, spec: PolySpec) -> Node:
     """The constant polynomial `value` with the ring, domain and device of `spec`."""
     return const_node(value, spec.ring, spec.domain, spec.device)
+
+
+def broadcast_const(value: int, ring: RingSpec, device: str) -> Node:
+    """The coefficient-domain polynomial with `value` in *every* coefficient (a constant
+    polynomial has it at X^0 only): the COEFF constant read at coefficient 0 for every position,
+    REINDEX(const, ICONST(0)).  Pass 9 lowers it to a VCONST broadcast over coefficients."""
+    return pnode(Op.REINDEX, const_node(value, ring, Domain.COEFF, device), iconst(0))
 
 
 # -- predicates -------------------------------------------------------------------------------

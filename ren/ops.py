@@ -4,7 +4,8 @@ Ops fall into layers; a graph moves down the layers as the twelve passes run:
 
 * **Polynomial ops** (built by `Poly`): BUFFER CONST RANDOM TO_RNS AS_RING ADD SUB MUL NEG NTT
   INTT TO_RING RESCALE ROTATE CONJUGATE AUTOMORPH COPY CONTIGUOUS SINK.
-* **Scheduling ops** (introduced by the passes): BUFFERIZE STORE AFTER BUFFER_VIEW, REINDEX and
+* **Scheduling ops** (introduced by the passes): CONCAT (rows of two polynomials assembled into
+  one ring, made by pass 4's transform elision), BUFFERIZE STORE AFTER BUFFER_VIEW, REINDEX and
   VCONST (index-mapped values and per-limb constants), the index language GIDX ICONST IADD IMUL
   IAND ISHR ISHL BITREV TABLE CMPEQ WHERE, memory access INDEX LOAD, the lowered residue
   arithmetic MODADD MODSUB MODNEG MONTMUL with their MODULUS operand, the ring-kernel call
@@ -51,6 +52,9 @@ class Op(enum.Enum):
     AUTOMORPH = enum.auto()  # arg: Galois element g (odd)
     COPY = enum.auto()  # arg: destination device
     CONTIGUOUS = enum.auto()
+    # src: (a, b) in one domain on disjoint moduli; arg: the ring of the result (its moduli are
+    # a's and b's, in any order); each row comes from the source that has its modulus
+    CONCAT = enum.auto()
     SINK = enum.auto()
     # -- scheduling
     BUFFERIZE = enum.auto()

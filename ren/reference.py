@@ -290,6 +290,14 @@ class ReferenceEvaluator:
     def op_AUTOMORPH(self, n: Node) -> np.ndarray:
         return self._automorph(n, n.arg)
 
+    def op_CONCAT(self, n: Node) -> np.ndarray:
+        """Each row of the result ring from the source that has its modulus (no arithmetic)."""
+        rows = []
+        for q in n.arg.moduli:
+            src = next(s for s in n.src if q in spec_of(s).ring.moduli)
+            rows.append(self.v(src)[spec_of(src).ring.moduli.index(q)])
+        return np.stack(rows)
+
     def op_COPY(self, n: Node) -> np.ndarray:
         return self.v(n.src[0])
 

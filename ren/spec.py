@@ -1,16 +1,16 @@
 """Type inference for polynomial-valued nodes: each gets a `PolySpec` (ring, domain, device).
 
 Ring metadata lives on AS_RING nodes (around storage, constants and random leaves) and on the ops
-that change it (TO_RNS, TO_RING, RESCALE, NTT/INTT, COPY); everything else inherits it from its
-sources.  Specs are computed once per node and cached on it.
+that change it (TO_RNS, TO_RING, RESCALE, NTT/INTT, COPY, CONCAT); everything else inherits it
+from its sources.  Specs are computed once per node and cached on it.
 
 Domain rules (the user-facing semantics; pass 3 inserts the conversions that realise them):
 
 * ADD/SUB/NEG keep the domain of their operands (which must agree).
 * MUL of two polynomials is computed in the NTT domain and its result is in ``Domain.NTT``;
   MUL by a scalar constant keeps the domain of the other operand.
-* NTT -> NTT, INTT -> COEFF.  TO_RING, RESCALE, ROTATE, CONJUGATE, AUTOMORPH, COPY and
-  CONTIGUOUS keep the domain.
+* NTT -> NTT, INTT -> COEFF.  TO_RING, RESCALE, ROTATE, CONJUGATE, AUTOMORPH, COPY,
+  CONTIGUOUS and CONCAT (whose sources share one domain) keep the domain.
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ _RULES = {
     Op.AUTOMORPH: _same,
     Op.COPY: lambda n: _with(n, device=n.arg),
     Op.CONTIGUOUS: _same,
+    Op.CONCAT: lambda n: _with(n, ring=n.arg),
     Op.BUFFERIZE: _same,
     Op.REINDEX: _same,
     Op.WHERE: lambda n: _first_spec(n.src[1:]),

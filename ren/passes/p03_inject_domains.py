@@ -9,7 +9,10 @@ Requirements (the seed's rules):
 MUL by a scalar constant works in either domain and is left alone.
 After: every non-scalar MUL and every AUTOMORPH has NTT-domain sources; every RESCALE and
 every extending TO_RING has a COEFF-domain source.  Values are unchanged.
-Leaves: round trips such as NTT(INTT(x)) for pass 4 to remove.
+Leaves: round trips such as NTT(INTT(x)) for pass 4 to remove, and full-width conversions
+around a RESCALE or basis extension of an NTT-domain value, NTT(RESCALE(INTT(x))) and
+NTT(TO_RING(INTT(x))), which pass 4's elision rules (`ren.passes.elision`) narrow to the limbs
+that really change (the dropped ones; the new ones).
 """
 
 from __future__ import annotations

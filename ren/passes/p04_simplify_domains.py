@@ -1,16 +1,25 @@
-"""Pass 4 — simplify domain conversions, and fold the constants that this creates.
+"""Pass 4 — simplify domain conversions, elide transforms, fold the constants this creates.
 
 Rewrites:
   NTT(INTT(x)) -> x,  INTT(NTT(x)) -> x
   INTT(AUTOMORPH(NTT(x), g)) -> AUTOMORPH(x, g) with x in COEFF: the round trip around a slot
   permutation is replaced by the signed coefficient permutation (pass 8 lowers both kinds)
+  transform elision (`ren.passes.elision`): NTT(RESCALE(INTT(x))) -> the rounding correction
+  computed from the dropped limbs only (k INTT rows instead of L+k) and applied in the NTT
+  domain, exact: the same words as the RESCALE kernel; NTT(TO_RING(INTT(x), R_ext)) ->
+  CONCAT(x's rows, NTT(TO_RING(INTT(x), new moduli))): a mod-up converts and transforms only
+  the moduli x lacks
   the shared constant rule set of pass 1 (`ren.passes.folding`) again: a conversion of a
   constant is the constant in the other domain, which can make a whole expression constant
   (e.g. NTT(c) · 3, AUTOMORPH(NTT(c)), RESCALE(INTT(NTT(c))) after pass 3's injections)
-After: no NTT has an INTT source and no INTT an NTT source; no conversion of a constant; no op
-whose operands are all constants.  Every node keeps its ring, domain and device.
-Leaves: only conversions that are really needed; constants only as AS_RING(CONST) leaves.
-Statistics: conversions removed and constants folded (per rule).
+After: no NTT has an INTT source and no INTT an NTT source; between an INTT and an NTT there is
+no RESCALE, and no TO_RING that keeps some of its source's moduli; no conversion of a constant;
+no op whose operands are all constants.  Every node keeps its ring, domain and device.
+Leaves: only conversions that are really needed; constants only as AS_RING(CONST) leaves, and
+REINDEX(AS_RING(CONST), ICONST(0)) — a constant in every coefficient (`ren.ir.broadcast_const`)
+— made by the elision rules; also made by them: CONCAT (rows of two polynomials in one ring;
+pass 11 lowers it), limb selections and one-modulus basis extensions (TO_RING).
+Statistics: conversions removed, transforms elided and constants folded (per rule).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 from ren.ir import pnode
 from ren.node import Node
 from ren.ops import Op
+from ren.passes.elision import ELISION_RULES
 from ren.passes.folding import CONSTANT_RULES
 from ren.rewrite import P, RuleSet, X, rewrite
 
@@ -28,6 +38,7 @@ rules = RuleSet([
     (P(Op.INTT, P(Op.NTT, X("x"))), lambda x: x, "intt_of_ntt"),
     (P(Op.INTT, P(Op.AUTOMORPH, P(Op.NTT, X("x")), name="a")),
      lambda x, a: pnode(Op.AUTOMORPH, x, arg=a.arg), "automorph_in_coeff"),
+    *ELISION_RULES,
     *CONSTANT_RULES,
 ])
 

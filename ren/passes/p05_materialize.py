@@ -12,7 +12,9 @@ Marks:
   sharing        an elementwise value needed by two or more different kernels (so a shared
                  subexpression is computed once)
 A source that is a TO_RING onto a contiguous run of moduli is not copied: its own source is
-materialized instead, and pass 10 turns the TO_RING into a BUFFER_VIEW.
+materialized instead, and pass 10 turns the TO_RING into a BUFFER_VIEW.  Likewise a CONCAT of
+buffers and views of them (pass 4's mod-up) is not copied when several kernels read it: each
+reads its rows in place.
 After: every ring-kernel op and COPY reads storage, a BUFFERIZE, or a view-able TO_RING of one;
 everything between two BUFFERIZE marks is elementwise and belongs to exactly one kernel.
 Leaves: BUFFERIZE markers for pass 6; CONTIGUOUS is gone.
@@ -87,6 +89,14 @@ def run(sink: Node, ctx=None) -> Node:
                 for s in n.src:
                     needs_buffer(s, "conversion_input")
 
+    def in_place(n: Node) -> bool:
+        """n can be read where it sits: a buffer, a view of one, or a CONCAT of such rows."""
+        if _plain(n) or n in must:
+            return True
+        if is_view_candidate(n):
+            return _plain(n.src[0]) or n.src[0] in must
+        return n.op is Op.CONCAT and all(map(in_place, n.src))
+
     # 3. an elementwise value read by two different kernels gets its own buffer
     owner: dict[Node, Node] = {}
     for n in reversed(order):
@@ -95,8 +105,8 @@ def run(sink: Node, ctx=None) -> Node:
         if n in must or n.op is Op.BUFFERIZE:
             owner[n] = n
             continue
-        if is_view_candidate(n) and (_plain(n.src[0]) or n.src[0] in must):
-            continue  # a view of a buffer: free to read from any number of kernels
+        if (is_view_candidate(n) or n.op is Op.CONCAT) and in_place(n):
+            continue  # a view of a buffer, or rows of buffers: free to read from any kernel
         owners = {owner.get(u, u) for u in users[n]}
         if len(owners) > 1:
             must.add(n)

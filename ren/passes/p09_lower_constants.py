@@ -6,6 +6,8 @@ A constant polynomial c is a vector of per-limb residues c mod q_l, stored as VC
   MUL(x, c)           -> MUL(x, VCONST): a scalar product is elementwise in both domains
   anything else, NTT  -> VCONST: the NTT of a constant is c in every slot
   anything else, COEFF-> WHERE(CMPEQ(GIDX(1), 0), VCONST, VCONST(0)): c at X^0, zero elsewhere
+  REINDEX(c, ICONST(i)) -> VCONST of what c holds at coefficient i (a broadcast constant,
+                         `ren.ir.broadcast_const`): c, or 0 for i > 0 in COEFF
 Constants that are outputs themselves (SINK sources) stay symbolic: they need no storage.
 After: AS_RING(CONST) appears only as a SINK source.
 Leaves: VCONST, WHERE, CMPEQ, GIDX, ICONST.
@@ -47,7 +49,17 @@ def lower_operands(n: Node) -> Node:
     return n.replace(src=tuple(src))
 
 
+def _reindexed(c: Node, i: Node) -> Node:
+    """A constant read at one fixed coefficient index (`ren.ir.broadcast_const`): the same word
+    at every position, i.e. a VCONST."""
+    ring, domain = c.arg
+    value = c.src[0].arg[0] if domain is Domain.NTT or i.arg == 0 else 0
+    return vconst(value, ring)
+
+
 rules = RuleSet([
+    (P(Op.REINDEX, P(Op.AS_RING, P(Op.CONST), name="c"), P(Op.ICONST, name="i")), _reindexed,
+     "broadcast_const"),
     (P(None, name="n", where=lambda n: n.op is not Op.SINK and any(map(is_const, n.src))),
      lower_operands, "lower_const_operands"),
 ])

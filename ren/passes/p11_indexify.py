@@ -7,6 +7,9 @@ where value' computes one element (limb GIDX(0), coefficient GIDX(1)) of the sto
   AS_RING(BUFFER_VIEW)      -> LOAD(INDEX(base, l + first limb, j))   (the view fused into loads)
   TO_RING(x) onto a subset  -> x evaluated at limb l + offset (contiguous) or TABLE[l]
   REINDEX(x, e)             -> x evaluated at coefficient e(j)        (automorphism index maps)
+  CONCAT(a, b)              -> WHERE(TABLE[l], a at limb TABLE_a[l], b at limb TABLE_b[l]): the
+                               row of whichever source has limb l's modulus; the other source is
+                               read at a clamped limb (0) and its value discarded
   ADD SUB NEG MUL           -> MODADD MODSUB MODNEG MONTMUL, each with the modulus as its last
                                operand: MODULUS(GIDX(0)) over the stored ring's moduli
   VCONST(ring, words)       -> VCONST(limb) with arg the per-limb Montgomery words only
@@ -46,6 +49,17 @@ def _limb_map(x: Node, target, l: Node) -> Node:
     return idx(Op.TABLE, l, arg=tuple(src.index(q) for q in target.moduli))
 
 
+def _concat_maps(n: Node, l: Node) -> tuple[Node, list[Node]]:
+    """For CONCAT: (which source holds limb l: 1 for the first, 0 for the second, as TABLE[l]),
+    and per source its limb index TABLE (rows it lacks clamped to 0, read and discarded)."""
+    target = n.arg.moduli
+    rings = [spec_of(s).ring.moduli for s in n.src]
+    first = idx(Op.TABLE, l, arg=tuple(int(q in rings[0]) for q in target))
+    maps = [idx(Op.TABLE, l, arg=tuple(r.index(q) if q in r else 0 for q in target))
+            for r in rings]
+    return first, maps
+
+
 def _children(n: Node, l: Node, j: Node) -> list[tuple[Node, Node, Node]]:
     """The (node, limb index, coefficient index) contexts n's lowering needs first."""
     if is_storage(n) or n.op is Op.VCONST or n.op in INDEX_OPS:
@@ -54,6 +68,8 @@ def _children(n: Node, l: Node, j: Node) -> list[tuple[Node, Node, Node]]:
         return [(n.src[0], _limb_map(n.src[0], n.arg, l), j)]
     if n.op is Op.REINDEX:
         return [(n.src[0], l, _at(n.src[1], l, j))]
+    if n.op is Op.CONCAT:
+        return [(s, m, j) for s, m in zip(n.src, _concat_maps(n, l)[1])]
     if n.op in LOWERED_ALU or n.op is Op.WHERE:
         return [(s, l, j) for s in n.src]
     raise ScheduleError(f"indexify: {n.op.name} cannot be part of an elementwise kernel")
@@ -77,6 +93,8 @@ def _build(n: Node, l: Node, j: Node, kids: list[Node], modulus: Node) -> Node:
         return Node(LOWERED_ALU[n.op], DType.U32, (*kids, modulus))
     if n.op is Op.WHERE:
         return n.replace(src=tuple(kids))
+    if n.op is Op.CONCAT:
+        return Node(Op.WHERE, DType.U32, (_concat_maps(n, l)[0], *kids))
     raise ScheduleError(f"indexify: cannot lower {n.op.name}")  # pragma: no cover
 
 

@@ -21,7 +21,7 @@ FAMILIES: dict[str, tuple[str, frozenset[Op]]] = {
     "arithmetic": ("#d3f0d3", frozenset({Op.ADD, Op.SUB, Op.MUL, Op.NEG})),
     "transform": ("#ffdcae", frozenset({Op.NTT, Op.INTT})),
     "ring": ("#e6d6f7", frozenset({Op.TO_RING, Op.RESCALE, Op.ROTATE, Op.CONJUGATE,
-                                   Op.AUTOMORPH, Op.REINDEX})),
+                                   Op.AUTOMORPH, Op.REINDEX, Op.CONCAT})),
     "schedule": ("#e8e8e8", frozenset({Op.COPY, Op.CONTIGUOUS, Op.SINK, Op.BUFFERIZE, Op.STORE,
                                        Op.AFTER})),
     "index": ("#fff3b0", INDEX_OPS | {Op.WHERE, Op.INDEX, Op.LOAD}),

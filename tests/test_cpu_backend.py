@@ -265,3 +265,21 @@ def test_automorphism_index_map_is_a_table_in_the_loop_dialect():
     assert "ren_brev" not in c_src and "[g1]" in c_src
     assert "ren_brev" in cuda_src
     assert np.array_equal(b.numpy(), a.to("python").automorph(5).numpy())
+
+
+def test_concat_rows_get_one_inner_loop_per_row_class():
+    """A kernel reading a CONCAT (the mod-up's kept and converted rows) is rendered with one
+    inner loop per class of limbs, each loading only from the buffer its limbs come from; the
+    words are NumPy's (also checked for the whole corpus above)."""
+    from ren.backend.render_c import C, render_program
+    from ren.corpus import build
+    from ren.schedule import schedule
+
+    outs = list(build("keyswitch_ntt"))
+    items = [i for i in schedule([o.node for o in outs]) if i.kind == "elementwise"]
+    sources = [render_program(i, C).kernels[0].source for i in items]
+    switched = [s for s in sources if "switch (" in s]
+    assert switched, "no kernel of keyswitch_ntt reads a CONCAT"
+    for src in switched:
+        for case in src.split("case ")[1:]:  # no select between two loads inside a case
+            assert " ? " not in case.split("break;")[0]

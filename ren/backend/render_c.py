@@ -275,12 +275,15 @@ class _Elementwise:
     """Renders one elementwise AST (see `render_elementwise`).  With `fold_tables` (the loop
     dialects), a non-affine index expression of the coefficient index alone — an automorphism's
     map, say — is evaluated once here into a table of N entries, so the loop reads one table
-    entry instead of recomputing it for every limb."""
+    entry instead of recomputing it for every limb; and a WHERE whose condition depends on the
+    limb alone (a CONCAT of rows from two buffers) is resolved per limb: limbs taking the same
+    branches share one inner loop that loads only from the taken branch."""
 
     def __init__(self, ast: Node, space: tuple[int, int], fold_tables: bool = False):
         self.space = space
         self.fold_tables = fold_tables
         self.tables: list[str] = []
+        self._table_names: dict[tuple, str] = {}
         self.lines: list[str] = []
         self.var: dict[Node, str] = {}
         self.slots: dict[int, object] = {}
@@ -313,8 +316,11 @@ class _Elementwise:
         return memo[n]
 
     def _table(self, ctype: str, values) -> str:
-        name = f"@K_t{len(self.tables)}"
-        self.tables.append(_array(ctype, name, values))
+        key = (ctype, tuple(values))
+        name = self._table_names.get(key)
+        if name is None:  # one table per distinct contents (row classes share them)
+            name = self._table_names[key] = f"@K_t{len(self.tables)}"
+            self.tables.append(_array(ctype, name, values))
         return name
 
     def _expr(self, n: Node) -> str:
@@ -355,6 +361,41 @@ class _Elementwise:
             return f"ren_montmul({s[0]}, {s[1]}, {q}, {q}n)"
         raise RealizeError(f"render_c: {op.name} cannot appear in an elementwise kernel")
 
+    def _row_values(self, n: Node, memo: dict[Node, np.ndarray]) -> np.ndarray:
+        """The value of an index expression of GIDX0 at every limb (int64)."""
+        if n not in memo:
+            if n.op is Op.GIDX:
+                memo[n] = np.arange(self.space[0], dtype=np.int64)
+            elif n.op is Op.ICONST:
+                memo[n] = np.int64(n.arg)
+            else:
+                memo[n] = alu(n.op, n.arg)(*(self._row_values(x, memo) for x in n.src))
+        return memo[n]
+
+    def _row_classes(self, order: list[Node]) -> list[tuple[list[int], dict[Node, Node]]]:
+        """Rows grouped by the branch every limb-only WHERE takes there (a CONCAT's source
+        buffer, say): per group, its rows and the branch chosen at each such WHERE."""
+        row_only: dict[Node, bool] = {}
+        for n in order:
+            if n.op is Op.GIDX:
+                row_only[n] = n.arg == 0
+            elif n.op is Op.ICONST:
+                row_only[n] = True
+            else:
+                row_only[n] = n.dtype is DType.INDEX and n.op not in (Op.LOAD, Op.INDEX) and \
+                    all(row_only.get(x, False) for x in n.src)
+        wheres = [n for n in order if n.op is Op.WHERE and row_only.get(n.src[0])]
+        L = self.space[0]
+        if not wheres:
+            return [(list(range(L)), {})]
+        memo: dict[Node, np.ndarray] = {}
+        conds = [np.broadcast_to(self._row_values(w.src[0], memo) != 0, (L,)) for w in wheres]
+        groups: dict[tuple[bool, ...], list[int]] = {}
+        for row in range(L):
+            groups.setdefault(tuple(bool(c[row]) for c in conds), []).append(row)
+        return [(rows, {w: w.src[1] if taken else w.src[2] for w, taken in zip(wheres, sig)})
+                for sig, rows in groups.items()]
+
     def _render(self, store: Node) -> None:
         if store.op is not Op.STORE or store.src[0].op is not Op.INDEX:
             raise RealizeError("render_c: an elementwise kernel must be STORE(INDEX(...), value)")
@@ -364,14 +405,41 @@ class _Elementwise:
             raise RealizeError("render_c: elementwise kernels store to slot 0 at (GIDX0, GIDX1)")
         self.slots[0] = out
         order = toposort(value)
+        for n in order:  # every slot is a parameter, even one that no row class reads
+            if n.op is Op.SLOT:
+                self.slots[n.arg.index] = n.arg
         fold = self._foldable(order) if self.fold_tables else {}
-        users: dict[Node, list[Node]] = {}
-        for n in order:
-            for x in n.src:
-                users.setdefault(x, []).append(n)
+        classes = self._row_classes(order) if self.fold_tables else \
+            [(list(range(self.space[0])), {})]
         memo: dict[Node, np.ndarray] = {}
+        self.groups: list[tuple[list[int], list[str]]] = []
+        for rows, choose in classes:
+            self.var, self.lines = {}, []
+            self._emit(order, value, fold, choose, memo)
+            self.lines.append(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
+                              f"{self.var[value]};")
+            self.groups.append((rows, self.lines))
+
+    def _emit(self, order: list[Node], value: Node, fold: dict[Node, bool],
+              choose: dict[Node, Node], memo: dict[Node, np.ndarray]) -> None:
+        """The lines computing `value` where each WHERE of `choose` takes its chosen branch
+        (the other branch's loads are not emitted)."""
+        live: set[Node] = set()
+        stack = [value]
+        while stack:
+            n = stack.pop()
+            if n not in live:
+                live.add(n)
+                stack.extend((choose[n],) if n in choose else n.src)
+        users: dict[Node, list[Node]] = {}
+        for n in live:
+            for x in (choose[n],) if n in choose else n.src:
+                users.setdefault(x, []).append(n)
         for n in order:
-            if n.op in (Op.SLOT, Op.INDEX):
+            if n not in live or n.op in (Op.SLOT, Op.INDEX):
+                continue
+            if n in choose:
+                self.var[n] = self.var[choose[n]]
                 continue
             if fold.get(n) and all(fold.get(u) for u in users.get(n, ())):
                 continue  # only feeds other folded expressions: never emitted
@@ -391,8 +459,6 @@ class _Elementwise:
                 continue
             ctype = "i64" if n.dtype is DType.INDEX else "u32"
             self.lines.append(f"const {ctype} {name} = {self._expr(n)};")
-        self.lines.append(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
-                          f"{self.var[value]};")
 
     def params(self) -> tuple[Param, ...]:
         n = max(self.slots) + 1
@@ -403,13 +469,29 @@ class _Elementwise:
     def template(self, loop: bool) -> str:
         L, N = self.space
         total = L * N
-        body = "\n    ".join(self.lines)
         params = signature(self.params(), restrict=True)
-        tables = "\n".join(self.tables)
         if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
-            return (f"{tables}\nREN_KERNEL void @K({params}) {{\n  REN_PARALLEL_LIMBS\n"
-                    f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n"
-                    f"  for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n    {body}\n  }}\n}}\n")
+            if len(self.groups) == 1:
+                body = "\n    ".join(self.groups[0][1])
+                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n"
+                         f"  for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n    {body}\n  }}\n")
+            else:  # one inner loop per row class, chosen per limb
+                classes = [0] * L
+                cases = []
+                for k, (rows, lines) in enumerate(self.groups):
+                    for r in rows:
+                        classes[r] = k
+                    body = "\n        ".join(lines)
+                    cases.append(f"    case {k}:\n      for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n"
+                                 f"        {body}\n      }}\n      break;")
+                rc = self._table("u32", classes)
+                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n    switch ({rc}[g0]) {{\n"
+                         + "\n".join(cases) + "\n    }\n  }\n")
+            tables = "\n".join(self.tables)
+            return f"{tables}\nREN_KERNEL void @K({params}) {{\n  REN_PARALLEL_LIMBS\n{inner}}}\n"
+        (_, lines), = self.groups
+        body = "\n    ".join(lines)
+        tables = "\n".join(self.tables)
         walk = (f"const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n"
                 f"  if (gid >= {total}LL) return;\n  {{")
         return (f"{tables}\nREN_KERNEL void @K({params}) {{\n  {walk}\n"

@@ -283,3 +283,34 @@ def test_concat_rows_get_one_inner_loop_per_row_class():
     for src in switched:
         for case in src.split("case ")[1:]:  # no select between two loads inside a case
             assert " ? " not in case.split("break;")[0]
+
+
+@pytest.mark.parametrize("bits", [20, 30, 31])
+@pytest.mark.parametrize("terms", [3, 5, 9])
+def test_fused_inner_products_match_numpy(bits, terms):
+    """Sums of 3+ products under one modulus render as 64-bit sums with one Montgomery
+    reduction per chunk (chunks of k terms, k·q < 2^32: k = 2 for 31-bit moduli, 4 for 30-bit,
+    4095 for 20-bit); the words are NumPy's, with edge residues (q - 1) everywhere too."""
+    from ren.backend.render_c import C, render_program
+    from ren.schedule import schedule
+
+    ring = RingSpec.generate(256, 3, bits=bits)
+    rng = np.random.default_rng(terms * 100 + bits)
+    for edge in (False, True):
+        xs = []
+        for _ in range(2 * terms):
+            r = _residues(ring, rng)
+            if edge:
+                r = np.array(ring.moduli, dtype=np.uint32).reshape(-1, 1) - 1 + 0 * r
+            xs.append(r)
+        polys = {dev: [ren.Poly.from_residues(x, ring, "ntt", device=dev) for x in xs]
+                 for dev in ("python", "cpu")}
+        outs = {}
+        for dev, ps in polys.items():
+            acc = ps[0] * ps[1]
+            for i in range(1, terms):
+                acc = acc + ps[2 * i] * ps[2 * i + 1]
+            outs[dev] = acc
+        items = [i for i in schedule([outs["cpu"].node]) if i.kind == "elementwise"]
+        assert any("ren_redc(" in render_program(i, C).kernels[0].source for i in items)
+        assert np.array_equal(outs["cpu"].numpy(), outs["python"].numpy())

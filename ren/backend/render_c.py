@@ -130,6 +130,12 @@ REN_FN u32 ren_montmul(u32 a, u32 b, u32 q, u32 qn) {
   u32 r = hi + __umulhi(m, q) + (lo != 0u);
   return ren_min(r, r - q);
 }
+/* Montgomery reduction t*2^-32 mod q of a 64-bit t < q*2^32 (a sum of products, say) */
+REN_FN u32 ren_redc(u64 t, u32 q, u32 qn) {
+  const u32 lo = (u32)t, m = lo * qn;
+  const u32 r = (u32)(t >> 32) + __umulhi(m, q) + (lo != 0u);
+  return ren_min(r, r - q);
+}
 /* Shoup: x*w mod q in [0, 2q) for any u32 x (wp = floor(w*2^32/q)) */
 REN_FN u32 ren_shoup(u32 x, u32 w, u32 wp, u32 q) { return x * w - __umulhi(x, wp) * q; }
 REN_FN u32 ren_shoup_exact(u32 x, u32 w, u32 wp, u32 q) {
@@ -396,6 +402,54 @@ class _Elementwise:
         return [(rows, {w: w.src[1] if taken else w.src[2] for w, taken in zip(wheres, sig)})
                 for sig, rows in groups.items()]
 
+    def _dot_products(self, order: list[Node], live: set[Node],
+                      users: dict[Node, list[Node]]) -> tuple[dict[Node, list[Node]], set[Node]]:
+        """Sums of Montgomery products under one modulus (the key-switching inner product):
+        root MODADD -> its MONTMUL terms, and the nodes the fused sum replaces."""
+        def one_user_in_chain(x: Node, modulus: Node) -> bool:
+            us = users.get(x, [])
+            return len(us) == 1 and us[0].op is Op.MODADD and us[0].src[2] is modulus
+
+        dots: dict[Node, list[Node]] = {}
+        skip: set[Node] = set()
+        for n in order:
+            if n not in live or n.op is not Op.MODADD or n.src[2].op is not Op.MODULUS:
+                continue
+            modulus = n.src[2]
+            if one_user_in_chain(n, modulus):
+                continue  # not a root: part of a longer sum
+            terms, inner, stack = [], [], [n.src[0], n.src[1]]
+            while stack:
+                x = stack.pop()
+                if x.op is Op.MODADD and x.src[2] is modulus and one_user_in_chain(x, modulus):
+                    inner.append(x)
+                    stack += [x.src[0], x.src[1]]
+                else:
+                    terms.append(x)
+            if len(terms) < 3 or any(t.op is not Op.MONTMUL or t.src[2] is not modulus
+                                     for t in terms):
+                continue
+            dots[n] = terms
+            skip.update(inner)
+            skip.update(t for t in terms if len(users.get(t, [])) == 1)
+        return dots, skip
+
+    def _dot(self, root: Node, terms: list[Node]) -> str:
+        """A fused sum of Montgomery products: 64-bit products summed in chunks that stay below
+        q·2^32 (k·q < 2^32 for the largest modulus), one Montgomery reduction per chunk."""
+        modulus = root.src[2]
+        q = self.var[modulus]
+        k = max(1, ((1 << 32) - 1) // max(modulus.arg))
+        sums = []
+        for i in range(0, len(terms), k):
+            chunk = terms[i : i + k]
+            prods = " + ".join(f"(u64){self.var[t.src[0]]} * {self.var[t.src[1]]}" for t in chunk)
+            sums.append(f"ren_redc({prods}, {q}, {q}n)")
+        expr = sums[0]
+        for other in sums[1:]:
+            expr = f"ren_modadd({expr}, {other}, {q})"
+        return expr
+
     def _render(self, store: Node) -> None:
         if store.op is not Op.STORE or store.src[0].op is not Op.INDEX:
             raise RealizeError("render_c: an elementwise kernel must be STORE(INDEX(...), value)")
@@ -435,11 +489,16 @@ class _Elementwise:
         for n in live:
             for x in (choose[n],) if n in choose else n.src:
                 users.setdefault(x, []).append(n)
+        dots, skip = self._dot_products(order, live, users) if self.fold_tables else ({}, set())
         for n in order:
-            if n not in live or n.op in (Op.SLOT, Op.INDEX):
+            if n not in live or n.op in (Op.SLOT, Op.INDEX) or n in skip:
                 continue
             if n in choose:
                 self.var[n] = self.var[choose[n]]
+                continue
+            if n in dots:
+                self.var[n] = name = f"v{len(self.var)}"
+                self.lines.append(f"const u32 {name} = {self._dot(n, dots[n])};")
                 continue
             if fold.get(n) and all(fold.get(u) for u in users.get(n, ())):
                 continue  # only feeds other folded expressions: never emitted

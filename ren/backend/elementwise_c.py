@@ -1,0 +1,329 @@
+"""Elementwise kernels in the C-family vocabulary of `ren.backend.render_c`.
+
+`render_elementwise(item, dialect)` renders one elementwise `ScheduledKernel`: every AST node one
+SSA variable (index values i64 with the ALU table's semantics, residues u32 with Montgomery
+arithmetic), moduli, per-limb constants and index tables baked into the source.  A thread per
+element in the CUDA and shim dialects; in the loop dialect (plain C, the ``"cpu"`` device) a loop
+nest with three render-time rewrites that keep the inner loop vectorizable and short:
+
+* a non-affine index map of the coefficient index alone (an automorphism's) becomes a table;
+* a WHERE whose condition depends on the limb alone (a CONCAT) is resolved per limb, one inner
+  loop per class of limbs;
+* a sum of 3+ Montgomery products under one modulus (an inner product) becomes 64-bit product
+  sums with one Montgomery reduction per chunk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ren.alu import alu, neg_inv32
+from ren.backend.render_c import Dialect, Launch, Param, Program, finish_kernel, signature
+from ren.errors import RealizeError
+from ren.ir import gidx
+from ren.kernel import ScheduledKernel
+from ren.node import Node, toposort
+from ren.ops import DType, Op
+
+
+def _array(ctype: str, name: str, values) -> str:
+    body = ", ".join(str(int(v)) + ("LL" if ctype == "i64" else "u") for v in values)
+    return f"REN_CONST {ctype} {name}[{len(values)}] = {{{body}}};"
+
+
+#: index ops that keep an index expression from being affine in GIDX1 (a C compiler cannot
+#: vectorize a load through them, and they cost several operations per element)
+_NONAFFINE = frozenset({Op.BITREV, Op.TABLE, Op.IAND, Op.ISHR, Op.ISHL, Op.CMPEQ, Op.WHERE})
+
+
+class _Elementwise:
+    """Renders one elementwise AST (see `render_elementwise`).  With `fold_tables` (the loop
+    dialects), a non-affine index expression of the coefficient index alone — an automorphism's
+    map, say — is evaluated once here into a table of N entries, so the loop reads one table
+    entry instead of recomputing it for every limb; and a WHERE whose condition depends on the
+    limb alone (a CONCAT of rows from two buffers) is resolved per limb: limbs taking the same
+    branches share one inner loop that loads only from the taken branch."""
+
+    def __init__(self, ast: Node, space: tuple[int, int], fold_tables: bool = False):
+        self.space = space
+        self.fold_tables = fold_tables
+        self.tables: list[str] = []
+        self._table_names: dict[tuple, str] = {}
+        self.lines: list[str] = []
+        self.var: dict[Node, str] = {}
+        self.slots: dict[int, object] = {}
+        self._render(ast)
+
+    def _foldable(self, order: list[Node]) -> dict[Node, bool]:
+        """Nodes to evaluate at render time: non-affine index expressions of GIDX1 only."""
+        coeff_only: dict[Node, bool] = {}
+        nonaffine: dict[Node, bool] = {}
+        for n in order:
+            if n.dtype is not DType.INDEX or n.op in (Op.LOAD, Op.INDEX, Op.SLOT):
+                coeff_only[n], nonaffine[n] = False, False
+                continue
+            if n.op is Op.GIDX:
+                coeff_only[n] = n.arg == 1
+            else:
+                coeff_only[n] = all(coeff_only.get(x, False) for x in n.src)
+            nonaffine[n] = n.op in _NONAFFINE or any(nonaffine.get(x, False) for x in n.src)
+        return {n: coeff_only[n] and nonaffine[n] for n in order}
+
+    def _index_values(self, n: Node, memo: dict[Node, np.ndarray]) -> np.ndarray:
+        """The value of an index expression of GIDX1 at every coefficient (int64)."""
+        if n not in memo:
+            if n.op is Op.GIDX:
+                memo[n] = np.arange(self.space[1], dtype=np.int64)
+            elif n.op is Op.ICONST:
+                memo[n] = np.int64(n.arg)
+            else:
+                memo[n] = alu(n.op, n.arg)(*(self._index_values(x, memo) for x in n.src))
+        return memo[n]
+
+    def _table(self, ctype: str, values) -> str:
+        key = (ctype, tuple(values))
+        name = self._table_names.get(key)
+        if name is None:  # one table per distinct contents (row classes share them)
+            name = self._table_names[key] = f"@K_t{len(self.tables)}"
+            self.tables.append(_array(ctype, name, values))
+        return name
+
+    def _expr(self, n: Node) -> str:
+        v = self.var
+        s = [v[x] for x in n.src] if n.op is not Op.LOAD else []
+        op = n.op
+        if op is Op.GIDX:
+            return ("g0", "g1")[n.arg]
+        if op is Op.ICONST:
+            return f"((i64){int(n.arg)}LL)"
+        binary = {Op.IADD: "+", Op.IMUL: "*", Op.IAND: "&", Op.ISHR: ">>", Op.ISHL: "<<"}
+        if op in binary:
+            return f"({s[0]} {binary[op]} {s[1]})"
+        if op is Op.CMPEQ:
+            return f"((i64)({s[0]} == {s[1]}))"
+        if op is Op.BITREV:
+            return f"ren_brev({s[0]}, {int(n.arg)})"
+        if op is Op.TABLE:
+            return f"{self._table('i64', n.arg)}[{s[0]}]"
+        if op is Op.WHERE:
+            return f"({s[0]} != 0 ? {s[1]} : {s[2]})"
+        if op is Op.VCONST:
+            return f"{self._table('u32', n.arg)}[{s[0]}]"
+        if op is Op.LOAD:
+            index = n.src[0]
+            slot = index.src[0].arg
+            self.slots[slot.index] = slot
+            li, ci = (v[x] for x in index.src[1:])
+            return f"s{slot.index}[{li} * {slot.strides[0]}LL + {ci} * {slot.strides[1]}LL]"
+        if op is Op.MODADD:
+            return f"ren_modadd({s[0]}, {s[1]}, {s[2]})"
+        if op is Op.MODSUB:
+            return f"ren_modsub({s[0]}, {s[1]}, {s[2]})"
+        if op is Op.MODNEG:
+            return f"ren_modneg({s[0]}, {s[1]})"
+        if op is Op.MONTMUL:
+            q = s[2]
+            return f"ren_montmul({s[0]}, {s[1]}, {q}, {q}n)"
+        raise RealizeError(f"render_c: {op.name} cannot appear in an elementwise kernel")
+
+    def _row_values(self, n: Node, memo: dict[Node, np.ndarray]) -> np.ndarray:
+        """The value of an index expression of GIDX0 at every limb (int64)."""
+        if n not in memo:
+            if n.op is Op.GIDX:
+                memo[n] = np.arange(self.space[0], dtype=np.int64)
+            elif n.op is Op.ICONST:
+                memo[n] = np.int64(n.arg)
+            else:
+                memo[n] = alu(n.op, n.arg)(*(self._row_values(x, memo) for x in n.src))
+        return memo[n]
+
+    def _row_classes(self, order: list[Node]) -> list[tuple[list[int], dict[Node, Node]]]:
+        """Rows grouped by the branch every limb-only WHERE takes there (a CONCAT's source
+        buffer, say): per group, its rows and the branch chosen at each such WHERE."""
+        row_only: dict[Node, bool] = {}
+        for n in order:
+            if n.op is Op.GIDX:
+                row_only[n] = n.arg == 0
+            elif n.op is Op.ICONST:
+                row_only[n] = True
+            else:
+                row_only[n] = n.dtype is DType.INDEX and n.op not in (Op.LOAD, Op.INDEX) and \
+                    all(row_only.get(x, False) for x in n.src)
+        wheres = [n for n in order if n.op is Op.WHERE and row_only.get(n.src[0])]
+        L = self.space[0]
+        if not wheres:
+            return [(list(range(L)), {})]
+        memo: dict[Node, np.ndarray] = {}
+        conds = [np.broadcast_to(self._row_values(w.src[0], memo) != 0, (L,)) for w in wheres]
+        groups: dict[tuple[bool, ...], list[int]] = {}
+        for row in range(L):
+            groups.setdefault(tuple(bool(c[row]) for c in conds), []).append(row)
+        return [(rows, {w: w.src[1] if taken else w.src[2] for w, taken in zip(wheres, sig)})
+                for sig, rows in groups.items()]
+
+    def _dot_products(self, order: list[Node], live: set[Node],
+                      users: dict[Node, list[Node]]) -> tuple[dict[Node, list[Node]], set[Node]]:
+        """Sums of Montgomery products under one modulus (the key-switching inner product):
+        root MODADD -> its MONTMUL terms, and the nodes the fused sum replaces."""
+        def one_user_in_chain(x: Node, modulus: Node) -> bool:
+            us = users.get(x, [])
+            return len(us) == 1 and us[0].op is Op.MODADD and us[0].src[2] is modulus
+
+        dots: dict[Node, list[Node]] = {}
+        skip: set[Node] = set()
+        for n in order:
+            if n not in live or n.op is not Op.MODADD or n.src[2].op is not Op.MODULUS:
+                continue
+            modulus = n.src[2]
+            if one_user_in_chain(n, modulus):
+                continue  # not a root: part of a longer sum
+            terms, inner, stack = [], [], [n.src[0], n.src[1]]
+            while stack:
+                x = stack.pop()
+                if x.op is Op.MODADD and x.src[2] is modulus and one_user_in_chain(x, modulus):
+                    inner.append(x)
+                    stack += [x.src[0], x.src[1]]
+                else:
+                    terms.append(x)
+            if len(terms) < 3 or any(t.op is not Op.MONTMUL or t.src[2] is not modulus
+                                     for t in terms):
+                continue
+            dots[n] = terms
+            skip.update(inner)
+            skip.update(t for t in terms if len(users.get(t, [])) == 1)
+        return dots, skip
+
+    def _dot(self, root: Node, terms: list[Node]) -> str:
+        """A fused sum of Montgomery products: 64-bit products summed in chunks that stay below
+        q·2^32 (k·q < 2^32 for the largest modulus), one Montgomery reduction per chunk."""
+        modulus = root.src[2]
+        q = self.var[modulus]
+        k = max(1, ((1 << 32) - 1) // max(modulus.arg))
+        sums = []
+        for i in range(0, len(terms), k):
+            chunk = terms[i : i + k]
+            prods = " + ".join(f"(u64){self.var[t.src[0]]} * {self.var[t.src[1]]}" for t in chunk)
+            sums.append(f"ren_redc({prods}, {q}, {q}n)")
+        expr = sums[0]
+        for other in sums[1:]:
+            expr = f"ren_modadd({expr}, {other}, {q})"
+        return expr
+
+    def _render(self, store: Node) -> None:
+        if store.op is not Op.STORE or store.src[0].op is not Op.INDEX:
+            raise RealizeError("render_c: an elementwise kernel must be STORE(INDEX(...), value)")
+        target, value = store.src
+        out = target.src[0].arg
+        if out.index != 0 or target.src[1:] != (gidx(0), gidx(1)):
+            raise RealizeError("render_c: elementwise kernels store to slot 0 at (GIDX0, GIDX1)")
+        self.slots[0] = out
+        order = toposort(value)
+        for n in order:  # every slot is a parameter, even one that no row class reads
+            if n.op is Op.SLOT:
+                self.slots[n.arg.index] = n.arg
+        fold = self._foldable(order) if self.fold_tables else {}
+        classes = self._row_classes(order) if self.fold_tables else \
+            [(list(range(self.space[0])), {})]
+        memo: dict[Node, np.ndarray] = {}
+        self.groups: list[tuple[list[int], list[str]]] = []
+        for rows, choose in classes:
+            self.var, self.lines = {}, []
+            self._emit(order, value, fold, choose, memo)
+            self.lines.append(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
+                              f"{self.var[value]};")
+            self.groups.append((rows, self.lines))
+
+    def _emit(self, order: list[Node], value: Node, fold: dict[Node, bool],
+              choose: dict[Node, Node], memo: dict[Node, np.ndarray]) -> None:
+        """The lines computing `value` where each WHERE of `choose` takes its chosen branch
+        (the other branch's loads are not emitted)."""
+        live: set[Node] = set()
+        stack = [value]
+        while stack:
+            n = stack.pop()
+            if n not in live:
+                live.add(n)
+                stack.extend((choose[n],) if n in choose else n.src)
+        users: dict[Node, list[Node]] = {}
+        for n in live:
+            for x in (choose[n],) if n in choose else n.src:
+                users.setdefault(x, []).append(n)
+        dots, skip = self._dot_products(order, live, users) if self.fold_tables else ({}, set())
+        for n in order:
+            if n not in live or n.op in (Op.SLOT, Op.INDEX) or n in skip:
+                continue
+            if n in choose:
+                self.var[n] = self.var[choose[n]]
+                continue
+            if n in dots:
+                self.var[n] = name = f"v{len(self.var)}"
+                self.lines.append(f"const u32 {name} = {self._dot(n, dots[n])};")
+                continue
+            if fold.get(n) and all(fold.get(u) for u in users.get(n, ())):
+                continue  # only feeds other folded expressions: never emitted
+            name = f"v{len(self.var)}"
+            self.var[n] = name
+            if fold.get(n):
+                values = np.broadcast_to(self._index_values(n, memo), (self.space[1],))
+                ctype = "u32" if values.min() >= 0 and values.max() < (1 << 32) else "i64"
+                table = self._table(ctype, values.tolist())
+                self.lines.append(f"const i64 {name} = (i64){table}[g1];")
+                continue
+            if n.op is Op.MODULUS:  # the modulus and its Montgomery constant, per limb
+                q = self._table("u32", n.arg)
+                qn = self._table("u32", neg_inv32(np.array(n.arg, dtype=np.uint64)).tolist())
+                limb = self.var[n.src[0]]
+                self.lines.append(f"const u32 {name} = {q}[{limb}], {name}n = {qn}[{limb}];")
+                continue
+            ctype = "i64" if n.dtype is DType.INDEX else "u32"
+            self.lines.append(f"const {ctype} {name} = {self._expr(n)};")
+
+    def params(self) -> tuple[Param, ...]:
+        n = max(self.slots) + 1
+        if sorted(self.slots) != list(range(n)):
+            raise RealizeError(f"render_c: kernel slots {sorted(self.slots)} are not 0..{n - 1}")
+        return tuple(Param(f"s{i}", "u32*" if i == 0 else "const u32*") for i in range(n))
+
+    def template(self, loop: bool) -> str:
+        L, N = self.space
+        total = L * N
+        params = signature(self.params(), restrict=True)
+        if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
+            if len(self.groups) == 1:
+                body = "\n    ".join(self.groups[0][1])
+                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n"
+                         f"  for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n    {body}\n  }}\n")
+            else:  # one inner loop per row class, chosen per limb
+                classes = [0] * L
+                cases = []
+                for k, (rows, lines) in enumerate(self.groups):
+                    for r in rows:
+                        classes[r] = k
+                    body = "\n        ".join(lines)
+                    cases.append(f"    case {k}:\n      for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n"
+                                 f"        {body}\n      }}\n      break;")
+                rc = self._table("u32", classes)
+                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n    switch ({rc}[g0]) {{\n"
+                         + "\n".join(cases) + "\n    }\n  }\n")
+            tables = "\n".join(self.tables)
+            return f"{tables}\nREN_KERNEL void @K({params}) {{\n  REN_PARALLEL_LIMBS\n{inner}}}\n"
+        (_, lines), = self.groups
+        body = "\n    ".join(lines)
+        tables = "\n".join(self.tables)
+        walk = (f"const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                f"  if (gid >= {total}LL) return;\n  {{")
+        return (f"{tables}\nREN_KERNEL void @K({params}) {{\n  {walk}\n"
+                f"    const i64 g0 = gid / {N}LL, g1 = gid % {N}LL;\n    {body}\n  }}\n}}\n")
+
+
+def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:
+    """The program of an elementwise kernel: one function, one launch over ``item.space``."""
+    r = _Elementwise(item.ast, item.space, fold_tables=dialect.elementwise_loop)
+    params = r.params()
+    kernel = finish_kernel("ren_ew", r.template(dialect.elementwise_loop), params)
+    grid, block = dialect.elementwise_launch(item.space[0] * item.space[1])
+    launch = Launch(kernel.name, grid, block, tuple(("slot", i) for i in range(len(params))))
+    return Program(item.name, (kernel,), (launch,))
+
+
+__all__ = ["render_elementwise"]

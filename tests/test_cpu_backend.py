@@ -115,7 +115,8 @@ def test_ntt_and_intt_match_ren_ring(N, bits):
     assert np.array_equal(y, fwd)
 
 
-@given(st.sampled_from([(8, 2, 30), (16, 4, 30), (64, 3, 31), (32, 5, 30)]),
+@given(st.sampled_from([(8, 2, 30), (16, 4, 30), (64, 3, 31), (32, 5, 30), (16, 6, 20),
+                         (8, 5, 31)]),
        st.integers(1, 3), st.integers(0, 2**32 - 1))
 def test_basis_convert_and_rescale_match_ren_ring(shape, k, seed):
     N, limbs, bits = shape
@@ -314,3 +315,27 @@ def test_fused_inner_products_match_numpy(bits, terms):
         items = [i for i in schedule([outs["cpu"].node]) if i.kind == "elementwise"]
         assert any("ren_redc(" in render_program(i, C).kernels[0].source for i in items)
         assert np.array_equal(outs["cpu"].numpy(), outs["python"].numpy())
+
+
+@pytest.mark.parametrize("shape", [(16, 2, 31), (16, 3, 31), (16, 4, 30), (16, 5, 30),
+                                   (16, 9, 30), (16, 6, 20)])
+def test_basis_convert_at_the_largest_sums(shape):
+    """The conversion's 64-bit chunk sums at their bound: every y_i = q_i - 1 and every table
+    entry M = p - 1 (crafted tables: qhat_inv = R mod q_i makes y_i the input), against Python
+    ints.  One term too many per chunk would overflow p·2^32 here."""
+    N, limbs, bits = shape
+    src = RingSpec.generate(N, limbs, bits=bits).moduli
+    dst = RingSpec.generate(N, limbs + 2, bits=31).moduli[limbs:]
+    R = 1 << 32
+    t = RingCall(RingKernel.BASIS_CONVERT, N, src, dst).tables()
+    crafted = [np.array([N, limbs, len(dst)], np.int64), t["src_q"], t["src_qneg"],
+               np.array([R % q for q in src], np.uint32), t["q"], t["qneg"],
+               np.array([[p - 1] * limbs for p in dst], np.uint32),
+               np.full(len(dst), -1, np.int64)]
+    fn = cpu.CpuCall("bconv", ctypes.cast(cpu.ring_library().ren_cpu_bconv, ctypes.c_void_p).value,
+                     2, crafted)
+    x = np.repeat(np.array([q - 1 for q in src], np.uint32).reshape(-1, 1), N, axis=1)
+    out = np.empty((len(dst), N), np.uint32)
+    fn([out, x])
+    want = [sum((q - 1) * (p - 1) for q in src) * pow(R, -1, p) % p for p in dst]
+    assert out[:, 0].tolist() == want and (out == out[:, :1]).all()

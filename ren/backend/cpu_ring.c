@@ -38,6 +38,12 @@ static inline u32 montmul(u32 a, u32 b, u32 q, u32 qn) {
   const u32 r = hi + mulhi(m, q) + (lo != 0u);
   return umin(r, r - q);
 }
+/* Montgomery reduction t * 2^-32 mod q of a 64-bit t < q * 2^32 */
+static inline u32 redc(u64 t, u32 q, u32 qn) {
+  const u32 lo = (u32)t, m = lo * qn;
+  const u32 r = (u32)(t >> 32) + mulhi(m, q) + (lo != 0u);
+  return umin(r, r - q);
+}
 static inline u32 modadd(u32 a, u32 b, u32 q) { u32 s = a + b; return umin(s, s - q); }
 static inline u32 modsub(u32 a, u32 b, u32 q) { u32 d = a - b; return umin(d, d + q); }
 
@@ -349,21 +355,46 @@ void ren_cpu_bconv(void** a) {
       for (i64 j = 0; j < n; ++j) yi[j] = montmul(xi[j], c, qi, qni);
     }
   }
+  /* sum_i y_i * M[d][i] as 64-bit sums of k terms with k * max(q_i) < 2^32, so each chunk is
+     below p * 2^32 and one Montgomery reduction finishes it (M < p, y_i < q_i) */
+  u32 maxq = 1;
+  for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
+  i64 k = (i64)(0xFFFFFFFFu / maxq);
+  if (k < 1) k = 1;
   REN_PARALLEL_FOR
   for (i64 d = 0; d < LD; ++d) {
     u32* restrict o = out + d * n;
     if (from[d] >= 0) { memcpy(o, in + from[d] * n, (size_t)n * sizeof(u32)); continue; }
     const u32 p = q[d], pn = qn[d];
     const u32* restrict row = bc + d * LS;
-    {
-      const u32* restrict y0 = y;
-      const u32 m0 = row[0];
-      for (i64 j = 0; j < n; ++j) o[j] = montmul(y0[j], m0, p, pn);
-    }
-    for (i64 i = 1; i < LS; ++i) {
-      const u32* restrict yi = y + i * n;
-      const u32 mi = row[i];
-      for (i64 j = 0; j < n; ++j) o[j] = modadd(o[j], montmul(yi[j], mi, p, pn), p);
+    for (i64 c0 = 0; c0 < LS; c0 += k) {
+      const i64 c = LS - c0 < k ? LS - c0 : k;
+      const u32* restrict y0 = y + c0 * n;
+      const u32 m0 = row[c0];
+      /* the common chunk sizes written out, so the loop over coefficients vectorizes */
+#define BCONV_CHUNK(SUM)                                                         \
+      for (i64 j = 0; j < n; ++j) {                                             \
+        const u32 r = redc((SUM), p, pn);                                       \
+        o[j] = c0 == 0 ? r : modadd(o[j], r, p);                                \
+      }
+      if (c == 1) {
+        BCONV_CHUNK((u64)y0[j] * m0)
+      } else if (c == 2) {
+        const u32* restrict y1 = y0 + n; const u32 m1 = row[c0 + 1];
+        BCONV_CHUNK((u64)y0[j] * m0 + (u64)y1[j] * m1)
+      } else if (c == 3) {
+        const u32* restrict y1 = y0 + n; const u32* restrict y2 = y1 + n;
+        const u32 m1 = row[c0 + 1], m2 = row[c0 + 2];
+        BCONV_CHUNK((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2)
+      } else {
+        for (i64 j = 0; j < n; ++j) {
+          u64 acc = 0;
+          for (i64 i = 0; i < c; ++i) acc += (u64)y0[i * n + j] * row[c0 + i];
+          const u32 r = redc(acc, p, pn);
+          o[j] = c0 == 0 ? r : modadd(o[j], r, p);
+        }
+      }
+#undef BCONV_CHUNK
     }
   }
   free(y);

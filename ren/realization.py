@@ -142,7 +142,9 @@ def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     check, debug = bool(settings.get("REN_CHECK")), settings.get("REN_DEBUG")
     no_memplan = bool(settings.get("REN_NO_MEMPLAN"))
     found = None if check or debug >= 3 or recorder is not None else structure_key(todo)
-    key = (found[0], no_memplan) if found is not None else None
+    # the switches that change the schedule are part of the template key
+    key = (found[0], no_memplan, bool(settings.get("REN_NO_ELISION"))) \
+        if found is not None else None
     template = templates.get(key) if key is not None else None
     if template is not None:
         becomes_map = template.replay(found[1], todo)

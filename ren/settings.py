@@ -31,6 +31,8 @@ SWITCHES = {s.name: s for s in (
                            "IR interpreter)"),
     Switch("REN_NO_MEMPLAN", 0, "1: give every intermediate buffer its own allocation instead of "
                                 "packing them into an arena"),
+    Switch("REN_NO_ELISION", 0, "1: pass 4 keeps the NTT/INTT round trips around NTT-domain "
+                                "rescales and mod-ups (no transform elision), for comparisons"),
     Switch("REN_JIT", 1, "0: run jitted functions eagerly (no capture or replay)"),
     Switch("REN_CPU_THREADS", 1, "OpenMP threads of the compiled 'cpu' device's kernels (limbs are "
                                  "split between them; 1: single-threaded)"),

@@ -38,6 +38,7 @@ from ren.replay import templates
 from ren.rewrite import RuleSet
 from ren.ring import Domain, RingSpec, divide_round
 from ren.ring.spec import ntt_primes
+from ren.runtime import record_units
 from ren.schedule import run_passes, schedule
 
 N = 16
@@ -163,6 +164,27 @@ def test_ckks_multiply_relin_rescale_limb_transforms(monkeypatch):
     # mod-down: 2 INTT rows instead of 10, per accumulator; rescale: 1 instead of 8, per part;
     # mod-up: 6 NTT rows instead of 10, per digit
     assert after == {"intt": 14, "ntt": 42}  # 56
+
+
+def test_no_elision_switch():
+    """REN_NO_ELISION=1 schedules the round trips again (94 limb transforms), realizes the same
+    words, and keeps its own replay templates (the switch is part of the template key)."""
+    from ren import settings as ren_settings
+
+    outputs = ckks_multiply_rescale()
+    with ren_settings.override(REN_NO_ELISION=1):
+        assert limb_transforms(outputs) == {"intt": 44, "ntt": 50}
+    assert limb_transforms(outputs) == {"intt": 14, "ntt": 42}
+    ring = RingSpec(N, ntt_primes(N, 30, 4))
+    x = ren.Poly.from_residues(np.arange(4 * N, dtype=np.uint32).reshape(4, N) % 1000, ring,
+                               "ntt")
+    runs = {}
+    for flag in (1, 0, 1):
+        with ren_settings.override(REN_NO_ELISION=flag), record_units() as ran:
+            words = x.rescale(ring.moduli[-2:]).numpy()
+        runs.setdefault(flag, []).append((words, sum(u.kind == "compute" for u in ran)))
+    assert np.array_equal(runs[0][0][0], runs[1][0][0])
+    assert runs[1][0][1] == runs[1][1][1] != runs[0][0][1]  # each mode replays its own schedule
 
 
 def test_broadcast_const_is_in_every_coefficient():

@@ -24,6 +24,7 @@ Statistics: conversions removed, transforms elided and constants folded (per rul
 
 from __future__ import annotations
 
+from ren import settings
 from ren.ir import pnode
 from ren.node import Node
 from ren.ops import Op
@@ -33,15 +34,18 @@ from ren.rewrite import P, RuleSet, X, rewrite
 
 NAME = "simplify_domains"
 
-rules = RuleSet([
+_ROUND_TRIPS = [
     (P(Op.NTT, P(Op.INTT, X("x"))), lambda x: x, "ntt_of_intt"),
     (P(Op.INTT, P(Op.NTT, X("x"))), lambda x: x, "intt_of_ntt"),
     (P(Op.INTT, P(Op.AUTOMORPH, P(Op.NTT, X("x")), name="a")),
      lambda x, a: pnode(Op.AUTOMORPH, x, arg=a.arg), "automorph_in_coeff"),
-    *ELISION_RULES,
-    *CONSTANT_RULES,
-])
+]
+
+rules = RuleSet([*_ROUND_TRIPS, *ELISION_RULES, *CONSTANT_RULES])
+#: the rules under REN_NO_ELISION=1 (transforms around rescale and mod-up kept, for comparisons)
+rules_without_elision = RuleSet([*_ROUND_TRIPS, *CONSTANT_RULES])
 
 
 def run(sink: Node, ctx=None) -> Node:
-    return rewrite(sink, rules, ctx, name=NAME, keep_specs=True)
+    chosen = rules_without_elision if settings.get("REN_NO_ELISION") else rules
+    return rewrite(sink, chosen, ctx, name=NAME, keep_specs=True)

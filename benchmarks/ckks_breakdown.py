@@ -1,0 +1,133 @@
+"""Where a Ren CKKS op's time goes: the kernels of its JIT plan, timed one by one, by category.
+
+`plan_breakdown(plan, args, reps)` profiles a captured `ren.jit` plan (`JitPlan.profile`: each
+kernel call of one replay timed on its own, through the device's graph runner) `reps` times,
+takes the median per call and sums the calls by category:
+
+  NTT, INTT            ring kernels (forward / inverse number-theoretic transform)
+  basis conversion     fast basis conversion (the mod-up of key switching)
+  mod-down (÷P)        the rescale kernel dividing by the special primes (end of key switching)
+  rescale (÷q)         the rescale kernel dividing by a level's primes (CKKS rescale)
+  key inner product    an elementwise kernel that multiplies by key material: a buffer no unit
+                       writes and no argument holds (the switching key the function closes over)
+  automorphism         an elementwise kernel with index arithmetic (a permuted read: X -> X^g)
+  other elementwise    the rest (tensor product, additions, ...)
+  copies               copy units (e.g. an output copied out of an input)
+
+The categories come from the scheduled items: the item's kind (``ntt``, ``intt``,
+``basis_convert``, ``rescale``, ``elementwise``, ``copy``), the RING_CALL's dropped moduli, and
+the ops of an elementwise kernel's AST.  `breakdown_table` sets the kernel sum against the JIT
+replay's and the eager op's median wall times: the differences are the engine's own time
+(binding and dispatch for a replay; building the graph, looking its template up, allocating and
+dispatching for an eager op).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ren.node import toposort
+from ren.ops import Op
+
+CATEGORIES = ("NTT", "INTT", "basis conversion", "mod-down (÷P)", "rescale (÷q)",
+              "key inner product", "automorphism", "other elementwise", "copies")
+#: index arithmetic that only a permuted read (an automorphism) puts in an elementwise kernel
+_PERMUTING = frozenset({Op.BITREV, Op.TABLE, Op.REINDEX, Op.IMUL, Op.ISHL, Op.ISHR, Op.IAND})
+_RING_KINDS = {"ntt": "NTT", "intt": "INTT", "basis_convert": "basis conversion"}
+
+
+def _root(b: Any) -> Any:
+    while b.base is not None:
+        b = b.base
+    return b
+
+
+def categorize(plan: Any, special_moduli: Iterable[int]) -> list[str]:
+    """The category of each kernel call of `plan` (its units less the views), in order."""
+    special = set(special_moduli)
+    units = [u for u in plan.units if u.kind != "view"]
+    written = {_root(u.bufs[0]) for u in units}
+    params = {_root(t) for t in plan.template.param_of()}
+    cats = []
+    for u in units:
+        item = u.item
+        if u.kind == "copy":
+            cats.append("copies")
+        elif item.kind in _RING_KINDS:
+            cats.append(_RING_KINDS[item.kind])
+        elif item.kind == "rescale":
+            dropped = set(item.ast.src[1].arg.dropped)
+            cats.append("mod-down (÷P)" if dropped and dropped <= special else "rescale (÷q)")
+        elif item.kind == "elementwise":
+            ops = {n.op for n in toposort(item.ast)}
+            constant = any(_root(b) not in written and _root(b) not in params
+                           for b in u.bufs[1:])
+            if ops & _PERMUTING:
+                cats.append("automorphism")
+            elif constant and ops & {Op.MONTMUL, Op.MUL}:
+                cats.append("key inner product")
+            else:
+                cats.append("other elementwise")
+        else:
+            cats.append(item.kind)
+    return cats
+
+
+def plan_breakdown(plan: Any, args: Sequence[Any], reps: int,
+                   special_moduli: Iterable[int]) -> dict[str, float]:
+    """Seconds per category of one replay of `plan` on `args` (median over `reps` profiles per
+    kernel call), with "kernels" (their sum) and "calls" (how many)."""
+    cats = categorize(plan, special_moduli)
+    runs = [plan.profile(*args) for _ in range(max(1, reps))]
+    if any(len(r) != len(cats) for r in runs):
+        raise AssertionError(f"{plan.name}: the profile has {len(runs[0])} calls, the plan "
+                             f"{len(cats)} non-view units")
+    per_call = [statistics.median(ts) for ts in zip(*runs)]
+    out = dict.fromkeys(CATEGORIES, 0.0)
+    for cat, t in zip(cats, per_call):
+        out[cat] = out.get(cat, 0.0) + t
+    out["kernels"] = sum(per_call)
+    out["calls"] = float(len(per_call))
+    return out
+
+
+def breakdown_table(results: Sequence[Any], n: int) -> str:
+    """One column per (Ren device, op): ms per category (share of the kernel sum), the kernel
+    sum, then the JIT replay and the eager op with their overhead over the kernels."""
+    cols = [(r, op) for r in results if r.breakdown for op in ("mul", "rotate")
+            if op in r.breakdown]
+    if not cols:
+        return ""
+    width = 17
+    head = (f"where the time goes, N = 2^{n.bit_length() - 1} (ms)".ljust(30)
+            + "".join(f"{r.device} {'mul' if op == 'mul' else 'rot'}".rjust(width)
+                      for r, op in cols))
+    lines = [head, "-" * len(head)]
+    cats = [c for c in (*CATEGORIES, *sorted({k for r, op in cols for k in r.breakdown[op]}
+                                                - {*CATEGORIES, "kernels", "calls"}))
+            if any(r.breakdown[op].get(c, 0.0) > 0 for r, op in cols)]
+
+    def cell(ms: float, total: float | None = None) -> str:
+        share = f" ({100 * ms / total:3.0f}%)" if total else ""
+        return f"{ms:.2f}{share}".rjust(width)
+
+    for c in cats:
+        lines.append(f"  {c}".ljust(30) + "".join(
+            cell(r.breakdown[op].get(c, 0.0) * 1e3, r.breakdown[op]["kernels"] * 1e3)
+            for r, op in cols))
+    rows = [("kernels (sum)", lambda r, op: r.breakdown[op]["kernels"] * 1e3),
+            ("JIT replay (median)", lambda r, op: r.median_ms(f"{op} jit")),
+            ("  engine: replay − kernels",
+             lambda r, op: r.median_ms(f"{op} jit") - r.breakdown[op]["kernels"] * 1e3),
+            ("eager (median)", lambda r, op: r.median_ms(op)),
+            ("  engine: eager − kernels",
+             lambda r, op: r.median_ms(op) - r.breakdown[op]["kernels"] * 1e3),
+            ("  of which build graph", lambda r, op: r.stages.get(op, {}).get("build graph",
+                                                                           0.0) * 1e3)]
+    for label, fn in rows:
+        lines.append(label.ljust(30) + "".join(cell(fn(r, op)) for r, op in cols))
+    lines.append("kernel calls".ljust(30) + "".join(
+        f"{int(r.breakdown[op]['calls'])}".rjust(width) for r, op in cols))
+    return "\n".join(lines)

@@ -283,8 +283,10 @@ def _run_ren(cfg: Config) -> Result:
         res.params[f"{op_name} jit runner"] = plan.runner
         if cfg.breakdown:
             try:
-                res.breakdown[op_name] = plan_breakdown(plan, args, cfg.reps,
-                                                        params.special_moduli)
+                eager = op(op_name, lambda fn=fn, args=args: fn.fn(*args))
+                res.breakdown[op_name] = plan_breakdown(
+                    plan, args, cfg.reps, params.special_moduli,
+                    {"eager": eager, "replay": lambda fn=fn, args=args: fn(*args)})
             except ren.RenError as e:  # e.g. a plan without a graph runner
                 res.notes.append(f"{name}: no breakdown of {op_name}: {e}")
     if cfg.profile:

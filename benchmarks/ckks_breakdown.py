@@ -25,7 +25,8 @@ dispatching for an eager op).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ren.node import toposort
@@ -35,6 +36,7 @@ CATEGORIES = ("NTT", "INTT", "basis conversion", "mod-down (÷P)", "rescale (÷q
               "key inner product", "automorphism", "other elementwise", "copies")
 #: index arithmetic that only a permuted read (an automorphism) puts in an elementwise kernel
 _PERMUTING = frozenset({Op.BITREV, Op.TABLE, Op.REINDEX, Op.IMUL, Op.ISHL, Op.ISHR, Op.IAND})
+_TOTALS = ("kernels", "calls", "replay", "eager")
 _RING_KINDS = {"ntt": "NTT", "intt": "INTT", "basis_convert": "basis conversion"}
 
 
@@ -75,12 +77,22 @@ def categorize(plan: Any, special_moduli: Iterable[int]) -> list[str]:
     return cats
 
 
-def plan_breakdown(plan: Any, args: Sequence[Any], reps: int,
-                   special_moduli: Iterable[int]) -> dict[str, float]:
+def plan_breakdown(plan: Any, args: Sequence[Any], reps: int, special_moduli: Iterable[int],
+                   totals: dict[str, Callable[[], Any]] | None = None) -> dict[str, float]:
     """Seconds per category of one replay of `plan` on `args` (median over `reps` profiles per
-    kernel call), with "kernels" (their sum) and "calls" (how many)."""
+    kernel call), with "kernels" (their sum) and "calls" (how many).  `totals` (name -> a call
+    to time, e.g. the replay and the eager op) are timed in the same loop, one call before each
+    profile, so that a change of the machine's load hits the totals and the kernels alike;
+    their medians come back under their names."""
     cats = categorize(plan, special_moduli)
-    runs = [plan.profile(*args) for _ in range(max(1, reps))]
+    totals = totals or {}
+    runs, samples = [], {name: [] for name in totals}
+    for _ in range(max(1, reps)):
+        for name, fn in totals.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t0)
+        runs.append(plan.profile(*args))
     if any(len(r) != len(cats) for r in runs):
         raise AssertionError(f"{plan.name}: the profile has {len(runs[0])} calls, the plan "
                              f"{len(cats)} non-view units")
@@ -90,6 +102,7 @@ def plan_breakdown(plan: Any, args: Sequence[Any], reps: int,
         out[cat] = out.get(cat, 0.0) + t
     out["kernels"] = sum(per_call)
     out["calls"] = float(len(per_call))
+    out.update({name: statistics.median(ts) for name, ts in samples.items()})
     return out
 
 
@@ -105,8 +118,8 @@ def breakdown_table(results: Sequence[Any], n: int) -> str:
             + "".join(f"{r.device} {'mul' if op == 'mul' else 'rot'}".rjust(width)
                       for r, op in cols))
     lines = [head, "-" * len(head)]
-    cats = [c for c in (*CATEGORIES, *sorted({k for r, op in cols for k in r.breakdown[op]}
-                                                - {*CATEGORIES, "kernels", "calls"}))
+    extra = {k for r, op in cols for k in r.breakdown[op]} - {*CATEGORIES, *_TOTALS}
+    cats = [c for c in (*CATEGORIES, *sorted(extra))
             if any(r.breakdown[op].get(c, 0.0) > 0 for r, op in cols)]
 
     def cell(ms: float, total: float | None = None) -> str:
@@ -117,13 +130,18 @@ def breakdown_table(results: Sequence[Any], n: int) -> str:
         lines.append(f"  {c}".ljust(30) + "".join(
             cell(r.breakdown[op].get(c, 0.0) * 1e3, r.breakdown[op]["kernels"] * 1e3)
             for r, op in cols))
+    def total(r: Any, op: str, name: str) -> float:  # interleaved with the profiles if timed so
+        key = "eager" if name == op else "replay"
+        b = r.breakdown[op]
+        return b[key] * 1e3 if key in b else r.median_ms(name)
+
     rows = [("kernels (sum)", lambda r, op: r.breakdown[op]["kernels"] * 1e3),
-            ("JIT replay (median)", lambda r, op: r.median_ms(f"{op} jit")),
+            ("JIT replay (median)", lambda r, op: total(r, op, f"{op} jit")),
             ("  engine: replay − kernels",
-             lambda r, op: r.median_ms(f"{op} jit") - r.breakdown[op]["kernels"] * 1e3),
-            ("eager (median)", lambda r, op: r.median_ms(op)),
+             lambda r, op: total(r, op, f"{op} jit") - r.breakdown[op]["kernels"] * 1e3),
+            ("eager (median)", lambda r, op: total(r, op, op)),
             ("  engine: eager − kernels",
-             lambda r, op: r.median_ms(op) - r.breakdown[op]["kernels"] * 1e3),
+             lambda r, op: total(r, op, op) - r.breakdown[op]["kernels"] * 1e3),
             ("  of which build graph", lambda r, op: r.stages.get(op, {}).get("build graph",
                                                                            0.0) * 1e3)]
     for label, fn in rows:

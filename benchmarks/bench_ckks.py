@@ -68,8 +68,10 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-# The helper modules sit next to this file (run as a script, or loaded by the tests by path).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The helper modules sit next to this file (run as a script, or loaded by the tests by path), and
+# the Ren measured is this checkout's (not another one installed in the interpreter).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
 from ckks_breakdown import breakdown_table, plan_breakdown  # noqa: E402
 from ckks_common import (  # noqa: E402  (the tests use bench_ckks.<name>)
@@ -428,6 +430,14 @@ def _load() -> str:
         return "load average unknown"
 
 
+def _ren_path() -> str:
+    try:
+        import ren
+    except ImportError:
+        return "nowhere (not importable)"
+    return os.path.dirname(os.path.dirname(os.path.abspath(ren.__file__)))
+
+
 def _csv(text: str) -> list[str]:
     return [s.strip() for s in text.split(",") if s.strip()]
 
@@ -482,6 +492,7 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
         print(f"CKKS, N = 2^{log_n}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, one thread, "
               f"{cfg.reps} reps (keygen {cfg.keygen_reps}); Ren devices {', '.join(devices)}; "
               f"Python {sys.version.split()[0]}, NumPy {np.__version__}; {_load()}")
+        print(f"Ren from {_ren_path()}")
         with warnings.catch_warnings():
             if args.insecure:  # the smoke tests' tiny rings are insecure on purpose
                 warnings.simplefilter("ignore")

@@ -28,11 +28,16 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+# this checkout's Ren, not another one installed in the interpreter
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import ren  # noqa: E402
 from ren.errors import RenError  # noqa: E402
 from ren.kernel import RingCall  # noqa: E402
 from ren.ring import RingKernel, RingSpec, get_tables, intt, ntt  # noqa: E402
@@ -117,7 +122,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         note = "cpu: the 'cpu' device's ring library (cpu_ring.c), one thread"
     except (ImportError, RenError) as e:
         make, note = None, f"cpu: skipped ({e})"
-    print(f"NTT/INTT, median ms and ns per butterfly, one thread; {note}")
+    ren_dir = os.path.dirname(os.path.dirname(os.path.abspath(ren.__file__)))
+    print(f"NTT/INTT, median ms and ns per butterfly, one thread; {note}; Ren from {ren_dir}")
     head = (f"{'N':>7} {'limbs':>5} {'q bits':>6} | {'numpy ntt':>9} {'ns/bf':>7} "
             f"{'intt':>9} {'ns/bf':>7} | {'cpu ntt':>9} {'ns/bf':>7} {'intt':>9} {'ns/bf':>7} "
             f"| {'speed-up':>8}")

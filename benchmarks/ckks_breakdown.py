@@ -10,9 +10,18 @@ takes the median per call and sums the calls by category:
   rescale (÷q)         the rescale kernel dividing by a level's primes (CKKS rescale)
   key inner product    an elementwise kernel that multiplies by key material: a buffer no unit
                        writes and no argument holds (the switching key the function closes over)
-  automorphism         an elementwise kernel with index arithmetic (a permuted read: X -> X^g)
+  automorphism         an elementwise kernel with a permuted read: a load whose coefficient
+                       index is not the kernel's own (X -> X^g); limb-index maps (a CONCAT of
+                       rows, a broadcast row) do not count
+  rescale/mod-down elementwise
+                       an elementwise kernel with per-limb constant vectors (VCONST: P^-1 mod q,
+                       P/2): in mul and rotate only a rescale or mod-down split into elementwise
+                       steps uses them (when the scheduler does not emit one RESCALE kernel)
   other elementwise    the rest (tensor product, additions, ...)
   copies               copy units (e.g. an output copied out of an input)
+
+A kernel fused from several of these counts once, in the first category of this list that it
+matches (e.g. an automorphism fused with the mod-down's last step is an automorphism).
 
 The categories come from the scheduled items: the item's kind (``ntt``, ``intt``,
 ``basis_convert``, ``rescale``, ``elementwise``, ``copy``), the RING_CALL's dropped moduli, and
@@ -33,9 +42,8 @@ from ren.node import toposort
 from ren.ops import Op
 
 CATEGORIES = ("NTT", "INTT", "basis conversion", "mod-down (÷P)", "rescale (÷q)",
-              "key inner product", "automorphism", "other elementwise", "copies")
-#: index arithmetic that only a permuted read (an automorphism) puts in an elementwise kernel
-_PERMUTING = frozenset({Op.BITREV, Op.TABLE, Op.REINDEX, Op.IMUL, Op.ISHL, Op.ISHR, Op.IAND})
+              "key inner product", "automorphism", "rescale/mod-down elementwise",
+              "other elementwise", "copies")
 _TOTALS = ("kernels", "calls", "replay", "eager")
 _RING_KINDS = {"ntt": "NTT", "intt": "INTT", "basis_convert": "basis conversion"}
 
@@ -44,6 +52,17 @@ def _root(b: Any) -> Any:
     while b.base is not None:
         b = b.base
     return b
+
+
+def _permuted(n: Any) -> bool:
+    """Whether `n` reads a buffer at another coefficient than the kernel's own (an INDEX whose
+    coefficient index is not GIDX(1)), or is a REINDEX (a read at a computed index)."""
+    if n.op is Op.REINDEX:
+        return True
+    if n.op is not Op.INDEX:
+        return False
+    c = n.src[2]
+    return not (c.op is Op.GIDX and c.arg == 1)
 
 
 def categorize(plan: Any, special_moduli: Iterable[int]) -> list[str]:
@@ -63,13 +82,16 @@ def categorize(plan: Any, special_moduli: Iterable[int]) -> list[str]:
             dropped = set(item.ast.src[1].arg.dropped)
             cats.append("mod-down (÷P)" if dropped and dropped <= special else "rescale (÷q)")
         elif item.kind == "elementwise":
-            ops = {n.op for n in toposort(item.ast)}
+            nodes = toposort(item.ast)
+            ops = {n.op for n in nodes}
             constant = any(_root(b) not in written and _root(b) not in params
                            for b in u.bufs[1:])
-            if ops & _PERMUTING:
+            if any(_permuted(n) for n in nodes):
                 cats.append("automorphism")
             elif constant and ops & {Op.MONTMUL, Op.MUL}:
                 cats.append("key inner product")
+            elif Op.VCONST in ops:
+                cats.append("rescale/mod-down elementwise")
             else:
                 cats.append("other elementwise")
         else:
@@ -114,7 +136,7 @@ def breakdown_table(results: Sequence[Any], n: int) -> str:
     if not cols:
         return ""
     width = 17
-    head = (f"where the time goes, N = 2^{n.bit_length() - 1} (ms)".ljust(30)
+    head = (f"where the time goes, N = 2^{n.bit_length() - 1} (ms)".ljust(34)
             + "".join(f"{r.device} {'mul' if op == 'mul' else 'rot'}".rjust(width)
                       for r, op in cols))
     lines = [head, "-" * len(head)]
@@ -127,7 +149,7 @@ def breakdown_table(results: Sequence[Any], n: int) -> str:
         return f"{ms:.2f}{share}".rjust(width)
 
     for c in cats:
-        lines.append(f"  {c}".ljust(30) + "".join(
+        lines.append(f"  {c}".ljust(34) + "".join(
             cell(r.breakdown[op].get(c, 0.0) * 1e3, r.breakdown[op]["kernels"] * 1e3)
             for r, op in cols))
     def total(r: Any, op: str, name: str) -> float:  # interleaved with the profiles if timed so
@@ -145,7 +167,7 @@ def breakdown_table(results: Sequence[Any], n: int) -> str:
             ("  of which build graph", lambda r, op: r.stages.get(op, {}).get("build graph",
                                                                            0.0) * 1e3)]
     for label, fn in rows:
-        lines.append(label.ljust(30) + "".join(cell(fn(r, op)) for r, op in cols))
-    lines.append("kernel calls".ljust(30) + "".join(
+        lines.append(label.ljust(34) + "".join(cell(fn(r, op)) for r, op in cols))
+    lines.append("kernel calls".ljust(34) + "".join(
         f"{int(r.breakdown[op]['calls'])}".rjust(width) for r, op in cols))
     return "\n".join(lines)

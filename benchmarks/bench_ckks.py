@@ -1,9 +1,12 @@
-"""CKKS side by side, one thread: Ren (NumPy backend), SEAL (tenseal.sealapi), DESILO (CPU).
+"""CKKS side by side, one thread: Ren (NumPy and compiled devices), SEAL (tenseal.sealapi), DESILO.
 
-All three run at the same ring degree N (2^14; 2^16 with --big), the same multiplicative depth and a
-40-bit scale, at 128-bit classical security (Homomorphic Encryption Standard table, ternary
-secret), each on one thread.  For each library it prints the parameters actually used, then the
-median wall time (ms) of:
+All libraries run at the same ring degree N (2^14 by default; --sizes 14,16 runs 2^14 and 2^16
+in one go; --big is --sizes 16), the same multiplicative depth and scale, at 128-bit classical
+security (Homomorphic Encryption Standard table, ternary secret), each on one thread.  Defaults
+per N: depth 7 and a 40-bit scale at 2^14; depth 20 and a 47-bit scale at 2^16 (DESILO puts
+max_level 18..36 on N = 2^16, and Ren's u32 limbs need a 47-bit scale for 20 levels at 2^16: a
+scale above 31 bits is a pair of primes ≡ 1 mod 2N, scarce at large N).  For each library it
+prints the parameters actually used, then the median wall time (ms) of:
 
   keygen    secret + public + relinearization + one rotation key (step 1)
   encrypt   encode + public-key encryption of N/2 real slots
@@ -11,14 +14,20 @@ median wall time (ms) of:
   mul       ciphertext × ciphertext, relinearize, rescale (DESILO's multiply does all three)
   rotate    rotate slots left by 1
   decrypt   decryption + decoding
+  mul jit, rotate jit   (Ren only) the same op as a `ren.jit` function: captured on the first
+            call, then each timed call is a replay (binds the inputs, runs the captured kernels,
+            returns new, realized output buffers)
 
 and the precision, in bits (−log2 of the max abs error against NumPy, inputs uniform in [-1, 1]),
-of mul and of rotate (and of a fresh encryption, which shows the scale really used); then Ren's
-time over the fastest matched peer's, per op.
+of mul and of rotate, eager and replayed (and of a fresh encryption, which shows the scale
+really used); then Ren's time over the fastest matched peer's, per op.  Ren runs once per
+--device: "python" (NumPy kernels) and "cpu" (kernels compiled by the C compiler, ring kernels
+from its C library; REN_CPU_THREADS, default 1).  The last table sums up every N: Ren eager and
+JIT per device, SEAL, DESILO (ms and bits, mul and rotate) and Ren cpu JIT over SEAL.
 
 Matching: SEAL gets the modulus chain [first_bits] + [scale_bits]·depth + [special_bits], i.e. one
 special prime and a decomposition into the depth + 1 ciphertext primes; Ren gets the same log2 Q
-(its limbs are < 2^31, so each 40-bit level is two primes and the first modulus two 30-bit
+(its limbs are < 2^31, so each level above 31 bits is two primes and the first modulus two 30-bit
 primes), a 60-bit P (two 30-bit special primes) and dnum = depth + 1 digits, which is SEAL's
 key-switching shape.  DESILO exposes only max_level: it picks N and its modulus chain itself (it
 is not visible through its API), so the table shows its N, its depth and its ciphertext size, and
@@ -27,10 +36,14 @@ marks it unmatched (and leaves it out of the ratios) when its N differs from the
 The peers are an optional extra: `pip install -e ".[bench]"`; a missing one is skipped with a note.
 
 Ren's section also shows where its time goes (building the graph, then the realization's
-schedule / plan / lower / run stages); --profile adds a cProfile of one Ren multiply.
+schedule / plan / lower / run stages, and the JIT capture); --breakdown times every kernel of the
+JIT plans of mul and rotate by category (NTT, INTT, basis conversion, mod-down, rescale, key inner
+product, automorphism, other elementwise; ckks_breakdown.py) against the replay and eager totals;
+--profile adds a cProfile of one Ren multiply.
 
-Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--big] [--depth 7]
-                                      [--profile]
+Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--device python,cpu]
+                                      [--sizes 14,16 | --big] [--depth 7] [--scale-bits 40]
+                                      [--breakdown] [--profile]
 """
 
 from __future__ import annotations
@@ -42,242 +55,48 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
              "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ[_var] = "1"
+os.environ.setdefault("REN_CPU_THREADS", "1")  # Ren's "cpu" device: one thread unless told
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import math  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-OPS = ("keygen", "encrypt", "add", "mul", "rotate", "decrypt")
-LIBS = ("ren", "seal", "desilo")
-# Homomorphic Encryption Standard, 128-bit classical, ternary secret: max log2(QP) per N.
-HE_STD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14: 438,
-              1 << 15: 881, 1 << 16: 1772}
+# The helper modules sit next to this file (run as a script, or loaded by the tests by path), and
+# the Ren measured is this checkout's (not another one installed in the interpreter).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
+
+from ckks_breakdown import breakdown_table, plan_breakdown  # noqa: E402
+from ckks_common import (  # noqa: E402  (the tests use bench_ckks.<name>)
+    DEVICES,
+    HE_STD_128,
+    JIT_OPS,
+    LIBS,
+    OPS,
+    Config,
+    Result,
+    Skipped,
+    bits,
+    check_security,
+    inputs,
+    timed,
+)
+from ckks_peers import run_desilo, run_seal  # noqa: E402
+
+#: per log2 N: (depth, scale bits) when --depth / --scale-bits are not given
+SIZE_DEFAULTS = {16: (20, 47)}
+DEFAULT_DEPTH, DEFAULT_SCALE_BITS = 7, 40
 
 
-class Skipped(Exception):
-    """A library cannot run here (not installed, or it refused the parameters): print and go on."""
+# ---------------------------------------------------------------- Ren (python and cpu devices)
 
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    n: int = 1 << 14
-    depth: int = 7
-    scale_bits: int = 40
-    first_bits: int = 60
-    special_bits: int = 60
-    reps: int = 7
-    keygen_reps: int = 3
-    seed: int = 0
-    insecure: bool = False  # only the smoke tests use tiny, insecure rings
-    profile: bool = False  # cProfile one Ren mul+relin+rescale
-
-
-@dataclasses.dataclass
-class Result:
-    lib: str
-    params: dict[str, Any]
-    times: dict[str, list[float]] = dataclasses.field(default_factory=dict)  # wall seconds
-    cpu: dict[str, list[float]] = dataclasses.field(default_factory=dict)  # process CPU seconds
-    precision: dict[str, float] = dataclasses.field(default_factory=dict)  # bits
-    matched: bool = True
-    notes: list[str] = dataclasses.field(default_factory=list)
-    # Ren only: op -> stage -> seconds of the last timed run (graph build, then the realization's
-    # schedule / plan / lower / run) and its kernel count.
-    stages: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
-
-    def median_ms(self, op: str, cpu: bool = False) -> float:
-        samples = (self.cpu if cpu else self.times).get(op)
-        return statistics.median(samples) * 1e3 if samples else math.nan
-
-    def record(self, op: str, timing: tuple[tuple[list[float], list[float]], Any]) -> Any:
-        """Keep the samples of `timed(...)` under op; return the op's result."""
-        (self.times[op], self.cpu[op]), out = timing
-        return out
-
-
-def bits(err: float) -> float:
-    """Precision in bits: −log2 of the max abs error (inf when exact)."""
-    return math.inf if err == 0 else -math.log2(err)
-
-
-def inputs(cfg: Config) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(cfg.seed)
-    slots = cfg.n // 2
-    return rng.uniform(-1, 1, slots), rng.uniform(-1, 1, slots)
-
-
-def timed(fn: Callable[[], Any], reps: int) -> tuple[tuple[list[float], list[float]], Any]:
-    """Run fn once to warm up, then `reps` times: ((wall s, process CPU s) per run, last result).
-
-    CPU time counts every thread of the process, so it also shows a library that does not keep
-    to one thread (CPU > wall), and it is less disturbed than wall time by other load.
-    """
-    out = fn()
-    wall, cpu = [], []
-    for _ in range(reps):
-        c0, t0 = time.process_time(), time.perf_counter()
-        out = fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return (wall, cpu), out
-
-
-def check_security(lib: str, n: int, log2_qp: float, insecure: bool) -> None:
-    limit = HE_STD_128.get(n)
-    if insecure:
-        return
-    if limit is None or log2_qp > limit:
-        raise Skipped(f"{lib}: log2(QP) = {log2_qp:.1f} exceeds the 128-bit bound "
-                      f"{limit} for N = {n}; lower --depth")
-
-
-# ---------------------------------------------------------------- SEAL (through tenseal.sealapi)
-
-def run_seal(cfg: Config) -> Result:
-    try:
-        import tenseal
-        import tenseal.sealapi as seal
-    except ImportError as e:
-        raise Skipped("seal: tenseal is not installed (pip install -e \".[bench]\")") from e
-    n, slots = cfg.n, cfg.n // 2
-    bit_sizes = [cfg.first_bits] + [cfg.scale_bits] * cfg.depth + [cfg.special_bits]
-    parms = seal.EncryptionParameters(seal.SCHEME_TYPE.CKKS)
-    parms.set_poly_modulus_degree(n)
-    parms.set_coeff_modulus(seal.CoeffModulus.Create(n, bit_sizes))
-    # SEAL's own 128-bit check knows N <= 2^15 only (MaxBitCount is 0 above); check_security below
-    # applies the same HE-standard table, 2^16 included.
-    tc128 = seal.SEC_LEVEL_TYPE.TC128
-    known = seal.CoeffModulus.MaxBitCount(n, tc128) > 0
-    level = tc128 if known and not cfg.insecure else seal.SEC_LEVEL_TYPE.NONE
-    ctx = seal.SEALContext(parms, True, level)
-    if not ctx.parameters_set():
-        raise Skipped(f"seal: refused the parameters: {ctx.parameters_error_message()}")
-    moduli = [m.value() for m in ctx.key_context_data().parms().coeff_modulus()]
-    log2_q = sum(math.log2(q) for q in moduli[:-1])
-    log2_qp = log2_q + math.log2(moduli[-1])
-    check_security("seal", n, log2_qp, cfg.insecure)
-    scale = 2.0 ** cfg.scale_bits
-    res = Result("seal", {
-        "version": tenseal.__version__, "N": n, "depth": cfg.depth, "scale_bits": cfg.scale_bits,
-        "log2_Q": log2_q, "log2_QP": log2_qp,
-        "key_switching": f"P: 1 prime, dnum = {cfg.depth + 1}"})
-
-    def keygen() -> tuple[Any, ...]:
-        kg = seal.KeyGenerator(ctx)
-        pk, rlk, gk = seal.PublicKey(), seal.RelinKeys(), seal.GaloisKeys()
-        kg.create_public_key(pk)
-        kg.create_relin_keys(rlk)
-        # This overload takes Galois elements: rotation by +1 is 3, SEAL's slot generator.
-        kg.create_galois_keys([3], gk)
-        return kg.secret_key(), pk, rlk, gk
-
-    sk, pk, rlk, gk = res.record("keygen", timed(keygen, cfg.keygen_reps))
-    encoder, encryptor = seal.CKKSEncoder(ctx), seal.Encryptor(ctx, pk)
-    decryptor, ev = seal.Decryptor(ctx, sk), seal.Evaluator(ctx)
-    x, y = inputs(cfg)
-    assert encoder.slot_count() == slots
-
-    def encrypt(v: np.ndarray) -> Any:
-        pt, ct = seal.Plaintext(), seal.Ciphertext()
-        encoder.encode(v.tolist(), scale, pt)
-        encryptor.encrypt(pt, ct)
-        return ct
-
-    def decrypt(ct: Any) -> np.ndarray:
-        pt = seal.Plaintext()
-        decryptor.decrypt(ct, pt)
-        return np.asarray(encoder.decode_double(pt))
-
-    def add() -> Any:
-        out = seal.Ciphertext()
-        ev.add(cx, cy, out)
-        return out
-
-    def mul() -> Any:
-        out = seal.Ciphertext()
-        ev.multiply(cx, cy, out)
-        ev.relinearize_inplace(out, rlk)
-        ev.rescale_to_next_inplace(out)
-        return out
-
-    def rotate() -> Any:
-        out = seal.Ciphertext()
-        ev.rotate_vector(cx, 1, gk, out)
-        return out
-
-    cx = res.record("encrypt", timed(lambda: encrypt(x), cfg.reps))
-    cy = encrypt(y)
-    res.params["ct_bytes"] = 2 * n * cx.coeff_modulus_size() * 8
-    res.record("add", timed(add, cfg.reps))
-    prod = res.record("mul", timed(mul, cfg.reps))
-    rot = res.record("rotate", timed(rotate, cfg.reps))
-    res.record("decrypt", timed(lambda: decrypt(cx), cfg.reps))
-    res.precision["encrypt"] = bits(np.abs(decrypt(cx) - x).max())
-    res.precision["mul"] = bits(np.abs(decrypt(prod) - x * y).max())
-    res.precision["rotate"] = bits(np.abs(decrypt(rot) - np.roll(x, -1)).max())
-    return res
-
-
-# ---------------------------------------------------------------- DESILO (desilofhe, CPU mode)
-
-def run_desilo(cfg: Config) -> Result:
-    try:
-        from importlib.metadata import version
-
-        import desilofhe
-    except ImportError as e:
-        raise Skipped("desilo: desilofhe is not installed (pip install -e \".[bench]\")") from e
-    try:
-        # max_level is DESILO's depth; it derives N and the modulus chain from it.
-        engine = desilofhe.Engine(max_level=cfg.depth, mode="cpu", thread_count=1)
-    except Exception as e:  # its errors are plain RuntimeError/ValueError with a message
-        raise Skipped(f"desilo: refused max_level={cfg.depth}: {e}") from e
-    n = 2 * engine.slot_count
-    res = Result("desilo", {
-        "version": version("desilofhe"), "N": n, "depth": engine.max_level,
-        "scale_bits": "library's", "log2_Q": "not exposed", "log2_QP": "not exposed",
-        "key_switching": "library's"})
-    if n != cfg.n:
-        res.matched = False
-        res.notes.append(f"desilo: max_level={cfg.depth} gives N = {n}, not {cfg.n}: unmatched, "
-                         "left out of the ratios (its N is 2^14 for depth 3..7, 2^16 for 18..36)")
-    cfg_d = dataclasses.replace(cfg, n=n)
-
-    def keygen() -> tuple[Any, ...]:
-        sk = engine.create_secret_key()
-        return (sk, engine.create_public_key(sk), engine.create_relinearization_key(sk),
-                engine.create_fixed_rotation_key(sk, 1))
-
-    sk, pk, rlk, rotk = res.record("keygen", timed(keygen, cfg.keygen_reps))
-    x, y = inputs(cfg_d)
-
-    def rotate() -> Any:
-        return engine.rotate(cx, rotk)
-
-    cx = res.record("encrypt", timed(lambda: engine.encrypt(x, pk), cfg.reps))
-    cy = engine.encrypt(y, pk)
-    res.params["ct_bytes"] = getattr(cx, "nbytes", "?")
-    res.record("add", timed(lambda: engine.add(cx, cy), cfg.reps))
-    # DESILO's multiply relinearizes and rescales (the level drops by one).
-    prod = res.record("mul", timed(lambda: engine.multiply(cx, cy, rlk), cfg.reps))
-    assert prod.level == cx.level - 1, "desilo multiply did not rescale"
-    rot = res.record("rotate", timed(rotate, cfg.reps))
-    res.record("decrypt", timed(lambda: engine.decrypt(cx, sk), cfg.reps))
-    res.precision["encrypt"] = bits(np.abs(np.asarray(engine.decrypt(cx, sk)) - x).max())
-    res.precision["mul"] = bits(np.abs(np.asarray(engine.decrypt(prod, sk)) - x * y).max())
-    res.precision["rotate"] = bits(np.abs(np.asarray(engine.decrypt(rot, sk))
-                                          - np.roll(x, -1)).max())
-    return res
-
-
-# ---------------------------------------------------------------- Ren (NumPy backend)
 
 def _polys(obj: Any, seen: set[int] | None = None) -> list[Any]:
     """Every ren.Poly reachable from obj (dataclass fields, attributes, containers)."""
@@ -325,13 +144,18 @@ def profile(fn: Callable[[], Any], top: int = 18) -> str:
 
 
 def stage_table(res: Result) -> str:
-    """Where Ren's time goes, per op: building the graph, then each stage of realizing it."""
+    """Where Ren's time goes, per op: building the graph, then each stage of realizing it; and
+    the JIT capture of the replayed ops."""
     names = ("build graph", "schedule", "plan", "lower", "run")
-    head = "ren, last run (ms)".ljust(20) + "".join(n.rjust(13) for n in names) + "  kernels"
+    head = f"{res.name}, last run (ms)".ljust(24) + "".join(n.rjust(13) for n in names)
+    head += "  kernels"
     lines = [head, "-" * len(head)]
     for op_name, st in res.stages.items():
-        lines.append(op_name.ljust(20) + "".join(f"{st[n] * 1e3:13.2f}" for n in names)
+        lines.append(op_name.ljust(24) + "".join(f"{st[n] * 1e3:13.2f}" for n in names)
                      + f"  {int(st['kernels']):7d}")
+    for op_name, seconds in res.capture.items():
+        runner = res.params.get(f"{op_name} jit runner", "?")
+        lines.append(f"{op_name} jit: captured in {seconds * 1e3:.1f} ms, replayed by {runner}")
     return "\n".join(lines)
 
 
@@ -344,6 +168,26 @@ def _param(params: Any, *names: str) -> Any:
 
 
 def run_ren(cfg: Config) -> Result:
+    """Ren on `cfg.device`: the "cpu" device runs every kernel of ren.ckks (which names the
+    "python" device) by overriding that device kind for the whole run."""
+    if cfg.device not in DEVICES:
+        raise Skipped(f"ren: unknown device {cfg.device!r}; choose from {', '.join(DEVICES)}")
+    if cfg.device == "python":
+        return _run_ren(cfg)
+    try:
+        import ren
+        from ren.backend import backend_override, cpu
+    except ImportError as e:
+        raise Skipped(f"ren-cpu: the compiled device is not in this checkout ({e})") from e
+    try:
+        cpu.cpu_flags()  # raises DeviceError when there is no C compiler
+    except ren.RenError as e:
+        raise Skipped(f"ren-cpu: {e}") from e
+    with backend_override("python", cpu.open_device):
+        return _run_ren(cfg)
+
+
+def _run_ren(cfg: Config) -> Result:
     import ren
     from ren import realization as ren_realization
 
@@ -358,6 +202,7 @@ def run_ren(cfg: Config) -> Result:
         )
     except ImportError as e:
         raise Skipped(f"ren: ren.ckks is not available in this checkout ({e})") from e
+    name = f"ren-{cfg.device}"
     try:
         # P of about special_bits (30-bit special primes) and dnum = depth + 1: SEAL's shape.
         params = CKKSParams(N=cfg.n, depth=cfg.depth, scale_bits=cfg.scale_bits,
@@ -365,7 +210,7 @@ def run_ren(cfg: Config) -> Result:
                             special_primes=max(1, round(cfg.special_bits / 30)),
                             dnum=cfg.depth + 1, insecure=cfg.insecure)
     except ren.RenError as e:
-        raise Skipped(f"ren: refused the parameters: {e}") from e
+        raise Skipped(f"{name}: refused the parameters: {e}") from e
     log2_q = _param(params, "log2_q", "log2_Q", "log_q")
     log2_qp = _param(params, "log2_qp", "log2_QP", "log_qp")
     res = Result("ren", {
@@ -374,9 +219,11 @@ def run_ren(cfg: Config) -> Result:
         "log2_Q": log2_q if log2_q is not None else "?",
         "log2_QP": log2_qp if log2_qp is not None else "?",
         "key_switching": f"P: {max(1, round(cfg.special_bits / 30))} primes, "
-                         f"dnum = {cfg.depth + 1}"})
+                         f"dnum = {cfg.depth + 1}",
+        "device": cfg.device if cfg.device == "python"
+        else f"{cfg.device}, {ren.settings.get('REN_CPU_THREADS')} thr"}, device=cfg.device)
     if isinstance(log2_qp, int | float):
-        check_security("ren", cfg.n, log2_qp, cfg.insecure)
+        check_security(name, cfg.n, log2_qp, cfg.insecure)
 
     def keygen() -> tuple[Any, ...]:
         kg = KeyGenerator(params)
@@ -410,25 +257,54 @@ def run_ren(cfg: Config) -> Result:
             return out
         return run
 
+    def mul(a: Any, b: Any) -> Any:
+        return ev.rescale(ev.multiply(a, b))
+
+    def rotate(a: Any) -> Any:
+        return ev.rotate(a, 1)
+
     cx = res.record("encrypt", timed(lambda: encrypt(x), cfg.reps))
     cy = encrypt(y)
     res.params["ct_bytes"] = sum(p.numpy().nbytes for p in _polys(cx))
     # A lazy engine could share a result between identical graphs; every timed run below builds
     # its graph anew on realized inputs, and Poly.realize skips nothing that is not realized.
     res.record("add", timed(op("add", lambda: ev.add(cx, cy)), cfg.reps))
-    prod = res.record("mul", timed(op("mul", lambda: ev.rescale(ev.multiply(cx, cy))), cfg.reps))
-    rot = res.record("rotate", timed(op("rotate", lambda: ev.rotate(cx, 1)), cfg.reps))
+    prod = res.record("mul", timed(op("mul", lambda: mul(cx, cy)), cfg.reps))
+    rot = res.record("rotate", timed(op("rotate", lambda: rotate(cx)), cfg.reps))
+    # JIT: timed()'s warm-up call captures the plan, every timed call replays it.
+    jitted = {"mul": (ren.jit(mul), (cx, cy)), "rotate": (ren.jit(rotate), (cx,))}
+    replayed = {}
+    for op_name, (fn, args) in jitted.items():
+        replayed[op_name] = res.record(f"{op_name} jit",
+                                       timed(lambda fn=fn, args=args: fn(*args), cfg.reps))
+        if fn.misses != 1 or fn.hits != cfg.reps:
+            raise AssertionError(f"{name}: {op_name} jit captured {fn.misses} times and replayed "
+                                 f"{fn.hits} (expected 1 capture, {cfg.reps} replays)")
+        (plan,) = fn.plans
+        res.capture[op_name] = plan.capture_seconds
+        res.params[f"{op_name} jit runner"] = plan.runner
+        if cfg.breakdown:
+            try:
+                eager = op(op_name, lambda fn=fn, args=args: fn.fn(*args))
+                res.breakdown[op_name] = plan_breakdown(
+                    plan, args, cfg.reps, params.special_moduli,
+                    {"eager": eager, "replay": lambda fn=fn, args=args: fn(*args)})
+            except ren.RenError as e:  # e.g. a plan without a graph runner
+                res.notes.append(f"{name}: no breakdown of {op_name}: {e}")
     if cfg.profile:
-        res.notes.append(profile(op("mul", lambda: ev.rescale(ev.multiply(cx, cy)))))
+        res.notes.append(profile(op("mul", lambda: mul(cx, cy))))
     res.record("decrypt", timed(lambda: decrypt(cx), cfg.reps))
     res.precision["encrypt"] = bits(np.abs(decrypt(cx) - x).max())
     res.precision["mul"] = bits(np.abs(decrypt(prod) - x * y).max())
     res.precision["rotate"] = bits(np.abs(decrypt(rot) - np.roll(x, -1)).max())
+    res.precision["mul jit"] = bits(np.abs(decrypt(replayed["mul"]) - x * y).max())
+    res.precision["rotate jit"] = bits(np.abs(decrypt(replayed["rotate"]) - np.roll(x, -1)).max())
     return res
 
 
 FOOTER = """\
 encrypt = encode + encrypt; decrypt = decrypt + decode; keygen = sk, pk, relin, one rotation key.
+mul jit / rotate jit: Ren's replay of a ren.jit plan captured on the first call (Ren only).
 Precision: -log2 of the max abs error against NumPy, inputs uniform in [-1, 1]; "fresh" is
 encrypt then decrypt, which shows the scale a library really encodes at.
 Wall times on a shared machine are noisy; CPU time (all threads of the process) is steadier, and
@@ -446,12 +322,16 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _ms(v: float, width: int = 12) -> str:
+    return ("-" if math.isnan(v) else f"{v:.2f}").rjust(width)
+
+
 def param_table(results: list[Result]) -> str:
     rows = [("N", "N"), ("depth", "depth"), ("scale bits", "scale_bits"),
             ("log2 Q", "log2_Q"), ("log2 QP", "log2_QP"), ("key switching", "key_switching"),
-            ("ciphertext bytes", "ct_bytes"), ("version", "version")]
+            ("ciphertext bytes", "ct_bytes"), ("device", "device"), ("version", "version")]
     width = max(18, *(len(_fmt(r.params.get(k, "-"))) + 2 for r in results for _, k in rows))
-    head = "parameter".ljust(18) + "".join(r.lib.rjust(width) for r in results)
+    head = "parameter".ljust(18) + "".join(r.name.rjust(width) for r in results)
     lines = [head, "-" * len(head)]
     for label, key in rows:
         lines.append(label.ljust(18) + "".join(_fmt(r.params.get(key, "-")).rjust(width)
@@ -462,82 +342,191 @@ def param_table(results: list[Result]) -> str:
 
 
 def time_table(results: list[Result], cpu: bool = False) -> str:
-    """Median wall ms per op (or process-CPU ms), Ren over the fastest matched peer, precision."""
+    """Median wall ms per op (or process-CPU ms), each Ren over the fastest matched peer (a
+    replayed op over the peer's op), precision."""
     peers = [r for r in results if r.lib != "ren" and r.matched]
-    ren = next((r for r in results if r.lib == "ren"), None)
-    cols = [r.lib + ("" if r.matched else "*") for r in results]
-    ratio = ren is not None and bool(peers)
+    rens = [r for r in results if r.lib == "ren"]
+    cols = [r.name + ("" if r.matched else "*") for r in results]
+    labels = [f"  {r.name}/fastest peer" for r in rens] if rens and peers else []
     title = "median CPU ms" if cpu else "median ms"
-    head = title.ljust(16) + "".join(c.rjust(12) for c in cols)
-    head += "  ren/fastest peer" if ratio else ""
+    head = title.ljust(22) + "".join(c.rjust(12) for c in cols) + "".join(labels)
     lines = [head, "-" * len(head)]
-    for op_name in OPS:
-        line = op_name.ljust(16) + "".join(f"{r.median_ms(op_name, cpu):12.2f}" for r in results)
-        if ratio:
-            best = min(peers, key=lambda r: r.median_ms(op_name, cpu))
-            line += (f"  {ren.median_ms(op_name, cpu) / best.median_ms(op_name, cpu):8.1f}x"
-                     f" ({best.lib})")
+    ops = OPS + tuple(o for o in JIT_OPS if any(o in r.times for r in results))
+    for op_name in ops:
+        line = op_name.ljust(22) + "".join(_ms(r.median_ms(op_name, cpu)) for r in results)
+        base = op_name.removesuffix(" jit")
+        if labels:
+            best = min(peers, key=lambda r: r.median_ms(base, cpu))
+            for r, label in zip(rens, labels):
+                ratio = r.median_ms(op_name, cpu) / best.median_ms(base, cpu)
+                cell = "-" if math.isnan(ratio) else f"{ratio:.1f}x ({best.lib})"
+                line += cell.rjust(len(label))
         lines.append(line)
     if not cpu:
-        for op_name in ("encrypt", "mul", "rotate"):
+        for op_name in ("encrypt", "mul", "rotate", *JIT_OPS):
+            if not any(op_name in r.precision for r in results):
+                continue
             label = "fresh" if op_name == "encrypt" else op_name
-            lines.append(f"{label} precision".ljust(16) + "".join(
-                f"{r.precision.get(op_name, math.nan):10.1f} b" for r in results))
+            lines.append(f"{label} precision".ljust(22) + "".join(
+                ("-" if op_name not in r.precision else f"{r.precision[op_name]:.1f} b").rjust(12)
+                for r in results))
     return "\n".join(lines)
 
 
-def run(cfg: Config, libs: list[str], out: Callable[[str], None] = print) -> list[Result]:
+def summary_table(by_n: dict[int, list[Result]]) -> str:
+    """Every N at once: mul and rotate, 'ms / bits' per Ren device (eager, JIT) and peer, and
+    Ren cpu JIT over SEAL (the last Ren device's JIT when cpu did not run)."""
+    devices = [d for d in DEVICES if any(r.device == d for rs in by_n.values() for r in rs)]
+    cols: list[tuple[str, str, str | None, str]] = []  # (label, lib, device, op suffix)
+    for d in devices:
+        cols += [(f"ren {d} eager", "ren", d, ""), (f"ren {d} jit", "ren", d, " jit")]
+    cols += [(lib, lib, None, "") for lib in LIBS[1:]
+             if any(r.lib == lib for rs in by_n.values() for r in rs)]
+    ratio_dev = "cpu" if "cpu" in devices else (devices[-1] if devices else None)
+    ratio_label = f"ren {ratio_dev} jit / seal" if ratio_dev else ""
+    width = 17
+    head = "summary: ms / bits".ljust(20) + "".join(c[0].rjust(width) for c in cols)
+    head += f"  {ratio_label}" if ratio_label else ""
+    lines = [head, "-" * len(head)]
+    for n, results in by_n.items():
+        for op_name in ("mul", "rotate"):
+            line = f"N=2^{n.bit_length() - 1} {op_name}".ljust(20)
+            for _, lib, dev, suffix in cols:
+                r = next((r for r in results if r.lib == lib and r.device == dev), None)
+                if r is None or op_name + suffix not in r.times:
+                    line += "-".rjust(width)
+                    continue
+                bits_ = r.precision.get(op_name + suffix, math.nan)
+                mark = "" if r.matched else "*"
+                line += f"{r.median_ms(op_name + suffix):.2f} / {bits_:.1f}{mark}".rjust(width)
+            if ratio_label:
+                ren_r = next((r for r in results if r.lib == "ren" and r.device == ratio_dev),
+                             None)
+                seal = next((r for r in results if r.lib == "seal"), None)
+                ratio = (ren_r.median_ms(f"{op_name} jit") / seal.median_ms(op_name)
+                         if ren_r is not None and seal is not None else math.nan)
+                line += ("-" if math.isnan(ratio) else f"{ratio:.2f}x").rjust(len(ratio_label) + 2)
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def run(cfg: Config, libs: list[str], out: Callable[[str], None] = print,
+        devices: tuple[str, ...] | None = None) -> list[Result]:
+    """Every library of `libs` on `cfg`; Ren once per device of `devices` (default: cfg's)."""
     results = []
     for lib in libs:
-        try:
-            results.append(RUNNERS[lib](cfg))
-        except Skipped as e:
-            out(f"note: skipped {e}")
+        for device in (devices or (cfg.device,)) if lib == "ren" else (cfg.device,):
+            try:
+                results.append(RUNNERS[lib](dataclasses.replace(cfg, device=device)))
+            except Skipped as e:
+                out(f"note: skipped {e}")
     return results
 
 
-def main(argv: list[str] | None = None) -> None:
+def _load() -> str:
+    try:
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
+def _ren_path() -> str:
+    try:
+        import ren
+    except ImportError:
+        return "nowhere (not importable)"
+    return os.path.dirname(os.path.dirname(os.path.abspath(ren.__file__)))
+
+
+def _csv(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions per op (median)")
     ap.add_argument("--keygen-reps", type=int, default=3)
     ap.add_argument("--only", default=",".join(LIBS), help="comma list of ren,seal,desilo")
-    ap.add_argument("--big", action="store_true", help="N = 2^16 (default depth 20)")
-    ap.add_argument("--depth", type=int, default=None, help="multiplicative depth (default 7)")
+    ap.add_argument("--device", default="python",
+                    help="Ren's devices, comma list of python,cpu (default python)")
+    ap.add_argument("--sizes", default=None,
+                    help="comma list of log2 N run one after the other, e.g. 14,16 (default 14)")
+    ap.add_argument("--big", action="store_true", help="N = 2^16 (--sizes 16)")
+    ap.add_argument("--depth", type=int, default=None,
+                    help="multiplicative depth (default 7; 20 at N = 2^16)")
+    ap.add_argument("--scale-bits", type=int, default=None,
+                    help="scale bits (default 40; 47 at N = 2^16, the least Ren's chain takes "
+                         "for depth 20)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="time Ren's mul and rotate kernels by category (JIT plan profiles)")
     ap.add_argument("--profile", action="store_true",
                     help="also cProfile one Ren mul+relin+rescale")
+    ap.add_argument("--insecure", action="store_true", help=argparse.SUPPRESS)  # smoke tests
     args = ap.parse_args(argv)
-    libs = [s.strip() for s in args.only.split(",") if s.strip()]
+    libs = _csv(args.only)
     unknown = sorted(set(libs) - set(LIBS))
     if unknown:
         ap.error(f"--only: unknown {', '.join(unknown)}; choose from {', '.join(LIBS)}")
-    # DESILO puts max_level 18..36 on N = 2^16, so --big defaults to a depth inside that range.
-    depth = args.depth if args.depth is not None else (20 if args.big else 7)
-    cfg = Config(n=1 << (16 if args.big else 14), depth=depth, reps=args.reps,
-                 keygen_reps=args.keygen_reps, seed=args.seed, profile=args.profile)
-    print(f"CKKS, N = 2^{cfg.n.bit_length() - 1}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, "
-          f"one thread, {cfg.reps} reps (keygen {cfg.keygen_reps}); "
-          f"Python {sys.version.split()[0]}, NumPy {np.__version__}")
-    results = run(cfg, libs)
-    if not results:
-        print("nothing ran")
-        return
-    print()
-    print(param_table(results))
-    print()
-    print(time_table(results))
-    print()
-    print(time_table(results, cpu=True))
-    for r in results:
-        if r.stages:
+    devices = tuple(_csv(args.device))
+    unknown = sorted(set(devices) - set(DEVICES))
+    if unknown or not devices:
+        ap.error(f"--device: unknown {', '.join(unknown) or '(none given)'}; choose from "
+                 f"{', '.join(DEVICES)}")
+    if args.sizes is not None and args.big:
+        ap.error("--big is --sizes 16: give one of them")
+    try:
+        sizes = [int(s) for s in _csv(args.sizes or ("16" if args.big else "14"))]
+    except ValueError:
+        ap.error(f"--sizes: expected log2 N values such as 14,16, got {args.sizes!r}")
+    if not sizes or any(not 10 <= s <= 17 for s in sizes):
+        ap.error(f"--sizes: log2 N must lie in 10..17, got {args.sizes!r}")
+    by_n: dict[int, list[Result]] = {}
+    for log_n in sizes:
+        depth, scale_bits = SIZE_DEFAULTS.get(log_n, (DEFAULT_DEPTH, DEFAULT_SCALE_BITS))
+        cfg = Config(n=1 << log_n, depth=args.depth if args.depth is not None else depth,
+                     scale_bits=args.scale_bits if args.scale_bits is not None else scale_bits,
+                     reps=args.reps, keygen_reps=args.keygen_reps, seed=args.seed,
+                     profile=args.profile, breakdown=args.breakdown, insecure=args.insecure,
+                     device=devices[0])
+        print(f"CKKS, N = 2^{log_n}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, one thread, "
+              f"{cfg.reps} reps (keygen {cfg.keygen_reps}); Ren devices {', '.join(devices)}; "
+              f"Python {sys.version.split()[0]}, NumPy {np.__version__}; {_load()}")
+        print(f"Ren from {_ren_path()}")
+        with warnings.catch_warnings():
+            if args.insecure:  # the smoke tests' tiny rings are insecure on purpose
+                warnings.simplefilter("ignore")
+            results = run(cfg, libs, devices=devices)
+        if not results:
+            print("nothing ran")
+            continue
+        by_n[cfg.n] = results
+        print()
+        print(param_table(results))
+        print()
+        print(time_table(results))
+        print()
+        print(time_table(results, cpu=True))
+        for r in results:
+            if r.stages:
+                print()
+                print(stage_table(r))
+        table = breakdown_table(results, cfg.n)
+        if table:
             print()
-            print(stage_table(r))
-    for r in results:
-        for note in r.notes:
-            print("note:", note)
-    if any(not r.matched for r in results):
-        print("* unmatched parameters: left out of the ratios")
-    print(FOOTER)
+            print(table)
+        for r in results:
+            for note in r.notes:
+                print("note:", note)
+        if any(not r.matched for r in results):
+            print("* unmatched parameters: left out of the ratios")
+        print()
+    if by_n:
+        print(summary_table(by_n))
+        print(f"(* unmatched parameters; {_load()})")
+        print(FOOTER)
+    return by_n
+
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ hand-made results.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import sys
@@ -85,6 +86,76 @@ def test_ren_tiny() -> None:
         assert st["kernels"] > 0 and st["run"] > 0, (op, st)
         assert sum(v for k, v in st.items() if k != "kernels") <= 1.5 * max(res.times[op]), op
     assert "mul" in bench.stage_table(res)
+
+
+def _needs_cc() -> None:
+    pytest.importorskip("ren.ckks", reason="ren.ckks is not in this checkout yet")
+    c_host = pytest.importorskip("ren.backend.c_host", reason="no compiled device in this checkout")
+    if c_host.find_cc() is None:
+        pytest.skip("no C compiler: the 'cpu' device cannot run")
+
+
+def test_ren_cpu_tiny_with_jit_and_breakdown() -> None:
+    _needs_cc()
+    cfg = dataclasses.replace(REN_CFG, device="cpu", breakdown=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bench.run_ren(cfg)
+    _check(res, cfg)
+    assert res.device == "cpu" and res.name == "ren-cpu"
+    # The replays (not the capture) were timed, through the compiled graph runner, and their
+    # decrypted results are as precise as the eager ones (the same kernels on the same inputs).
+    for op in bench.JIT_OPS:
+        assert len(res.times[op]) == cfg.reps and all(t > 0 for t in res.times[op]), op
+        assert res.precision[op] == res.precision[op.removesuffix(" jit")], res.precision
+    assert res.params["mul jit runner"] == "cpu-compiled"
+    assert set(res.capture) == {"mul", "rotate"}
+    # The breakdown: every kernel call in a category; mul rescales and rotate permutes.
+    for op, cats in res.breakdown.items():
+        parts = sum(v for k, v in cats.items() if k not in ("kernels", "calls", "replay", "eager"))
+        assert parts == pytest.approx(cats["kernels"]) and cats["kernels"] > 0, op
+        # the totals timed in the same loop: a replay and an eager op run their kernels too
+        assert cats["replay"] > 0.5 * cats["kernels"] and cats["eager"] > 0.5 * cats["kernels"]
+        for cat in ("NTT", "INTT", "basis conversion", "key inner product"):
+            assert cats[cat] > 0, (op, cat)
+        # the mod-down: one RESCALE kernel, or (transforms elided) elementwise steps
+        assert cats["mod-down (÷P)"] + cats["rescale/mod-down elementwise"] > 0, op
+    assert res.breakdown["mul"]["automorphism"] == 0 and res.breakdown["rotate"]["automorphism"] > 0
+    assert res.breakdown["rotate"]["rescale (÷q)"] == 0
+
+
+def test_cli_cpu_device_tiny(capsys) -> None:
+    _needs_cc()
+    by_n = bench.main(["--only", "ren", "--device", "python,cpu", "--sizes", "10", "--depth",
+                       "1", "--reps", "1", "--keygen-reps", "1", "--insecure", "--breakdown"])
+    out = capsys.readouterr().out
+    assert [r.name for r in by_n[1 << 10]] == ["ren-python", "ren-cpu"]
+    summary = out[out.index("summary: ms / bits"):]
+    for col in ("ren python eager", "ren python jit", "ren cpu eager", "ren cpu jit"):
+        assert col in summary.splitlines()[0], col
+    assert "N=2^10 mul" in summary and "N=2^10 rotate" in summary
+    assert "where the time goes, N = 2^10" in out and "cpu rot" in out
+
+
+def test_cli_rejects_unknown_device(capsys) -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--device", "python,tpu"])
+    assert "tpu" in capsys.readouterr().err
+
+
+def test_summary_ratio_is_cpu_jit_over_seal() -> None:
+    ren_py, ren_cpu, seal = _result("ren", 50.0), _result("ren", 4.0), _result("seal", 2.0)
+    ren_py.device, ren_cpu.device = "python", "cpu"
+    for r in (ren_py, ren_cpu):
+        r.times["mul jit"] = [r.times["mul"][0] / 2]
+        r.precision["mul jit"] = 19.0
+    table = bench.summary_table({1 << 14: [ren_py, ren_cpu, seal]})
+    head, _, mul, rot = table.splitlines()
+    assert head.rstrip().endswith("ren cpu jit / seal")
+    # mul: ren cpu jit 8 ms (half of eager's 16 ms) / seal 8 ms; rotate has no jit time: "-".
+    assert mul.startswith("N=2^14 mul") and mul.rstrip().endswith("1.00x"), mul
+    assert "16.00 / 20.0" in mul and "8.00 / 19.0" in mul
+    assert rot.rstrip().endswith("-"), rot
 
 
 def test_missing_library_is_a_note() -> None:

@@ -1,0 +1,114 @@
+"""Shared pieces of benchmarks/bench_ckks.py: configuration, results, timing, security check.
+
+Kept apart so the peers' runners (ckks_peers.py) and the Ren runner (bench_ckks.py) use one
+definition; bench_ckks.py re-exports every name here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+OPS = ("keygen", "encrypt", "add", "mul", "rotate", "decrypt")
+#: Ren only: the same ops replayed by a `ren.jit` plan captured on the first call
+JIT_OPS = ("mul jit", "rotate jit")
+LIBS = ("ren", "seal", "desilo")
+#: Ren's devices: "python" (NumPy kernels) and "cpu" (kernels compiled by the C compiler)
+DEVICES = ("python", "cpu")
+# Homomorphic Encryption Standard, 128-bit classical, ternary secret: max log2(QP) per N.
+HE_STD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14: 438,
+              1 << 15: 881, 1 << 16: 1772}
+
+
+class Skipped(Exception):
+    """A library cannot run here (not installed, or it refused the parameters): print and go on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    n: int = 1 << 14
+    depth: int = 7
+    scale_bits: int = 40
+    first_bits: int = 60
+    special_bits: int = 60
+    reps: int = 7
+    keygen_reps: int = 3
+    seed: int = 0
+    insecure: bool = False  # only the smoke tests use tiny, insecure rings
+    profile: bool = False  # cProfile one Ren mul+relin+rescale
+    device: str = "python"  # Ren's device (DEVICES)
+    breakdown: bool = False  # Ren: time each kernel of the JIT plans by category
+
+
+@dataclasses.dataclass
+class Result:
+    lib: str
+    params: dict[str, Any]
+    times: dict[str, list[float]] = dataclasses.field(default_factory=dict)  # wall seconds
+    cpu: dict[str, list[float]] = dataclasses.field(default_factory=dict)  # process CPU seconds
+    precision: dict[str, float] = dataclasses.field(default_factory=dict)  # bits
+    matched: bool = True
+    notes: list[str] = dataclasses.field(default_factory=list)
+    # Ren only: op -> stage -> seconds of the last timed run (graph build, then the realization's
+    # schedule / plan / lower / run) and its kernel count.
+    stages: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    device: str | None = None  # Ren's device; None for the peers
+    # Ren only: op -> JIT capture seconds, and op -> kernel category -> seconds (--breakdown)
+    capture: dict[str, float] = dataclasses.field(default_factory=dict)
+    breakdown: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The column name: the library, and Ren's device when one is set."""
+        return self.lib if self.device is None else f"{self.lib}-{self.device}"
+
+    def median_ms(self, op: str, cpu: bool = False) -> float:
+        samples = (self.cpu if cpu else self.times).get(op)
+        return statistics.median(samples) * 1e3 if samples else math.nan
+
+    def record(self, op: str, timing: tuple[tuple[list[float], list[float]], Any]) -> Any:
+        """Keep the samples of `timed(...)` under op; return the op's result."""
+        (self.times[op], self.cpu[op]), out = timing
+        return out
+
+
+def bits(err: float) -> float:
+    """Precision in bits: −log2 of the max abs error (inf when exact)."""
+    return math.inf if err == 0 else -math.log2(err)
+
+
+def inputs(cfg: Config) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(cfg.seed)
+    slots = cfg.n // 2
+    return rng.uniform(-1, 1, slots), rng.uniform(-1, 1, slots)
+
+
+def timed(fn: Callable[[], Any], reps: int) -> tuple[tuple[list[float], list[float]], Any]:
+    """Run fn once to warm up, then `reps` times: ((wall s, process CPU s) per run, last result).
+
+    CPU time counts every thread of the process, so it also shows a library that does not keep
+    to one thread (CPU > wall), and it is less disturbed than wall time by other load.
+    """
+    out = fn()
+    wall, cpu = [], []
+    for _ in range(reps):
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return (wall, cpu), out
+
+
+def check_security(lib: str, n: int, log2_qp: float, insecure: bool) -> None:
+    limit = HE_STD_128.get(n)
+    if insecure:
+        return
+    if limit is None or log2_qp > limit:
+        raise Skipped(f"{lib}: log2(QP) = {log2_qp:.1f} exceeds the 128-bit bound "
+                      f"{limit} for N = {n}; lower --depth")

@@ -339,3 +339,18 @@ def test_basis_convert_at_the_largest_sums(shape):
     fn([out, x])
     want = [sum((q - 1) * (p - 1) for q in src) * pow(R, -1, p) % p for p in dst]
     assert out[:, 0].tolist() == want and (out == out[:, :1]).all()
+
+
+def test_compiler_flags_fall_back(monkeypatch):
+    """A compiler that rejects -march=native or has no OpenMP still gets a working flag set."""
+    cpu.cpu_flags.cache_clear()
+    try:
+        monkeypatch.setattr(cpu, "_builds", lambda cc, flags, src: "-march=native" not in flags
+                            and "-fopenmp" not in flags)
+        flags = cpu.cpu_flags()
+        assert "-march=native" not in flags and "-fopenmp" not in flags and "-O3" in flags
+        monkeypatch.undo()
+        cpu.cpu_flags.cache_clear()
+        assert "-march=native" in cpu.cpu_flags()  # this machine's compiler takes it
+    finally:
+        cpu.cpu_flags.cache_clear()

@@ -77,25 +77,29 @@ def cache_dir() -> str:
     return os.path.join(root, "cpu")
 
 
-@cache
-def _openmp(cc: str) -> bool:
-    """Whether `cc` builds OpenMP code (e.g. clang without libomp does not)."""
-    with tempfile.TemporaryDirectory(prefix="ren-omp-") as d:
+def _builds(cc: str, flags: Sequence[str], source: str) -> bool:
+    """Whether `cc` builds a shared library from `source` with `flags`."""
+    with tempfile.TemporaryDirectory(prefix="ren-cc-") as d:
         src = os.path.join(d, "t.c")
         with open(src, "w") as f:
-            f.write("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")
-        res = subprocess.run([cc, "-fopenmp", "-shared", "-fPIC", "-o", src + ".so", src],
-                             capture_output=True)
+            f.write(source)
+        res = subprocess.run([cc, *flags, "-o", src + ".so", src], capture_output=True)
         return res.returncode == 0
 
 
 @cache
 def cpu_flags() -> tuple[str, ...]:
+    """CPU_FLAGS, less ``-march=native`` where the compiler rejects it, plus ``-fopenmp``
+    where it builds OpenMP code (e.g. clang without libomp does not)."""
     cc = find_cc()
     if cc is None:
         raise DeviceError("device 'cpu' needs a C compiler (none found: set $CC or install one, "
                           "e.g. apt-get install gcc); use the 'python' device meanwhile")
-    return CPU_FLAGS + (("-fopenmp",) if _openmp(cc) else ())
+    flags = CPU_FLAGS
+    if not _builds(cc, flags, "int f(void) { return 1; }\n"):
+        flags = tuple(f for f in flags if f != "-march=native")
+    omp = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
+    return flags + (("-fopenmp",) if _builds(cc, (*flags, "-fopenmp"), omp) else ())
 
 
 @cache

@@ -69,15 +69,16 @@ class _Elementwise:
             nonaffine[n] = n.op in _NONAFFINE or any(nonaffine.get(x, False) for x in n.src)
         return {n: coeff_only[n] and nonaffine[n] for n in order}
 
-    def _index_values(self, n: Node, memo: dict[Node, np.ndarray]) -> np.ndarray:
-        """The value of an index expression of GIDX1 at every coefficient (int64)."""
+    def _axis_values(self, n: Node, axis: int, memo: dict[Node, np.ndarray]) -> np.ndarray:
+        """The value of an index expression of GIDX`axis` alone at every index of that axis
+        (int64), evaluated through the ALU table."""
         if n not in memo:
             if n.op is Op.GIDX:
-                memo[n] = np.arange(self.space[1], dtype=np.int64)
+                memo[n] = np.arange(self.space[axis], dtype=np.int64)
             elif n.op is Op.ICONST:
                 memo[n] = np.int64(n.arg)
             else:
-                memo[n] = alu(n.op, n.arg)(*(self._index_values(x, memo) for x in n.src))
+                memo[n] = alu(n.op, n.arg)(*(self._axis_values(x, axis, memo) for x in n.src))
         return memo[n]
 
     def _table(self, ctype: str, values) -> str:
@@ -126,17 +127,6 @@ class _Elementwise:
             return f"ren_montmul({s[0]}, {s[1]}, {q}, {q}n)"
         raise RealizeError(f"render_c: {op.name} cannot appear in an elementwise kernel")
 
-    def _row_values(self, n: Node, memo: dict[Node, np.ndarray]) -> np.ndarray:
-        """The value of an index expression of GIDX0 at every limb (int64)."""
-        if n not in memo:
-            if n.op is Op.GIDX:
-                memo[n] = np.arange(self.space[0], dtype=np.int64)
-            elif n.op is Op.ICONST:
-                memo[n] = np.int64(n.arg)
-            else:
-                memo[n] = alu(n.op, n.arg)(*(self._row_values(x, memo) for x in n.src))
-        return memo[n]
-
     def _row_classes(self, order: list[Node]) -> list[tuple[list[int], dict[Node, Node]]]:
         """Rows grouped by the branch every limb-only WHERE takes there (a CONCAT's source
         buffer, say): per group, its rows and the branch chosen at each such WHERE."""
@@ -154,7 +144,7 @@ class _Elementwise:
         if not wheres:
             return [(list(range(L)), {})]
         memo: dict[Node, np.ndarray] = {}
-        conds = [np.broadcast_to(self._row_values(w.src[0], memo) != 0, (L,)) for w in wheres]
+        conds = [np.broadcast_to(self._axis_values(w.src[0], 0, memo) != 0, (L,)) for w in wheres]
         groups: dict[tuple[bool, ...], list[int]] = {}
         for row in range(L):
             groups.setdefault(tuple(bool(c[row]) for c in conds), []).append(row)
@@ -264,7 +254,7 @@ class _Elementwise:
             name = f"v{len(self.var)}"
             self.var[n] = name
             if fold.get(n):
-                values = np.broadcast_to(self._index_values(n, memo), (self.space[1],))
+                values = np.broadcast_to(self._axis_values(n, 1, memo), (self.space[1],))
                 ctype = "u32" if values.min() >= 0 and values.max() < (1 << 32) else "i64"
                 table = self._table(ctype, values.tolist())
                 self.lines.append(f"const i64 {name} = (i64){table}[g1];")

@@ -20,6 +20,7 @@ oldest out first).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,8 +36,35 @@ from ren.ops import DType, Op
 from ren.runtime import ExecUnit, _check_view, make_exec_units, note_units, run_exec_units
 
 MAX_TEMPLATES = 256
-#: eager replays of a template whose intermediates fit in this many bytes use the graph runner
-SMALL_GRAPH_BYTES = 1 << 20
+#: eager replays of a template use the backend's graph runner (which keeps the template's arena
+#: and intermediates allocated between replays) when they retain at most this many bytes ...
+GRAPH_BYTES_PER_TEMPLATE = 64 << 20
+#: ... and all templates' runners together retain at most this many (first come, first served;
+#: a template's share returns when it is dropped from the cache and collected)
+GRAPH_BYTES_TOTAL = 256 << 20
+_retained = [0]
+_retained_lock = threading.Lock()
+
+
+def _release(nbytes: int) -> None:
+    with _retained_lock:
+        _retained[0] -= nbytes
+
+
+def _reserve(template: Template) -> weakref.finalize | None:
+    """Take `template`'s retained bytes from the graph-runner budget, if they fit; the returned
+    finalizer gives them back (when the template is collected, or when called)."""
+    n = template.retained_bytes()
+    with _retained_lock:
+        if n > GRAPH_BYTES_PER_TEMPLATE or _retained[0] + n > GRAPH_BYTES_TOTAL:
+            return None
+        _retained[0] += n
+    return weakref.finalize(template, _release, n)
+
+
+def retained_graph_bytes() -> int:
+    """Bytes the eager templates' graph runners hold now (for tests and diagnostics)."""
+    return _retained[0]
 
 _PARAM, _KEEP, _VIEW, _FRESH = range(4)
 
@@ -227,14 +255,16 @@ class Template:
     def replay(self, params: list[Buffer], todo: Sequence[Node]) -> dict[Node, Node]:
         """Run the template on new input buffers; returns the becomes_map for `todo`.
 
-        From the second replay on, a template whose intermediates are small (at most
-        ``SMALL_GRAPH_BYTES``) builds the backend's graph runner and keeps its arena between
-        replays: an eager realize of a small graph then costs little more than its kernels.
+        From the second replay on, a template whose retained memory fits the budget
+        (``GRAPH_BYTES_PER_TEMPLATE``, ``GRAPH_BYTES_TOTAL``) builds the backend's graph runner
+        and keeps its arena between replays: an eager realize then costs little more than its
+        kernels, with no fresh arena to allocate and fault in.
         """
         self.replays += 1
-        if self.runner is None and self.replays == 2 and self.retained_bytes() <= \
-                SMALL_GRAPH_BYTES:
-            self.graph()
+        if self.runner is None and self.replays == 2:
+            share = _reserve(self)
+            if share is not None and self.graph() == "exec-units":
+                share()  # no runner after all: nothing is retained
         if self.runner is not None:
             bound = self._run_graph(params)
         else:

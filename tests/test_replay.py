@@ -206,3 +206,34 @@ def test_deep_chains_get_a_key_too():
         x = x + 1
     found = structure_key([x.node])
     assert found is not None and len(found[0]) > 3000
+
+
+@pytest.mark.parametrize("budget", ["default", "none"])
+def test_eager_graph_runner_budget(budget, monkeypatch):
+    """From the second replay an eager template keeps a graph runner (and its arena) when its
+    retained bytes fit the budget; the budget is given back when the template is dropped.  The
+    words are the same either way."""
+    from ren import replay
+
+    if budget == "none":
+        monkeypatch.setattr(replay, "GRAPH_BYTES_TOTAL", 0)
+    templates.clear()
+    gc.collect()
+    before = replay.retained_graph_bytes()
+    ring = ren.RingSpec.generate(1024, 6)
+    a = ren.Poly.from_coefficients(list(range(1024)), ring).ntt().realize()
+    b = ren.Poly.from_coefficients([7] * 1024, ring).ntt().realize()
+    want = ((a * b + a).intt().rescale(ring.moduli[-2:]) * 3).numpy()
+    for _ in range(4):
+        got = ((a * b + a).intt().rescale(ring.moduli[-2:]) * 3).numpy()
+        assert np.array_equal(got, want)
+    (template,) = [t for t in templates._items.values() if t.replays >= 3]
+    if budget == "none":
+        assert template.runner is None and replay.retained_graph_bytes() == before
+    else:
+        assert template.runner is not None
+        assert replay.retained_graph_bytes() == before + template.retained_bytes() > before
+    del template
+    templates.clear()
+    gc.collect()
+    assert replay.retained_graph_bytes() == before

@@ -357,3 +357,37 @@ def test_compiler_flags_fall_back(monkeypatch):
         assert "-march=native" in cpu.cpu_flags()  # this machine's compiler takes it
     finally:
         cpu.cpu_flags.cache_clear()
+
+
+def test_ckks_on_the_cpu_device_through_params():
+    """CKKSParams(device="cpu"): keys, encryptions and results live on "cpu"; with the same
+    seeded randomness every word equals the "python" run, and loads() puts data on the
+    params' device.  An unknown device is a DeviceError at construction."""
+    from ckks_helpers import make_params
+
+    from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
+    from ren.ckks.serialize import dumps, loads
+
+    def run(device: str):
+        params = make_params(N=64, depth=2, scale_bits=40, first_bits=55, insecure=True,
+                             device=device)
+        with ren.random.seeded(5):
+            kg = KeyGenerator(params)
+            ev = Evaluator(params, kg.relin_key(), kg.rotation_keys([1]))
+            enc = Encoder(params)
+            ct = Encryptor(params, kg.public_key()).encrypt(enc.encode(np.linspace(-1, 1, 32)))
+        out = ev.rotate(ev.rescale(ev.multiply(ct, ct)), 1).realize()
+        back = loads(dumps(out), params)
+        decoded = np.asarray(enc.decode(Decryptor(params, kg.secret_key()).decrypt(back)))
+        return params, out, back, decoded
+
+    p_cpu, out_cpu, back_cpu, dec_cpu = run("cpu")
+    _, out_py, _, dec_py = run("python")
+    assert {c.device for c in out_cpu.parts} == {"cpu"} == {c.device for c in back_cpu.parts}
+    for a, b in zip(out_cpu.parts, out_py.parts):
+        assert np.array_equal(a.numpy(), b.numpy())
+    assert np.array_equal(dec_cpu, dec_py)
+    assert np.max(np.abs(dec_cpu.real - np.roll(np.linspace(-1, 1, 32) ** 2, -1))) < 1e-3
+    assert p_cpu.device == "cpu"
+    with pytest.raises(DeviceError, match="tpu"):
+        make_params(N=64, depth=2, scale_bits=40, first_bits=55, insecure=True, device="tpu")

@@ -108,7 +108,8 @@ class Encoder:
             raise ParameterError(
                 f"encode: the scaled values reach 2^{bound.bit_length()}, beyond Q/2 at level "
                 f"{level} (2^{ring.Q.bit_length() - 1}); use a smaller scale or a higher level")
-        return Plaintext(Poly.from_coefficients(coeffs, ring).ntt(), scale, level, p)
+        return Plaintext(Poly.from_coefficients(coeffs, ring, device=p.device).ntt(), scale,
+                         level, p)
 
     def decode(self, pt: Plaintext) -> np.ndarray:
         """The N/2 complex slots of a Plaintext (realizes it)."""

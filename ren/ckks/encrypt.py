@@ -45,14 +45,15 @@ class Encryptor:
             # message is added afterwards in Q_l.
             qp = p.ring_qp(pt.level)
             b, a = self.key.b.to_ring(qp), self.key.a.to_ring(qp)
-            v = Poly.ternary(qp)
+            v = Poly.ternary(qp, device=p.device)
             special = p.special_moduli
-            c0 = (v * b + Poly.gaussian(qp, p.sigma).ntt()).rescale(special) + pt.poly
-            c1 = (v * a + Poly.gaussian(qp, p.sigma).ntt()).rescale(special)
+            e0, e1 = (Poly.gaussian(qp, p.sigma, device=p.device).ntt() for _ in range(2))
+            c0 = (v * b + e0).rescale(special) + pt.poly
+            c1 = (v * a + e1).rescale(special)
         else:
             s = self.key.poly.to_ring(ring)
-            c1 = Poly.uniform(ring, domain="NTT")
-            c0 = Poly.gaussian(ring, p.sigma).ntt() - c1 * s + pt.poly
+            c1 = Poly.uniform(ring, device=p.device, domain="NTT")
+            c0 = Poly.gaussian(ring, p.sigma, device=p.device).ntt() - c1 * s + pt.poly
         return Ciphertext((c0, c1), pt.scale, pt.level, p)
 
 

@@ -179,8 +179,8 @@ class KeyGenerator:
         self.params = params
         if secret_key is None:
             ring = params.key_ring
-            s = (Poly.ternary(ring) if params.secret == "ternary"
-                 else Poly.sparse_ternary(ring, params.hamming_weight))
+            s = (Poly.ternary(ring, device=params.device) if params.secret == "ternary"
+                 else Poly.sparse_ternary(ring, params.hamming_weight, device=params.device))
             secret_key = SecretKey(s.ntt().realize(), params)
         elif secret_key.params != params:
             raise ParamsMismatchError("KeyGenerator: the secret key belongs to other CKKSParams")
@@ -196,8 +196,8 @@ class KeyGenerator:
         p = self.params
         ring = p.key_ring
         s = self._sk.poly.to_ring(ring)
-        a = Poly.uniform(ring, domain="NTT")
-        b = Poly.gaussian(ring, p.sigma).ntt() - a * s
+        a = Poly.uniform(ring, device=p.device, domain="NTT")
+        b = Poly.gaussian(ring, p.sigma, device=p.device).ntt() - a * s
         b.realize(a)
         return PublicKey(b, a, p)
 
@@ -206,8 +206,8 @@ class KeyGenerator:
         ring, s = p.key_ring, self._sk.poly
         bs, as_ = [], []
         for g in gadget_constants(p):
-            a = Poly.uniform(ring, domain="NTT")
-            bs.append(Poly.gaussian(ring, p.sigma).ntt() - a * s + s_from * g)
+            a = Poly.uniform(ring, device=p.device, domain="NTT")
+            bs.append(Poly.gaussian(ring, p.sigma, device=p.device).ntt() - a * s + s_from * g)
             as_.append(a)
         bs[0].realize(*bs[1:], *as_)
         return tuple(bs), tuple(as_)

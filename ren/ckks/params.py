@@ -16,6 +16,7 @@ from typing import Any
 
 from ren.ckks import chain as ch
 from ren.ckks.errors import InsecureParametersWarning, warn_insecure
+from ren.device import canonical_device
 from ren.errors import ParameterError
 from ren.ring import RingSpec
 
@@ -126,12 +127,14 @@ class CKKSParams:
         secret: ``"ternary"`` or ``("sparse", h)`` (h nonzero ±1 coefficients).
         sigma: error standard deviation.
         insecure: accept parameters below 128-bit security (with a warning).
+        device: where keys, encryptions and results live and run ("python", "cpu", "cuda", ...);
+            not part of the fingerprint (a ciphertext means the same on every device).
     """
 
     def __init__(self, N: int, depth: int, scale_bits: int = 40, first_bits: int | None = None,
                  special_primes: int | None = None, dnum: int | None = None,
                  secret: str | tuple[str, int] = "ternary", sigma: float = 3.2,
-                 insecure: bool = False) -> None:
+                 insecure: bool = False, device: str = "python") -> None:
         for name, v, lo in (("N", N, 2), ("depth", depth, 0), ("scale_bits", scale_bits, 8)):
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ParameterError(f"CKKSParams: {name} must be an int >= {lo}, got {v!r}")
@@ -155,6 +158,7 @@ class CKKSParams:
             raise ParameterError(f"CKKSParams: sigma must be a positive number, got {sigma!r}")
         self.N, self.depth, self.scale_bits, self.first_bits = N, depth, scale_bits, first_bits
         self._cache: dict[tuple[str, int], Any] = {}
+        self.device = canonical_device(device)
         self.sigma = float(sigma)
         self.insecure = bool(insecure)
         self.secret, self.hamming_weight = _parse_secret(secret, N)

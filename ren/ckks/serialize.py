@@ -130,13 +130,13 @@ class _Reader:
         return out
 
 
-def _read_polys(r: _Reader, count: int, ring: RingSpec) -> list[Poly]:
+def _read_polys(r: _Reader, count: int, ring: RingSpec, device: str = "python") -> list[Poly]:
     out = []
     for i in range(count):
         (n,) = _U64.unpack(r.take(_U64.size, f"the length of polynomial {i}"))
         data = r.take(n, f"polynomial {i}")
         try:
-            p = Poly.frombytes(data)
+            p = Poly.frombytes(data, device)
         except RenError as exc:  # decode_poly raises SerializationError; from_residues others
             raise _fail(f"polynomial {i}: {exc}") from exc
         if p.ring != ring or p.domain is not Domain.NTT:
@@ -202,20 +202,20 @@ def _build(kind: int, meta: dict, count: int, r: _Reader, p: CKKSParams) -> Any:
         scale = _scale(meta)
         if kind == 1:
             _expect_count(count, 1, kind)
-            return Plaintext(_read_polys(r, 1, p.ring(level))[0], scale, level, p)
+            return Plaintext(_read_polys(r, 1, p.ring(level), p.device)[0], scale, level, p)
         if count not in (2, 3):
             raise _fail(f"a Ciphertext has 2 or 3 polynomials, the data says {count}")
-        return Ciphertext(tuple(_read_polys(r, count, p.ring(level))), scale, level, p)
+        return Ciphertext(tuple(_read_polys(r, count, p.ring(level), p.device)), scale, level, p)
     if kind == 3:
         _expect_count(count, 1, kind)
-        return SecretKey(_read_polys(r, 1, p.key_ring)[0], p)
+        return SecretKey(_read_polys(r, 1, p.key_ring, p.device)[0], p)
     if kind == 4:
         _expect_count(count, 2, kind)
-        b, a = _read_polys(r, 2, p.key_ring)
+        b, a = _read_polys(r, 2, p.key_ring, p.device)
         return PublicKey(b, a, p)
     if kind in (5, 6):
         _expect_count(count, 2 * dnum, kind)
-        polys = _read_polys(r, 2 * dnum, p.key_ring)
+        polys = _read_polys(r, 2 * dnum, p.key_ring, p.device)
         if kind == 5:
             return RelinKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p)
         g = _galois(meta.get("galois"), p)
@@ -229,7 +229,7 @@ def _build(kind: int, meta: dict, count: int, r: _Reader, p: CKKSParams) -> Any:
     _expect_count(count, 2 * dnum * len(gs), kind)
     keys: dict[int, GaloisKey] = {}
     for g in gs:
-        polys = _read_polys(r, 2 * dnum, p.key_ring)
+        polys = _read_polys(r, 2 * dnum, p.key_ring, p.device)
         keys[g] = GaloisKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p, galois=g)
     return GaloisKeys(keys, p)
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from ren.device import Buffer
 from ren.node import Node
-from ren.ops import DType
+from ren.ops import DType, Op
 from ren.random import RandomSpec
 from ren.ring import RingKernel, RingSpec, kernel_tables
 
@@ -149,6 +149,15 @@ class ScheduledKernel:
     @property
     def inputs(self) -> tuple[Buffer, ...]:
         return self.bufs[1:]
+
+    @property
+    def ring_call(self) -> RingCall | None:
+        """The RingCall of a ring-kernel item (STORE(slot, RING_CALL)), else None."""
+        ast = self.ast
+        if self.kind == "elementwise" or ast is None or ast.op is not Op.STORE:
+            return None
+        call = ast.src[1]
+        return call.arg if call.op is Op.RING_CALL else None
 
     @property
     def key(self) -> tuple:

@@ -13,7 +13,6 @@ Skipped with a reason when cc (semantics) or CuPy/NVRTC (compilation) is missing
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 
 import numpy as np
@@ -27,7 +26,7 @@ from backend_programs import (
 
 import ren
 from ren.backend import backend_override, copy_fn, get_device
-from ren.backend.c_host import HostRunner, HostShimDevice, compile_host, find_cc
+from ren.backend.c_host import HostRunner, HostShimDevice, compile_host, find_cc, host_function
 from ren.backend.numpy_backend import HOST, HostAllocator, NumpyDevice
 from ren.backend.render_c import (
     BLOCK,
@@ -152,7 +151,7 @@ def test_helpers_match_big_int_reference():
     program = Program("helpers", (k,), (Launch(k.name, (n // BLOCK, 1, 1), (BLOCK, 1, 1), (
         ("slot", 0), *(("slot", i) for i in range(1, 8)))),))
     lib = compile_host([program])
-    fns = {k.name: _host_fn(lib, k.name)}
+    fns = {k.name: host_function(lib, k.name)}
     rng = np.random.default_rng(5)
     moduli = [RingSpec.generate(16, 1, bits=30).moduli[0], RingSpec.generate(16, 1, bits=31)
               .moduli[0], (1 << 31) - 1, 3]
@@ -184,12 +183,6 @@ def test_helpers_match_big_int_reference():
         assert got == want, (i, A, B, Q, X, W, got, want)
 
 
-def _host_fn(lib: ctypes.CDLL, name: str):
-    fn = getattr(lib, f"ren_host_{name}")
-    fn.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_void_p)]
-    return fn
-
-
 @needs_cc
 @pytest.mark.parametrize("N,limbs,bits,chunk", [(2, 1, 30, 4096), (16, 3, 30, 4096),
                                                  (64, 2, 31, 8), (256, 2, 30, 2),
@@ -207,7 +200,7 @@ def test_ntt_programs_match_numpy(N, limbs, bits, chunk):
         global_stages = max(0, (N // min(N, chunk)).bit_length() - 1)
         assert len(program.launches) == 1 + global_stages
         lib = compile_host([program])
-        runner = HostRunner(program, {k.name: _host_fn(lib, k.name) for k in program.kernels})
+        runner = HostRunner(program, {k.name: host_function(lib, k.name) for k in program.kernels})
         out = np.zeros_like(x)
         runner([out, x.copy()])
         assert np.array_equal(out, ref(x, ring)), kind

@@ -69,7 +69,14 @@ class Allocator:
         raise NotImplementedError
 
     def view(self, base: Any, offset: int, shape: tuple[int, int]) -> Any:
-        raise NotImplementedError
+        """A (rows × cols) view at an element offset of `base`; this default serves any array
+        type with NumPy's reshape and slicing (NumPy, CuPy)."""
+        size = shape[0] * shape[1]
+        flat = base.reshape(-1)
+        if offset < 0 or offset + size > flat.size:
+            raise DeviceError(f"a {shape[0]}x{shape[1]} view at offset {offset} does not fit "
+                              f"in storage of {flat.size} words")
+        return flat[offset : offset + size].reshape(shape)
 
     def adopt(self, data: Any, shape: tuple[int, int]) -> Any:
         raise NotImplementedError

@@ -136,7 +136,8 @@ class HostRunner:
             fn(dims, values)
 
 
-def _function(lib: ctypes.CDLL, name: str) -> Any:
+def host_function(lib: ctypes.CDLL, name: str) -> Any:
+    """The host launch wrapper ``ren_host_<name>(dims, args)`` of kernel `name` in `lib`."""
     fn = getattr(lib, f"ren_host_{name}")
     fn.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_void_p)]
     fn.restype = None
@@ -173,7 +174,7 @@ class HostShimDevice(Device):
         lib = compile_host(todo, self.dialect)
         self.compiler_runs += 1
         for name in missing:
-            self.functions[name] = _function(lib, name)
+            self.functions[name] = host_function(lib, name)
         return len(missing)
 
     def build(self, item: ScheduledKernel) -> KernelFn:
@@ -182,4 +183,5 @@ class HostShimDevice(Device):
         return HostRunner(program, self.functions)
 
 
-__all__ = ["CFLAGS", "HostRunner", "HostShimDevice", "compile_host", "compile_source", "find_cc"]
+__all__ = ["CFLAGS", "HostRunner", "HostShimDevice", "compile_host", "compile_source", "find_cc",
+           "host_function"]

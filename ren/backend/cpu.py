@@ -42,12 +42,17 @@ import numpy as np
 
 from ren import settings
 from ren.backend import Device, GraphRunner, KernelFn
-from ren.backend.c_host import HostRunner, _function, compile_host, compile_source, find_cc
+from ren.backend.c_host import (
+    HostRunner,
+    compile_host,
+    compile_source,
+    find_cc,
+    host_function,
+)
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program
 from ren.errors import DeviceError, RealizeError
 from ren.kernel import RingCall, ScheduledKernel
-from ren.ops import Op
 from ren.ring import RingKernel
 
 #: flags of every compiled library (-fopenmp is added when the compiler supports it)
@@ -213,14 +218,6 @@ def _wrapper(k: CKernel) -> str:
     return f"void ren_cpu_{k.name}(void** a) {{ {k.name}({args}); }}\n"
 
 
-def _ring_call_of(item: ScheduledKernel) -> RingCall | None:
-    ast = item.ast
-    if item.kind == "elementwise" or ast is None or ast.op is not Op.STORE:
-        return None
-    call = ast.src[1]
-    return call.arg if call.op is Op.RING_CALL else None
-
-
 class CompiledPlan(GraphRunner):
     """The ``"cpu"`` graph runner: consecutive compiled calls run as one C loop
     (``ren_run_plan`` over arrays of entry points and argument vectors built once); a call that
@@ -327,7 +324,7 @@ class CpuDevice(Device):
     def _program(self, item: ScheduledKernel) -> Program | None:
         """The rendered program of an item this device compiles from source (elementwise,
         TO_RNS, RANDOM), or None for library ring kernels."""
-        call = _ring_call_of(item)
+        call = item.ring_call
         if call is not None and call.kind not in (RingKernel.TO_RNS, RingKernel.RANDOM):
             return None
         return render_program(item, C)
@@ -366,11 +363,11 @@ class CpuDevice(Device):
                 if name.startswith("ren_ew_"):
                     self.entries[name] = _address(lib, f"ren_cpu_{name}")
                 else:
-                    self.hosted[name] = _function(lib, name)
+                    self.hosted[name] = host_function(lib, name)
             return len(fresh)
 
     def build(self, item: ScheduledKernel) -> KernelFn:
-        call = _ring_call_of(item)
+        call = item.ring_call
         if call is not None:
             fn = ring_call(call)
             if fn is not None:

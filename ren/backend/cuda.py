@@ -103,14 +103,6 @@ class CudaAllocator(Allocator):
         with self.cuda_device:
             return self.cp.empty(max(int(nwords), 1), dtype=self.cp.uint32)
 
-    def view(self, base: Any, offset: int, shape: tuple[int, int]) -> Any:
-        size = shape[0] * shape[1]
-        flat = base.reshape(-1)
-        if offset < 0 or offset + size > flat.size:
-            raise DeviceError(f"a {shape[0]}x{shape[1]} view at offset {offset} does not fit "
-                              f"in storage of {flat.size} words")
-        return flat[offset : offset + size].reshape(shape)
-
     def adopt(self, data: Any, shape: tuple[int, int]) -> Any:
         """A CuPy array on this GPU is used as is; a host NumPy array (e.g. the packed words
         `Poly.from_coefficients` attaches) is uploaded."""

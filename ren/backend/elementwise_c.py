@@ -36,6 +36,20 @@ def _array(ctype: str, name: str, values) -> str:
 _NONAFFINE = frozenset({Op.BITREV, Op.TABLE, Op.IAND, Op.ISHR, Op.ISHL, Op.CMPEQ, Op.WHERE})
 
 
+#: C text of the ops that are a fixed form of their sources' variables ({0}, {1}, {2}) and arg
+_FORMS = {
+    Op.IADD: "({0} + {1})", Op.IMUL: "({0} * {1})", Op.IAND: "({0} & {1})",
+    Op.ISHR: "({0} >> {1})", Op.ISHL: "({0} << {1})",
+    Op.CMPEQ: "((i64)({0} == {1}))",
+    Op.BITREV: "ren_brev({0}, {arg:d})",
+    Op.WHERE: "({0} != 0 ? {1} : {2})",
+    Op.MODADD: "ren_modadd({0}, {1}, {2})",
+    Op.MODSUB: "ren_modsub({0}, {1}, {2})",
+    Op.MODNEG: "ren_modneg({0}, {1})",
+    Op.MONTMUL: "ren_montmul({0}, {1}, {2}, {2}n)",  # {2}n: the modulus' Montgomery constant
+}
+
+
 class _Elementwise:
     """Renders one elementwise AST (see `render_elementwise`).  With `fold_tables` (the loop
     dialects), a non-affine index expression of the coefficient index alone — an automorphism's
@@ -97,17 +111,10 @@ class _Elementwise:
             return ("g0", "g1")[n.arg]
         if op is Op.ICONST:
             return f"((i64){int(n.arg)}LL)"
-        binary = {Op.IADD: "+", Op.IMUL: "*", Op.IAND: "&", Op.ISHR: ">>", Op.ISHL: "<<"}
-        if op in binary:
-            return f"({s[0]} {binary[op]} {s[1]})"
-        if op is Op.CMPEQ:
-            return f"((i64)({s[0]} == {s[1]}))"
-        if op is Op.BITREV:
-            return f"ren_brev({s[0]}, {int(n.arg)})"
+        if op in _FORMS:  # {0}, {1}, {2}: the sources' variables
+            return _FORMS[op].format(*s, arg=n.arg)
         if op is Op.TABLE:
             return f"{self._table('i64', n.arg)}[{s[0]}]"
-        if op is Op.WHERE:
-            return f"({s[0]} != 0 ? {s[1]} : {s[2]})"
         if op is Op.VCONST:
             return f"{self._table('u32', n.arg)}[{s[0]}]"
         if op is Op.LOAD:
@@ -116,15 +123,6 @@ class _Elementwise:
             self.slots[slot.index] = slot
             li, ci = (v[x] for x in index.src[1:])
             return f"s{slot.index}[{li} * {slot.strides[0]}LL + {ci} * {slot.strides[1]}LL]"
-        if op is Op.MODADD:
-            return f"ren_modadd({s[0]}, {s[1]}, {s[2]})"
-        if op is Op.MODSUB:
-            return f"ren_modsub({s[0]}, {s[1]}, {s[2]})"
-        if op is Op.MODNEG:
-            return f"ren_modneg({s[0]}, {s[1]})"
-        if op is Op.MONTMUL:
-            q = s[2]
-            return f"ren_montmul({s[0]}, {s[1]}, {q}, {q}n)"
         raise RealizeError(f"render_c: {op.name} cannot appear in an elementwise kernel")
 
     def _row_classes(self, order: list[Node]) -> list[tuple[list[int], dict[Node, Node]]]:

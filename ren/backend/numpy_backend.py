@@ -230,10 +230,10 @@ def compile_kernel(item: ScheduledKernel) -> KernelFn:
     """Compile one scheduled kernel for the NumPy backend."""
     if item.kind == "elementwise":
         return _Compiler(item.ast, item.space).build()
-    call = item.ast.src[1]
-    if call.op is not Op.RING_CALL:
-        raise RealizeError(f"numpy backend: cannot compile a {item.kind} kernel ({call.op.name})")
-    return RING_KERNELS[call.arg.kind](call.arg)
+    call = item.ring_call
+    if call is None:
+        raise RealizeError(f"numpy backend: cannot compile a {item.kind} kernel ({item.name})")
+    return RING_KERNELS[call.kind](call)
 
 
 # -- device ------------------------------------------------------------------------------------
@@ -245,14 +245,6 @@ class HostAllocator(Allocator):
 
     def arena(self, nwords: int) -> np.ndarray:
         return np.empty(max(int(nwords), 1), dtype=U32)
-
-    def view(self, base: np.ndarray, offset: int, shape: tuple[int, int]) -> np.ndarray:
-        size = shape[0] * shape[1]
-        flat = base.reshape(-1)
-        if offset < 0 or offset + size > flat.size:
-            raise DeviceError(f"a {shape[0]}x{shape[1]} view at offset {offset} does not fit "
-                              f"in storage of {flat.size} words")
-        return flat[offset : offset + size].reshape(shape)
 
     def adopt(self, data: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         if not isinstance(data, np.ndarray) or data.dtype != U32 or \

@@ -49,7 +49,6 @@ import numpy as np
 
 from ren.errors import RealizeError
 from ren.kernel import ScheduledKernel
-from ren.ops import Op
 
 #: threads per block of one-thread-per-element kernels
 BLOCK = 256
@@ -272,10 +271,10 @@ def render_program(item: ScheduledKernel, dialect: Dialect, **options) -> Progra
         return render_elementwise(item, dialect)
     from ren.backend.ring_c import render_ring_call
 
-    call = item.ast.src[1] if item.ast is not None and item.ast.op is Op.STORE else None
-    if call is None or call.op is not Op.RING_CALL:
+    call = item.ring_call
+    if call is None:
         raise RealizeError(f"render_c: cannot render a {item.kind} item ({item.name})")
-    return render_ring_call(call.arg, item.name, **options)
+    return render_ring_call(call, item.name, **options)
 
 
 __all__ = [

@@ -143,3 +143,51 @@ def test_a_rule_that_changes_a_ring_is_a_schedule_error():
     bad = [(P(ren.Op.NEG, X("x")), lambda x: Poly.const(0, RING3).node, "bad_rule")]
     with pytest.raises(ren.ScheduleError, match=r"bad_rule.*ring"):
         rewrite((-x).node, bad, name="test", keep_specs=True)
+
+
+# A constant realized beside an expression that uses it (issue 16): pass 5 stored the constant
+# as an output buffer and the product then read that stored polynomial as its operand (a
+# coefficient-domain [c, 0, ..., 0] times x, pointwise) and flipped to the NTT domain.  Each
+# builder returns (the program's outputs); the first is always a product by the constant.
+def _x() -> Poly:
+    return Poly.from_coefficients([0, 1, 0, -1, 0, 0, 1, 0], RING3)
+
+
+def _c(domain: str = "COEFF") -> Poly:
+    return Poly.const(5, RING3, domain)
+
+
+SHARED_CONST = [
+    ("plus_zero", lambda: [_x() * 5, _c() + 0]),
+    ("intt", lambda: [_c("NTT") * _x(), _c("NTT").intt()]),
+    ("ntt", lambda: [_x().ntt() * 5, _c().ntt()]),
+    ("rotate", lambda: [_x() * 5, _c().rotate(3)]),
+    ("conjugate", lambda: [_x() * 5, _c().conjugate()]),
+    ("automorph", lambda: [_x() * 5, _c().automorph(3)]),
+    ("same_ring", lambda: [_x() * 5, _c().to_ring(RING3)]),
+    ("squared", lambda: [_x() * 25, _c() * _c()]),
+    ("self_sub", lambda: [_x() * 0 + _x(), _c() - _c()]),
+    ("sum_and_product", lambda: [_x() + 5, _x() * 5, _c() + 0, _c().rotate(1).conjugate()]),
+    ("output_first", lambda: [_c() + 0, _x() * 5, _x().ntt() * 5]),
+]
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "REN_CHECK"])
+@pytest.mark.parametrize("name,build", SHARED_CONST, ids=[c[0] for c in SHARED_CONST])
+def test_a_constant_realized_beside_its_users_keeps_its_meaning(name, build, check):
+    outputs = build()
+    specs = [(p.ring, p.domain) for p in outputs]
+    expected = evaluate(*outputs)
+    with ren_settings.override(REN_CHECK=int(check)):
+        ren.realize(outputs)
+    for i, (p, spec, e) in enumerate(zip(outputs, specs, expected, strict=True)):
+        assert (p.ring, p.domain) == spec, f"output {i} changed its domain"
+        assert np.array_equal(p.numpy(), e), f"output {i}"
+
+
+def test_the_product_by_a_realized_constant_is_the_scaled_polynomial():
+    x = _x()
+    y = x * 5
+    ren.realize([y, _c() + 0])
+    assert y.domain is COEFF
+    assert y.coefficients() == [0, 5, 0, -5, 0, 0, 5, 0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import random_programs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,113 +31,22 @@ def test_corpus_realizes_to_reference(name, memplan):
         assert np.array_equal(p.numpy(), e), f"{name}: output {i}"
 
 
-def _input(draw, ring) -> ren.Poly:
-    kind = draw(st.sampled_from(["coeffs", "residues", "random"]))
-    domain = draw(st.sampled_from(["COEFF", "NTT"]))
-    if kind == "coeffs":
-        bound = 1 << draw(st.integers(1, 120))
-        cs = draw(st.lists(st.integers(-bound, bound), min_size=ring.N, max_size=ring.N))
-        p = ren.Poly.from_coefficients(cs, ring)
-        return p.ntt() if domain == "NTT" else p
-    if kind == "residues":
-        seed = draw(st.integers(0, 2**32))
-        rng = np.random.default_rng(seed)
-        res = np.stack([rng.integers(0, q, ring.N) for q in ring.moduli])
-        return ren.Poly.from_residues(res, ring, domain)
-    with ren.random.seeded(draw(st.integers(0, 1000))):
-        return ren.Poly.ternary(ring) if domain == "COEFF" else ren.Poly.uniform(ring, domain="NTT")
-
-
-def _partner(draw, pool, a: ren.Poly) -> ren.Poly:
-    same = [p for p in pool if p.ring == a.ring and p.domain is a.domain]
-    return draw(st.sampled_from(same))  # always non-empty: a itself is in the pool
-
-
-def _step(draw, pool) -> ren.Poly:
-    a = draw(st.sampled_from(pool))
-    op = draw(st.sampled_from(["add", "sub", "mul", "neg", "scalar", "addc", "domain", "rotate",
-                               "conj", "subset", "extend", "rescale", "copy", "times_zero",
-                               "self_sub", "const", "const_chain"]))
-    if op == "add":
-        return a + _partner(draw, pool, a)
-    if op == "sub":
-        return a - _partner(draw, pool, a)
-    if op == "mul":
-        return a * draw(st.sampled_from([p for p in pool if p.ring == a.ring]))
-    if op == "neg":
-        return -a
-    if op == "scalar":
-        return a * draw(st.integers(-(1 << 70), 1 << 70))
-    if op == "addc":
-        return draw(st.integers(-5, 5)) + a
-    if op == "domain":
-        return a.intt() if a.domain is ren.Domain.NTT else a.ntt()
-    if op == "rotate":
-        return a.rotate(draw(st.integers(-9, 9)))
-    if op == "conj":
-        return a.conjugate()
-    if op == "subset":
-        moduli = list(a.ring.moduli)
-        keep = draw(st.lists(st.sampled_from(moduli), min_size=1, max_size=len(moduli),
-                             unique=True))
-        return a.to_ring(a.ring.select(keep))
-    if op == "extend" and a.ring != RQP:
-        return a.to_ring(RQP)
-    if op == "rescale" and a.ring.limbs > 1:
-        return a.rescale(a.ring.moduli[-1])
-    if op == "copy":
-        return a.to("python:1").to("python")
-    # constant sub-expressions, which scheduling folds (x*0, x-x, conversions of constants):
-    # folding must never change a value, a domain or a ring
-    if op == "times_zero":
-        return a * 0
-    if op == "self_sub":
-        return a - a
-    if op == "const":
-        return ren.Poly.const(draw(st.integers(-(1 << 70), 1 << 70)), a.ring, a.domain)
-    if op == "const_chain":
-        c = ren.Poly.const(draw(st.integers(-9, 9)), a.ring)
-        for step in draw(st.lists(st.sampled_from(["ntt_intt", "neg", "rot", "conj", "mul3"]),
-                                  max_size=4)):
-            c = {"ntt_intt": lambda c: c.ntt().intt(), "neg": lambda c: -c,
-                 "rot": lambda c: c.rotate(1), "conj": lambda c: c.conjugate(),
-                 "mul3": lambda c: c * 3}[step](c)
-        return c.ntt() if a.domain is ren.Domain.NTT else c
-    return a + a
-
-
 @st.composite
-def programs(draw):
-    pool = [_input(draw, draw(st.sampled_from(RINGS))) for _ in range(draw(st.integers(1, 3)))]
-    for _ in range(draw(st.integers(1, 12))):
-        pool.append(_step(draw, pool))
-    k = draw(st.integers(1, 3))
-    outputs = draw(st.lists(st.sampled_from(pool[-6:]), min_size=1, max_size=k))
-    return outputs
-
-
-def _check_program(outputs) -> None:
-    """Realize `outputs` together: values equal the reference's, and no Poly's ring or domain
-    changes because it was realized."""
-    specs = [(p.ring, p.domain) for p in outputs]
-    expected = evaluate(*outputs)
-    outputs[0].realize(*outputs[1:])
-    for p, e, spec in zip(outputs, expected, specs, strict=True):
-        assert (p.ring, p.domain) == spec
-        assert np.array_equal(p.numpy(), e)
+def programs(draw) -> random_programs.Program:
+    return random_programs.build(random_programs.DrawChooser(draw))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
-def test_random_dags_realize_to_reference(outputs):
-    _check_program(outputs)
+def test_random_dags_realize_to_reference(program):
+    random_programs.check(program)
 
 
 @pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
-def test_random_dags_realize_to_reference_many(outputs):
-    _check_program(outputs)
+def test_random_dags_realize_to_reference_many(program):
+    random_programs.check(program)
 
 
 def _ntt_input(seed: int) -> ren.Poly:

@@ -40,6 +40,11 @@ def _bufferize(x: Node) -> Node:
     return x if x.op is Op.BUFFERIZE else Node(Op.BUFFERIZE, DType.U32, (x,))
 
 
+def _reads_buffer(user: Node, s: Node) -> bool:
+    """Whether `user` reads the marked value `s` from its buffer (see step 4 of `run`)."""
+    return not is_const(s) or user.op is Op.SINK or is_ring_kernel(user)
+
+
 def _contiguous(n: Node, src: tuple[Node, ...]) -> Node:
     (x,) = src
     return x if _plain(x) else _bufferize(x)
@@ -115,10 +120,16 @@ def run(sink: Node, ctx=None) -> Node:
         elif owners:
             owner[n] = owners.pop()
 
-    # 4. wrap every use of a marked value (hash-consing makes the wrapper shared)
+    # 4. wrap every use of a marked value (hash-consing makes the wrapper shared), except where
+    # the buffer would mean something else than the value: an elementwise op reads a constant
+    # as a scalar (broadcast, in its consumer's domain; a product by it stays in the other
+    # operand's domain), while its buffer is the constant *polynomial* in one domain.  So a
+    # constant that is also an output is stored for the SINK (and for kernels that read
+    # storage) and stays symbolic for every elementwise consumer.
     done = {}
     for n in order:
-        src = tuple(_bufferize(done[s]) if s in must else done[s] for s in n.src)
+        src = tuple(_bufferize(done[s]) if s in must and _reads_buffer(n, s) else done[s]
+                    for s in n.src)
         done[n] = n if src == n.src else n.replace(src=src)
     if ctx is not None and hasattr(ctx, "stats"):
         ctx.stats.setdefault(NAME, Counter()).update(stats)

@@ -24,7 +24,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ren.ir import is_const, is_leaf, is_ring_kernel, is_storage, is_view_candidate
+from ren.ir import (
+    is_const,
+    is_leaf,
+    is_ring_kernel,
+    is_storage,
+    is_subset,
+    is_view_candidate,
+)
 from ren.node import Node, consumers, toposort
 from ren.ops import DType, Op
 from ren.spec import spec_of
@@ -41,8 +48,65 @@ def _bufferize(x: Node) -> Node:
 
 
 def _reads_buffer(user: Node, s: Node) -> bool:
-    """Whether `user` reads the marked value `s` from its buffer (see step 4 of `run`)."""
+    """Whether `user` reads the marked value `s` from its buffer (see step 5 of `run`)."""
     return not is_const(s) or user.op is Op.SINK or is_ring_kernel(user)
+
+
+#: How an op reads its polynomial source inside a fused kernel, as a change of the index
+#: context (galois, moduli, reindexed) in which the source is evaluated: galois is the composed
+#: automorphism X -> X^g, moduli the moduli evaluated, in output-limb order (a limb map selects
+#: the source limb of the same modulus), reindexed the index expressions applied on the way.
+_CONTEXT_EDGES = {
+    Op.AUTOMORPH: lambda u, s, g, moduli, rx: (g * u.arg % (2 * spec_of(u).ring.N), moduli, rx),
+    Op.REINDEX: lambda u, s, g, moduli, rx: (1, moduli, (*rx, (g, u.src[1]))),
+    # CONCAT reads each source at the rows it has (other rows clamped to its first limb)
+    Op.CONCAT: lambda u, s, g, moduli, rx: (
+        g, tuple(q if q in spec_of(s).ring.moduli else spec_of(s).ring.moduli[0]
+                 for q in moduli), rx),
+}
+
+#: Ops that only change where a value is read, not what is computed.
+_INDEX_MAPS = frozenset({Op.AUTOMORPH, Op.REINDEX, Op.CONCAT})
+
+
+def _reread_values(order: list[Node], users: dict[Node, list[Node]],
+                   roots: set[Node]) -> list[Node]:
+    """Computed values that their kernel would evaluate in two or more index contexts.
+
+    A fused kernel inlines a value once per index map it is read at: y + rot(y) reads y at the
+    identity and at an automorphism, so y's whole expression is computed twice, and
+    ``y = y + rot(y)`` repeated k times computes 2^k copies (and renders 2^k index tables).
+    Such a value gets a buffer, so every computed value is evaluated once per element and
+    kernel size stays linear in the graph.  Values that are only reads of storage (a buffer, a
+    view, an automorphism or row selection of one) stay inlined: rereading them costs loads.
+    `roots` (values already marked) start kernels: they are computed in one context.
+    """
+    cheap: set[Node] = set()
+    for n in order:  # sources first
+        if (n.dtype is not DType.U32 or is_leaf(n) or n.op is Op.BUFFERIZE
+                or ((n.op in _INDEX_MAPS or is_subset(n))
+                    and all(s in cheap for s in n.src if s.dtype is DType.U32))):
+            cheap.add(n)
+    contexts: dict[Node, set] = {}
+    marked: list[Node] = []
+    for n in reversed(order):  # users first
+        if n in cheap or spec_of(n) is None:
+            continue
+        if n not in roots:
+            found = set()
+            for u in users[n]:
+                if u.op is Op.BUFFERIZE:  # n starts the kernel that fills u's buffer
+                    found.add((1, spec_of(n).ring.moduli, ()))
+                if u.op is Op.SINK or is_ring_kernel(u) or u not in contexts:
+                    continue  # reads a buffer of n (or is not a polynomial op)
+                edge = _CONTEXT_EDGES.get(u.op)
+                found.update(edge(u, n, *c) if edge else c for c in contexts[u])
+            if len(found) <= 1:
+                contexts[n] = found
+                continue
+            marked.append(n)
+        contexts[n] = {(1, spec_of(n).ring.moduli, ())}
+    return marked
 
 
 def _contiguous(n: Node, src: tuple[Node, ...]) -> Node:
@@ -102,7 +166,12 @@ def run(sink: Node, ctx=None) -> Node:
             return _plain(n.src[0]) or n.src[0] in must
         return n.op is Op.CONCAT and all(map(in_place, n.src))
 
-    # 3. an elementwise value read by two different kernels gets its own buffer
+    # 3. an elementwise value that one kernel would compute at two different index maps
+    for n in _reread_values(order, users, must):
+        must.add(n)
+        stats["reread"] += 1
+
+    # 4. an elementwise value read by two different kernels gets its own buffer
     owner: dict[Node, Node] = {}
     for n in reversed(order):
         if n.dtype is not DType.U32 or spec_of(n) is None or is_leaf(n):
@@ -120,7 +189,7 @@ def run(sink: Node, ctx=None) -> Node:
         elif owners:
             owner[n] = owners.pop()
 
-    # 4. wrap every use of a marked value (hash-consing makes the wrapper shared), except where
+    # 5. wrap every use of a marked value (hash-consing makes the wrapper shared), except where
     # the buffer would mean something else than the value: an elementwise op reads a constant
     # as a scalar (broadcast, in its consumer's domain; a product by it stays in the other
     # operand's domain), while its buffer is the constant *polynomial* in one domain.  So a

@@ -168,3 +168,16 @@ def test_polys_stay_dict_keys_and_set_members():
 def test_realized_values_compare_explicitly():
     p, q = poly(), poly()
     assert p.tolist() == q.tolist() and p.coefficients() == q.coefficients()
+
+
+def test_equality_inside_a_jitted_function_is_a_jit_error():
+    """A branch on `a == b` cannot be captured: the TruthValueError becomes ren.jit's JitError."""
+    import ren
+    from ren.errors import JitError
+
+    @ren.jit
+    def pick(a, b):
+        return a if a == b else b
+
+    with pytest.raises(JitError, match="a Python decision on a Poly's value"):
+        pick(poly(), poly(1))

@@ -26,6 +26,11 @@ class TruthValueError(RenError, TypeError):
     until it is realized, so it has no truth value either."""
 
 
+class OperandError(RenError, TypeError):
+    """An operator Ren does not define for these operands: ``poly + 1.5``, ``poly / 2``,
+    ``poly ** 2``, ``poly < q``, ``np.array(...) * poly``.  The message says what is supported."""
+
+
 class ShapeError(ParameterError):
     """Data of the wrong size or shape, e.g. a coefficient list whose length is not N."""
 

@@ -11,6 +11,7 @@ becomes_map, under that lock, and always to a node with the same value.
 
 from __future__ import annotations
 
+import numbers
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from ren.errors import (
     DeviceError,
     DomainError,
     LevelError,
+    OperandError,
     ParameterError,
     RingMismatchError,
     ShapeError,
@@ -67,8 +69,59 @@ def _check_ring(ring: Any) -> RingSpec:
     return ring
 
 
+#: The operator each arithmetic op is written with, for messages.
+_SYMBOL = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
+
+_SUPPORTED = ("Poly arithmetic is exact modular arithmetic over ints and Polys: p + x, p - x, "
+              "p * x (and reflected) and -p, where x is a Poly or an int (Python or NumPy "
+              "integer)")
+
+
+def _operand_error(symbol: str, other: Any, reverse: bool) -> OperandError:
+    """The error for `Poly <symbol> other` (or reflected) with an operand that is no Poly/int."""
+    name = type(other).__name__
+    shown = f"{name} {symbol} Poly" if reverse else f"Poly {symbol} {name}"
+    if isinstance(other, bool | np.bool_):
+        hint = "; a bool is a flag, not a number: write int(flag) if you mean 0 or 1"
+    elif isinstance(other, numbers.Number):
+        hint = (f"; a {name} would have to be rounded, so it is refused: pass an int, or "
+                "encode real numbers with ren.ckks (Encoder, Evaluator.multiply_scalar)")
+    elif isinstance(other, np.ndarray | list | tuple):
+        hint = ("; arrays and sequences do not broadcast over a Poly: make a Poly of the values "
+                "first (Poly.from_coefficients(values, p.ring) or Poly.from_residues)")
+    else:
+        hint = ""
+    return OperandError(f"unsupported operand: `{shown}` ({other!r:.40}); {_SUPPORTED}{hint}")
+
+
+def _unsupported(symbol: str, hint: str) -> Any:
+    """A dunder method that raises OperandError for the operator `symbol` (unary or binary)."""
+
+    def method(self: Poly, *_args: Any) -> Any:
+        raise OperandError(f"Poly does not support {symbol}: {hint}.  {_SUPPORTED}")
+
+    method.__name__ = f"unsupported {symbol}"
+    return method
+
+
 class Poly:
-    """A lazy polynomial: a handle on an IR node whose value is a (limbs × N) residue array."""
+    """A lazy polynomial: a handle on an IR node whose value is a (limbs × N) residue array.
+
+    Operators: ``p + x``, ``p - x``, ``p * x`` (and reflected, and ``+=`` etc.) and ``-p``,
+    where ``x`` is a Poly or an int (Python or NumPy integer).  This is exact modular arithmetic,
+    so floats (``np.float64`` too), bools, None, strings and arrays raise `OperandError` (a
+    TypeError), as do ``**``, ``/``, ``//``, ``%``, ``@``, ``<`` and the bitwise operators; NumPy
+    never broadcasts over a Poly (``np.array([1, 2]) * p`` raises too).
+
+    Equality: ``p == q`` and ``p != q`` with a Poly or an int raise `TruthValueError` (a
+    TypeError), like ``bool(p)``: a lazy Poly has no value to compare, and Python's default
+    identity answer would make ``if p == q:`` silently wrong.  Compare values explicitly
+    (``p.tolist() == q.tolist()``) or identities with ``is``.  Because ``x in list`` and
+    ``list.index`` call ``==``, search lists of Polys by identity:
+    ``any(x is p for x in polys)``.  The hash is the identity, so Polys work as dict keys and
+    set members (those compare hashes and identity, never ``==``).  A Poly compared with any
+    other type (``p == None``) is simply unequal.
+    """
 
     __slots__ = ("__weakref__", "_node")
 
@@ -111,6 +164,8 @@ class Poly:
             "a lazy Poly has no truth value (used in `if`, `and`, `or`, `not`?); realize it and "
             "compare values explicitly, e.g. p.tolist() == q.tolist()")
 
+    # identity hash: a Poly is a usable dict key and set member (dicts and sets compare
+    # hashes and identity first, so they never call the raising __eq__ below)
     __hash__ = object.__hash__
 
     # -- constructors -----------------------------------------------------------------------
@@ -219,20 +274,23 @@ class Poly:
         """Rounded Gaussian coefficients with standard deviation `sigma` (clipped at 6·sigma)."""
         return cls._random(ring, "gaussian", (check_real(sigma, "gaussian: sigma"),), device)
 
-    # -- operand checks ---------------------------------------------------------------------
-    def _coerce(self, other: Any, what: str) -> Node | None:
-        """The node of `other` as an operand of `what`, or None when it is not a Poly/int."""
+    # -- arithmetic ---------------------------------------------------------------------------
+    # NumPy must not broadcast over a Poly (np.array([1, 2]) * p would be an object array of
+    # Polys): with this, NumPy's operators return NotImplemented and Python asks the Poly.
+    __array_ufunc__ = None
+
+    def _coerce(self, symbol: str, other: Any, reverse: bool) -> Node:
+        """The node of `other` as an operand of `symbol`; OperandError unless a Poly or an int."""
         if isinstance(other, Poly):
             return other._node
-        if isinstance(other, int | np.integer) and not isinstance(other, bool):
+        if is_int(other):
             s = self.spec
             return const_node(int(other), s.ring, s.domain, s.device)
-        return None
+        # raise rather than return NotImplemented: Python's fallback is a bare TypeError
+        raise _operand_error(symbol, other, reverse)
 
     def _binary(self, op: Op, other: Any, reverse: bool = False) -> Poly:
-        b = self._coerce(other, op.name)
-        if b is None:
-            return NotImplemented
+        b = self._coerce(_SYMBOL[op], other, reverse)
         a = self._node
         if reverse:
             a, b = b, a
@@ -259,6 +317,44 @@ class Poly:
 
     def __neg__(self) -> Poly:
         return Poly(Node(Op.NEG, DType.U32, (self._node,)))
+
+    # Operators with no exact meaning on a Poly: a Ren error that says what to write instead.
+    __pow__ = __rpow__ = _unsupported(
+        "**", "there is no power operator; multiply (p * p, or a loop of squarings)")
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = \
+        __divmod__ = __rdivmod__ = _unsupported(
+            "/, //, % and divmod",
+            "a Poly has no division; divide exactly by the ring's trailing moduli with "
+            "p.rescale(moduli), or multiply by an inverse mod Q: p * pow(k, -1, Q) where "
+            "Q = math.prod(p.ring.moduli)")
+    __matmul__ = __rmatmul__ = _unsupported(
+        "@", "* already is the ring product (the negacyclic convolution mod X^N + 1)")
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __lshift__ = __rlshift__ = \
+        __rshift__ = __rrshift__ = __invert__ = _unsupported(
+            "bitwise operators", "residues have no bitwise operations in Ren")
+    __pos__ = __abs__ = _unsupported("unary + and abs()", "negate with -p")
+    __lt__ = __le__ = __gt__ = __ge__ = _unsupported(
+        "<, <=, > and >=", "polynomials mod Q have no order; realize them and compare values "
+        "explicitly, e.g. p.coefficients() and q.coefficients()")
+
+    def __eq__(self, other: object) -> bool:
+        return self._equality("==", other)
+
+    def __ne__(self, other: object) -> bool:
+        return self._equality("!=", other)
+
+    def _equality(self, symbol: str, other: object) -> bool:
+        """`p == q` with a Poly or an int raises: a lazy Poly has no value yet, and answering with
+        identity (Python's default) would make `if p == q:` silently wrong.  Anything else is
+        never equal to a Poly: NotImplemented lets Python answer False (`p == None`)."""
+        if isinstance(other, Poly) or is_int(other):
+            raise TruthValueError(
+                f"`Poly {symbol} {type(other).__name__}`: Ren does not compare lazy Polys "
+                "implicitly, neither by value (they have none until realized) nor by identity; "
+                "for identity write `p is q` (membership: `any(x is p for x in polys)`), for "
+                "values realize and compare explicitly, e.g. p.tolist() == q.tolist() (same "
+                "ring and domain) or p.coefficients() == q.coefficients()")
+        return NotImplemented
 
     # -- representation and ring changes ------------------------------------------------------
     def ntt(self) -> Poly:

@@ -99,13 +99,45 @@ def test_unavailable_backend_says_what_to_do(nodev):
         p.realize()
 
 
+def _cupy_import_error() -> ImportError | None:
+    try:
+        import cupy  # noqa: F401
+    except ImportError as exc:
+        return exc
+    return None
+
+
+# The "cuda" extra is optional: the README's set-up (pip install -e ".[test]") has no CuPy, CI's
+# full run has it.  Each branch is tested where it is real; the other one skips with the reason.
+CUPY_IMPORT_ERROR = _cupy_import_error()
+
+
 def test_cuda_is_a_registered_backend():
-    assert BACKENDS["cuda"] == "ren.backend.cuda"
+    assert BACKENDS["cuda"] == "ren.backend.cuda" and "cuda" in device_kinds()
+    assert canonical_device("CUDA:0") == "cuda"  # naming it needs no CuPy
+
+
+def test_cuda_past_the_gpus_says_what_to_do():
+    pytest.importorskip("cupy", reason="needs CuPy, which only the cuda extra installs "
+                                       "(pip install -e '.[cuda]')")
     from ren.backend.cuda import gpu_count
 
-    if gpu_count() == 0:  # no GPU (or no CuPy): opening it says why and what to do
-        with pytest.raises(DeviceError, match=r"'cuda:1' is not available.*device='python'"):
-            get_device("cuda:1")
+    if gpu_count() > 1:
+        pytest.skip("this machine has a second GPU, cuda:1")
+    with pytest.raises(DeviceError, match=r"'cuda:1' is not available.*device='python'"):
+        get_device("cuda:1")
+
+
+@pytest.mark.skipif(CUPY_IMPORT_ERROR is None,
+                    reason="CuPy is installed (test_render_c simulates its absence)")
+def test_cuda_without_cupy_says_how_to_install():
+    """The README's set-up has no CuPy: opening "cuda" names the extra that installs it."""
+    with pytest.raises(DeviceError) as info:
+        get_device("cuda:1")
+    assert str(info.value) == (
+        f"the CUDA backend needs CuPy, which is not installed ({CUPY_IMPORT_ERROR}); install it "
+        "with pip install -e '.[cuda]' (cupy-cuda13x and nvidia-cuda-nvrtc), or run on "
+        "device='python'")
 
 
 def test_buffer_storage_through_the_allocator():

@@ -206,3 +206,102 @@ def test_module_entry_point():
     out = subprocess.run([sys.executable, "-m", "ren_cli", "--help"], capture_output=True,
                          text=True, env=env, cwd=ROOT, check=True)
     assert "Usage: ren-inspect" in out.stdout
+
+
+# -- issue 16: outputs, devices and the --debug hint --------------------------------------------
+def one_line_error(res) -> str:
+    """The single stderr line of a user error (exit 2, nothing on stdout)."""
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ren-inspect: error: "), res.stderr
+    assert "Errno" not in lines[0] and "Traceback" not in res.output
+    return lines[0]
+
+
+OUTPUT_COMMANDS = [
+    ["report", "rotations", "-o", "{out}"],
+    ["passes", "rotations", "-o", "{out}"],
+    ["passes", "rotations", "--pass", "3", "--format", "svg", "-o", "{out}"],
+    ["arena", "rotations", "-o", "{out}"],
+    ["arena", "rotations", "--format", "svg", "-o", "{out}"],
+    ["jit", "rotations", "-o", "{out}"],
+    ["kernels", "rotations", "-o", "{out}"],
+    ["diff", "rotations", "--golden", str(GOLDEN), "-o", "{out}"],
+]
+
+
+@pytest.mark.parametrize("args", OUTPUT_COMMANDS,
+                         ids=["report", "passes", "passes-svg", "arena", "arena-svg", "jit",
+                              "kernels", "diff"])
+def test_output_in_a_missing_directory_is_an_error(args, tmp_path):
+    """Before: the directories were created silently (a typo in -o made a tree)."""
+    out = tmp_path / "nonexistent_dir" / "r.html"
+    line = one_line_error(run(*(a.format(out=out) for a in args), code=2))
+    assert f"the directory {out.parent} does not exist; create it first" in line
+    assert not out.parent.exists()
+
+
+def test_output_under_a_file_is_an_error(tmp_path):
+    """Before: the raw errno, "[Errno 17] File exists: '/etc/passwd'"."""
+    (tmp_path / "afile").write_text("x")
+    line = one_line_error(run("report", "rotations", "-o", str(tmp_path / "afile" / "r.html"),
+                              code=2))
+    assert f"{tmp_path / 'afile'} is a file, not a directory" in line
+    if Path("/etc/passwd").is_file():  # the issue's own example
+        line = one_line_error(run("report", "rotations", "-o", "/etc/passwd/r.html", code=2))
+        assert line == ("ren-inspect: error: cannot write /etc/passwd/r.html: /etc/passwd is a "
+                        "file, not a directory")
+
+
+def test_output_that_is_a_directory_or_cannot_be_written(tmp_path):
+    line = one_line_error(run("arena", "rotations", "-o", str(tmp_path), code=2))
+    assert "it is a directory; give a file name" in line
+    long_name = tmp_path / ("x" * 300 + ".html")  # too long for the file system, even as root
+    line = one_line_error(run("jit", "rotations", "-o", str(long_name), code=2))
+    assert "cannot write" in line and "name too long" in line
+
+
+def test_per_stage_directory_is_still_created_but_not_its_parents(tmp_path):
+    run("passes", "rotations", "--format", "dot", "-o", str(tmp_path / "dot"))
+    assert len(list((tmp_path / "dot").glob("*.dot"))) == 13
+    run("passes", "rotations", "--format", "dot", "-o", str(tmp_path / "dot"))  # it exists now
+    line = one_line_error(run("passes", "rotations", "--format", "svg", "-o",
+                              str(tmp_path / "missing" / "svg"), code=2))
+    assert f"the directory {tmp_path / 'missing'} does not exist" in line
+    (tmp_path / "afile").write_text("x")
+    line = one_line_error(run("passes", "rotations", "--format", "svg", "-o",
+                              str(tmp_path / "afile"), code=2))
+    assert "it is a file, not a directory" in line
+
+
+@pytest.mark.parametrize("fmt", ["text", "html"])
+def test_unknown_device_is_an_error(fmt, tmp_path):
+    """Before: exit 0, with "no renderer" notes in the output."""
+    line = one_line_error(run("kernels", "rotations", "--device", "nosuchdevice", "--format", fmt,
+                              "-o", str(tmp_path / "k.out"), code=2))
+    assert "unknown device 'nosuchdevice'; known devices are python" in line
+    assert not (tmp_path / "k.out").exists()
+    assert "(device 'cpu' itself" in run("kernels", "rotations", "--device", "CPU:0").stdout
+
+
+@pytest.mark.parametrize("args", [["passes", "nonesuch"], ["passes", "rotations", "--pass", "13"],
+                                  ["kernels", "rotations", "--device", "nosuchdevice"],
+                                  ["report", "rotations", "-o", "{tmp}/nonexistent_dir/r.html"]],
+                         ids=["program", "pass", "device", "output"])
+def test_usage_errors_do_not_point_at_debug(args, tmp_path):
+    """Before: "(--debug shows the traceback)" was appended to plain usage mistakes too."""
+    res = run(*(a.format(tmp=tmp_path) for a in args), code=2)
+    assert "--debug" not in one_line_error(res)
+
+
+def test_internal_errors_and_program_errors_point_at_debug(monkeypatch, tmp_path):
+    def broken(*_args, **_kwargs):
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr("ren_cli.main.tr.trace_passes", broken)
+    res = run("passes", "rotations", code=3)
+    assert res.stderr.strip() == ("ren-inspect: internal error (ZeroDivisionError, a bug): oops "
+                                  "(--debug shows the traceback)")
+    f = tmp_path / "broken.py"
+    f.write_text("def program():\n    raise RuntimeError('my bug')\n")
+    assert one_line_error(run("jit", str(f), code=2)).endswith("(--debug shows the traceback)")

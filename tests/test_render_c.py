@@ -285,15 +285,25 @@ def test_nvrtc_errors_carry_the_log():
 
 
 # -- the cuda device without a GPU -------------------------------------------------------------
-def test_cuda_without_gpu_or_cupy_says_what_to_do(monkeypatch):
+def test_cuda_without_gpu_says_what_to_do():
+    pytest.importorskip("cupy", reason="needs CuPy, which only the cuda extra installs "
+                                       "(pip install -e '.[cuda]'); test_backend covers its "
+                                       "absence")
     from ren.backend import cuda
 
     if cuda.gpu_count() > 0:
         pytest.skip("a GPU is present")
     with pytest.raises(DeviceError, match=r"'cuda' is not available: no CUDA GPU is present"):
         get_device("cuda")
+
+
+def test_cuda_without_cupy_says_what_to_do(monkeypatch):
+    """Runs with or without CuPy: importing it fails as on a machine without the cuda extra."""
+    from ren.backend import cuda
+
     monkeypatch.setitem(__import__("sys").modules, "cupy", None)  # as if CuPy were missing
-    with pytest.raises(DeviceError, match=r"pip install -e '\.\[cuda\]'"):
+    with pytest.raises(DeviceError, match=r"needs CuPy, which is not installed.*"
+                                          r"pip install -e '\.\[cuda\]'.*device='python'"):
         cuda.open_device("cuda:1")
 
 

@@ -1,18 +1,23 @@
 """``ren-inspect``: look inside Ren — the IR after every pass, the rewrites, arena layouts,
 captured plans and kernels, as text, Graphviz or one self-contained HTML report.
 
-A thin click + rich shell over `ren.viz`.  User mistakes (an unknown program, a file that does
-not define what is needed or raises, a bad pass name, an unwritable output) print one line and
-exit with status 2; ``--debug`` (or REN_INSPECT_DEBUG=1) shows the traceback instead.  ``diff``
-exits with 1 when a stage differs from its golden snapshot.
+A thin click + rich shell over `ren.viz`.  User mistakes (an unknown program or device, a file
+that does not define what is needed or raises, a bad pass name, an output in a directory that
+does not exist) print one line and exit with status 2; internal errors (a bug) exit with 3.
+``--debug`` (or REN_INSPECT_DEBUG=1) shows the traceback instead; the one-line message points at
+it where a traceback helps (a bug, or an error raised by the program being inspected).  ``diff``
+exits with 1 when a stage differs from its golden snapshot.  An output file's directory must
+exist (a typo must not create directories); only ``passes --format dot|svg -o DIR``, which
+writes a directory of files by design, creates DIR itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +26,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ren.errors import RenError
+from ren.device import canonical_device
+from ren.errors import InspectError, RenError
 from ren.viz import arena as av
 from ren.viz import golden as gd
 from ren.viz import graph as gv
@@ -67,8 +73,16 @@ class InspectGroup(click.Group):
                 raise
             user = isinstance(e, RenError | OSError)
             kind = "error" if user else f"internal error ({type(e).__name__}, a bug)"
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            click.echo(f"ren-inspect: {kind}: {msg} (--debug shows the traceback)", err=True)
+            if isinstance(e, OSError) and e.strerror:  # not the raw "[Errno 17] ..." form
+                text = f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+            else:
+                text = str(e).strip()
+            msg = text.splitlines()[0] if text else type(e).__name__
+            # a traceback helps with a bug or an error raised inside the inspected program (the
+            # cause), not with a plain usage mistake such as an unknown program name
+            if not user or e.__cause__ is not None:
+                msg += " (--debug shows the traceback)"
+            click.echo(f"ren-inspect: {kind}: {msg}", err=True)
             ctx.exit(EXIT_USER if user else EXIT_INTERNAL)
 
 
@@ -98,13 +112,63 @@ def output_option(f: Callable) -> Callable:
                         help="Write here instead of stdout.")(f)
 
 
+def _require_directory(target: Path, directory: Path) -> None:
+    """InspectError unless `directory` (where `target` goes) exists: never create it, so a
+    typo in -o does not silently make directories."""
+    if directory.is_dir():
+        return
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise InspectError(f"cannot write {target}: {existing} is a file, not a directory")
+    raise InspectError(f"cannot write {target}: the directory {directory} does not exist; "
+                       f"create it first (mkdir -p {directory}) or pick another -o")
+
+
+def check_output_file(output: Path | None) -> None:
+    """Fail before any work when `output` cannot be a file to write (None: stdout)."""
+    if output is None:
+        return
+    with _os_errors(output):
+        if output.is_dir():
+            raise InspectError(f"cannot write {output}: it is a directory; give a file name "
+                               f"(-o {output}/NAME)")
+        _require_directory(output, output.parent)
+
+
+def check_output_dir(output: Path) -> None:
+    """Fail before any work when `output` cannot be the directory of per-stage files (it is
+    created if missing, but its parent must exist)."""
+    with _os_errors(output):
+        if output.exists() and not output.is_dir():
+            raise InspectError(f"cannot write files into {output}: it is a file, not a "
+                               "directory")
+        _require_directory(output, output.parent)
+
+
+@contextlib.contextmanager
+def _os_errors(output: Path) -> Iterator[None]:
+    """An OSError (permission denied, name too long, disk full) as one clear InspectError."""
+    try:
+        yield
+    except OSError as e:
+        raise InspectError(f"cannot write {output}: {e.strerror or e}") from None
+
+
+def write_file(output: Path, write: Callable[[Any], None]) -> None:
+    """Open `output` for text and call `write(f)`."""
+    with _os_errors(output), open(output, "w", encoding="utf-8") as f:
+        write(f)
+
+
 def emit(text: str, output: Path | None, what: str = "") -> None:
     """Write `text` to `output` (saying so on stderr) or to stdout."""
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    check_output_file(output)
+    write_file(output, lambda f: f.write(text))
     click.echo(f"wrote {output} ({av.fmt_bytes(len(text.encode()))}){what}", err=True)
 
 
@@ -175,6 +239,11 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
 
     dot/svg: one graph per stage; without --pass, -o names a directory (one file per stage).
     """
+    per_stage = fmt in ("dot", "svg") and which is None and output is not None
+    if per_stage:
+        check_output_dir(output)
+    else:
+        check_output_file(output)
     prog = pg.load_program(program, ckks_params)
     if fmt == "html":
         opts = rp.ReportOptions(sections=("passes",), kernel_bodies=kernel_bodies,
@@ -204,9 +273,10 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
     if output is None:
         raise click.UsageError("svg of every stage needs -o DIR (one file per stage) or "
                                "--pass N for one stage")
-    output.mkdir(parents=True, exist_ok=True)
+    with _os_errors(output):
+        output.mkdir(exist_ok=True)  # the one directory -o may create: its parent was checked
     for stage, text in rendered:
-        (output / f"{stage.name}.{fmt}").write_text(text, encoding="utf-8")
+        write_file(output / f"{stage.name}.{fmt}", lambda f, text=text: f.write(text))
     click.echo(f"wrote {len(rendered)} {fmt} files to {output}/", err=True)
 
 
@@ -221,6 +291,7 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
 def arena(program: str, ckks_params: str, fmt: str, policy: str, output: Path | None) -> None:
     """The memory plan as a picture: each planned buffer a rectangle over (schedule step ×
     arena offset), with arena, planned and peak-live bytes and the policy chosen."""
+    check_output_file(output)
     prog = pg.load_program(program, ckks_params)
     if fmt == "html":
         emit(rp.report_html(prog, rp.ReportOptions(sections=("arena",), policy=policy)), output)
@@ -250,6 +321,7 @@ def arena(program: str, ckks_params: str, fmt: str, policy: str, output: Path | 
 def jit(program: str, ckks_params: str, fmt: str, output: Path | None) -> None:
     """The captured plan: exec units in order (kind, kernel, buffers), the input replacement
     table, the arena, the graph runner kind and the capture time."""
+    check_output_file(output)
     prog = pg.load_program(program, ckks_params)
     if fmt == "html":
         emit(rp.report_html(prog, rp.ReportOptions(sections=("jit",))), output)
@@ -284,9 +356,8 @@ def show(items: list[Any], output: Path | None) -> None:
     if output is None:
         put(console())
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with open(output, "w", encoding="utf-8") as f:
-        put(Console(file=f, width=120, highlight=False))
+    check_output_file(output)
+    write_file(output, lambda f: put(Console(file=f, width=120, highlight=False)))
     click.echo(f"wrote {output}", err=True)
 
 
@@ -300,6 +371,9 @@ def show(items: list[Any], output: Path | None) -> None:
 def kernels(program: str, ckks_params: str, fmt: str, device: str | None,
             output: Path | None) -> None:
     """Each scheduled kernel's AST and, where a backend renders kernels, its source."""
+    if device is not None:
+        device = canonical_device(device)  # DeviceError for an unknown name, before any work
+    check_output_file(output)
     prog = pg.load_program(program, ckks_params)
     if fmt == "html":
         emit(rp.report_html(prog, rp.ReportOptions(sections=("kernels",), device=device)),
@@ -341,6 +415,7 @@ def diff(program: str, ckks_params: str, golden: Path | None, fmt: str,
     """The current output of every pass against the golden snapshots, as unified diffs.
     Exit status 1 when a stage differs."""
     golden = golden or gd.default_golden()
+    check_output_file(output)
     prog = pg.load_program(program, ckks_params)
     trace = tr.trace_passes(*prog.outputs())
     diffs = gd.golden_diff(trace, prog.name, golden)
@@ -371,6 +446,7 @@ def report(program: str, ckks_params: str, output: Path, sections: str, golden: 
            policy: str, kernel_bodies: bool, removed: bool, max_nodes: int) -> None:
     """Everything in one self-contained HTML file (inline SVG, no network): step through the
     passes with ← and →, click a node for its op, dtype, arg, ring and domain."""
+    check_output_file(output)
     prog = pg.load_program(program, ckks_params)
     chosen = tuple(s.strip() for s in sections.split(",") if s.strip())
     opts = rp.ReportOptions(sections=chosen, kernel_bodies=kernel_bodies, removed=removed,

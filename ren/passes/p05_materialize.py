@@ -9,6 +9,9 @@ Marks:
                  kernels, which read buffers)
   copies         the result of a COPY and the value it copies
   contiguous     CONTIGUOUS(x) becomes BUFFERIZE(x) (or just x when x is already a plain buffer)
+  rereads        a computed elementwise value that its kernel would evaluate at two or more
+                 index maps (y in y + rot(y)): fusing it would compute it once per map, and a
+                 ladder y = y + rot(y) would double the work and the code with every step
   sharing        an elementwise value needed by two or more different kernels (so a shared
                  subexpression is computed once)
 A source that is a TO_RING onto a contiguous run of moduli is not copied: its own source is
@@ -16,7 +19,9 @@ materialized instead, and pass 10 turns the TO_RING into a BUFFER_VIEW.  Likewis
 buffers and views of them (pass 4's mod-up) is not copied when several kernels read it: each
 reads its rows in place.
 After: every ring-kernel op and COPY reads storage, a BUFFERIZE, or a view-able TO_RING of one;
-everything between two BUFFERIZE marks is elementwise and belongs to exactly one kernel.
+everything between two BUFFERIZE marks is elementwise, belongs to exactly one kernel and is
+evaluated there at one index map (only reads of storage may be read at several).  A constant
+that is an output is stored for the SINK but stays a scalar operand of elementwise ops.
 Leaves: BUFFERIZE markers for pass 6; CONTIGUOUS is gone.
 """
 

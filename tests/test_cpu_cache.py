@@ -17,7 +17,6 @@ Every test uses its own cache folder (REN_CACHE_DIR).
 from __future__ import annotations
 
 import ctypes
-import gc
 import hashlib
 import os
 import shutil
@@ -25,9 +24,7 @@ import stat
 import subprocess
 import sys
 import warnings
-import weakref
 
-import numpy as np
 import pytest
 
 import ren
@@ -35,7 +32,6 @@ from ren import settings
 from ren.backend import c_host, cpu, get_device
 from ren.backend.c_host import CFLAGS, compile_source, find_cc
 from ren.errors import DeviceError, KernelCompileError, SettingsError
-from ren.replay import templates
 from ren.ring import RingSpec
 
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no system C compiler (cc) found")
@@ -327,77 +323,99 @@ def _mapped(folder) -> int:
 needs_maps = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
 
 
-def _distinct(a: ren.Poly, i: int) -> ren.Poly:
-    """Program i: its constants are rendered into its kernel, so each i is a new library."""
-    return a * (i + 7) + (3 * i + 1)
+BOUND_SCRIPT = """\
+import gc, os
+import numpy as np
+import ren
+from ren.backend import cpu, get_device
+from ren.replay import templates
 
+templates.size = 2  # replay templates hold their kernels' libraries too
+folder = os.path.join(os.environ["REN_CACHE_DIR"], "cpu")
+def mapped():
+    with open("/proc/self/maps") as f:
+        return len({l.split()[-1] for l in f if folder in l})
 
-def _ring_input(device: str):
-    ring = RingSpec.generate(64, 2)
-    return ring, ren.Poly.from_coefficients(list(range(64)), ring, device=device).realize()
+ring = ren.RingSpec.generate(64, 2)
+a = ren.Poly.from_coefficients(list(range(64)), ring, device="cpu").realize()
+ref = a.to("python")
+prog = lambda x, i: x * (i + 7) + (3 * i + 1)  # constants are rendered: a library per i
+dev = get_device("cpu")
+counts = []
+for i in range(30):
+    assert np.array_equal(prog(a, i).numpy(), prog(ref, i).numpy()), i
+    gc.collect()
+    assert dev.libraries() <= 3
+    counts.append(mapped())
+# an unloaded kernel is loaded again when a program needs it
+assert np.array_equal(prog(a, 0).numpy(), prog(ref, 0).numpy())
+print(max(counts), cpu.loaded_libraries())
+"""
 
 
 @needs_maps
-def test_loaded_libraries_stay_bounded(tmp_path, monkeypatch):
-    """REN_CPU_LIBRARIES=3 and 2 replay templates (they hold their kernels too): 30 distinct
-    programs leave at most a handful of libraries mapped (the old code: all 30)."""
-    monkeypatch.setattr(templates, "size", 2)
-    with settings.override(REN_CACHE_DIR=str(tmp_path), REN_CPU_LIBRARIES=3):
-        _, a = _ring_input("cpu:61")
-        _, ref = _ring_input("python")
-        dev = get_device("cpu:61")
-        mapped = []
-        for i in range(30):
-            assert np.array_equal(_distinct(a, i).numpy(), _distinct(ref, i).numpy())
-            gc.collect()
-            mapped.append(_mapped(tmp_path))
-            assert dev.libraries() <= 3
-        # an unloaded kernel is loaded again when a program needs it
-        assert np.array_equal(_distinct(a, 0).numpy(), _distinct(ref, 0).numpy())
-    # 3 kept by the device, 2 by templates, and the ring library if this test loaded it
-    assert max(mapped) <= 3 + 2 + 1, mapped
-    assert len(cpu._live) <= 3 + 2 + 1
+def test_loaded_libraries_stay_bounded(cache):
+    """REN_CPU_LIBRARIES=3 and 2 replay templates: 30 distinct programs leave at most 3 + 2
+    kernel libraries and the ring library mapped (the old code: all 30).  In a subprocess: a
+    library closed while still in use would be a SIGSEGV."""
+    res = _python(BOUND_SCRIPT, cache, REN_CPU_LIBRARIES="3")
+    assert res.returncode == 0, f"exit status {res.returncode} (<0: killed by a signal):\n" \
+                                f"{res.stderr[-3000:]}"
+    most_mapped, live = map(int, res.stdout.split())
+    assert most_mapped <= 3 + 2 + 1 and live <= 3 + 2, res.stdout
 
 
-@needs_maps
-def test_a_jit_plan_keeps_its_library_loaded(tmp_path, monkeypatch):
+JIT_SCRIPT = """\
+import gc, weakref
+import numpy as np
+import ren
+from ren.backend import cpu, get_device
+from ren.replay import templates
+
+templates.size = 1
+ring = ren.RingSpec.generate(64, 2)
+a = ren.Poly.from_coefficients(list(range(64)), ring, device="cpu").realize()
+
+@ren.jit
+def f(x):
+    return (x * 12345 + 678).ntt() * x.ntt()
+
+def want(x):
+    p = x.to("python")
+    return ((p * 12345 + 678).ntt() * p.ntt()).numpy()
+
+assert np.array_equal(f(a).numpy(), want(a))
+(plan,) = f.plans
+assert isinstance(plan.template.runner, cpu.CompiledPlan)
+refs = [weakref.ref(o) for u in plan.units for o in cpu._owners(u.fn)]
+assert refs
+dev = get_device("cpu")
+for i in range(40):
+    (a * (i + 7) + (3 * i + 1)).realize()
+gc.collect()
+assert all(id(r()) not in dev._libs for r in refs), "the device still holds the plan's library"
+assert all(r() is not None for r in refs), "the plan's library was closed under it"
+for seed in range(3):
+    with ren.random.seeded(seed):
+        x = ren.Poly.uniform(ring, device="cpu").realize()
+    assert np.array_equal(f(x).numpy(), want(x))
+del f, plan
+templates.clear()
+gc.collect()
+assert all(r() is None for r in refs), "the library outlived its last plan"
+print("ok")
+"""
+
+
+def test_a_jit_plan_keeps_its_library_loaded(cache):
     """A plan captured first still replays (on its C loop of raw entry points) after its
-    library left the device's LRU and 40 others were loaded and unloaded; once the plan is
-    gone its library is closed."""
-    monkeypatch.setattr(templates, "size", 1)
-    with settings.override(REN_CACHE_DIR=str(tmp_path), REN_CPU_LIBRARIES=2):
-        ring, a = _ring_input("cpu:62")
-
-        @ren.jit
-        def f(x):
-            return (x * 12345 + 678).ntt() * x.ntt()
-
-        def want(x):
-            p = x.to("python")
-            return ((p * 12345 + 678).ntt() * p.ntt()).numpy()
-
-        assert np.array_equal(f(a).numpy(), want(a))
-        (plan,) = f.plans
-        assert isinstance(plan.template.runner, cpu.CompiledPlan)
-        held = {id(o): o for u in plan.units for o in cpu._owners(u.fn)}
-        assert held
-        refs = [weakref.ref(o) for o in held.values()]
-        del held
-        dev = get_device("cpu:62")
-        for i in range(40):
-            _distinct(a, i).realize()
-        gc.collect()
-        assert all(id(r()) not in dev._libs for r in refs)  # the device let go of it ...
-        assert all(r() is not None for r in refs)  # ... the plan did not
-        for seed in range(3):
-            with ren.random.seeded(seed):
-                x = ren.Poly.uniform(ring, device="cpu:62").realize()
-            assert np.array_equal(f(x).numpy(), want(x))
-        assert plan.replays >= 3
-        del f, plan
-        templates.clear()
-        gc.collect()
-        assert all(r() is None for r in refs)
+    library left the device's LRU and 40 others were loaded and unloaded (REN_CPU_LIBRARIES=2,
+    one replay template); once the plan is gone its library is closed.  In a subprocess: a
+    use-after-dlclose would be a SIGSEGV."""
+    res = _python(JIT_SCRIPT, cache, REN_CPU_LIBRARIES="2")
+    assert res.returncode == 0, f"exit status {res.returncode} (<0: killed by a signal):\n" \
+                                f"{res.stderr[-3000:]}"
+    assert res.stdout.split() == ["ok"]
 
 
 RSS_SCRIPT = """\
@@ -443,6 +461,7 @@ def test_rss_is_flat_over_2000_distinct_programs(tmp_path):
                               "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")},
                          capture_output=True, text=True, cwd=REPO, timeout=3600)
     assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
+    print(res.stdout)  # programs, RSS KiB, mapped libraries, loaded kernel libraries
     lines = res.stdout.split("\n")
     assert "replayed" in lines
     rows = {int(n): (int(kib), int(m), int(live))

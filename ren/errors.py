@@ -21,6 +21,11 @@ class ParameterError(RenError, ValueError):
     NTT-friendly prime, a bad sampler argument, an unknown option."""
 
 
+class SettingsError(ParameterError):
+    """A debug switch (`ren.settings`) has a value of the wrong kind or outside its allowed
+    range, from the environment or from `settings.override`; the message names the range."""
+
+
 class TruthValueError(RenError, TypeError):
     """A lazy value was used where Python needs a bool (``if p:``, ``p and q``): it has no value
     until it is realized, so it has no truth value either."""

@@ -1,10 +1,15 @@
 """Debug switches: one registry of documented environment variables.
 
-Each switch is read from the environment when Ren starts and can be changed from Python, for a
-block of code, with `settings.override(NAME=value)`::
+Each switch is read from the environment the first time it is asked for and can be changed from
+Python, for a block of code, with `settings.override(NAME=value)`::
 
     with ren.settings.override(REN_CHECK=1):
         p.realize()      # verify every pass while scheduling this realization
+
+Every switch declares its allowed values as data (`Switch.allowed`): a `range` of ints, or
+None for a path switch (any text; empty means the default).  A value outside them — from the
+environment or from `override` — is a `SettingsError` naming the allowed range, raised where
+the value is read, before anything runs with it.
 """
 
 from __future__ import annotations
@@ -13,20 +18,54 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from ren.errors import ParameterError, check_int
+from ren.errors import SettingsError, check_int
 
 
 @dataclass(frozen=True)
 class Switch:
+    """One switch.  `allowed`: the ints it takes (a range), or None for a path (a str; ``""``
+    means the default, which the switch's reader supplies)."""
+
     name: str
-    default: int
+    default: int | str
     doc: str
+    allowed: range | None = range(0, 2)
+
+    @property
+    def is_path(self) -> bool:
+        return self.allowed is None
+
+    def allowed_text(self) -> str:
+        """The allowed values in words, e.g. ``0..1``, ``1..256``, ``a folder path``."""
+        r = self.allowed
+        return "a folder path (empty: the default)" if r is None else f"{r[0]}..{r[-1]}"
+
+    def check(self, value: Any, where: str) -> int | str:
+        """`value` if this switch allows it (a path as str), else SettingsError; `where` says
+        where the value came from (for the message)."""
+        if self.allowed is None:
+            if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
+                raise SettingsError(f"{where}: {self.name} must be a folder path (str), got "
+                                    f"{type(value).__name__} {value!r}")
+            path = os.fspath(value)
+            if not isinstance(path, str) or "\0" in path:
+                raise SettingsError(f"{where}: {self.name}={path!r} is not a usable path (a "
+                                    "str without NUL characters)")
+            return path
+        v = check_int(value, f"{where}: {self.name}", SettingsError,
+                      hint=f"it takes {self.allowed_text()}")
+        if v not in self.allowed:
+            raise SettingsError(f"{where}: {self.name}={v} is outside the allowed range "
+                                f"{self.allowed_text()}; set {self.name} to a value in "
+                                f"{self.allowed_text()} (default {self.default})")
+        return v
 
 
 SWITCHES = {s.name: s for s in (
     Switch("REN_DEBUG", 0, "1: one line per realize; 2: one line per exec unit; 3: also the graph "
-                           "after each pass"),
+                           "after each pass", range(0, 4)),
     Switch("REN_CHECK", 0, "1: verify that every scheduling pass preserves values (slow; uses the "
                            "IR interpreter)"),
     Switch("REN_NO_MEMPLAN", 0, "1: give every intermediate buffer its own allocation instead of "
@@ -34,46 +73,74 @@ SWITCHES = {s.name: s for s in (
     Switch("REN_NO_ELISION", 0, "1: pass 4 keeps the NTT/INTT round trips around NTT-domain "
                                 "rescales and mod-ups (no transform elision), for comparisons"),
     Switch("REN_JIT", 1, "0: run jitted functions eagerly (no capture or replay)"),
+    # above a few hundred threads libgomp aborts or the process runs out of stack mappings;
+    # limbs are what is split, and no ring has anywhere near 256 of them
     Switch("REN_CPU_THREADS", 1, "OpenMP threads of the compiled 'cpu' device's kernels (limbs are "
-                                 "split between them; 1: single-threaded)"),
+                                 "split between them; 1: single-threaded)", range(1, 257)),
+    Switch("REN_CPU_LIBRARIES", 256, "compiled kernel libraries each 'cpu' device keeps loaded "
+                                     "for reuse; older ones are unloaded once no JIT plan or "
+                                     "replay template uses them", range(1, 65537)),
+    Switch("REN_CACHE_DIR", "", "folder of the 'cpu' device's compiled libraries (in its cpu/ "
+                                "subfolder; empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren); an "
+                                "unusable folder falls back to a private temporary one, with a "
+                                "warning", None),
 )}
 
-_values: dict[str, int] = {}
+_values: dict[str, int | str] = {}
 
 
-def _read_env(name: str) -> int:
+def _switch(name: Any) -> Switch:
+    if not isinstance(name, str) or name not in SWITCHES:
+        raise SettingsError(f"unknown switch {name!r}; known: {', '.join(SWITCHES)}")
+    return SWITCHES[name]
+
+
+def _read_env(name: str) -> int | str:
+    s = SWITCHES[name]
     raw = os.environ.get(name)
     if raw is None or raw == "":
-        return SWITCHES[name].default
+        return s.default
+    where = f"{name}={raw!r} (from the environment)"
+    if s.is_path:
+        return s.check(raw, where)
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise ParameterError(f"{name}={raw!r}: expected an integer") from None
+        raise SettingsError(f"{where} is not an integer; set {name} to a value in "
+                            f"{s.allowed_text()} or unset it (default {s.default})") from None
+    return s.check(value, "the environment")
 
 
-def get(name: str) -> int:
-    """The current value of switch `name`."""
-    if not isinstance(name, str) or name not in SWITCHES:
-        raise ParameterError(f"unknown switch {name!r}; known: {', '.join(SWITCHES)}")
+def get(name: str) -> Any:
+    """The current value of switch `name` (an int; a str for the path switch REN_CACHE_DIR)."""
+    s = _switch(name)
     if name not in _values:
-        _values[name] = _read_env(name)
+        _values[name] = _read_env(s.name)
     return _values[name]
 
 
-def override(**values: int) -> contextlib.AbstractContextManager[None]:
+def check(name: str, value: Any) -> Any:
+    """`value` checked against switch `name`'s allowed values (for code that takes a switch's
+    value from its caller, e.g. `CpuDevice.set_threads`); SettingsError when it is outside."""
+    return _switch(name).check(value, f"{name} value")
+
+
+def override(**values: Any) -> contextlib.AbstractContextManager[None]:
     """Set switches for the duration of a block.
 
-    The names and values are checked here, at the call, so a typo fails on its own line and
-    leaves every switch as it was.
+    The names and values are checked here, at the call, so a typo or an out-of-range value
+    fails on its own line and leaves every switch as it was.
     """
+    checked = {}
     for name, value in values.items():
-        get(name)  # rejects unknown names
-        check_int(value, f"settings.override: {name}", hint="switches take ints such as 0 or 1")
-    return _override({name: int(value) for name, value in values.items()})
+        s = _switch(name)
+        get(name)
+        checked[name] = s.check(value, "settings.override")
+    return _override(checked)
 
 
 @contextlib.contextmanager
-def _override(values: dict[str, int]) -> Iterator[None]:
+def _override(values: dict[str, int | str]) -> Iterator[None]:
     saved = {name: get(name) for name in values}
     _values.update(values)
     try:
@@ -83,5 +150,6 @@ def _override(values: dict[str, int]) -> Iterator[None]:
 
 
 def describe() -> str:
-    """A table of the switches with their current values."""
-    return "\n".join(f"{s.name}={get(s.name)}  {s.doc}" for s in SWITCHES.values())
+    """A table of the switches with their current values and allowed values."""
+    return "\n".join(f"{s.name}={get(s.name)!r}  ({s.allowed_text()})  {s.doc}"
+                     for s in SWITCHES.values())

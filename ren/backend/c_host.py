@@ -9,6 +9,11 @@ compiled-CPU backend (the plain `C` dialect).
 
 * `compile_host(programs, dialect)` — one ``cc`` run for every distinct kernel of the programs
   (a shared library per source text, cached in-process).
+* `compiler()` — the C compiler command: ``$CC`` parsed as a command line (``CC='gcc -O0'``),
+  or the first of cc, gcc, clang; a `DeviceError` says which compiler was tried and why not.
+* `cached_library(source, flags, folder)` — a library's path in a disk cache folder, verified
+  against the digest file written beside it after a complete build, rebuilt when it is missing
+  or fails verification (a truncated, flipped, emptied or swapped file is never loaded).
 * `HostShimDevice` — a `Device` on host memory (the NumPy allocator) whose kernels are rendered,
   compiled and run this way.  `prepare(items)` compiles many kernels in one compiler run;
   `build` compiles whatever is still missing.  Tests open it for the ``"python"`` kind with
@@ -17,9 +22,11 @@ compiled-CPU backend (the plain `C` dialect).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -45,9 +52,43 @@ compiler_invocations = 0
 _tmpdir: str | None = None
 
 
-def find_cc() -> str | None:
-    """The system C compiler ($CC, else ``cc``), or None if there is none."""
-    return shutil.which(os.environ.get("CC", "cc"))
+#: compilers tried, in order, when $CC is unset or blank
+DEFAULT_CCS = ("cc", "gcc", "clang")
+
+
+def compiler() -> tuple[str, ...]:
+    """The C compiler command line: ``$CC`` parsed like a shell would (shlex), its program found
+    on PATH, else (``$CC`` unset or blank) the first of `DEFAULT_CCS` on PATH.  A DeviceError
+    names the compiler that was tried and why it cannot be used."""
+    raw = os.environ.get("CC", "")
+    if not raw.strip():
+        for name in DEFAULT_CCS:
+            path = shutil.which(name)
+            if path is not None:
+                return (path,)
+        raise DeviceError(f"no C compiler found: $CC is not set and none of "
+                          f"{', '.join(DEFAULT_CCS)} is on PATH; install one (e.g. apt-get "
+                          "install gcc) or set CC to a C compiler command")
+    try:
+        words = shlex.split(raw)
+    except ValueError as e:
+        raise DeviceError(f"CC={raw!r} is not a valid command line ({e}); set CC to a compiler "
+                          "command such as 'gcc' or 'clang -O2'") from None
+    path = shutil.which(words[0])
+    if path is None:
+        why = "is not an executable file" if os.sep in words[0] else "is not on PATH"
+        raise DeviceError(f"CC={raw!r}: the compiler {words[0]!r} {why}; set CC to an installed "
+                          f"C compiler (e.g. CC=gcc) or unset it to use the first of "
+                          f"{', '.join(DEFAULT_CCS)}")
+    return (path, *words[1:])
+
+
+def find_cc() -> tuple[str, ...] | None:
+    """The C compiler command (`compiler()`), or None if there is none."""
+    try:
+        return compiler()
+    except DeviceError:
+        return None
 
 
 def _workdir() -> str:
@@ -57,39 +98,143 @@ def _workdir() -> str:
     return _tmpdir
 
 
+#: what to do about a compiler that cannot build libraries (ends those errors' messages)
+CC_HINT = "; set CC to a working C compiler (e.g. CC=gcc)"
+#: first bytes of a shared library this platform can load
+_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")  # ELF, Mach-O 64/32
+#: names of build folders and stamp files being written (never loaded; swept when stale)
+TEMP_PREFIX = ".ren-"
+
+
+def _not_a_library(path: str) -> str | None:
+    """Why the file a compiler wrote at `path` is not a shared library, or None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except FileNotFoundError:
+        return "wrote no file at the -o path"
+    except OSError as e:
+        return f"wrote output that cannot be read ({e})"
+    if not head:
+        return "wrote an empty file"
+    if not head.startswith(_MAGICS):
+        return f"wrote a file that is not a shared library (it starts with {head!r})"
+    return None
+
+
+def _file_digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def build_library(cc: Sequence[str], source: str, flags: Sequence[str], dest: str) -> str:
+    """Compile `source` with `cc` and `flags` into the shared library `dest`; returns the new
+    file's sha256.  The compiler works in a private folder beside `dest` that is removed on
+    every path out, and `dest` is replaced (atomically, by a rename) only by a complete library:
+    the compiler exited 0 and wrote a non-empty file with a library's header.  Mode 0755, so
+    other users of a shared cache folder can load it."""
+    command = shlex.join(cc)
+    with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX + "build-",
+                                     dir=os.path.dirname(dest) or None) as tmp:
+        src, out = os.path.join(tmp, "kernels.c"), os.path.join(tmp, "kernels.so")
+        with open(src, "w") as f:
+            f.write(source)
+        try:
+            res = subprocess.run([*cc, *flags, "-o", out, src], capture_output=True, text=True)
+        except OSError as e:
+            raise DeviceError(f"the C compiler {command} could not be run ({e}){CC_HINT}") from None
+        if res.returncode != 0:
+            log = (res.stderr or res.stdout).strip()
+            raise KernelCompileError(f"the C compiler {command} failed (exit status "
+                                     f"{res.returncode}) " + (f"on the rendered kernels:\n"
+                                     f"{log[-8000:]}" if log else "and printed nothing"))
+        problem = _not_a_library(out)
+        if problem is not None:
+            raise KernelCompileError(f"the C compiler {command} exited 0 but {problem}{CC_HINT}")
+        os.chmod(out, 0o755)  # not the compiler's mode (0711 from a mkstemp file)
+        digest = _file_digest(out)
+        os.replace(out, dest)
+    return digest
+
+
+def _stamp_text(key: str, digest: str) -> str:
+    return f"ren-library 1 {key} {digest}\n"
+
+
+def _verified(so: str, stamp: str, key: str) -> bool:
+    """Whether `so` is the complete library built for `key`: its stamp names `key` and the
+    file's sha256 (so a file truncated, flipped, emptied or swapped for another library — with
+    or without its stamp — fails)."""
+    try:
+        with open(stamp) as f:
+            parts = f.read().split()
+        return (len(parts) == 4 and parts[:3] == ["ren-library", "1", key]
+                and _file_digest(so) == parts[3])
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def cached_library(source: str, flags: Sequence[str], folder: str) -> str:
+    """The path of the shared library of `source` (with `flags` and this `compiler()`) in the
+    cache `folder`: loaded as is only when it verifies against the stamp written beside it
+    after its build (``<key>.sha256``), otherwise built again (see `build_library`)."""
+    cc = compiler()
+    key = hashlib.sha256("\0".join([source, *flags, *cc]).encode()).hexdigest()
+    so = os.path.join(folder, key[:24] + ".so")
+    stamp = so[:-3] + ".sha256"
+    if _verified(so, stamp, key):
+        return so
+    global compiler_invocations
+    compiler_invocations += 1
+    tmp = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        digest = build_library(cc, source, flags, so)
+        # the stamp goes in last, by a rename: a stamp always names a library that was complete
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "stamp-", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(_stamp_text(key, digest))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, stamp)
+        tmp = None
+    except OSError as e:
+        raise DeviceError(f"a compiled library cannot be written to the cache folder {folder} "
+                          f"({type(e).__name__}: {e}); free space there or set REN_CACHE_DIR to "
+                          "a writable folder") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+    return so
+
+
+def open_library(path: str) -> ctypes.CDLL:
+    """dlopen a library `cached_library` verified or built; one that still does not load is a
+    KernelCompileError (its files are removed so the next attempt builds it again)."""
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        for p in (path, path[:-3] + ".sha256"):
+            with contextlib.suppress(OSError):
+                os.remove(p)
+        raise KernelCompileError(f"the library {path} built by {shlex.join(compiler())} does "
+                                 f"not load ({e}); check that CC is a C compiler for this "
+                                 "machine") from None
+
+
 def compile_source(source: str, flags: Sequence[str] = CFLAGS,
                    cache_dir: str | None = None) -> ctypes.CDLL:
     """Compile one C translation unit to a shared library and load it (cached by text and flags
     in-process; also on disk when `cache_dir` is given, so later processes skip the compiler)."""
-    cc = find_cc()
-    digest = hashlib.sha256("\0".join([source, *flags, str(cc)]).encode()).hexdigest()
+    cc = compiler()
+    digest = hashlib.sha256("\0".join([source, *flags, *cc]).encode()).hexdigest()
     with _lock:
         lib = _libs.get(digest)
         if lib is not None:
             return lib
-        if cc is None:
-            raise DeviceError("no C compiler found (set $CC or install cc, e.g. apt-get install "
-                              "gcc); compiled kernels need one")
         folder = cache_dir or _workdir()
         os.makedirs(folder, exist_ok=True)
-        so = os.path.join(folder, digest[:24] + ".so")
-        if not os.path.exists(so):
-            global compiler_invocations
-            compiler_invocations += 1
-            # compile under a private name, then rename: a concurrent process never loads a
-            # half-written library
-            fd, tmp = tempfile.mkstemp(suffix=".so", prefix=".ren-", dir=folder)
-            os.close(fd)
-            src = tmp[:-3] + ".c"
-            with open(src, "w") as f:
-                f.write(source)
-            res = subprocess.run([cc, *flags, "-o", tmp, src], capture_output=True, text=True)
-            if res.returncode != 0:
-                raise KernelCompileError(f"the C compiler rejected the rendered kernels "
-                                         f"({src}):\n{res.stderr[-8000:]}")
-            os.remove(src)
-            os.replace(tmp, so)
-        lib = ctypes.CDLL(so)
+        lib = open_library(cached_library(source, flags, folder))
         _libs[digest] = lib
         return lib
 
@@ -138,7 +283,7 @@ class HostRunner:
 
 def host_function(lib: ctypes.CDLL, name: str) -> Any:
     """The host launch wrapper ``ren_host_<name>(dims, args)`` of kernel `name` in `lib`."""
-    fn = getattr(lib, f"ren_host_{name}")
+    fn = lib[f"ren_host_{name}"]  # not getattr: that caches fn in lib, a cycle keeping it loaded
     fn.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_void_p)]
     fn.restype = None
     return fn
@@ -183,5 +328,6 @@ class HostShimDevice(Device):
         return HostRunner(program, self.functions)
 
 
-__all__ = ["CFLAGS", "HostRunner", "HostShimDevice", "compile_host", "compile_source", "find_cc",
-           "host_function"]
+__all__ = ["CFLAGS", "DEFAULT_CCS", "HostRunner", "HostShimDevice", "build_library",
+           "cached_library", "compile_host", "compile_source", "compiler", "find_cc",
+           "host_function", "open_library"]

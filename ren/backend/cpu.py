@@ -11,6 +11,14 @@
   expands its seed on the host, so it is bit-identical to the NumPy device by construction).
 * Libraries are cached on disk by a hash of their source, flags and compiler (`cache_dir()`:
   ``$REN_CACHE_DIR/cpu``, else ``~/.cache/ren/cpu``), so a second process compiles nothing.
+  Each library is checked against the digest written beside it after its build before it is
+  loaded (`c_host.cached_library`), so a damaged file is rebuilt, never loaded.  A cache folder
+  that cannot be created or written falls back to a private temporary one (one `CacheWarning`).
+* Loaded libraries are owned by what points into them: a `CpuCall` (and so a `CompiledPlan`,
+  a JIT plan, a replay template) holds its library, which is closed (dlclose) once the last
+  holder is gone.  Each device keeps its ``REN_CPU_LIBRARIES`` most recently used libraries
+  loaded for reuse; older ones leave its kernel tables and kernel cache, and close when no
+  plan or template still runs them.
 * Every compiled entry point has one signature, ``void f(void** args)``; a `CpuCall` is the
   KernelFn binding one of them to its tables.  `CpuDevice.graph` (the JIT's hook) turns a captured
   call list into `CompiledPlan`: a C array of entry points and argument vectors run by one C loop
@@ -25,14 +33,20 @@ says so; ``"python"`` keeps working.
 
 from __future__ import annotations
 
+import _ctypes
+import atexit
 import ctypes
 import hashlib
 import os
 import platform
-import subprocess
+import shlex
+import shutil
 import tempfile
 import threading
 import time
+import warnings
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -43,15 +57,19 @@ import numpy as np
 from ren import settings
 from ren.backend import Device, GraphRunner, KernelFn
 from ren.backend.c_host import (
+    CC_HINT,
+    TEMP_PREFIX,
     HostRunner,
-    compile_host,
-    compile_source,
+    build_library,
+    cached_library,
+    compiler,
     find_cc,
     host_function,
+    open_library,
 )
 from ren.backend.numpy_backend import HOST
-from ren.backend.render_c import C, CKernel, Program, render_program
-from ren.errors import DeviceError, RealizeError
+from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
+from ren.errors import DeviceError, KernelCompileError, RealizeError
 from ren.kernel import RingCall, ScheduledKernel
 from ren.ring import RingKernel
 
@@ -75,21 +93,106 @@ void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
 """
 
 
-def cache_dir() -> str:
-    """Where compiled libraries are kept between processes."""
-    root = os.environ.get("REN_CACHE_DIR") or os.path.join(
+class CacheWarning(UserWarning):
+    """The ``"cpu"`` device cannot use its cache folder: compiled libraries go to a private
+    temporary folder for this process, so the next process compiles them again."""
+
+
+_cache_dirs: dict[str, str] = {}  # configured folder -> the folder used (itself or a private one)
+_cache_dirs_lock = threading.Lock()
+#: build folders and stamps older than this are a crashed process's leftovers
+_STALE_SECONDS = 3600
+
+
+def configured_cache_dir() -> str:
+    """The cache folder the settings ask for: ``$REN_CACHE_DIR/cpu``, else
+    ``$XDG_CACHE_HOME/ren/cpu``, else ``~/.cache/ren/cpu``."""
+    root = settings.get("REN_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ren")
     return os.path.join(root, "cpu")
 
 
-def _builds(cc: str, flags: Sequence[str], source: str) -> bool:
-    """Whether `cc` builds a shared library from `source` with `flags`."""
+def cache_dir() -> str:
+    """Where compiled libraries are kept between processes: `configured_cache_dir()`, or — when
+    it cannot be created or written — a private temporary folder removed at exit (one
+    `CacheWarning` per configured folder and process)."""
+    want = configured_cache_dir()
+    with _cache_dirs_lock:
+        got = _cache_dirs.get(want)
+        if got is None:
+            got = _cache_dirs[want] = _open_cache(want)
+    return got
+
+
+def _open_cache(folder: str) -> str:
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX + "probe-", dir=folder)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        return _private_cache(folder, e)
+    _sweep(folder)
+    return folder
+
+
+def _private_cache(folder: str, error: OSError) -> str:
+    try:
+        private = tempfile.mkdtemp(prefix="ren-cpu-cache-")
+    except OSError as e:
+        raise DeviceError(f"the 'cpu' device has no usable folder for compiled libraries: "
+                          f"{folder} ({type(error).__name__}: {error}) nor a temporary one "
+                          f"({e}); set REN_CACHE_DIR (or TMPDIR) to a writable folder") from None
+    atexit.register(shutil.rmtree, private, True)
+    origin = (f"REN_CACHE_DIR={settings.get('REN_CACHE_DIR')!r}" if settings.get("REN_CACHE_DIR")
+              else "the default cache folder")
+    warnings.warn(f"the 'cpu' device cannot keep compiled libraries in {folder} ({origin}; "
+                  f"{type(error).__name__}: {error}); this process uses the private temporary "
+                  f"folder {private} instead, so the next one compiles them again.  Set "
+                  "REN_CACHE_DIR to a folder you can write.", CacheWarning, stacklevel=4)
+    return private
+
+
+def _sweep(folder: str) -> None:
+    """Remove build folders and stamps a killed process left behind (older than an hour)."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if time.time() - os.lstat(path).st_mtime < _STALE_SECONDS:
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+        except OSError:
+            continue
+
+
+def _build_problem(cc: Sequence[str], flags: Sequence[str], source: str) -> str | None:
+    """Why `cc` does not build a shared library from `source` with `flags`, or None."""
     with tempfile.TemporaryDirectory(prefix="ren-cc-") as d:
-        src = os.path.join(d, "t.c")
-        with open(src, "w") as f:
-            f.write(source)
-        res = subprocess.run([cc, *flags, "-o", src + ".so", src], capture_output=True)
-        return res.returncode == 0
+        try:
+            build_library(cc, source, flags, os.path.join(d, "probe.so"))
+        except (KernelCompileError, DeviceError) as e:
+            return str(e).removesuffix(CC_HINT)
+    return None
+
+
+def _builds(cc: Sequence[str], flags: Sequence[str], source: str) -> bool:
+    """Whether `cc` builds a shared library from `source` with `flags`."""
+    return _build_problem(cc, flags, source) is None
+
+
+def _no_cc_reason() -> str:
+    try:
+        compiler()
+    except DeviceError as e:
+        return str(e)
+    return "none found: set CC or install one, e.g. apt-get install gcc"
 
 
 @cache
@@ -98,11 +201,18 @@ def cpu_flags() -> tuple[str, ...]:
     where it builds OpenMP code (e.g. clang without libomp does not)."""
     cc = find_cc()
     if cc is None:
-        raise DeviceError("device 'cpu' needs a C compiler (none found: set $CC or install one, "
-                          "e.g. apt-get install gcc); use the 'python' device meanwhile")
+        raise DeviceError(f"device 'cpu' needs a C compiler ({_no_cc_reason()}); use the "
+                          "'python' device meanwhile")
     flags = CPU_FLAGS
-    if not _builds(cc, flags, "int f(void) { return 1; }\n"):
+    probe = "int f(void) { return 1; }\n"
+    if not _builds(cc, flags, probe):
         flags = tuple(f for f in flags if f != "-march=native")
+        if not _builds(cc, flags, probe):
+            origin = f"CC={os.environ['CC']!r}" if os.environ.get("CC", "").strip() \
+                else f"found on PATH: {shlex.join(cc)}"
+            raise DeviceError(f"device 'cpu' cannot use its C compiler ({origin}), which does "
+                              f"not build a shared library: {_build_problem(cc, flags, probe)}"
+                              f"{CC_HINT}, or use the 'python' device meanwhile")
     omp = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
     return flags + (("-fopenmp",) if _builds(cc, (*flags, "-fopenmp"), omp) else ())
 
@@ -126,13 +236,38 @@ def threads() -> int:
 
 @cache
 def ring_library() -> ctypes.CDLL:
-    """The compiled ring kernels (`cpu_ring.c`)."""
+    """The compiled ring kernels (`cpu_ring.c`); loaded once and never closed."""
     source = host_tag() + resources.files("ren.backend").joinpath("cpu_ring.c").read_text()
-    return compile_source(source, cpu_flags(), cache_dir())
+    return open_library(cached_library(source, cpu_flags(), cache_dir()))
+
+
+#: the kernel libraries loaded now (dlopened, not closed yet): `set_threads` reaches them all
+_live: weakref.WeakSet[ctypes.CDLL] = weakref.WeakSet()
+
+
+def _open_kernel_library(path: str) -> ctypes.CDLL:
+    """Load a verified kernel library; it is closed (dlclose) when the CDLL object is collected,
+    i.e. when nothing holds it: every holder of an address inside it (a CpuCall, a host
+    wrapper function, a CompiledPlan through its calls) holds the CDLL too."""
+    lib = open_library(path)
+    done = weakref.finalize(lib, _ctypes.dlclose, lib._handle)
+    done.atexit = False  # nothing needs the memory back at exit, and a thread may still run it
+    _live.add(lib)
+    return lib
+
+
+def loaded_libraries() -> int:
+    """How many compiled kernel libraries are loaded now (the ring library aside)."""
+    return len(_live)
 
 
 def _address(lib: ctypes.CDLL, name: str) -> int:
-    return ctypes.cast(getattr(lib, name), _VOIDP).value
+    try:
+        fn = lib[name]  # not getattr: that caches fn in lib, a cycle that delays its closing
+    except AttributeError:
+        raise KernelCompileError(f"the compiled library {lib._name} has no entry point {name}; "
+                                 f"remove it (or the folder {cache_dir()}) and run again") from None
+    return ctypes.cast(fn, _VOIDP).value
 
 
 def _pointer(arr: np.ndarray) -> int:
@@ -143,12 +278,15 @@ def _pointer(arr: np.ndarray) -> int:
 
 class CpuCall:
     """A KernelFn: one compiled entry point, its `nslots` slot arrays (given per call) followed
-    by constant arrays (`extra`: sizes and tables, kept alive here)."""
+    by constant arrays (`extra`: sizes and tables, kept alive here).  `owner`: the library the
+    entry point lives in, kept loaded while this call lives."""
 
-    __slots__ = ("_extra_ptrs", "address", "extra", "fn", "name", "nslots")
+    __slots__ = ("_extra_ptrs", "address", "extra", "fn", "name", "nslots", "owner")
 
-    def __init__(self, name: str, address: int, nslots: int, extra: Sequence[np.ndarray] = ()):
+    def __init__(self, name: str, address: int, nslots: int, extra: Sequence[np.ndarray] = (),
+                 owner: ctypes.CDLL | None = None):
         self.name = name
+        self.owner = owner
         self.address = address
         self.fn = _ENTRY(address)
         self.nslots = nslots
@@ -192,15 +330,15 @@ def ring_call(call: RingCall) -> CpuCall | None:
     kind = call.kind
     if kind is RingKernel.NTT:
         extra = [_sizes(N, len(call.dst)), t["q"], t["twiddles"], t["twiddles_shoup"]]
-        return CpuCall("ntt", _address(lib, "ren_cpu_ntt"), 2, extra)
+        return CpuCall("ntt", _address(lib, "ren_cpu_ntt"), 2, extra, lib)
     if kind is RingKernel.INTT:
         extra = [_sizes(N, len(call.dst)), t["q"], t["inv_twiddles"], t["inv_twiddles_shoup"],
                  t["n_inv"], t["n_inv_shoup"]]
-        return CpuCall("intt", _address(lib, "ren_cpu_intt"), 2, extra)
+        return CpuCall("intt", _address(lib, "ren_cpu_intt"), 2, extra, lib)
     if kind is RingKernel.BASIS_CONVERT:
         extra = [_sizes(N, len(call.src), len(call.dst)), t["src_q"], t["src_qneg"],
                  t["qhat_inv"], t["q"], t["qneg"], t["bconv"], t["copy_from"]]
-        return CpuCall("basis_convert", _address(lib, "ren_cpu_bconv"), 2, extra)
+        return CpuCall("basis_convert", _address(lib, "ren_cpu_bconv"), 2, extra, lib)
     if kind is RingKernel.RESCALE:
         LS, K = len(call.src), len(call.dropped)
         if K < 1 or call.src[LS - K:] != call.dropped or call.dst != call.src[: LS - K]:
@@ -208,7 +346,7 @@ def ring_call(call: RingCall) -> CpuCall | None:
                                f"trailing moduli of {call.src} leaving {call.dst}")
         extra = [_sizes(N, LS, K), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
                  t["p_inv"]]
-        return CpuCall("rescale", _address(lib, "ren_cpu_rescale"), 2, extra)
+        return CpuCall("rescale", _address(lib, "ren_cpu_rescale"), 2, extra, lib)
     return None
 
 
@@ -234,6 +372,8 @@ class CompiledPlan(GraphRunner):
         run_plan.restype = None
         self._run_plan = run_plan
         self._keep = [args for _, args in calls]  # the static arrays stay alive with the plan
+        # and so do the calls, which hold their libraries: the plan runs raw entry points
+        self._calls = [fn for fn, _ in calls]
         self.segments: list[tuple] = []  # ("c", count, fns, argvs, vectors) | ("py", fn, args)
         where: list[tuple[Any, int]] = []  # per call: (argument vector or list, segment)
         run: list[tuple[CpuCall, list[Any]]] = []
@@ -302,8 +442,30 @@ class CompiledPlan(GraphRunner):
         return times
 
 
+class _HostRunner(HostRunner):
+    """A HostRunner that names the libraries its host wrappers live in (`owners`), so the
+    device's LRU can drop it from the kernel cache when it unloads one of them."""
+
+    def __init__(self, program: Program, functions: dict[str, Any],
+                 owners: tuple[ctypes.CDLL, ...]):
+        super().__init__(program, functions)
+        self.owners = owners
+
+
+def _owners(fn: Any) -> tuple[ctypes.CDLL, ...]:
+    """The kernel libraries a KernelFn of this device points into."""
+    if isinstance(fn, CpuCall):
+        return () if fn.owner is None else (fn.owner,)
+    return getattr(fn, "owners", ())
+
+
 class CpuDevice(Device):
-    """The ``"cpu"`` device: host memory, kernels compiled to native code (module docstring)."""
+    """The ``"cpu"`` device: host memory, kernels compiled to native code (module docstring).
+
+    Kernel libraries: `_libs` holds the ``REN_CPU_LIBRARIES`` most recently used ones (a compile
+    or a kernel-cache hit is a use).  Dropping one removes its kernels from `entries`, `hosted`
+    and the kernel cache, so this device no longer holds it; it is closed when the last JIT
+    plan or replay template running one of its kernels goes too."""
 
     def __init__(self, name: str):
         super().__init__(name, HOST)
@@ -311,15 +473,23 @@ class CpuDevice(Device):
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address
         self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (TO_RNS, RANDOM)
         self.compiler_runs = 0
-        self._libs: list[ctypes.CDLL] = []  # keep loaded libraries alive
-        self._build_lock = threading.Lock()
+        self._lib_of: dict[str, ctypes.CDLL] = {}  # kernel name -> its library
+        # id(library) -> (library, its kernel names), least recently used first
+        self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
+        self._build_lock = threading.RLock()
         ring_library().ren_set_threads(threads())
 
     def set_threads(self, n: int) -> None:
-        """Use `n` OpenMP threads in the library kernels from now on (1: none)."""
-        ring_library().ren_set_threads(int(n))
-        for lib in self._libs:
-            lib.ren_set_threads(int(n))
+        """Use `n` OpenMP threads in the library kernels from now on (1: none); `n` must be in
+        REN_CPU_THREADS's range."""
+        n = settings.check("REN_CPU_THREADS", n)
+        ring_library().ren_set_threads(n)
+        for lib in list(_live):
+            lib["ren_set_threads"](n)
+
+    def libraries(self) -> int:
+        """How many kernel libraries this device holds for reuse (at most REN_CPU_LIBRARIES)."""
+        return len(self._libs)
 
     def _program(self, item: ScheduledKernel) -> Program | None:
         """The rendered program of an item this device compiles from source (elementwise,
@@ -354,17 +524,48 @@ class CpuDevice(Device):
             todo = [p for p in programs if any(k.name in fresh for k in p.kernels)]
             elementwise = [k for k in fresh.values() if k.name.startswith("ren_ew_")]
             extra = "\n" + "".join(_wrapper(k) for k in elementwise)
-            lib = compile_host(todo, C, self.flags, cache_dir(), extra=extra,
-                               header=host_tag() + _HEADER)
-            lib.ren_set_threads(threads())
-            self._libs.append(lib)
+            source = host_tag() + _HEADER + translation_unit(todo, C) + extra
+            lib = _open_kernel_library(cached_library(source, self.flags, cache_dir()))
+            lib["ren_set_threads"](threads())
             self.compiler_runs += 1
             for name in fresh:
                 if name.startswith("ren_ew_"):
                     self.entries[name] = _address(lib, f"ren_cpu_{name}")
                 else:
                     self.hosted[name] = host_function(lib, name)
+                self._lib_of[name] = lib
+            self._libs[id(lib)] = (lib, list(fresh))
+            self._evict()
             return len(fresh)
+
+    def _evict(self) -> None:
+        """Drop the least recently used libraries beyond REN_CPU_LIBRARIES (caller holds the
+        build lock)."""
+        bound = settings.get("REN_CPU_LIBRARIES")
+        while len(self._libs) > bound:
+            _, (lib, names) = self._libs.popitem(last=False)
+            for name in names:
+                if self._lib_of.get(name) is lib:
+                    del self._lib_of[name]
+                    self.entries.pop(name, None)
+                    self.hosted.pop(name, None)
+            with self._lock:
+                stale = [key for key, fn in self._cache.items() if lib in _owners(fn)]
+                for key in stale:
+                    del self._cache[key]
+
+    def _touch(self, libs: Sequence[ctypes.CDLL]) -> None:
+        with self._build_lock:
+            for lib in libs:
+                if id(lib) in self._libs:
+                    self._libs.move_to_end(id(lib))
+
+    def compile(self, item: ScheduledKernel) -> KernelFn:
+        fn = super().compile(item)
+        owners = _owners(fn)
+        if owners:  # a use: keep its library among the most recently used
+            self._touch(owners)
+        return fn
 
     def build(self, item: ScheduledKernel) -> KernelFn:
         call = item.ring_call
@@ -375,11 +576,15 @@ class CpuDevice(Device):
         program = self._program(item)
         if program is None:  # pragma: no cover - every ring kind is handled above
             raise RealizeError(f"cpu backend: cannot compile {item.name}")
-        self._load([program])
-        if item.kind == "elementwise":
-            (kernel,) = program.kernels
-            return CpuCall(kernel.name, self.entries[kernel.name], len(kernel.params))
-        return HostRunner(program, self.hosted)
+        # under the build lock: another thread's load could evict these kernels in between
+        with self._build_lock:
+            self._load([program])
+            if item.kind == "elementwise":
+                (kernel,) = program.kernels
+                return CpuCall(kernel.name, self.entries[kernel.name], len(kernel.params),
+                               owner=self._lib_of[kernel.name])
+            owners = {id(lib): lib for lib in (self._lib_of[k.name] for k in program.kernels)}
+            return _HostRunner(program, self.hosted, tuple(owners.values()))
 
     def graph(self, calls: Sequence[tuple[KernelFn, list[Any]]],
               patches: Sequence[tuple[int, int, int]]) -> CompiledPlan:
@@ -391,5 +596,5 @@ def open_device(name: str) -> CpuDevice:
     return CpuDevice(name)
 
 
-__all__ = ["CPU_FLAGS", "CompiledPlan", "CpuCall", "CpuDevice", "cache_dir", "cpu_flags",
-           "open_device", "ring_library"]
+__all__ = ["CPU_FLAGS", "CacheWarning", "CompiledPlan", "CpuCall", "CpuDevice", "cache_dir",
+           "configured_cache_dir", "cpu_flags", "loaded_libraries", "open_device", "ring_library"]

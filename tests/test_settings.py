@@ -1,0 +1,120 @@
+"""The switch registry (`ren.settings`, issue 16): every switch declares its allowed values, and
+a value outside them — from the environment or from `settings.override` — is a SettingsError
+naming the range, raised where the value is read (REN_CPU_THREADS=100000 used to kill the
+process with SIGSEGV inside libgomp)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ren
+from ren import settings
+from ren.errors import ParameterError, RenError, SettingsError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(ren.__file__)))
+
+#: a value below and above each int switch's range (a path switch has no such values)
+OUT_OF_RANGE = {
+    "REN_DEBUG": (-1, 4),
+    "REN_CHECK": (-1, 2),
+    "REN_NO_MEMPLAN": (-1, 2),
+    "REN_NO_ELISION": (-1, 2),
+    "REN_JIT": (-1, 2),
+    "REN_CPU_THREADS": (0, 100000),
+    "REN_CPU_LIBRARIES": (0, 10**9),
+}
+
+
+def test_every_switch_declares_its_allowed_values():
+    for s in settings.SWITCHES.values():
+        if s.is_path:
+            assert isinstance(s.default, str), s
+            continue
+        assert isinstance(s.allowed, range) and len(s.allowed) >= 2, s
+        assert s.default in s.allowed, s
+    assert set(OUT_OF_RANGE) == {s.name for s in settings.SWITCHES.values() if not s.is_path}
+    assert settings.SWITCHES["REN_CACHE_DIR"].is_path
+
+
+def test_settings_error_is_a_parameter_error():
+    assert issubclass(SettingsError, ParameterError) and issubclass(SettingsError, RenError)
+
+
+@pytest.mark.parametrize("name, value", [(n, v) for n, vs in OUT_OF_RANGE.items() for v in vs])
+def test_an_out_of_range_environment_value_names_the_range(monkeypatch, name, value):
+    s = settings.SWITCHES[name]
+    monkeypatch.setenv(name, str(value))
+    with pytest.raises(SettingsError, match=rf"{name}={value} is outside the allowed range "
+                                            rf"{s.allowed[0]}\.\.{s.allowed[-1]}"):
+        settings._read_env(name)
+
+
+@pytest.mark.parametrize("name, value", [(n, v) for n, vs in OUT_OF_RANGE.items() for v in vs])
+def test_an_out_of_range_override_changes_nothing(name, value):
+    before = {n: settings.get(n) for n in settings.SWITCHES}
+    with pytest.raises(SettingsError, match=rf"settings.override: {name}={value} is outside"):
+        settings.override(**{"REN_JIT": 0, name: value})  # REN_JIT's valid value is not set
+    assert {n: settings.get(n) for n in settings.SWITCHES} == before
+
+
+@pytest.mark.parametrize("name", sorted(OUT_OF_RANGE))
+def test_the_ends_of_each_range_are_accepted(monkeypatch, name):
+    r = settings.SWITCHES[name].allowed
+    for value in (r[0], r[-1]):
+        monkeypatch.setenv(name, str(value))
+        assert settings._read_env(name) == value
+        with settings.override(**{name: value}):
+            assert settings.get(name) == value
+
+
+def test_a_non_integer_environment_value_names_the_range(monkeypatch):
+    monkeypatch.setenv("REN_CPU_THREADS", "many")
+    with pytest.raises(SettingsError, match=r"REN_CPU_THREADS='many'.*not an integer.*1\.\.256"):
+        settings._read_env("REN_CPU_THREADS")
+
+
+def test_the_cache_dir_is_a_path_switch(monkeypatch, tmp_path):
+    monkeypatch.delenv("REN_CACHE_DIR", raising=False)
+    assert settings._read_env("REN_CACHE_DIR") == ""  # the reader supplies the default
+    monkeypatch.setenv("REN_CACHE_DIR", str(tmp_path))
+    assert settings._read_env("REN_CACHE_DIR") == str(tmp_path)
+    with settings.override(REN_CACHE_DIR=tmp_path):  # a PathLike is taken as its str
+        assert settings.get("REN_CACHE_DIR") == str(tmp_path)
+    for bad in (5, b"/tmp", None):
+        with pytest.raises(SettingsError, match="REN_CACHE_DIR must be a folder path"):
+            settings.override(REN_CACHE_DIR=bad)
+    with pytest.raises(SettingsError, match="NUL"):
+        settings.override(REN_CACHE_DIR="/tmp/a\0b")
+
+
+def test_check_validates_a_value_for_a_switch():
+    assert settings.check("REN_CPU_THREADS", 4) == 4
+    with pytest.raises(SettingsError, match=r"1\.\.256"):
+        settings.check("REN_CPU_THREADS", 257)
+    with pytest.raises(SettingsError, match="unknown switch"):
+        settings.check("REN_NOPE", 1)
+
+
+def test_describe_lists_the_allowed_values():
+    text = settings.describe()
+    assert "REN_CPU_THREADS=" in text and "(1..256)" in text and "(0..3)" in text
+    assert "REN_CACHE_DIR=" in text
+
+
+def test_huge_thread_count_is_an_error_not_a_crash(tmp_path):
+    """Run where a crash would be a crash: the old code died with SIGSEGV here."""
+    script = ("import ren\n"
+              "r = ren.RingSpec.generate(64, 4)\n"
+              "a = ren.Poly.from_coefficients(list(range(64)), r, device='cpu')\n"
+              "print(int((a.ntt() * a.ntt()).intt().numpy().sum()))\n")
+    env = {**os.environ, "REN_CPU_THREADS": "100000", "REN_CACHE_DIR": str(tmp_path),
+           "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, cwd=REPO, timeout=300)
+    assert res.returncode == 1, (res.returncode, res.stderr[-2000:])
+    assert "SettingsError" in res.stderr and "REN_CPU_THREADS=100000" in res.stderr
+    assert "1..256" in res.stderr

@@ -32,18 +32,19 @@ def _check_fields(kind: str, params: object, level: object, scale: object,
         where = f"{kind}: part {i}" if kind == "Ciphertext" else f"{kind}: poly"
         if not isinstance(p, Poly):
             raise ParameterError(f"{where} must be a Poly, got {type(p).__name__} {p!r}")
-        if p.ring != ring:
-            raise RingMismatchError(f"{where} lives in {p.ring.short()}, not in the ring of level "
-                                    f"{level} ({ring.short()}); use params.ring({level}), or "
-                                    "the level its ring belongs to")
-        if p.domain is not Domain.NTT:
-            raise DomainError(f"{where} is in the {p.domain.name} domain; CKKS keeps polynomials "
-                              "in the NTT domain (call .ntt())")
-        if p.device != params.device:
-            raise DeviceError(f"{where} lives on {p.device!r} but the parameters' device is "
+        spec = p.spec  # one lookup for ring, domain and device (this runs for every result)
+        if spec.ring is not ring and spec.ring != ring:
+            raise RingMismatchError(f"{where} lives in {spec.ring.short()}, not in the ring of "
+                                    f"level {level} ({ring.short()}); use params.ring({level}), "
+                                    "or the level its ring belongs to")
+        if spec.domain is not Domain.NTT:
+            raise DomainError(f"{where} is in the {spec.domain.name} domain; CKKS keeps "
+                              "polynomials in the NTT domain (call .ntt())")
+        if spec.device != params.device:
+            raise DeviceError(f"{where} lives on {spec.device!r} but the parameters' device is "
                               f"{params.device!r}; move it with .to({params.device!r}) or use "
-                              f"CKKSParams(..., device={p.device!r})")
-    scale = params.check_scale(scale, level, kind, fix=(
+                              f"CKKSParams(..., device={spec.device!r})")
+    scale = params.check_scale(scale, level, kind, fix=lambda: (
         f"a {kind.lower()} at level {level} needs a smaller scale (rescale it, or build it at a "
         "higher level)"))
     return level, scale

@@ -108,7 +108,7 @@ class Evaluator:
                                    f"pick a level in [0, {x.level}]")
         if level == x.level:
             return x
-        self.params.check_scale(x.scale, level, "drop_level", fix=(
+        self.params.check_scale(x.scale, level, "drop_level", fix=lambda: (
             f"dropping from level {x.level} keeps the scale but shrinks the modulus; rescale "
             "instead (it divides the scale too) or drop fewer levels"))
         ring = self.params.ring(level)
@@ -229,11 +229,13 @@ class Evaluator:
     def _product_scale(self, scale: Fraction, level: int, op: str,
                        message: float | Fraction = 1) -> Fraction:
         """The normalized scale of a product at `level`, checked (ScaleOutOfBoundsError)."""
-        fix = (f"rescale the operands before multiplying (each rescale divides the scale by "
-               f"about 2^{self.params.scale_bits}), multiply at a higher level, or use "
-               "parameters with more depth or a larger first_bits")
-        if message != 1:
-            fix = "use a smaller constant (or a smaller encoding scale, scale=), or " + fix
+        def fix() -> str:
+            out = (f"rescale the operands before multiplying (each rescale divides the scale by "
+                   f"about 2^{self.params.scale_bits}), multiply at a higher level, or use "
+                   "parameters with more depth or a larger first_bits")
+            if message != 1:
+                out = "use a smaller constant (or a smaller encoding scale, scale=), or " + out
+            return out
         return self.params.check_scale(normalize_scale(scale), level, op, message, fix=fix)
 
     def _finish_product(self, d, scale, level: int, relinearize: bool, op: str) -> Ciphertext:
@@ -289,7 +291,7 @@ class Evaluator:
                 raise OutOfLevelsError("multiply_scalar(target_scale=): a level-0 ciphertext "
                                        "cannot be rescaled afterwards")
             enc_scale = normalize_scale(target * _prod(p.rescale_moduli(ct.level)) / ct.scale)
-            p.check_scale(enc_scale, ct.level, "multiply_scalar(target_scale=)", fix_small=(
+            p.check_scale(enc_scale, ct.level, "multiply_scalar(target_scale=)", fix_small=lambda: (
                 f"reaching 2^{log2_exact(target):.2f} after the next rescale needs an encoding "
                 f"scale of 2^{log2_exact(enc_scale):.2f}: the ciphertext's scale 2^"
                 f"{ct.log2_scale:.2f} is more than one level's primes above the target; "
@@ -321,7 +323,7 @@ class Evaluator:
         moduli = self.params.rescale_moduli(ct.level)
         scale = self.params.check_scale(
             rescaled(ct.scale, moduli), ct.level - 1, "rescale",
-            fix_small=(f"rescale only after a multiplication: it divides the scale 2^"
+            fix_small=lambda: (f"rescale only after a multiplication: it divides the scale 2^"
                        f"{ct.log2_scale:.2f} by the level's primes (2^"
                        f"{log2_exact(Fraction(_prod(moduli))):.2f})"))
         return Ciphertext(tuple(c.rescale(moduli) for c in ct.parts), scale, ct.level - 1,
@@ -336,7 +338,7 @@ class Evaluator:
             raise OutOfLevelsError("adjust_scale: the ciphertext is at level 0, and adjusting "
                                    "the scale spends a level; adjust it before it reaches level "
                                    "0, or use parameters with more depth")
-        self.params.check_scale(target, ct.level - 1, "adjust_scale", fix=(
+        self.params.check_scale(target, ct.level - 1, "adjust_scale", fix=lambda: (
             f"the target must fit level {ct.level - 1}, where the result lands; choose a smaller "
             "target scale or adjust at a higher level"))
         return self.rescale(self.multiply_scalar(ct, 1.0, target_scale=target))

@@ -12,6 +12,7 @@ import hashlib
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from typing import Any
@@ -35,7 +36,7 @@ SCALE_CAP_BITS = 1024
 SCALE_KEEP_BITS = 512
 #: The smallest scale a ciphertext or plaintext may carry: below 1, encoding rounds every value
 #: smaller than 1/(2·scale) > 1/2 to zero, so not even the integer part survives.
-MIN_SCALE = Fraction(1)
+MIN_SCALE = 1
 
 PRESETS: dict[str, dict[str, Any]] = {
     "N12": dict(N=1 << 12, depth=1, scale_bits=30, first_bits=40, special_primes=1),
@@ -49,7 +50,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 def normalize_scale(x: Fraction | int) -> Fraction:
     """`x` as a positive Fraction, exact unless it outgrew SCALE_CAP_BITS (then rounded to
     SCALE_KEEP_BITS significant bits: a relative change below 2^-500)."""
-    x = Fraction(x)
+    if type(x) is not Fraction:
+        x = Fraction(x)
     if x <= 0:
         raise ParameterError(f"a scale must be positive, got {x}")
     num, den = x.numerator, x.denominator
@@ -60,9 +62,19 @@ def normalize_scale(x: Fraction | int) -> Fraction:
     return Fraction(m) * (Fraction(2) ** e)
 
 
+#: Advice for an error message: a string, or a function that builds it only when it is needed.
+Advice = str | Callable[[], str]
+
+
+def _advice(a: Advice) -> str:
+    return a() if callable(a) else a
+
+
 def scale_arg(value: object, what: str = "scale") -> Fraction:
     """`value` (an int, Fraction or finite float; never a bool) as a positive exact Fraction, or
     a ParameterError naming `what`."""
+    if type(value) is Fraction and value.numerator > 0:  # the common case, kept cheap
+        return normalize_scale(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterError(f"{what} must be a positive number (int, Fraction or float), got "
                              f"{type(value).__name__} {value!r}")
@@ -342,7 +354,7 @@ class CKKSParams:
         return self._cache["scale", level]
 
     def check_scale(self, scale: Fraction, level: int, op: str, message: float | Fraction = 1,
-                    fix: str = "", fix_small: str = "") -> Fraction:
+                    fix: Advice = "", fix_small: Advice = "") -> Fraction:
         """`scale` if it fits level `level`, else a ScaleOutOfBoundsError naming `op`.
 
         The rule: ``1 <= scale`` and ``scale · max(1, |message|) < Q_level / 2``.  Decryption
@@ -354,17 +366,24 @@ class CKKSParams:
         |m|·scale below Q_level/2.  This is SEAL's "scale out of bounds" rule (log2(scale) below
         the bits of Q_level), at most one bit stricter.
 
-        `fix` and `fix_small` replace the default advice for a scale too large or too small.
+        `fix` and `fix_small` (a string, or a function giving one, called only on failure)
+        replace the default advice for a scale too large or too small.
         """
-        if scale < MIN_SCALE:
+        n, d = scale.numerator, scale.denominator  # integer comparisons: this runs per result
+        if n < d * MIN_SCALE:
             raise ScaleOutOfBoundsError(
                 f"{op}: scale 2^{log2_exact(scale):.2f} is below 1, where encoding rounds every "
                 f"value under 1/2 to 0 (no bits of precision remain); "
-                + (fix_small or f"use a larger scale (the default at level {level} is "
+                + (_advice(fix_small) or f"use a larger scale (the default at level {level} is "
                    f"params.scale({level}) = 2^{log2_exact(self.scale(level)):.2f})"))
-        bound = max(Fraction(1), abs(Fraction(message)))
-        q = self.ring(level).Q
-        if 2 * scale * bound >= q:
+        if message == 1:
+            bn = bd = 1
+        else:
+            bound = max(Fraction(1), abs(Fraction(message)))
+            bn, bd = bound.numerator, bound.denominator
+        q = self._level_Q[self.check_level(level)]
+        if 2 * n * bn >= q * d * bd:
+            bound = Fraction(bn, bd)
             what = (f"scale 2^{log2_exact(scale):.2f}" if bound == 1 else
                     f"scale 2^{log2_exact(scale):.2f} times the constant's magnitude "
                     f"{float(bound):.4g}")
@@ -372,10 +391,15 @@ class CKKSParams:
                 f"{op}: {what} needs {log2_exact(scale * bound) + 1:.1f} bits, but level {level} "
                 f"has log2 Q_{level} = {math.log2(q):.1f} (a message of magnitude 1 must stay "
                 f"below Q_{level}/2, or it wraps around); "
-                + (fix or "rescale before this operation (each rescale divides the scale by "
-                   f"about 2^{self.scale_bits}), spend fewer levels before it (or use parameters "
-                   "with more depth or a larger first_bits), or use a smaller scale"))
+                + (_advice(fix) or "rescale before this operation (each rescale divides the scale "
+                   f"by about 2^{self.scale_bits}), spend fewer levels before it (or use "
+                   "parameters with more depth or a larger first_bits), or use a smaller scale"))
         return scale
+
+    @cached_property
+    def _level_Q(self) -> tuple[int, ...]:
+        """Q_level (the product of the level's chain primes) for every level."""
+        return tuple(math.prod(self.chain[: self.limbs(lv)]) for lv in range(self.depth + 1))
 
     def digits_at(self, level: int) -> tuple[tuple[int, int], ...]:
         """The key-switching digits (limb ranges) clipped to the ring of `level`."""

@@ -65,20 +65,19 @@ def _check_numbers(values) -> None:
     ShapeError, as for other values that are not numbers)."""
     if isinstance(values, bool | np.bool_ | str | bytes):
         raise ShapeError(f"encode: values must be numbers, got {type(values).__name__} "
-                             f"{values!r}" + _BOOL_HINT * isinstance(values, bool | np.bool_))
+                         f"{values!r}" + _BOOL_HINT * isinstance(values, bool | np.bool_))
     if isinstance(values, np.ndarray):
         if values.dtype.kind in "iufc":
             return
         if values.dtype.kind != "O":
             raise ShapeError(f"encode: values must be numbers, got an array of dtype "
-                                 f"{values.dtype}" + _BOOL_HINT * (values.dtype.kind == "b"))
+                             f"{values.dtype}" + _BOOL_HINT * (values.dtype.kind == "b"))
         values = values.ravel().tolist()
     if isinstance(values, list | tuple):
         for i, v in enumerate(values):
             if isinstance(v, bool | np.bool_ | str | bytes):
-                raise ShapeError(f"encode: values must be numbers, got {type(v).__name__} "
-                                     f"{v!r} at index {i}"
-                                     + _BOOL_HINT * isinstance(v, bool | np.bool_))
+                raise ShapeError(f"encode: values must be numbers, got {type(v).__name__} {v!r} "
+                                 f"at index {i}" + _BOOL_HINT * isinstance(v, bool | np.bool_))
 
 
 _BOOL_HINT = " (a bool is a flag, not a number: convert with float() if 1.0/0.0 is meant)"
@@ -131,7 +130,9 @@ class Encoder:
                scale: Fraction | int | float | None = None) -> Plaintext:
         """A Plaintext of `values` (a vector of up to N/2 numbers, zero-padded, or one number
         for every slot) at `level` (default: the top) and `scale` (default: the level's scale).
-        The polynomial is built lazily with `Poly.from_coefficients` and kept in the NTT domain."""
+        The polynomial is built lazily with `Poly.from_coefficients` and kept in the NTT domain.
+        A scale that does not fit the level (`CKKSParams.check_scale`), or values whose scaled
+        coefficients reach Q/2, raise ScaleOutOfBoundsError."""
         p = self.params
         level = p.depth if level is None else p.check_level(level)
         if scale is None:

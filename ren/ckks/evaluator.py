@@ -322,10 +322,10 @@ class Evaluator:
                                    "divide by); use larger parameters (more depth) or bootstrap")
         moduli = self.params.rescale_moduli(ct.level)
         scale = self.params.check_scale(
-            rescaled(ct.scale, moduli), ct.level - 1, "rescale",
-            fix_small=lambda: (f"rescale only after a multiplication: it divides the scale 2^"
-                       f"{ct.log2_scale:.2f} by the level's primes (2^"
-                       f"{log2_exact(Fraction(_prod(moduli))):.2f})"))
+            rescaled(ct.scale, moduli), ct.level - 1, "rescale", fix_small=lambda: (
+                f"rescale only after a multiplication: it divides the scale 2^"
+                f"{ct.log2_scale:.2f} by the level's primes (2^"
+                f"{log2_exact(Fraction(_prod(moduli))):.2f})"))
         return Ciphertext(tuple(c.rescale(moduli) for c in ct.parts), scale, ct.level - 1,
                           self.params)
 
@@ -397,7 +397,7 @@ def _number(c) -> complex:
 
 def _scale_difference(a: Fraction, b: Fraction) -> str:
     """Two unequal scales, written so the difference shows (both print as 2^30.000000 when they
-    differ in the 12th digit): exactly when short, and their exact ratio."""
+    differ in the 12th digit): exactly when short, and their ratio."""
     digits = max(len(str(v)) for v in (a.numerator, a.denominator, b.numerator, b.denominator))
     both = (f"{a} vs {b}" if digits <= 60
             else f"2^{log2_exact(a):.6f} vs 2^{log2_exact(b):.6f}")

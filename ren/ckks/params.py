@@ -27,11 +27,11 @@ from ren.ring.spec import MAX_GENERATED_MODULI, MAX_LOG_N
 #: Homomorphic Encryption Standard, 128-bit classical security, ternary secret: max log2(QP).
 HE_STANDARD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14: 438,
                    1 << 15: 881, 1 << 16: 1772}
-#: A scale whose numerator or denominator grows past this many bits (only long chains of
-#: squarings without fresh operands get there) keeps SCALE_KEEP_BITS significant bits.
 #: A chain holds at most MAX_GENERATED_MODULI primes (as `RingSpec.generate` does); a level
 #: holds one or two.
 MAX_DEPTH = MAX_GENERATED_MODULI // 2
+#: A scale whose numerator or denominator grows past this many bits (only long chains of
+#: squarings without fresh operands get there) keeps SCALE_KEEP_BITS significant bits.
 SCALE_CAP_BITS = 1024
 SCALE_KEEP_BITS = 512
 #: The smallest scale a ciphertext or plaintext may carry: below 1, encoding rounds every value
@@ -369,6 +369,8 @@ class CKKSParams:
         `fix` and `fix_small` (a string, or a function giving one, called only on failure)
         replace the default advice for a scale too large or too small.
         """
+        if type(scale) is not Fraction:
+            scale = scale_arg(scale, f"{op}: scale")
         n, d = scale.numerator, scale.denominator  # integer comparisons: this runs per result
         if n < d * MIN_SCALE:
             raise ScaleOutOfBoundsError(

@@ -308,6 +308,12 @@ class TestParams:
             with pytest.raises(ParameterError, match=r"2\^17"):
                 make_params(N=N, depth=1, scale_bits=30, first_bits=31, insecure=True)
 
+    def test_level_0_must_hold_a_message(self):
+        """first_bits = scale_bits + 1 gave a level 0 whose default encoding cannot hold 1."""
+        with pytest.raises(ParameterError, match="first_bits >= 42"):
+            make_params(N=64, depth=2, scale_bits=40, first_bits=41, insecure=True)
+        make_params(N=64, depth=2, scale_bits=40, first_bits=42, insecure=True)
+
     def test_insecure_must_be_a_bool(self):
         with pytest.raises(ParameterError, match="insecure"):
             CKKSParams(N=1 << 12, depth=1, scale_bits=30, first_bits=40, insecure="no")

@@ -308,11 +308,14 @@ class TestParams:
             with pytest.raises(ParameterError, match=r"2\^17"):
                 make_params(N=N, depth=1, scale_bits=30, first_bits=31, insecure=True)
 
-    def test_level_0_must_hold_a_message(self):
-        """first_bits = scale_bits + 1 gave a level 0 whose default encoding cannot hold 1."""
-        with pytest.raises(ParameterError, match="first_bits >= 42"):
-            make_params(N=64, depth=2, scale_bits=40, first_bits=41, insecure=True)
-        make_params(N=64, depth=2, scale_bits=40, first_bits=42, insecure=True)
+    def test_level_0_without_room_for_a_message(self):
+        """first_bits = scale_bits + 1 (allowed: programs that stay above level 0 use it) gives
+        a level 0 whose default scale cannot hold 1: encoding there says so."""
+        p = make_params(N=64, depth=2, scale_bits=40, first_bits=41, insecure=True)
+        enc = Encoder(p)
+        with pytest.raises(ScaleOutOfBoundsError, match=r"encode: .*first_bits >= scale_bits"):
+            enc.encode([0.5], level=0)
+        assert np.allclose(enc.decode(enc.encode([0.5], level=1))[0], 0.5)
 
     def test_insecure_must_be_a_bool(self):
         with pytest.raises(ParameterError, match="insecure"):

@@ -135,11 +135,12 @@ class Encoder:
         coefficients reach Q/2, raise ScaleOutOfBoundsError."""
         p = self.params
         level = p.depth if level is None else p.check_level(level)
-        if scale is None:
-            scale = p.scale(level)
-        else:
-            scale = p.check_scale(scale_arg(scale, "encode: scale"), level, "encode", fix=(
-                "use a smaller scale or a higher level"))
+        default = scale is None
+        scale = p.check_scale(
+            p.scale(level) if default else scale_arg(scale, "encode: scale"), level, "encode",
+            fix=(f"the default scale of level {level} does not fit its modulus: use parameters "
+                 "with first_bits >= scale_bits + 2, or encode at a higher level") if default
+            else "use a smaller scale or a higher level")
         coeffs = self.coefficients(values, scale)
         ring = p.ring(level)
         bound = max(abs(c) for c in coeffs)

@@ -237,7 +237,6 @@ class CKKSParams:
             q for g in self.level_moduli for q in g)
         self.top_scale = Fraction(ch.top_scale(list(self.level_moduli), scale_bits))
         self.dnum, self.digits = self._digits(dnum)
-        self._check_level0_room()
         self._check_security()
 
     # -- construction helpers ---------------------------------------------------------------------
@@ -254,18 +253,6 @@ class CKKSParams:
             raise ParameterError(f"CKKSParams: dnum must be an int in [1, {n}] (the chain has {n} "
                                  f"primes), got {dnum!r}")
         return dnum, tuple(ch.balanced_digits(bits, dnum))
-
-    def _check_level0_room(self) -> None:
-        """Level 0 must hold a message of magnitude 1 at its default scale (the rule of
-        `check_scale`), or every computation that reaches it fails there."""
-        s0, q0 = self.scale(0), self._level_Q[0]
-        if 2 * s0 >= q0:
-            raise ParameterError(
-                f"CKKSParams: first_bits={self.first_bits} leaves level 0 no room for a message: "
-                f"its scale 2^{log2_exact(s0):.2f} needs {log2_exact(s0) + 1:.2f} bits for a "
-                f"message of magnitude 1, but log2 Q_0 = {math.log2(q0):.2f}; use first_bits >= "
-                f"{self.scale_bits + 2} (first_bits − scale_bits is roughly the message's bits at "
-                "level 0)")
 
     def _check_security(self) -> None:
         bound = max_log_qp(self.N)

@@ -188,7 +188,7 @@ class TestConstructors:
     @pytest.mark.parametrize("n", [0, 1, 4])
     def test_ciphertext_part_count(self, c, x, n):
         ct = c.encrypt(x)
-        with pytest.raises(ParameterError, match=f"got {n} parts"):
+        with pytest.raises(ParameterError, match=f"got {n} parts?$"):
             Ciphertext((ct.c0,) * n, ct.scale, ct.level, c.params)
 
     def test_ciphertext_bad_parts(self, c, x):

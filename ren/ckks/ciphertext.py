@@ -89,8 +89,9 @@ class Ciphertext:
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, tuple | list) or len(self.parts) not in (2, 3):
-            got = (f"{len(self.parts)} parts" if isinstance(self.parts, tuple | list)
-                   else f"a {type(self.parts).__name__}")
+            n = len(self.parts) if isinstance(self.parts, tuple | list) else None
+            got = (f"a {type(self.parts).__name__}" if n is None
+                   else f"{n} part" + "s" * (n != 1))
             raise ParameterError(f"Ciphertext: parts must be a tuple of 2 Polys (c0, c1), or 3 "
                                  f"between a multiplication without relinearization and "
                                  f"relinearize; got {got}")

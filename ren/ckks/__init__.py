@@ -18,11 +18,13 @@ from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.encoder import Encoder
 from ren.ckks.encrypt import Decryptor, Encryptor
 from ren.ckks.errors import (
+    DecodeOverflowError,
     InsecureParametersWarning,
     MissingKeyError,
     OutOfLevelsError,
     ParamsMismatchError,
     ScaleMismatchError,
+    ScaleOutOfBoundsError,
 )
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.keys import (
@@ -42,6 +44,7 @@ __all__ = [
     "PRESETS",
     "CKKSParams",
     "Ciphertext",
+    "DecodeOverflowError",
     "Decryptor",
     "Encoder",
     "Encryptor",
@@ -57,6 +60,7 @@ __all__ = [
     "PublicKey",
     "RelinKey",
     "ScaleMismatchError",
+    "ScaleOutOfBoundsError",
     "SecretKey",
     "SwitchingKey",
     "dumps",

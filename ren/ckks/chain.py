@@ -17,6 +17,8 @@ import heapq
 import math
 from collections.abc import Iterator
 
+import numpy as np
+
 from ren.errors import ParameterError
 from ren.ring import is_prime
 
@@ -69,6 +71,55 @@ def single_primes(N: int, bits: float, count: int, used: set[int],
     """`count` primes within `tol` bits of 2^bits, the closest first."""
     got = [q for q in nearest_primes(2 * N, 2.0 ** bits, used, count) if abs(_err(q, bits)) <= tol]
     return got
+
+
+def max_level_groups(N: int, bits: float, limit: int, tol: float = PAIR_TOLERANCE_BITS) -> int:
+    """An upper bound (capped at `limit`) on how many level groups `single_primes` or
+    `prime_pairs` can ever find, from a count of primes, before any search.
+
+    One prime per level (bits <= 31) must lie within `tol` bits of 2^bits.  A pair p <= q with
+    p·q within `tol` bits of 2^bits has p <= 2^((bits+tol)/2) and p >= 2^(bits-tol) / 2^31
+    (q < 2^31); disjoint pairs use distinct such p, so there are at most as many pairs as primes
+    in that range.  Counting stops at `limit`, so the cost is about 11·limit primality tests (the
+    density of primes ≡ 1 mod 2N below 2^31) or the whole range when it is shorter.
+    """
+    step = 2 * N
+    if bits <= 31:
+        lo, hi = 2.0 ** (bits - tol), 2.0 ** (bits + tol)
+    else:
+        lo, hi = 2.0 ** (bits - tol - 31), 2.0 ** ((bits + tol) / 2)
+    hi = min(hi, MAX_PRIME)
+    count = 0
+    k0, k1 = max(math.ceil((lo - 1) / step), 1), math.floor((hi - 1) / step)
+    for start in range(k0, k1 + 1, 1 << 14):
+        q = np.arange(start, min(start + (1 << 14), k1 + 1), dtype=np.int64) * step + 1
+        count += int(np.count_nonzero(_are_primes(q)))
+        if count >= limit:
+            return limit
+    return count
+
+
+def _are_primes(q: np.ndarray) -> np.ndarray:
+    """`is_prime` for each odd q in 9 <= q < 2^31 (int64), vectorized: Miller–Rabin with bases
+    2, 3, 5, 7 (exact below 3.2·10^9), where a product of two residues stays below 2^62."""
+    d, s = q - 1, np.zeros_like(q)
+    while True:
+        even = (d & 1) == 0
+        if not even.any():
+            break
+        d, s = np.where(even, d >> 1, d), s + even
+    prime = np.ones(q.size, dtype=bool)
+    for a in (2, 3, 5, 7):
+        x, base, e = np.ones_like(q), np.full_like(q, a), d.copy()
+        while (e > 0).any():  # x = a^d mod q
+            x = np.where((e & 1) == 1, x * base % q, x)
+            base, e = base * base % q, e >> 1
+        passed = (x == 1) | (x == q - 1)
+        for r in range(1, int(s.max())):
+            x = x * x % q
+            passed |= (x == q - 1) & (r < s)
+        prime &= passed
+    return prime
 
 
 def _greedy(candidates: list[tuple[float, int, int]], count: int,

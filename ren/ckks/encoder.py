@@ -8,6 +8,7 @@ twisted coefficients m_i·ζ^i, so both directions cost O(N log N) with NumPy's 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from functools import lru_cache
 from numbers import Number
@@ -15,13 +16,15 @@ from numbers import Number
 import numpy as np
 
 from ren.ckks.ciphertext import Plaintext
-from ren.ckks.errors import ParamsMismatchError
-from ren.ckks.params import CKKSParams, normalize_scale
+from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOfBoundsError
+from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError, ShapeError
 from ren.poly import Poly
 
 #: Coefficients stay below 2^62 in magnitude on the fast (int64) path.
 _INT64_SAFE = float(1 << 62)
+#: Scaled values below this stay far from float64's overflow (2^1024) on the float path.
+_FLOAT_SAFE = 2.0 ** 960
 
 
 @lru_cache(maxsize=16)
@@ -57,8 +60,32 @@ def embed(m: np.ndarray, N: int) -> np.ndarray:
     return (np.fft.ifft(m * twist) * N)[t]
 
 
+def _check_numbers(values) -> None:
+    """Reject bools and strings, which NumPy would turn into 1.0/0.0 or parse ("1.5") (a
+    ShapeError, as for other values that are not numbers)."""
+    if isinstance(values, bool | np.bool_ | str | bytes):
+        raise ShapeError(f"encode: values must be numbers, got {type(values).__name__} "
+                         f"{values!r}" + _BOOL_HINT * isinstance(values, bool | np.bool_))
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind in "iufc":
+            return
+        if values.dtype.kind != "O":
+            raise ShapeError(f"encode: values must be numbers, got an array of dtype "
+                             f"{values.dtype}" + _BOOL_HINT * (values.dtype.kind == "b"))
+        values = values.ravel().tolist()
+    if isinstance(values, list | tuple):
+        for i, v in enumerate(values):
+            if isinstance(v, bool | np.bool_ | str | bytes):
+                raise ShapeError(f"encode: values must be numbers, got {type(v).__name__} {v!r} "
+                                 f"at index {i}" + _BOOL_HINT * isinstance(v, bool | np.bool_))
+
+
+_BOOL_HINT = " (a bool is a flag, not a number: convert with float() if 1.0/0.0 is meant)"
+
+
 def _as_slots(values, slots: int) -> np.ndarray:
-    if isinstance(values, Number) and not isinstance(values, bool):
+    _check_numbers(values)
+    if isinstance(values, Number):
         z = np.full(slots, complex(values))
     else:
         try:
@@ -87,25 +114,38 @@ class Encoder:
 
     def coefficients(self, values, scale: Fraction | int | float) -> list[int]:
         """The integer coefficients round(Δ·m) of `values` at `scale` (exact Python ints)."""
+        scale = scale_arg(scale, "coefficients: scale")
         z = _as_slots(values, self.params.slots)
-        scaled = embed_inverse(z, self.params.N) * float(scale)
-        if np.max(np.abs(scaled), initial=0.0) < _INT64_SAFE:
-            return np.rint(scaled).astype(np.int64).tolist()
-        return [int(x) for x in np.rint(scaled)]
+        m = embed_inverse(z, self.params.N)
+        top = float(np.max(np.abs(m), initial=0.0))
+        if top == 0 or log2_exact(scale) + math.log2(top) < math.log2(_FLOAT_SAFE):
+            scaled = m * float(scale)
+            if np.max(np.abs(scaled), initial=0.0) < _INT64_SAFE:
+                return np.rint(scaled).astype(np.int64).tolist()
+            return [int(x) for x in np.rint(scaled)]
+        # a scale beyond float64's range (log2 Q > 1024 allows it): exact products, rounded
+        return [round(Fraction(float(x)) * scale) for x in m]
 
     def encode(self, values, level: int | None = None,
                scale: Fraction | int | float | None = None) -> Plaintext:
         """A Plaintext of `values` (a vector of up to N/2 numbers, zero-padded, or one number
         for every slot) at `level` (default: the top) and `scale` (default: the level's scale).
-        The polynomial is built lazily with `Poly.from_coefficients` and kept in the NTT domain."""
+        The polynomial is built lazily with `Poly.from_coefficients` and kept in the NTT domain.
+        A scale that does not fit the level (`CKKSParams.check_scale`), or values whose scaled
+        coefficients reach Q/2, raise ScaleOutOfBoundsError."""
         p = self.params
         level = p.depth if level is None else p.check_level(level)
-        scale = p.scale(level) if scale is None else _scale(scale)
+        default = scale is None
+        scale = p.check_scale(
+            p.scale(level) if default else scale_arg(scale, "encode: scale"), level, "encode",
+            fix=(f"the default scale of level {level} does not fit its modulus: use parameters "
+                 "with first_bits >= scale_bits + 2, or encode at a higher level") if default
+            else "use a smaller scale or a higher level")
         coeffs = self.coefficients(values, scale)
         ring = p.ring(level)
         bound = max(abs(c) for c in coeffs)
         if 2 * bound >= ring.Q:
-            raise ParameterError(
+            raise ScaleOutOfBoundsError(
                 f"encode: the scaled values reach 2^{bound.bit_length()}, beyond Q/2 at level "
                 f"{level} (2^{ring.Q.bit_length() - 1}); use a smaller scale or a higher level")
         return Plaintext(Poly.from_coefficients(coeffs, ring, device=p.device).ntt(), scale,
@@ -119,15 +159,20 @@ class Encoder:
         if pt.params != self.params:
             raise ParamsMismatchError("decode: the plaintext was made under other CKKSParams")
         coeffs = pt.poly.coefficients()
-        big = max(abs(c) for c in coeffs) >= 1 << 62
-        m = (np.array([float(c) for c in coeffs]) if big
-             else np.array(coeffs, dtype=np.int64).astype(np.float64))
-        return embed(m / float(pt.scale), self.params.N)
-
-
-def _scale(scale) -> Fraction:
-    if isinstance(scale, bool) or not isinstance(scale, int | float | Fraction):
-        raise ParameterError(f"scale must be a positive number, got {scale!r}")
-    if isinstance(scale, float) and not np.isfinite(scale):
-        raise ParameterError(f"scale must be finite, got {scale!r}")
-    return normalize_scale(Fraction(scale))
+        top = max(abs(c) for c in coeffs)
+        log2_scale = log2_exact(pt.scale)
+        if top.bit_length() - log2_scale > 1000:  # |m| would pass float64's 2^1024
+            raise DecodeOverflowError(
+                f"decode: the coefficients reach 2^{top.bit_length()} at scale 2^"
+                f"{log2_scale:.2f}, values near 2^{top.bit_length() - log2_scale:.0f}, beyond "
+                "float64's range (2^1024). This is no encoding at this scale: check that the "
+                "ciphertext was decrypted with the secret key it was encrypted under, and that "
+                "its message stayed below Q/2 (operations raise ScaleOutOfBoundsError when a "
+                "scale cannot hold a message of magnitude 1)")
+        if top.bit_length() < 1000 and log2_scale < 960:
+            m = (np.array([float(c) for c in coeffs]) if top >= 1 << 62
+                 else np.array(coeffs, dtype=np.int64).astype(np.float64)) / float(pt.scale)
+        else:  # shift the big integers into float range first, then divide exactly
+            k = max(top.bit_length() - 62, 0)
+            m = np.array([float(c >> k) for c in coeffs]) * float(Fraction(1 << k) / pt.scale)
+        return embed(m, self.params.N)

@@ -23,6 +23,18 @@ class OutOfLevelsError(LevelError):
     have)."""
 
 
+class ScaleOutOfBoundsError(LevelError, ParameterError):
+    """A scale the modulus at its level cannot hold: below 1 (values round away), or so large
+    that a message of magnitude 1 (times the operation's constant) reaches Q_level/2 and wraps
+    around.  Also a ParameterError, since a scale is usually an argument."""
+
+
+class DecodeOverflowError(RenError, OverflowError):
+    """Decoding produced values beyond float64's range: the plaintext is no encoding under its
+    scale (typically a ciphertext decrypted with another secret key, or a message that overflowed
+    the modulus)."""
+
+
 class MissingKeyError(RenError, LookupError):
     """The evaluator lacks the key an operation needs (relinearization, a rotation step,
     conjugation)."""

@@ -4,6 +4,11 @@ Operands at different levels are aligned by dropping the higher one to the lower
 of a prefix of its primes).  Scales are exact Fractions: a product's scale is the product of
 the scales, a rescale divides by the product of the dropped primes; additions need equal scales
 (`adjust_scale` or ``multiply_scalar(..., target_scale=)`` make them equal at the cost of a level).
+
+Every result's scale must fit its level (`CKKSParams.check_scale`: at least 1, and a message of
+magnitude 1, times the operation's own constant, below Q_level/2): an operation that would break
+this raises `ScaleOutOfBoundsError` naming itself and the fix, instead of returning a ciphertext
+that decrypts to garbage.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from ren.ckks.errors import (
 )
 from ren.ckks.keys import GaloisKeys, RelinKey
 from ren.ckks.keyswitch import key_switch
-from ren.ckks.params import CKKSParams, normalize_scale, rescaled
+from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, rescaled, scale_arg
 from ren.errors import ParameterError
 from ren.poly import Poly
 from ren.ring import conjugation_element, galois_element
@@ -103,6 +108,9 @@ class Evaluator:
                                    f"pick a level in [0, {x.level}]")
         if level == x.level:
             return x
+        self.params.check_scale(x.scale, level, "drop_level", fix=lambda: (
+            f"dropping from level {x.level} keeps the scale but shrinks the modulus; rescale "
+            "instead (it divides the scale too) or drop fewer levels"))
         ring = self.params.ring(level)
         if isinstance(x, Plaintext):
             return Plaintext(x.poly.to_ring(ring), x.scale, level, x.params)
@@ -116,10 +124,9 @@ class Evaluator:
     def _same_scale(a, b, op: str) -> None:
         if a.scale != b.scale:
             raise ScaleMismatchError(
-                f"{op}: the operands' scales differ (2^{a.log2_scale:.6f} vs 2^"
-                f"{b.log2_scale:.6f}); bring one to the other's with "
-                "evaluator.adjust_scale(ct, other.scale) (uses a level), or encode plaintexts "
-                "with scale=ct.scale")
+                f"{op}: the operands' scales differ: {_scale_difference(a.scale, b.scale)}; "
+                "bring one to the other's with evaluator.adjust_scale(ct, other.scale) (uses a "
+                "level), or encode plaintexts with scale=ct.scale")
 
     # -- addition ---------------------------------------------------------------------------------
     def add(self, a: Ciphertext, b: Operand) -> Ciphertext:
@@ -172,6 +179,9 @@ class Evaluator:
     def _add_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
         if c.imag != 0:  # a complex constant is re + im·X^(N/2): encode it as a vector
             return self._add_plain(ct, self._encode_like(ct, c), +1)
+        self.params.check_scale(ct.scale, ct.level, "add_scalar", message=1 + abs(c), fix=(
+            "the constant does not fit at this scale and level; add it at a higher level or a "
+            "smaller scale, or scale it down first"))
         k = round(Fraction(c.real) * ct.scale)
         if k == 0:
             return ct
@@ -201,7 +211,7 @@ class Evaluator:
         self._need_size2(ct, "square")
         c0, c1 = ct.parts
         d = (c0 * c0, (c0 * c1) * 2, c1 * c1)
-        return self._finish_product(d, ct.scale * ct.scale, ct.level, relinearize)
+        return self._finish_product(d, ct.scale * ct.scale, ct.level, relinearize, "square")
 
     def _mul_ct(self, a: Ciphertext, b: Ciphertext, relinearize: bool) -> Ciphertext:
         a, b = self._align(a, b)
@@ -209,15 +219,27 @@ class Evaluator:
         self._need_size2(b, "multiply")
         (a0, a1), (b0, b1) = a.parts, b.parts
         d = (a0 * b0, a0 * b1 + a1 * b0, a1 * b1)
-        return self._finish_product(d, a.scale * b.scale, a.level, relinearize)
+        return self._finish_product(d, a.scale * b.scale, a.level, relinearize, "multiply")
 
     @staticmethod
     def _need_size2(ct: Ciphertext, op: str) -> None:
         if ct.size != 2:
             raise ParameterError(f"{op}: the ciphertext has {ct.size} parts; relinearize it first")
 
-    def _finish_product(self, d, scale, level: int, relinearize: bool) -> Ciphertext:
-        ct = Ciphertext(tuple(d), normalize_scale(scale), level, self.params)
+    def _product_scale(self, scale: Fraction, level: int, op: str,
+                       message: float | Fraction = 1) -> Fraction:
+        """The normalized scale of a product at `level`, checked (ScaleOutOfBoundsError)."""
+        def fix() -> str:
+            out = (f"rescale the operands before multiplying (each rescale divides the scale by "
+                   f"about 2^{self.params.scale_bits}), multiply at a higher level, or use "
+                   "parameters with more depth or a larger first_bits")
+            if message != 1:
+                out = "use a smaller constant (or a smaller encoding scale, scale=), or " + out
+            return out
+        return self.params.check_scale(normalize_scale(scale), level, op, message, fix=fix)
+
+    def _finish_product(self, d, scale, level: int, relinearize: bool, op: str) -> Ciphertext:
+        ct = Ciphertext(tuple(d), self._product_scale(scale, level, op), level, self.params)
         return self.relinearize(ct) if relinearize else ct
 
     def relinearize(self, ct: Ciphertext) -> Ciphertext:
@@ -235,8 +257,8 @@ class Evaluator:
     def multiply_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
         """ct·pt; the scale becomes ct.scale·pt.scale."""
         ct, pt = self._align(self._ct(ct), self._pt(pt))
-        return Ciphertext(tuple(c * pt.poly for c in ct.parts),
-                          normalize_scale(ct.scale * pt.scale), ct.level, self.params)
+        scale = self._product_scale(ct.scale * pt.scale, ct.level, "multiply_plain")
+        return Ciphertext(tuple(c * pt.poly for c in ct.parts), scale, ct.level, self.params)
 
     def multiply_int(self, ct: Ciphertext, k: int) -> Ciphertext:
         """ct·k for an integer k; scale and level unchanged."""
@@ -244,8 +266,9 @@ class Evaluator:
         if isinstance(k, bool) or not isinstance(k, Integral):
             raise ParameterError(f"multiply_int: k must be an int, got {k!r}")
         k = int(k)
-        if k == 0:  # the zero ciphertext (a constant, so no x·0 graph is built)
-            zero = Poly.const(0, self.params.ring(ct.level), "NTT")
+        self._product_scale(ct.scale, ct.level, "multiply_int", message=abs(k))
+        if k == 0:  # the zero ciphertext (a constant, so no x·0 graph is built) on ct's device
+            zero = Poly.const(0, self.params.ring(ct.level), "NTT", device=ct.c0.device)
             return Ciphertext((zero, zero), ct.scale, ct.level, self.params)
         if k == 1:
             return ct
@@ -259,23 +282,33 @@ class Evaluator:
         1/scale, a relative error below 1/(2·|c|·scale))."""
         ct = self._ct(ct)
         c = _number(c)
+        p = self.params
         if target_scale is not None:
             if scale is not None:
                 raise ParameterError("multiply_scalar: give scale or target_scale, not both")
+            target = scale_arg(target_scale, "multiply_scalar: target_scale")
             if ct.level == 0:
                 raise OutOfLevelsError("multiply_scalar(target_scale=): a level-0 ciphertext "
                                        "cannot be rescaled afterwards")
-            moduli = self.params.rescale_moduli(ct.level)
-            scale = normalize_scale(Fraction(target_scale)) * _prod(moduli) / ct.scale
-        enc_scale = self.params.scale(ct.level) if scale is None else normalize_scale(
-            Fraction(scale))
+            enc_scale = normalize_scale(target * _prod(p.rescale_moduli(ct.level)) / ct.scale)
+            p.check_scale(enc_scale, ct.level, "multiply_scalar(target_scale=)", fix_small=lambda: (
+                f"reaching 2^{log2_exact(target):.2f} after the next rescale needs an encoding "
+                f"scale of 2^{log2_exact(enc_scale):.2f}: the ciphertext's scale 2^"
+                f"{ct.log2_scale:.2f} is more than one level's primes above the target; "
+                "rescale first, or choose a larger target"))
+        elif scale is not None:
+            enc_scale = p.check_scale(scale_arg(scale, "multiply_scalar: scale"), ct.level,
+                                      "multiply_scalar: the encoding scale")
+        else:
+            enc_scale = p.scale(ct.level)
+        out_scale = self._product_scale(ct.scale * enc_scale, ct.level, "multiply_scalar",
+                                        message=abs(c))
         if c.imag != 0:
             return self.multiply_plain(ct, self.encoder.encode(
-                np.full(self.params.slots, c), ct.level, enc_scale))
+                np.full(p.slots, c), ct.level, enc_scale))
         k = round(Fraction(c.real) * enc_scale)
         out = self.multiply_int(ct, k)
-        return Ciphertext(out.parts, normalize_scale(ct.scale * enc_scale), ct.level,
-                          self.params)
+        return Ciphertext(out.parts, out_scale, ct.level, p)
 
     def _encode_like(self, ct: Ciphertext, values, scale=None) -> Plaintext:
         return self.encoder.encode(values, ct.level, ct.scale if scale is None else scale)
@@ -288,13 +321,27 @@ class Evaluator:
             raise OutOfLevelsError("rescale: the ciphertext is at level 0 (no primes left to "
                                    "divide by); use larger parameters (more depth) or bootstrap")
         moduli = self.params.rescale_moduli(ct.level)
-        return Ciphertext(tuple(c.rescale(moduli) for c in ct.parts), rescaled(ct.scale, moduli),
-                          ct.level - 1, self.params)
+        scale = self.params.check_scale(
+            rescaled(ct.scale, moduli), ct.level - 1, "rescale", fix_small=lambda: (
+                f"rescale only after a multiplication: it divides the scale 2^"
+                f"{ct.log2_scale:.2f} by the level's primes (2^"
+                f"{log2_exact(Fraction(_prod(moduli))):.2f})"))
+        return Ciphertext(tuple(c.rescale(moduli) for c in ct.parts), scale, ct.level - 1,
+                          self.params)
 
     def adjust_scale(self, ct: Ciphertext, target_scale: Fraction | float) -> Ciphertext:
         """ct with exactly `target_scale`, one level lower (multiply by an integer close to
         target·P_l/scale, then rescale)."""
-        return self.rescale(self.multiply_scalar(ct, 1.0, target_scale=target_scale))
+        ct = self._ct(ct)
+        target = scale_arg(target_scale, "adjust_scale: target_scale")
+        if ct.level == 0:
+            raise OutOfLevelsError("adjust_scale: the ciphertext is at level 0, and adjusting "
+                                   "the scale spends a level; adjust it before it reaches level "
+                                   "0, or use parameters with more depth")
+        self.params.check_scale(target, ct.level - 1, "adjust_scale", fix=lambda: (
+            f"the target must fit level {ct.level - 1}, where the result lands; choose a smaller "
+            "target scale or adjust at a higher level"))
+        return self.rescale(self.multiply_scalar(ct, 1.0, target_scale=target))
 
     # -- automorphisms ----------------------------------------------------------------------------
     def rotate(self, ct: Ciphertext, k: int) -> Ciphertext:
@@ -346,6 +393,21 @@ def _number(c) -> complex:
     if not (np.isfinite(c.real) and np.isfinite(c.imag)):
         raise ParameterError(f"expected a finite number, got {c!r}")
     return c
+
+
+def _scale_difference(a: Fraction, b: Fraction) -> str:
+    """Two unequal scales, written so the difference shows (both print as 2^30.000000 when they
+    differ in the 12th digit): exactly when short, and their ratio."""
+    digits = max(len(str(v)) for v in (a.numerator, a.denominator, b.numerator, b.denominator))
+    both = (f"{a} vs {b}" if digits <= 60
+            else f"2^{log2_exact(a):.6f} vs 2^{log2_exact(b):.6f}")
+    ratio = a / b
+    if abs(ratio - 1) < Fraction(1, 1000):
+        d = ratio - 1
+        rel = f"the first is the second × (1 {'+' if d > 0 else '−'} {float(abs(d)):.3e})"
+    else:
+        rel = f"the first is 2^{log2_exact(ratio):.4f} × the second"
+    return f"{both} ({rel})"
 
 
 def _prod(xs) -> int:

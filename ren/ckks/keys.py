@@ -19,13 +19,35 @@ from functools import lru_cache
 
 from ren.ckks.errors import MissingKeyError, ParamsMismatchError
 from ren.ckks.params import CKKSParams
-from ren.errors import ParameterError
+from ren.errors import DeviceError, DomainError, ParameterError, RingMismatchError, is_int
 from ren.poly import Poly
-from ren.ring import conjugation_element, galois_element
+from ren.ring import Domain, conjugation_element, galois_element
 
 
 def _poly_bytes(p: Poly) -> int:
     return 4 * p.ring.limbs * p.ring.N
+
+
+def _check_key(kind: str, params: object, polys: tuple[object, ...]) -> None:
+    """A key's fields: CKKSParams, and Polys over the key ring Q·P, NTT domain, on the
+    parameters' device (the JIT rebuilds keys without running this again)."""
+    if not isinstance(params, CKKSParams):
+        raise ParameterError(f"{kind}: params must be CKKSParams, got {type(params).__name__}")
+    ring = params.key_ring
+    for i, p in enumerate(polys):
+        if not isinstance(p, Poly):
+            raise ParameterError(f"{kind}: polynomial {i} must be a Poly, got "
+                                 f"{type(p).__name__} {p!r}")
+        if p.ring != ring:
+            raise RingMismatchError(f"{kind}: polynomial {i} lives in {p.ring.short()}; keys live "
+                                    f"in the key ring params.key_ring ({ring.short()})")
+        if p.domain is not Domain.NTT:
+            raise DomainError(f"{kind}: polynomial {i} is in the {p.domain.name} domain; keys "
+                              "are kept in the NTT domain (call .ntt())")
+        if p.device != params.device:
+            raise DeviceError(f"{kind}: polynomial {i} lives on {p.device!r} but the parameters' "
+                              f"device is {params.device!r}; move it with "
+                              f".to({params.device!r})")
 
 
 @dataclass(eq=False)
@@ -34,6 +56,9 @@ class SecretKey:
 
     poly: Poly
     params: CKKSParams
+
+    def __post_init__(self) -> None:
+        _check_key("SecretKey", self.params, (self.poly,))
 
     @property
     def nbytes(self) -> int:
@@ -50,6 +75,9 @@ class PublicKey:
     b: Poly
     a: Poly
     params: CKKSParams
+
+    def __post_init__(self) -> None:
+        _check_key("PublicKey", self.params, (self.b, self.a))
 
     @property
     def nbytes(self) -> int:
@@ -70,6 +98,25 @@ class SwitchingKey:
     a: tuple[Poly, ...]
     params: CKKSParams
     galois: int | None = None
+
+    def __post_init__(self) -> None:
+        kind = type(self).__name__
+        if not isinstance(self.params, CKKSParams):
+            raise ParameterError(f"{kind}: params must be CKKSParams, got "
+                                 f"{type(self.params).__name__}")
+        dnum = len(self.params.digits)
+        for name in ("b", "a"):
+            rows = getattr(self, name)
+            if not isinstance(rows, tuple | list) or len(rows) != dnum:
+                raise ParameterError(f"{kind}: {name} must be a tuple of {dnum} Polys (one per "
+                                     f"key-switching digit), got {rows!r}"[:300])
+            setattr(self, name, tuple(rows))
+        _check_key(kind, self.params, self.b + self.a)
+        N2 = 2 * self.params.N
+        g = self.galois
+        if g is not None and (not is_int(g) or not 0 < g < N2 or g % 2 == 0):
+            raise ParameterError(f"{kind}: galois must be None or an odd int in (0, {N2}), got "
+                                 f"{g!r}")
 
     @property
     def nbytes(self) -> int:
@@ -97,6 +144,19 @@ class GaloisKeys:
     _steps: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.params, CKKSParams):
+            raise ParameterError(f"GaloisKeys: params must be CKKSParams, got "
+                                 f"{type(self.params).__name__}")
+        if not isinstance(self.keys, dict):
+            raise ParameterError(f"GaloisKeys: keys must be a dict of Galois element -> "
+                                 f"GaloisKey, got {type(self.keys).__name__}")
+        for g, key in self.keys.items():
+            if not isinstance(key, GaloisKey) or key.galois != g:
+                raise ParameterError(f"GaloisKeys: keys[{g!r}] must be the GaloisKey of element "
+                                     f"{g!r}, got {key!r}")
+            if key.params != self.params:
+                raise ParamsMismatchError(f"GaloisKeys: keys[{g}] was made under other "
+                                          "CKKSParams")
         by_g = _steps_by_element(self.params.N)
         self._steps = {g: by_g[g] for g in self.keys if g in by_g}
 
@@ -160,6 +220,9 @@ def normalize_steps(steps: Iterable[int] | None, slots: int) -> list[int]:
     """Rotation steps reduced mod N/2 (rotation by k and k + N/2 coincide), without 0."""
     if steps is None:  # the powers of two: enough for rotate_sum
         steps = [1 << i for i in range(slots.bit_length() - 1)]
+    if isinstance(steps, str | bytes) or not isinstance(steps, Iterable):
+        raise ParameterError(f"rotation_keys: steps must be a list of ints, e.g. [{steps!r}] "
+                             f"for one step, got {type(steps).__name__} {steps!r}")
     out: list[int] = []
     for k in steps:
         if isinstance(k, bool) or not isinstance(k, int):
@@ -177,6 +240,10 @@ class KeyGenerator:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"KeyGenerator needs CKKSParams, got {type(params).__name__}")
         self.params = params
+        if secret_key is not None and not isinstance(secret_key, SecretKey):
+            raise ParameterError(f"KeyGenerator: secret_key must be a SecretKey (or None to draw "
+                                 f"one), got {type(secret_key).__name__}; a public or switching "
+                                 "key cannot derive keys")
         if secret_key is None:
             ring = params.key_ring
             s = (Poly.ternary(ring, device=params.device) if params.secret == "ternary"
@@ -227,6 +294,9 @@ class KeyGenerator:
         """Keys for left rotations by each of `steps` (negative = right; default: the powers of
         two below N/2, which `Evaluator.rotate_sum` needs) and, if asked, conjugation.
         ``progress=True`` shows a rich progress bar."""
+        if not isinstance(conjugate, bool):
+            raise ParameterError(f"rotation_keys: conjugate must be True or False, got "
+                                 f"{conjugate!r}")
         N = self.params.N
         elements = [galois_element(N, k) for k in normalize_steps(steps, self.params.slots)]
         if conjugate:

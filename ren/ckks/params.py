@@ -9,24 +9,34 @@ by the trailing group.  Special primes P (for key switching) are kept apart: the
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
+import numbers
+from collections.abc import Callable
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from typing import Any
 
 from ren.ckks import chain as ch
-from ren.ckks.errors import InsecureParametersWarning, warn_insecure
+from ren.ckks.errors import InsecureParametersWarning, ScaleOutOfBoundsError, warn_insecure
 from ren.device import canonical_device
 from ren.errors import ParameterError
 from ren.ring import RingSpec
+from ren.ring.spec import MAX_GENERATED_MODULI, MAX_LOG_N
 
 #: Homomorphic Encryption Standard, 128-bit classical security, ternary secret: max log2(QP).
 HE_STANDARD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14: 438,
                    1 << 15: 881, 1 << 16: 1772}
+#: A chain holds at most MAX_GENERATED_MODULI primes (as `RingSpec.generate` does); a level
+#: holds one or two.
+MAX_DEPTH = MAX_GENERATED_MODULI // 2
 #: A scale whose numerator or denominator grows past this many bits (only long chains of
 #: squarings without fresh operands get there) keeps SCALE_KEEP_BITS significant bits.
 SCALE_CAP_BITS = 1024
 SCALE_KEEP_BITS = 512
+#: The smallest scale a ciphertext or plaintext may carry: below 1, encoding rounds every value
+#: smaller than 1/(2·scale) > 1/2 to zero, so not even the integer part survives.
+MIN_SCALE = 1
 
 PRESETS: dict[str, dict[str, Any]] = {
     "N12": dict(N=1 << 12, depth=1, scale_bits=30, first_bits=40, special_primes=1),
@@ -40,7 +50,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 def normalize_scale(x: Fraction | int) -> Fraction:
     """`x` as a positive Fraction, exact unless it outgrew SCALE_CAP_BITS (then rounded to
     SCALE_KEEP_BITS significant bits: a relative change below 2^-500)."""
-    x = Fraction(x)
+    if type(x) is not Fraction:
+        x = Fraction(x)
     if x <= 0:
         raise ParameterError(f"a scale must be positive, got {x}")
     num, den = x.numerator, x.denominator
@@ -49,6 +60,37 @@ def normalize_scale(x: Fraction | int) -> Fraction:
     e = num.bit_length() - den.bit_length() - SCALE_KEEP_BITS
     m = (num << max(-e, 0)) // (den << max(e, 0))
     return Fraction(m) * (Fraction(2) ** e)
+
+
+#: Advice for an error message: a string, or a function that builds it only when it is needed.
+Advice = str | Callable[[], str]
+
+
+def _advice(a: Advice) -> str:
+    return a() if callable(a) else a
+
+
+def scale_arg(value: object, what: str = "scale") -> Fraction:
+    """`value` (an int, Fraction or finite float; never a bool) as a positive exact Fraction, or
+    a ParameterError naming `what`."""
+    if type(value) is Fraction and value.numerator > 0:  # the common case, kept cheap
+        return normalize_scale(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{what} must be a positive number (int, Fraction or float), got "
+                             f"{type(value).__name__} {value!r}")
+    if not isinstance(value, numbers.Rational):
+        value = float(value)  # e.g. numpy.float32, which Fraction does not take
+        if not math.isfinite(value):
+            raise ParameterError(f"{what} must be finite, got {value!r}")
+    if value <= 0:
+        raise ParameterError(f"{what} must be positive, got {value!r}")
+    return normalize_scale(Fraction(value))
+
+
+def log2_exact(x: Fraction) -> float:
+    """log2 of a positive Fraction of any size (math.log2 would first convert it to a float,
+    which overflows past 2^1024)."""
+    return math.log2(x.numerator) - math.log2(x.denominator)
 
 
 def rescaled(scale: Fraction, moduli: tuple[int, ...]) -> Fraction:
@@ -77,6 +119,10 @@ def _build_chain(N: int, depth: int, scale_bits: int, first_bits: int, special: 
     """(base primes, level groups bottom-up, special primes)."""
     used: set[int] = set()
     per_level = 1 if scale_bits <= 31 else 2
+    # a prime count first: a hopeless depth fails in milliseconds, not after a long search
+    bound = ch.max_level_groups(N, scale_bits, depth)
+    if bound < depth:
+        raise ParameterError(_chain_advice(N, depth, scale_bits, bound, per_level, False))
     if per_level == 1:
         singles = ch.single_primes(N, scale_bits, depth, used)
         groups = [(q,) for q in singles]
@@ -84,7 +130,7 @@ def _build_chain(N: int, depth: int, scale_bits: int, first_bits: int, special: 
         groups = [tuple(sorted(p, reverse=True))
                   for p in ch.prime_pairs(N, scale_bits, depth, used)]
     if len(groups) < depth:
-        raise ParameterError(_chain_advice(N, depth, scale_bits, len(groups), per_level))
+        raise ParameterError(_chain_advice(N, depth, scale_bits, len(groups), per_level, True))
     groups = ch.order_levels(groups, scale_bits)
     for g in groups:
         used.update(g)
@@ -95,22 +141,36 @@ def _build_chain(N: int, depth: int, scale_bits: int, first_bits: int, special: 
     return base, tuple(groups), spec
 
 
-def _chain_advice(N: int, depth: int, scale_bits: int, found: int, per_level: int) -> str:
+def _chain_advice(N: int, depth: int, scale_bits: int, found: int, per_level: int,
+                  searched: bool) -> str:
+    """The message for a chain that cannot be built.  `searched`: `found` is what the search
+    found (the hint is verified by searching too); otherwise `found` is the prime-count bound of
+    `ch.max_level_groups` and the hint uses that bound only (a necessary condition, and fast)."""
     what = "primes" if per_level == 1 else "prime pairs"
     tol = ch.PAIR_TOLERANCE_BITS
     hint = []
     for sb in range(scale_bits + 1, 63):
-        k = 1 if sb <= 31 else 2
-        n = len(ch.single_primes(N, sb, depth, set()) if k == 1
-                else ch.prime_pairs(N, sb, depth, set()))
-        if n >= depth:
-            hint.append(f"scale_bits >= {sb}")
-            break
+        if ch.max_level_groups(N, sb, depth) < depth:
+            continue  # cannot work: no need to search
+        if searched:
+            n = len(ch.single_primes(N, sb, depth, set()) if sb <= 31
+                    else ch.prime_pairs(N, sb, depth, set()))
+            if n < depth:
+                continue
+        hint.append(f"scale_bits >= {sb}")
+        break
     hint.append(f"depth <= {found}" if found else "a smaller N")
+    if searched:
+        why = f"give only {found} {what} within {tol} bits of 2^{scale_bits}"
+    elif per_level == 1:
+        why = f"have only {found} primes within {tol} bits of 2^{scale_bits}, one per level"
+    else:
+        why = (f"have only {found} primes up to 2^{(scale_bits + tol) / 2:g}, and each level "
+               f"needs one (a pair whose product is within {tol} bits of 2^{scale_bits} has a "
+               "factor that small)")
     return (f"cannot build a modulus chain of depth {depth} with a {scale_bits}-bit scale at "
-            f"N={N}: NTT-friendly primes (q ≡ 1 mod 2N={2 * N}, q < 2^31) give only {found} "
-            f"{what} within {tol} bits of 2^{scale_bits}. Use " + " or ".join(hint)
-            + (f" (or N={N // 2})" if N > 1024 else ""))
+            f"N={N}: NTT-friendly primes (q ≡ 1 mod 2N={2 * N}, q < 2^31) {why}. Use "
+            + " or ".join(hint) + (f" (or N={N // 2})" if N > 1024 else ""))
 
 
 class CKKSParams:
@@ -138,8 +198,13 @@ class CKKSParams:
         for name, v, lo in (("N", N, 2), ("depth", depth, 0), ("scale_bits", scale_bits, 8)):
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ParameterError(f"CKKSParams: {name} must be an int >= {lo}, got {v!r}")
-        if N & (N - 1) or N < 4:
-            raise ParameterError(f"CKKSParams: N must be a power of two >= 4, got {N}")
+        if N & (N - 1) or N < 4 or N > 1 << MAX_LOG_N:
+            raise ParameterError(f"CKKSParams: N must be a power of two in [4, 2^{MAX_LOG_N}] "
+                                 f"(Ren's rings stop at 2^{MAX_LOG_N}), got {N}")
+        if depth > MAX_DEPTH:
+            raise ParameterError(f"CKKSParams: depth={depth} is too deep: a chain holds at most "
+                                 f"{MAX_GENERATED_MODULI} primes, one or two per level; use depth "
+                                 f"<= {MAX_DEPTH} (bootstrapping refreshes levels)")
         if scale_bits > 62:
             raise ParameterError(f"CKKSParams: scale_bits={scale_bits} is too large; a level holds"
                                  " at most two u32 primes, so use scale_bits <= 62")
@@ -156,6 +221,10 @@ class CKKSParams:
                                  f"{special_primes!r}")
         if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not 0 < sigma < 100:
             raise ParameterError(f"CKKSParams: sigma must be a positive number, got {sigma!r}")
+        if not isinstance(insecure, bool):  # a truthy string must not switch security off
+            raise ParameterError(f"CKKSParams: insecure must be True or False, got {insecure!r}")
+        if not insecure:
+            _check_security_early(N, depth, scale_bits)
         self.N, self.depth, self.scale_bits, self.first_bits = N, depth, scale_bits, first_bits
         self._cache: dict[tuple[str, int], Any] = {}
         self.device = canonical_device(device)
@@ -201,8 +270,13 @@ class CKKSParams:
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> CKKSParams:
         """A named parameter set ("N12" … "N16"); keyword arguments override its fields."""
-        if name not in PRESETS:
+        if not isinstance(name, str) or name not in PRESETS:
             raise ParameterError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        known = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ParameterError(f"CKKSParams.preset({name!r}): unknown field(s) {unknown}; the "
+                                 f"fields are {sorted(known)}")
         return cls(**{**PRESETS[name], **overrides})
 
     # -- derived quantities -----------------------------------------------------------------------
@@ -279,6 +353,56 @@ class CKKSParams:
             self._cache["scale", level] = s
         return self._cache["scale", level]
 
+    def check_scale(self, scale: Fraction, level: int, op: str, message: float | Fraction = 1,
+                    fix: Advice = "", fix_small: Advice = "") -> Fraction:
+        """`scale` if it fits level `level`, else a ScaleOutOfBoundsError naming `op`.
+
+        The rule: ``1 <= scale`` and ``scale · max(1, |message|) < Q_level / 2``.  Decryption
+        recovers Δ·m as a centred residue mod Q_level, in (−Q/2, Q/2]: a scaled value at or past
+        Q/2 wraps around to garbage, and below scale 1 encoding rounds every value under 1/2 to
+        0.  A ciphertext does not reveal its message, so the rule takes |m| <= 1 (the encoding's
+        unit) and `message` is the magnitude an operation's own constant gives it (|c| for a
+        product by c, 1 + |c| for a sum); a larger encrypted message can still wrap, so keep
+        |m|·scale below Q_level/2.  This is SEAL's "scale out of bounds" rule (log2(scale) below
+        the bits of Q_level), at most one bit stricter.
+
+        `fix` and `fix_small` (a string, or a function giving one, called only on failure)
+        replace the default advice for a scale too large or too small.
+        """
+        if type(scale) is not Fraction:
+            scale = scale_arg(scale, f"{op}: scale")
+        n, d = scale.numerator, scale.denominator  # integer comparisons: this runs per result
+        if n < d * MIN_SCALE:
+            raise ScaleOutOfBoundsError(
+                f"{op}: scale 2^{log2_exact(scale):.2f} is below 1, where encoding rounds every "
+                f"value under 1/2 to 0 (no bits of precision remain); "
+                + (_advice(fix_small) or f"use a larger scale (the default at level {level} is "
+                   f"params.scale({level}) = 2^{log2_exact(self.scale(level)):.2f})"))
+        if message == 1:
+            bn = bd = 1
+        else:
+            bound = max(Fraction(1), abs(Fraction(message)))
+            bn, bd = bound.numerator, bound.denominator
+        q = self._level_Q[self.check_level(level)]
+        if 2 * n * bn >= q * d * bd:
+            bound = Fraction(bn, bd)
+            what = (f"scale 2^{log2_exact(scale):.2f}" if bound == 1 else
+                    f"scale 2^{log2_exact(scale):.2f} times the constant's magnitude "
+                    f"{float(bound):.4g}")
+            raise ScaleOutOfBoundsError(
+                f"{op}: {what} needs {log2_exact(scale * bound) + 1:.1f} bits, but level {level} "
+                f"has log2 Q_{level} = {math.log2(q):.1f} (a message of magnitude 1 must stay "
+                f"below Q_{level}/2, or it wraps around); "
+                + (_advice(fix) or "rescale before this operation (each rescale divides the scale "
+                   f"by about 2^{self.scale_bits}), spend fewer levels before it (or use "
+                   "parameters with more depth or a larger first_bits), or use a smaller scale"))
+        return scale
+
+    @cached_property
+    def _level_Q(self) -> tuple[int, ...]:
+        """Q_level (the product of the level's chain primes) for every level."""
+        return tuple(math.prod(self.chain[: self.limbs(lv)]) for lv in range(self.depth + 1))
+
     def digits_at(self, level: int) -> tuple[tuple[int, int], ...]:
         """The key-switching digits (limb ranges) clipped to the ring of `level`."""
         n = self.limbs(level)
@@ -334,6 +458,20 @@ class CKKSParams:
         return "\n".join(lines)
 
 
+def _check_security_early(N: int, depth: int, scale_bits: int) -> None:
+    """Reject from sizes alone (before any prime search) a chain that cannot be secure: each of
+    the `depth` levels holds at least 2^(scale_bits − tolerance)."""
+    if N not in HE_STANDARD_128:
+        return  # the full check after building the chain says why
+    least = depth * (scale_bits - ch.PAIR_TOLERANCE_BITS)
+    if least > HE_STANDARD_128[N]:
+        raise ParameterError(
+            f"CKKSParams: log2(QP) would be at least {least:.1f} (the {depth} levels alone, each "
+            f"at least {scale_bits - ch.PAIR_TOLERANCE_BITS:g} bits), which exceeds "
+            f"{HE_STANDARD_128[N]}, the HE-standard maximum for 128-bit security at N={N}. Lower "
+            "depth or scale_bits, raise N, or pass insecure=True for tests and experiments")
+
+
 def _parse_secret(secret: Any, N: int) -> tuple[str, int | None]:
     if secret == "ternary":
         return "ternary", None
@@ -346,5 +484,6 @@ def _parse_secret(secret: Any, N: int) -> tuple[str, int | None]:
     raise ParameterError(f"CKKSParams: secret must be 'ternary' or ('sparse', h), got {secret!r}")
 
 
-__all__ = ["HE_STANDARD_128", "PRESETS", "CKKSParams", "InsecureParametersWarning",
-           "estimated_security", "max_log_qp", "normalize_scale", "rescaled"]
+__all__ = ["HE_STANDARD_128", "MIN_SCALE", "PRESETS", "CKKSParams", "InsecureParametersWarning",
+           "estimated_security", "log2_exact", "max_log_qp", "normalize_scale", "rescaled",
+           "scale_arg"]

@@ -183,7 +183,12 @@ def loads(data: bytes | bytearray | memoryview, params: CKKSParams) -> Any:
     if not isinstance(meta, dict):
         raise _fail("the metadata must be a JSON object")
     (count,) = _U32.unpack(r.take(_U32.size, "the polynomial count"))
-    obj = _build(kind, meta, count, r, params)
+    try:
+        obj = _build(kind, meta, count, r, params)
+    except SerializationError:
+        raise
+    except RenError as exc:  # a field the constructor rejects
+        raise _fail(f"the data describes an invalid {_NAMES[kind]}: {exc}") from exc
     if r.pos != len(body):
         raise _fail(f"{len(body) - r.pos} unexpected byte(s) after the last polynomial")
     return obj

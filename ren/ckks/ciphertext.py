@@ -9,13 +9,35 @@ level's ring, in the NTT domain, on the parameters' device.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import DeviceError, DomainError, ParameterError, RingMismatchError
 from ren.poly import Poly
-from ren.ring import Domain
+from ren.ring import Domain, RingSpec
+
+
+def check_ntt_polys(polys: tuple[object, ...], where: Callable[[int], str], ring: RingSpec,
+                    ring_name: str, ring_fix: str, device: str) -> None:
+    """Every object of `polys` is a Poly over `ring` (called `ring_name`; `ring_fix` says how to
+    get there), in the NTT domain, on `device`; `where(i)` names object i in the messages.
+    Shared by ciphertexts, plaintexts and keys."""
+    for i, p in enumerate(polys):
+        if not isinstance(p, Poly):
+            raise ParameterError(f"{where(i)} must be a Poly, got {type(p).__name__} {p!r}")
+        spec = p.spec  # one lookup for ring, domain and device (this runs for every result)
+        if spec.ring is not ring and spec.ring != ring:
+            raise RingMismatchError(f"{where(i)} lives in {spec.ring.short()}, not in "
+                                    f"{ring_name} ({ring.short()}); {ring_fix}")
+        if spec.domain is not Domain.NTT:
+            raise DomainError(f"{where(i)} is in the {spec.domain.name} domain; CKKS keeps "
+                              "polynomials in the NTT domain (call .ntt())")
+        if spec.device != device:
+            raise DeviceError(f"{where(i)} lives on {spec.device!r} but the parameters' device "
+                              f"is {device!r}; move it with .to({device!r}) or use "
+                              f"CKKSParams(..., device={spec.device!r})")
 
 
 def _check_fields(kind: str, params: object, level: object, scale: object,
@@ -27,23 +49,9 @@ def _check_fields(kind: str, params: object, level: object, scale: object,
         raise ParameterError(f"{kind}: level must be an int in [0, {params.depth}], got "
                              f"{level!r}")
     scale = scale_arg(scale, f"{kind}: scale")
-    ring = params.ring(level)
-    for i, p in enumerate(polys):
-        where = f"{kind}: part {i}" if kind == "Ciphertext" else f"{kind}: poly"
-        if not isinstance(p, Poly):
-            raise ParameterError(f"{where} must be a Poly, got {type(p).__name__} {p!r}")
-        spec = p.spec  # one lookup for ring, domain and device (this runs for every result)
-        if spec.ring is not ring and spec.ring != ring:
-            raise RingMismatchError(f"{where} lives in {spec.ring.short()}, not in the ring of "
-                                    f"level {level} ({ring.short()}); use params.ring({level}), "
-                                    "or the level its ring belongs to")
-        if spec.domain is not Domain.NTT:
-            raise DomainError(f"{where} is in the {spec.domain.name} domain; CKKS keeps "
-                              "polynomials in the NTT domain (call .ntt())")
-        if spec.device != params.device:
-            raise DeviceError(f"{where} lives on {spec.device!r} but the parameters' device is "
-                              f"{params.device!r}; move it with .to({params.device!r}) or use "
-                              f"CKKSParams(..., device={spec.device!r})")
+    where = (lambda i: f"{kind}: part {i}") if kind == "Ciphertext" else (lambda i: f"{kind}: poly")
+    check_ntt_polys(polys, where, params.ring(level), f"the ring of level {level}",
+                    f"use params.ring({level}), or the level its ring belongs to", params.device)
     scale = params.check_scale(scale, level, kind, fix=lambda: (
         f"a {kind.lower()} at level {level} needs a smaller scale (rescale it, or build it at a "
         "higher level)"))

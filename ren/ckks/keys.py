@@ -17,11 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ren.ckks.ciphertext import check_ntt_polys
 from ren.ckks.errors import MissingKeyError, ParamsMismatchError
 from ren.ckks.params import CKKSParams
-from ren.errors import DeviceError, DomainError, ParameterError, RingMismatchError, is_int
+from ren.errors import ParameterError, is_int
 from ren.poly import Poly
-from ren.ring import Domain, conjugation_element, galois_element
+from ren.ring import conjugation_element, galois_element
 
 
 def _poly_bytes(p: Poly) -> int:
@@ -33,21 +34,9 @@ def _check_key(kind: str, params: object, polys: tuple[object, ...]) -> None:
     parameters' device (the JIT rebuilds keys without running this again)."""
     if not isinstance(params, CKKSParams):
         raise ParameterError(f"{kind}: params must be CKKSParams, got {type(params).__name__}")
-    ring = params.key_ring
-    for i, p in enumerate(polys):
-        if not isinstance(p, Poly):
-            raise ParameterError(f"{kind}: polynomial {i} must be a Poly, got "
-                                 f"{type(p).__name__} {p!r}")
-        if p.ring != ring:
-            raise RingMismatchError(f"{kind}: polynomial {i} lives in {p.ring.short()}; keys live "
-                                    f"in the key ring params.key_ring ({ring.short()})")
-        if p.domain is not Domain.NTT:
-            raise DomainError(f"{kind}: polynomial {i} is in the {p.domain.name} domain; keys "
-                              "are kept in the NTT domain (call .ntt())")
-        if p.device != params.device:
-            raise DeviceError(f"{kind}: polynomial {i} lives on {p.device!r} but the parameters' "
-                              f"device is {params.device!r}; move it with "
-                              f".to({params.device!r})")
+    check_ntt_polys(polys, lambda i: f"{kind}: polynomial {i}", params.key_ring,
+                    "the key ring params.key_ring", "keys live in the key ring Q·P",
+                    params.device)
 
 
 @dataclass(eq=False)

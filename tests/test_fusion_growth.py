@@ -66,9 +66,19 @@ def automorph_product_ladder(d: int) -> Poly:
     return y
 
 
+def nested_automorph_ladder(d: int) -> Poly:
+    """y read at automorph(3) then (after a negation) automorph(5), and at automorph(15): the
+    same Galois element, but two different index expressions in the fused kernel."""
+    y = _x()
+    for _ in range(d):
+        y = (-y.automorph(3)).automorph(5) + y.automorph(15)
+    return y
+
+
 CHAINS: dict[str, Callable[[int], Poly]] = {
     f.__name__: f for f in (rotation_sum, conjugate_ladder, negated_rotation_ladder,
-                            squaring_sum, automorph_product_ladder)}
+                            squaring_sum, automorph_product_ladder,
+                            nested_automorph_ladder)}
 
 
 def _measure(p: Poly) -> tuple[int, int, int]:

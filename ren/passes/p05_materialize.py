@@ -57,18 +57,19 @@ def _reads_buffer(user: Node, s: Node) -> bool:
     return not is_const(s) or user.op is Op.SINK or is_ring_kernel(user)
 
 
-#: How an op reads its polynomial source inside a fused kernel, as a change of the index
-#: context (galois, moduli, reindexed) in which the source is evaluated: galois is the composed
-#: automorphism X -> X^g, moduli the moduli evaluated, in output-limb order (a limb map selects
-#: the source limb of the same modulus), reindexed the index expressions applied on the way.
+#: How an op reads its polynomial source inside a fused kernel: the edge it adds to the index
+#: context (limb maps, coefficient maps) at which pass 11 evaluates the source.  Pass 11 builds
+#: the index expressions edge by edge without composing them (an automorphism of an
+#: automorphism is two nested maps), so a context is the sequence of edges from the kernel's
+#: root: two sequences make the same expressions exactly when they are equal.
 _CONTEXT_EDGES = {
-    Op.AUTOMORPH: lambda u, s, g, moduli, rx: (g * u.arg % (2 * spec_of(u).ring.N), moduli, rx),
-    Op.REINDEX: lambda u, s, g, moduli, rx: (1, moduli, (*rx, (g, u.src[1]))),
-    # CONCAT reads each source at the rows it has (other rows clamped to its first limb)
-    Op.CONCAT: lambda u, s, g, moduli, rx: (
-        g, tuple(q if q in spec_of(s).ring.moduli else spec_of(s).ring.moduli[0]
-                 for q in moduli), rx),
+    Op.AUTOMORPH: lambda u, s, limbs, coeffs: (limbs, (*coeffs, ("automorph", u.arg))),
+    Op.REINDEX: lambda u, s, limbs, coeffs: (limbs, (*coeffs, ("reindex", u.src[1]))),
+    # a row selection (TO_RING onto a subset) and CONCAT read their source at a limb map
+    Op.TO_RING: lambda u, s, limbs, coeffs: ((*limbs, ("rows", u.arg, spec_of(s).ring)), coeffs),
+    Op.CONCAT: lambda u, s, limbs, coeffs: ((*limbs, ("concat", u.arg, spec_of(s).ring)), coeffs),
 }
+_ROOT_CONTEXT = ((), ())
 
 #: Ops that only change where a value is read, not what is computed.
 _INDEX_MAPS = frozenset({Op.AUTOMORPH, Op.REINDEX, Op.CONCAT})
@@ -101,16 +102,16 @@ def _reread_values(order: list[Node], users: dict[Node, list[Node]],
             found = set()
             for u in users[n]:
                 if u.op is Op.BUFFERIZE:  # n starts the kernel that fills u's buffer
-                    found.add((1, spec_of(n).ring.moduli, ()))
+                    found.add(_ROOT_CONTEXT)
                 if u.op is Op.SINK or is_ring_kernel(u) or u not in contexts:
-                    continue  # reads a buffer of n (or is not a polynomial op)
+                    continue  # reads a buffer of n (a TO_RING that extends is a ring kernel)
                 edge = _CONTEXT_EDGES.get(u.op)
                 found.update(edge(u, n, *c) if edge else c for c in contexts[u])
             if len(found) <= 1:
                 contexts[n] = found
                 continue
             marked.append(n)
-        contexts[n] = {(1, spec_of(n).ring.moduli, ())}
+        contexts[n] = {_ROOT_CONTEXT}
     return marked
 
 

@@ -78,6 +78,16 @@ def test_a_value_read_directly_and_through_a_concat_is_stored():
     assert a in bufferized(materialize(out))
 
 
+def test_a_value_read_through_one_and_through_two_concats_is_stored():
+    q0, q1, q2 = RING.moduli
+    first, middle, last = (RING.select([q]) for q in (q0, q1, q2))
+    a = pnode(Op.ADD, storage(first), storage(first, seed=1))  # computed, on q0
+    once = pnode(Op.CONCAT, a, storage(RING.select([q1, q2]), seed=2), arg=RING)
+    twice = pnode(Op.CONCAT, pnode(Op.CONCAT, a, storage(middle, seed=3), arg=LOW),
+                  storage(last, seed=4), arg=RING)
+    assert a in bufferized(materialize(pnode(Op.ADD, once, twice)))
+
+
 def test_a_value_read_directly_and_reindexed_is_stored():
     y = pnode(Op.ADD, storage(), storage(seed=1))
     moved = pnode(Op.REINDEX, y, idx(Op.IAND, idx(Op.IADD, Node(Op.GIDX, DType.INDEX, (), 1),

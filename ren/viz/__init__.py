@@ -15,6 +15,13 @@ Modules: `programs` (built-in examples and program files), `trace` (stages and d
 `report` (jinja2 templates in ``templates/``).
 """
 
+try:  # the viz extra: a clear error instead of a bare ModuleNotFoundError deep in a module
+    import jinja2  # noqa: F401
+    import pygraphviz  # noqa: F401
+except ModuleNotFoundError as _e:
+    raise ImportError(f"ren.viz needs {_e.name}, which comes with the viz extra of ren: "
+                      "pip install -e '.[viz]' (or '.[test]')", name=_e.name) from None
+
 from ren.viz.arena import ArenaView, arena_ascii, arena_svg, plan_program
 from ren.viz.golden import DEFAULT_GOLDEN, diff_text, golden_diff
 from ren.viz.graph import TooLarge, graph_dot, graph_svg, render_svg, schedule_agraph, stage_agraph

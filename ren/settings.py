@@ -80,6 +80,8 @@ SWITCHES = {s.name: s for s in (
     Switch("REN_CPU_LIBRARIES", 256, "compiled kernel libraries each 'cpu' device keeps loaded "
                                      "for reuse; older ones are unloaded once no JIT plan or "
                                      "replay template uses them", range(1, 65537)),
+    Switch("REN_INSPECT_DEBUG", 0, "1: ren-inspect shows tracebacks instead of one-line errors "
+                                   "(same as its --debug)"),
     Switch("REN_CACHE_DIR", "", "folder of the 'cpu' device's compiled libraries (in its cpu/ "
                                 "subfolder; empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren); an "
                                 "unusable folder falls back to a private temporary one, with a "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ren import settings
 from ren.device import canonical_device
 from ren.errors import InspectError, RenError
 from ren.viz import arena as av
@@ -68,7 +68,7 @@ class InspectGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as e:
-            debug = ctx.meta.get("ren_inspect.debug") or os.environ.get("REN_INSPECT_DEBUG")
+            debug = ctx.meta.get("ren_inspect.debug") or settings.get("REN_INSPECT_DEBUG")
             if debug:
                 raise
             user = isinstance(e, RenError | OSError)

@@ -6,6 +6,10 @@ Python, for a block of code, with `settings.override(NAME=value)`::
     with ren.settings.override(REN_CHECK=1):
         p.realize()      # verify every pass while scheduling this realization
 
+An override holds for the thread (or asyncio task) that entered the block, like
+`decimal.localcontext`: other threads keep their own values, and threads started inside the
+block do not inherit it (enter an override in the thread itself).
+
 Every switch declares its allowed values as data (`Switch.allowed`): a `range` of ints, or
 None for a path switch (any text; empty means the default).  A value outside them — from the
 environment or from `override` — is a `SettingsError` naming the allowed range, raised where
@@ -16,8 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ren.errors import SettingsError, check_int
@@ -88,7 +94,10 @@ SWITCHES = {s.name: s for s in (
                                 "warning", None),
 )}
 
-_values: dict[str, int | str] = {}
+_values: dict[str, int | str] = {}  # read from the environment once per process
+#: the overrides of the current thread / asyncio task (`override` blocks), innermost last
+_overrides: ContextVar[Mapping[str, int | str]] = ContextVar(
+    "ren_settings_overrides", default=MappingProxyType({}))
 
 
 def _switch(name: Any) -> Switch:
@@ -114,7 +123,11 @@ def _read_env(name: str) -> int | str:
 
 
 def get(name: str) -> Any:
-    """The current value of switch `name` (an int; a str for the path switch REN_CACHE_DIR)."""
+    """The current value of switch `name` (an int; a str for the path switch REN_CACHE_DIR):
+    the innermost `override` of this thread (context), else the environment's value."""
+    overridden = _overrides.get()
+    if name in overridden:
+        return overridden[name]
     s = _switch(name)
     if name not in _values:
         _values[name] = _read_env(s.name)
@@ -128,7 +141,7 @@ def check(name: str, value: Any) -> Any:
 
 
 def override(**values: Any) -> contextlib.AbstractContextManager[None]:
-    """Set switches for the duration of a block.
+    """Set switches for the duration of a block, in this thread (context) only.
 
     The names and values are checked here, at the call, so a typo or an out-of-range value
     fails on its own line and leaves every switch as it was.
@@ -143,12 +156,12 @@ def override(**values: Any) -> contextlib.AbstractContextManager[None]:
 
 @contextlib.contextmanager
 def _override(values: dict[str, int | str]) -> Iterator[None]:
-    saved = {name: get(name) for name in values}
-    _values.update(values)
+    # a new mapping per block (never mutated), so nested blocks and other contexts keep theirs
+    token = _overrides.set({**_overrides.get(), **values})
     try:
         yield
     finally:
-        _values.update(saved)
+        _overrides.reset(token)
 
 
 def describe() -> str:

@@ -119,3 +119,32 @@ def test_huge_thread_count_is_an_error_not_a_crash(tmp_path):
     assert res.returncode == 1, (res.returncode, res.stderr[-2000:])
     assert "SettingsError" in res.stderr and "REN_CPU_THREADS=100000" in res.stderr
     assert "1..256" in res.stderr
+
+
+def test_an_override_holds_for_its_own_thread_only():
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def holder() -> None:
+        with settings.override(REN_CHECK=1):
+            seen["holder"] = settings.get("REN_CHECK")
+            entered.set()
+            release.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert entered.wait(10)
+    seen["other"] = settings.get("REN_CHECK")  # while the holder's block is open
+    release.set()
+    t.join()
+    assert seen == {"holder": 1, "other": settings.SWITCHES["REN_CHECK"].default}
+
+
+def test_nested_overrides_unwind_in_order():
+    with settings.override(REN_DEBUG=1):
+        with settings.override(REN_DEBUG=2, REN_CHECK=1):
+            assert (settings.get("REN_DEBUG"), settings.get("REN_CHECK")) == (2, 1)
+        assert (settings.get("REN_DEBUG"), settings.get("REN_CHECK")) == (1, 0)
+    assert settings.get("REN_DEBUG") == 0

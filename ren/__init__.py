@@ -1,5 +1,6 @@
-"""Ren: a lazy polynomial IR for RNS-CKKS, with a twelve-pass scheduler, a memory planner and a
-NumPy backend.
+"""Ren: a lazy polynomial IR for RNS-CKKS, with a twelve-pass scheduler, a memory planner and
+backends from a device registry ("python": NumPy; "cpu": C compiled by the system compiler;
+"cuda": CuPy).
 
 Start with `Poly` and `RingSpec`::
 
@@ -18,14 +19,17 @@ from ren.errors import (
     DomainError,
     InspectError,
     JitError,
+    KernelCompileError,
     LevelError,
     MemoryPlanError,
+    OperandError,
     ParameterError,
     RealizeError,
     RenError,
     RingMismatchError,
     ScheduleError,
     SerializationError,
+    SettingsError,
     ShapeError,
     TruthValueError,
 )
@@ -45,10 +49,12 @@ __all__ = [
     "DomainError",
     "InspectError",
     "JitError",
+    "KernelCompileError",
     "LevelError",
     "MemoryPlanError",
     "Node",
     "Op",
+    "OperandError",
     "ParameterError",
     "Poly",
     "PolySpec",
@@ -58,6 +64,7 @@ __all__ = [
     "RingSpec",
     "ScheduleError",
     "SerializationError",
+    "SettingsError",
     "ShapeError",
     "TruthValueError",
     "canonical_device",

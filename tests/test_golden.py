@@ -17,7 +17,7 @@ import pytest
 
 from ren.corpus import PROGRAMS, build
 from ren.dump import dump
-from ren.passes import PASS_NAMES
+from ren.passes import BECOMES_MAP_STAGE, PASS_NAMES
 from ren.schedule import run_passes
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -30,7 +30,7 @@ def stages(program: str) -> dict[str, str]:
     trace = run_passes(*outputs, trace=True)
     texts = {}
     for stage, graph in trace.graphs:
-        becomes = trace.ctx.becomes_map if stage == "07_becomes_map" else None
+        becomes = trace.ctx.becomes_map if stage == BECOMES_MAP_STAGE else None
         texts[stage] = dump(graph, becomes)
     return texts
 

@@ -28,6 +28,10 @@ PASSES = [(i + 1, m.NAME, m) for i, m in
 
 PASS_NAMES = [f"{num:02d}_{name}" for num, name, _ in PASSES]
 
+#: the stage after which the becomes_map is known (dumps show it beside that stage's graph)
+BECOMES_MAP_STAGE = next(f"{num:02d}_{name}" for num, name, mod in PASSES
+                         if mod.__name__.endswith("p07_becomes_map"))
+
 
 def get_pass(which: int | str):
     """A pass module by number (1..12) or name ("simplify", "03_inject_domains", …)."""

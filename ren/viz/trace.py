@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ren.dump import _lines, _Names, dump, format_arg
 from ren.errors import InspectError
 from ren.node import Node, toposort
-from ren.passes import PASSES
+from ren.passes import BECOMES_MAP_STAGE, PASSES
 from ren.schedule import ScheduleContext, as_sink, run_passes
 
 MARKS = {"kept": " ", "changed": "~", "added": "+", "removed": "-"}
@@ -90,7 +90,7 @@ class PassTrace:
     def golden_text(self, stage: Stage) -> str:
         """The stage's canonical dump, exactly as in tests/golden (the becomes_map goes with
         pass 7)."""
-        becomes = self.ctx.becomes_map if stage.name == "07_becomes_map" else None
+        becomes = self.ctx.becomes_map if stage.name == BECOMES_MAP_STAGE else None
         return dump(stage.graph, becomes)
 
     def golden_texts(self) -> dict[str, str]:

@@ -12,10 +12,11 @@ import pytest
 from ckks_helpers import make_params
 
 from ren.ckks import PRESETS, CKKSParams, InsecureParametersWarning
-from ren.ckks.chain import PAIR_TOLERANCE_BITS, balanced_digits, prime_pairs
+from ren.ckks.chain import PAIR_TOLERANCE_BITS, prime_pairs
 from ren.ckks.params import HE_STANDARD_128, normalize_scale, rescaled
 from ren.errors import ParameterError
 from ren.ring import is_prime
+from ren.rlwe import balanced_digits
 
 
 def _is_ntt_prime(q: int, N: int) -> bool:

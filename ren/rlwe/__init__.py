@@ -2,17 +2,18 @@
 
 Parameters (ring degree, modulus chain and levels, special primes, key-switching digits, secret
 and error distributions), keys (secret, public, relinearization, Galois), encryption and
-decryption of a polynomial and the gadget decomposition, as in Lattigo's ``core/rlwe``.  Nothing
-here knows about scales or encoding: `ren.ckks` builds on this layer (and a BFV/BGV or
-bootstrapping would reuse it); this layer never imports `ren.ckks`.
+decryption of a polynomial, gadget decomposition, hybrid key switching and automorphisms, as in
+Lattigo's ``core/rlwe``.  Nothing here knows about scales or encoding: `ren.ckks` builds on this
+layer (and a BFV/BGV or bootstrapping would reuse it); this layer never imports `ren.ckks`.
 
-    from ren.rlwe import RLWEParams, KeyGenerator, Encryptor, Decryptor
+    from ren.rlwe import RLWEParams, KeyGenerator, Encryptor, Decryptor, key_switch
     params = RLWEParams(32, moduli, special_moduli, insecure=True)
     kg = KeyGenerator(params)
     ct = Encryptor(params, kg.public_key()).encrypt(m)          # m: NTT domain, params.ring()
     m_noisy = Decryptor(params, kg.secret_key()).decrypt(ct)    # m + small noise (lazy)
 """
 
+from ren.rlwe.automorphism import automorphism
 from ren.rlwe.ciphertext import Ciphertext, check_ntt_polys
 from ren.rlwe.encrypt import Decryptor, Encryptor
 from ren.rlwe.errors import InsecureParametersWarning, MissingKeyError, ParamsMismatchError
@@ -26,6 +27,7 @@ from ren.rlwe.keys import (
     SecretKey,
     SwitchingKey,
 )
+from ren.rlwe.keyswitch import key_switch, relinearize
 from ren.rlwe.params import HE_STANDARD_128, RLWEParams, estimated_security, max_log_qp
 
 __all__ = [
@@ -44,10 +46,13 @@ __all__ = [
     "RelinKey",
     "SecretKey",
     "SwitchingKey",
+    "automorphism",
     "balanced_digits",
     "check_ntt_polys",
     "estimated_security",
     "gadget_constants",
+    "key_switch",
     "max_log_qp",
     "normalize_steps",
+    "relinearize",
 ]

@@ -7,8 +7,8 @@ from ckks_helpers import context, make_params
 
 import ren
 from ren.ckks import GaloisKeys, KeyGenerator
-from ren.ckks.keys import normalize_steps
 from ren.errors import ParameterError
+from ren.rlwe import normalize_steps
 
 
 def test_key_sizes_in_bytes():

@@ -3,7 +3,6 @@ security check against the HE-standard table."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from fractions import Fraction
@@ -12,7 +11,7 @@ import pytest
 from ckks_helpers import make_params
 
 from ren.ckks import PRESETS, CKKSParams, InsecureParametersWarning
-from ren.ckks.chain import PAIR_TOLERANCE_BITS, balanced_digits, prime_pairs
+from ren.ckks.chain import PAIR_TOLERANCE_BITS, prime_pairs
 from ren.ckks.params import HE_STANDARD_128, normalize_scale, rescaled
 from ren.errors import ParameterError
 from ren.ring import is_prime
@@ -87,13 +86,6 @@ class TestChain:
         flat = [q for pq in pairs for q in pq]
         assert len(pairs) == 10 and len(set(flat)) == 20
         assert all(abs(math.log2(a * b) - 40) <= PAIR_TOLERANCE_BITS for a, b in pairs)
-
-    def test_balanced_digits(self):
-        bits = [30, 30, 20, 20, 20, 20, 20, 20]
-        d = balanced_digits(bits, 3)
-        assert d[0][0] == 0 and d[-1][1] == len(bits)
-        assert all(a[1] == b[0] for a, b in itertools.pairwise(d))
-        assert max(sum(bits[a:b]) for a, b in d) == 60
 
     def test_default_dnum_keeps_digits_within_p(self):
         p = CKKSParams.preset("N14")

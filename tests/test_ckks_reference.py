@@ -8,9 +8,9 @@ import pytest
 from ckks_helpers import context, random_slots
 
 from ren.ckks import Ciphertext
-from ren.ckks.keys import gadget_constants
 from ren.reference import centred, crt, intt_limb
 from ren.reference import evaluate as reference
+from ren.rlwe import gadget_constants
 
 
 def check_exact(ct_or_polys, label: str) -> None:

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "ren.memory", "ren.backend", "ren.runtime", "ren.replay", "ren.realization")),
     ("frontend", ("ren.poly", "ren.tree", "ren.corpus", "ren")),
     ("jit", ("ren.jit",)),
+    ("rlwe", ("ren.rlwe",)),
     ("ckks", ("ren.ckks",)),
     ("viz", ("ren.viz",)),
     ("cli", ("ren_cli",)),

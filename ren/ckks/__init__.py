@@ -1,7 +1,10 @@
 """RNS-CKKS on Ren's lazy polynomials.
 
 A client of the frontend only: every operation builds `Poly` graphs, so a CKKS program runs
-through the scheduler, the memory planner and the backends like any other program.
+through the scheduler, the memory planner and the backends like any other program.  Built on the
+RLWE layer (`ren.rlwe`: keys, encryption, key switching, automorphisms), as Lattigo's
+``schemes/ckks`` on ``core/rlwe``; this package adds encoding, scales, levels and the evaluator,
+and re-exports the RLWE names a CKKS user needs.
 
     from ren.ckks import CKKSParams, KeyGenerator, Encoder, Encryptor, Decryptor, Evaluator
     params = CKKSParams.preset("N14")
@@ -36,9 +39,9 @@ from ren.ckks.keys import (
     SecretKey,
     SwitchingKey,
 )
-from ren.ckks.keyswitch import key_switch
 from ren.ckks.params import PRESETS, CKKSParams
 from ren.ckks.serialize import dumps, loads
+from ren.rlwe.keyswitch import key_switch
 
 __all__ = [
     "PRESETS",

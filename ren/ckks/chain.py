@@ -222,30 +222,3 @@ def largest_primes(N: int, bits: float, count: int, used: set[int]) -> list[int]
             f"only {len(got)} NTT-friendly primes below 2^{bits:.1f} are left for N={N}; "
             "lower N or the number of primes asked for")
     return got
-
-
-def balanced_digits(bits: list[float], dnum: int) -> list[tuple[int, int]]:
-    """Split limbs (with these bit sizes, in order) into `dnum` contiguous groups minimizing the
-    largest group's total bits (a small dynamic program)."""
-    n = len(bits)
-    prefix = [0.0]
-    for b in bits:
-        prefix.append(prefix[-1] + b)
-    inf = float("inf")
-    # cost[d][i]: best max-group-bits for the first i limbs in d groups; cut[d][i]: last start
-    cost = [[inf] * (n + 1) for _ in range(dnum + 1)]
-    cut = [[0] * (n + 1) for _ in range(dnum + 1)]
-    cost[0][0] = 0.0
-    for d in range(1, dnum + 1):
-        for i in range(d, n + 1):
-            for j in range(d - 1, i):
-                c = max(cost[d - 1][j], prefix[i] - prefix[j])
-                if c < cost[d][i]:
-                    cost[d][i], cut[d][i] = c, j
-    out = []
-    i = n
-    for d in range(dnum, 0, -1):
-        j = cut[d][i]
-        out.append((j, i))
-        i = j
-    return out[::-1]

@@ -1,16 +1,11 @@
 """CKKS-specific errors: each is a subclass of the `ren.errors` class it refines, so a handler for
-the general class still catches it."""
+the general class still catches it.  The scheme-independent ones (parameters mismatch, missing
+key, insecure parameters) are the RLWE layer's, re-exported here."""
 
 from __future__ import annotations
 
-import warnings
-
 from ren.errors import LevelError, ParameterError, RenError
-
-
-class ParamsMismatchError(ParameterError):
-    """Two CKKS objects were made under different `CKKSParams` (or an object does not belong to
-    the evaluator's parameters)."""
+from ren.rlwe.errors import InsecureParametersWarning, MissingKeyError, ParamsMismatchError
 
 
 class ScaleMismatchError(LevelError):
@@ -35,14 +30,6 @@ class DecodeOverflowError(RenError, OverflowError):
     the modulus)."""
 
 
-class MissingKeyError(RenError, LookupError):
-    """The evaluator lacks the key an operation needs (relinearization, a rotation step,
-    conjugation)."""
-
-
-class InsecureParametersWarning(UserWarning):
-    """Parameters below 128-bit security were accepted because ``insecure=True`` was passed."""
-
-
-def warn_insecure(message: str) -> None:
-    warnings.warn(message, InsecureParametersWarning, stacklevel=3)
+__all__ = ["DecodeOverflowError", "InsecureParametersWarning", "MissingKeyError",
+           "OutOfLevelsError", "ParamsMismatchError", "ScaleMismatchError",
+           "ScaleOutOfBoundsError"]

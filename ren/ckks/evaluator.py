@@ -9,6 +9,9 @@ Every result's scale must fit its level (`CKKSParams.check_scale`: at least 1, a
 magnitude 1, times the operation's own constant, below Q_level/2): an operation that would break
 this raises `ScaleOutOfBoundsError` naming itself and the fix, instead of returning a ciphertext
 that decrypts to garbage.
+
+Relinearization, rotations and conjugation are the RLWE layer's key switching
+(`ren.rlwe.relinearize`, `ren.rlwe.automorphism`); this module owns levels and scales.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from ren.ckks.errors import (
     ParamsMismatchError,
     ScaleMismatchError,
 )
-from ren.ckks.keys import GaloisKeys, RelinKey
-from ren.ckks.keyswitch import key_switch
 from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, rescaled, scale_arg
 from ren.errors import ParameterError
 from ren.poly import Poly
 from ren.ring import conjugation_element, galois_element
+from ren.rlwe.automorphism import automorphism
+from ren.rlwe.keys import GaloisKeys, RelinKey
+from ren.rlwe.keyswitch import relinearize
 
 Operand = Ciphertext | Plaintext | int | float | complex | np.ndarray | list
 
@@ -251,8 +255,8 @@ class Evaluator:
             raise MissingKeyError("relinearize: the evaluator has no relinearization key; pass "
                                   "relin_key=keygen.relin_key() to Evaluator (or multiply with "
                                   "relinearize=False)")
-        u0, u1 = key_switch(ct.parts[2], self.relin_key, ct.level)
-        return Ciphertext((ct.c0 + u0, ct.c1 + u1), ct.scale, ct.level, self.params)
+        return Ciphertext(relinearize(ct.parts, self.relin_key, ct.level), ct.scale, ct.level,
+                          self.params)
 
     def multiply_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
         """ct·pt; the scale becomes ct.scale·pt.scale."""
@@ -368,9 +372,8 @@ class Evaluator:
             raise MissingKeyError(f"no key for {what}: the evaluator has no rotation keys; pass "
                                   "rotation_keys=keygen.rotation_keys([...]) to Evaluator")
         key = self.rotation_keys.for_galois(g, what)
-        c0, c1 = (sigma(c) for c in ct.parts)
-        u0, u1 = key_switch(c1, key, ct.level)
-        return Ciphertext((c0 + u0, u1), ct.scale, ct.level, self.params)
+        return Ciphertext(automorphism(ct.parts, key, ct.level, sigma), ct.scale, ct.level,
+                          self.params)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the

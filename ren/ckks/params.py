@@ -1,32 +1,40 @@
-"""`CKKSParams`: ring degree, modulus chain, scales, key-switching layout and the security check.
+"""`CKKSParams`: the RLWE parameters (`ren.rlwe.RLWEParams`) of a CKKS modulus chain built for a
+scale, plus the scales, the presets and the security check in CKKS terms.
 
 The chain (ring order) is ``base primes | level 1 | level 2 | … | level L``; the ring of level l
 is the prefix ending with level l's primes, so dropping a level is a view and a rescale divides
 by the trailing group.  Special primes P (for key switching) are kept apart: the key ring is
-``chain | P``.
+``chain | P``.  Rings, digits and security estimates are the RLWE layer's; this module chooses
+the primes and owns everything about scales.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import math
 import numbers
 from collections.abc import Callable
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from ren.ckks import chain as ch
-from ren.ckks.errors import InsecureParametersWarning, ScaleOutOfBoundsError, warn_insecure
+from ren.ckks.errors import InsecureParametersWarning, ScaleOutOfBoundsError
 from ren.device import canonical_device
 from ren.errors import ParameterError
-from ren.ring import RingSpec
 from ren.ring.spec import MAX_GENERATED_MODULI, MAX_LOG_N
+from ren.rlwe.params import (
+    HE_STANDARD_128,
+    RLWEParams,
+    check_insecure,
+    check_sigma,
+    estimated_security,
+    max_log_qp,
+    parse_secret,
+)
 
-#: Homomorphic Encryption Standard, 128-bit classical security, ternary secret: max log2(QP).
-HE_STANDARD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14: 438,
-                   1 << 15: 881, 1 << 16: 1772}
 #: A chain holds at most MAX_GENERATED_MODULI primes (as `RingSpec.generate` does); a level
 #: holds one or two.
 MAX_DEPTH = MAX_GENERATED_MODULI // 2
@@ -98,21 +106,6 @@ def rescaled(scale: Fraction, moduli: tuple[int, ...]) -> Fraction:
     return normalize_scale(Fraction(scale) / math.prod(moduli))
 
 
-def max_log_qp(N: int) -> float:
-    """The HE-standard bound for N (extrapolated in proportion to N outside the table)."""
-    if N in HE_STANDARD_128:
-        return float(HE_STANDARD_128[N])
-    lo, hi = min(HE_STANDARD_128), max(HE_STANDARD_128)
-    ref = lo if lo > N else hi
-    return HE_STANDARD_128[ref] * N / ref
-
-
-def estimated_security(N: int, log_qp: float) -> float:
-    """A rough estimate of classical security bits: 128 at the table's bound, in inverse
-    proportion to log2(QP) (lattice attacks' cost grows with N / log Q)."""
-    return 128.0 * max_log_qp(N) / log_qp
-
-
 @lru_cache(maxsize=64)
 def _build_chain(N: int, depth: int, scale_bits: int, first_bits: int, special: int
                  ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[int, ...]]:
@@ -173,8 +166,11 @@ def _chain_advice(N: int, depth: int, scale_bits: int, found: int, per_level: in
             + " or ".join(hint) + (f" (or N={N // 2})" if N > 1024 else ""))
 
 
-class CKKSParams:
+class CKKSParams(RLWEParams):
     """RNS-CKKS parameters.  Read-only after construction; equal when their fingerprints are.
+
+    The RLWE side (rings of the levels, key ring, digits, secret, security estimate) is
+    `RLWEParams`'s; this class builds the chain for a scale and adds the scales.
 
     Args:
         N: ring degree (power of two); N/2 complex slots.
@@ -190,6 +186,11 @@ class CKKSParams:
         device: where keys, encryptions and results live and run ("python", "cpu", "cuda", ...);
             not part of the fingerprint (a ciphertext means the same on every device).
     """
+
+    scheme: ClassVar[str] = "CKKS"
+    _security_advice: ClassVar[str] = (
+        "Lower depth, scale_bits, first_bits or special_primes, raise N, or pass insecure=True "
+        "for tests and experiments")
 
     def __init__(self, N: int, depth: int, scale_bits: int = 40, first_bits: int | None = None,
                  special_primes: int | None = None, dnum: int | None = None,
@@ -219,53 +220,20 @@ class CKKSParams:
                 special_primes < 1:
             raise ParameterError(f"CKKSParams: special_primes must be an int >= 1, got "
                                  f"{special_primes!r}")
-        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not 0 < sigma < 100:
-            raise ParameterError(f"CKKSParams: sigma must be a positive number, got {sigma!r}")
-        if not isinstance(insecure, bool):  # a truthy string must not switch security off
-            raise ParameterError(f"CKKSParams: insecure must be True or False, got {insecure!r}")
-        if not insecure:
+        check_sigma("CKKSParams", sigma)
+        if not check_insecure("CKKSParams", insecure):
             _check_security_early(N, depth, scale_bits)
-        self.N, self.depth, self.scale_bits, self.first_bits = N, depth, scale_bits, first_bits
-        self._cache: dict[tuple[str, int], Any] = {}
-        self.device = canonical_device(device)
-        self.sigma = float(sigma)
-        self.insecure = bool(insecure)
-        self.secret, self.hamming_weight = _parse_secret(secret, N)
-        self.base_moduli, self.level_moduli, self.special_moduli = _build_chain(
+        self.scale_bits, self.first_bits = scale_bits, first_bits
+        device = canonical_device(device)  # the remaining arguments, checked before the search
+        parse_secret("CKKSParams", secret, N)
+        self.base_moduli, self.level_moduli, special = _build_chain(
             N, depth, scale_bits, first_bits, special_primes)
-        self.chain: tuple[int, ...] = self.base_moduli + tuple(
-            q for g in self.level_moduli for q in g)
         self.top_scale = Fraction(ch.top_scale(list(self.level_moduli), scale_bits))
-        self.dnum, self.digits = self._digits(dnum)
-        self._check_security()
-
-    # -- construction helpers ---------------------------------------------------------------------
-    def _digits(self, dnum: int | None) -> tuple[int, tuple[tuple[int, int], ...]]:
-        bits = [math.log2(q) for q in self.chain]
-        n = len(bits)
-        if dnum is None:
-            for d in range(1, n + 1):
-                digits = ch.balanced_digits(bits, d)
-                if max(sum(bits[a:b]) for a, b in digits) <= self.log2_P:
-                    break
-            return d, tuple(digits)
-        if isinstance(dnum, bool) or not isinstance(dnum, int) or not 1 <= dnum <= n:
-            raise ParameterError(f"CKKSParams: dnum must be an int in [1, {n}] (the chain has {n} "
-                                 f"primes), got {dnum!r}")
-        return dnum, tuple(ch.balanced_digits(bits, dnum))
-
-    def _check_security(self) -> None:
-        bound = max_log_qp(self.N)
-        if self.N in HE_STANDARD_128 and self.log2_QP <= bound:
-            return
-        why = (f"log2(QP) = {self.log2_QP:.1f} exceeds {bound:.0f}, the HE-standard maximum for "
-               f"128-bit security at N={self.N}" if self.N in HE_STANDARD_128 else
-               f"N={self.N} is outside the HE-standard table (2^10..2^16)")
-        if not self.insecure:
-            raise ParameterError(
-                f"CKKSParams: {why}. Lower depth, scale_bits, first_bits or special_primes, raise "
-                "N, or pass insecure=True for tests and experiments")
-        warn_insecure(f"insecure CKKS parameters (about {self.security_bits:.0f}-bit): {why}")
+        sizes = itertools.accumulate((len(g) for g in self.level_moduli),
+                                     initial=len(self.base_moduli))
+        super().__init__(N, self.base_moduli + tuple(q for g in self.level_moduli for q in g),
+                         special, levels=tuple(sizes), dnum=dnum, secret=secret, sigma=sigma,
+                         insecure=insecure, device=device)
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> CKKSParams:
@@ -285,56 +253,9 @@ class CKKSParams:
         return self.N // 2
 
     @property
-    def max_level(self) -> int:
-        return self.depth
-
-    @property
     def primes_per_level(self) -> int:
         return len(self.level_moduli[0]) if self.level_moduli else (1 if self.scale_bits <= 31
                                                                     else 2)
-
-    @cached_property
-    def log2_Q(self) -> float:
-        return sum(math.log2(q) for q in self.chain)
-
-    @cached_property
-    def log2_P(self) -> float:
-        return sum(math.log2(q) for q in self.special_moduli)
-
-    @property
-    def log2_QP(self) -> float:
-        return self.log2_Q + self.log2_P
-
-    @property
-    def security_bits(self) -> float:
-        return estimated_security(self.N, self.log2_QP)
-
-    def check_level(self, level: int) -> int:
-        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= self.depth:
-            raise ParameterError(f"level must be an int in [0, {self.depth}], got {level!r}")
-        return level
-
-    def limbs(self, level: int) -> int:
-        """Number of chain primes in the ring of `level`."""
-        return len(self.base_moduli) + sum(len(g) for g in self.level_moduli[:level])
-
-    def ring(self, level: int | None = None) -> RingSpec:
-        """The ciphertext ring of `level` (default: the top)."""
-        level = self.depth if level is None else self.check_level(level)
-        if ("Q", level) not in self._cache:
-            self._cache["Q", level] = RingSpec(self.N, self.chain[: self.limbs(level)])
-        return self._cache["Q", level]
-
-    def ring_qp(self, level: int | None = None) -> RingSpec:
-        """The ring of `level` extended by the special primes (where key switching works)."""
-        level = self.depth if level is None else self.check_level(level)
-        if ("QP", level) not in self._cache:
-            self._cache["QP", level] = self.ring(level).extend(self.special_moduli)
-        return self._cache["QP", level]
-
-    @property
-    def key_ring(self) -> RingSpec:
-        return self.ring_qp(self.depth)
 
     def rescale_moduli(self, level: int) -> tuple[int, ...]:
         """The primes a rescale at `level` divides by (level's own group)."""
@@ -403,11 +324,6 @@ class CKKSParams:
         """Q_level (the product of the level's chain primes) for every level."""
         return tuple(math.prod(self.chain[: self.limbs(lv)]) for lv in range(self.depth + 1))
 
-    def digits_at(self, level: int) -> tuple[tuple[int, int], ...]:
-        """The key-switching digits (limb ranges) clipped to the ring of `level`."""
-        n = self.limbs(level)
-        return tuple((a, min(b, n)) for a, b in self.digits if a < n)
-
     @cached_property
     def fingerprint(self) -> bytes:
         """16 bytes identifying everything that decides the meaning of a ciphertext or key."""
@@ -415,12 +331,6 @@ class CKKSParams:
                      self.special_moduli, self.digits, self.secret, self.hamming_weight,
                      self.sigma, self.scale_bits, self.top_scale))
         return hashlib.sha256(desc.encode()).digest()[:16]
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CKKSParams) and self.fingerprint == other.fingerprint
-
-    def __hash__(self) -> int:
-        return hash(self.fingerprint)
 
     def __repr__(self) -> str:
         return (f"CKKSParams(N={self.N}, depth={self.depth}, scale_bits={self.scale_bits}, "
@@ -470,18 +380,6 @@ def _check_security_early(N: int, depth: int, scale_bits: int) -> None:
             f"at least {scale_bits - ch.PAIR_TOLERANCE_BITS:g} bits), which exceeds "
             f"{HE_STANDARD_128[N]}, the HE-standard maximum for 128-bit security at N={N}. Lower "
             "depth or scale_bits, raise N, or pass insecure=True for tests and experiments")
-
-
-def _parse_secret(secret: Any, N: int) -> tuple[str, int | None]:
-    if secret == "ternary":
-        return "ternary", None
-    if isinstance(secret, tuple | list) and len(secret) == 2 and secret[0] == "sparse":
-        h = secret[1]
-        if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= N:
-            raise ParameterError(f"CKKSParams: sparse secret weight must be an int in [1, {N}], "
-                                 f"got {h!r}")
-        return "sparse", h
-    raise ParameterError(f"CKKSParams: secret must be 'ternary' or ('sparse', h), got {secret!r}")
 
 
 __all__ = ["HE_STANDARD_128", "MIN_SCALE", "PRESETS", "CKKSParams", "InsecureParametersWarning",

@@ -29,11 +29,11 @@ from fractions import Fraction
 from typing import Any
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext
-from ren.ckks.keys import GaloisKey, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey
 from ren.ckks.params import CKKSParams
 from ren.errors import ParameterError, RenError, SerializationError
 from ren.poly import Poly
 from ren.ring import Domain, RingSpec
+from ren.rlwe.keys import GaloisKey, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey
 
 MAGIC = b"RENCKKS\x00"
 VERSION = 1

@@ -1,7 +1,7 @@
-"""Hybrid key switching written with Poly ops.
+"""Hybrid key switching and relinearization, written with Poly ops.
 
-For d (NTT domain, ring Q_l of a level l) and a switching key from s' to s, returns (u0, u1)
-with u0 + u1·s ≈ d·s' (mod Q_l):
+For d (NTT domain, ring Q_l of a level l) and a switching key from s' to s, `key_switch` returns
+(u0, u1) with u0 + u1·s ≈ d·s' (mod Q_l):
 
 1. split Q_l's primes into the key's digits D_j (the top-level digits clipped to Q_l);
 2. mod-up: each digit's residues [d]_{D_j} go to the coefficient domain and are extended to
@@ -9,12 +9,16 @@ with u0 + u1·s ≈ d·s' (mod Q_l):
    prime receives d_j + u·D_j for a small u — the u·D_j term vanishes against the key's gadget);
 3. inner product with the key rows (restricted to Q_l·P) in the NTT domain;
 4. mod-down: `rescale` by the special primes P (exact rounding of x / P).
+
+The scheduler sees all of it as one graph and fuses it like any other Poly code.
 """
 
 from __future__ import annotations
 
-from ren.ckks.keys import SwitchingKey
+from collections.abc import Sequence
+
 from ren.poly import Poly
+from ren.rlwe.keys import RelinKey, SwitchingKey
 
 
 def key_switch(d: Poly, key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
@@ -35,3 +39,14 @@ def key_switch(d: Poly, key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
         acc1 = t1 if acc1 is None else acc1 + t1
     assert acc0 is not None and acc1 is not None  # every level has at least one digit
     return acc0.rescale(p.special_moduli), acc1.rescale(p.special_moduli)  # mod-down by P
+
+
+def relinearize(parts: Sequence[Poly], key: RelinKey, level: int) -> tuple[Poly, Poly]:
+    """(d0, d1, d2) under (1, s, s²) -> (d0 + u0, d1 + u1) under (1, s), with (u0, u1) the key
+    switch of d2 from s² to s."""
+    d0, d1, d2 = parts
+    u0, u1 = key_switch(d2, key, level)
+    return d0 + u0, d1 + u1
+
+
+__all__ = ["key_switch", "relinearize"]

@@ -1,0 +1,290 @@
+"""The RLWE layer on its own (`ren.rlwe`, no CKKS): parameters, encryption and decryption of a
+small polynomial, key switching and automorphisms, each against schoolbook big-integer
+arithmetic on the coefficients (negacyclic products, X -> X^g permutations)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from ckks_helpers import context
+
+import ren
+from ren.ckks import CKKSParams
+from ren.errors import DomainError, ParameterError, RingMismatchError
+from ren.poly import Poly
+from ren.ring import RingSpec, conjugation_element, galois_element
+from ren.rlwe import (
+    Ciphertext,
+    Decryptor,
+    Encryptor,
+    InsecureParametersWarning,
+    KeyGenerator,
+    MissingKeyError,
+    ParamsMismatchError,
+    RLWEParams,
+    automorphism,
+    balanced_digits,
+    key_switch,
+    relinearize,
+)
+
+N = 32
+PRIMES = RingSpec.generate(N, 5).moduli  # five ~30-bit NTT-friendly primes
+
+
+def make(**kw) -> RLWEParams:
+    """Q = three primes (one per level), P = two, insecure on purpose (tiny ring)."""
+    args = dict(moduli=PRIMES[:3], special_moduli=PRIMES[3:], insecure=True)
+    args.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        return RLWEParams(N, **args)
+
+
+@pytest.fixture(scope="module")
+def keys():
+    p = make()
+    with ren.random.seeded(5):
+        kg = KeyGenerator(p)
+        pk = kg.public_key()
+    return p, kg, pk
+
+
+# -- schoolbook references -------------------------------------------------------------------------
+def centred(v: int, q: int) -> int:
+    v %= q
+    return v - q if v > q // 2 else v
+
+
+def negacyclic(a: list[int], b: list[int]) -> list[int]:
+    """a·b in Z[X]/(X^N + 1)."""
+    n = len(a)
+    out = [0] * n
+    for i, x in enumerate(a):
+        if x:
+            for j, y in enumerate(b):
+                k = i + j
+                if k < n:
+                    out[k] += x * y
+                else:
+                    out[k - n] -= x * y
+    return out
+
+
+def galois(a: list[int], g: int) -> list[int]:
+    """a(X^g) in Z[X]/(X^N + 1)."""
+    n = len(a)
+    out = [0] * n
+    for i, x in enumerate(a):
+        k = i * g % (2 * n)
+        if k < n:
+            out[k] += x
+        else:
+            out[k - n] -= x
+    return out
+
+
+def noise(got: list[int], want: list[int], q: int) -> int:
+    """The largest centred |got − want| mod q."""
+    return max(abs(centred(x - y, q)) for x, y in zip(got, want))
+
+
+def message(p: RLWEParams, level: int, rng: np.random.Generator, bound: int = 1 << 20) -> Poly:
+    coeffs = [int(v) for v in rng.integers(-bound, bound, p.N)]
+    return Poly.from_coefficients(coeffs, p.ring(level)).ntt()
+
+
+# -- parameters ------------------------------------------------------------------------------------
+def test_params_levels_rings_and_digits():
+    p = make()
+    assert p.depth == p.max_level == 2 and p.level_limbs == (1, 2, 3)
+    for lv in range(3):
+        assert p.ring(lv).moduli == PRIMES[: lv + 1] and p.limbs(lv) == lv + 1
+        assert p.ring_qp(lv).moduli == PRIMES[: lv + 1] + PRIMES[3:]
+        assert p.level_of(p.ring(lv)) == lv
+    assert p.key_ring == p.ring_qp(2) and p.ring() == p.ring(2)
+    # the fewest digits each at most P: Q's primes are the largest, so two of them exceed P
+    assert p.dnum == 3 and p.digits == ((0, 1), (1, 2), (2, 3))
+    assert max(sum(math.log2(q) for q in p.chain[a:b]) for a, b in p.digits) <= p.log2_P
+    two_digits = make(dnum=2)
+    assert two_digits.digits == ((0, 1), (1, 3)) and two_digits.digits_at(0) == ((0, 1),)
+    assert two_digits.digits_at(1) == ((0, 1), (1, 2))  # the top digit clipped to Q_1
+    with pytest.raises(RingMismatchError):
+        p.level_of(RingSpec(N, PRIMES[1:3]))
+    with pytest.raises(ParameterError, match="level must be an int in"):
+        p.ring(3)
+    two = make(levels=(1, 3), dnum=1)
+    assert two.depth == 1 and two.ring(1).limbs == 3 and two.digits == ((0, 3),)
+    assert make() == p and hash(make()) == hash(p) and two != p
+    assert "RLWEParams(N=32" in repr(p)
+
+
+def test_params_checks():
+    with pytest.raises(ParameterError, match="levels must count"):
+        make(levels=(2, 1, 3))
+    with pytest.raises(ParameterError, match="levels must count"):
+        make(levels=(1, 2))
+    with pytest.raises(ParameterError, match=r"dnum must be an int in \[1, 3\]"):
+        make(dnum=4)
+    with pytest.raises(ParameterError, match="not NTT-friendly"):
+        make(moduli=(PRIMES[0], 97))
+    with pytest.raises(ParameterError, match="distinct"):
+        make(special_moduli=(PRIMES[0],))
+    with pytest.raises(ParameterError, match="RLWEParams: secret"):
+        make(secret="binary")
+    with pytest.raises(ParameterError, match=r"outside the HE-standard table.*fewer or smaller"):
+        make(insecure=False)
+    with pytest.warns(InsecureParametersWarning, match="insecure RLWE parameters"):
+        RLWEParams(N, PRIMES[:3], PRIMES[3:], insecure=True)
+
+
+def test_ckks_params_are_rlwe_params():
+    c = context(N=32, depth=2, scale_bits=40, first_bits=50, dnum=2)
+    p = c.params
+    assert isinstance(p, RLWEParams) and isinstance(p, CKKSParams)
+    assert p.level_limbs == tuple(p.limbs(lv) for lv in range(p.depth + 1))
+    assert p.level_limbs[0] == len(p.base_moduli) and p.level_limbs[-1] == len(p.chain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        plain = RLWEParams(p.N, p.chain, p.special_moduli, levels=p.level_limbs, dnum=p.dnum,
+                           insecure=True)
+    assert plain.digits == p.digits and plain.key_ring == p.key_ring
+    assert plain != p  # a CKKS fingerprint also covers the scales
+
+
+def test_balanced_digits():
+    bits = [30, 30, 20, 20, 20, 20, 20, 20]
+    d = balanced_digits(bits, 3)
+    assert d[0][0] == 0 and d[-1][1] == len(bits)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(d))
+    assert max(sum(bits[a:b]) for a, b in d) == 60
+
+
+# -- encryption ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["public", "secret"])
+def test_encrypt_decrypt_small_polynomial(keys, mode):
+    p, kg, pk = keys
+    enc = Encryptor(p, pk if mode == "public" else kg.secret_key())
+    dec = Decryptor(p, kg.secret_key())
+    rng = np.random.default_rng(1)
+    with ren.random.seeded(2):
+        for level in (2, 0):
+            m = message(p, level, rng)
+            ct = enc.encrypt(m)
+            assert isinstance(ct, Ciphertext) and ct.level == level and ct.size == 2
+            q = math.prod(p.ring(level).moduli)
+            e = noise(dec.decrypt(ct).coefficients(), m.coefficients(), q)
+            # secret key: one Gaussian error; public key: the error divided by P (rounding)
+            assert e <= (6 * p.sigma + 1 if mode == "secret" else 2 * N)
+        zero = enc.encrypt(level=1)  # an encryption of zero
+        assert zero.level == 1
+        assert noise(dec.decrypt(zero).coefficients(), [0] * N, q) <= 6 * p.sigma + 2 * N
+
+
+def test_encryption_checks(keys):
+    p, _, pk = keys
+    enc = Encryptor(p, pk)
+    m = Poly.from_coefficients([1] * N, p.ring(1))
+    with pytest.raises(DomainError, match="RLWE keeps polynomials in the NTT domain"):
+        enc.encrypt(m, 1)
+    with pytest.raises(RingMismatchError, match="the ring of level 2"):
+        enc.encrypt(m.ntt(), 2)
+    with pytest.raises(ParameterError, match="expects a Poly"):
+        enc.encrypt([1, 2, 3])
+    with pytest.raises(ParameterError, match="part 1 must be a Poly"):
+        Ciphertext((m.ntt(), None), 1, p)
+    with pytest.raises(ParameterError, match=r"got 1 part$"):
+        Ciphertext((m.ntt(),), 1, p)
+    other = make(dnum=2)
+    with pytest.raises(ParamsMismatchError, match="other RLWEParams"):
+        Encryptor(other, pk)
+    with pytest.raises(ParameterError, match="KeyGenerator needs RLWEParams"):
+        KeyGenerator("params")
+
+
+def test_tensor_product_and_relinearization(keys):
+    """(d0, d1, d2) of two encryptions decrypts (under 1, s, s²) to m1·m2, and so does its
+    relinearization under (1, s)."""
+    p, kg, pk = keys
+    delta = 1 << 20
+    rng = np.random.default_rng(3)
+    a, b = ([int(v) for v in rng.integers(-1, 2, N)] for _ in range(2))
+    with ren.random.seeded(4):
+        rlk = kg.relin_key()
+        enc = Encryptor(p, pk)
+        x = enc.encrypt(Poly.from_coefficients([delta * v for v in a], p.ring()).ntt())
+        y = enc.encrypt(Poly.from_coefficients([delta * v for v in b], p.ring()).ntt())
+    (x0, x1), (y0, y1) = x.parts, y.parts
+    three = Ciphertext((x0 * y0, x0 * y1 + x1 * y0, x1 * y1), p.depth, p)
+    two = Ciphertext(relinearize(three.parts, rlk, p.depth), p.depth, p)
+    want = [delta * delta * v for v in negacyclic(a, b)]
+    dec = Decryptor(p, kg.secret_key())
+    q = math.prod(p.chain)
+    for ct in (three, two):
+        assert noise(dec.decrypt(ct).coefficients(), want, q) < 1 << 34  # |m·m| up to 2^45
+
+
+# -- key switching ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("level", [2, 1, 0])
+def test_key_switch_against_the_plain_product(keys, level):
+    """u0 + u1·s ≈ d·t (mod Q_level) for a switching key from t to s, checked on integer
+    coefficients with a schoolbook negacyclic product."""
+    p, kg, _ = keys
+    with ren.random.seeded(6):
+        t = Poly.ternary(p.key_ring).ntt().realize()
+        key = kg.switching_key(t)
+        d = Poly.uniform(p.ring(level), domain="NTT").realize()
+    u0, u1 = key_switch(d, key, level)
+    s, tc, dc = kg.secret_key().poly.coefficients(), t.coefficients(), d.coefficients()
+    got = [x + y for x, y in zip(u0.coefficients(), negacyclic(u1.coefficients(), s))]
+    q = math.prod(p.ring(level).moduli)
+    e = noise(got, negacyclic(dc, tc), q)
+    assert e < 1 << 10  # Σ_j [d]_{D_j}·e_j / P plus rounding, against |d·t| up to Q/2
+    assert e > 0  # a real error term
+
+
+@pytest.mark.parametrize("g", [galois_element(N, 1), galois_element(N, -3),
+                               conjugation_element(N), 3])
+def test_automorphism_keys(keys, g):
+    """automorphism(enc(m), key_g) decrypts to m(X^g); for a rotation, the ROTATE form of the
+    map gives the same words as AUTOMORPH."""
+    p, kg, pk = keys
+    rng = np.random.default_rng(7)
+    with ren.random.seeded(8):
+        key = kg.galois_key(g)
+        m = message(p, 1, rng)
+        ct = Encryptor(p, pk).encrypt(m)
+    assert key.galois == g
+    out = Ciphertext(automorphism(ct.parts, key, ct.level), ct.level, p)
+    got = Decryptor(p, kg.secret_key()).decrypt(out).coefficients()
+    assert noise(got, galois(m.coefficients(), g), math.prod(p.ring(1).moduli)) < 1 << 10
+    if g == galois_element(N, 1):
+        rot = automorphism(ct.parts, key, ct.level, lambda c: c.rotate(1))
+        assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(rot, out.parts))
+
+
+def test_galois_keys_by_step(keys):
+    _, kg, _ = keys
+    with ren.random.seeded(9):
+        gk = kg.rotation_keys([1, -1], conjugate=True)
+    assert gk.steps == [1, N // 2 - 1] and gk.has_conjugate and len(gk) == 3
+    assert galois_element(N, -1) in gk
+    with pytest.raises(MissingKeyError, match="rotation steps"):
+        gk.for_galois(galois_element(N, 2), "rotation step 2")
+    with pytest.raises(ParameterError, match="needs a Galois key"):
+        automorphism((None, None), kg.relin_key(), 0)
+
+
+# -- the CKKS layer on top -------------------------------------------------------------------------
+def test_ckks_ciphertext_is_an_rlwe_ciphertext_with_a_scale():
+    c = context(N=32, depth=2, scale_bits=40, first_bits=50, dnum=2)
+    ct = c.encrypt([0.5, -0.25])
+    r = ct.as_rlwe()
+    assert isinstance(r, Ciphertext) and r.parts == ct.parts and r.level == ct.level
+    assert type(ct).from_rlwe(r, ct.scale).scale == ct.scale
+    m = Decryptor(c.params, c.keygen.secret_key()).decrypt(r)
+    assert np.array_equal(m.numpy(), c.dec.decrypt(ct).poly.numpy())

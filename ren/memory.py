@@ -62,7 +62,7 @@ from itertools import accumulate
 
 from ren.device import Buffer
 from ren.errors import MemoryPlanError, ParameterError
-from ren.kernel import ScheduledKernel
+from ren.kernel import LIGHT_KINDS, ScheduledKernel
 from ren.tlsf import Block, TLSFArena
 
 ALIGN = 256  # bytes: block sizes and offsets are multiples of this
@@ -441,7 +441,7 @@ def _exclusions(schedule: Sequence[ScheduledKernel], outputs: set[Buffer],
     """Why each identity-bearing buffer is not planned (the first matching reason)."""
     light: dict[Buffer, str] = {}
     for item in schedule:
-        if item.kind in ("copy", "view"):
+        if item.kind in LIGHT_KINDS:
             for b in item.bufs:
                 light.setdefault(b, f"{item.kind} buffer")
     why: dict[Buffer, str] = {}

@@ -415,10 +415,10 @@ def _live_ranges(schedule: Sequence[ScheduledKernel],
     live: dict[Buffer, tuple[int, int]] = {}
     written: set[Buffer] = set()
 
-    def use(b: Buffer, i: int) -> None:
-        live[b] = (live.get(b, (i, i))[0], i)
-        if b.base is not None:
-            use(b.base, i)
+    def use(b: Buffer | None, i: int) -> None:
+        while b is not None:
+            live[b] = (live.get(b, (i, i))[0], i)
+            b = b.base
 
     for i, item in enumerate(schedule):
         if not item.bufs:

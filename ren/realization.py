@@ -137,27 +137,30 @@ def compile_template(nodes: Sequence[Node], params: Sequence[Buffer] = (), *,
     item at the end of the schedule, so no output of a run aliases anything but itself (ren.jit).
     """
     timings = timings if timings is not None else RealizeTimings()
-    t0 = time.perf_counter()
-    todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
-    items: list[ScheduledKernel] = []
-    becomes = {n: n for n in nodes}
-    if todo:
-        ctx = ScheduleContext(outputs=tuple(todo), check=bool(settings.get("REN_CHECK")))
-        items = linearize(run_passes(as_sink(*todo), ctx=ctx).sink)
-        becomes.update(ctx.becomes_map)
-    outputs = [becomes[n] for n in nodes]
-    if own_outputs:
-        outputs = _copy_borrowed_outputs(items, outputs)
-    t1 = time.perf_counter()
-    plan = None
-    if not settings.get("REN_NO_MEMPLAN"):
-        plan = plan_memory(items, outputs={storage_buffer(o) for o in outputs
-                                           if o.src[0].op is Op.BUFFER})
-    t2 = time.perf_counter()
-    units = make_exec_units(items)
-    timings.schedule, timings.plan, timings.lower = t1 - t0, t2 - t1, time.perf_counter() - t2
-    for p in params:
-        p.release()
+    try:
+        t0 = time.perf_counter()
+        todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
+        items: list[ScheduledKernel] = []
+        becomes = {n: n for n in nodes}
+        if todo:
+            ctx = ScheduleContext(outputs=tuple(todo), check=bool(settings.get("REN_CHECK")))
+            items = linearize(run_passes(as_sink(*todo), ctx=ctx).sink)
+            becomes.update(ctx.becomes_map)
+        outputs = [becomes[n] for n in nodes]
+        if own_outputs:
+            outputs = _copy_borrowed_outputs(items, outputs)
+        t1 = time.perf_counter()
+        plan = None
+        if not settings.get("REN_NO_MEMPLAN"):
+            plan = plan_memory(items, outputs={storage_buffer(o) for o in outputs
+                                               if o.src[0].op is Op.BUFFER})
+        t2 = time.perf_counter()
+        units = make_exec_units(items)
+        timings.schedule, timings.plan = t1 - t0, t2 - t1
+        timings.lower = time.perf_counter() - t2
+    finally:
+        for p in params:
+            p.release()
     return Template(units, plan, list(params), outputs)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -83,10 +83,11 @@ class Template:
                 bound = self._bind(params, self._dynamic)
                 self.runner([bound[b].allocate().array() for b in self._dynamic])
                 note_units(self.units)
-        return [o if b is None else as_ring(Node(Op.BUFFER, DType.U32, (), bound.get(b, b)), *o.arg)
+        return [o if b is None else as_ring(Node(Op.BUFFER, DType.U32, (), bound.get(b, b)),
+                                            *o.arg)  # const outputs are not rebound
                 for o, b in zip(self.outputs, self._out_bufs)]
 
-    def _bind(self, params: Sequence[Buffer], buffers: Any) -> dict[Buffer, Buffer]:
+    def _bind(self, params: Sequence[Buffer], buffers: Iterable[Buffer]) -> dict[Buffer, Buffer]:
         """The buffer each of `buffers` (bases before views) stands for in a run on `params`."""
         bound = dict(zip(self.params, params, strict=True))
         for b in buffers:
@@ -189,9 +190,13 @@ def _roles(units: list[ExecUnit], plan: MemoryPlan | None, params: list[Buffer],
         while b not in roles and b.base is not None:
             views.append(b)
             b = b.base
-        if b not in roles:
-            roles[b] = (ARENA if b in planned else (OUTPUT if b in outs else TEMP)
-                        if b in written else CONST)
+        if b not in roles:  # a base buffer
+            if b in planned:
+                roles[b] = ARENA
+            elif b in written:
+                roles[b] = OUTPUT if b in outs else TEMP
+            else:  # a leaf that is no parameter
+                roles[b] = CONST
         role = roles[b]
         for v in reversed(views):
             role = roles[v] = CONST if role is CONST else VIEW

@@ -70,7 +70,7 @@ def categorize(plan: Any, special_moduli: Iterable[int]) -> list[str]:
     special = set(special_moduli)
     units = [u for u in plan.units if u.kind != "view"]
     written = {_root(u.bufs[0]) for u in units}
-    params = {_root(t) for t in plan.template.param_of()}
+    params = {_root(t) for t in plan.template.params}
     cats = []
     for u in units:
         item = u.item

@@ -16,16 +16,14 @@ live side by side (a CKKS function called at two levels has two plans).
 parameter objects, an Evaluator passed as an argument, ...) is frozen into the plan: a call that
 matches a plan's key but passes another value raises JitError instead of replaying a stale branch.
 
-**Capture (miss).**  The inputs are realized; each input is handed to the function as a Poly over
-a *parameter* buffer; the function runs under a `ren.realization.Recorder` that refuses explicit
-realizations and random generation; its outputs are realized together while the recorder keeps
-the schedule, memory plan and exec units; the realization becomes a `ren.replay.Template` whose
-parameters are the input buffers and whose other leaf buffers (key material the function closes
-over, plaintexts encoded inside) are baked constants; the memory plan of the captured
-intermediates (made over exactly the captured schedule: inputs and constants are allocated, so
-only intermediates get arena offsets) is re-keyed on the plan's own buffers; outputs that would
-alias an input or a constant get copy units; the backend's graph runner is built (NumPy: a
-prebound call list).
+**Capture (miss).**  The inputs are realized; each is handed to the function as a Poly over a
+*parameter* buffer (`ren.realization.parameter`); the function runs while a guard refuses
+realizations and random generation; its outputs are compiled by the pipeline every realization
+uses (`ren.realization.compile_template`: schedule, plan memory, lower) into a
+`ren.replay.Template` whose parameters are the input buffers and whose other leaf buffers (key
+material the function closes over, plaintexts encoded inside) are baked constants; outputs that
+would alias an input or a constant get copy items; the backend's graph runner is built; and the
+first call is the template's first run.
 
 **Replay (hit).**  The input buffers are bound into the template and it runs; every output is a
 new buffer (never an earlier call's output, never an input).
@@ -56,14 +54,13 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.backend import copy_fn
 from ren.device import Buffer
 from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.poly import Poly, realize_polys
-from ren.realization import RealizeRecord, Recorder, is_realized, recording
+from ren.realization import Recorder, compile_template, is_realized, parameter, recording
 from ren.replay import Template
 from ren.spec import PolySpec
 from ren.tree import flatten, is_scalar, leaf_paths, unflatten
@@ -169,32 +166,35 @@ class _Call:
         leaves = self.leaves
         return [storage_buffer(leaves[j].node) for j in leaf_of_param]
 
+    def parameters(self) -> tuple[list[Buffer], list[int], list[Poly]]:
+        """The inputs as the function sees them while it is captured: (a `parameter` buffer per
+        non-constant input, the input leaf of each, every leaf as a Poly over its parameter)."""
+        params: list[Buffer] = []
+        leaf_of_param: list[int] = []
+        polys = []
+        for j, p in enumerate(self.leaves):
+            n = p.node
+            if not is_const(n):
+                params.append(parameter(storage_buffer(n)))
+                leaf_of_param.append(j)
+                n = as_ring(Node(Op.BUFFER, DType.U32, (), params[-1]), *n.arg)
+            polys.append(Poly(n))
+        return params, leaf_of_param, polys
+
 
 # -- capture --------------------------------------------------------------------------------------
-class _CaptureRecorder(Recorder):
-    """Refuses realizations and randomness inside the body; keeps the outputs' realization."""
+class _Guard(Recorder):
+    """Refuses realizations and random generation while a function is captured."""
 
     def __init__(self, name: str):
         self.name = name
-        self.allow = False  # set while the JIT itself realizes the outputs
-        self.record: RealizeRecord | None = None
 
     def on_realize(self, nodes: Sequence[Node]) -> None:
-        if not self.allow:
-            raise JitError(
-                f"{self.name}: realize() inside a jitted function (or something that reads a "
-                "value: numpy(), tolist(), coefficients(), tobytes(), decryption).  Values do not "
-                "exist while the function is captured, and a replay repeats only Poly "
-                "operations; return the Poly and read it after the call")
-        for n in toposort(*nodes):
-            if n.op is Op.RANDOM:
-                raise JitError(
-                    f"{self.name}: the outputs depend on a random polynomial ({n.arg.kind}) that "
-                    "is not realized; realize it before calling the jitted function (or pass it "
-                    "in as an argument)")
-
-    def on_realized(self, record: RealizeRecord) -> None:
-        self.record = record
+        raise JitError(
+            f"{self.name}: realize() inside a jitted function (or something that reads a "
+            "value: numpy(), tolist(), coefficients(), tobytes(), decryption).  Values do not "
+            "exist while the function is captured, and a replay repeats only Poly "
+            "operations; return the Poly and read it after the call")
 
     def on_random(self, kind: str) -> None:
         raise JitError(
@@ -202,6 +202,15 @@ class _CaptureRecorder(Recorder):
             "replay would reuse the captured randomness.  CKKS encryption and key generation "
             "draw fresh randomness: encrypt outside the jitted function, or pass the random "
             "polynomials in as arguments")
+
+
+def _refuse_random(name: str, nodes: Sequence[Node]) -> None:
+    for n in toposort(*nodes):
+        if n.op is Op.RANDOM:
+            raise JitError(
+                f"{name}: the outputs depend on a random polynomial ({n.arg.kind}) that is not "
+                "realized; realize it before calling the jitted function (or pass it in as an "
+                "argument)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,10 +231,12 @@ class JitPlan:
 
     * `inputs` — (path, spec) of every input Poly, in argument order;
     * `scalars` — (path, value) of every frozen scalar;
-    * `units` — the exec units in order (over the plan's own buffers), output copies last;
+    * `template` — the compiled `ren.replay.Template` (its parameter i is input
+      ``leaf_of_param[i]``); `units` — its exec units in order, output copies last;
     * `input_table` — `InputSlot` rows: which unit slot takes which input;
-    * `memory` — the `ren.memory.MemoryPlan` of the captured intermediates (None without one);
-    * `runner` — the graph runner kind (``"numpy-prebound"``, or ``"exec-units"``);
+    * `memory` — the `ren.memory.MemoryPlan` of the units (None without one);
+    * `runner` — the graph runner's kind (``"numpy-prebound"``, ``"cpu-compiled"``,
+      ``"cuda-graph"``), or ``"exec-units"`` where the device has none;
     * `capture_seconds` — the wall time of the capture; `replays` — replays so far.
 
     Calling a plan replays it on new arguments (the same checks as the jitted function).
@@ -241,9 +252,7 @@ class JitPlan:
     leaf_of_param: list[int]  # the input leaf bound to each template parameter
     out_structure: Any
     out_scalars: list[Any]
-    out_args: list[tuple | None]  # per output Poly: (ring, domain) of a stored output
-    capture_seconds: float
-    runner: str = "exec-units"
+    capture_seconds: float = 0.0
     replays: int = 0
 
     @property
@@ -255,17 +264,20 @@ class JitPlan:
         return self.template.plan
 
     @property
+    def runner(self) -> str:
+        return self.template.runner_kind
+
+    @property
     def input_table(self) -> list[InputSlot]:
         """Which unit slot takes which input (directly, or as a view at an offset)."""
-        param_of = self.template.param_of()
+        leaf = dict(zip(self.template.params, self.leaf_of_param, strict=True))
         rows = []
         for u_i, u in enumerate(self.template.units):
             for slot, b in enumerate(u.bufs):
-                if b in param_of:
-                    rows.append(InputSlot(u_i, slot, self.leaf_of_param[param_of[b]]))
-                elif b.base in param_of:
-                    rows.append(InputSlot(u_i, slot, self.leaf_of_param[param_of[b.base]],
-                                          b.offset))
+                if b in leaf:
+                    rows.append(InputSlot(u_i, slot, leaf[b]))
+                elif b.base in leaf:
+                    rows.append(InputSlot(u_i, slot, leaf[b.base], b.offset))
         return rows
 
     def summary(self) -> str:
@@ -301,17 +313,16 @@ class JitPlan:
                     "pass the value as a Poly, list the argument in static_argnames (one plan per "
                     "value), or use another jitted function")
 
+    def run(self, call: _Call) -> Any:
+        """Run the template on a checked call whose inputs are realized and distinct; returns
+        the function's result (new Polys in the output structure)."""
+        nodes = self.template.run(call.buffers(self.leaf_of_param))
+        return unflatten(self.out_structure, iter([Poly(n) for n in nodes]),
+                         iter(self.out_scalars))
+
     def replay(self, call: _Call) -> Any:
-        """Run the plan on a checked call whose inputs are realized and distinct."""
-        outs = self.template.execute(call.buffers(self.leaf_of_param))
         self.replays += 1
-        polys = []
-        for o, arg in zip(outs, self.out_args):
-            if arg is None:
-                polys.append(Poly(o))
-            else:
-                polys.append(Poly(as_ring(Node(Op.BUFFER, DType.U32, (), o), *arg)))
-        return unflatten(self.out_structure, iter(polys), iter(self.out_scalars))
+        return self.run(call)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
@@ -327,10 +338,6 @@ class JitPlan:
         self.check(call)
         call.realize_inputs()
         return self.template.profile(call.buffers(self.leaf_of_param))
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.runner = self.template.graph()  # kernels were recompiled; rebuild the runner
 
 
 def _mismatch(name: str, call: _Call, plans: Sequence[JitPlan], capture: bool) -> str:
@@ -353,14 +360,6 @@ def _mismatch(name: str, call: _Call, plans: Sequence[JitPlan], capture: bool) -
             return (f"{name}: no captured plan matches and {why}: static arguments "
                     f"{dict(call.key[2])} were captured as {dict(p.key[2])}; {hint}")
     return f"{name}: no captured plan matches this call and {why}; {hint}"
-
-
-def _copy_out(node: Node) -> Node:
-    """A buffer of its own holding the value of a realized node (so it aliases nothing)."""
-    src = storage_buffer(node)
-    dst = Buffer(src.device, src.shape).allocate()
-    copy_fn(dst.device, src.device)([dst.array(), src.array()])
-    return as_ring(Node(Op.BUFFER, DType.U32, (), dst), *node.arg)
 
 
 # -- the jitted function --------------------------------------------------------------------------
@@ -438,82 +437,54 @@ class Jitted:
         return result
 
     def _capture(self, call: _Call) -> tuple[JitPlan, Any]:
+        """Trace the function on parameters, compile its outputs, run the template once."""
         t0 = time.perf_counter()
-        params: list[Buffer] = []
-        leaf_of_param: list[int] = []
-        wrapped = []
-        for j, p in enumerate(call.leaves):  # each input becomes a Poly over a parameter buffer
-            n = p.node
-            if is_const(n):
-                wrapped.append(Poly(n))
-                continue
-            src = storage_buffer(n)
-            param = Buffer(src.device, src.shape)
-            param.attach(src.array())
-            params.append(param)
-            leaf_of_param.append(j)
-            wrapped.append(Poly(as_ring(Node(Op.BUFFER, DType.U32, (), param), *n.arg)))
-        values = unflatten(call.structure, iter(wrapped), iter(call.scalars))
+        params, leaf_of_param, polys = call.parameters()
+        values = unflatten(call.structure, iter(polys), iter(call.scalars))
         bound = call.bound
         for name, v in zip(call.structure[1], values):
             if name not in self.static_argnames:
                 bound.arguments[name] = v
-        recorder = _CaptureRecorder(self.name)
+        out_polys: list[Poly] = []
+        out_scalars: list[Any] = []
         token = _tracing.set(True)
         try:
-            with recording(recorder):
-                try:
-                    result = self.fn(*bound.args, **bound.kwargs)
-                except TruthValueError as e:
-                    raise JitError(f"{self.name}: a Python decision on a Poly's value inside a "
-                                   f"jitted function ({e}); a captured plan replays only Poly "
-                                   "operations, never a branch on a value.  Compute with Poly "
-                                   "operations, or decide outside the function") from e
-                out_polys: list[Poly] = []
-                out_scalars: list[Any] = []
-                out_structure = flatten(result, out_polys, out_scalars, None, JitError)
-                bad = [i for i, s in enumerate(out_scalars) if not is_scalar(s)]
-                if bad:
-                    path = leaf_paths(out_structure, "output")[1][bad[0]]
-                    leaf = out_scalars[bad[0]]
-                    raise JitError(
-                        f"{self.name}: output `{path}` is a {type(leaf).__name__}; the results "
-                        "of a jitted function are Polys (in lists, tuples, dicts and "
-                        "dataclasses) and scalars (numbers, strings, parameter objects).  Return "
-                        "the Polys, and compute anything else outside the function")
-                recorder.allow = True
-                if out_polys:
-                    realize_polys(out_polys)
+            with recording(_Guard(self.name)):
+                out_structure = flatten(self._trace(bound), out_polys, out_scalars, None,
+                                        JitError)
         finally:
             _tracing.reset(token)
-        finals = [p.node for p in out_polys]
-        record = recorder.record
-        units = record.units if record is not None else []
-        template = Template.capture(params, finals, {n: n for n in finals}, units,
-                                    record.plan if record is not None else None,
-                                    fresh_outputs=True)
-        if template is None:
-            raise JitError(f"{self.name}: an output could not be captured (not a buffer or a "
-                           "constant after realization)")
-        written = {u.bufs[0] for u in units if u.kind != "view"}
-        first = []
-        for n in finals:  # this call's outputs: copy those that alias an input or a constant
-            if not is_const(n) and (n.src[0].op is Op.BUFFER_VIEW or
-                                    storage_buffer(n) not in written):
-                n = _copy_out(n)
-            first.append(Poly(n))
+        bad = [i for i, s in enumerate(out_scalars) if not is_scalar(s)]
+        if bad:
+            path = leaf_paths(out_structure, "output")[1][bad[0]]
+            raise JitError(
+                f"{self.name}: output `{path}` is a {type(out_scalars[bad[0]]).__name__}; the "
+                "results of a jitted function are Polys (in lists, tuples, dicts and "
+                "dataclasses) and scalars (numbers, strings, parameter objects).  Return the "
+                "Polys, and compute anything else outside the function")
+        nodes = [p.node for p in out_polys]
+        _refuse_random(self.name, nodes)
+        template = compile_template(nodes, params, own_outputs=True)
+        template.build_runner()
         in_paths, scalar_paths = call.paths()
         plan = JitPlan(
             name=self.name, signature=self.signature, static_argnames=self.static_argnames,
             key=call.key, inputs=[(path, p.spec) for path, p in zip(in_paths, call.leaves)],
             scalars=[(path, _freeze(v)) for path, v in zip(scalar_paths, call.scalars)],
             template=template, leaf_of_param=leaf_of_param, out_structure=out_structure,
-            out_scalars=out_scalars,
-            out_args=[None if isinstance(o, Node) else o[1] for o in template.outputs],
-            capture_seconds=0.0)
-        plan.runner = template.graph()
+            out_scalars=out_scalars)
+        result = plan.run(call)  # the first call runs the template like every replay
         plan.capture_seconds = time.perf_counter() - t0
-        return plan, unflatten(out_structure, iter(first), iter(out_scalars))
+        return plan, result
+
+    def _trace(self, bound: inspect.BoundArguments) -> Any:
+        try:
+            return self.fn(*bound.args, **bound.kwargs)
+        except TruthValueError as e:
+            raise JitError(f"{self.name}: a Python decision on a Poly's value inside a jitted "
+                           f"function ({e}); a captured plan replays only Poly operations, "
+                           "never a branch on a value.  Compute with Poly operations, or decide "
+                           "outside the function") from e
 
 
 def jit(fn: Callable | None = None, *, capture: bool = True,

@@ -46,7 +46,10 @@ from ren.ring import RingKernel, RingSpec, kernel_tables
 
 ELEMENTWISE = "elementwise"
 RING_KINDS = tuple(k.value for k in RingKernel)
-LIGHT_KINDS = ("copy", "view")
+COPY, VIEW = "copy", "view"
+LIGHT_KINDS = (COPY, VIEW)
+#: the kind of an exec unit that runs a kernel (the others are COPY and VIEW)
+COMPUTE = "compute"
 KINDS = (ELEMENTWISE, *RING_KINDS, *LIGHT_KINDS)
 
 
@@ -154,7 +157,7 @@ class ScheduledKernel:
     def ring_call(self) -> RingCall | None:
         """The RingCall of a ring-kernel item (STORE(slot, RING_CALL)), else None."""
         ast = self.ast
-        if self.kind == "elementwise" or ast is None or ast.op is not Op.STORE:
+        if self.kind == ELEMENTWISE or ast is None or ast.op is not Op.STORE:
             return None
         call = ast.src[1]
         return call.arg if call.op is Op.RING_CALL else None

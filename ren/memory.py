@@ -62,7 +62,7 @@ from itertools import accumulate
 
 from ren.device import Buffer
 from ren.errors import MemoryPlanError, ParameterError
-from ren.kernel import ScheduledKernel
+from ren.kernel import LIGHT_KINDS, ScheduledKernel
 from ren.tlsf import Block, TLSFArena
 
 ALIGN = 256  # bytes: block sizes and offsets are multiples of this
@@ -415,10 +415,10 @@ def _live_ranges(schedule: Sequence[ScheduledKernel],
     live: dict[Buffer, tuple[int, int]] = {}
     written: set[Buffer] = set()
 
-    def use(b: Buffer, i: int) -> None:
-        live[b] = (live.get(b, (i, i))[0], i)
-        if b.base is not None:
-            use(b.base, i)
+    def use(b: Buffer | None, i: int) -> None:
+        while b is not None:
+            live[b] = (live.get(b, (i, i))[0], i)
+            b = b.base
 
     for i, item in enumerate(schedule):
         if not item.bufs:
@@ -441,7 +441,7 @@ def _exclusions(schedule: Sequence[ScheduledKernel], outputs: set[Buffer],
     """Why each identity-bearing buffer is not planned (the first matching reason)."""
     light: dict[Buffer, str] = {}
     for item in schedule:
-        if item.kind in ("copy", "view"):
+        if item.kind in LIGHT_KINDS:
             for b in item.bufs:
                 light.setdefault(b, f"{item.kind} buffer")
     why: dict[Buffer, str] = {}

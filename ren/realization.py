@@ -1,24 +1,26 @@
-"""Realization: turn lazy Polys into concrete buffers.
+"""Realization: turn lazy Polys into concrete buffers, through one pipeline.
 
-    realize(polys)
-      -> SINK(out0, out1, ...)            one root for everything requested together
-      -> schedule (run_passes + linearize)
-      -> plan_memory
+    compile_template(nodes, params)       a graph -> a `ren.replay.Template`:
+      -> schedule (run_passes + linearize)    SINK(out0, out1, ...): one root for everything
+      -> plan_memory                          requested together
       -> make_exec_units
-      -> run_exec_units
-      -> the becomes_map                  returned to the caller: the frontend (`ren.poly`)
-                                          points every live Poly whose graph overlapped at the
-                                          BUFFER (or CONST) nodes, so nothing is recomputed
+    template.run(inputs)                  bind the inputs, run the exec units
+      -> the becomes_map values           per requested output, its BUFFER (or CONST) node
+
+`realize_nodes` runs it for the frontend (`ren.poly`, which then points every live Poly whose
+graph overlapped at the BUFFER nodes, so nothing is recomputed): it swaps the graph's input
+buffers for parameters, compiles the template and keeps it by the graph's structure
+(`ren.replay.templates`), so the next realization of a graph of the same shape runs it again on
+its own inputs without scheduling.  ren.jit compiles the same way from its function's outputs and
+replays the template on later calls.
 
 Reading values (`host_residues`) realizes first, then converts storage (Montgomery form) to
 standard-form residues on the host.
 
-**Recorders.**  ``with recording(r): ...`` makes `r` (a `Recorder`) watch every realization in
-the block (per thread / context): `Recorder.on_realize` sees the requested nodes before anything
-is scheduled (it may raise to forbid the realization), `Recorder.on_realized` receives a
-`RealizeRecord` (the schedule, memory plan and exec units that ran).  The frontend consults the
-same recorder when it creates a random polynomial (`Recorder.on_random`).  A generic hook: the
-JIT (`ren.jit`) captures with one; tests and tools may use others.
+**Guards.**  ``with recording(r): ...`` makes `r` (a `Recorder`) see every realization in the
+block (per thread / context) before it happens (`Recorder.on_realize`), and the frontend consults
+it when it creates a random polynomial (`Recorder.on_random`); either may raise to refuse.  ren.jit
+refuses both while it traces a function.
 
 Thread safety: realization may be requested from several threads.  One re-entrant lock covers
 the whole critical section — reading the requested Polys' nodes, scheduling, running and applying
@@ -40,15 +42,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ren import settings
+from ren.device import Buffer
 from ren.errors import RealizeError
-from ren.ir import storage_buffer
-from ren.kernel import ScheduledKernel
+from ren.ir import as_ring, is_const, storage_buffer
+from ren.kernel import COPY, VIEW, ScheduledKernel
 from ren.memory import plan_memory
-from ren.node import Node
-from ren.ops import Op
+from ren.node import Node, substitute_many
+from ren.ops import DType, Op
 from ren.replay import Template, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables
-from ren.runtime import ExecUnit, make_exec_units, run_exec_units
+from ren.runtime import make_exec_units
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
 
 
@@ -69,28 +72,12 @@ last_timings = RealizeTimings()
 realize_lock = threading.RLock()
 
 
-@dataclass
-class RealizeRecord:
-    """What one realization did: the requested (unrealized) nodes, their becomes_map, the
-    schedule, the memory plan (None under REN_NO_MEMPLAN) and the exec units that ran."""
-
-    nodes: tuple[Node, ...]
-    becomes_map: dict[Node, Node]
-    schedule: list[ScheduledKernel]
-    plan: object
-    units: list[ExecUnit]
-    timings: RealizeTimings
-
-
 class Recorder:
     """Watches the realizations of a `recording` block.  Every hook does nothing by default;
     a hook may raise (a RenError) to refuse what is about to happen."""
 
     def on_realize(self, nodes: Sequence[Node]) -> None:
         """Before realizing `nodes` (all requested ones, realized or not)."""
-
-    def on_realized(self, record: RealizeRecord) -> None:
-        """After a realization ran (it always schedules while recording: no template replay)."""
 
     def on_random(self, kind: str) -> None:
         """Before the frontend creates a random polynomial of sampler `kind`."""
@@ -119,13 +106,90 @@ def is_realized(n: Node) -> bool:
     return n.op is Op.AS_RING and n.src[0].op in (Op.BUFFER, Op.BUFFER_VIEW, Op.CONST)
 
 
-def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
-    """Schedule and run the given output nodes together; returns the becomes_map (each
-    requested node -> the buffer-backed node that now holds its value).
+# -- the pipeline ---------------------------------------------------------------------------------
+def parameter(buf: Buffer) -> Buffer:
+    """A stand-in for input buffer `buf` in a graph to compile: the template's parameter.  It
+    shares `buf`'s storage until `compile_template` detaches it."""
+    p = Buffer(buf.device, buf.shape, no_opt=buf.no_opt)
+    if buf.is_allocated:
+        p.attach(buf.array())
+    return p
 
-    A graph whose structure was realized before replays the captured template with the new
-    input buffers instead of scheduling again (`ren.replay`); REN_CHECK and REN_DEBUG=3 always
-    schedule, so their checks and dumps happen.
+
+def parameterize(nodes: Sequence[Node],
+                 inputs: Sequence[Buffer]) -> tuple[list[Node], list[Buffer]]:
+    """`nodes` with each of the `inputs` (BUFFER leaves) swapped for a `parameter`, and the
+    parameters: what `compile_template` compiles for a realization of `nodes`."""
+    params = [parameter(b) for b in inputs]
+    if not params:
+        return list(nodes), params
+    leaf = {b: Node(Op.BUFFER, DType.U32, (), b) for b in (*inputs, *params)}
+    return substitute_many(list(nodes), {leaf[b]: leaf[p] for b, p in zip(inputs, params)}), params
+
+
+def compile_template(nodes: Sequence[Node], params: Sequence[Buffer] = (), *,
+                     own_outputs: bool = False, timings: RealizeTimings | None = None) -> Template:
+    """Schedule, plan and lower the graph of `nodes` into a Template whose parameters are
+    `params` (`parameter` buffers that stand for the inputs in the graph; detached here, so the
+    template keeps no input storage).  Every other leaf buffer is baked in as a constant.
+
+    With `own_outputs`, an output that would be an input, a constant or a view gets a copy
+    item at the end of the schedule, so no output of a run aliases anything but itself (ren.jit).
+    """
+    timings = timings if timings is not None else RealizeTimings()
+    try:
+        t0 = time.perf_counter()
+        todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
+        items: list[ScheduledKernel] = []
+        becomes = {n: n for n in nodes}
+        if todo:
+            ctx = ScheduleContext(outputs=tuple(todo), check=bool(settings.get("REN_CHECK")))
+            items = linearize(run_passes(as_sink(*todo), ctx=ctx).sink)
+            becomes.update(ctx.becomes_map)
+        outputs = [becomes[n] for n in nodes]
+        if own_outputs:
+            outputs = _copy_borrowed_outputs(items, outputs)
+        t1 = time.perf_counter()
+        plan = None
+        if not settings.get("REN_NO_MEMPLAN"):
+            plan = plan_memory(items, outputs={storage_buffer(o) for o in outputs
+                                               if o.src[0].op is Op.BUFFER})
+        t2 = time.perf_counter()
+        units = make_exec_units(items)
+        timings.schedule, timings.plan = t1 - t0, t2 - t1
+        timings.lower = time.perf_counter() - t2
+    finally:
+        for p in params:
+            p.release()
+    return Template(units, plan, list(params), outputs)
+
+
+def _copy_borrowed_outputs(items: list[ScheduledKernel], outputs: list[Node]) -> list[Node]:
+    """Append a copy item for each output whose storage the schedule does not write itself (an
+    input, a constant, a view); returns the outputs with those copies in their place."""
+    written = {i.bufs[0] for i in items if i.kind != VIEW}
+    copies: dict[Buffer, Buffer] = {}
+    out = []
+    for o in outputs:
+        src = None if is_const(o) else storage_buffer(o)
+        if src is None or (src.base is None and src in written):
+            out.append(o)
+            continue
+        if src not in copies:
+            copies[src] = dst = Buffer(src.device, src.shape)
+            items.append(ScheduledKernel(COPY, "copy_output", None, (dst, src), None, None,
+                                         src.shape))
+        out.append(as_ring(Node(Op.BUFFER, DType.U32, (), copies[src]), *o.arg))
+    return out
+
+
+def realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
+    """Compute the given output nodes together; returns the becomes_map (each requested node ->
+    the buffer-backed node that now holds its value).
+
+    A graph whose structure was realized before runs the template compiled then on its own
+    input buffers instead of scheduling again; REN_CHECK and REN_DEBUG=3 always schedule, so
+    their checks and dumps happen.
     """
     with realize_lock:
         return _realize_nodes(nodes)
@@ -138,42 +202,31 @@ def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
     if not todo:
         return {}
-    t0 = time.perf_counter()
-    check, debug = bool(settings.get("REN_CHECK")), settings.get("REN_DEBUG")
-    no_memplan = bool(settings.get("REN_NO_MEMPLAN"))
-    found = None if check or debug >= 3 or recorder is not None else structure_key(todo)
-    # the switches that change the schedule are part of the template key
-    key = (found[0], no_memplan, bool(settings.get("REN_NO_ELISION"))) \
-        if found is not None else None
+    key, inputs = _template_key(todo)
     template = templates.get(key) if key is not None else None
-    if template is not None:
-        becomes_map = template.replay(found[1], todo)
-        _record(RealizeTimings(run=time.perf_counter() - t0, kernels=len(template.units),
-                               extra={"replayed": True}), len(todo))
-        return becomes_map
-    timings = RealizeTimings()
-    ctx = ScheduleContext(outputs=tuple(todo), check=check)
-    sink = run_passes(as_sink(*todo), ctx=ctx).sink
-    items = linearize(sink)
-    t1 = time.perf_counter()
-    outputs = {storage_buffer(v) for v in ctx.becomes_map.values() if v.src[0].op is Op.BUFFER}
-    plan = None if no_memplan else plan_memory(items, outputs=outputs)
-    t2 = time.perf_counter()
-    units = make_exec_units(items)
-    t3 = time.perf_counter()
-    run_exec_units(units, plan)
-    t4 = time.perf_counter()
-    timings.schedule, timings.plan, timings.lower, timings.run = t1 - t0, t2 - t1, t3 - t2, t4 - t3
-    timings.kernels = len(units)
-    if key is not None:
-        template = Template.capture(found[1], todo, ctx.becomes_map, units, plan)
-        if template is not None:
+    timings = RealizeTimings(extra={"replayed": template is not None})
+    if template is None:
+        template = compile_template(*parameterize(todo, inputs), timings=timings)
+        if key is not None:
             templates.put(key, template)
+    t0 = time.perf_counter()
+    becomes_map = dict(zip(todo, template.run(inputs), strict=True))
+    timings.run, timings.kernels = time.perf_counter() - t0, len(template.units)
     _record(timings, len(todo))
-    if recorder is not None:
-        recorder.on_realized(RealizeRecord(tuple(todo), ctx.becomes_map, items, plan, units,
-                                           timings))
-    return ctx.becomes_map
+    return becomes_map
+
+
+def _template_key(todo: list[Node]) -> tuple[tuple | None, list[Buffer]]:
+    """The cache key of `todo`'s template and the graph's input buffers, or (None, []) when it
+    is not cached (not replayable, or REN_CHECK / REN_DEBUG=3, which must schedule)."""
+    if settings.get("REN_CHECK") or settings.get("REN_DEBUG") >= 3:
+        return None, []
+    found = structure_key(todo)
+    if found is None:
+        return None, []
+    # the switches that change the schedule are part of the key
+    return (found[0], bool(settings.get("REN_NO_MEMPLAN")),
+            bool(settings.get("REN_NO_ELISION"))), found[1]
 
 
 def _record(timings: RealizeTimings, outputs: int) -> None:
@@ -203,5 +256,5 @@ def host_residues(n: Node) -> np.ndarray:
     return from_mont(storage_buffer(leaf).copyout(), get_tables(ring))
 
 
-__all__ = ["RealizeRecord", "Recorder", "current_recorder", "host_residues", "is_realized",
-           "realize_nodes", "recording"]
+__all__ = ["Recorder", "compile_template", "current_recorder", "host_residues", "is_realized",
+           "parameter", "parameterize", "realize_nodes", "recording"]

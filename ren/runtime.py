@@ -31,12 +31,12 @@ from ren import settings
 from ren.backend import KernelFn, copy_fn, get_device
 from ren.device import Buffer
 from ren.errors import RealizeError
-from ren.kernel import ScheduledKernel
+from ren.kernel import COMPUTE, COPY, LIGHT_KINDS, VIEW, ScheduledKernel
 
 
 @dataclass
 class ExecUnit:
-    """One runnable step: `kind` is "compute", "copy" or "view"."""
+    """One runnable step: `kind` is COMPUTE, COPY or VIEW (`ren.kernel`)."""
 
     kind: str
     name: str
@@ -47,7 +47,7 @@ class ExecUnit:
     def __call__(self) -> None:
         for b in self.bufs:
             b.allocate()
-        if self.kind == "view":
+        if self.kind == VIEW:
             _check_view(self.bufs[0])
             return
         self.fn([b.array() for b in self.bufs])
@@ -74,19 +74,19 @@ def make_exec_units(schedule: list[ScheduledKernel]) -> list[ExecUnit]:
     device first sees all of its compute items at once, so it can compile them together)."""
     per_device: dict[str, list[ScheduledKernel]] = {}
     for item in schedule:
-        if item.kind not in ("view", "copy"):
+        if item.kind not in LIGHT_KINDS:
             per_device.setdefault(item.bufs[0].device, []).append(item)
     for device, items in per_device.items():
         get_device(device).prepare(items)
     units = []
     for item in schedule:
-        if item.kind == "view":
-            units.append(ExecUnit("view", item.name, item.bufs, None, item))
-        elif item.kind == "copy":
+        if item.kind == VIEW:
+            units.append(ExecUnit(VIEW, item.name, item.bufs, None, item))
+        elif item.kind == COPY:
             fn = copy_fn(item.bufs[0].device, item.bufs[1].device)
-            units.append(ExecUnit("copy", item.name, item.bufs, fn, item))
+            units.append(ExecUnit(COPY, item.name, item.bufs, fn, item))
         else:
-            units.append(ExecUnit("compute", item.name, item.bufs,
+            units.append(ExecUnit(COMPUTE, item.name, item.bufs,
                                   get_device(item.bufs[0].device).compile(item), item))
     return units
 

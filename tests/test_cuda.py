@@ -1,5 +1,5 @@
 """The ``"cuda"`` backend on a GPU (issue 11): every corpus program and CKKS operation is
-bit-identical to the NumPy backend; device copies; CUDA-graph replay of a lowered plan.
+bit-identical to the NumPy backend; device copies; CUDA-graph replay of a ren.jit plan.
 
 Marked `gpu`: skipped (tests/conftest.py) where CuPy sees no GPU.  A GPU session runs them with
 ``bash benchmarks/gpu_check.sh``.
@@ -12,14 +12,13 @@ import pytest
 from backend_programs import (
     PROGRAMS_UNDER_TEST,
     ckks_basics_example,
-    lower_plan,
     run_recording,
     same_words,
 )
 
 import ren
 from ren.backend import backend_override, get_device
-from ren.ring import RingSpec, from_mont, get_tables, to_mont
+from ren.ring import RingSpec
 
 pytestmark = pytest.mark.gpu
 
@@ -77,33 +76,26 @@ def test_polys_move_to_the_gpu_and_back():
 
 
 def test_graph_runner_replays_a_plan_with_new_inputs():
+    """ren.jit on the GPU: the plan's runner is a CUDA graph, and replays on new inputs give
+    the NumPy backend's words."""
     ring = RingSpec.generate(1 << 12, 4)
     rng = np.random.default_rng(4)
 
     def residues():
         return np.stack([rng.integers(0, q, ring.N) for q in ring.moduli]).astype(np.uint32)
 
-    xs, ys = residues(), residues()
-    x = ren.Poly.from_residues(xs, ring, device="cuda")
+    def program(x, y):
+        return ((x * y).intt() + x).rotate(1)
+
+    f = ren.jit(program)
+    ys = residues()
     y = ren.Poly.from_residues(ys, ring, device="cuda")
-    out = ((x * y).intt() + x).rotate(1)
-    units, plan, (buf,) = lower_plan([out])
-    runner = get_device("cuda").graph_runner(units, plan)
-    assert runner is not None
-
-    def want(a, b):
-        pa, pb = ren.Poly.from_residues(a, ring), ren.Poly.from_residues(b, ring)
-        r = ((pa * pb).intt() + pa).rotate(1)
-        r.realize()
-        return r.numpy()
-
-    runner()
-    tables = get_tables(ring)
-    assert np.array_equal(from_mont(buf.copyout(), tables), want(xs, ys))
-    xs2 = residues()  # bind a new input: copy it into the captured input buffer
-    x.node.src[0].arg.copyin(to_mont(xs2, tables))
-    runner()
-    assert np.array_equal(from_mont(buf.copyout(), tables), want(xs2, ys))
+    for _ in range(3):
+        xs = residues()
+        got = f(ren.Poly.from_residues(xs, ring, device="cuda"), y).numpy()
+        want = program(ren.Poly.from_residues(xs, ring), ren.Poly.from_residues(ys, ring))
+        assert np.array_equal(got, want.realize().numpy())
+    assert f.plans[0].runner == "cuda-graph" and f.hits == 2
 
 
 def test_kernels_and_modules_are_cached():

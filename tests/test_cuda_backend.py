@@ -22,6 +22,9 @@ from ren.backend.c_host import HostShimDevice, find_cc
 from ren.backend.cuda import CudaDevice, open_device
 from ren.backend.numpy_backend import HOST
 from ren.errors import DeviceError
+from ren.ir import storage_buffer
+from ren.realization import compile_template, parameterize
+from ren.replay import structure_key
 from ren.ring import RingSpec, from_mont, get_tables, to_mont
 
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no system C compiler (cc) found")
@@ -55,42 +58,39 @@ def test_every_program_runs_through_the_cuda_backend_code(numpy_runs):
 
 
 def test_graph_runner_captures_and_replays(numpy_runs):
+    """A template (what realize and ren.jit run) on the CUDA backend code gets a CUDA graph: the
+    first run captures it, later runs on new inputs launch only the graph; a template with a
+    host step (random sampling) gets none."""
     ring = RingSpec.generate(64, 3)
     rng = np.random.default_rng(8)
 
     def residues():
         return np.stack([rng.integers(0, q, ring.N) for q in ring.moduli]).astype(np.uint32)
 
-    def want(a, b):
-        pa, pb = ren.Poly.from_residues(a, ring), ren.Poly.from_residues(b, ring)
-        r = ((pa * pb).intt() + pa).rotate(1)
-        r.realize()
-        return r.numpy()
+    def program(x, y):
+        return ((x * y).intt() + x).rotate(1)
 
-    xs, ys = residues(), residues()
-    expected = [want(xs, ys)]
-    xs2 = residues()
-    expected.append(want(xs2, ys))
+    inputs = [(residues(), residues()) for _ in range(2)]
+    expected = [program(*(ren.Poly.from_residues(a, ring) for a in pair)).realize().numpy()
+                for pair in inputs]
     with backend_override("python", _fake_gpu):
-        x, y = ren.Poly.from_residues(xs, ring), ren.Poly.from_residues(ys, ring)
-        units, plan, (buf,) = lower_plan([((x * y).intt() + x).rotate(1)])
+        polys = [[ren.Poly.from_residues(a, ring) for a in pair] for pair in inputs]
+        todo = [program(*polys[0]).node]
+        template = compile_template(*parameterize(todo, structure_key(todo)[1]))
         shim = HostShimDevice("shim", HOST)
-        shim.prepare(u.item for u in units)
+        shim.prepare(u.item for u in template.units)
         fake_cupy.FUNCTIONS.update(shim.functions)
-        runner = get_device("python").graph_runner(units, plan)
-        assert runner is not None
-        launches = len(fake_cupy.LAUNCHES)
-        runner()
-        assert len(fake_cupy.LAUNCHES) == launches  # replayed from the graph, not relaunched
+        runner = template.build_runner()
+        assert runner is not None and runner.kind == "cuda-graph"
         tables = get_tables(ring)
-        assert np.array_equal(from_mont(buf.copyout(), tables), expected[0])
-        x.node.src[0].arg.copyin(to_mont(xs2, tables))  # bind a new input by copying into it
-        runner()
-        assert np.array_equal(from_mont(buf.copyout(), tables), expected[1])
-        # a unit with a host step (random sampling) cannot be captured
-        r = ren.Poly.uniform(ring) + x
-        units, plan, _ = lower_plan([r])
-        assert get_device("python").graph_runner(units, plan) is None
+        for i, pair in enumerate(polys):
+            launches = len(fake_cupy.LAUNCHES)
+            (out,) = template.run(structure_key([program(*pair).node])[1])
+            if i:  # after the capture, a run launches the graph only
+                assert len(fake_cupy.LAUNCHES) == launches
+            assert np.array_equal(from_mont(storage_buffer(out).copyout(), tables), expected[i])
+        r = ren.Poly.uniform(ring) + polys[0][0]
+        assert compile_template([r.node]).build_runner() is None
 
 
 def test_opening_devices_checks_the_gpu_count(monkeypatch):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ren
-from ren import realization, runtime
+from ren import replay, runtime
 from ren.corpus import build
 from ren.device import Buffer
 from ren.kernel import ScheduledKernel
@@ -42,7 +42,7 @@ class ArenaSpy:
         self.binds: list[list[runtime.Arena]] = []
         self.seen: dict[Buffer, int] = {}  # planned buffer -> kernel calls that received it
         self.owners: dict[str, dict[int, np.ndarray]] = {}  # device -> id -> owning array
-        bind, run = runtime.bind_arenas, realization.run_exec_units
+        bind, run = runtime.bind_arenas, replay.run_exec_units
 
         def spy_bind(plan):
             arenas = bind(plan)
@@ -58,7 +58,7 @@ class ArenaSpy:
             return run(units, plan)
 
         monkeypatch.setattr(runtime, "bind_arenas", spy_bind)
-        monkeypatch.setattr(realization, "run_exec_units", spy_run)
+        monkeypatch.setattr(replay, "run_exec_units", spy_run)
 
     def _checked(self, fn, bufs: tuple[Buffer, ...], plan: MemoryPlan):
         def call(arrays: list[np.ndarray]) -> None:

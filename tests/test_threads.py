@@ -142,18 +142,18 @@ def test_concurrent_realization_of_overlapping_graphs():
 
 
 def test_realizing_one_poly_from_many_threads_runs_it_once(monkeypatch):
-    import ren.realization as realization
+    import ren.replay as replay
 
     calls = []
     lock = threading.Lock()
-    run = realization.run_exec_units
+    run = replay.run_exec_units
 
     def counting(*args, **kw):
         with lock:
             calls.append(1)
         return run(*args, **kw)
 
-    monkeypatch.setattr(realization, "run_exec_units", counting)
+    monkeypatch.setattr(replay, "run_exec_units", counting)
     a = ren.Poly.from_coefficients(_coeffs(7), RING)
     p = a * a + 5
     results = _run_threads(lambda i: p.tolist())
@@ -232,8 +232,11 @@ def test_node_rebuilt_by_a_weakref_callback_of_its_dead_twin():
 
 
 def test_dead_nodes_leave_the_table():
+    import gc
+
     import ren.node as node_mod
 
+    gc.collect()  # earlier tests' cyclic garbage must not die (and leave) during the count
     before = len(node_mod._refs)
     n = Node(Op.CONST, DType.U32, (), ("chain-leaf", 0))
     for i in range(1000):  # a chain: each entry's key holds the previous node

@@ -23,12 +23,11 @@ The interface every backend implements (tinygrad's ``Compiled`` device is the mo
   slot 0 is the output); `copy_fn(dst_device, src_device)` gives the KernelFn of a device copy:
   a same-allocator ``transfer``, an allocator's ``peer_copy`` (e.g. GPU to GPU with peer
   access), or a host-mediated ``copyout`` + ``copyin``.
-* Graph runner (optional; the JIT's and the replay templates' hook) — ``Device.graph(calls,
-  patches)`` turns a captured sequence of kernel calls into a `GraphRunner` that replays them
-  with only the per-run arrays rebound (NumPy: a prebound call list; CUDA: a CUDA graph over
-  staging arrays).  None: the backend has none, and callers run ExecUnits one by one.
-  ``Device.graph_runner(units, plan)`` is the lower-level form for benchmarks and tests: a
-  no-argument callable replaying units on exactly the buffers they are bound to now.
+* Graph runner (optional) — ``Device.graph(calls, patches)`` turns the kernel calls of a
+  `ren.replay.Template` (what eager realization and ren.jit both run) into a `GraphRunner`
+  that replays them with only the per-run arrays rebound (NumPy: a prebound call list; "cpu":
+  compiled call loops; CUDA: a CUDA graph over staging arrays).  None: the backend has none,
+  and templates run their ExecUnits one by one.
 
 The registry (`BACKENDS`) maps a device kind to the module implementing it, or to
 `Unavailable(reason)`.  A new backend is one module defining ``open_device(name) -> Device``
@@ -166,21 +165,6 @@ class Device:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-
-    def graph_runner(self, units: Sequence[Any],
-                     plan: Any = None) -> Callable[[], None] | None:
-        """A backend graph replaying `units` (`ren.runtime.ExecUnit`s, in order), or None.
-
-        Contract (benchmarks and tests; the JIT uses `graph`): the runner replays the units
-        on exactly the buffers they are bound to now. It binds `plan`'s arena-planned
-        intermediates (`ren.memory.MemoryPlan`) once and keeps them, allocates every other
-        buffer the units touch, and holds all of them for its lifetime; new inputs are bound
-        by copying into the captured input buffers (``Allocator.transfer``) before a call,
-        and outputs that must survive the next call are copied out after it. A device
-        returns None when it has no graphs (this default: the caller runs the units with
-        `ren.runtime.run_exec_units`) or when a unit cannot be captured (a host-mediated
-        copy, a kernel with a host step such as random sampling)."""
-        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

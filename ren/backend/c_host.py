@@ -39,7 +39,7 @@ import numpy as np
 from ren.backend import Allocator, Device, KernelFn
 from ren.backend.render_c import SHIM, Dialect, Program, render_program, translation_unit
 from ren.errors import DeviceError, KernelCompileError
-from ren.kernel import ScheduledKernel
+from ren.kernel import LIGHT_KINDS, ScheduledKernel
 
 #: flags of the host build (-O1: the emulated kernels are tiny; compile time dominates)
 CFLAGS = ("-O1", "-std=c11", "-shared", "-fPIC", "-Wall", "-Werror=implicit-function-declaration",
@@ -306,7 +306,7 @@ class HostShimDevice(Device):
     def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         """Compile the kernels of every compute item not compiled yet, in one compiler run;
         returns how many new kernels were compiled."""
-        fresh = {i.key: i for i in items if i.kind not in ("copy", "view")
+        fresh = {i.key: i for i in items if i.kind not in LIGHT_KINDS
                  and not self.is_cached(i)}  # one render per distinct kernel
         programs = [self.render(i) for i in fresh.values()]
         return self._load(programs)

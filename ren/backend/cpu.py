@@ -70,7 +70,7 @@ from ren.backend.c_host import (
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
 from ren.errors import DeviceError, KernelCompileError, RealizeError
-from ren.kernel import RingCall, ScheduledKernel
+from ren.kernel import ELEMENTWISE, LIGHT_KINDS, RingCall, ScheduledKernel
 from ren.ring import RingKernel
 
 #: flags of every compiled library (-fopenmp is added when the compiler supports it)
@@ -504,7 +504,7 @@ class CpuDevice(Device):
         many kernels were compiled."""
         programs = []
         for item in items:
-            if item.kind in ("copy", "view") or self.is_cached(item):
+            if item.kind in LIGHT_KINDS or self.is_cached(item):
                 continue
             p = self._program(item)
             if p is not None:
@@ -579,7 +579,7 @@ class CpuDevice(Device):
         # under the build lock: another thread's load could evict these kernels in between
         with self._build_lock:
             self._load([program])
-            if item.kind == "elementwise":
+            if item.kind == ELEMENTWISE:
                 (kernel,) = program.kernels
                 return CpuCall(kernel.name, self.entries[kernel.name], len(kernel.params),
                                owner=self._lib_of[kernel.name])

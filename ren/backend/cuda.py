@@ -15,9 +15,9 @@
   compiled kernel;
   launches use the program's (grid, block), which come from the kernel's iteration space, on
   the device's CuPy stream (one non-blocking stream per device: work on a device is ordered).
-* Graphs: `CudaDevice.graph_runner(units, plan)` captures a replayed plan as one CUDA graph
-  (stream capture) and launches it per call — the JIT's graph runner (contract in
-  `ren.backend.Device.graph_runner`).
+* Graphs: `CudaDevice.graph` (the device's graph runner, `ren.backend.Device.graph`) captures a
+  template's kernel calls as one CUDA graph over staging arrays (`CudaGraphCalls`) and launches
+  it per run; eager templates and JIT plans both get theirs there.
 * `nvrtc_cubin(source, arch)` compiles CUDA C to a cubin with ``cupy.cuda.nvrtc`` without any
   GPU (the CI check that every rendered kernel compiles for sm_90).
 """
@@ -233,26 +233,16 @@ class CudaDevice(Device):
 
     def graph(self, calls: Sequence[tuple[Any, list[Any]]],
               patches: Sequence[tuple[int, int, int]]) -> CudaGraphCalls | None:
-        """The JIT's graph runner (see `Device.graph`): a CUDA graph of the calls, or None when
+        """The graph runner (see `Device.graph`): a CUDA graph of the calls, or None when
         a call cannot be captured (a kernel with a host step, such as random sampling, or a copy
         that is not a captured kernel)."""
         if any(not getattr(fn, "capturable", False) for fn, _ in calls):
             return None
         return CudaGraphCalls(self, calls, patches)
 
-    def graph_runner(self, units: Sequence[Any], plan: Any = None) -> Any:
-        """A `CudaGraph` of `units`, or None when one cannot be captured (a unit on another
-        device, a host-mediated copy, a kernel with a host step)."""
-        for u in units:
-            if any(b.allocator is not self.allocator for b in u.bufs):
-                return None  # another device, or a copy through host memory
-            if u.kind == "compute" and not getattr(u.fn, "capturable", False):
-                return None
-        return CudaGraph(self, list(units), plan)
-
 
 class CudaGraphCalls(GraphRunner):
-    """`Device.graph` on a GPU — the JIT's graph runner: the captured calls as one CUDA graph.
+    """`Device.graph` on a GPU: the captured calls as one CUDA graph.
 
     The graph is captured at the first run over *staging* arrays standing in for the per-run
     arrays (a CUDA graph holds fixed addresses).  Each run copies every per-run array into its
@@ -315,35 +305,6 @@ class CudaGraphCalls(GraphRunner):
         return out
 
 
-class CudaGraph:
-    """The units captured once as a CUDA graph (stream capture), launched per call."""
-
-    def __init__(self, device: CudaDevice, units: list[Any], plan: Any = None):
-        from ren.runtime import bind_arenas
-
-        self.device, self.units = device, units
-        self.arenas = bind_arenas(plan)  # kept: the graph holds their addresses
-        buffers = {b for u in units for b in u.bufs}
-        for b in buffers:
-            b.allocate()
-        self.buffers = buffers  # keep every captured buffer alive
-        stream = device.stream
-        with device.allocator.cuda_device:
-            for u in units:  # warm-up: compile, upload tables, load modules outside capture
-                u()
-            stream.synchronize()
-            stream.begin_capture()
-            try:
-                for u in units:
-                    u()
-            finally:
-                self.graph = stream.end_capture()
-
-    def __call__(self) -> None:
-        with self.device.allocator.cuda_device:
-            self.graph.launch(stream=self.device.stream)
-
-
 def open_device(name: str) -> CudaDevice:
     cupy = import_cupy()
     index = int(name.split(":", 1)[1]) if ":" in name else 0
@@ -359,5 +320,5 @@ def open_device(name: str) -> CudaDevice:
     return CudaDevice(name, cupy, index)
 
 
-__all__ = ["INSTALL", "CudaAllocator", "CudaDevice", "CudaGraph", "CudaGraphCalls", "gpu_count",
+__all__ = ["INSTALL", "CudaAllocator", "CudaDevice", "CudaGraphCalls", "gpu_count",
            "import_cupy", "nvrtc_cubin", "open_device"]

@@ -29,7 +29,7 @@ from ren.alu import ALU_OPS, alu
 from ren.backend import Allocator, Device, GraphRunner, KernelFn
 from ren.errors import DeviceError, RealizeError
 from ren.ir import gidx
-from ren.kernel import RingCall, ScheduledKernel
+from ren.kernel import ELEMENTWISE, RingCall, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import (
@@ -228,7 +228,7 @@ RING_KERNELS: dict[RingKernel, Callable[[RingCall], KernelFn]] = {
 
 def compile_kernel(item: ScheduledKernel) -> KernelFn:
     """Compile one scheduled kernel for the NumPy backend."""
-    if item.kind == "elementwise":
+    if item.kind == ELEMENTWISE:
         return _Compiler(item.ast, item.space).build()
     call = item.ring_call
     if call is None:

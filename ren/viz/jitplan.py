@@ -21,10 +21,10 @@ Two sources give a `JitView`:
       plan.runner | .runner_kind  a str, or an object (its .kind or class name is shown)
       plan.capture_seconds | .capture_time   seconds
 
-* a replay template of `ren.replay` (`capture_template`): what realization itself captures and
-  replays for graphs of the same shape — exec units over placeholder buffers, which of them the
-  inputs replace, and the trimmed memory plan.  It is used when the program has no function to
-  JIT, or while ``ren.jit`` is not available.
+* a replay template of `ren.replay` (`capture_template`): what realization itself compiles and
+  runs for graphs of the same shape — exec units over the template's own buffers, which of them
+  the inputs (its parameters) replace, and the memory plan.  It is used when the program has no
+  function to JIT.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ from typing import Any
 
 from ren.device import Buffer
 from ren.errors import InspectError, RenError
+from ren.kernel import VIEW
 from ren.memory import MemoryPlan
 from ren.node import Node
-from ren.realization import RealizeRecord, Recorder, is_realized, realize_nodes, recording
+from ren.realization import compile_template, is_realized, parameterize
 from ren.replay import Template, structure_key
 
 
@@ -174,13 +175,12 @@ def _input_label(what: Any, paths: list[str]) -> str:
 def from_template(template: Template, seconds: float | None = None,
                   notes: list[str] | None = None) -> JitView:
     """A JitView of a `ren.replay.Template`."""
-    params = sorted((i, t) for t, i in template.param_of().items())
-    inputs_by_id = {id(t): i for i, t in params}
+    inputs_by_id = {id(t): i for i, t in enumerate(template.params)}
     names = _name_buffers(template.units, template.plan, inputs_by_id)
     inputs = [{"input": f"input buffer {i} ({t.shape[0]}x{t.shape[1]} {t.device})",
                "buffer": names.get(id(t), f"in{i}"), "uses": _uses(template.units, t)}
-              for i, t in params]
-    views = sum(1 for t, _, _ in template.actions if t.base is not None)
+              for i, t in enumerate(template.params)]
+    views = sum(1 for role in template.roles.values() if role == VIEW)
     notes = list(notes or [])
     if views:
         notes.append(f"{views} view(s) are rebuilt over their bases at every replay")
@@ -188,39 +188,24 @@ def from_template(template: Template, seconds: float | None = None,
                    "sequential exec units (no graph runner)", seconds, notes, names)
 
 
-class _Keep(Recorder):
-    """Keeps the record of the realization it watches."""
-
-    record: RealizeRecord | None = None
-
-    def on_realized(self, record: RealizeRecord) -> None:
-        self.record = record
-
-
 def capture_template(outputs: tuple[Any, ...]) -> JitView:
-    """Realize the outputs once, recorded (realize_nodes: no live Poly is touched), and capture
-    the replay template realization keeps for graphs of this shape; without one (RANDOM or view
-    leaves) the units and plan are still shown."""
+    """Compile the template realization keeps for graphs of this shape (no live Poly is
+    touched, nothing runs); a graph that cannot be replayed (RANDOM or view leaves) still shows
+    its units and plan."""
     nodes: list[Node] = [o.node if hasattr(o, "node") else o for o in outputs]
     todo = list(dict.fromkeys(n for n in nodes if not is_realized(n)))
     if not todo:
         raise InspectError("every output is already realized: there is nothing to capture")
     found = structure_key(todo)
     t0 = time.perf_counter()
-    with recording(_Keep()) as keep:
-        realize_nodes(todo)
+    template = compile_template(*parameterize(todo, found[1] if found is not None else []))
     seconds = time.perf_counter() - t0
-    record = keep.record
-    if record is None:
-        raise InspectError("the realization ran no kernel: there is nothing to capture")
-    template = None
+    if not template.units:
+        raise InspectError("the realization runs no kernel: there is nothing to capture")
     if found is not None:
-        template = Template.capture(found[1], list(record.nodes), record.becomes_map,
-                                    record.units, record.plan)
-    if template is not None:
         return from_template(template, seconds)
-    names = _name_buffers(record.units, record.plan, {})
-    return JitView("one realization (not replayable)", record.units, [], record.plan,
+    names = _name_buffers(template.units, template.plan, {})
+    return JitView("one realization (not replayable)", template.units, [], template.plan,
                    "none: the graph cannot be replayed", seconds,
                    ["the graph has RANDOM or BUFFER_VIEW leaves (a new seed or base every time), "
                     "so realization keeps no replay template for it"], names)

@@ -126,7 +126,7 @@ def get(name: str) -> Any:
     """The current value of switch `name` (an int; a str for the path switch REN_CACHE_DIR):
     the innermost `override` of this thread (context), else the environment's value."""
     overridden = _overrides.get()
-    if name in overridden:
+    if type(name) is str and name in overridden:  # (a bad name falls through to the error)
         return overridden[name]
     s = _switch(name)
     if name not in _values:

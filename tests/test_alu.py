@@ -8,9 +8,10 @@ from conftest import brv, ring
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ren.alu import ALU_OPS, Moduli, alu, fold_index, moduli_table, neg_inv32
+from ren.alu import ALU_OPS, Moduli, alu, fold_index, moduli_table
 from ren.node import toposort
 from ren.ops import INDEX_OPS, LOWERED_ALU, Op
+from ren.ring import neg_inv32
 
 R = 1 << 32
 MODULI = ring(16, 4, 31).moduli + ring(16, 3, 30).moduli

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ren.alu import alu, neg_inv32
+from ren.alu import alu
 from ren.backend.render_c import Dialect, Launch, Param, Program, finish_kernel, signature
 from ren.errors import RealizeError
 from ren.ir import gidx
 from ren.kernel import ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
+from ren.ring import neg_inv32
 
 
 def _array(ctype: str, name: str, values) -> str:

@@ -28,13 +28,19 @@ from ren.device import Buffer
 from ren.errors import ScheduleError
 from ren.node import Node
 from ren.ops import INDEX_OPS, Op
-from ren.reference import ReferenceEvaluator, basis_convert, divide_round, to_rns_values
+from ren.reference import (
+    ReferenceEvaluator,
+    basis_convert,
+    divide_round,
+    mont_decode,
+    mont_encode,
+    to_rns_values,
+)
 from ren.ring import Domain, RingKernel, RingSpec
 from ren.sampling import sample
 from ren.spec import ring_of, spec_of
 
 I64 = np.int64
-R = 1 << 32
 
 #: ops that only have a value inside an index context (an elementwise kernel body)
 _CONTEXTUAL = INDEX_OPS | {Op.INDEX, Op.LOAD, Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL,
@@ -70,15 +76,6 @@ class Memory:
 
 def _moduli(ring: RingSpec) -> np.ndarray:
     return np.array(ring.moduli, dtype=I64).reshape(-1, 1)
-
-
-def decode(raw: np.ndarray, q: np.ndarray) -> np.ndarray:
-    rinv = np.array([pow(R, -1, int(m)) for m in q.ravel()], dtype=I64).reshape(q.shape)
-    return (raw % q) * rinv % q
-
-
-def encode(v: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return (v % q) * (R % q) % q
 
 
 class Interpreter(ReferenceEvaluator):
@@ -139,7 +136,7 @@ class Interpreter(ReferenceEvaluator):
             self.raw(target)[li, ni] = vals
             return None
         vals = self.v(value)
-        self.raw(target)[...] = encode(np.asarray(vals), q).reshape(self.raw(target).shape)
+        self.raw(target)[...] = mont_encode(np.asarray(vals), q).reshape(self.raw(target).shape)
         return None
 
     def op_RING_CALL(self, n: Node) -> np.ndarray:
@@ -153,7 +150,7 @@ class Interpreter(ReferenceEvaluator):
         if c.kind is RingKernel.TO_RNS:
             return to_rns_values(raw, dst, c.words)
         src = RingSpec(c.n, c.src)
-        x = decode(raw, _moduli(src))
+        x = mont_decode(raw, _moduli(src))
         if c.kind is RingKernel.NTT:
             return self.to_domain(x, src, Domain.NTT)
         if c.kind is RingKernel.INTT:
@@ -173,7 +170,7 @@ class Interpreter(ReferenceEvaluator):
     def scalar_value(self, n: Node) -> np.ndarray | None:
         if n.op is Op.VCONST and not n.src:
             ring, vals = n.arg
-            return decode(np.array(vals, dtype=I64).reshape(-1, 1), _moduli(ring))
+            return mont_decode(np.array(vals, dtype=I64).reshape(-1, 1), _moduli(ring))
         return super().scalar_value(n)
 
     def _grid(self, ring: RingSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -182,7 +179,7 @@ class Interpreter(ReferenceEvaluator):
     def op_VCONST(self, n: Node) -> np.ndarray:
         ring, vals = n.arg
         q = _moduli(ring)
-        col = decode(np.array(vals, dtype=I64).reshape(-1, 1), q)
+        col = mont_decode(np.array(vals, dtype=I64).reshape(-1, 1), q)
         return np.broadcast_to(col, (ring.limbs, ring.N)).copy()
 
     def op_REINDEX(self, n: Node) -> np.ndarray:

@@ -5,6 +5,10 @@ in that Poly's domain.  Nothing here uses the fast paths of `ren.ring`: products
 negacyclic convolutions, transforms are direct evaluations at the odd powers of the root of
 unity, CRT and rounding use Python big integers.  It is slow (O(N^2)) and meant for tests on
 small rings; later stages of Ren are checked against it.
+
+It stays independent of the code it checks: its arithmetic, including the Montgomery form of
+storage (`mont_encode`, `mont_decode`: big-integer formulas, where `ren.ring` has vectorised
+u32 ones), is its own.
 """
 
 from __future__ import annotations
@@ -20,6 +24,18 @@ from ren.sampling import sample
 from ren.spec import ring_of, spec_of
 
 I64 = np.int64
+R = 1 << 32  # the Montgomery radix of storage
+
+
+def mont_decode(raw: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Stored words -> standard residues: raw·R^-1 mod q (q an int64 column of moduli)."""
+    rinv = np.array([pow(R, -1, int(m)) for m in q.ravel()], dtype=I64).reshape(q.shape)
+    return (raw % q) * rinv % q
+
+
+def mont_encode(v: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Standard residues -> stored words: v·R mod q."""
+    return (v % q) * (R % q) % q
 
 
 # -- independent number theory -------------------------------------------------------------------
@@ -217,10 +233,7 @@ class ReferenceEvaluator:
             return out
         if leaf.op is Op.RANDOM:
             return sample(leaf.arg, ring).astype(I64)
-        # storage holds Montgomery form: value = stored · R^-1 mod q
-        rinv = np.array([pow(2**32, -1, qq) for qq in ring.moduli], dtype=I64).reshape(-1, 1)
-        stored = self.v(leaf).reshape(ring.limbs, ring.N)
-        return (stored % q) * rinv % q
+        return mont_decode(self.v(leaf).reshape(ring.limbs, ring.N), q)  # storage: Montgomery
 
     def op_TO_RNS(self, n: Node) -> np.ndarray:
         ring, W = n.arg

@@ -88,11 +88,6 @@ class RingCall:
     dropped: tuple[int, ...] = ()
     random: RandomSpec | None = None
 
-    @property
-    def direction(self) -> int:
-        """+1 for the forward NTT, -1 for the inverse, 0 for the other kernels."""
-        return {RingKernel.NTT: 1, RingKernel.INTT: -1}.get(self.kind, 0)
-
     def input_shape(self) -> tuple[int, int] | None:
         """The shape slot 1 must have (None: the call has no input)."""
         if self.kind is RingKernel.RANDOM:

@@ -206,7 +206,6 @@ class Dialect:
 CUDA = Dialect("cuda", CUDA_PRELUDE, host=False)
 SHIM = Dialect("shim", SHIM_PRELUDE, host=True)
 C = Dialect("c", SHIM_PRELUDE, host=True, elementwise_loop=True)
-DIALECTS = {d.name: d for d in (CUDA, SHIM, C)}
 
 
 def translation_unit(programs: list[Program], dialect: Dialect) -> str:
@@ -280,7 +279,6 @@ def render_program(item: ScheduledKernel, dialect: Dialect, **options) -> Progra
 __all__ = [
     "BLOCK",
     "CUDA",
-    "DIALECTS",
     "SHIM",
     "Arg",
     "C",

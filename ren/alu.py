@@ -125,7 +125,8 @@ ALU_ARG: dict[Op, Callable[[Any], Callable[..., Any]]] = {
     Op.MODULUS: _modulus,
 }
 
-#: every op the table evaluates (besides the leaves GIDX and ICONST)
+#: every op the table evaluates (besides the leaves GIDX and ICONST): exactly the op table's
+#: `GroupOp.ALU` (tests/test_alu.py checks)
 ALU_OPS = frozenset(ALU) | frozenset(ALU_ARG)
 
 

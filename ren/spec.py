@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ren.node import Node
-from ren.ops import Op
+from ren.ops import GroupOp, Op
 from ren.ring import Domain, RingSpec
 
 
@@ -45,7 +45,7 @@ def device_of(n: Node) -> str | None:
             return n.arg[1]
         if n.op is Op.RANDOM:
             return n.arg.device
-        if n.op in (Op.AFTER, Op.BUFFER_VIEW, Op.TO_RNS) and n.src:
+        if (n.op in GroupOp.STORAGE or n.op is Op.TO_RNS) and n.src:
             n = n.src[0]
             continue
         spec = spec_of(n)

@@ -12,7 +12,7 @@ from ren.device import Buffer
 from ren.node import Node
 from ren.ops import RING_KERNEL_OF, DType, Family, GroupOp, Op
 from ren.ring import Domain, RingKernel, RingSpec
-from ren.spec import PolySpec, spec_of
+from ren.spec import PolySpec, is_poly_product, spec_of
 
 __all__ = [
     "as_ring",
@@ -32,6 +32,7 @@ __all__ = [
     "is_view_candidate",
     "make_const",
     "pnode",
+    "required_domain",
     "ring_kernel_of",
     "storage_buffer",
 ]
@@ -148,3 +149,16 @@ def is_ring_kernel(n: Node) -> bool:
     transfer)."""
     return n.op is Op.COPY or ring_kernel_of(n) is not None
 
+
+def required_domain(n: Node) -> Domain | None:
+    """The domain n's polynomial sources must be in (pass 3 converts them), or None: the op
+    table's ``needs_domain``, except that a product by a constant works in either domain and a
+    TO_RING that only selects moduli needs none."""
+    want = n.op.info.needs_domain
+    if want is None:
+        return None
+    if n.op is Op.MUL and not is_poly_product(n):
+        return None
+    if n.op is Op.TO_RING and not is_extension(n):
+        return None
+    return want

@@ -8,7 +8,9 @@ small rings; later stages of Ren are checked against it.
 
 It stays independent of the code it checks: its arithmetic, including the Montgomery form of
 storage (`mont_encode`, `mont_decode`: big-integer formulas, where `ren.ring` has vectorised
-u32 ones), is its own.
+u32 ones), is its own.  What it shares is the IR's definition of each op: ring and domain
+inference (`ren.spec`), including the rule that a product of two polynomials is NTT and a
+product by a constant keeps the other operand's domain (`ren.spec.is_poly_product`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import Domain, RingSpec
 from ren.sampling import sample
-from ren.spec import ring_of, spec_of
+from ren.spec import is_poly_product, ring_of, spec_of
 
 I64 = np.int64
 R = 1 << 32  # the Montgomery radix of storage
@@ -257,10 +259,11 @@ class ReferenceEvaluator:
         a, b = n.src
         ring = ring_of(n)
         q = self.qcol(ring)
-        for s, other in ((a, b), (b, a)):
-            c = self.scalar_value(s)
-            if c is not None:
-                return self.v(other) * c % q
+        if not is_poly_product(n):  # a product by a constant: per-limb scalar, either domain
+            for s, other in ((a, b), (b, a)):
+                c = self.scalar_value(s)
+                if c is not None:
+                    return self.v(other) * c % q
         spec = spec_of(n)
         ca = self.to_coeff(self.v(a), ring, spec_of(a).domain)
         cb = self.to_coeff(self.v(b), ring, spec_of(b).domain)

@@ -44,10 +44,16 @@ from ren.ops import DType, Op
 from ren.random import RandomSpec
 from ren.ring import RingKernel, RingSpec, kernel_tables
 
+#: the kinds of a scheduled item (`Kernel.kind`, `ScheduledKernel.kind`): spell them by these
+#: names, never as string literals
 ELEMENTWISE = "elementwise"
 RING_KINDS = tuple(k.value for k in RingKernel)
-LIGHT_KINDS = ("copy", "view")
+COPY = "copy"
+VIEW = "view"
+LIGHT_KINDS = (COPY, VIEW)
 KINDS = (ELEMENTWISE, *RING_KINDS, *LIGHT_KINDS)
+#: the ExecUnit kind (`ren.runtime`) of an item a backend runs: an elementwise or ring kernel
+COMPUTE = "compute"
 
 
 @dataclass(frozen=True)
@@ -149,7 +155,7 @@ class ScheduledKernel:
     def ring_call(self) -> RingCall | None:
         """The RingCall of a ring-kernel item (STORE(slot, RING_CALL)), else None."""
         ast = self.ast
-        if self.kind == "elementwise" or ast is None or ast.op is not Op.STORE:
+        if self.kind == ELEMENTWISE or ast is None or ast.op is not Op.STORE:
             return None
         call = ast.src[1]
         return call.arg if call.op is Op.RING_CALL else None

@@ -24,7 +24,7 @@ from typing import Any
 from ren import settings
 from ren.errors import ParameterError, ScheduleError, check_int
 from ren.ir import storage_buffer
-from ren.kernel import ScheduledKernel
+from ren.kernel import VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes import PASSES, p12_kernelize
@@ -150,7 +150,7 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
                                          k.space))
         elif n.op is Op.BUFFER_VIEW:
             view = n.arg
-            items.append(ScheduledKernel("view", f"view{len(items)}", None, (view, view.base),
+            items.append(ScheduledKernel(VIEW, f"view{len(items)}", None, (view, view.base),
                                          None, n))
     return items
 

@@ -12,6 +12,7 @@ import pytest
 
 from ren.corpus import PROGRAMS, build
 from ren.interpret import _RING_MATH
+from ren.kernel import COMPUTE, COPY, ELEMENTWISE, KINDS, VIEW
 from ren.node import Node, toposort
 from ren.ops import LOWERED_ALU, OP_INFO, RING_KERNEL_OF, Body, GroupOp, Op
 from ren.ring import RingKernel
@@ -21,8 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TABLE_MODULE = ROOT / "ren" / "ops.py"
 
 #: modules being rewritten by another change (the data model between scheduler and kernels):
-#: they may still spell op sets until that change lands; the count is how many they spell now
+#: they may still spell op sets and kind strings until that change lands; the counts are how
+#: many they spell now
 PENDING: dict[str, int] = {"ren/realization.py": 1, "ren/backend/numpy_backend.py": 1}
+PENDING_KINDS: dict[str, int] = {
+    "ren/replay.py": 4, "ren/jit.py": 1, "ren/runtime.py": 7, "ren/memory.py": 1,
+    "ren/backend/cpu.py": 2, "ren/backend/numpy_backend.py": 1, "ren/backend/c_host.py": 1,
+    "ren/backend/cuda.py": 1,
+}
 
 
 def test_every_op_has_a_row():
@@ -87,6 +94,57 @@ def test_the_scan_finds_op_sets(tmp_path: Path):
     src.write_text("A = {Op.ADD, Op.SUB}\nB = frozenset((Op.NEG, Op.MUL))\n"
                    "ok = n.op in (Op.ADD, Op.SUB)\nD = {Op.ADD: 1, Op.SUB: 2}\nE = (Op.ADD, x)\n")
     assert [line for line, _ in op_sets(src)] == [1, 2, 3]
+
+
+# -- kernel kinds are spelled by ren.kernel's names -------------------------------------------
+_KIND_STRINGS = {*KINDS, COMPUTE}
+
+
+def _strings(node: ast.AST) -> list[str]:
+    elts = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+
+
+def kind_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every comparison of a ``.kind`` with a kind string, every item or unit
+    built with one, and every dict keyed by one."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and \
+                node.left.attr == "kind":
+            hits = [s for c in node.comparators for s in _strings(c)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("ScheduledKernel", "ExecUnit", "Kernel") and node.args:
+            hits = _strings(node.args[0])
+        elif isinstance(node, ast.Dict):  # keyed by kinds only (not, say, buffer roles)
+            hits = [s for k in node.keys if k is not None for s in _strings(k)]
+            if not hits or not set(hits) <= _KIND_STRINGS:
+                continue
+        else:
+            continue
+        if _KIND_STRINGS & set(hits):
+            found.append((node.lineno, ast.unparse(node)[:80]))
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "kernel.py"],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_kinds_are_named(path: Path):
+    rel = str(path.relative_to(ROOT))
+    found = kind_literals(path)
+    assert len(found) <= PENDING_KINDS.get(rel, 0), (
+        f"{rel} spells kernel kinds as strings {found}: use ren.kernel's ELEMENTWISE, COPY, VIEW, "
+        f"COMPUTE")
+
+
+def test_the_scan_finds_kind_literals(tmp_path: Path):
+    src = tmp_path / "m.py"
+    src.write_text('a = item.kind == "elementwise"\nb = u.kind in ("copy", "view")\n'
+                   'c = ExecUnit("compute", n)\nd = {"copy": 1}\ne = item.kind == ELEMENTWISE\n'
+                   'f = role == "view"\n')
+    assert [line for line, _ in kind_literals(src)] == [1, 2, 3, 4]
+    assert (ELEMENTWISE, COPY, VIEW) == ("elementwise", "copy", "view")
 
 
 # -- the table agrees with the graphs -----------------------------------------------------------

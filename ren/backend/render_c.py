@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ren.errors import RealizeError
-from ren.kernel import ScheduledKernel
+from ren.kernel import ELEMENTWISE, ScheduledKernel
 
 #: threads per block of one-thread-per-element kernels
 BLOCK = 256
@@ -264,7 +264,7 @@ def signature(params: tuple[Param, ...], restrict: bool = False) -> str:
 def render_program(item: ScheduledKernel, dialect: Dialect, **options) -> Program:
     """The program of any compute kernel (elementwise or a ring kernel) in `dialect`.
     `options` tune library kernels (e.g. ``shared_chunk`` of the NTT; see `ren.backend.ring_c`)."""
-    if item.kind == "elementwise":
+    if item.kind == ELEMENTWISE:
         from ren.backend.elementwise_c import render_elementwise
 
         return render_elementwise(item, dialect)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ren.errors import ScheduleError
 from ren.ir import gidx, is_leaf, ring_kernel_of, storage_buffer
-from ren.kernel import RING_KINDS, Kernel, RingCall, Slot
+from ren.kernel import COPY, ELEMENTWISE, RING_KINDS, Kernel, RingCall, Slot
 from ren.node import Node, substitute, toposort
 from ren.ops import DType, GroupOp, Op
 from ren.rewrite import P, RuleSet, rewrite
@@ -36,16 +36,16 @@ NAME = "kernelize"
 
 #: ops allowed inside kernel ASTs, by kind (ring kernels: the rest); and in the graph after
 #: this pass (the op table's ``body`` and ``lowered_by``)
-BODY_OPS = {"elementwise": GroupOp.ELEMENTWISE_BODY, "copy": GroupOp.COPY_BODY}
+BODY_OPS = {ELEMENTWISE: GroupOp.ELEMENTWISE_BODY, COPY: GroupOp.COPY_BODY}
 TOP_LEVEL = GroupOp.SCHEDULED
 
 
 def kind_of(store: Node) -> str:
     target, value = store.src
     if target.op is Op.INDEX:
-        return "elementwise"
+        return ELEMENTWISE
     if value.op is Op.COPY:
-        return "copy"
+        return COPY
     kind = ring_kernel_of(value)
     if kind is None:
         raise ScheduleError(f"kernelize: STORE of {value.op.name} is neither indexified nor a "
@@ -147,7 +147,7 @@ def _check_kernel(n: Node) -> None:
                             f"{slots[0].shape}")
     if k.kind in RING_KINDS:
         _check_ring_call(k, slots)
-    if k.kind != "elementwise":
+    if k.kind != ELEMENTWISE:
         return
     target = k.ast.src[0]
     if k.ast.op is not Op.STORE or target.op is not Op.INDEX or \

@@ -94,6 +94,7 @@ def wall_ms(fn: Callable[[], None], sync: Callable[[], None], reps: int) -> floa
 
 def bench_ntt(dev, reps: int, logn: int = 16, limbs: int = 16) -> dict[str, float]:
     import ren
+    from ren.kernel import COMPUTE
     from ren.ring import RingSpec
 
     ring = RingSpec.generate(1 << logn, limbs)
@@ -104,7 +105,7 @@ def bench_ntt(dev, reps: int, logn: int = 16, limbs: int = 16) -> dict[str, floa
     butterflies = limbs * ring.logN * ring.N // 2
     for label, poly in (("ntt", p.ntt()), ("intt", ren.Poly.from_residues(x, ring, "NTT").intt())):
         units, _, _ = lower_plan([poly])
-        (unit,) = [u for u in units if u.kind == "compute"]
+        (unit,) = [u for u in units if u.kind == COMPUTE]
         ms = gpu_ms(unit, dev.stream, reps)
         out[f"{label}_ms"] = ms
         out[f"{label}_ns_per_butterfly"] = ms * 1e6 / butterflies
@@ -121,6 +122,7 @@ def bench_ckks(dev, reps: int, depth: int | None, small: bool = False) -> dict[s
         InsecureParametersWarning,
         KeyGenerator,
     )
+    from ren.kernel import COMPUTE
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
@@ -152,7 +154,7 @@ def bench_ckks(dev, reps: int, depth: int | None, small: bool = False) -> dict[s
             continue
         out[f"{name}_graph_ms"] = gpu_ms(lambda graph=graph: graph.launch(stream=dev.stream),
                                          dev.stream, reps)
-        out[f"{name}_kernels"] = sum(u.kind == "compute" for u in plan.units)
+        out[f"{name}_kernels"] = sum(u.kind == COMPUTE for u in plan.units)
     return out
 
 

@@ -38,6 +38,7 @@ from ren.ckks import (
     InsecureParametersWarning,
     KeyGenerator,
 )
+from ren.kernel import VIEW
 from ren.replay import templates
 
 GOALS = {10: 1.5, 14: 1.05}
@@ -81,7 +82,7 @@ def bench(log_n: int, repeat: int) -> dict[str, float]:
     want = mrr(a, b).realize()
     assert all(np.array_equal(x.numpy(), y.numpy()) for x, y in zip(out.parts, want.parts))
     (plan,) = jitted.plans
-    calls = sum(u.kind != "view" for u in plan.units)
+    calls = sum(u.kind != VIEW for u in plan.units)
 
     def eager_scheduled():
         templates.clear()

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ren.kernel import COPY, ELEMENTWISE, VIEW
 from ren.node import toposort
 from ren.ops import Op
 
@@ -68,20 +69,20 @@ def _permuted(n: Any) -> bool:
 def categorize(plan: Any, special_moduli: Iterable[int]) -> list[str]:
     """The category of each kernel call of `plan` (its units less the views), in order."""
     special = set(special_moduli)
-    units = [u for u in plan.units if u.kind != "view"]
+    units = [u for u in plan.units if u.kind != VIEW]
     written = {_root(u.bufs[0]) for u in units}
     params = {_root(t) for t in plan.template.params}
     cats = []
     for u in units:
         item = u.item
-        if u.kind == "copy":
+        if u.kind == COPY:
             cats.append("copies")
         elif item.kind in _RING_KINDS:
             cats.append(_RING_KINDS[item.kind])
         elif item.kind == "rescale":
             dropped = set(item.ast.src[1].arg.dropped)
             cats.append("mod-down (÷P)" if dropped and dropped <= special else "rescale (÷q)")
-        elif item.kind == "elementwise":
+        elif item.kind == ELEMENTWISE:
             nodes = toposort(item.ast)
             ops = {n.op for n in nodes}
             constant = any(_root(b) not in written and _root(b) not in params

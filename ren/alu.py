@@ -12,7 +12,8 @@ Value conventions (NumPy arrays broadcast; index ops also take plain Python ints
 * WHERE(cond, a, b) — ``a`` where cond is nonzero, else ``b`` (any dtype);
 * residues — u32 words in Montgomery form (x·2^32 mod q, fully reduced);
 * MODULUS(limb) (arg: the moduli, one per limb) — a `Moduli` value: the modulus of each
-  element, with the Montgomery constant -q^-1 mod 2^32 it needs (derived here, not stored);
+  element, with the Montgomery constant -q^-1 mod 2^32 it needs (`ren.ring.neg_inv32`; derived
+  here, not stored);
 * MODADD(a, b, m), MODSUB(a, b, m), MODNEG(a, m) — modular add, subtract, negate mod m;
   MONTMUL(a, b, m) — the Montgomery product a·b·2^-32 mod m (so Montgomery-form operands give a
   Montgomery-form product);
@@ -29,22 +30,12 @@ from typing import Any
 import numpy as np
 
 from ren.ops import Op
-from ren.ring import mod_add, mod_neg, mod_sub, mont_mul_raw
+from ren.ring import mod_add, mod_neg, mod_sub, mont_mul_raw, neg_inv32
 from ren.ring.tables import bit_reverse_indices
 
 I64 = np.int64
 U32 = np.uint32
 U64 = np.uint64
-
-
-def neg_inv32(q: np.ndarray) -> np.ndarray:
-    """-q^-1 mod 2^32 for odd q (u64), by Newton's iteration x <- x·(2 - q·x): an inverse mod
-    2^3 (x = q) doubles its correct bits each step; four steps give 48 >= 32."""
-    q = np.asarray(q, dtype=U64)
-    x = q.copy()
-    for _ in range(4):
-        x = x * (U64(2) - q * x)  # wraps mod 2^64, which only helps: we want mod 2^32
-    return (U64(0) - x) & U64(0xFFFFFFFF)
 
 
 class Moduli:
@@ -134,7 +125,8 @@ ALU_ARG: dict[Op, Callable[[Any], Callable[..., Any]]] = {
     Op.MODULUS: _modulus,
 }
 
-#: every op the table evaluates (besides the leaves GIDX and ICONST)
+#: every op the table evaluates (besides the leaves GIDX and ICONST): exactly the op table's
+#: `GroupOp.ALU` (tests/test_alu.py checks)
 ALU_OPS = frozenset(ALU) | frozenset(ALU_ARG)
 
 
@@ -154,5 +146,4 @@ def fold_index(op: Op, arg: Any, *values: int) -> int:
     return int(alu(op, arg)(*values))
 
 
-__all__ = ["ALU", "ALU_ARG", "ALU_OPS", "Moduli", "alu", "fold_index", "moduli_table",
-           "neg_inv32"]
+__all__ = ["ALU", "ALU_ARG", "ALU_OPS", "Moduli", "alu", "fold_index", "moduli_table"]

@@ -26,19 +26,25 @@ import numpy as np
 from ren.alu import ALU_OPS, alu
 from ren.device import Buffer
 from ren.errors import ScheduleError
+from ren.ir import storage_buffer
 from ren.node import Node
-from ren.ops import INDEX_OPS, Op
-from ren.reference import ReferenceEvaluator, basis_convert, divide_round, to_rns_values
+from ren.ops import GroupOp, Op
+from ren.reference import (
+    ReferenceEvaluator,
+    basis_convert,
+    divide_round,
+    mont_decode,
+    mont_encode,
+    to_rns_values,
+)
 from ren.ring import Domain, RingKernel, RingSpec
 from ren.sampling import sample
 from ren.spec import ring_of, spec_of
 
 I64 = np.int64
-R = 1 << 32
 
 #: ops that only have a value inside an index context (an elementwise kernel body)
-_CONTEXTUAL = INDEX_OPS | {Op.INDEX, Op.LOAD, Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL,
-                           Op.MODULUS}
+_CONTEXTUAL = GroupOp.INDEX | GroupOp.ACCESS | GroupOp.RESIDUE
 
 
 class Memory:
@@ -72,15 +78,6 @@ def _moduli(ring: RingSpec) -> np.ndarray:
     return np.array(ring.moduli, dtype=I64).reshape(-1, 1)
 
 
-def decode(raw: np.ndarray, q: np.ndarray) -> np.ndarray:
-    rinv = np.array([pow(R, -1, int(m)) for m in q.ravel()], dtype=I64).reshape(q.shape)
-    return (raw % q) * rinv % q
-
-
-def encode(v: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return (v % q) * (R % q) % q
-
-
 class Interpreter(ReferenceEvaluator):
     """Evaluates a graph at any stage of scheduling (see the module docstring)."""
 
@@ -91,17 +88,14 @@ class Interpreter(ReferenceEvaluator):
 
     # -- storage ---------------------------------------------------------------------------
     def buffer_of(self, n: Node) -> Buffer:
-        while True:
-            if n.op is Op.BUFFER:
-                return n.arg
-            if n.op is Op.BUFFER_VIEW:
-                return n.arg
-            if n.op is Op.SLOT:
-                return self.slots[n.arg.index]
-            if n.op in (Op.AFTER, Op.INDEX):
-                n = n.src[0]
-                continue
+        """The buffer behind storage, a SLOT, or an INDEX into either."""
+        if n.op is Op.INDEX:
+            n = n.src[0]
+        if n.op not in GroupOp.MEMORY:
             raise ScheduleError(f"interpreter: {n.op.name} is not storage")
+        if n.op is Op.SLOT:
+            return self.slots[n.arg.index]
+        return storage_buffer(n)
 
     def raw(self, n: Node) -> np.ndarray:
         return self.mem.view(self.buffer_of(n))
@@ -139,7 +133,7 @@ class Interpreter(ReferenceEvaluator):
             self.raw(target)[li, ni] = vals
             return None
         vals = self.v(value)
-        self.raw(target)[...] = encode(np.asarray(vals), q).reshape(self.raw(target).shape)
+        self.raw(target)[...] = mont_encode(np.asarray(vals), q).reshape(self.raw(target).shape)
         return None
 
     def op_RING_CALL(self, n: Node) -> np.ndarray:
@@ -153,16 +147,7 @@ class Interpreter(ReferenceEvaluator):
         if c.kind is RingKernel.TO_RNS:
             return to_rns_values(raw, dst, c.words)
         src = RingSpec(c.n, c.src)
-        x = decode(raw, _moduli(src))
-        if c.kind is RingKernel.NTT:
-            return self.to_domain(x, src, Domain.NTT)
-        if c.kind is RingKernel.INTT:
-            return self.to_coeff(x, src, Domain.NTT)
-        if c.kind is RingKernel.BASIS_CONVERT:
-            return basis_convert(x, src, dst)
-        if c.kind is RingKernel.RESCALE:
-            return divide_round(x, src, dst)
-        raise ScheduleError(f"interpreter: unknown ring kernel {c.kind!r}")  # pragma: no cover
+        return _RING_MATH[c.kind](self, mont_decode(raw, _moduli(src)), src, dst)
 
     def op_KERNEL(self, n: Node) -> None:
         slots = {i: self.buffer_of(s) for i, s in enumerate(n.src)}
@@ -173,7 +158,7 @@ class Interpreter(ReferenceEvaluator):
     def scalar_value(self, n: Node) -> np.ndarray | None:
         if n.op is Op.VCONST and not n.src:
             ring, vals = n.arg
-            return decode(np.array(vals, dtype=I64).reshape(-1, 1), _moduli(ring))
+            return mont_decode(np.array(vals, dtype=I64).reshape(-1, 1), _moduli(ring))
         return super().scalar_value(n)
 
     def _grid(self, ring: RingSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -182,7 +167,7 @@ class Interpreter(ReferenceEvaluator):
     def op_VCONST(self, n: Node) -> np.ndarray:
         ring, vals = n.arg
         q = _moduli(ring)
-        col = decode(np.array(vals, dtype=I64).reshape(-1, 1), q)
+        col = mont_decode(np.array(vals, dtype=I64).reshape(-1, 1), q)
         return np.broadcast_to(col, (ring.limbs, ring.N)).copy()
 
     def op_REINDEX(self, n: Node) -> np.ndarray:
@@ -195,6 +180,16 @@ class Interpreter(ReferenceEvaluator):
         ring = ring_of(n)
         cond = KernelBody(self, self._grid(ring)).index(n.src[0])
         return np.where(cond != 0, self.v(n.src[1]), self.v(n.src[2]))
+
+
+#: the reference math of each ring kernel on decoded limbs (RANDOM and TO_RNS, which read no
+#: limbs, are `Interpreter.op_RING_CALL`'s)
+_RING_MATH = {
+    RingKernel.NTT: lambda ev, x, src, dst: ev.to_domain(x, src, Domain.NTT),
+    RingKernel.INTT: lambda ev, x, src, dst: ev.to_coeff(x, src, Domain.NTT),
+    RingKernel.BASIS_CONVERT: lambda ev, x, src, dst: basis_convert(x, src, dst),
+    RingKernel.RESCALE: lambda ev, x, src, dst: divide_round(x, src, dst),
+}
 
 
 class KernelBody:
@@ -226,7 +221,7 @@ class KernelBody:
                 continue
             seen.add(n)
             stack.append((n, True))
-            if n.op not in (Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW, Op.SLOT):
+            if n.op not in GroupOp.MEMORY:
                 stack.extend((s, False) for s in reversed(n.src))
         return order
 
@@ -238,7 +233,7 @@ class KernelBody:
             return np.array(n.arg, dtype=I64)
         if op in ALU_OPS:
             return alu(op, n.arg)(*(m[s] for s in n.src))
-        if op in (Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW, Op.SLOT):
+        if op in GroupOp.MEMORY:
             return self.interp.raw(n)
         if op is Op.INDEX:
             return None  # LOAD reads through it

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from ren.device import Buffer
 from ren.node import Node
-from ren.ops import DType, Op
+from ren.ops import RING_KERNEL_OF, DType, Family, GroupOp, Op
 from ren.ring import Domain, RingKernel, RingSpec
-from ren.spec import PolySpec, spec_of
+from ren.spec import PolySpec, is_poly_product, spec_of
 
 __all__ = [
-    "STORAGE",
     "as_ring",
     "broadcast_const",
     "const_node",
@@ -27,18 +26,17 @@ __all__ = [
     "is_extension",
     "is_leaf",
     "is_random",
+    "is_realized",
     "is_ring_kernel",
     "is_storage",
     "is_subset",
     "is_view_candidate",
     "make_const",
     "pnode",
+    "required_domain",
     "ring_kernel_of",
     "storage_buffer",
 ]
-
-#: Ops whose value lives in storage (possibly behind an AFTER or a view).
-STORAGE = frozenset({Op.BUFFER, Op.AFTER, Op.BUFFER_VIEW})
 
 
 # -- builders ---------------------------------------------------------------------------------
@@ -85,7 +83,7 @@ def broadcast_const(value: int, ring: RingSpec, device: str) -> Node:
 # -- predicates -------------------------------------------------------------------------------
 def is_storage(n: Node) -> bool:
     """AS_RING over storage: a value that already sits in a buffer (or will, after a STORE)."""
-    return n.op is Op.AS_RING and n.src[0].op in STORAGE
+    return n.op is Op.AS_RING and n.src[0].op in GroupOp.STORAGE
 
 
 def is_const(n: Node) -> bool:
@@ -99,6 +97,12 @@ def is_random(n: Node) -> bool:
 def is_leaf(n: Node) -> bool:
     """Storage, constants: values that never need a kernel of their own."""
     return is_storage(n) or is_const(n)
+
+
+def is_realized(n: Node) -> bool:
+    """A value already there: a buffer or a view of one (not a buffer *after* a pending
+    STORE), or a constant.  Reading it needs no kernel."""
+    return n.op is Op.AS_RING and n.src[0].op is not Op.AFTER and (is_storage(n) or is_const(n))
 
 
 def const_value(n: Node) -> int:
@@ -130,25 +134,38 @@ def is_view_candidate(n: Node) -> bool:
     return is_subset(n) and n.arg.offset_in(spec_of(n.src[0]).ring) is not None
 
 
-#: the high-level ops that always run as a ring kernel
-_RING_KERNEL_OF_OP = {Op.NTT: RingKernel.NTT, Op.INTT: RingKernel.INTT,
-                      Op.TO_RNS: RingKernel.TO_RNS, Op.RESCALE: RingKernel.RESCALE}
-
-
 def ring_kernel_of(n: Node) -> RingKernel | None:
     """The ring kernel (`ren.ring.RingKernel`) that computes n, or None for elementwise values:
-    NTT, INTT, TO_RNS, RESCALE, an extending TO_RING (basis conversion) or a RANDOM leaf."""
-    kind = _RING_KERNEL_OF_OP.get(n.op)
-    if kind is not None:
-        return kind
-    if is_extension(n):
-        return RingKernel.BASIS_CONVERT
-    if is_random(n):
-        return RingKernel.RANDOM
-    return None
+    NTT, INTT, TO_RNS, RESCALE, an extending TO_RING (basis conversion) or a RANDOM leaf (the
+    op table's ``ring_kernel``)."""
+    op = n.op
+    if op is Op.AS_RING:  # a leaf is typed, and so sampled, under its AS_RING
+        op = n.src[0].op
+        if op.info.family is not Family.LEAF:
+            return None
+    elif op.info.family is Family.LEAF:
+        return None
+    kind = RING_KERNEL_OF.get(op)
+    if kind is RingKernel.BASIS_CONVERT and not is_extension(n):
+        return None  # a selection of moduli is elementwise
+    return kind
 
 
 def is_ring_kernel(n: Node) -> bool:
     """A value computed by its own non-elementwise kernel: a ring kernel, or a COPY (a device
     transfer)."""
     return n.op is Op.COPY or ring_kernel_of(n) is not None
+
+
+def required_domain(n: Node) -> Domain | None:
+    """The domain n's polynomial sources must be in (pass 3 converts them), or None: the op
+    table's ``needs_domain``, except that a product by a constant works in either domain and a
+    TO_RING that only selects moduli needs none."""
+    want = n.op.info.needs_domain
+    if want is None:
+        return None
+    if n.op is Op.MUL and not is_poly_product(n):
+        return None
+    if n.op is Op.TO_RING and not is_extension(n):
+        return None
+    return want

@@ -44,13 +44,16 @@ from ren.ops import DType, Op
 from ren.random import RandomSpec
 from ren.ring import RingKernel, RingSpec, kernel_tables
 
+#: the kinds of a scheduled item (`Kernel.kind`, `ScheduledKernel.kind`): spell them by these
+#: names, never as string literals
 ELEMENTWISE = "elementwise"
 RING_KINDS = tuple(k.value for k in RingKernel)
-COPY, VIEW = "copy", "view"
+COPY = "copy"
+VIEW = "view"
 LIGHT_KINDS = (COPY, VIEW)
-#: the kind of an exec unit that runs a kernel (the others are COPY and VIEW)
-COMPUTE = "compute"
 KINDS = (ELEMENTWISE, *RING_KINDS, *LIGHT_KINDS)
+#: the ExecUnit kind (`ren.runtime`) of an item a backend runs: an elementwise or ring kernel
+COMPUTE = "compute"
 
 
 @dataclass(frozen=True)
@@ -90,11 +93,6 @@ class RingCall:
     words: int = 0
     dropped: tuple[int, ...] = ()
     random: RandomSpec | None = None
-
-    @property
-    def direction(self) -> int:
-        """+1 for the forward NTT, -1 for the inverse, 0 for the other kernels."""
-        return {RingKernel.NTT: 1, RingKernel.INTT: -1}.get(self.kind, 0)
 
     def input_shape(self) -> tuple[int, int] | None:
         """The shape slot 1 must have (None: the call has no input)."""

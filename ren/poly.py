@@ -48,7 +48,7 @@ from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.sampling import validate as validate_random
 from ren.serialize import standard_residues
-from ren.spec import PolySpec, is_scalar, spec_of
+from ren.spec import PolySpec, is_constant_poly, spec_of
 
 #: Every live Poly, so realization can point overlapping graphs at realized buffers.
 _live: weakref.WeakSet[Poly] = weakref.WeakSet()
@@ -506,11 +506,11 @@ def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
             f"move one with .to({sa.device!r})"
         )
     if sa.domain is not sb.domain:
-        if is_scalar(a):
+        if is_constant_poly(a):
             a = a.replace(arg=(sa.ring, sb.domain))
-        elif is_scalar(b):
+        elif is_constant_poly(b):
             b = b.replace(arg=(sb.ring, sa.domain))
-        elif op is not Op.MUL:  # MUL converts both operands to the NTT domain itself
+        elif op.info.needs_domain is None:  # MUL: pass 3 converts a product's operands
             raise DomainError(
                 f"{op.name}: operands are in different domains ({sa.domain.name} vs "
                 f"{sb.domain.name}); call .ntt() or .intt() on one of them"

@@ -44,7 +44,7 @@ import numpy as np
 from ren import settings
 from ren.device import Buffer
 from ren.errors import RealizeError
-from ren.ir import as_ring, is_const, storage_buffer
+from ren.ir import as_ring, is_const, is_realized, storage_buffer
 from ren.kernel import COPY, VIEW, ScheduledKernel
 from ren.memory import plan_memory
 from ren.node import Node, substitute_many
@@ -99,11 +99,6 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
         yield recorder
     finally:
         _recorder.reset(token)
-
-
-def is_realized(n: Node) -> bool:
-    """Backed by storage or a constant: reading it needs no kernel."""
-    return n.op is Op.AS_RING and n.src[0].op in (Op.BUFFER, Op.BUFFER_VIEW, Op.CONST)
 
 
 # -- the pipeline ---------------------------------------------------------------------------------

@@ -5,6 +5,12 @@ in that Poly's domain.  Nothing here uses the fast paths of `ren.ring`: products
 negacyclic convolutions, transforms are direct evaluations at the odd powers of the root of
 unity, CRT and rounding use Python big integers.  It is slow (O(N^2)) and meant for tests on
 small rings; later stages of Ren are checked against it.
+
+It stays independent of the code it checks: its arithmetic, including the Montgomery form of
+storage (`mont_encode`, `mont_decode`: big-integer formulas, where `ren.ring` has vectorised
+u32 ones), is its own.  What it shares is the IR's definition of each op: ring and domain
+inference (`ren.spec`), including the rule that a product of two polynomials is NTT and a
+product by a constant keeps the other operand's domain (`ren.spec.is_poly_product`).
 """
 
 from __future__ import annotations
@@ -17,9 +23,21 @@ from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import Domain, RingSpec
 from ren.sampling import sample
-from ren.spec import ring_of, spec_of
+from ren.spec import is_poly_product, ring_of, spec_of
 
 I64 = np.int64
+R = 1 << 32  # the Montgomery radix of storage
+
+
+def mont_decode(raw: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Stored words -> standard residues: raw·R^-1 mod q (q an int64 column of moduli)."""
+    rinv = np.array([pow(R, -1, int(m)) for m in q.ravel()], dtype=I64).reshape(q.shape)
+    return (raw % q) * rinv % q
+
+
+def mont_encode(v: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Standard residues -> stored words: v·R mod q."""
+    return (v % q) * (R % q) % q
 
 
 # -- independent number theory -------------------------------------------------------------------
@@ -217,10 +235,7 @@ class ReferenceEvaluator:
             return out
         if leaf.op is Op.RANDOM:
             return sample(leaf.arg, ring).astype(I64)
-        # storage holds Montgomery form: value = stored · R^-1 mod q
-        rinv = np.array([pow(2**32, -1, qq) for qq in ring.moduli], dtype=I64).reshape(-1, 1)
-        stored = self.v(leaf).reshape(ring.limbs, ring.N)
-        return (stored % q) * rinv % q
+        return mont_decode(self.v(leaf).reshape(ring.limbs, ring.N), q)  # storage: Montgomery
 
     def op_TO_RNS(self, n: Node) -> np.ndarray:
         ring, W = n.arg
@@ -244,10 +259,11 @@ class ReferenceEvaluator:
         a, b = n.src
         ring = ring_of(n)
         q = self.qcol(ring)
-        for s, other in ((a, b), (b, a)):
-            c = self.scalar_value(s)
-            if c is not None:
-                return self.v(other) * c % q
+        if not is_poly_product(n):  # a product by a constant: per-limb scalar, either domain
+            for s, other in ((a, b), (b, a)):
+                c = self.scalar_value(s)
+                if c is not None:
+                    return self.v(other) * c % q
         spec = spec_of(n)
         ca = self.to_coeff(self.v(a), ring, spec_of(a).domain)
         cb = self.to_coeff(self.v(b), ring, spec_of(b).domain)

@@ -15,12 +15,12 @@ rewritten more than `MAX_REWRITES` times means the rules cycle: the driver stops
 **Specs are invariant.**  A rewrite never changes what a polynomial-valued node is: its ring,
 domain and device.  Folding can change what a rebuilt node *infers* (a product of two
 polynomials is NTT; once one operand has folded to a constant, the product keeps the other
-operand's domain), so the driver compares each rebuilt node and each rule's result with the
-node it replaces and restores the declared domain (a constant is re-tagged, anything else gets
-an NTT/INTT, which later passes fuse or remove).  A changed ring or device is a bug in a rule:
-`ScheduleError`.  Restorations are counted as ``keep_domain``.  The check runs in the passes
-that rewrite polynomial ops (``keep_specs=True``: passes 1-4, where folding happens); the
-later passes only lower, and skip its cost.
+operand's domain: `ren.spec.is_poly_product`), so the driver compares each rebuilt node and
+each rule's result with the node it replaces and restores the declared domain (a constant is
+re-tagged, anything else gets an NTT/INTT, which later passes fuse or remove).  A changed ring
+or device is a bug in a rule: `ScheduleError`.  Restorations are counted as ``keep_domain``.
+The check runs in the passes that rewrite polynomial ops (``keep_specs=True``: passes 1-4,
+where folding happens); the later passes only lower, and skip its cost.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ Domain rules (the user-facing semantics; pass 3 inserts the conversions that rea
 
 * ADD/SUB/NEG keep the domain of their operands (which must agree).
 * MUL of two polynomials is computed in the NTT domain and its result is in ``Domain.NTT``;
-  MUL by a scalar constant keeps the domain of the other operand.
+  MUL by a scalar constant keeps the domain of the other operand (`is_poly_product`: the one
+  statement of this rule; the frontend, pass 3, the reference and the rewrite driver's
+  `keep_spec` follow it).
 * NTT -> NTT, INTT -> COEFF.  TO_RING, RESCALE, ROTATE, CONJUGATE, AUTOMORPH, COPY,
   CONTIGUOUS and CONCAT (whose sources share one domain) keep the domain.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ren.node import Node
-from ren.ops import Op
+from ren.ops import GroupOp, Op
 from ren.ring import Domain, RingSpec
 
 
@@ -31,9 +33,17 @@ class PolySpec:
     device: str | None
 
 
-def is_scalar(n: Node) -> bool:
-    """A constant polynomial (a scalar): AS_RING(CONST) before lowering, VCONST after."""
+def is_constant_poly(n: Node) -> bool:
+    """A constant polynomial, which acts as a scalar operand: AS_RING(CONST) before pass 9,
+    VCONST after.  (`ren.ir.is_const` is the AS_RING(CONST) form only.)"""
     return (n.op is Op.AS_RING and n.src[0].op is Op.CONST) or n.op is Op.VCONST
+
+
+def is_poly_product(n: Node) -> bool:
+    """A MUL of two polynomials (no constant operand): pointwise in the NTT domain, so pass 3
+    converts its operands there and its result is NTT (the op table's ``gives_domain``).  A
+    product by a constant is a scalar product: either domain, the other operand's."""
+    return n.op is Op.MUL and not any(map(is_constant_poly, n.src))
 
 
 def device_of(n: Node) -> str | None:
@@ -45,7 +55,7 @@ def device_of(n: Node) -> str | None:
             return n.arg[1]
         if n.op is Op.RANDOM:
             return n.arg.device
-        if n.op in (Op.AFTER, Op.BUFFER_VIEW, Op.TO_RNS) and n.src:
+        if (n.op in GroupOp.STORAGE or n.op is Op.TO_RNS) and n.src:
             n = n.src[0]
             continue
         spec = spec_of(n)
@@ -63,7 +73,8 @@ def _as_ring(n: Node) -> PolySpec:
 
 def _first_spec(nodes: tuple[Node, ...]) -> PolySpec | None:
     """The spec of the first operand that has one, preferring non-scalar operands."""
-    ordered = [s for s in nodes if not is_scalar(s)] + [s for s in nodes if is_scalar(s)]
+    ordered = [s for s in nodes if not is_constant_poly(s)] + \
+        [s for s in nodes if is_constant_poly(s)]
     for s in ordered:
         spec = spec_of(s)
         if spec is not None:
@@ -71,12 +82,11 @@ def _first_spec(nodes: tuple[Node, ...]) -> PolySpec | None:
     return None
 
 
-def _binary(n: Node) -> PolySpec | None:
-    a, b = n.src
-    if n.op is Op.MUL and not (is_scalar(a) or is_scalar(b)):
-        sa = _first_spec(n.src)
-        return PolySpec(sa.ring, Domain.NTT, sa.device) if sa is not None else None
-    return _first_spec(n.src)
+def _arith(n: Node) -> PolySpec | None:
+    s = _first_spec(n.src)
+    if s is not None and is_poly_product(n):
+        return PolySpec(s.ring, n.op.info.gives_domain, s.device)
+    return s
 
 
 def _with(n: Node, **kw) -> PolySpec | None:
@@ -87,15 +97,16 @@ def _with(n: Node, **kw) -> PolySpec | None:
     return PolySpec(**fields)
 
 
+def _transform(n: Node) -> PolySpec | None:
+    return _with(n, domain=n.op.info.gives_domain)
+
+
 _RULES = {
+    **{op: _arith for op in GroupOp.ARITH},
     Op.AS_RING: _as_ring,
-    Op.TO_RNS: lambda n: PolySpec(n.arg[0], Domain.COEFF, device_of(n.src[0])),
-    Op.ADD: _binary,
-    Op.SUB: _binary,
-    Op.MUL: _binary,
-    Op.NEG: _same,
-    Op.NTT: lambda n: _with(n, domain=Domain.NTT),
-    Op.INTT: lambda n: _with(n, domain=Domain.COEFF),
+    Op.TO_RNS: lambda n: PolySpec(n.arg[0], Op.TO_RNS.info.gives_domain, device_of(n.src[0])),
+    Op.NTT: _transform,
+    Op.INTT: _transform,
     Op.TO_RING: lambda n: _with(n, ring=n.arg),
     Op.RESCALE: lambda n: _with(n, ring=spec_of(n.src[0]).ring.drop_last(len(n.arg))),
     Op.ROTATE: _same,

@@ -8,16 +8,18 @@ from conftest import brv, ring
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ren.alu import ALU_OPS, Moduli, alu, fold_index, moduli_table, neg_inv32
+from ren.alu import ALU_OPS, Moduli, alu, fold_index, moduli_table
 from ren.node import toposort
-from ren.ops import INDEX_OPS, LOWERED_ALU, Op
+from ren.ops import LOWERED_ALU, GroupOp, Op
+from ren.ring import neg_inv32
 
 R = 1 << 32
 MODULI = ring(16, 4, 31).moduli + ring(16, 3, 30).moduli
 
 
 def test_table_covers_index_and_residue_ops():
-    assert (INDEX_OPS - {Op.GIDX, Op.ICONST}) | set(LOWERED_ALU.values()) | {
+    assert ALU_OPS == GroupOp.ALU  # the op table's ALU ops, no more, no less
+    assert (GroupOp.INDEX - {Op.GIDX, Op.ICONST}) | set(LOWERED_ALU.values()) | {
         Op.WHERE, Op.VCONST, Op.MODULUS} == ALU_OPS
 
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ren.alu import alu, neg_inv32
+from ren.alu import alu
 from ren.backend.render_c import Dialect, Launch, Param, Program, finish_kernel, signature
 from ren.errors import RealizeError
 from ren.ir import gidx
 from ren.kernel import ScheduledKernel
 from ren.node import Node, toposort
-from ren.ops import DType, Op
+from ren.ops import DType, GroupOp, Op
+from ren.ring import neg_inv32
 
 
 def _array(ctype: str, name: str, values) -> str:
@@ -33,7 +34,7 @@ def _array(ctype: str, name: str, values) -> str:
 
 #: index ops that keep an index expression from being affine in GIDX1 (a C compiler cannot
 #: vectorize a load through them, and they cost several operations per element)
-_NONAFFINE = frozenset({Op.BITREV, Op.TABLE, Op.IAND, Op.ISHR, Op.ISHL, Op.CMPEQ, Op.WHERE})
+_NONAFFINE = GroupOp.NONAFFINE
 
 
 #: C text of the ops that are a fixed form of their sources' variables ({0}, {1}, {2}) and arg
@@ -73,7 +74,7 @@ class _Elementwise:
         coeff_only: dict[Node, bool] = {}
         nonaffine: dict[Node, bool] = {}
         for n in order:
-            if n.dtype is not DType.INDEX or n.op in (Op.LOAD, Op.INDEX, Op.SLOT):
+            if n.dtype is not DType.INDEX:  # (LOAD, INDEX and SLOT are u32)
                 coeff_only[n], nonaffine[n] = False, False
                 continue
             if n.op is Op.GIDX:
@@ -135,8 +136,7 @@ class _Elementwise:
             elif n.op is Op.ICONST:
                 row_only[n] = True
             else:
-                row_only[n] = n.dtype is DType.INDEX and n.op not in (Op.LOAD, Op.INDEX) and \
-                    all(row_only.get(x, False) for x in n.src)
+                row_only[n] = n.dtype is DType.INDEX and all(row_only.get(x, False) for x in n.src)
         wheres = [n for n in order if n.op is Op.WHERE and row_only.get(n.src[0])]
         L = self.space[0]
         if not wheres:
@@ -238,7 +238,8 @@ class _Elementwise:
                 users.setdefault(x, []).append(n)
         dots, skip = self._dot_products(order, live, users) if self.fold_tables else ({}, set())
         for n in order:
-            if n not in live or n.op in (Op.SLOT, Op.INDEX) or n in skip:
+            # memory (SLOTs) and element addresses (INDEX) are not values
+            if n not in live or n.op in GroupOp.MEMORY or n.op is Op.INDEX or n in skip:
                 continue
             if n in choose:
                 self.var[n] = self.var[choose[n]]

@@ -31,7 +31,7 @@ from ren.errors import DeviceError, RealizeError
 from ren.ir import gidx
 from ren.kernel import ELEMENTWISE, RingCall, ScheduledKernel
 from ren.node import Node, toposort
-from ren.ops import Op
+from ren.ops import GroupOp, Op
 from ren.ring import (
     RingKernel,
     RingSpec,
@@ -73,7 +73,7 @@ class _Compiler:
 
     def _is_static(self, n: Node) -> bool:
         """Computable at compile time: no memory access below it."""
-        if n.op in (Op.SLOT, Op.LOAD, Op.INDEX, Op.STORE):
+        if n.op in GroupOp.MEMORY or n.op in GroupOp.ACCESS or n.op is Op.STORE:
             return False
         return all(s in self.static for s in n.src)
 

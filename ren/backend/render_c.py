@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ren.errors import RealizeError
-from ren.kernel import ScheduledKernel
+from ren.kernel import ELEMENTWISE, ScheduledKernel
 
 #: threads per block of one-thread-per-element kernels
 BLOCK = 256
@@ -206,7 +206,6 @@ class Dialect:
 CUDA = Dialect("cuda", CUDA_PRELUDE, host=False)
 SHIM = Dialect("shim", SHIM_PRELUDE, host=True)
 C = Dialect("c", SHIM_PRELUDE, host=True, elementwise_loop=True)
-DIALECTS = {d.name: d for d in (CUDA, SHIM, C)}
 
 
 def translation_unit(programs: list[Program], dialect: Dialect) -> str:
@@ -265,7 +264,7 @@ def signature(params: tuple[Param, ...], restrict: bool = False) -> str:
 def render_program(item: ScheduledKernel, dialect: Dialect, **options) -> Program:
     """The program of any compute kernel (elementwise or a ring kernel) in `dialect`.
     `options` tune library kernels (e.g. ``shared_chunk`` of the NTT; see `ren.backend.ring_c`)."""
-    if item.kind == "elementwise":
+    if item.kind == ELEMENTWISE:
         from ren.backend.elementwise_c import render_elementwise
 
         return render_elementwise(item, dialect)
@@ -280,7 +279,6 @@ def render_program(item: ScheduledKernel, dialect: Dialect, **options) -> Progra
 __all__ = [
     "BLOCK",
     "CUDA",
-    "DIALECTS",
     "SHIM",
     "Arg",
     "C",

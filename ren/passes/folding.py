@@ -19,15 +19,14 @@ from __future__ import annotations
 
 from ren.ir import as_ring, const_value, is_const, make_const, pnode
 from ren.node import Node
-from ren.ops import Op
+from ren.ops import GroupOp, Op
 from ren.rewrite import P, X
 from ren.ring import Domain, RingSpec
 from ren.spec import spec_of
 
-#: ops folded when every operand is a constant
-FOLDABLE = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.NEG, Op.TO_RING, Op.RESCALE, Op.ROTATE,
-                      Op.CONJUGATE, Op.AUTOMORPH, Op.COPY, Op.CONTIGUOUS})
-_FIXED = frozenset({Op.ROTATE, Op.CONJUGATE, Op.AUTOMORPH, Op.COPY, Op.CONTIGUOUS})
+#: ops that keep a constant as it is: automorphisms fix constant polynomials, placements move
+#: or copy them
+_FIXED = GroupOp.AUTOMORPHISM | GroupOp.PLACEMENT
 
 
 def _const_is(v: int):
@@ -65,8 +64,11 @@ _FOLD = {
     Op.NEG: lambda n, v: -v[0],
     Op.TO_RING: lambda n, v: convert_const(v[0], spec_of(n.src[0]).ring, n.arg),
     Op.RESCALE: lambda n, v: _rescale_const(v[0], spec_of(n.src[0]).ring, spec_of(n).ring),
-    **{op: (lambda n, v: v[0]) for op in _FIXED},  # automorphisms fix constants; copies move
+    **{op: (lambda n, v: v[0]) for op in _FIXED},
 }
+
+#: ops folded when every operand is a constant: those with a folding rule above
+FOLDABLE = frozenset(_FOLD)
 
 
 def fold(n: Node) -> Node | None:

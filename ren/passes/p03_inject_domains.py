@@ -6,7 +6,8 @@ Requirements (the seed's rules):
                             source's domain, so a COEFF source becomes INTT(AUTOMORPH(NTT(x)))
   RESCALE                   COEFF input; an NTT source becomes NTT(RESCALE(INTT(x)))
   TO_RING with new moduli   COEFF input (basis conversion works on coefficients), likewise
-MUL by a scalar constant works in either domain and is left alone.
+MUL by a scalar constant works in either domain and is left alone.  The requirements are the op
+table's ``needs_domain`` (`ren.ir.required_domain`); one rule per op that has one.
 After: every non-scalar MUL and every AUTOMORPH has NTT-domain sources; every RESCALE and
 every extending TO_RING has a COEFF-domain source.  Values are unchanged.
 Leaves: round trips such as NTT(INTT(x)) for pass 4 to remove, and full-width conversions
@@ -17,12 +18,12 @@ that really change (the dropped ones; the new ones).
 
 from __future__ import annotations
 
-from ren.ir import is_extension, pnode
+from ren.ir import pnode, required_domain
 from ren.node import Node
-from ren.ops import Op
-from ren.rewrite import P, RuleSet, X, rewrite
+from ren.ops import GroupOp, Op
+from ren.rewrite import P, RuleSet, rewrite
 from ren.ring import Domain
-from ren.spec import is_scalar, spec_of
+from ren.spec import spec_of
 
 NAME = "inject_domains"
 
@@ -31,32 +32,35 @@ def _domain(n: Node) -> Domain:
     return spec_of(n).domain
 
 
-def _ntt(x: Node) -> Node:
-    return x if _domain(x) is Domain.NTT else pnode(Op.NTT, x)
+def _convert(x: Node, domain: Domain) -> Node:
+    if _domain(x) is domain:
+        return x
+    return pnode(Op.NTT if domain is Domain.NTT else Op.INTT, x)
 
 
-def _mul_needs_ntt(n: Node) -> bool:
-    a, b = n.src
-    return not (is_scalar(a) or is_scalar(b)) and Domain.COEFF in (_domain(a), _domain(b))
+def _misplaced(n: Node) -> bool:
+    want = required_domain(n)
+    return want is not None and any(_domain(s) is not want for s in n.src)
 
 
-def _in_coeff(n: Node) -> bool:
-    return _domain(n.src[0]) is Domain.NTT
+def in_domain(n: Node) -> Node:
+    """n computed on sources converted to the domain it needs, its result converted back to the
+    domain n had (a MUL of two polynomials is NTT either way)."""
+    want = required_domain(n)
+    out = n.replace(src=tuple(_convert(s, want) for s in n.src))
+    return _convert(out, _domain(n))
 
 
-rules = RuleSet([
-    (P(Op.MUL, X("a"), X("b"), where=_mul_needs_ntt), lambda a, b: pnode(Op.MUL, _ntt(a), _ntt(b)),
-     "mul_in_ntt"),
-    (P(Op.AUTOMORPH, X("x"), name="n", where=lambda n: _domain(n.src[0]) is Domain.COEFF),
-     lambda x, n: pnode(Op.INTT, pnode(Op.AUTOMORPH, pnode(Op.NTT, x), arg=n.arg)),
-     "automorph_in_ntt"),
-    (P(Op.RESCALE, X("x"), name="n", where=_in_coeff),
-     lambda x, n: pnode(Op.NTT, pnode(Op.RESCALE, pnode(Op.INTT, x), arg=n.arg)),
-     "rescale_in_coeff"),
-    (P(Op.TO_RING, X("x"), name="n", where=lambda n: is_extension(n) and _in_coeff(n)),
-     lambda x, n: pnode(Op.NTT, pnode(Op.TO_RING, pnode(Op.INTT, x), arg=n.arg)),
-     "basis_convert_in_coeff"),
-])
+def _rule_name(op: Op) -> str:
+    """``mul_in_ntt``, ``rescale_in_coeff``, … (a TO_RING that needs a domain is a basis
+    conversion)."""
+    info = op.info
+    what = info.ring_kernel.value if info.ring_kernel is not None else op.name.lower()
+    return f"{what}_in_{info.needs_domain.name.lower()}"
+
+
+rules = RuleSet([(P(op, name="n", where=_misplaced), in_domain, _rule_name(op))
+                 for op in sorted(GroupOp.NEEDS_DOMAIN, key=lambda op: op.value)])
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -38,7 +38,7 @@ from ren.ir import (
     is_view_candidate,
 )
 from ren.node import Node, consumers, toposort
-from ren.ops import DType, Op
+from ren.ops import DType, GroupOp, Op
 from ren.spec import spec_of
 
 NAME = "materialize"
@@ -71,9 +71,6 @@ _CONTEXT_EDGES = {
 }
 _ROOT_CONTEXT = ((), ())
 
-#: Ops that only change where a value is read, not what is computed.
-_INDEX_MAPS = frozenset({Op.AUTOMORPH, Op.REINDEX, Op.CONCAT})
-
 
 def _reread_values(order: list[Node], users: dict[Node, list[Node]],
                    roots: set[Node]) -> list[Node]:
@@ -90,7 +87,7 @@ def _reread_values(order: list[Node], users: dict[Node, list[Node]],
     cheap: set[Node] = set()
     for n in order:  # sources first
         if (n.dtype is not DType.U32 or is_leaf(n) or n.op is Op.BUFFERIZE
-                or ((n.op in _INDEX_MAPS or is_subset(n))
+                or ((n.op in GroupOp.INDEX_MAP or is_subset(n))
                     and all(s in cheap for s in n.src if s.dtype is DType.U32))):
             cheap.add(n)
     contexts: dict[Node, set] = {}

@@ -19,13 +19,13 @@ from ren.ir import gidx, iconst, idx, is_const, pnode
 from ren.node import Node
 from ren.ops import Op
 from ren.rewrite import P, RuleSet, rewrite
-from ren.ring import Domain, RingSpec
+from ren.ring import Domain, RingSpec, mont_words
 
 NAME = "lower_constants"
 
 
 def vconst(value: int, ring: RingSpec) -> Node:
-    return pnode(Op.VCONST, arg=(ring, tuple((value % q) * (1 << 32) % q for q in ring.moduli)))
+    return pnode(Op.VCONST, arg=(ring, mont_words(value, ring.moduli)))
 
 
 def lowered(c: Node, scalar: bool) -> Node:

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from ren.alu import fold_index
 from ren.errors import ScheduleError
-from ren.ir import STORAGE, gidx, iconst, idx, is_ring_kernel, is_storage, is_subset
+from ren.ir import gidx, iconst, idx, is_ring_kernel, is_storage, is_subset
 from ren.node import Node, substitute
-from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
+from ren.ops import LOWERED_ALU, DType, GroupOp, Op
 from ren.rewrite import P, RuleSet, X, rewrite
 from ren.ring import RingSpec
 from ren.spec import spec_of
@@ -62,7 +62,7 @@ def _concat_maps(n: Node, l: Node) -> tuple[Node, list[Node]]:
 
 def _children(n: Node, l: Node, j: Node) -> list[tuple[Node, Node, Node]]:
     """The (node, limb index, coefficient index) contexts n's lowering needs first."""
-    if is_storage(n) or n.op is Op.VCONST or n.op in INDEX_OPS:
+    if is_storage(n) or n.op is Op.VCONST or n.op in GroupOp.INDEX:
         return []
     if n.op is Op.TO_RING and is_subset(n):
         return [(n.src[0], _limb_map(n.src[0], n.arg, l), j)]
@@ -85,9 +85,9 @@ def _build(n: Node, l: Node, j: Node, kids: list[Node], modulus: Node) -> Node:
         return Node(Op.LOAD, DType.U32, (Node(Op.INDEX, DType.U32, (storage, l, j)),))
     if n.op is Op.VCONST:
         return Node(Op.VCONST, DType.U32, (l,), n.arg[1])
-    if n.op in INDEX_OPS:
+    if n.op in GroupOp.INDEX:
         return _at(n, l, j)
-    if n.op in (Op.TO_RING, Op.REINDEX):
+    if n.op is Op.TO_RING or n.op is Op.REINDEX:  # a limb or coefficient map of its source
         return kids[0]
     if n.op in LOWERED_ALU:
         return Node(LOWERED_ALU[n.op], DType.U32, (*kids, modulus))
@@ -128,7 +128,7 @@ def lower_value(value: Node, ring: RingSpec) -> Node:
 index_rules = RuleSet([
     (P(Op.IADD, X("x"), P(Op.ICONST, arg=0), commutative=True), lambda x: x, "iadd_zero"),
     (P(Op.IMUL, X("x"), P(Op.ICONST, arg=1), commutative=True), lambda x: x, "imul_one"),
-    (P({Op.IADD, Op.IMUL, Op.IAND, Op.ISHR, Op.ISHL}, P(Op.ICONST, name="a"),
+    (P(GroupOp.INDEX_ARITH, P(Op.ICONST, name="a"),
        P(Op.ICONST, name="b"), name="n"),
      lambda a, b, n: iconst(fold_index(n.op, None, a.arg, b.arg)), "fold_index"),
     (P(Op.IADD, P(Op.IADD, X("x"), P(Op.ICONST, name="a")), P(Op.ICONST, name="b")),
@@ -146,7 +146,7 @@ def indexify_store(store: Node) -> Node | None:
         return None
     target = Node(Op.INDEX, DType.U32, (buf, gidx(0), gidx(1)))
     body = rewrite(lower_value(value, store.arg[0]), index_rules, name=NAME + ".fold",
-                   enter=lambda n: n.op not in STORAGE)
+                   enter=lambda n: n.op not in GroupOp.STORAGE)
     return store.replace(src=(target, body))
 
 

@@ -24,31 +24,28 @@ Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 from __future__ import annotations
 
 from ren.errors import ScheduleError
-from ren.ir import STORAGE, gidx, ring_kernel_of, storage_buffer
-from ren.kernel import RING_KINDS, Kernel, RingCall, Slot
+from ren.ir import gidx, is_leaf, ring_kernel_of, storage_buffer
+from ren.kernel import COPY, ELEMENTWISE, RING_KINDS, Kernel, RingCall, Slot
 from ren.node import Node, substitute, toposort
-from ren.ops import INDEX_OPS, LOWERED_ALU, DType, Op
+from ren.ops import DType, GroupOp, Op
 from ren.rewrite import P, RuleSet, rewrite
 from ren.ring import RingKernel
 from ren.spec import spec_of
 
 NAME = "kernelize"
 
-#: ops allowed inside kernel ASTs
-MOD_OPS = frozenset(LOWERED_ALU.values())
-ELEMENTWISE_AST = INDEX_OPS | MOD_OPS | {Op.STORE, Op.INDEX, Op.LOAD, Op.SLOT, Op.VCONST,
-                                         Op.WHERE, Op.MODULUS}
-RING_AST = {Op.STORE, Op.SLOT, Op.RING_CALL}
-COPY_AST = {Op.STORE, Op.SLOT, Op.AS_RING, Op.COPY}
-TOP_LEVEL = {Op.SINK, Op.AS_RING, Op.AFTER, Op.BUFFER, Op.BUFFER_VIEW, Op.KERNEL, Op.CONST}
+#: ops allowed inside kernel ASTs, by kind (ring kernels: the rest); and in the graph after
+#: this pass (the op table's ``body`` and ``lowered_by``)
+BODY_OPS = {ELEMENTWISE: GroupOp.ELEMENTWISE_BODY, COPY: GroupOp.COPY_BODY}
+TOP_LEVEL = GroupOp.SCHEDULED
 
 
 def kind_of(store: Node) -> str:
     target, value = store.src
     if target.op is Op.INDEX:
-        return "elementwise"
+        return ELEMENTWISE
     if value.op is Op.COPY:
-        return "copy"
+        return COPY
     kind = ring_kernel_of(value)
     if kind is None:
         raise ScheduleError(f"kernelize: STORE of {value.op.name} is neither indexified nor a "
@@ -64,7 +61,7 @@ def ring_call(value: Node) -> tuple[RingCall, list[Node]]:
         return RingCall(kind, dst.N, (), dst.moduli, random=value.src[0].arg), []
     inp = value.src[0]
     storage = inp.src[0] if inp.op is Op.AS_RING else inp
-    if storage.op not in STORAGE:
+    if storage.op not in GroupOp.STORAGE:
         raise ScheduleError(f"kernelize: the input of {kind.value} is {storage.op.name}, not "
                             "storage (pass 5 materializes ring-kernel inputs)")
     if kind is RingKernel.TO_RNS:
@@ -87,7 +84,7 @@ def _reads(store: Node) -> list[Node]:
         if n in visited:
             continue
         visited.add(n)
-        if n.op in STORAGE:
+        if n.op in GroupOp.STORAGE:
             if n is not own:
                 reads.setdefault(n)
             continue
@@ -131,7 +128,7 @@ def run(sink: Node, ctx=None) -> Node:
 
 def _check_kernel(n: Node) -> None:
     k = n.arg
-    allowed = {"elementwise": ELEMENTWISE_AST, "copy": COPY_AST}.get(k.kind, RING_AST)
+    allowed = BODY_OPS.get(k.kind, GroupOp.RING_BODY)
     body = toposort(k.ast)
     bad = {b.op.name for b in body if b.op not in allowed}
     if bad:
@@ -139,7 +136,7 @@ def _check_kernel(n: Node) -> None:
     slots = {b.arg.index: b.arg for b in body if b.op is Op.SLOT}
     if sorted(slots) != list(range(len(n.src))) or k.nslots != len(n.src):
         raise ScheduleError(f"kernelize: {k.name} slots {sorted(slots)} != sources {len(n.src)}")
-    if any(s.op not in STORAGE for s in n.src):
+    if any(s.op not in GroupOp.STORAGE for s in n.src):
         raise ScheduleError(f"kernelize: {k.name} has a non-storage source")
     for i, s in enumerate(n.src):
         if slots[i] != Slot.contiguous(i, storage_buffer(s).shape):
@@ -150,7 +147,7 @@ def _check_kernel(n: Node) -> None:
                             f"{slots[0].shape}")
     if k.kind in RING_KINDS:
         _check_ring_call(k, slots)
-    if k.kind != "elementwise":
+    if k.kind != ELEMENTWISE:
         return
     target = k.ast.src[0]
     if k.ast.op is not Op.STORE or target.op is not Op.INDEX or \
@@ -158,7 +155,7 @@ def _check_kernel(n: Node) -> None:
             target.src[0].arg.index != 0:
         raise ScheduleError(f"kernelize: {k.name} must store to INDEX(SLOT0, GIDX0, GIDX1)")
     for b in body:
-        if b.op in MOD_OPS and (b.src[-1].op is not Op.MODULUS or
+        if b.op in GroupOp.MOD_ARITH and (b.src[-1].op is not Op.MODULUS or
                                 len(b.src[-1].arg) != k.space[0]):
             raise ScheduleError(f"kernelize: {k.name}: {b.op.name} lacks its MODULUS operand")
 
@@ -188,6 +185,5 @@ def check(sink: Node) -> None:
         if n.op is Op.KERNEL:
             _check_kernel(n)
     for o in sink.src:
-        if o.op is Op.AS_RING and o.src[0].op not in (Op.AFTER, Op.BUFFER, Op.BUFFER_VIEW,
-                                                      Op.CONST):
+        if o.op is Op.AS_RING and not is_leaf(o):
             raise ScheduleError(f"kernelize: output over {o.src[0].op.name}")

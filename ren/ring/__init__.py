@@ -23,6 +23,7 @@ from ren.ring.modarith import (
     mod_sub,
     mont_mul,
     mont_mul_raw,
+    mont_words,
     to_mont,
 )
 from ren.ring.ntt import intt, ntt
@@ -39,7 +40,7 @@ from ren.ring.rns import (
     unpack_words,
 )
 from ren.ring.spec import Domain, RingSpec, is_prime
-from ren.ring.tables import RingTables, get_tables, primitive_root_2n
+from ren.ring.tables import RingTables, get_tables, neg_inv32, primitive_root_2n
 
 __all__ = [
     "Domain",
@@ -65,6 +66,8 @@ __all__ = [
     "mod_sub",
     "mont_mul",
     "mont_mul_raw",
+    "mont_words",
+    "neg_inv32",
     "ntt",
     "pack_words",
     "primitive_root_2n",

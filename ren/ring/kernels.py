@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ren.ring.tables import bit_reverse_indices, primitive_root_2n
+from ren.ring.tables import bit_reverse_indices, neg_inv32, primitive_root_2n
 
 U32 = np.uint32
 U64 = np.uint64
@@ -61,7 +61,7 @@ def _u32(values) -> np.ndarray:
 
 def _montgomery(moduli: tuple[int, ...]) -> dict[str, np.ndarray]:
     return {"q": _u32(moduli),
-            "qneg": _u32([(-pow(q, -1, R)) % R for q in moduli]),
+            "qneg": neg_inv32(moduli).astype(U32),
             "r2": _u32([R * R % q for q in moduli])}
 
 

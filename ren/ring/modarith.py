@@ -22,6 +22,13 @@ U64 = np.uint64
 _MASK32 = U64(0xFFFFFFFF)
 _SHIFT32 = U64(32)
 _ONE = np.ones((1, 1), U32)
+R = 1 << 32
+
+
+def mont_words(value: int, moduli) -> tuple[int, ...]:
+    """The Montgomery form value·R mod q of an integer for each modulus q (exact Python ints:
+    a constant's stored words)."""
+    return tuple((value % q) * R % q for q in moduli)
 
 
 def mod_add(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -1,5 +1,8 @@
 """Per-ring tables, computed once and cached: Montgomery constants and NTT twiddles.
 
+`neg_inv32` is the one computation of the Montgomery constant -q^-1 mod 2^32 (the per-ring
+tables, the ring-kernel tables and the ALU's MODULUS values all use it).
+
 The canonical root of unity for (q, N) is the *smallest* primitive 2N-th root of unity mod q,
 so the NTT domain is fully determined by the ring (the reference evaluator recomputes it
 independently).
@@ -40,6 +43,17 @@ def primitive_root_2n(q: int, N: int) -> int:
     return best
 
 
+def neg_inv32(q) -> np.ndarray:
+    """-q^-1 mod 2^32 for odd moduli q (u64, q's shape), by Newton's iteration
+    x <- x·(2 - q·x): x = q is an inverse mod 2^3, each step doubles the correct bits, four
+    steps give 48 >= 32."""
+    q = np.asarray(q, dtype=U64)
+    x = q.copy()
+    for _ in range(4):
+        x = x * (U64(2) - q * x)  # wraps mod 2^64, which only helps: we want mod 2^32
+    return (U64(0) - x) & U64(0xFFFFFFFF)
+
+
 @lru_cache(maxsize=32)
 def bit_reverse_indices(logn: int) -> np.ndarray:
     """brv[i] = i with its `logn` low bits reversed (int64 array of length 2^logn)."""
@@ -74,7 +88,7 @@ class RingTables:
         L = len(qs)
         self.q32 = np.array(qs, dtype=U32).reshape(L, 1)
         self.q64 = self.q32.astype(U64)
-        self.qneg = np.array([(-pow(q, -1, 1 << 32)) % (1 << 32) for q in qs], U64).reshape(L, 1)
+        self.qneg = neg_inv32(self.q64)
         self.r2 = np.array([pow(2, 64, q) for q in qs], dtype=U32).reshape(L, 1)
         self.r_mod = np.array([pow(2, 32, q) for q in qs], dtype=U32).reshape(L, 1)
         # Harvey's lazy butterflies keep values below 4q, which must fit a u32.

@@ -27,7 +27,7 @@ import pygraphviz as pgv
 
 from ren.dump import _Names
 from ren.errors import InspectError
-from ren.kernel import ScheduledKernel
+from ren.kernel import LIGHT_KINDS, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import Op
 from ren.viz import nodes as nv
@@ -166,7 +166,7 @@ def schedule_agraph(items: Sequence[ScheduledKernel], buffer_names: dict[int, st
     g = _new_graph("schedule")
     seen: set[int] = set()
     for i, item in enumerate(items):
-        fam = "kernel" if item.kind not in ("copy", "view") else "schedule"
+        fam = "kernel" if item.kind not in LIGHT_KINDS else "schedule"
         g.add_node(f"i{i}", label=f"[{i}] {item.name}\n{item.kind}",
                    fillcolor=nv.FAMILIES[fam][0], id=f"{prefix}i{i}",
                    tooltip=f"step {i}: {item.name} ({item.kind})")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ren.backend import get_device
 from ren.dump import _lines, _Names, format_arg
 from ren.errors import RenError
-from ren.kernel import ScheduledKernel
+from ren.kernel import LIGHT_KINDS, ScheduledKernel
 from ren.viz.arena import ArenaView
 
 
@@ -48,7 +48,7 @@ def ast_text(item: ScheduledKernel, names: _Names) -> str:
 
 def rendered_source(item: ScheduledKernel, device: str | None = None) -> tuple[str | None, str]:
     """(source, note): the kernel rendered by `device`'s renderer (default: its own device)."""
-    if item.kind in ("view", "copy"):
+    if item.kind in LIGHT_KINDS:
         return None, f"a {item.kind} item has no kernel source"
     name = device or item.bufs[0].device
     try:

@@ -2,7 +2,8 @@
 
 Families group the ops of `ren.ops` by what they do, so a graph reads at a glance: storage and
 leaves, polynomial arithmetic, NTT/INTT, ring changes, scheduling, the index language, the
-lowered residue arithmetic and kernels.
+lowered residue arithmetic and kernels.  Which family an op is in is its op-table row's ``viz``;
+the colours are here.
 """
 
 from __future__ import annotations
@@ -11,25 +12,27 @@ from typing import Any
 
 from ren.dump import _Names, format_arg
 from ren.node import Node
-from ren.ops import INDEX_OPS, Op
+from ren.ops import Op, ops_where
 from ren.spec import spec_of
 
+#: family -> fill colour, in legend order
+COLOURS = {
+    "storage": "#dbe9f6",
+    "arithmetic": "#d3f0d3",
+    "transform": "#ffdcae",
+    "ring": "#e6d6f7",
+    "schedule": "#e8e8e8",
+    "index": "#fff3b0",
+    "lowered": "#c4efe6",
+    "kernel": "#ffd0dc",
+}
 #: family -> (fill colour, ops)
 FAMILIES: dict[str, tuple[str, frozenset[Op]]] = {
-    "storage": ("#dbe9f6", frozenset({Op.BUFFER, Op.CONST, Op.RANDOM, Op.TO_RNS, Op.AS_RING,
-                                      Op.BUFFER_VIEW})),
-    "arithmetic": ("#d3f0d3", frozenset({Op.ADD, Op.SUB, Op.MUL, Op.NEG})),
-    "transform": ("#ffdcae", frozenset({Op.NTT, Op.INTT})),
-    "ring": ("#e6d6f7", frozenset({Op.TO_RING, Op.RESCALE, Op.ROTATE, Op.CONJUGATE,
-                                   Op.AUTOMORPH, Op.REINDEX, Op.CONCAT})),
-    "schedule": ("#e8e8e8", frozenset({Op.COPY, Op.CONTIGUOUS, Op.SINK, Op.BUFFERIZE, Op.STORE,
-                                       Op.AFTER})),
-    "index": ("#fff3b0", INDEX_OPS | {Op.WHERE, Op.INDEX, Op.LOAD}),
-    "lowered": ("#c4efe6", frozenset({Op.MODADD, Op.MODSUB, Op.MODNEG, Op.MONTMUL, Op.MODULUS,
-                                      Op.VCONST})),
-    "kernel": ("#ffd0dc", frozenset({Op.KERNEL, Op.SLOT, Op.RING_CALL})),
-}
-_FAMILY_OF = {op: fam for fam, (_, ops) in FAMILIES.items() for op in ops}
+    fam: (colour, ops_where(lambda i, fam=fam: i.viz == fam)) for fam, colour in COLOURS.items()}
+
+
+def family(op: Op) -> str:
+    return op.info.viz
 
 #: diff status -> (border colour, pen width, style)
 STATUS_STYLE = {
@@ -43,12 +46,8 @@ LABEL_ARG_CHARS = 36
 DETAIL_CHARS = 600
 
 
-def family(op: Op) -> str:
-    return _FAMILY_OF[op]
-
-
 def colour(op: Op) -> str:
-    return FAMILIES[_FAMILY_OF[op]][0]
+    return COLOURS[op.info.viz]
 
 
 def short(text: str, limit: int) -> str:
@@ -89,4 +88,4 @@ def details(n: Node, number: int, numbers: dict[Node, int], names: _Names,
     return out
 
 
-__all__ = ["FAMILIES", "STATUS_STYLE", "colour", "details", "family", "label", "short"]
+__all__ = ["COLOURS", "FAMILIES", "STATUS_STYLE", "colour", "details", "family", "label", "short"]

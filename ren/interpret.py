@@ -39,7 +39,7 @@ from ren.reference import (
 )
 from ren.ring import Domain, RingKernel, RingSpec
 from ren.sampling import sample
-from ren.spec import ring_of, spec_of
+from ren.spec import need_ring, need_spec
 
 I64 = np.int64
 
@@ -128,8 +128,8 @@ class Interpreter(ReferenceEvaluator):
         if target.op is Op.INDEX:  # a kernel body: it computes Montgomery words itself
             body = KernelBody(self, self._grid(ring))
             vals = np.broadcast_to(body.value(value), (ring.limbs, ring.N))
-            _, li, ni = (body.index(s) if i else None for i, s in enumerate(target.src))
-            li, ni = np.broadcast_arrays(li, ni)
+            _, limb, coeff = target.src  # INDEX(storage, limb, coefficient)
+            li, ni = np.broadcast_arrays(body.index(limb), body.index(coeff))
             self.raw(target)[li, ni] = vals
             return None
         vals = self.v(value)
@@ -172,12 +172,12 @@ class Interpreter(ReferenceEvaluator):
 
     def op_REINDEX(self, n: Node) -> np.ndarray:
         x = self.v(n.src[0])
-        ring = spec_of(n).ring
+        ring = need_spec(n).ring
         idx = np.broadcast_to(KernelBody(self, self._grid(ring)).index(n.src[1]), x.shape)
         return np.take_along_axis(x, idx, axis=1)
 
     def op_WHERE(self, n: Node) -> np.ndarray:
-        ring = ring_of(n)
+        ring = need_ring(n)
         cond = KernelBody(self, self._grid(ring)).index(n.src[0])
         return np.where(cond != 0, self.v(n.src[1]), self.v(n.src[2]))
 

@@ -12,7 +12,7 @@ from ren.device import Buffer
 from ren.node import Node
 from ren.ops import RING_KERNEL_OF, DType, Family, GroupOp, Op
 from ren.ring import Domain, RingKernel, RingSpec
-from ren.spec import PolySpec, is_poly_product, spec_of
+from ren.spec import PolySpec, is_poly_product, need_spec
 
 __all__ = [
     "as_ring",
@@ -121,17 +121,17 @@ def storage_buffer(n: Node) -> Buffer:
 
 def is_extension(n: Node) -> bool:
     """A TO_RING that introduces new moduli (a real basis conversion)."""
-    return n.op is Op.TO_RING and not n.arg.is_subring_of(spec_of(n.src[0]).ring)
+    return n.op is Op.TO_RING and not n.arg.is_subring_of(need_spec(n.src[0]).ring)
 
 
 def is_subset(n: Node) -> bool:
     """A TO_RING onto a subset of the source moduli (exact limb selection)."""
-    return n.op is Op.TO_RING and n.arg.is_subring_of(spec_of(n.src[0]).ring)
+    return n.op is Op.TO_RING and n.arg.is_subring_of(need_spec(n.src[0]).ring)
 
 
 def is_view_candidate(n: Node) -> bool:
     """TO_RING onto a contiguous run of the source moduli (can be a BUFFER_VIEW)."""
-    return is_subset(n) and n.arg.offset_in(spec_of(n.src[0]).ring) is not None
+    return is_subset(n) and n.arg.offset_in(need_spec(n.src[0]).ring) is not None
 
 
 def ring_kernel_of(n: Node) -> RingKernel | None:

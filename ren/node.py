@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import threading
 import weakref
-from _weakref import _remove_dead_weakref  # what WeakValueDictionary uses: atomic, in C
+from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]  # private: not in typeshed
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ren.ops import DType, Op
+
+if TYPE_CHECKING:  # for the annotation only: ren.spec imports this module
+    from ren.spec import PolySpec
 
 #: key -> weak reference to the node (what a WeakValueDictionary keeps, without its
 #: Python-level KeyedRef construction, which cost ~5% of scheduling time).  When a node dies its
@@ -32,7 +35,7 @@ def _drop(key: tuple, _wr: weakref.ref, _table: dict = _refs,
           _remove: Callable = _remove_dead_weakref) -> None:
     # only if the entry is still dead (it may have been replaced); the table and the remover are
     # bound as defaults so that nodes dying at interpreter exit, after module globals are
-    # cleared, still work
+    # cleared, still work.  `_remove_dead_weakref` is what WeakValueDictionary uses (atomic, in C)
     _remove(_table, key)
 
 
@@ -57,6 +60,7 @@ class Node:
     dtype: DType
     src: tuple[Node, ...]
     arg: Any
+    _spec: PolySpec | None  # set once by `ren.spec.spec_of` (its cache)
 
     def __new__(cls, op: Op, dtype: DType = DType.U32, src: Iterable[Node] = (),
                 arg: Any = None) -> Node:

@@ -48,7 +48,7 @@ from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.sampling import validate as validate_random
 from ren.serialize import standard_residues
-from ren.spec import PolySpec, is_constant_poly, spec_of
+from ren.spec import PolySpec, is_constant_poly, need_spec, spec_of
 
 #: Every live Poly, so realization can point overlapping graphs at realized buffers.
 _live: weakref.WeakSet[Poly] = weakref.WeakSet()
@@ -141,7 +141,7 @@ class Poly:
 
     @property
     def spec(self) -> PolySpec:
-        return spec_of(self._node)
+        return need_spec(self._node)  # set: __init__ checks it, and becomes_map keeps it
 
     @property
     def ring(self) -> RingSpec:
@@ -494,7 +494,7 @@ def _moduli_to_drop(moduli: Any) -> tuple[int, ...]:
 
 def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
     """Check two operands of an elementwise op; re-tag a constant to the other's domain."""
-    sa, sb = spec_of(a), spec_of(b)
+    sa, sb = need_spec(a), need_spec(b)
     if sa.ring != sb.ring:
         raise RingMismatchError(
             f"{op.name}: operands live in different rings ({sa.ring.short()} vs "
@@ -522,7 +522,7 @@ def live_polys() -> list[Poly]:
     """The Polys that currently exist (a snapshot)."""
     # Iterating the WeakSet fails if another thread adds to it meanwhile; copying its set of
     # references is one C call, so no other thread runs in between.
-    refs = _live.data.copy()
+    refs = _live.data.copy()  # type: ignore[attr-defined]  # WeakSet.data: not in typeshed
     return [p for r in refs if (p := r()) is not None]
 
 

@@ -23,7 +23,7 @@ from ren.node import Node, toposort
 from ren.ops import Op
 from ren.ring import Domain, RingSpec
 from ren.sampling import sample
-from ren.spec import is_poly_product, ring_of, spec_of
+from ren.spec import is_poly_product, need_ring, need_spec
 
 I64 = np.int64
 R = 1 << 32  # the Montgomery radix of storage
@@ -243,7 +243,7 @@ class ReferenceEvaluator:
 
     # arithmetic
     def _binary(self, n: Node, fn) -> np.ndarray:
-        ring = ring_of(n)
+        ring = need_ring(n)
         return fn(self.v(n.src[0]), self.v(n.src[1])) % self.qcol(ring)
 
     def op_ADD(self, n: Node) -> np.ndarray:
@@ -253,35 +253,35 @@ class ReferenceEvaluator:
         return self._binary(n, lambda a, b: a - b)
 
     def op_NEG(self, n: Node) -> np.ndarray:
-        return (-self.v(n.src[0])) % self.qcol(ring_of(n))
+        return (-self.v(n.src[0])) % self.qcol(need_ring(n))
 
     def op_MUL(self, n: Node) -> np.ndarray:
         a, b = n.src
-        ring = ring_of(n)
+        ring = need_ring(n)
         q = self.qcol(ring)
         if not is_poly_product(n):  # a product by a constant: per-limb scalar, either domain
             for s, other in ((a, b), (b, a)):
                 c = self.scalar_value(s)
                 if c is not None:
                     return self.v(other) * c % q
-        spec = spec_of(n)
-        ca = self.to_coeff(self.v(a), ring, spec_of(a).domain)
-        cb = self.to_coeff(self.v(b), ring, spec_of(b).domain)
+        spec = need_spec(n)
+        ca = self.to_coeff(self.v(a), ring, need_spec(a).domain)
+        cb = self.to_coeff(self.v(b), ring, need_spec(b).domain)
         prod = np.stack([negacyclic_mul_limb(ca[i], cb[i], qq)
                          for i, qq in enumerate(ring.moduli)])
         return self.to_domain(prod, ring, spec.domain)
 
     # representation changes
     def op_NTT(self, n: Node) -> np.ndarray:
-        return self.to_domain(self.v(n.src[0]), spec_of(n).ring, Domain.NTT)
+        return self.to_domain(self.v(n.src[0]), need_spec(n).ring, Domain.NTT)
 
     def op_INTT(self, n: Node) -> np.ndarray:
-        return self.to_coeff(self.v(n.src[0]), spec_of(n).ring, Domain.NTT)
+        return self.to_coeff(self.v(n.src[0]), need_spec(n).ring, Domain.NTT)
 
     def _in_coeff(self, n: Node, fn) -> np.ndarray:
         """Apply fn(coefficients, src_ring) -> coefficients in the output ring, keeping domains."""
-        src = spec_of(n.src[0])
-        out = spec_of(n)
+        src = need_spec(n.src[0])
+        out = need_spec(n)
         coeffs = self.to_coeff(self.v(n.src[0]), src.ring, src.domain)
         return self.to_domain(fn(coeffs, src.ring, out.ring), out.ring, out.domain)
 
@@ -297,11 +297,11 @@ class ReferenceEvaluator:
         return self._in_coeff(n, subst)
 
     def op_ROTATE(self, n: Node) -> np.ndarray:
-        N = spec_of(n).ring.N
+        N = need_spec(n).ring.N
         return self._automorph(n, pow(5, n.arg, 2 * N))
 
     def op_CONJUGATE(self, n: Node) -> np.ndarray:
-        return self._automorph(n, 2 * spec_of(n).ring.N - 1)
+        return self._automorph(n, 2 * need_spec(n).ring.N - 1)
 
     def op_AUTOMORPH(self, n: Node) -> np.ndarray:
         return self._automorph(n, n.arg)
@@ -310,8 +310,8 @@ class ReferenceEvaluator:
         """Each row of the result ring from the source that has its modulus (no arithmetic)."""
         rows = []
         for q in n.arg.moduli:
-            src = next(s for s in n.src if q in spec_of(s).ring.moduli)
-            rows.append(self.v(src)[spec_of(src).ring.moduli.index(q)])
+            src = next(s for s in n.src if q in need_spec(s).ring.moduli)
+            rows.append(self.v(src)[need_spec(src).ring.moduli.index(q)])
         return np.stack(rows)
 
     def op_COPY(self, n: Node) -> np.ndarray:

@@ -17,6 +17,7 @@ Domain rules (the user-facing semantics; pass 3 inserts the conversions that rea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ren.node import Node
@@ -30,7 +31,7 @@ class PolySpec:
 
     ring: RingSpec
     domain: Domain
-    device: str | None
+    device: str
 
 
 def is_constant_poly(n: Node) -> bool:
@@ -47,7 +48,9 @@ def is_poly_product(n: Node) -> bool:
 
 
 def device_of(n: Node) -> str | None:
-    """The device of a storage/leaf node (BUFFER, AFTER, BUFFER_VIEW, CONST, RANDOM …)."""
+    """The device of a storage/leaf node (BUFFER, AFTER, BUFFER_VIEW, CONST, RANDOM …); None
+    for a kernel parameter (SLOT), which has none until it is bound, and for other nodes with
+    no spec."""
     while True:
         if n.op is Op.BUFFER:
             return n.arg.device
@@ -66,9 +69,23 @@ def _same(n: Node) -> PolySpec | None:
     return spec_of(n.src[0])
 
 
-def _as_ring(n: Node) -> PolySpec:
+def _as_ring(n: Node) -> PolySpec | None:
     ring, domain = n.arg
-    return PolySpec(ring, domain, device_of(n.src[0]))
+    device = device_of(n.src[0])
+    return PolySpec(ring, domain, device) if device is not None else None
+
+
+def _to_rns(n: Node) -> PolySpec | None:
+    device = device_of(n.src[0])
+    return PolySpec(n.arg[0], _gives(Op.TO_RNS), device) if device is not None else None
+
+
+def _gives(op: Op) -> Domain:
+    """The domain of the result of `op`, an op whose row in the op table states one."""
+    domain = op.info.gives_domain
+    if domain is None:
+        raise AssertionError(f"{op.name} gives no domain of its own (the op table)")
+    return domain
 
 
 def _first_spec(nodes: tuple[Node, ...]) -> PolySpec | None:
@@ -85,30 +102,37 @@ def _first_spec(nodes: tuple[Node, ...]) -> PolySpec | None:
 def _arith(n: Node) -> PolySpec | None:
     s = _first_spec(n.src)
     if s is not None and is_poly_product(n):
-        return PolySpec(s.ring, n.op.info.gives_domain, s.device)
+        return PolySpec(s.ring, _gives(n.op), s.device)
     return s
 
 
-def _with(n: Node, **kw) -> PolySpec | None:
+def _with(n: Node, *, ring: RingSpec | None = None, domain: Domain | None = None,
+          device: str | None = None) -> PolySpec | None:
+    """The spec of n's first source with the given fields replaced."""
     s = spec_of(n.src[0])
     if s is None:
         return None
-    fields = {"ring": s.ring, "domain": s.domain, "device": s.device, **kw}
-    return PolySpec(**fields)
+    return PolySpec(s.ring if ring is None else ring, s.domain if domain is None else domain,
+                    s.device if device is None else device)
 
 
 def _transform(n: Node) -> PolySpec | None:
-    return _with(n, domain=n.op.info.gives_domain)
+    return _with(n, domain=_gives(n.op))
 
 
-_RULES = {
+def _rescale(n: Node) -> PolySpec | None:
+    s = spec_of(n.src[0])
+    return None if s is None else PolySpec(s.ring.drop_last(len(n.arg)), s.domain, s.device)
+
+
+_RULES: dict[Op, Callable[[Node], PolySpec | None]] = {
     **{op: _arith for op in GroupOp.ARITH},
     Op.AS_RING: _as_ring,
-    Op.TO_RNS: lambda n: PolySpec(n.arg[0], Op.TO_RNS.info.gives_domain, device_of(n.src[0])),
+    Op.TO_RNS: _to_rns,
     Op.NTT: _transform,
     Op.INTT: _transform,
     Op.TO_RING: lambda n: _with(n, ring=n.arg),
-    Op.RESCALE: lambda n: _with(n, ring=spec_of(n.src[0]).ring.drop_last(len(n.arg))),
+    Op.RESCALE: _rescale,
     Op.ROTATE: _same,
     Op.CONJUGATE: _same,
     Op.AUTOMORPH: _same,
@@ -136,8 +160,27 @@ def ring_of(n: Node) -> RingSpec | None:
     return None
 
 
+def need_ring(n: Node) -> RingSpec:
+    """`ring_of` for a caller that needs a ring: TypeError when `n` has none."""
+    ring = ring_of(n)
+    if ring is None:
+        raise TypeError(f"expected a polynomial-valued node (one with a ring), found {n!r}")
+    return ring
+
+
+def need_spec(n: Node) -> PolySpec:
+    """`spec_of` for a caller that needs a spec (the node is polynomial-valued by construction,
+    e.g. a source of an arithmetic op): TypeError when `n` has none."""
+    s = spec_of(n)
+    if s is None:
+        raise TypeError(f"expected a polynomial-valued node (one with a ring, a domain and a "
+                        f"device), found {n!r}, which has no PolySpec")
+    return s
+
+
 def spec_of(n: Node) -> PolySpec | None:
-    """The PolySpec of a polynomial-valued node, or None for other nodes (cached)."""
+    """The PolySpec of a polynomial-valued node, or None for other nodes (cached); `need_spec`
+    for a caller that needs one."""
     s = n._spec
     if s is None:
         rule = _RULES.get(n.op)

@@ -163,6 +163,7 @@ def keyswitch() -> tuple[Poly, ...]:
         k1 = Poly.uniform(RING_QP, domain=Domain.NTT)
         acc0 = up * k0 if acc0 is None else acc0 + up * k0
         acc1 = up * k1 if acc1 is None else acc1 + up * k1
+    assert acc0 is not None and acc1 is not None  # two digits
     return (acc0.intt().rescale(special), acc1.intt().rescale(special))
 
 
@@ -182,6 +183,7 @@ def keyswitch_ntt() -> tuple[Poly, ...]:
         acc0 = up * k0 if acc0 is None else acc0 + up * k0
         acc1 = up * k1 if acc1 is None else acc1 + up * k1
     partial = x.to_ring(RING_QP.select(RING_QP.moduli[1::2]))  # keeps q1, q3; adds one p
+    assert acc0 is not None and acc1 is not None  # two digits
     return (acc0.rescale(special), acc1.rescale(special), partial)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -95,6 +95,7 @@ class Template:
             if role is OUTPUT or role is TEMP:
                 bound[b] = b.fresh_like()
             elif role is VIEW:
+                assert b.base is not None  # a view has a base
                 bound[b] = Buffer(b.device, b.shape, base=bound[b.base], offset=b.offset)
             elif role is not PARAM:  # const; arena: run_exec_units places it
                 bound[b] = b
@@ -124,6 +125,7 @@ class Template:
             if role is VIEW:
                 _check_view(b)  # once here: views are rebuilt without a view unit
             if role is ARENA:
+                assert plan is not None  # only a memory plan places buffers in an arena
                 kept[b] = b.allocator.view(arenas[b.device], plan.offset(b) // 4, b.shape)
             elif role is TEMP:
                 kept[b] = b.allocator.alloc(b.shape)
@@ -164,8 +166,8 @@ class Template:
                 "params": self.params, "outputs": self.outputs, "runner": self.runner is not None}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(make_exec_units(state["items"]), state["plan"], state["params"],
-                      state["outputs"])
+        Template.__init__(self, make_exec_units(state["items"]), state["plan"], state["params"],
+                          state["outputs"])
         if state["runner"]:
             self.build_runner()
 
@@ -178,12 +180,13 @@ def _roles(units: list[ExecUnit], plan: MemoryPlan | None, params: list[Buffer],
     """The role of every buffer of a template (module doc), bases before their views."""
     planned = set(plan.planned) if plan is not None else set()
     written = {u.bufs[0] for u in units if u.kind != VIEW}
-    outs = set()
+    outs: set[Buffer] = set()
     for o in outputs:
         if not is_const(o):
             b = storage_buffer(o)
-            outs |= {b, b.base}  # an output view's base is new in every run too
-    outs.discard(None)
+            outs.add(b)
+            if b.base is not None:  # an output view's base is new in every run too
+                outs.add(b.base)
     roles = dict.fromkeys(params, PARAM)
     for b in [*(b for u in units for b in u.bufs), *outs]:
         views = []
@@ -318,15 +321,17 @@ def _structure_key(nodes: Sequence[Node], recursive: bool) -> tuple[tuple, list[
         key.append((op, n.dtype, arg, src))
         return i
 
-    def visit(n: Node) -> int:
+    def visit(n: Node, visit_src: Callable[..., int]) -> int:
+        """Number n after its sources; `visit_src` is this function, passed in rather than
+        closed over: a self-reference would keep the graph alive until a GC."""
         i = index.get(n)
         if i is None:
-            i = number(n, tuple([visit(s) for s in n.src]))
+            i = number(n, tuple([visit_src(s, visit_src) for s in n.src]))
         return i
 
     try:
         if recursive:
-            roots = [visit(n) for n in nodes]
+            roots = [visit(n, visit) for n in nodes]
         else:
             for root in nodes:
                 stack = [root]
@@ -344,7 +349,5 @@ def _structure_key(nodes: Sequence[Node], recursive: bool) -> tuple[tuple, list[
             roots = [index[n] for n in nodes]
     except _NotReplayable:
         return None
-    finally:
-        visit = None  # its self-reference would keep the graph alive until a GC
     key.append(tuple(roots))
     return tuple(key), params

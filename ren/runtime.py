@@ -50,6 +50,7 @@ class ExecUnit:
         if self.kind == VIEW:
             _check_view(self.bufs[0])
             return
+        assert self.fn is not None  # every unit but a view has a kernel function
         self.fn([b.array() for b in self.bufs])
 
     def __repr__(self) -> str:

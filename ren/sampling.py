@@ -39,8 +39,8 @@ def _u64(seed: bytes, purpose: str, count: int) -> np.ndarray:
     return np.frombuffer(_stream(seed, purpose, 8 * count), dtype="<u8").astype(U64)
 
 
-def _mod_u128(hi: np.ndarray, lo: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """(hi·2^64 + lo) mod m for m < 2^32 (u64 arithmetic, no overflow)."""
+def _mod_u128(hi: np.ndarray, lo: np.ndarray, m: np.ndarray | np.uint64) -> np.ndarray:
+    """(hi·2^64 + lo) mod m for m < 2^32, an array or one u64 (u64 arithmetic, no overflow)."""
     two64 = (U64(2**63) % m) * U64(2) % m
     return ((hi % m) * two64 % m + lo % m) % m
 

@@ -86,11 +86,12 @@ class TLSFArena:
     def _find(self, size: int) -> Block | None:
         fl, sl = _mapping(size)
         fits = [b for b in self.lists.get((fl, sl), ()) if b.size >= size]
-        cls: tuple[int, int] | None = (fl, sl)
+        cls = (fl, sl)
         while not fits:
-            cls = self._next_class(*cls)
-            if cls is None:
+            above = self._next_class(*cls)
+            if above is None:
                 return None
+            cls = above
             fits = self.lists[cls]
         return min(fits, key=lambda b: (b.size, b.offset))
 

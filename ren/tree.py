@@ -42,7 +42,7 @@ def flatten(x: Any, polys: list[Poly], others: list[Any], seen: set[int] | None 
     if isinstance(x, Poly):
         polys.append(x)
         return POLY
-    t = type(x)
+    t: type = type(x)
     if t is list or t is tuple or t is dict or (isinstance(x, tuple) and hasattr(t, "_fields")) \
             or (dataclasses.is_dataclass(x) and not isinstance(x, type)):
         seen = set() if seen is None else seen

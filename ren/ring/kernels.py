@@ -74,8 +74,8 @@ def _powers_brv(roots: list[int], moduli: tuple[int, ...], N: int) -> tuple[np.n
             p[k] = p[k - 1] * w % q
         rows.append([p[b] for b in brv])
     tw = np.array(rows, dtype=U64)
-    q = np.array(moduli, dtype=U64).reshape(-1, 1)
-    return tw.astype(U32), ((tw << U64(32)) // q).astype(U32)
+    qcol = np.array(moduli, dtype=U64).reshape(-1, 1)
+    return tw.astype(U32), ((tw << U64(32)) // qcol).astype(U32)
 
 
 @lru_cache(maxsize=256)

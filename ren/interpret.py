@@ -140,13 +140,13 @@ class Interpreter(ReferenceEvaluator):
         """A ring-kernel call, from its explicit parameters: decode the input slot, apply the
         reference math, return standard residues of the destination ring (STORE encodes)."""
         c = n.arg
-        dst = RingSpec(c.n, c.dst)
+        dst = c.dst_ring()
         if c.kind is RingKernel.RANDOM:
-            return sample(c.random, dst).astype(I64)
+            return sample(c.need_random(), dst).astype(I64)
         raw = self.v(n.src[0])
         if c.kind is RingKernel.TO_RNS:
             return to_rns_values(raw, dst, c.words)
-        src = RingSpec(c.n, c.src)
+        src = c.src_ring()
         return _RING_MATH[c.kind](self, mont_decode(raw, _moduli(src)), src, dst)
 
     def op_KERNEL(self, n: Node) -> None:

@@ -39,6 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from ren.device import Buffer
+from ren.errors import RealizeError
 from ren.node import Node
 from ren.ops import DType, Op
 from ren.random import RandomSpec
@@ -105,6 +106,36 @@ class RingCall:
     def tables(self) -> dict[str, np.ndarray]:
         """The call's constants as named NumPy arrays (`ren.ring.kernel_tables`)."""
         return kernel_tables(self.kind, self.n, self.src, self.dst, self.words, self.dropped)
+
+    def src_ring(self) -> RingSpec:
+        """The ring of the input limbs (not for to_rns and random, whose `src` is empty)."""
+        return call_ring(self.n, self.src)
+
+    def dst_ring(self) -> RingSpec:
+        """The ring of the output limbs."""
+        return call_ring(self.n, self.dst)
+
+    def need_random(self) -> RandomSpec:
+        """What a random call samples: `random`, which every random call has."""
+        if self.random is None:
+            raise ValueError(f"a {self.kind.value} call samples nothing (RingCall.random is None)")
+        return self.random
+
+    def check_rescale(self, who: str) -> None:
+        """RealizeError unless this rescale call divides out `dropped`, one or more trailing
+        moduli of `src`, leaving `dst` (the rule every backend relies on); `who` names the
+        backend in the message."""
+        LS, K = len(self.src), len(self.dropped)
+        if K < 1 or self.src[LS - K :] != self.dropped or self.dst != self.src[: LS - K]:
+            raise RealizeError(f"{who}: rescale drops {self.dropped}, which are not the "
+                               f"trailing moduli of {self.src} leaving {self.dst}")
+
+
+@lru_cache(maxsize=256)
+def call_ring(n: int, moduli: tuple[int, ...]) -> RingSpec:
+    """The RingSpec of a call's explicit parameters (`RingCall.src_ring`, `dst_ring`), built
+    and validated once."""
+    return RingSpec(n, moduli)
 
 
 @dataclass(frozen=True)

@@ -340,10 +340,8 @@ def ring_call(call: RingCall) -> CpuCall | None:
                  t["qhat_inv"], t["q"], t["qneg"], t["bconv"], t["copy_from"]]
         return CpuCall("basis_convert", _address(lib, "ren_cpu_bconv"), 2, extra, lib)
     if kind is RingKernel.RESCALE:
+        call.check_rescale("cpu backend")
         LS, K = len(call.src), len(call.dropped)
-        if K < 1 or call.src[LS - K:] != call.dropped or call.dst != call.src[: LS - K]:
-            raise RealizeError(f"cpu backend: rescale drops {call.dropped}, which are not the "
-                               f"trailing moduli of {call.src} leaving {call.dst}")
         extra = [_sizes(N, LS, K), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
                  t["p_inv"]]
         return CpuCall("rescale", _address(lib, "ren_cpu_rescale"), 2, extra, lib)

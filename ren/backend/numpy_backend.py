@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,6 @@ from ren.node import Node, toposort
 from ren.ops import GroupOp, Op
 from ren.ring import (
     RingKernel,
-    RingSpec,
     divide_round_mont,
     get_tables,
     intt,
@@ -158,14 +156,8 @@ class _Compiler:
 
 
 # -- ring kernels ----------------------------------------------------------------------------
-@lru_cache(maxsize=256)
-def _ring(n: int, moduli: tuple[int, ...]) -> RingSpec:
-    """The RingSpec of explicit call parameters (validated once)."""
-    return RingSpec(n, moduli)
-
-
 def _ntt(call: RingCall) -> KernelFn:
-    ring = _ring(call.n, call.src)
+    ring = call.src_ring()
     fn = ntt if call.kind is RingKernel.NTT else intt
 
     def run_transform(bufs: Sequence[np.ndarray]) -> None:
@@ -175,7 +167,7 @@ def _ntt(call: RingCall) -> KernelFn:
 
 
 def _to_rns(call: RingCall) -> KernelFn:
-    ring = _ring(call.n, call.dst)
+    ring = call.dst_ring()
     tables = get_tables(ring)
 
     def run_to_rns(bufs: Sequence[np.ndarray]) -> None:
@@ -185,7 +177,7 @@ def _to_rns(call: RingCall) -> KernelFn:
 
 
 def _basis_convert(call: RingCall) -> KernelFn:
-    src, dst = _ring(call.n, call.src), _ring(call.n, call.dst)
+    src, dst = call.src_ring(), call.dst_ring()
 
     def run_convert(bufs: Sequence[np.ndarray]) -> None:
         bufs[0][...] = ring_convert_mont(bufs[1], src, dst)
@@ -194,10 +186,8 @@ def _basis_convert(call: RingCall) -> KernelFn:
 
 
 def _rescale(call: RingCall) -> KernelFn:
-    ring, k = _ring(call.n, call.src), len(call.dropped)
-    if call.src[ring.limbs - k :] != call.dropped or call.dst != call.src[: ring.limbs - k]:
-        raise RealizeError(f"numpy backend: rescale drops {call.dropped}, which are not the "
-                           f"trailing moduli of {call.src} leaving {call.dst}")
+    call.check_rescale("numpy backend")
+    ring, k = call.src_ring(), len(call.dropped)
 
     def run_rescale(bufs: Sequence[np.ndarray]) -> None:
         bufs[0][...] = divide_round_mont(bufs[1], ring, k)
@@ -206,7 +196,7 @@ def _rescale(call: RingCall) -> KernelFn:
 
 
 def _random(call: RingCall) -> KernelFn:
-    ring, spec = _ring(call.n, call.dst), call.random
+    ring, spec = call.dst_ring(), call.need_random()
     tables = get_tables(ring)
 
     def run_random(bufs: Sequence[np.ndarray]) -> None:

@@ -32,8 +32,6 @@ fully reduced, so it is the same word as the NumPy backend's (`ren.backend.numpy
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from ren.backend.render_c import (
@@ -47,7 +45,7 @@ from ren.backend.render_c import (
 )
 from ren.errors import RealizeError
 from ren.kernel import RingCall
-from ren.ring import RingKernel, RingSpec
+from ren.ring import RingKernel
 from ren.sampling import sample, sample_signed, validate
 
 #: the largest chunk an NTT block keeps in shared memory (4096 u32 = 16 KiB)
@@ -281,10 +279,8 @@ def _rescale_program(call: RingCall, name: str) -> Program:
     """A thread per output residue (kept limb i, coefficient c): the K dropped limbs' chain
     (each division updates the dropped limbs below it) is recomputed per thread in registers,
     then applied to limb i — the same words as `ren.ring.divide_round_mont`."""
+    call.check_rescale("ring_c")
     N, LS, K = call.n, len(call.src), len(call.dropped)
-    if K < 1 or call.src[LS - K:] != call.dropped or call.dst != call.src[: LS - K]:
-        raise RealizeError(f"ring_c: rescale drops {call.dropped}, which are not the trailing "
-                           f"moduli of {call.src} leaving {call.dst}")
     tables = call.tables()
     LD = LS - K
     params = (OUT, IN, *_table_params(tables, ("src_q", "src_qneg", "src_r2", "half", "p_inv")))
@@ -316,14 +312,9 @@ def _rescale_program(call: RingCall, name: str) -> Program:
     return Program(name, (k,), (_launch(k, *_grid(LD * N)),), _used(tables, params))
 
 
-@lru_cache(maxsize=256)
-def _ring(n: int, moduli: tuple[int, ...]) -> RingSpec:
-    return RingSpec(n, moduli)
-
-
 def _random_program(call: RingCall, name: str) -> Program:
     N, L = call.n, len(call.dst)
-    spec = call.random
+    spec = call.need_random()
     uniform = spec.kind == "uniform"
     tables = call.tables()
     source = Param("values", "const u32*") if uniform else Param("coeffs", "const i64*")
@@ -344,7 +335,7 @@ def _random_program(call: RingCall, name: str) -> Program:
     k = finish_kernel("ren_random", text, params)
 
     def prepare() -> dict[str, np.ndarray]:
-        ring = _ring(N, call.dst)
+        ring = call.dst_ring()
         validate(spec.kind, spec.params, ring)
         if uniform:
             return {"values": np.ascontiguousarray(sample(spec, ring), dtype=np.uint32)}

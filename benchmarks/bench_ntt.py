@@ -7,7 +7,7 @@ includes the 1/N scaling), on one thread:
 * cpu   — the "cpu" device's ring library (`ren.backend.cpu.ring_library()`: `ren_cpu_ntt` and
   `ren_cpu_intt` from cpu_ring.c, Harvey's lazy butterflies with Shoup twiddles, AVX2 for
   moduli below 2^30, a scalar exact butterfly for moduli of 30-31 bits), called exactly as the
-  device calls it (`ren.backend.cpu.ring_call`: sizes and tables from `ren.ring.kernel_tables`),
+  device calls it (`ren.backend.cpu.library_call`: sizes and tables from `ren.ring.kernel_tables`),
   on an argument vector built once, so a timed call is the C function alone.
 
 Both transforms run out of place on a random (L, N) array of residues; the compiled outputs are
@@ -63,7 +63,7 @@ def compiled() -> Callable[[RingKernel, RingSpec], Callable[[np.ndarray, np.ndar
     cpu.ring_library().ren_set_threads(1)
 
     def make(kind: RingKernel, ring: RingSpec) -> Callable:
-        call = cpu.ring_call(RingCall(kind, ring.N, ring.moduli, ring.moduli))
+        call = cpu.library_call(RingCall(kind, ring.N, ring.moduli, ring.moduli))
 
         def bind(out: np.ndarray, a: np.ndarray) -> Callable[[], None]:
             argv = call.argv([out, a])  # built once; call.extra keeps the tables alive

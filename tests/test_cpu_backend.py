@@ -52,7 +52,7 @@ def _residues(ring: RingSpec, rng: np.random.Generator, edges: bool = True) -> n
 
 
 def _call(kind: RingKernel, N: int, src=(), dst=(), dropped=()) -> cpu.CpuCall:
-    fn = cpu.ring_call(RingCall(kind, N, tuple(src), tuple(dst), dropped=tuple(dropped)))
+    fn = cpu.library_call(RingCall(kind, N, tuple(src), tuple(dst), dropped=tuple(dropped)))
     assert fn is not None
     return fn
 

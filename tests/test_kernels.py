@@ -116,7 +116,7 @@ def _element(n: Node, l: int, j: int, slots: dict, memo: dict) -> int:
     return v
 
 
-def _ring_call(call: RingCall, out, inp) -> None:
+def _run_ring_call(call: RingCall, out, inp) -> None:
     n, src, dst = call.n, call.src, call.dst
     if call.kind is RingKernel.RANDOM:  # RANDOM's values are defined by ren.sampling
         vals = sample(call.random, RingSpec(n, dst)).tolist()
@@ -184,7 +184,7 @@ def run_kernel(kernel, bufs, mem: Memory) -> None:
                 _write(slots[0], r, c, _read(slots[1], r, c))
     else:
         assert value.op is Op.RING_CALL and value.arg.kind.value == kernel.kind
-        _ring_call(value.arg, slots[0], slots.get(1))
+        _run_ring_call(value.arg, slots[0], slots.get(1))
 
 
 def _walk(root: Node) -> list[Node]:

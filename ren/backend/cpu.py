@@ -322,7 +322,7 @@ def _sizes(*values: int) -> np.ndarray:
     return np.array(values, dtype=np.int64)
 
 
-def ring_call(call: RingCall) -> CpuCall | None:
+def library_call(call: RingCall) -> CpuCall | None:
     """The library CpuCall of a ring call, or None for the kinds run as rendered programs."""
     lib = ring_library()
     t = call.tables()
@@ -568,7 +568,7 @@ class CpuDevice(Device):
     def build(self, item: ScheduledKernel) -> KernelFn:
         call = item.ring_call
         if call is not None:
-            fn = ring_call(call)
+            fn = library_call(call)
             if fn is not None:
                 return _RingInput(fn)
         program = self._program(item)
@@ -595,4 +595,5 @@ def open_device(name: str) -> CpuDevice:
 
 
 __all__ = ["CPU_FLAGS", "CacheWarning", "CompiledPlan", "CpuCall", "CpuDevice", "cache_dir",
-           "configured_cache_dir", "cpu_flags", "loaded_libraries", "open_device", "ring_library"]
+           "configured_cache_dir", "cpu_flags", "library_call", "loaded_libraries", "open_device",
+           "ring_library"]

@@ -188,7 +188,7 @@ _RING_MATH = {
     RingKernel.NTT: lambda ev, x, src, dst: ev.to_domain(x, src, Domain.NTT),
     RingKernel.INTT: lambda ev, x, src, dst: ev.to_coeff(x, src, Domain.NTT),
     RingKernel.BASIS_CONVERT: lambda ev, x, src, dst: basis_convert(x, src, dst),
-    RingKernel.RESCALE: lambda ev, x, src, dst: divide_round(x, src, dst),
+    RingKernel.RESCALE: lambda ev, x, src, dst: divide_round(x, src, src.limbs - dst.limbs),
 }
 
 

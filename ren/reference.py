@@ -15,6 +15,7 @@ product by a constant keeps the other operand's domain (`ren.spec.is_poly_produc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 import numpy as np
@@ -157,10 +158,13 @@ def basis_convert(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
     return np.stack(rows)
 
 
-def divide_round(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:
-    """RESCALE on coefficients: round(x / P), P = src.Q / dst.Q, x the centred lift mod Q."""
-    P = src.Q // dst.Q
-    ints = [centred(v, src.Q) for v in crt(x, src.moduli)]
+def divide_round(x: np.ndarray, ring: RingSpec, k: int) -> np.ndarray:
+    """RESCALE on coefficients: the residues mod ``ring.drop_last(k)`` of round(x / P), P the
+    product of the last `k` moduli and x the centred lift mod Q (big integers; the signature of
+    `ren.ring.divide_round`, which it checks)."""
+    dst = ring.drop_last(k)
+    P = ring.Q // dst.Q
+    ints = [centred(v, ring.Q) for v in crt(x, ring.moduli)]
     rounded = [(v + P // 2) // P for v in ints]  # round(v / P); P is odd: no ties
     return np.array([[r % q for r in rounded] for q in dst.moduli], dtype=I64)
 
@@ -278,8 +282,10 @@ class ReferenceEvaluator:
     def op_INTT(self, n: Node) -> np.ndarray:
         return self.to_coeff(self.v(n.src[0]), need_spec(n).ring, Domain.NTT)
 
-    def _in_coeff(self, n: Node, fn) -> np.ndarray:
-        """Apply fn(coefficients, src_ring) -> coefficients in the output ring, keeping domains."""
+    def _in_coeff(self, n: Node,
+                  fn: Callable[[np.ndarray, RingSpec, RingSpec], np.ndarray]) -> np.ndarray:
+        """Apply fn(coefficients, src_ring, dst_ring) -> coefficients in the output ring, keeping
+        domains."""
         src = need_spec(n.src[0])
         out = need_spec(n)
         coeffs = self.to_coeff(self.v(n.src[0]), src.ring, src.domain)
@@ -289,7 +295,8 @@ class ReferenceEvaluator:
         return self._in_coeff(n, basis_convert)
 
     def op_RESCALE(self, n: Node) -> np.ndarray:
-        return self._in_coeff(n, divide_round)
+        k = len(n.arg)  # the moduli dropped, the last k of the source ring (`ren.spec`)
+        return self._in_coeff(n, lambda x, src, dst: divide_round(x, src, k))
 
     def _automorph(self, n: Node, g: int) -> np.ndarray:
         def subst(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray:

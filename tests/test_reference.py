@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 import ren
 import ren.sampling
 from ren.poly import Poly
+from ren.reference import divide_round as reference_divide_round
 from ren.reference import evaluate, root_of_unity
 from ren.ring import Domain, RingSpec, get_tables, ntt, primitive_root_2n, ring_convert
+from ren.ring import divide_round as ring_divide_round
 
 COEFF, NTT = Domain.COEFF, Domain.NTT
 
@@ -230,6 +232,17 @@ class TestReferenceOps:
         P = math.prod(r.moduli[L - k:])
         expect = [((centred(x, r.Q) + P // 2) // P) % kept.Q for x in xs]
         assert value(out) == expect
+
+    @given(st.sampled_from((2, 4, 8)), st.integers(1, 3), st.data())
+    def test_divide_round_agrees_with_the_ring_library(self, N, k, data):
+        """`ren.reference.divide_round` (big integers) and `ren.ring.divide_round` (exact u32
+        divisions) take the same arguments and give the same residues."""
+        r = ring(N, data.draw(st.integers(k + 1, 4), label="L"))
+        xs = data.draw(st.lists(st.integers(0, r.Q - 1), min_size=N, max_size=N))
+        x = residues(xs, r)
+        ours = reference_divide_round(x.astype(np.int64), r, k)
+        assert ours.dtype == np.int64
+        assert np.array_equal(ours, ring_divide_round(x, r, k))
 
     def test_rescale_rounding_small(self):
         r = ring(4, 2)

@@ -1,6 +1,8 @@
-"""Imports point downward only (DESIGN.md §1): a module never imports one of a higher layer,
-not even inside a function.  The layers, lowest first, are listed in `LAYERS`; a module that is
-in no layer fails the test, so a new module must be placed deliberately."""
+"""Imports point downward only: a module never imports one of a higher layer, not even inside a
+function (a helper two layers need lives in the lower one; e.g. `ren.ir`'s and `ren.device`'s
+module docstrings).  This test is where the rule is written down: the layers, lowest first, are
+listed in `LAYERS`; a module that is in no layer fails the test, so a new module must be placed
+deliberately."""
 
 from __future__ import annotations
 

@@ -191,6 +191,13 @@ class ScheduledKernel:
         call = ast.src[1]
         return call.arg if call.op is Op.RING_CALL else None
 
+    def body(self) -> tuple[Node, tuple[int, int]]:
+        """The AST and the iteration space of a kernel a backend compiles (every item but a
+        copy or a view has both); ValueError for an item without them."""
+        if self.ast is None or self.space is None:
+            raise ValueError(f"{self.kind} item {self.name} has no kernel body")
+        return self.ast, self.space
+
     @property
     def key(self) -> tuple:
         """What a compiled kernel depends on: the kind, the hash-consed AST (slot shapes, moduli

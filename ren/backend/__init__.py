@@ -41,7 +41,7 @@ import contextlib
 import importlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,10 +129,11 @@ class Device:
         """Render and compile one kernel (no caching)."""
         raise NotImplementedError
 
-    def prepare(self, items: Sequence[ScheduledKernel]) -> None:
+    def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         """Called with every compute item of a schedule before they are compiled one by one:
-        a compiling backend builds the ones not cached yet in one compiler run (this default
-        does nothing)."""
+        a compiling backend builds the ones not cached yet in one compiler run.  Returns how
+        many kernels it compiled (this default compiles none)."""
+        return 0
 
     def is_cached(self, item: ScheduledKernel) -> bool:
         return item.key in self._cache

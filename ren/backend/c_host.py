@@ -267,15 +267,18 @@ class HostRunner:
         for fn, dims, args in self.launches:
             values = (ctypes.c_void_p * len(args))()
             keep = []
-            for i, (kind, v) in enumerate(args):
-                if kind == "int":
-                    c = ctypes.c_int(int(v))
+            for i, arg in enumerate(args):
+                if arg[0] == "int":
+                    c = ctypes.c_int(int(arg[1]))
                     keep.append(c)
                     values[i] = ctypes.addressof(c)
                     continue
-                arr = bufs[v] if kind == "slot" else (self.tables if kind == "table" else host)[v]
+                if arg[0] == "slot":
+                    arr = bufs[arg[1]]
+                else:
+                    arr = (self.tables if arg[0] == "table" else host)[arg[1]]
                 if not arr.flags.c_contiguous:
-                    raise DeviceError(f"{self.program.name}: argument {kind} {v} is not "
+                    raise DeviceError(f"{self.program.name}: argument {arg[0]} {arg[1]} is not "
                                       "contiguous")
                 values[i] = arr.ctypes.data
             fn(dims, values)

@@ -47,7 +47,7 @@ import time
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -74,9 +74,10 @@ from ren.kernel import ELEMENTWISE, LIGHT_KINDS, RingCall, ScheduledKernel
 from ren.ring import RingKernel
 
 #: flags of every compiled library (-fopenmp is added when the compiler supports it)
-CPU_FLAGS = ("-O3", "-march=native", "-std=gnu11", "-shared", "-fPIC", "-Wall",
-             "-Werror=implicit-function-declaration", "-Wno-unused-function",
-             "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+CPU_FLAGS: tuple[str, ...] = (
+    "-O3", "-march=native", "-std=gnu11", "-shared", "-fPIC", "-Wall",
+    "-Werror=implicit-function-declaration", "-Wno-unused-function", "-Wno-unused-variable",
+    "-Wno-unused-but-set-variable")
 
 #: a compiled entry point: void f(void** args)
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))
@@ -267,7 +268,9 @@ def _address(lib: ctypes.CDLL, name: str) -> int:
     except AttributeError:
         raise KernelCompileError(f"the compiled library {lib._name} has no entry point {name}; "
                                  f"remove it (or the folder {cache_dir()}) and run again") from None
-    return ctypes.cast(fn, _VOIDP).value
+    address = ctypes.cast(fn, _VOIDP).value
+    assert address is not None  # a symbol the library has is at a non-NULL address
+    return address
 
 
 def _pointer(arr: np.ndarray) -> int:
@@ -497,7 +500,7 @@ class CpuDevice(Device):
             return None
         return render_program(item, C)
 
-    def prepare(self, items: Sequence[ScheduledKernel]) -> int:
+    def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         """Compile every kernel of `items` not compiled yet in one compiler run; returns how
         many kernels were compiled."""
         programs = []

@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -177,14 +177,16 @@ class CudaKernel:
             if self.program.prepare is not None:
                 host = {k: cp.asarray(v) for k, v in self.program.prepare().items()}
             for fn, grid, block, args in self.launches:
-                values = tuple(bufs[v] if kind == "slot" else self.tables[v] if kind == "table"
-                               else host[v] if kind == "host" else np.int32(v)
-                               for kind, v in args)
+                values = tuple(bufs[a[1]] if a[0] == "slot" else self.tables[a[1]]
+                               if a[0] == "table" else host[a[1]] if a[0] == "host"
+                               else np.int32(a[1]) for a in args)
                 fn(grid, block, values)
 
 
 class CudaDevice(Device):
     """One GPU: CuPy storage, NVRTC-compiled kernels, one stream, CUDA graphs."""
+
+    allocator: CudaAllocator
 
     def __init__(self, name: str, cupy: Any, index: int):
         self.cp = cupy
@@ -221,9 +223,9 @@ class CudaDevice(Device):
                     self.functions[name] = mod.get_function(name)
             return len(missing)
 
-    def prepare(self, items: Sequence[ScheduledKernel]) -> None:
+    def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         fresh = {i.key: i for i in items if not self.is_cached(i)}  # one render per kernel
-        self.load([render_program(i, CUDA) for i in fresh.values()])
+        return self.load([render_program(i, CUDA) for i in fresh.values()])
 
     def build(self, item: ScheduledKernel) -> KernelFn:
         return CudaKernel(self, render_program(item, CUDA))

@@ -36,6 +36,9 @@ def _array(ctype: str, name: str, values) -> str:
 #: vectorize a load through them, and they cost several operations per element)
 _NONAFFINE = GroupOp.NONAFFINE
 
+#: the value of an index expression along one axis: int64 per index, or one int64 (no GIDX in it)
+AxisValue = np.ndarray | np.int64
+
 
 #: C text of the ops that are a fixed form of their sources' variables ({0}, {1}, {2}) and arg
 _FORMS = {
@@ -84,9 +87,10 @@ class _Elementwise:
             nonaffine[n] = n.op in _NONAFFINE or any(nonaffine.get(x, False) for x in n.src)
         return {n: coeff_only[n] and nonaffine[n] for n in order}
 
-    def _axis_values(self, n: Node, axis: int, memo: dict[Node, np.ndarray]) -> np.ndarray:
+    def _axis_values(self, n: Node, axis: int,
+                     memo: dict[Node, AxisValue]) -> AxisValue:
         """The value of an index expression of GIDX`axis` alone at every index of that axis
-        (int64), evaluated through the ALU table."""
+        (int64; one int64 for an expression without GIDX), evaluated through the ALU table."""
         if n not in memo:
             if n.op is Op.GIDX:
                 memo[n] = np.arange(self.space[axis], dtype=np.int64)
@@ -141,7 +145,7 @@ class _Elementwise:
         L = self.space[0]
         if not wheres:
             return [(list(range(L)), {})]
-        memo: dict[Node, np.ndarray] = {}
+        memo: dict[Node, AxisValue] = {}
         conds = [np.broadcast_to(self._axis_values(w.src[0], 0, memo) != 0, (L,)) for w in wheres]
         groups: dict[tuple[bool, ...], list[int]] = {}
         for row in range(L):
@@ -212,7 +216,7 @@ class _Elementwise:
         fold = self._foldable(order) if self.fold_tables else {}
         classes = self._row_classes(order) if self.fold_tables else \
             [(list(range(self.space[0])), {})]
-        memo: dict[Node, np.ndarray] = {}
+        memo: dict[Node, AxisValue] = {}
         self.groups: list[tuple[list[int], list[str]]] = []
         for rows, choose in classes:
             self.var, self.lines = {}, []
@@ -222,7 +226,7 @@ class _Elementwise:
             self.groups.append((rows, self.lines))
 
     def _emit(self, order: list[Node], value: Node, fold: dict[Node, bool],
-              choose: dict[Node, Node], memo: dict[Node, np.ndarray]) -> None:
+              choose: dict[Node, Node], memo: dict[Node, AxisValue]) -> None:
         """The lines computing `value` where each WHERE of `choose` takes its chosen branch
         (the other branch's loads are not emitted)."""
         live: set[Node] = set()
@@ -307,10 +311,11 @@ class _Elementwise:
 
 def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:
     """The program of an elementwise kernel: one function, one launch over ``item.space``."""
-    r = _Elementwise(item.ast, item.space, fold_tables=dialect.elementwise_loop)
+    ast, (rows, cols) = item.body()
+    r = _Elementwise(ast, (rows, cols), fold_tables=dialect.elementwise_loop)
     params = r.params()
     kernel = finish_kernel("ren_ew", r.template(dialect.elementwise_loop), params)
-    grid, block = dialect.elementwise_launch(item.space[0] * item.space[1])
+    grid, block = dialect.elementwise_launch(rows * cols)
     launch = Launch(kernel.name, grid, block, tuple(("slot", i) for i in range(len(params))))
     return Program(item.name, (kernel,), (launch,))
 

@@ -124,7 +124,9 @@ class _Compiler:
 
     def build(self) -> KernelFn:
         """A function running the compiled steps on the slot arrays."""
-        steps = []
+        # (fn, None): a load, called on the slot arrays; (fn, refs): an ALU op on static values
+        # ("s", value) and earlier results ("r", position)
+        steps: list[tuple[Callable, tuple[tuple[str, Any], ...] | None]] = []
         position: dict[Node, int] = {}
         for n, fn in self.steps:
             if n.op is Op.LOAD:
@@ -219,7 +221,7 @@ RING_KERNELS: dict[RingKernel, Callable[[RingCall], KernelFn]] = {
 def compile_kernel(item: ScheduledKernel) -> KernelFn:
     """Compile one scheduled kernel for the NumPy backend."""
     if item.kind == ELEMENTWISE:
-        return _Compiler(item.ast, item.space).build()
+        return _Compiler(*item.body()).build()
     call = item.ring_call
     if call is None:
         raise RealizeError(f"numpy backend: cannot compile a {item.kind} kernel ({item.name})")

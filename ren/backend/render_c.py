@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -80,7 +81,8 @@ class CKernel:
 
 
 #: a launch argument: ("slot", i) | ("table", name) | ("host", name) | ("int", value)
-Arg = tuple[str, object]
+Arg = (tuple[Literal["slot"], int] | tuple[Literal["table"], str] | tuple[Literal["host"], str]
+       | tuple[Literal["int"], int])
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ren.backend.render_c import (
     BLOCK,
+    Arg,
     CKernel,
     Launch,
     Param,
@@ -84,7 +85,7 @@ def _launch(k: CKernel, grid, block, ints: tuple[int, ...] = (),
     """A launch binding k's parameters in order: ``out`` slot 0, ``in``/``words`` slot 1 (slot
     0 when `in_place`), ``t_<name>`` the call's table <name>, ``values``/``coeffs`` the host
     arrays of `Program.prepare`, scalars from `ints`."""
-    args: list = []
+    args: list[Arg] = []
     ints_left = list(ints)
     for p in k.params:
         if p.name == "out":
@@ -109,6 +110,8 @@ def _stage_kernel(N: int, L: int, inverse: bool) -> CKernel:
     """One global-memory butterfly stage (a launch per stage with m = 2^logm blocks)."""
     logn = N.bit_length() - 1
     half = N // 2
+    tabs: tuple[str, ...]
+    ints: tuple[Param, ...]
     if inverse:
         tabs = ("inv_twiddles", "inv_twiddles_shoup", "q", "n_inv", "n_inv_shoup")
         fly = """const u32 X = in[x], Y = in[y];

@@ -53,10 +53,11 @@ def nearest_primes(step: int, target: float, used: set[int], count: int,
         if b is not None and b < lo:
             b = None
             continue
-        if b is None or (a is not None and math.log2(a / target) <= math.log2(target / b)):
+        if a is not None and (b is None or math.log2(a / target) <= math.log2(target / b)):
             out.append(a)
             a = next(up, None)
         else:
+            assert b is not None  # the loop runs while a or b is left
             out.append(b)
             b = next(down, None)
     return out

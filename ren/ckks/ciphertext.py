@@ -110,6 +110,9 @@ class Ciphertext:
     @classmethod
     def from_rlwe(cls, ct: RLWECiphertext, scale: Fraction) -> Ciphertext:
         """The RLWE ciphertext `ct` (made under CKKSParams) read as an encryption at `scale`."""
+        if not isinstance(ct.params, CKKSParams):
+            raise ParameterError(f"Ciphertext.from_rlwe: params must be CKKSParams, got "
+                                 f"{type(ct.params).__name__}")
         return cls(ct.parts, scale, ct.level, ct.params)
 
     def __repr__(self) -> str:

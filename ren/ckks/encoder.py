@@ -86,7 +86,7 @@ _BOOL_HINT = " (a bool is a flag, not a number: convert with float() if 1.0/0.0 
 def _as_slots(values, slots: int) -> np.ndarray:
     _check_numbers(values)
     if isinstance(values, Number):
-        z = np.full(slots, complex(values))
+        z = np.full(slots, values, dtype=np.complex128)
     else:
         try:
             z = np.asarray(values, dtype=np.complex128)

@@ -116,6 +116,7 @@ def _build_chain(N: int, depth: int, scale_bits: int, first_bits: int, special: 
     bound = ch.max_level_groups(N, scale_bits, depth)
     if bound < depth:
         raise ParameterError(_chain_advice(N, depth, scale_bits, bound, per_level, False))
+    groups: list[tuple[int, ...]]
     if per_level == 1:
         singles = ch.single_primes(N, scale_bits, depth, used)
         groups = [(q,) for q in singles]

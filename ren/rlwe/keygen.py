@@ -54,9 +54,9 @@ class KeyGenerator:
                                  f"one), got {type(secret_key).__name__}; a public or switching "
                                  "key cannot derive keys")
         if secret_key is None:
-            ring = params.key_ring
-            s = (Poly.ternary(ring, device=params.device) if params.secret == "ternary"
-                 else Poly.sparse_ternary(ring, params.hamming_weight, device=params.device))
+            ring, h = params.key_ring, params.hamming_weight  # h: None for a ternary secret
+            s = (Poly.ternary(ring, device=params.device) if h is None
+                 else Poly.sparse_ternary(ring, h, device=params.device))
             secret_key = SecretKey(s.ntt().realize(), params)
         elif secret_key.params != params:
             raise ParamsMismatchError(f"KeyGenerator: the secret key belongs to other "

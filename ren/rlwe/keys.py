@@ -26,18 +26,20 @@ def _poly_bytes(p: Poly) -> int:
     return 4 * p.ring.limbs * p.ring.N
 
 
-def _check_params(kind: str, params: object) -> None:
+def _check_params(kind: str, params: object) -> RLWEParams:
+    """`params`, if they are RLWEParams (a scheme's parameters such as CKKSParams are)."""
     if not isinstance(params, RLWEParams):
         raise ParameterError(f"{kind}: params must be RLWEParams (or a scheme's parameters such "
                              f"as CKKSParams), got {type(params).__name__}")
+    return params
 
 
 def _check_key(kind: str, params: object, polys: tuple[object, ...]) -> None:
     """A key's fields: parameters, and Polys over the key ring Q·P, NTT domain, on the
     parameters' device (the JIT rebuilds keys without running this again)."""
-    _check_params(kind, params)
-    check_ntt_polys(polys, lambda i: f"{kind}: polynomial {i}", params.key_ring,
-                    "the key ring params.key_ring", "keys live in the key ring Q·P", params)
+    checked = _check_params(kind, params)
+    check_ntt_polys(polys, lambda i: f"{kind}: polynomial {i}", checked.key_ring,
+                    "the key ring params.key_ring", "keys live in the key ring Q·P", checked)
 
 
 @dataclass(eq=False)

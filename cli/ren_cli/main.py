@@ -162,13 +162,18 @@ def write_file(output: Path, write: Callable[[Any], None]) -> None:
         write(f)
 
 
+def write_text(output: Path, text: str) -> None:
+    """Write `text` to the file `output`."""
+    write_file(output, lambda f: f.write(text))
+
+
 def emit(text: str, output: Path | None, what: str = "") -> None:
     """Write `text` to `output` (saying so on stderr) or to stdout."""
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
     check_output_file(output)
-    write_file(output, lambda f: f.write(text))
+    write_text(output, text)
     click.echo(f"wrote {output} ({av.fmt_bytes(len(text.encode()))}){what}", err=True)
 
 
@@ -239,8 +244,7 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
 
     dot/svg: one graph per stage; without --pass, -o names a directory (one file per stage).
     """
-    per_stage = fmt in ("dot", "svg") and which is None and output is not None
-    if per_stage:
+    if fmt in ("dot", "svg") and which is None and output is not None:  # a file per stage
         check_output_dir(output)
     else:
         check_output_file(output)
@@ -262,10 +266,10 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
             emit(text, output)
         return
     stages = [trace.stage(which)] if which is not None else trace.stages
-    options = dict(kernel_bodies=kernel_bodies, removed=removed, max_nodes=max_nodes)
     rendered = []
     for stage in stages:
-        g = gv.stage_agraph(trace, stage.index, prefix=f"s{stage.index:02d}", **options)
+        g = gv.stage_agraph(trace, stage.index, prefix=f"s{stage.index:02d}",
+                            kernel_bodies=kernel_bodies, removed=removed, max_nodes=max_nodes)
         rendered.append((stage, g.string() if fmt == "dot" else gv.render_svg(g)))
     if which is not None or (output is None and fmt == "dot"):
         emit("\n".join(text for _, text in rendered), output)
@@ -276,7 +280,7 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
     with _os_errors(output):
         output.mkdir(exist_ok=True)  # the one directory -o may create: its parent was checked
     for stage, text in rendered:
-        write_file(output / f"{stage.name}.{fmt}", lambda f, text=text: f.write(text))
+        write_text(output / f"{stage.name}.{fmt}", text)
     click.echo(f"wrote {len(rendered)} {fmt} files to {output}/", err=True)
 
 

@@ -122,7 +122,7 @@ def stage_agraph(trace: PassTrace, which: int | str, *, removed: bool = True,
             g.add_edge(f"n{stage.number[s]}", f"n{k}")
         if kernel_bodies and n.op is Op.KERNEL:
             _add_body(g, f"n{k}", n, k, names, prefix)
-    if ghosts:
+    if ghosts and prev is not None:
         _add_ghosts(g, stage, prev, prefix)
     return g
 

@@ -26,9 +26,15 @@ COLOURS = {
     "lowered": "#c4efe6",
     "kernel": "#ffd0dc",
 }
+
+
+def _family_ops(fam: str) -> frozenset[Op]:
+    return ops_where(lambda info: info.viz == fam)
+
+
 #: family -> (fill colour, ops)
 FAMILIES: dict[str, tuple[str, frozenset[Op]]] = {
-    fam: (colour, ops_where(lambda i, fam=fam: i.viz == fam)) for fam, colour in COLOURS.items()}
+    fam: (colour, _family_ops(fam)) for fam, colour in COLOURS.items()}
 
 
 def family(op: Op) -> str:

@@ -290,6 +290,7 @@ def load_file(path: Path) -> Program:
                            "a program file must define one of them (see `ren-inspect examples "
                            "--help`)")
     if program is None:
+        assert function is not None and inputs is not None  # both or neither: checked above
         raw = getattr(function, "__wrapped__", function)  # the plain function of a jitted one
 
         def program() -> Any:

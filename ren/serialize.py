@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ren.errors import ParameterError, SerializationError, ShapeError, is_int
-from ren.ring.spec import MAX_LOG_N, Domain, RingSpec
+from ren.ring.ringspec import MAX_LOG_N, Domain, RingSpec
 
 __all__ = [
     "CHECKSUM_SIZE",

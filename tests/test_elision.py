@@ -37,7 +37,7 @@ from ren.reference import evaluate, intt_limb, ntt_limb
 from ren.replay import templates
 from ren.rewrite import RuleSet
 from ren.ring import Domain, RingSpec, divide_round
-from ren.ring.spec import ntt_primes
+from ren.ring.ringspec import ntt_primes
 from ren.runtime import record_units
 from ren.schedule import run_passes, schedule
 

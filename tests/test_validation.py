@@ -25,7 +25,7 @@ from ren.errors import (
     check_real,
     is_int,
 )
-from ren.ring.spec import MAX_GENERATED_MODULI, ntt_primes
+from ren.ring.ringspec import MAX_GENERATED_MODULI, ntt_primes
 from ren.serialize import encode_poly
 
 RING = RingSpec.generate(8, 1)

@@ -24,7 +24,7 @@ from ren.ckks import chain as ch
 from ren.ckks.errors import InsecureParametersWarning, ScaleOutOfBoundsError
 from ren.device import canonical_device
 from ren.errors import ParameterError
-from ren.ring.spec import MAX_GENERATED_MODULI, MAX_LOG_N
+from ren.ring.ringspec import MAX_GENERATED_MODULI, MAX_LOG_N
 from ren.rlwe.params import (
     HE_STANDARD_128,
     RLWEParams,

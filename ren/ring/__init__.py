@@ -1,12 +1,12 @@
 """RNS arithmetic for Z_Q[X]/(X^N + 1), vectorised over (limbs × N) NumPy arrays.
 
-* `RingSpec`, `Domain` — the ring and the two storage domains (``spec``).
+* `RingSpec`, `Domain` — the ring and the two storage domains (``ringspec``).
 * Montgomery u32 arithmetic with R = 2^32 (``modarith``).
 * Negacyclic NTT / inverse NTT over all limbs at once (``ntt``).
 * CRT lift, TO_RNS reduction of packed big integers, fast basis conversion and exact
   divide-and-round (``rns``).
 * Galois automorphisms X -> X^g as index maps (``automorph``).
-* The list of ring kernels and their constant tables as plain arrays (``kernels``).
+* The list of ring kernels and their constant tables as plain arrays (``ring_kernels``).
 """
 
 from ren.ring.automorph import (
@@ -15,7 +15,6 @@ from ren.ring.automorph import (
     conjugation_element,
     galois_element,
 )
-from ren.ring.kernels import RingKernel, kernel_tables
 from ren.ring.modarith import (
     from_mont,
     mod_add,
@@ -27,6 +26,8 @@ from ren.ring.modarith import (
     to_mont,
 )
 from ren.ring.ntt import intt, ntt
+from ren.ring.ring_kernels import RingKernel, kernel_tables
+from ren.ring.ringspec import Domain, RingSpec, is_prime
 from ren.ring.rns import (
     crt_lift,
     divide_round,
@@ -39,7 +40,6 @@ from ren.ring.rns import (
     ring_convert_mont,
     unpack_words,
 )
-from ren.ring.spec import Domain, RingSpec, is_prime
 from ren.ring.tables import RingTables, get_tables, neg_inv32, primitive_root_2n
 
 __all__ = [

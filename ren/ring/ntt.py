@@ -23,7 +23,7 @@ import threading
 
 import numpy as np
 
-from ren.ring.spec import RingSpec
+from ren.ring.ringspec import RingSpec
 from ren.ring.tables import get_tables
 
 U32 = np.uint32

@@ -14,7 +14,7 @@ import numpy as np
 
 from ren.errors import ShapeError
 from ren.ring.modarith import from_mont, mod_add, mod_sub, mont_mul_raw, to_mont
-from ren.ring.spec import RingSpec
+from ren.ring.ringspec import RingSpec
 from ren.ring.tables import get_tables
 
 U32 = np.uint32

@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ren.ring.spec import RingSpec
+from ren.ring.ringspec import RingSpec
 
 U32 = np.uint32
 U64 = np.uint64

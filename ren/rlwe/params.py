@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from ren.device import canonical_device
 from ren.errors import ParameterError, RingMismatchError, is_int
 from ren.ring import RingSpec
-from ren.ring.spec import MAX_LOG_N
+from ren.ring.ringspec import MAX_LOG_N
 from ren.rlwe.errors import warn_insecure
 from ren.rlwe.gadget import balanced_digits
 

@@ -22,7 +22,8 @@ frontend method (`ren.poly`), the reference (`ren.reference`, an ``op_X`` method
 lowering.  An elementwise op lowers to a residue op (its row's ``alu``; that op gets a row, a
 function in `ren.alu` and a C form in `ren.backend.elementwise_c`).  A ring kernel is a
 `ren.ring.RingKernel` (its row's ``ring_kernel``) with its tables
-(`ren.ring.ring_kernels`), its math in the interpreter's dispatch (`ren.interpret`) and one implementation per backend.  Pass 3
+(`ren.ring.ring_kernels`), its math in the interpreter's dispatch (`ren.interpret`) and one
+implementation per backend.  Pass 3
 (domains), pass 5 (materialization), pass 12 (kernel kinds), spec inference for arithmetic and
 the viz colours follow from the row.
 """

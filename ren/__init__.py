@@ -15,6 +15,7 @@ Start with `Poly` and `RingSpec`::
 from ren import errors, jit, random, settings
 from ren.device import Buffer, canonical_device
 from ren.errors import (
+    ContractError,
     DeviceError,
     DomainError,
     InspectError,
@@ -43,6 +44,7 @@ from ren.spec import PolySpec, spec_of
 
 __all__ = [
     "Buffer",
+    "ContractError",
     "DType",
     "DeviceError",
     "Domain",

@@ -66,6 +66,11 @@ class ScheduleError(RenError, RuntimeError):
     invariant does not hold, or the graph contains an op a pass cannot handle."""
 
 
+class ContractError(ScheduleError):
+    """A pass left a graph its contract (`ren.contracts`) forbids: a bug in that pass, or a graph
+    that skipped an earlier pass.  The message names the pass, the condition and the node."""
+
+
 class MemoryPlanError(RenError, RuntimeError):
     """The memory planner found an inconsistent schedule (e.g. a buffer used before it is
     written)."""

@@ -168,6 +168,8 @@ class OpInfo:
     schedule.  ``body``: the kernel bodies it may appear in.  ``alu``: the op of `ren.alu`'s
     table computing it inside a kernel body (itself for an ALU op; ADD's is MODADD).
     ``affine``: an index op that keeps an index expression affine in the coefficient index.
+    ``introduced_by``: the first pass that can make it (0: the frontend builds it); with
+    ``lowered_by`` it gives the ops each stage's contract allows (`ren.contracts`).
     ``viz``: its colour group in `ren.viz`.
     """
 
@@ -184,6 +186,7 @@ class OpInfo:
     body: Body = Body.NONE
     alu: Op | None = None
     affine: bool = False
+    introduced_by: int = 0
 
 
 _F, _U, _I, _V = Family, DType.U32, DType.INDEX, DType.VOID
@@ -191,14 +194,16 @@ _COEFF, _NTT = Domain.COEFF, Domain.NTT
 _EW = Body.ELEMENTWISE
 
 
-def _index(op: Op, arity: int, affine: bool = False, alu: bool = True) -> OpInfo:
+def _index(op: Op, arity: int, affine: bool = False, alu: bool = True,
+           introduced_by: int = 8) -> OpInfo:
+    # pass 8 writes automorphisms as index maps; pass 11 adds TABLE (limb maps)
     return OpInfo(_F.INDEX, _I, arity, "index", elementwise=True, lowered_by=12, body=_EW,
-                  alu=op if alu else None, affine=affine)
+                  alu=op if alu else None, affine=affine, introduced_by=introduced_by)
 
 
 def _residue(op: Op, arity: int) -> OpInfo:
     return OpInfo(_F.RESIDUE, _U, arity, "lowered", elementwise=True, lowered_by=12, body=_EW,
-                  alu=op)
+                  alu=op, introduced_by=11)
 
 
 def _arith(arity: int, alu: Op, **facts) -> OpInfo:
@@ -234,32 +239,37 @@ OP_INFO: dict[Op, OpInfo] = {
                          lowered_by=8),
     Op.COPY: OpInfo(_F.PLACEMENT, _U, 1, "schedule", lowered_by=12, body=Body.COPY),
     Op.CONTIGUOUS: OpInfo(_F.PLACEMENT, _U, 1, "schedule", lowered_by=5),
-    Op.CONCAT: OpInfo(_F.REMAP, _U, 2, "ring", elementwise=True, lowered_by=11),
+    Op.CONCAT: OpInfo(_F.REMAP, _U, 2, "ring", elementwise=True, lowered_by=11,
+                      introduced_by=4),
     Op.SINK: OpInfo(_F.SCHEDULE, _V, None, "schedule"),
     # scheduling
-    Op.BUFFERIZE: OpInfo(_F.SCHEDULE, _U, 1, "schedule", lowered_by=6),
-    Op.STORE: OpInfo(_F.SCHEDULE, _V, 2, "schedule", lowered_by=12, body=Body.ANY),
-    Op.AFTER: OpInfo(_F.SCHEDULE, _U, 2, "schedule", storage=True),
-    Op.BUFFER_VIEW: OpInfo(_F.SCHEDULE, _U, 1, "storage", storage=True),
-    Op.REINDEX: OpInfo(_F.REMAP, _U, 2, "ring", elementwise=True, lowered_by=11),
+    Op.BUFFERIZE: OpInfo(_F.SCHEDULE, _U, 1, "schedule", lowered_by=6, introduced_by=5),
+    Op.STORE: OpInfo(_F.SCHEDULE, _V, 2, "schedule", lowered_by=12, body=Body.ANY,
+                     introduced_by=6),
+    Op.AFTER: OpInfo(_F.SCHEDULE, _U, 2, "schedule", storage=True, introduced_by=6),
+    Op.BUFFER_VIEW: OpInfo(_F.SCHEDULE, _U, 1, "storage", storage=True, introduced_by=10),
+    # pass 4's elision reads a constant at coefficient 0 everywhere (`ren.ir.broadcast_const`)
+    Op.REINDEX: OpInfo(_F.REMAP, _U, 2, "ring", elementwise=True, lowered_by=11, introduced_by=4),
     Op.VCONST: OpInfo(_F.LEAF, _U, None, "lowered", elementwise=True, lowered_by=12, body=_EW,
-                      alu=Op.VCONST),
+                      alu=Op.VCONST, introduced_by=9),
     # index language
     Op.GIDX: _index(Op.GIDX, 0, affine=True, alu=False),
-    Op.ICONST: _index(Op.ICONST, 0, affine=True, alu=False),
+    Op.ICONST: _index(Op.ICONST, 0, affine=True, alu=False, introduced_by=4),
     Op.IADD: _index(Op.IADD, 2, affine=True),
     Op.IMUL: _index(Op.IMUL, 2, affine=True),
     Op.IAND: _index(Op.IAND, 2),
     Op.ISHR: _index(Op.ISHR, 2),
     Op.ISHL: _index(Op.ISHL, 2),
     Op.BITREV: _index(Op.BITREV, 1),
-    Op.TABLE: _index(Op.TABLE, 1),
+    Op.TABLE: _index(Op.TABLE, 1, introduced_by=11),
     Op.CMPEQ: OpInfo(_F.SELECT, _I, 2, "index", elementwise=True, lowered_by=12, body=_EW,
-                     alu=Op.CMPEQ),
+                     alu=Op.CMPEQ, introduced_by=9),
     Op.WHERE: OpInfo(_F.SELECT, _U, 3, "index", elementwise=True, lowered_by=12, body=_EW,
-                     alu=Op.WHERE),
-    Op.INDEX: OpInfo(_F.ACCESS, _U, 3, "index", elementwise=True, lowered_by=12, body=_EW),
-    Op.LOAD: OpInfo(_F.ACCESS, _U, 1, "index", elementwise=True, lowered_by=12, body=_EW),
+                     alu=Op.WHERE, introduced_by=8),
+    Op.INDEX: OpInfo(_F.ACCESS, _U, 3, "index", elementwise=True, lowered_by=12, body=_EW,
+                     introduced_by=11),
+    Op.LOAD: OpInfo(_F.ACCESS, _U, 1, "index", elementwise=True, lowered_by=12, body=_EW,
+                    introduced_by=11),
     # lowered residue arithmetic
     Op.MODADD: _residue(Op.MODADD, 3),
     Op.MODSUB: _residue(Op.MODSUB, 3),
@@ -267,15 +277,22 @@ OP_INFO: dict[Op, OpInfo] = {
     Op.MONTMUL: _residue(Op.MONTMUL, 3),
     Op.MODULUS: _residue(Op.MODULUS, 1),
     # kernels
-    Op.RING_CALL: OpInfo(_F.KERNEL, _U, None, "kernel", body=Body.RING),
-    Op.KERNEL: OpInfo(_F.SCHEDULE, _V, None, "kernel"),
-    Op.SLOT: OpInfo(_F.KERNEL, None, 0, "kernel", storage=True, body=Body.ANY),
+    Op.RING_CALL: OpInfo(_F.KERNEL, _U, None, "kernel", body=Body.RING, introduced_by=12),
+    Op.KERNEL: OpInfo(_F.SCHEDULE, _V, None, "kernel", introduced_by=12),
+    Op.SLOT: OpInfo(_F.KERNEL, None, 0, "kernel", storage=True, body=Body.ANY, introduced_by=12),
 }
 
 
 def ops_where(pred: Callable[[OpInfo], bool]) -> frozenset[Op]:
     """The ops whose row satisfies `pred`."""
     return frozenset(op for op, info in OP_INFO.items() if pred(info))
+
+
+def ops_after(stage: int) -> frozenset[Op]:
+    """The ops the graph may hold after pass `stage` (0: the frontend's graph): made by then
+    (``introduced_by``) and not yet lowered (``lowered_by``).  Kernel bodies are not the graph."""
+    return ops_where(lambda i: i.introduced_by <= stage and i.family is not Family.KERNEL
+                     and (i.lowered_by is None or i.lowered_by > stage))
 
 
 #: high-level arithmetic -> the residue op pass 11 lowers it to (ADD -> MODADD, …)
@@ -306,6 +323,8 @@ class GroupOp:
     ALU = frozenset(op for op, i in OP_INFO.items() if i.alu is op)
     #: polynomial arithmetic
     ARITH = ops_where(lambda i: i.family is Family.ARITH)
+    #: the domain conversions NTT and INTT
+    TRANSFORM = ops_where(lambda i: i.family is Family.TRANSFORM)
     #: automorphisms (they fix constant polynomials)
     AUTOMORPHISM = ops_where(lambda i: i.family is Family.AUTOMORPHISM)
     #: ops that only change where a value is read, not what is computed
@@ -324,5 +343,5 @@ class GroupOp:
     ELEMENTWISE_BODY = ops_where(lambda i: Body.ELEMENTWISE in i.body)
     RING_BODY = ops_where(lambda i: Body.RING in i.body)
     COPY_BODY = ops_where(lambda i: Body.COPY in i.body)
-    #: what the graph may hold after pass 12: storage, constants, the SINK and KERNELs
-    SCHEDULED = ops_where(lambda i: i.lowered_by is None and i.family is not Family.KERNEL)
+    #: what the graph may hold after the last pass: storage, constants, the SINK and KERNELs
+    SCHEDULED = ops_after(max(i.lowered_by or 0 for i in OP_INFO.values()))

@@ -114,7 +114,7 @@ class Rule:
 
 
 def rule(pat: Pat, fn: Callable[..., Node | None], name: str | None = None) -> Rule:
-    return Rule(pat, fn, name or getattr(fn, "__name__", "rule"))
+    return Rule(pat, fn, name or str(getattr(fn, "__name__", "rule")))
 
 
 class RuleSet:
@@ -186,6 +186,7 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
     while stack:
         n, phase, origin, trail = stack.pop()
         if phase == 2:
+            assert origin is not None  # phase-2 entries always carry their origin
             done[origin] = done[n]
             continue
         if n in done:

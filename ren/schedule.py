@@ -21,13 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ren import settings
+from ren import contracts, settings
 from ren.errors import ParameterError, ScheduleError, check_int
 from ren.ir import storage_buffer
 from ren.kernel import VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
-from ren.passes import PASSES, p12_kernelize
+from ren.passes import PASSES
 
 
 @dataclass
@@ -38,7 +38,9 @@ class ScheduleContext:
     becomes_map: dict[Node, Node] = field(default_factory=dict)
     stats: dict[str, Counter] = field(default_factory=dict)
     kernel_count: int = 0
-    check: bool = False  # verify each pass's semantics as it runs (REN_CHECK)
+    check: bool = False  # verify each pass's semantics and contract as it runs (REN_CHECK)
+    # pass 4 elides transforms around rescales and mod-ups (REN_NO_ELISION=1 turns it off)
+    elide: bool = field(default_factory=lambda: not settings.get("REN_NO_ELISION"))
 
 
 @dataclass
@@ -54,7 +56,7 @@ def as_sink(*outputs: Any) -> Node:
     """A SINK over Polys/Nodes (or an existing SINK, returned as is)."""
     if len(outputs) == 1 and isinstance(outputs[0], Node) and outputs[0].op is Op.SINK:
         return outputs[0]
-    nodes = []
+    nodes: list[Node] = []
     for o in outputs:
         if isinstance(o, list | tuple):
             nodes.extend(x.node if hasattr(x, "node") else x for x in o)
@@ -115,6 +117,7 @@ def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | Non
     if not ctx.outputs:
         ctx.outputs = sink.src
     result = ScheduleTrace(sink, ctx)
+    last = len(PASSES)
     debug = settings.get("REN_DEBUG")
     if trace:
         result.graphs.append((f"{start - 1:02d}_input", sink))
@@ -132,9 +135,10 @@ def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | Non
         if ctx.check:
             from ren.interpret import check_pass
 
+            contracts.check(sink, mod.CONTRACT, f"{num:02d}_{name}", ctx)
             check_pass(before, sink, ctx, f"{num:02d}_{name}")
-    if upto >= 12:
-        p12_kernelize.check(sink)
+        elif num == last:  # the backends rely on the last contract: always checked
+            contracts.check(sink, mod.CONTRACT, f"{num:02d}_{name}", ctx)
     result.sink = sink
     return result
 

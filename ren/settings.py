@@ -72,8 +72,8 @@ class Switch:
 SWITCHES = {s.name: s for s in (
     Switch("REN_DEBUG", 0, "1: one line per realize; 2: one line per exec unit; 3: also the graph "
                            "after each pass", range(0, 4)),
-    Switch("REN_CHECK", 0, "1: verify that every scheduling pass preserves values (slow; uses the "
-                           "IR interpreter)"),
+    Switch("REN_CHECK", 0, "1: verify that every scheduling pass keeps its contract and preserves "
+                           "values (slow; uses the IR interpreter)"),
     Switch("REN_NO_MEMPLAN", 0, "1: give every intermediate buffer its own allocation instead of "
                                 "packing them into an arena"),
     Switch("REN_NO_ELISION", 0, "1: pass 4 keeps the NTT/INTT round trips around NTT-domain "

@@ -1,7 +1,8 @@
 """Golden snapshots: the graph of every corpus program after every pass.
 
 Each snapshot is tests/golden/<program>/<NN>_<pass>.txt in the canonical dump format
-(`ren.dump`).  A change to a pass shows up as a readable diff of these files.
+(`ren.dump`).  A change to a pass shows up as a readable diff of these files.  Every stage is
+also checked against its pass's contract (`ren.contracts`) before it is compared.
 
 Regenerate intentionally, then read the diff before committing:
 
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from ren import contracts
 from ren.corpus import PROGRAMS, build
 from ren.dump import dump
-from ren.passes import BECOMES_MAP_STAGE, PASS_NAMES
+from ren.passes import BECOMES_MAP_STAGE, PASS_NAMES, get_pass
 from ren.schedule import run_passes
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -29,7 +31,9 @@ def stages(program: str) -> dict[str, str]:
     outputs = build(program)
     trace = run_passes(*outputs, trace=True)
     texts = {}
-    for stage, graph in trace.graphs:
+    for number, (stage, graph) in enumerate(trace.graphs):
+        if number:  # 00_input has no contract
+            contracts.check(graph, get_pass(number).CONTRACT, stage, trace.ctx)
         becomes = trace.ctx.becomes_map if stage == BECOMES_MAP_STAGE else None
         texts[stage] = dump(graph, becomes)
     return texts

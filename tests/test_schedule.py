@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ren
+from ren import contracts
 from ren.corpus import PROGRAMS, RING, build
 from ren.errors import ScheduleError
 from ren.interpret import check_pass, evaluate_sink
@@ -58,13 +59,13 @@ def test_post_kernelize_invariant(name):
     sink = run_passes(*build(name)).sink
     p12_kernelize.check(sink)  # raises on violation
     for n in toposort(sink):
-        assert n.op in p12_kernelize.TOP_LEVEL
+        assert n.op in p12_kernelize.CONTRACT.ops
 
 
 def test_invariant_check_rejects_unlowered_graph():
     a = realized(1)
     sink = run_passes(a + a, upto=11).sink  # STOREs not yet kernels
-    with pytest.raises(ScheduleError, match="left at top level"):
+    with pytest.raises(ScheduleError, match="STORE may not appear after pass 12"):
         p12_kernelize.check(sink)
 
 
@@ -233,16 +234,21 @@ def test_as_sink_rejects_what_is_not_a_node():
 
 
 def test_a_full_run_checks_the_kernels_it_made(monkeypatch):
-    """`run_passes` ends with the kernelize invariant check, on the final graph, whenever pass
-    12 ran (and not before: earlier graphs hold no kernels yet)."""
+    """`run_passes` ends with the kernelize contract check, on the final graph, whenever pass
+    12 ran (and not before: earlier graphs hold no kernels yet); REN_CHECK checks every pass."""
     seen = []
-    real = p12_kernelize.check
-    monkeypatch.setattr(p12_kernelize, "check", lambda sink: seen.append(sink) or real(sink))
+    real = contracts.check
+    monkeypatch.setattr(contracts, "check",
+                        lambda sink, c, name, ctx=None: seen.append((c.stage, sink))
+                        or real(sink, c, name, ctx))
     a, b = realized(1, "NTT"), realized(2, "NTT")
     run_passes(a * b, upto=11)
     assert seen == []
     final = run_passes(a * b + 1).sink
-    assert seen == [final]
+    assert seen == [(12, final)]
+    seen.clear()
+    run_passes(a * b + 1, ctx=ScheduleContext(check=True))
+    assert [stage for stage, _ in seen] == list(range(1, 13))
 
 
 def test_an_extension_undone_by_a_selection_costs_nothing():

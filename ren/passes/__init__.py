@@ -1,8 +1,9 @@
 """The twelve scheduling passes, in pipeline order.
 
 Each module has ``NAME``, a docstring (what it rewrites, the invariant after it, the ops it may
-leave) and ``run(sink, ctx) -> sink``.  Each runs on its own on the graph the previous pass made
-(or on one rebuilt from networkx).
+leave), ``CONTRACT`` (that invariant as data, checked: `ren.contracts`) and
+``run(sink, ctx) -> sink``.  Each runs on its own on the graph the previous pass made (or on one
+rebuilt from networkx).
 """
 
 import importlib

@@ -37,23 +37,23 @@ from ren.node import Node
 from ren.ops import Op
 from ren.rewrite import P, X
 from ren.ring import RingSpec
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 
 def _to_ring(x: Node, ring: RingSpec) -> Node:
-    return x if spec_of(x).ring == ring else pnode(Op.TO_RING, x, arg=ring)
+    return x if need_spec(x).ring == ring else pnode(Op.TO_RING, x, arg=ring)
 
 
 def _scale(x: Node, c: int) -> Node:
     """x · c (a scalar product, in x's domain); c reduced mod x's Q."""
-    s = spec_of(x)
+    s = need_spec(x)
     c %= s.ring.Q
     return x if c == 1 else pnode(Op.MUL, x, const_node(c, s.ring, s.domain, s.device))
 
 
 def rescale_in_ntt(x: Node, r: Node) -> Node:
     """NTT(RESCALE(INTT(x))) with the correction applied in the NTT domain (module docstring)."""
-    spec = spec_of(x)
+    spec = need_spec(x)
     ring, dev, k = spec.ring, spec.device, len(r.arg)
     keep = ring.drop_last(k)  # Q
     special = ring.sub(ring.limbs - k)  # P, the dropped moduli
@@ -87,7 +87,7 @@ def mod_up_in_ntt(x: Node, t: Node) -> Node | None:
     shared residues, and a row's NTT depends on that row only); only the new rows are converted
     and transformed (none: a limb selection of x itself).  None when R_ext shares no modulus
     with x (nothing to reuse)."""
-    src, ext = spec_of(x).ring, t.arg
+    src, ext = need_spec(x).ring, t.arg
     shared = [q for q in src.moduli if q in ext.moduli]
     new = tuple(q for q in ext.moduli if q not in src.moduli)
     if not shared:

@@ -22,7 +22,7 @@ from ren.node import Node
 from ren.ops import GroupOp, Op
 from ren.rewrite import P, X
 from ren.ring import Domain, RingSpec
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 #: ops that keep a constant as it is: automorphisms fix constant polynomials, placements move
 #: or copy them
@@ -30,7 +30,7 @@ _FIXED = GroupOp.AUTOMORPHISM | GroupOp.PLACEMENT
 
 
 def _const_is(v: int):
-    return lambda n: is_const(n) and const_value(n) % spec_of(n).ring.Q == v % spec_of(n).ring.Q
+    return lambda n: is_const(n) and const_value(n) % need_spec(n).ring.Q == v % need_spec(n).ring.Q
 
 
 ZERO = P(Op.AS_RING, P(Op.CONST), name="zero", where=_const_is(0))
@@ -62,8 +62,8 @@ _FOLD = {
     Op.SUB: lambda n, v: v[0] - v[1],
     Op.MUL: lambda n, v: v[0] * v[1],
     Op.NEG: lambda n, v: -v[0],
-    Op.TO_RING: lambda n, v: convert_const(v[0], spec_of(n.src[0]).ring, n.arg),
-    Op.RESCALE: lambda n, v: _rescale_const(v[0], spec_of(n.src[0]).ring, spec_of(n).ring),
+    Op.TO_RING: lambda n, v: convert_const(v[0], need_spec(n.src[0]).ring, n.arg),
+    Op.RESCALE: lambda n, v: _rescale_const(v[0], need_spec(n.src[0]).ring, need_spec(n).ring),
     **{op: (lambda n, v: v[0]) for op in _FIXED},
 }
 
@@ -73,7 +73,7 @@ FOLDABLE = frozenset(_FOLD)
 
 def fold(n: Node) -> Node | None:
     """All operands constant: compute the constant result."""
-    return make_const(_FOLD[n.op](n, [const_value(s) for s in n.src]), spec_of(n))
+    return make_const(_FOLD[n.op](n, [const_value(s) for s in n.src]), need_spec(n))
 
 
 def _retag(c: Node, value: Node, domain: Domain) -> Node:
@@ -81,7 +81,7 @@ def _retag(c: Node, value: Node, domain: Domain) -> Node:
 
 
 def _zero_like(n: Node) -> Node:
-    return make_const(0, spec_of(n))
+    return make_const(0, need_spec(n))
 
 
 CONSTANT_RULES = [

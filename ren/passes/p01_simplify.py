@@ -19,18 +19,19 @@ Statistics: firings per rule.
 
 from __future__ import annotations
 
+from ren.contracts import ALL_CONSTANT_OPERANDS, CONST_UNDER_AS_RING, Contract, fixed_point
 from ren.ir import pnode
 from ren.node import Node
 from ren.ops import Op
 from ren.passes.folding import CONSTANT_RULES
 from ren.rewrite import P, RuleSet, X, rewrite
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 NAME = "simplify"
 
 
 def _compose_to_ring(x: Node, inner: Node, outer: Node) -> Node | None:
-    r1, r2, r0 = inner.arg, outer.arg, spec_of(x).ring
+    r1, r2, r0 = inner.arg, outer.arg, need_spec(x).ring
     if set(r2.moduli) <= set(r1.moduli) and set(r2.moduli) <= set(r0.moduli):
         return pnode(Op.TO_RING, x, arg=r2)
     return None
@@ -38,18 +39,22 @@ def _compose_to_ring(x: Node, inner: Node, outer: Node) -> Node | None:
 
 rules = RuleSet([
     *CONSTANT_RULES,
-    (P(Op.TO_RING, X("x"), name="n", where=lambda n: n.arg == spec_of(n.src[0]).ring),
+    (P(Op.TO_RING, X("x"), name="n", where=lambda n: n.arg == need_spec(n.src[0]).ring),
      lambda x, n: x, "to_ring_same"),
     (P(Op.TO_RING, P(Op.TO_RING, X("x"), name="inner"), name="outer"), _compose_to_ring,
      "to_ring_compose"),
     (P(Op.ROTATE, X("x"), arg=0), lambda x: x, "rotate_zero"),
     (P(Op.AUTOMORPH, X("x"), arg=1), lambda x: x, "automorph_identity"),
-    (P(Op.COPY, X("x"), name="n", where=lambda n: n.arg == spec_of(n.src[0]).device),
+    (P(Op.COPY, X("x"), name="n", where=lambda n: n.arg == need_spec(n.src[0]).device),
      lambda x, n: x, "copy_same_device"),
     (P(Op.COPY, P(Op.COPY, X("x")), name="n"), lambda x, n: pnode(Op.COPY, x, arg=n.arg),
      "copy_copy"),
     (P(Op.CONTIGUOUS, P(Op.CONTIGUOUS, name="inner")), lambda inner: inner, "contiguous_twice"),
 ])
+
+#: after: no rule above applies; constants only as AS_RING(CONST)
+CONTRACT = Contract(1, forbid=(ALL_CONSTANT_OPERANDS,),
+                    checks=(fixed_point(rules), CONST_UNDER_AS_RING))
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -18,18 +18,19 @@ that really change (the dropped ones; the new ones).
 
 from __future__ import annotations
 
+from ren.contracts import Contract, Forbid
 from ren.ir import pnode, required_domain
 from ren.node import Node
 from ren.ops import GroupOp, Op
 from ren.rewrite import P, RuleSet, rewrite
 from ren.ring import Domain
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 NAME = "inject_domains"
 
 
 def _domain(n: Node) -> Domain:
-    return spec_of(n).domain
+    return need_spec(n).domain
 
 
 def _convert(x: Node, domain: Domain) -> Node:
@@ -47,6 +48,7 @@ def in_domain(n: Node) -> Node:
     """n computed on sources converted to the domain it needs, its result converted back to the
     domain n had (a MUL of two polynomials is NTT either way)."""
     want = required_domain(n)
+    assert want is not None  # the rule fires only on ops that need a domain (_misplaced)
     out = n.replace(src=tuple(_convert(s, want) for s in n.src))
     return _convert(out, _domain(n))
 
@@ -55,12 +57,19 @@ def _rule_name(op: Op) -> str:
     """``mul_in_ntt``, ``rescale_in_coeff``, … (a TO_RING that needs a domain is a basis
     conversion)."""
     info = op.info
+    assert info.needs_domain is not None, op
     what = info.ring_kernel.value if info.ring_kernel is not None else op.name.lower()
     return f"{what}_in_{info.needs_domain.name.lower()}"
 
 
 rules = RuleSet([(P(op, name="n", where=_misplaced), in_domain, _rule_name(op))
                  for op in sorted(GroupOp.NEEDS_DOMAIN, key=lambda op: op.value)])
+
+#: after: every op that needs a domain reads its sources in it (so its rule applies nowhere)
+CONTRACT = Contract(3, forbid=(
+    Forbid("an op that needs a domain reading a source in the other one "
+           "(MUL of two polynomials, AUTOMORPH: NTT; RESCALE, extending TO_RING: COEFF)",
+           P(GroupOp.NEEDS_DOMAIN, where=_misplaced)),))
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -25,9 +25,17 @@ Statistics: conversions removed, transforms elided and constants folded (per rul
 from __future__ import annotations
 
 from ren import settings
+from ren.contracts import (
+    ALL_CONSTANT_OPERANDS,
+    CONST_UNDER_AS_RING,
+    Contract,
+    Forbid,
+    Require,
+    fixed_point,
+)
 from ren.ir import pnode
 from ren.node import Node
-from ren.ops import Op
+from ren.ops import GroupOp, Op
 from ren.passes.elision import ELISION_RULES
 from ren.passes.folding import CONSTANT_RULES
 from ren.rewrite import P, RuleSet, X, rewrite
@@ -46,6 +54,25 @@ rules = RuleSet([*_ROUND_TRIPS, *ELISION_RULES, *CONSTANT_RULES])
 rules_without_elision = RuleSet([*_ROUND_TRIPS, *CONSTANT_RULES])
 
 
+def _rules(ctx) -> RuleSet:
+    """The rule set this run uses: the scheduling context says whether to elide transforms
+    (`ren.schedule.ScheduleContext.elide`, from REN_NO_ELISION when the context was made)."""
+    elide = ctx.elide if ctx is not None and hasattr(ctx, "elide") else \
+        not settings.get("REN_NO_ELISION")
+    return rules if elide else rules_without_elision
+
+
+#: after: no rule of the set the run used applies (round trips, elisions, constant folding)
+CONTRACT = Contract(4, forbid=(
+    Forbid("an NTT of an INTT", P(Op.NTT, P(Op.INTT))),
+    Forbid("an INTT of an NTT", P(Op.INTT, P(Op.NTT))),
+    Forbid("a conversion of a constant", P(GroupOp.TRANSFORM, P(Op.AS_RING, P(Op.CONST)))),
+    ALL_CONSTANT_OPERANDS,
+), checks=(
+    Require("no rule applies (round trips, transform elision, constant folding)",
+            lambda sink, ctx: fixed_point(_rules(ctx)).find(sink, ctx)),
+    CONST_UNDER_AS_RING))
+
+
 def run(sink: Node, ctx=None) -> Node:
-    chosen = rules_without_elision if settings.get("REN_NO_ELISION") else rules
-    return rewrite(sink, chosen, ctx, name=NAME, keep_specs=True)
+    return rewrite(sink, _rules(ctx), ctx, name=NAME, keep_specs=True)

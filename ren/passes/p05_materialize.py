@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ren.contracts import Contract, Require
 from ren.ir import (
     is_const,
     is_leaf,
@@ -39,7 +40,7 @@ from ren.ir import (
 )
 from ren.node import Node, consumers, toposort
 from ren.ops import DType, GroupOp, Op
-from ren.spec import spec_of
+from ren.spec import need_spec, spec_of
 
 NAME = "materialize"
 
@@ -66,8 +67,8 @@ _CONTEXT_EDGES = {
     Op.AUTOMORPH: lambda u, s, limbs, coeffs: (limbs, (*coeffs, ("automorph", u.arg))),
     Op.REINDEX: lambda u, s, limbs, coeffs: (limbs, (*coeffs, ("reindex", u.src[1]))),
     # a row selection (TO_RING onto a subset) and CONCAT read their source at a limb map
-    Op.TO_RING: lambda u, s, limbs, coeffs: ((*limbs, ("rows", u.arg, spec_of(s).ring)), coeffs),
-    Op.CONCAT: lambda u, s, limbs, coeffs: ((*limbs, ("concat", u.arg, spec_of(s).ring)), coeffs),
+    Op.TO_RING: lambda u, s, limbs, coeffs: ((*limbs, ("rows", u.arg, need_spec(s).ring)), coeffs),
+    Op.CONCAT: lambda u, s, limbs, coeffs: ((*limbs, ("concat", u.arg, need_spec(s).ring)), coeffs),
 }
 _ROOT_CONTEXT = ((), ())
 
@@ -115,6 +116,31 @@ def _reread_values(order: list[Node], users: dict[Node, list[Node]],
 def _contiguous(n: Node, src: tuple[Node, ...]) -> Node:
     (x,) = src
     return x if _plain(x) else _bufferize(x)
+
+
+def _readable(s: Node) -> bool:
+    """What a ring kernel or COPY may read after this pass: storage, a BUFFERIZE, a view-able
+    TO_RING of one, or what is not a polynomial (words under TO_RNS, a RANDOM leaf)."""
+    if _plain(s) or s.dtype is not DType.U32 or spec_of(s) is None:
+        return True
+    return is_view_candidate(s) and _readable(s.src[0])
+
+
+def _unbuffered_input(sink: Node, ctx) -> Node | None:
+    return next((n for n in toposort(sink) if is_ring_kernel(n) and n.op is not Op.TO_RNS
+                 and not all(map(_readable, n.src))), None)
+
+
+def _unbuffered_output(sink: Node, ctx) -> Node | None:
+    return next((o for o in sink.src if not (_plain(o) or is_const(o))), None)
+
+
+#: after: no CONTIGUOUS (the op table); ring kernels and copies read buffers; outputs are marked
+CONTRACT = Contract(5, checks=(
+    Require("every ring-kernel op and COPY reads storage, a BUFFERIZE or a view of one",
+            _unbuffered_input),
+    Require("every output is storage, a BUFFERIZE or a constant", _unbuffered_output),
+))
 
 
 def run(sink: Node, ctx=None) -> Node:

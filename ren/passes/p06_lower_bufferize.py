@@ -11,24 +11,45 @@ Leaves: STORE(B, value) where value is still a high-level expression (passes 8-1
 
 from __future__ import annotations
 
+from ren.contracts import Contract, Forbid, Require
 from ren.device import Buffer
 from ren.ir import as_ring
-from ren.node import Node
+from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.rewrite import P, RuleSet, X, rewrite
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 NAME = "lower_bufferize"
 
 
 def lower(x: Node) -> Node:
-    spec = spec_of(x)
+    spec = need_spec(x)
     buf = Node(Op.BUFFER, DType.U32, (), Buffer(spec.device, (spec.ring.limbs, spec.ring.N)))
     store = Node(Op.STORE, DType.VOID, (buf, x), (spec.ring, spec.domain))
     return as_ring(Node(Op.AFTER, DType.U32, (buf, store)), spec.ring, spec.domain)
 
 
 rules = RuleSet([(P(Op.BUFFERIZE, X("x")), lower, "bufferize")])
+
+
+def _stored_twice(sink: Node, ctx) -> Node | None:
+    seen: set[Node] = set()
+    for n in toposort(sink):
+        if n.op is Op.STORE:
+            if n.src[0] in seen:
+                return n
+            seen.add(n.src[0])
+    return None
+
+
+#: after: no BUFFERIZE (the op table); every STORE writes a BUFFER of its own, read through AFTER
+CONTRACT = Contract(6, forbid=(
+    Forbid("a STORE whose target is not a BUFFER",
+           P(Op.STORE, where=lambda n: n.src[0].op is not Op.BUFFER)),
+    Forbid("an AFTER that is not AFTER(BUFFER, STORE into it)",
+           P(Op.AFTER, where=lambda n: n.src[1].op is not Op.STORE
+             or n.src[1].src[0] is not n.src[0])),
+), checks=(Require("every BUFFER is stored at most once", _stored_twice),))
 
 
 def run(sink: Node, ctx=None) -> Node:

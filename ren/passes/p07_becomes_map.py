@@ -11,6 +11,7 @@ Leaves: the graph unchanged (this pass only records).
 
 from __future__ import annotations
 
+from ren.contracts import Contract, Require
 from ren.errors import ScheduleError
 from ren.ir import as_ring, is_const, is_storage
 from ren.node import Node
@@ -28,6 +29,18 @@ def buffer_backed(o: Node) -> Node:
         return o
     raise ScheduleError(f"becomes_map: output {o.op.name} is neither storage nor a constant; "
                         "pass 5/6 should have materialized it")
+
+
+def _unmapped(sink: Node, ctx) -> Node | None:
+    if ctx is None:  # a run without a context records nothing
+        return None
+    mapped = ctx.becomes_map
+    return next((o for o in (ctx.outputs or sink.src) if o not in mapped), None)
+
+
+#: after: the graph as it was, and a becomes_map entry for every requested output
+CONTRACT = Contract(7, checks=(
+    Require("every requested output has a becomes_map entry", _unmapped),))
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -16,12 +16,13 @@ Leaves: REINDEX, WHERE and index arithmetic (GIDX ICONST IADD IMUL IAND ISHR ISH
 
 from __future__ import annotations
 
+from ren.contracts import Contract, Forbid
 from ren.ir import gidx, iconst, idx, pnode
 from ren.node import Node
-from ren.ops import Op
+from ren.ops import DType, Op
 from ren.rewrite import P, RuleSet, X, rewrite
 from ren.ring import Domain
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 NAME = "lower_automorphisms"
 
@@ -41,7 +42,7 @@ def coeff_index(N: int, g: int) -> tuple[Node, Node]:
 
 
 def lower(x: Node, n: Node) -> Node:
-    spec = spec_of(x)
+    spec = need_spec(x)
     N, g = spec.ring.N, n.arg
     if spec.domain is Domain.NTT:
         return pnode(Op.REINDEX, x, ntt_index(N, g))
@@ -51,6 +52,11 @@ def lower(x: Node, n: Node) -> Node:
 
 
 rules = RuleSet([(P(Op.AUTOMORPH, X("x"), name="n"), lower, "automorph_to_index_map")])
+
+#: after: no AUTOMORPH (the op table); every REINDEX reads at an index expression
+CONTRACT = Contract(8, forbid=(
+    Forbid("a REINDEX whose index is not an index expression",
+           P(Op.REINDEX, where=lambda n: n.src[1].dtype is not DType.INDEX)),))
 
 
 def run(sink: Node, ctx=None) -> Node:

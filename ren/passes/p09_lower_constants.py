@@ -15,6 +15,7 @@ Leaves: VCONST, WHERE, CMPEQ, GIDX, ICONST.
 
 from __future__ import annotations
 
+from ren.contracts import CONST_UNDER_AS_RING, Contract, Forbid
 from ren.ir import gidx, iconst, idx, is_const, pnode
 from ren.node import Node
 from ren.ops import Op
@@ -63,6 +64,12 @@ rules = RuleSet([
     (P(None, name="n", where=lambda n: n.op is not Op.SINK and any(map(is_const, n.src))),
      lower_operands, "lower_const_operands"),
 ])
+
+#: after: AS_RING(CONST) only as a SINK source (no rule above applies)
+CONTRACT = Contract(9, forbid=(
+    Forbid("a constant read by anything but the SINK (constants appear only as outputs)",
+           P(None, where=lambda n: n.op is not Op.SINK and any(map(is_const, n.src)))),
+), checks=(CONST_UNDER_AS_RING,))
 
 
 def run(sink: Node, ctx=None) -> Node:

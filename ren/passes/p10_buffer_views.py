@@ -13,18 +13,19 @@ Leaves: TO_RING of a computed (elementwise) value and TO_RING onto a non-contigu
 
 from __future__ import annotations
 
+from ren.contracts import Contract, Forbid
 from ren.device import Buffer
 from ren.ir import as_ring, is_storage, is_view_candidate, storage_buffer
 from ren.node import Node
 from ren.ops import DType, Op
 from ren.rewrite import P, RuleSet, X, rewrite
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 NAME = "buffer_views"
 
 
 def to_view(x: Node, n: Node) -> Node:
-    src, dst = spec_of(x), n.arg
+    src, dst = need_spec(x), n.arg
     first = dst.offset_in(src.ring)
     storage = x.src[0]
     base_node, offset = storage, first * src.ring.N
@@ -39,6 +40,11 @@ rules = RuleSet([
     (P(Op.TO_RING, X("x", where=is_storage), name="n", where=is_view_candidate), to_view,
      "to_ring_to_view"),
 ])
+
+#: after: no TO_RING onto a contiguous run of moduli reads storage (it is a BUFFER_VIEW)
+CONTRACT = Contract(10, forbid=(
+    Forbid("a TO_RING onto a contiguous run of a stored value's moduli",
+           P(Op.TO_RING, X("x", where=is_storage), where=is_view_candidate)),))
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -27,13 +27,14 @@ unchanged.
 from __future__ import annotations
 
 from ren.alu import fold_index
+from ren.contracts import Contract, Forbid
 from ren.errors import ScheduleError
 from ren.ir import gidx, iconst, idx, is_ring_kernel, is_storage, is_subset
 from ren.node import Node, substitute
 from ren.ops import LOWERED_ALU, DType, GroupOp, Op
 from ren.rewrite import P, RuleSet, X, rewrite
 from ren.ring import RingSpec
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 NAME = "indexify"
 def _at(e: Node, l: Node, j: Node) -> Node:
@@ -42,7 +43,7 @@ def _at(e: Node, l: Node, j: Node) -> Node:
 
 
 def _limb_map(x: Node, target, l: Node) -> Node:
-    src = spec_of(x).ring
+    src = need_spec(x).ring
     first = target.offset_in(src)
     if first is not None:
         return idx(Op.IADD, l, iconst(first))
@@ -53,7 +54,7 @@ def _concat_maps(n: Node, l: Node) -> tuple[Node, list[Node]]:
     """For CONCAT: (which source holds limb l: 1 for the first, 0 for the second, as TABLE[l]),
     and per source its limb index TABLE (rows it lacks clamped to 0, read and discarded)."""
     target = n.arg.moduli
-    rings = [spec_of(s).ring.moduli for s in n.src]
+    rings = [need_spec(s).ring.moduli for s in n.src]
     first = idx(Op.TABLE, l, arg=tuple(int(q in rings[0]) for q in target))
     maps = [idx(Op.TABLE, l, arg=tuple(r.index(q) if q in r else 0 for q in target))
             for r in rings]
@@ -151,6 +152,19 @@ def indexify_store(store: Node) -> Node | None:
 
 
 rules = RuleSet([(P(Op.STORE, name="store"), indexify_store, "indexify_store")])
+
+#: after: elementwise STOREs write INDEX(B, GIDX0, GIDX1); the rest store a ring kernel or COPY;
+#: every residue op has its MODULUS operand
+CONTRACT = Contract(11, forbid=(
+    Forbid("a STORE to an INDEX other than INDEX(BUFFER, GIDX0, GIDX1)",
+           P(Op.STORE, where=lambda n: n.src[0].op is Op.INDEX and (
+               n.src[0].src[0].op is not Op.BUFFER or n.src[0].src[1:] != (gidx(0), gidx(1))))),
+    Forbid("an elementwise value stored without indexing",
+           P(Op.STORE, where=lambda n: n.src[0].op is not Op.INDEX
+             and not is_ring_kernel(n.src[1]))),
+    Forbid("a residue op without its MODULUS operand",
+           P(GroupOp.MOD_ARITH, where=lambda n: n.src[-1].op is not Op.MODULUS)),
+))
 
 
 def run(sink: Node, ctx=None) -> Node:

@@ -23,6 +23,8 @@ Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 
 from __future__ import annotations
 
+from ren import contracts
+from ren.contracts import Contract, Forbid, Require
 from ren.errors import ScheduleError
 from ren.ir import gidx, is_leaf, ring_kernel_of, storage_buffer
 from ren.kernel import COPY, ELEMENTWISE, RING_KINDS, Kernel, RingCall, Slot
@@ -30,14 +32,12 @@ from ren.node import Node, substitute, toposort
 from ren.ops import DType, GroupOp, Op
 from ren.rewrite import P, RuleSet, rewrite
 from ren.ring import RingKernel
-from ren.spec import spec_of
+from ren.spec import need_spec
 
 NAME = "kernelize"
 
-#: ops allowed inside kernel ASTs, by kind (ring kernels: the rest); and in the graph after
-#: this pass (the op table's ``body`` and ``lowered_by``)
+#: ops allowed inside kernel ASTs, by kind (ring kernels: the rest; the op table's ``body``)
 BODY_OPS = {ELEMENTWISE: GroupOp.ELEMENTWISE_BODY, COPY: GroupOp.COPY_BODY}
-TOP_LEVEL = GroupOp.SCHEDULED
 
 
 def kind_of(store: Node) -> str:
@@ -53,10 +53,12 @@ def kind_of(store: Node) -> str:
     return kind.value
 
 
-def ring_call(value: Node) -> tuple[RingCall, list[Node]]:
+def build_ring_call(value: Node) -> tuple[RingCall, list[Node]]:
     """The explicit parameters of the ring kernel computing `value`, and its input storage."""
     kind = ring_kernel_of(value)
-    dst = spec_of(value).ring
+    if kind is None:
+        raise ScheduleError(f"kernelize: {value.op.name} is not a ring kernel")
+    dst = need_spec(value).ring
     if kind is RingKernel.RANDOM:
         return RingCall(kind, dst.N, (), dst.moduli, random=value.src[0].arg), []
     inp = value.src[0]
@@ -66,7 +68,7 @@ def ring_call(value: Node) -> tuple[RingCall, list[Node]]:
                             "storage (pass 5 materializes ring-kernel inputs)")
     if kind is RingKernel.TO_RNS:
         return RingCall(kind, dst.N, (), dst.moduli, words=value.arg[1]), [storage]
-    src = spec_of(inp).ring
+    src = need_spec(inp).ring
     dropped = tuple(value.arg) if kind is RingKernel.RESCALE else ()
     return RingCall(kind, src.N, src.moduli, dst.moduli, dropped=dropped), [storage]
 
@@ -103,7 +105,7 @@ def kernelize(store: Node, ctx=None) -> Node:
     out = target.src[0] if target.op is Op.INDEX else target
     kind = kind_of(store)
     if kind in RING_KINDS:
-        call, reads = ring_call(store.src[1])
+        call, reads = build_ring_call(store.src[1])
         slots = [slot_node(i, s) for i, s in enumerate((out, *reads))]
         body = Node(Op.RING_CALL, DType.U32, tuple(slots[1:]), call)
         ast = store.replace(src=(slots[0], body))
@@ -126,64 +128,76 @@ def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)
 
 
-def _check_kernel(n: Node) -> None:
+def _kernel_problem(n: Node) -> str | None:
+    """What is wrong with a KERNEL node (see the module docstring), or None."""
     k = n.arg
     allowed = BODY_OPS.get(k.kind, GroupOp.RING_BODY)
     body = toposort(k.ast)
     bad = {b.op.name for b in body if b.op not in allowed}
     if bad:
-        raise ScheduleError(f"kernelize: {k.name} ({k.kind}) contains {sorted(bad)}")
+        return f"{k.name} ({k.kind}) contains {sorted(bad)}"
     slots = {b.arg.index: b.arg for b in body if b.op is Op.SLOT}
     if sorted(slots) != list(range(len(n.src))) or k.nslots != len(n.src):
-        raise ScheduleError(f"kernelize: {k.name} slots {sorted(slots)} != sources {len(n.src)}")
+        return f"{k.name} slots {sorted(slots)} != sources {len(n.src)}"
     if any(s.op not in GroupOp.STORAGE for s in n.src):
-        raise ScheduleError(f"kernelize: {k.name} has a non-storage source")
+        return f"{k.name} has a non-storage source"
     for i, s in enumerate(n.src):
         if slots[i] != Slot.contiguous(i, storage_buffer(s).shape):
-            raise ScheduleError(f"kernelize: {k.name} slot {i} is {slots[i]} but its buffer is "
-                                f"{storage_buffer(s)}")
+            return f"{k.name} slot {i} is {slots[i]} but its buffer is {storage_buffer(s)}"
     if k.space != slots[0].shape:
-        raise ScheduleError(f"kernelize: {k.name} iterates over {k.space}, its output is "
-                            f"{slots[0].shape}")
+        return f"{k.name} iterates over {k.space}, its output is {slots[0].shape}"
     if k.kind in RING_KINDS:
-        _check_ring_call(k, slots)
+        return _ring_call_problem(k, slots)
     if k.kind != ELEMENTWISE:
-        return
+        return None
     target = k.ast.src[0]
     if k.ast.op is not Op.STORE or target.op is not Op.INDEX or \
             target.src[1:] != (gidx(0), gidx(1)) or target.src[0].op is not Op.SLOT or \
             target.src[0].arg.index != 0:
-        raise ScheduleError(f"kernelize: {k.name} must store to INDEX(SLOT0, GIDX0, GIDX1)")
+        return f"{k.name} must store to INDEX(SLOT0, GIDX0, GIDX1)"
     for b in body:
         if b.op in GroupOp.MOD_ARITH and (b.src[-1].op is not Op.MODULUS or
-                                len(b.src[-1].arg) != k.space[0]):
-            raise ScheduleError(f"kernelize: {k.name}: {b.op.name} lacks its MODULUS operand")
+                                          len(b.src[-1].arg) != k.space[0]):
+            return f"{k.name}: {b.op.name} lacks its MODULUS operand"
+    return None
 
 
-def _check_ring_call(k: Kernel, slots: dict[int, Slot]) -> None:
+def _ring_call_problem(k: Kernel, slots: dict[int, Slot]) -> str | None:
     call_node = k.ast.src[1] if k.ast.op is Op.STORE else None
     if call_node is None or call_node.op is not Op.RING_CALL or k.ast.src[0].op is not Op.SLOT \
             or call_node.arg.kind.value != k.kind:
-        raise ScheduleError(f"kernelize: {k.name} must be STORE(SLOT0, RING_CALL) of {k.kind}")
+        return f"{k.name} must be STORE(SLOT0, RING_CALL) of {k.kind}"
     call = call_node.arg
     if slots[0].shape != (len(call.dst), call.n):
-        raise ScheduleError(f"kernelize: {k.name} writes {slots[0].shape}, its call "
-                            f"produces {(len(call.dst), call.n)}")
+        return f"{k.name} writes {slots[0].shape}, its call produces {(len(call.dst), call.n)}"
     want = call.input_shape()
     got = tuple(s.arg.shape for s in call_node.src)
     if got != ((want,) if want else ()):
-        raise ScheduleError(f"kernelize: {k.name} reads {got}, its call needs {want}")
+        return f"{k.name} reads {got}, its call needs {want}"
+    return None
+
+
+def _bad_kernel(sink: Node, ctx) -> tuple[str, Node] | None:
+    for n in toposort(sink):
+        if n.op is Op.KERNEL:
+            problem = _kernel_problem(n)
+            if problem is not None:
+                return problem, n
+    return None
+
+
+#: after: only storage, constants (as outputs), the SINK and KERNELs (the op table); each
+#: KERNEL's body is well formed for its kind and its slots match its sources
+CONTRACT = Contract(12, forbid=(
+    Forbid("an AFTER that is not AFTER(BUFFER, KERNEL)",
+           P(Op.AFTER, where=lambda n: n.src[0].op is not Op.BUFFER
+             or n.src[1].op is not Op.KERNEL)),
+    Forbid("an output over computed storage (an AS_RING output must be a leaf)",
+           P(Op.SINK, where=lambda n: any(o.op is Op.AS_RING and not is_leaf(o)
+                                          for o in n.src))),
+), checks=(Require("every KERNEL describes itself", _bad_kernel),))
 
 
 def check(sink: Node) -> None:
-    """Raise ScheduleError unless the post-kernelize invariant (module docstring) holds."""
-    for n in toposort(sink):
-        if n.op not in TOP_LEVEL:
-            raise ScheduleError(f"kernelize: {n.op.name} left at top level")
-        if n.op is Op.AFTER and (n.src[0].op is not Op.BUFFER or n.src[1].op is not Op.KERNEL):
-            raise ScheduleError("kernelize: AFTER must be AFTER(BUFFER, KERNEL)")
-        if n.op is Op.KERNEL:
-            _check_kernel(n)
-    for o in sink.src:
-        if o.op is Op.AS_RING and not is_leaf(o):
-            raise ScheduleError(f"kernelize: output over {o.src[0].op.name}")
+    """Raise ContractError unless the post-kernelize invariant (module docstring) holds."""
+    contracts.check(sink, CONTRACT, f"12_{NAME}")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ren.dump import _lines, _Names, dump, format_arg
 from ren.errors import InspectError
 from ren.node import Node, toposort
-from ren.passes import BECOMES_MAP_STAGE, PASSES
+from ren.passes import BECOMES_MAP_STAGE, PASSES, get_pass
 from ren.schedule import ScheduleContext, as_sink, run_passes
 
 MARKS = {"kept": " ", "changed": "~", "added": "+", "removed": "-"}
@@ -218,7 +218,8 @@ def trace_text(trace: PassTrace, which: int | str | None = None) -> str:
         return stage_text(stage)
     prev = trace.stages[stage.index - 1]
     before = stage_text(prev, marks=False)
-    return before + "\n" + stage_text(stage, prev)
+    contract = "# " + get_pass(stage.index).CONTRACT.describe().replace("\n", "\n# ") + "\n"
+    return before + "\n" + stage_text(stage, prev) + contract
 
 
 __all__ = ["MARKS", "PassTrace", "Stage", "classify", "marked_lines", "stage_text",

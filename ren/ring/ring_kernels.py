@@ -34,11 +34,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from ren.ring.modarith import R
 from ren.ring.tables import bit_reverse_indices, neg_inv32, primitive_root_2n
 
 U32 = np.uint32
 U64 = np.uint64
-R = 1 << 32
 
 
 class RingKernel(enum.Enum):

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from ren.errors import ShapeError
-from ren.ring.modarith import from_mont, mod_add, mod_sub, mont_mul_raw, to_mont
+from ren.ring.modarith import R, from_mont, mod_add, mod_sub, mont_mul_raw, to_mont
 from ren.ring.ringspec import RingSpec
 from ren.ring.tables import get_tables
 
@@ -172,7 +172,7 @@ def _divide_round_constants(ring: RingSpec, k: int) -> tuple[np.ndarray, list]:
     for j in range(ring.limbs - 1, ring.limbs - 1 - k, -1):
         p = ring.moduli[j]
         # p^-1·R mod q_i: a Montgomery product by it divides by p and stays in Montgomery form
-        pinv_r = np.array([pow(p, -1, q) * (1 << 32) % q for q in ring.moduli[:j]], U32)
+        pinv_r = np.array([pow(p, -1, q) * R % q for q in ring.moduli[:j]], U32)
         steps.append((j, pinv_r.reshape(-1, 1)))
     return half_mont, steps
 

@@ -49,10 +49,9 @@ def convert_const(c: int, src: RingSpec, dst: RingSpec) -> int:
 
 
 def _rescale_const(c: int, src: RingSpec, dst: RingSpec) -> int:
-    """round(c / P) of the centred representative of c, P = the dropped moduli."""
+    """round(c / P), P = the dropped moduli.  Any representative of c mod Q gives the same
+    result mod Q/P (P divides Q, so c + kQ rounds to the same plus k·Q/P): no centring needed."""
     P_ = src.Q // dst.Q
-    c %= src.Q
-    c = c - src.Q if c > src.Q // 2 else c
     return (c + P_ // 2) // P_
 
 

@@ -55,6 +55,17 @@ class TestEncoder:
         assert not pt.poly.is_realized  # lazy until decoded
         check_precision(enc.decode(pt), z, 30, "encode/decode N=64")
 
+    def test_decode_real_gives_the_real_slots(self):
+        enc = Encoder(P64)
+        x = np.random.default_rng(2).uniform(-1, 1, 32)
+        got = enc.decode_real(enc.encode(x))
+        assert got.dtype == np.float64 and got.shape == (32,) and got.flags.c_contiguous
+        assert np.max(np.abs(got - x)) < 2.0 ** -30
+        z = x + 1j * x[::-1]  # a complex message: its real parts
+        assert np.array_equal(enc.decode_real(enc.encode(z)), enc.decode(enc.encode(z)).real)
+        with pytest.raises(ParameterError, match="decode expects a Plaintext"):
+            enc.decode_real(x)
+
     @given(st.lists(st.floats(-1, 1), min_size=1, max_size=32), st.integers(0, 2))
     def test_coefficients_are_rounded_scaled_embedding(self, values, level):
         enc = Encoder(P64)

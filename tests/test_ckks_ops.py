@@ -112,6 +112,15 @@ class TestAddition:
             assert general.scale == specific.scale
             assert all(g.node is s.node for g, s in zip(general.parts, specific.parts))
 
+    def test_an_int_keeps_the_scale_a_float_multiplies_it(self, c, xy):
+        """As `Evaluator.multiply` documents: 2 is exact, 2.0 is encoded at the level's scale."""
+        cx, ev = c.encrypt(xy[0]), c.ev
+        by_int, by_float = ev.multiply(cx, 2), ev.multiply(cx, 2.0)
+        assert by_int.scale == cx.scale and by_int.level == cx.level
+        assert by_float.scale == cx.scale * c.params.scale(cx.level)
+        check_precision(c.decrypt(by_int), 2 * xy[0], BOUND, "multiply by int 2")
+        check_precision(c.decrypt(ev.rescale(by_float)), 2 * xy[0], BOUND, "multiply by 2.0")
+
 
 class TestMultiplication:
     def test_ct_ct_relin_rescale(self, c, xy):

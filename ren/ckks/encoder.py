@@ -176,3 +176,9 @@ class Encoder:
             k = max(top.bit_length() - 62, 0)
             m = np.array([float(c >> k) for c in coeffs]) * float(Fraction(1 << k) / pt.scale)
         return embed(m, self.params.N)
+
+    def decode_real(self, pt: Plaintext) -> np.ndarray:
+        """The N/2 slots of a Plaintext as real numbers (float64): the real parts of `decode`,
+        for messages that are real (SEAL's ``decode_double``).  Imaginary parts, which for a
+        real message are only noise, are dropped."""
+        return np.ascontiguousarray(self.decode(pt).real)

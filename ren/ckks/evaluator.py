@@ -198,7 +198,12 @@ class Evaluator:
     # -- multiplication ---------------------------------------------------------------------------
     def multiply(self, a: Ciphertext, b: Operand, relinearize: bool = True) -> Ciphertext:
         """a·b for a Ciphertext (relinearized unless `relinearize` is False), Plaintext, int,
-        number or vector b.  Not rescaled: call `rescale` after."""
+        number or vector b.  Not rescaled: call `rescale` after.
+
+        An int and a float differ on purpose: ``multiply(ct, 2)`` is exact (`multiply_int`: the
+        scale and the level stay, no rescale needed), while ``multiply(ct, 2.0)`` encodes 2.0 at
+        the level's scale (`multiply_scalar`: the scale is multiplied by it, and a `rescale`
+        afterwards costs a level).  Pass an int whenever the factor is one."""
         a = self._ct(a, "first operand")
         if isinstance(b, Ciphertext):
             return self._mul_ct(a, self._ct(b, "second operand"), relinearize)

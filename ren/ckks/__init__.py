@@ -23,6 +23,7 @@ from ren.ckks.encrypt import Decryptor, Encryptor
 from ren.ckks.errors import (
     DecodeOverflowError,
     InsecureParametersWarning,
+    KeyPlanError,
     MissingKeyError,
     OutOfLevelsError,
     ParamsMismatchError,
@@ -30,6 +31,7 @@ from ren.ckks.errors import (
     ScaleOutOfBoundsError,
 )
 from ren.ckks.evaluator import Evaluator
+from ren.ckks.keyplan import KeyPlan, plan_rotation_keys
 from ren.ckks.keys import (
     GaloisKey,
     GaloisKeys,
@@ -56,6 +58,8 @@ __all__ = [
     "GaloisKeys",
     "InsecureParametersWarning",
     "KeyGenerator",
+    "KeyPlan",
+    "KeyPlanError",
     "MissingKeyError",
     "OutOfLevelsError",
     "ParamsMismatchError",
@@ -69,4 +73,5 @@ __all__ = [
     "dumps",
     "key_switch",
     "loads",
+    "plan_rotation_keys",
 ]

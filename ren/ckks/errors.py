@@ -30,6 +30,18 @@ class DecodeOverflowError(RenError, OverflowError):
     the modulus)."""
 
 
-__all__ = ["DecodeOverflowError", "InsecureParametersWarning", "MissingKeyError",
-           "OutOfLevelsError", "ParamsMismatchError", "ScaleMismatchError",
-           "ScaleOutOfBoundsError"]
+class KeyPlanError(RenError):
+    """The rotation-key planner (`ren.ckks.keyplan`) could not trace a function: it read a value
+    (planning runs no kernels) or got inputs that are not ciphertexts or levels."""
+
+
+__all__ = [
+    "DecodeOverflowError",
+    "InsecureParametersWarning",
+    "KeyPlanError",
+    "MissingKeyError",
+    "OutOfLevelsError",
+    "ParamsMismatchError",
+    "ScaleMismatchError",
+    "ScaleOutOfBoundsError",
+]

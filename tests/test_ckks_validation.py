@@ -388,6 +388,8 @@ def test_every_evaluator_method_on_cpu(cpu):
         "rotate": (lambda: ev.rotate(cx, 2), np.roll(x, -2)),
         "conjugate": (lambda: ev.conjugate(cx), np.conj(x)),
         "rotate_sum": (lambda: ev.rotate_sum(cx, 4), sum(np.roll(x, -i) for i in range(4))),
+        "evaluate_polynomial": (lambda: ev.evaluate_polynomial(cx, [0.5, -1, 0.25, 0.5]),
+                                0.5 - x + 0.25 * x * x + 0.5 * x ** 3),
     }
     extra = {  # more paths of the same methods
         "multiply_int 3": (lambda: ev.multiply_int(cx, 3), 3 * x),
@@ -395,6 +397,8 @@ def test_every_evaluator_method_on_cpu(cpu):
         "multiply ct·vector": (lambda: ev.rescale(ev.multiply(cx, y)), x * y),
         "multiply_scalar target": (lambda: ev.rescale(ev.multiply_scalar(
             cx, -0.75, target_scale=d2)), -0.75 * x),
+        "evaluate_polynomial chebyshev": (lambda: ev.evaluate_polynomial(
+            cx, [0.1, 0.5], basis="chebyshev", interval=(-2, 2)), 0.1 + 0.25 * x),
         "add across levels": (lambda: ev.add(m, ev.adjust_scale(cx, m.scale)), x * y + x),
     }
     public = {n for n, f in inspect.getmembers(Evaluator, inspect.isfunction)

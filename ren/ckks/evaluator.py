@@ -16,11 +16,14 @@ Relinearization, rotations and conjugation are the RLWE layer's key switching
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from numbers import Complex, Integral
+from typing import overload
 
 import numpy as np
 
+from ren.ckks import polyeval
 from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.encoder import Encoder
 from ren.ckks.errors import (
@@ -101,6 +104,11 @@ class Evaluator:
             raise ParamsMismatchError("the plaintext was made under other CKKSParams than the "
                                       "evaluator's; encode with an Encoder of these parameters")
         return pt
+
+    @overload
+    def drop_level(self, x: Ciphertext, level: int | None = None) -> Ciphertext: ...
+    @overload
+    def drop_level(self, x: Plaintext, level: int | None = None) -> Plaintext: ...
 
     def drop_level(self, x: Ciphertext | Plaintext, level: int | None = None
                    ) -> Ciphertext | Plaintext:
@@ -379,6 +387,16 @@ class Evaluator:
         key = self.rotation_keys.for_galois(g, what)
         return Ciphertext(automorphism(ct.parts, key, ct.level, sigma), ct.scale, ct.level,
                           self.params)
+
+    # -- programs -------------------------------------------------------------------------------
+    def evaluate_polynomial(self, ct: Ciphertext, coeffs: Sequence[complex],
+                            basis: str = "power",
+                            interval: tuple[float, float] | None = None) -> Ciphertext:
+        """p(ct) for p = Σ coeffs[i]·x^i (``basis="power"``) or Σ coeffs[i]·T_i(x)
+        (``basis="chebyshev"``, x mapped from `interval` onto [-1, 1] first, one more level).
+        Consumes exactly ⌈log2(degree+1)⌉ levels; the result has its level's default scale
+        (`ren.ckks.polyeval`, which also fits Chebyshev coefficients to a function)."""
+        return polyeval.evaluate_polynomial(self, ct, coeffs, basis, interval)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the

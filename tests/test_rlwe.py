@@ -28,6 +28,7 @@ from ren.rlwe import (
     RLWEParams,
     automorphism,
     balanced_digits,
+    hoisted_automorphisms,
     key_switch,
     relinearize,
 )
@@ -265,6 +266,48 @@ def test_automorphism_keys(keys, g):
     if g == galois_element(N, 1):
         rot = automorphism(ct.parts, key, ct.level, lambda c: c.rotate(1))
         assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(rot, out.parts))
+
+
+def _mod_ups(polys) -> int:
+    """How many mod-ups (a TO_RING of an INTT onto Q·P) the lazy graphs of `polys` hold."""
+    from ren.ops import Op
+
+    seen, stack, count = set(), [p.node for p in polys], 0
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        count += (n.op is Op.TO_RING and len(n.arg.moduli) > 3  # Q (3 primes) plus P
+                  and n.src[0].op is Op.INTT)
+        stack.extend(n.src)
+    return count
+
+
+@pytest.mark.parametrize("level", [2, 1])
+def test_hoisted_automorphisms(keys, level):
+    """One decomposition shared by three automorphisms: each decrypts to m(X^g) against the
+    schoolbook permutation, its noise as small as an unhoisted one's, and the graph holds the
+    mod-ups of one decomposition (one per digit), not three."""
+    p, kg, pk = keys
+    gs = [galois_element(N, 1), galois_element(N, 5), conjugation_element(N)]
+    with ren.random.seeded(11):
+        ks = [kg.galois_key(g) for g in gs]
+        m = message(p, level, np.random.default_rng(3))
+        ct = Encryptor(p, pk).encrypt(m)
+    ren.realize(list(ct.parts))  # (its graph holds the encryption's own conversions)
+    sigmas = [lambda c, g=g: c.automorph(g) for g in gs]
+    outs = hoisted_automorphisms(ct.parts, ks, level, sigmas)
+    digits = len(p.digits_at(level))
+    assert _mod_ups([c for o in outs for c in o]) == digits
+    q = math.prod(p.ring(level).moduli)
+    dec = Decryptor(p, kg.secret_key())
+    for g, out in zip(gs, outs, strict=True):
+        got = dec.decrypt(Ciphertext(out, level, p)).coefficients()
+        assert noise(got, galois(m.coefficients(), g), q) < 1 << 10, g
+    with pytest.raises(ParameterError, match="2 keys for 3 maps"):
+        hoisted_automorphisms(ct.parts, ks[:2], level, sigmas)
+    assert hoisted_automorphisms(ct.parts, [], level, []) == []
 
 
 def test_galois_keys_by_step(keys):

@@ -41,7 +41,9 @@ from ren.ckks.keys import (
     SecretKey,
     SwitchingKey,
 )
+from ren.ckks.lintrans import LinearTransform
 from ren.ckks.params import PRESETS, CKKSParams
+from ren.ckks.polyeval import chebyshev_coefficients
 from ren.ckks.serialize import dumps, loads
 from ren.rlwe.keyswitch import key_switch
 
@@ -60,6 +62,7 @@ __all__ = [
     "KeyGenerator",
     "KeyPlan",
     "KeyPlanError",
+    "LinearTransform",
     "MissingKeyError",
     "OutOfLevelsError",
     "ParamsMismatchError",
@@ -70,6 +73,7 @@ __all__ = [
     "ScaleOutOfBoundsError",
     "SecretKey",
     "SwitchingKey",
+    "chebyshev_coefficients",
     "dumps",
     "key_switch",
     "loads",

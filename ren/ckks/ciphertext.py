@@ -118,3 +118,20 @@ class Ciphertext:
     def __repr__(self) -> str:
         return (f"<Ciphertext size {self.size} level {self.level} scale 2^{self.log2_scale:.3f} "
                 f"N={self.params.N}>")
+
+
+#: how far a landed scale may be from its target: only `normalize_scale`'s rounding of very long
+#: Fractions (a relative change below 2^-500 per step) may separate them
+_SETTLE = Fraction(1, 1 << 400)
+
+
+def settle_scale(ct: Ciphertext, scale: Fraction) -> Ciphertext:
+    """`ct` labelled with exactly `scale`, which a computation aimed at reached up to the rounding
+    of long Fraction scales (`ren.ckks.params.normalize_scale`): far below any noise, but two
+    ciphertexts must carry equal Fractions to be added.  Anything further off is a bug in the
+    aiming, and raises."""
+    if ct.scale == scale:
+        return ct
+    if abs(ct.scale / scale - 1) > _SETTLE:
+        raise AssertionError(f"a computation missed its target scale: {ct.scale} vs {scale}")
+    return Ciphertext(ct.parts, scale, ct.level, ct.params)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 from numbers import Complex, Integral
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
@@ -32,11 +32,12 @@ from ren.ckks.errors import (
     ParamsMismatchError,
     ScaleMismatchError,
 )
+from ren.ckks.lintrans import LinearTransform
 from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, rescaled, scale_arg
 from ren.errors import ParameterError
 from ren.poly import Poly
 from ren.ring import conjugation_element, galois_element
-from ren.rlwe.automorphism import automorphism
+from ren.rlwe.automorphism import automorphism, hoisted_automorphisms
 from ren.rlwe.keys import GaloisKeys, RelinKey
 from ren.rlwe.keyswitch import relinearize
 
@@ -67,6 +68,10 @@ class Evaluator:
     conjugate             complex conjugate of every slot (needs the conjugation key)
     rotate_sum            every slot holds the sum of n consecutive slots (n = N/2: the total);
                           needs the keys for 1, 2, 4, …, n/2
+    rotate_hoisted        several rotations of one ciphertext sharing one key-switching
+                          decomposition (a dict step -> Ciphertext)
+    evaluate_polynomial   p(ct) in the power or Chebyshev basis, at the optimal depth
+    linear_transform      M·ct for a matrix or its diagonals (baby-step giant-step, hoisted)
     ====================  ==========================================================================
     """
 
@@ -379,12 +384,43 @@ class Evaluator:
         return self._automorph(ct, g, "conjugation (pass conjugate=True to rotation_keys)",
                                lambda p: p.conjugate())
 
-    def _automorph(self, ct: Ciphertext, g: int, what: str, sigma) -> Ciphertext:
-        self._need_size2(ct, "rotate/conjugate")
+    def rotate_hoisted(self, ct: Ciphertext, steps: Sequence[int]) -> dict[int, Ciphertext]:
+        """ct rotated left by each of `steps`, the rotations sharing one decomposition of ct
+        (`ren.rlwe.hoisted_automorphisms`): one INTT, basis conversion and NTT per digit in all
+        instead of per rotation.  Returns {step: Ciphertext}; a step ≡ 0 (mod N/2) is ct."""
+        ct = self._ct(ct)
+        out: dict[int, Ciphertext] = {}
+        todo: dict[int, int] = {}  # step -> Galois element
+        for k in steps:
+            if isinstance(k, bool) or not isinstance(k, Integral):
+                raise ParameterError(f"rotate_hoisted: steps must be ints, got {k!r}")
+            if int(k) % self.params.slots == 0:
+                out[int(k)] = ct
+            else:
+                todo[int(k)] = galois_element(self.params.N, int(k))
+        if todo:
+            sigmas = [lambda p, k=k: p.rotate(k) for k in todo]
+            whats = [f"rotation step {k} (Galois element {g})" for k, g in todo.items()]
+            rotated = self._hoisted(ct, list(todo.values()), whats, sigmas)
+            out.update(zip(todo, rotated, strict=True))
+        return out
+
+    def _hoisted(self, ct: Ciphertext, gs: list[int], whats: list[str],
+                 sigmas: list) -> list[Ciphertext]:
+        self._need_size2(ct, "rotate_hoisted")
+        keys = [self._galois_key(g, what) for g, what in zip(gs, whats, strict=True)]
+        return [Ciphertext(parts, ct.scale, ct.level, self.params)
+                for parts in hoisted_automorphisms(ct.parts, keys, ct.level, sigmas)]
+
+    def _galois_key(self, g: int, what: str):
         if self.rotation_keys is None:
             raise MissingKeyError(f"no key for {what}: the evaluator has no rotation keys; pass "
                                   "rotation_keys=keygen.rotation_keys([...]) to Evaluator")
-        key = self.rotation_keys.for_galois(g, what)
+        return self.rotation_keys.for_galois(g, what)
+
+    def _automorph(self, ct: Ciphertext, g: int, what: str, sigma) -> Ciphertext:
+        self._need_size2(ct, "rotate/conjugate")
+        key = self._galois_key(g, what)
         return Ciphertext(automorphism(ct.parts, key, ct.level, sigma), ct.scale, ct.level,
                           self.params)
 
@@ -397,6 +433,16 @@ class Evaluator:
         Consumes exactly ⌈log2(degree+1)⌉ levels; the result has its level's default scale
         (`ren.ckks.polyeval`, which also fits Chebyshev coefficients to a function)."""
         return polyeval.evaluate_polynomial(self, ct, coeffs, basis, interval)
+
+    def linear_transform(self, ct: Ciphertext, transform: Any) -> Ciphertext:
+        """M·ct for a `ren.ckks.LinearTransform` (prepared once, reused), a square matrix whose
+        size divides N/2, or a dict {i: diagonal i}; uses one level, and the rotation keys of
+        the transform's `rotation_steps` (baby-step giant-step, baby steps hoisted).  The
+        result has its level's default scale."""
+        ct = self._ct(ct)
+        if not isinstance(transform, LinearTransform):
+            transform = LinearTransform(self.params, transform, ct.level, ct.scale)
+        return transform.apply(self, ct)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the

@@ -127,6 +127,14 @@ class _PlanningEvaluator(Evaluator):
             self.steps[self._step_of[g]] += 1
         return Ciphertext(tuple(sigma(p) for p in ct.parts), ct.scale, ct.level, self.params)
 
+    def _hoisted(self, ct: Ciphertext, gs: list[int], whats: list[str],
+                 sigmas: list) -> list[Ciphertext]:
+        self._need_size2(ct, "rotate_hoisted")
+        for g in gs:
+            self.steps[self._step_of[g]] += 1
+        return [Ciphertext(tuple(sigma(p) for p in ct.parts), ct.scale, ct.level, self.params)
+                for sigma in sigmas]
+
     def relinearize(self, ct: Ciphertext) -> Ciphertext:
         ct = self._ct(ct)
         return ct if ct.size == 2 else Ciphertext(ct.parts[:2], ct.scale, ct.level, self.params)

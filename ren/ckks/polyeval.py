@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ren.ckks.ciphertext import Ciphertext
+from ren.ckks.ciphertext import Ciphertext, settle_scale
 from ren.ckks.errors import OutOfLevelsError
 from ren.errors import ParameterError
 
@@ -89,12 +89,12 @@ class _PolyEval:
 
     def evaluate(self, c: list[complex], level: int, scale: Fraction) -> Ciphertext:
         """Σ c_i B_i at exactly (level, scale); deg ≥ 1."""
-        return _settle(self._evaluate(c, level, scale), scale)
+        return settle_scale(self._evaluate(c, level, scale), scale)
 
     def _evaluate(self, c: list[complex], level: int, scale: Fraction) -> Ciphertext:
         d = len(c) - 1
         if d == 1:
-            out = _settle(self.scaled(self.powers[0], c[1], level, scale), scale)
+            out = settle_scale(self.scaled(self.powers[0], c[1], level, scale), scale)
             return self.ev.add_scalar(out, c[0]) if c[0] else out
         m = d.bit_length() - 1  # 2^m ≤ d < 2^(m+1)
         q, r = _split(c, m, self.basis)
@@ -105,26 +105,10 @@ class _PolyEval:
             P = math.prod(self.p.rescale_moduli(level + 1))
             q_ct = self.evaluate(q, level + 1, scale * P / big.scale)
             out = self.ev.rescale(self.ev.multiply(q_ct, big))
-        out = _settle(out, scale)
+        out = settle_scale(out, scale)
         if len(r) > 1:
             return self.ev.add(out, self.evaluate(r, level, scale))
         return self.ev.add_scalar(out, r[0]) if r[0] else out
-
-
-#: how far a landed scale may be from its target: only `normalize_scale`'s rounding of very long
-#: Fractions (a relative change below 2^-500 per step) may separate them
-_SETTLE = Fraction(1, 1 << 400)
-
-
-def _settle(ct: Ciphertext, scale: Fraction) -> Ciphertext:
-    """`ct` labelled with exactly `scale`, which it reached up to the rounding of long Fraction
-    scales (`ren.ckks.params.normalize_scale`): far below any noise, but two pieces must carry
-    equal Fractions to be added."""
-    if ct.scale == scale:
-        return ct
-    if abs(ct.scale / scale - 1) > _SETTLE:  # a bug in the targeting, never a rounding
-        raise AssertionError(f"polynomial evaluation missed its scale: {ct.scale} vs {scale}")
-    return Ciphertext(ct.parts, scale, ct.level, ct.params)
 
 
 def evaluate_polynomial(ev: Evaluator, ct: Ciphertext, coeffs: Sequence[Any],

@@ -13,7 +13,7 @@ layer (and a BFV/BGV or bootstrapping would reuse it); this layer never imports 
     m_noisy = Decryptor(params, kg.secret_key()).decrypt(ct)    # m + small noise (lazy)
 """
 
-from ren.rlwe.automorphism import automorphism
+from ren.rlwe.automorphism import automorphism, hoisted_automorphisms
 from ren.rlwe.ciphertext import Ciphertext, check_ntt_polys
 from ren.rlwe.encrypt import Decryptor, Encryptor
 from ren.rlwe.errors import InsecureParametersWarning, MissingKeyError, ParamsMismatchError
@@ -27,7 +27,7 @@ from ren.rlwe.keys import (
     SecretKey,
     SwitchingKey,
 )
-from ren.rlwe.keyswitch import key_switch, relinearize
+from ren.rlwe.keyswitch import decompose, key_switch, relinearize, switch_decomposed
 from ren.rlwe.params import HE_STANDARD_128, RLWEParams, estimated_security, max_log_qp
 
 __all__ = [
@@ -49,10 +49,13 @@ __all__ = [
     "automorphism",
     "balanced_digits",
     "check_ntt_polys",
+    "decompose",
     "estimated_security",
     "gadget_constants",
+    "hoisted_automorphisms",
     "key_switch",
     "max_log_qp",
     "normalize_steps",
     "relinearize",
+    "switch_decomposed",
 ]

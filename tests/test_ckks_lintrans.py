@@ -100,6 +100,9 @@ def test_dense_matrix_against_numpy(c):
     want, plain = np.tile(m @ x, 2), np.tile(m @ noisy[:n], 2)
     within_noise(c, got, want, plain, noisy, values)
     np.testing.assert_allclose(lt.matrix(n), m)
+    unhoisted = c.ev.linear_transform(ct, lt, hoisted=False)
+    assert decompositions(unhoisted, ct.level) == 7 + 7
+    assert precision_bits(c.decrypt(unhoisted), got) > 28
     # the result adds to a default-scale ciphertext at its level with no adjustment
     other = c.ev.drop_level(c.encrypt(values.astype(complex), scale=out.scale), out.level)
     assert precision_bits(c.decrypt(c.ev.add(out, other)), want + values) > 25
@@ -149,6 +152,26 @@ def test_key_planner_sees_the_transform(c):
     plan = plan_rotation_keys(lambda ev, ct: ev.linear_transform(ct, lt), c.params)
     assert sorted(plan.steps) == lt.rotation_steps
     assert sum(plan.uses.values()) == 7 + 7  # 7 hoisted babies, 7 giant steps
+    # a transform prepared inside the traced function is traced too (no realization)
+    inner = plan_rotation_keys(lambda ev, ct: ev.linear_transform(ct, np.eye(4)), c.params)
+    assert inner.steps == ()
+
+
+def test_a_transform_under_the_jit(c):
+    """Captured once, replayed with the same words; the prepared diagonals are realized at
+    preparation, so the plan only reads them."""
+    lt = LinearTransform(c.params, np.random.default_rng(6).uniform(-1, 1, (16, 16)),
+                         baby_steps=8)
+    assert all(ren.realization.is_realized(pt.poly.node)
+               for g in lt.plaintexts.values() for pt in g.values())
+    fn = ren.jit(lambda ct: c.ev.linear_transform(ct, lt))
+    x = np.random.default_rng(7).uniform(-1, 1, c.params.slots)
+    ct1, ct2 = c.encrypt(x.astype(complex)), c.encrypt((x / 2).astype(complex))
+    eager = c.ev.linear_transform(ct2, lt)
+    fn(ct1)
+    replayed = fn(ct2)
+    assert all(np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(replayed.parts, eager.parts, strict=True))
 
 
 def test_a_transform_at_a_lower_level_and_scale(c):

@@ -434,15 +434,16 @@ class Evaluator:
         (`ren.ckks.polyeval`, which also fits Chebyshev coefficients to a function)."""
         return polyeval.evaluate_polynomial(self, ct, coeffs, basis, interval)
 
-    def linear_transform(self, ct: Ciphertext, transform: Any) -> Ciphertext:
+    def linear_transform(self, ct: Ciphertext, transform: Any,
+                         hoisted: bool = True) -> Ciphertext:
         """M·ct for a `ren.ckks.LinearTransform` (prepared once, reused), a square matrix whose
         size divides N/2, or a dict {i: diagonal i}; uses one level, and the rotation keys of
-        the transform's `rotation_steps` (baby-step giant-step, baby steps hoisted).  The
-        result has its level's default scale."""
+        the transform's `rotation_steps` (baby-step giant-step, baby steps hoisted unless
+        `hoisted` is False).  The result has its level's default scale."""
         ct = self._ct(ct)
         if not isinstance(transform, LinearTransform):
             transform = LinearTransform(self.params, transform, ct.level, ct.scale)
-        return transform.apply(self, ct)
+        return transform.apply(self, ct, hoisted)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the

@@ -40,6 +40,8 @@ from ren.ckks.encoder import Encoder
 from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError
 from ren.ckks.params import CKKSParams, normalize_scale, scale_arg
 from ren.errors import ParameterError
+from ren.poly import realize_polys
+from ren.realization import current_recorder
 
 if TYPE_CHECKING:  # the evaluator imports this module
     from ren.ckks.evaluator import Evaluator
@@ -148,6 +150,12 @@ class LinearTransform:
             pre = np.roll(diags[i], g * n1)  # rot_(−g·n1): slot j gets slot j − g·n1
             self.plaintexts.setdefault(g, {})[b] = enc.encode(pre, self.level,
                                                               self.plaintext_scale)
+        # prepared once: the encoded diagonals are realized now, not in every application;
+        # except while a JIT capture or the key planner traces (they must not realize: the
+        # diagonals are then part of the traced graph)
+        if current_recorder() is None:
+            realize_polys([pt.poly for group in self.plaintexts.values()
+                           for pt in group.values()])
 
     @property
     def rotation_steps(self) -> list[int]:
@@ -173,8 +181,10 @@ class LinearTransform:
             out[rows, (rows + i) % n] += d[:n]
         return out
 
-    def apply(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
-        """M·ct, one level below the transform's level, at that level's default scale."""
+    def apply(self, ev: Evaluator, ct: Ciphertext, hoisted: bool = True) -> Ciphertext:
+        """M·ct, one level below the transform's level, at that level's default scale.
+        ``hoisted=False`` rotates the baby steps one by one (a decomposition each), for
+        comparison."""
         ct = ev._ct(ct)
         if ct.params != self.params:
             raise ParameterError("LinearTransform: the ciphertext has other parameters than the "
@@ -191,7 +201,8 @@ class LinearTransform:
                 "prepare it with input_scale=ct.scale")
         n1 = self.baby_steps
         babies = sorted({b for group in self.plaintexts.values() for b in group})
-        rotated = ev.rotate_hoisted(ct, babies)
+        rotated = (ev.rotate_hoisted(ct, babies) if hoisted
+                   else {b: ev.rotate(ct, b) for b in babies})
         acc: Ciphertext | None = None
         for g, group in sorted(self.plaintexts.items()):
             inner: Ciphertext | None = None

@@ -170,7 +170,7 @@ class TestMultiplication:
         cx, cy = c.encrypt(x), c.encrypt(y)
         p2 = c.ev.rescale(c.ev.multiply(cx, cy))          # level 2, scale Δ_2
         with pytest.raises(ScaleMismatchError, match="adjust_scale"):
-            c.ev.add(p2, cx)                              # Δ_3 at level 2 is not Δ_2
+            c.ev.explicit().add(p2, cx)                   # Δ_3 at level 2 is not Δ_2
         t = c.ev.rescale(c.ev.multiply_scalar(cx, 0.25, target_scale=p2.scale))
         assert t.scale == p2.scale and t.level == 2
         check_precision(c.decrypt(c.ev.add(p2, t)), x * y + 0.25 * x, BOUND, "target_scale")
@@ -259,10 +259,13 @@ class TestErrors:
     def test_three_parts_need_relinearization(self, c, xy):
         cx = c.encrypt(xy[0])
         m3 = c.ev.multiply(cx, cx, relinearize=False)
+        explicit = c.ev.explicit()
         with pytest.raises(ParameterError, match="relinearize"):
-            c.ev.rotate(m3, 1)
+            explicit.rotate(m3, 1)
         with pytest.raises(ParameterError, match="relinearize"):
-            c.ev.multiply(m3, cx)
+            explicit.multiply(m3, cx)
+        # the automatic mode relinearizes (and rescales) first
+        assert c.ev.rotate(m3, 1).size == 2 and c.ev.multiply(m3, cx).size == 2
 
     @pytest.mark.parametrize("bad", ["x", None, True, float("nan")])
     def test_bad_operands(self, c, xy, bad):

@@ -136,7 +136,9 @@ class TestScaleBounds:
         # a target far below the ciphertext's scale needs an encoding scale below 1
         sq = c.ev.multiply(ct, ct)  # scale ~2^80, level 3
         with pytest.raises(ScaleOutOfBoundsError, match="rescale first"):
-            c.ev.adjust_scale(sq, 2.0**20)
+            c.ev.explicit().adjust_scale(sq, 2.0**20)
+        # the automatic mode rescales the product first, then adjusts
+        assert c.ev.adjust_scale(sq, 2.0**20).level == 1
 
     def test_rescale_below_scale_one(self, c, x):
         """A rescale without a multiplication divides a 2^40 scale by 2^40 or more."""
@@ -149,7 +151,9 @@ class TestScaleBounds:
         with pytest.raises(ScaleOutOfBoundsError, match="drop_level"):
             c.ev.drop_level(sq, 0)                       # not level 0 (50 bits)
         with pytest.raises(ScaleOutOfBoundsError, match="drop_level"):
-            c.ev.add(sq, c.encrypt(x, level=0))          # alignment drops too
+            c.ev.explicit().add(sq, c.encrypt(x, level=0))  # alignment drops too
+        # the automatic mode rescales the product on the way down instead
+        assert c.ev.add(sq, c.encrypt(x, level=0)).level == 0
 
     def test_encode_scales(self, c):
         with pytest.raises(ScaleOutOfBoundsError, match=r"encode: scale 2\^-996.* below 1"):
@@ -284,7 +288,7 @@ class TestSpecificErrors:
         a = c.encrypt(x)
         b = c.encrypt(x, scale=a.scale + 1)
         with pytest.raises(ScaleMismatchError) as e:
-            c.ev.add(a, b)
+            c.ev.explicit().add(a, b)
         msg = str(e.value)
         assert f"{a.scale} vs {b.scale}" in msg  # exact, not 2^40.000000 twice
         assert f"× (1 − {float(1 / b.scale):.3e})" in msg
@@ -390,6 +394,10 @@ def test_every_evaluator_method_on_cpu(cpu):
         "rotate_sum": (lambda: ev.rotate_sum(cx, 4), sum(np.roll(x, -i) for i in range(4))),
         "evaluate_polynomial": (lambda: ev.evaluate_polynomial(cx, [0.5, -1, 0.25, 0.5]),
                                 0.5 - x + 0.25 * x * x + 0.5 * x ** 3),
+        "rotate_hoisted": (lambda: ev.rotate_hoisted(cx, [1, 2])[2], np.roll(x, -2)),
+        "linear_transform": (lambda: ev.linear_transform(cx, {0: [0.5], 1: [0.25]}),
+                             0.5 * x + 0.25 * np.roll(x, -1)),
+        "explicit": (lambda: ev.explicit().add(cx, cy), x + y),
     }
     extra = {  # more paths of the same methods
         "multiply_int 3": (lambda: ev.multiply_int(cx, 3), 3 * x),

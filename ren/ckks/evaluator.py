@@ -1,9 +1,22 @@
 """The CKKS `Evaluator`: homomorphic arithmetic on Ciphertexts, as lazy Poly graphs.
 
-Operands at different levels are aligned by dropping the higher one to the lower level (a view
-of a prefix of its primes).  Scales are exact Fractions: a product's scale is the product of
-the scales, a rescale divides by the product of the dropped primes; additions need equal scales
-(`adjust_scale` or ``multiply_scalar(..., target_scale=)`` make them equal at the cost of a level).
+Scales are exact Fractions: a product's scale is the product of the scales, a rescale divides by
+the product of the dropped primes.  Two modes (``Evaluator(..., mode=)``):
+
+* ``"auto"`` (the default) brings operands together by itself, exactly, as OpenFHE's
+  FLEXIBLEAUTO does.  A ciphertext that is an unrescaled product (its scale more than half a
+  scale step above its level's default scale) is rescaled before it is multiplied again or added
+  to something; a size-3 ciphertext is relinearized before a product or a rotation.  Operands at
+  different levels meet at the lower level with the lower one's scale: the higher one is dropped
+  to one level above and reaches that scale exactly with an integer product and a rescale, which
+  costs no level of the result.  Only two ciphertexts at the same level with different scales
+  cost a level (both move to the next level's default scale).  So ``ev.add(ct1, ct2)`` and
+  ``ev.multiply(ev.multiply(a, b), c)`` just work; products are rescaled when next needed.
+* ``"explicit"``: nothing happens by itself.  Operands at different levels are aligned by
+  dropping the higher one (a view); additions need equal scales (`adjust_scale` or
+  ``multiply_scalar(..., target_scale=)`` make them equal), and rescaling is the caller's.
+  For people who study the choices, and for the algorithms built on the Evaluator
+  (polynomials, linear transforms), which place every rescale themselves.
 
 Every result's scale must fit its level (`CKKSParams.check_scale`: at least 1, and a message of
 magnitude 1, times the operation's own constant, below Q_level/2): an operation that would break
@@ -47,6 +60,10 @@ Operand = Ciphertext | Plaintext | int | float | complex | np.ndarray | list
 class Evaluator:
     """Homomorphic operations.  Every method returns a new (lazy) Ciphertext.
 
+    ``mode="auto"`` (default) meets operands at a common level and exact scale and rescales or
+    relinearizes when needed; ``mode="explicit"`` leaves all of it to the caller (see the module
+    docstring); `explicit()` gives the explicit view of an evaluator, with the same keys.
+
     ====================  ==========================================================================
     add, sub              ct ± ct / Plaintext / number / vector (vectors are encoded at ct's scale)
     negate                −ct
@@ -76,10 +93,13 @@ class Evaluator:
     """
 
     def __init__(self, params: CKKSParams, relin_key: RelinKey | None = None,
-                 rotation_keys: GaloisKeys | None = None) -> None:
+                 rotation_keys: GaloisKeys | None = None, mode: str = "auto") -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Evaluator needs CKKSParams, got {type(params).__name__}")
+        if mode not in MODES:
+            raise ParameterError(f"Evaluator: mode must be one of {MODES}, got {mode!r}")
         self.params = params
+        self.mode = mode
         for key, kind, name in ((relin_key, RelinKey, "relin_key"),
                                 (rotation_keys, GaloisKeys, "rotation_keys")):
             if key is None:
@@ -92,6 +112,17 @@ class Evaluator:
         self.relin_key = relin_key
         self.rotation_keys = rotation_keys
         self.encoder = Encoder(params)
+
+    @property
+    def auto(self) -> bool:
+        return self.mode == "auto"
+
+    def explicit(self) -> Evaluator:
+        """This evaluator in explicit mode (the same keys): what the algorithms built on it use,
+        since they place every rescale and scale themselves."""
+        if not self.auto:
+            return self
+        return _explicit_view(self)
 
     # -- checks and alignment -------------------------------------------------------------------
     def _ct(self, ct, what: str = "operand") -> Ciphertext:
@@ -137,6 +168,43 @@ class Evaluator:
         level = min(a.level, b.level)
         return self.drop_level(a, level), self.drop_level(b, level)
 
+    # -- the automatic mode -----------------------------------------------------------------------
+    def _is_product(self, ct: Ciphertext) -> bool:
+        """An unrescaled product: its scale over half a scale step above the level's default."""
+        p = self.params
+        return ct.level > 0 and ct.scale > p.scale(ct.level) * _half_step(p.scale_bits)
+
+    def _ready(self, ct: Ciphertext, size2: bool = False) -> Ciphertext:
+        """Auto mode: `ct` rescaled if it is an unrescaled product (and relinearized first when
+        a two-part ciphertext is needed)."""
+        if not self.auto:
+            return ct
+        if size2 and ct.size == 3:
+            ct = self.relinearize(ct)
+        while self._is_product(ct):
+            ct = self.rescale(ct)
+        return ct
+
+    def _meet(self, a: Ciphertext, b: Ciphertext, op: str, scales: bool = True
+              ) -> tuple[Ciphertext, Ciphertext]:
+        """Auto mode: a and b at one level (the lower) and, if `scales`, one exact scale: the
+        higher operand reaches the lower one's scale by an integer product and a rescale from
+        one level above (free); at the same level, unequal scales cost a level."""
+        if a.level == b.level:
+            if not scales or a.scale == b.scale:
+                return a, b
+            if a.level == 0:
+                self._same_scale(a, b, op)  # nothing left to adjust with: the explicit error
+            target = self.params.scale(a.level - 1)
+            return self.adjust_scale(a, target), self.adjust_scale(b, target)
+        low, high = (a, b) if a.level < b.level else (b, a)
+        if scales and high.scale != low.scale:
+            high = self.drop_level(high, low.level + 1)
+            high = self.rescale(self.multiply_scalar(high, 1.0, target_scale=low.scale))
+        else:
+            high = self.drop_level(high, low.level)
+        return (low, high) if a is low else (high, low)
+
     @staticmethod
     def _same_scale(a, b, op: str) -> None:
         if a.scale != b.scale:
@@ -156,9 +224,14 @@ class Evaluator:
 
     def _addsub(self, a, b, sign: int) -> Ciphertext:
         a = self._ct(a, "first operand")
+        op = "add" if sign > 0 else "sub"
         if isinstance(b, Ciphertext):
-            a, b = self._align(a, self._ct(b, "second operand"))
-            self._same_scale(a, b, "add" if sign > 0 else "sub")
+            b = self._ct(b, "second operand")
+            if self.auto and (a.level, a.scale) != (b.level, b.scale):
+                # (equal ones add as they are: a sum of products needs one rescale, later)
+                a, b = self._meet(self._ready(a), self._ready(b), op)
+            a, b = self._align(a, b)
+            self._same_scale(a, b, op)
             n = max(a.size, b.size)
             parts = []
             for i in range(n):
@@ -181,7 +254,12 @@ class Evaluator:
         return self._add_plain(self._ct(ct), pt, -1)
 
     def _add_plain(self, ct: Ciphertext, pt, sign: int) -> Ciphertext:
-        ct, pt = self._align(ct, self._pt(pt))
+        pt = self._pt(pt)
+        if self.auto and ct.level > pt.level and ct.scale != pt.scale:
+            ct = self._ready(ct)  # then reach the plaintext's scale at its level, for free
+            ct = self.drop_level(ct, pt.level + 1)
+            ct = self.rescale(self.multiply_scalar(ct, 1.0, target_scale=pt.scale))
+        ct, pt = self._align(ct, pt)
         self._same_scale(ct, pt, "add_plain" if sign > 0 else "sub_plain")
         c0 = ct.c0 + pt.poly if sign > 0 else ct.c0 - pt.poly
         return Ciphertext((c0, *ct.parts[1:]), ct.scale, ct.level, self.params)
@@ -229,13 +307,16 @@ class Evaluator:
         return self.multiply_plain(a, self._encode_like(a, b, self.params.scale(a.level)))
 
     def square(self, ct: Ciphertext, relinearize: bool = True) -> Ciphertext:
-        ct = self._ct(ct)
+        ct = self._ready(self._ct(ct), True)
         self._need_size2(ct, "square")
         c0, c1 = ct.parts
         d = (c0 * c0, (c0 * c1) * 2, c1 * c1)
         return self._finish_product(d, ct.scale * ct.scale, ct.level, relinearize, "square")
 
     def _mul_ct(self, a: Ciphertext, b: Ciphertext, relinearize: bool) -> Ciphertext:
+        if self.auto:  # both rescaled and on one level and scale (free when levels differ)
+            a, b = self._ready(a, True), self._ready(b, True)
+            a, b = self._meet(a, b, "multiply", scales=a.level != b.level)
         a, b = self._align(a, b)
         self._need_size2(a, "multiply")
         self._need_size2(b, "multiply")
@@ -278,7 +359,7 @@ class Evaluator:
 
     def multiply_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
         """ct·pt; the scale becomes ct.scale·pt.scale."""
-        ct, pt = self._align(self._ct(ct), self._pt(pt))
+        ct, pt = self._align(self._ready(self._ct(ct)), self._pt(pt))
         scale = self._product_scale(ct.scale * pt.scale, ct.level, "multiply_plain")
         return Ciphertext(tuple(c * pt.poly for c in ct.parts), scale, ct.level, self.params)
 
@@ -302,7 +383,7 @@ class Evaluator:
         ct.scale·scale.  With `target_scale`, the encoding scale is target·P_l/ct.scale, so the
         next `rescale` gives exactly `target_scale` (c is rounded to an integer multiple of
         1/scale, a relative error below 1/(2·|c|·scale))."""
-        ct = self._ct(ct)
+        ct = self._ready(self._ct(ct))
         c = _number(c)
         p = self.params
         if target_scale is not None:
@@ -407,6 +488,8 @@ class Evaluator:
 
     def _hoisted(self, ct: Ciphertext, gs: list[int], whats: list[str],
                  sigmas: list) -> list[Ciphertext]:
+        if self.auto and ct.size == 3:
+            ct = self.relinearize(ct)
         self._need_size2(ct, "rotate_hoisted")
         keys = [self._galois_key(g, what) for g, what in zip(gs, whats, strict=True)]
         return [Ciphertext(parts, ct.scale, ct.level, self.params)
@@ -419,6 +502,8 @@ class Evaluator:
         return self.rotation_keys.for_galois(g, what)
 
     def _automorph(self, ct: Ciphertext, g: int, what: str, sigma) -> Ciphertext:
+        if self.auto and ct.size == 3:
+            ct = self.relinearize(ct)
         self._need_size2(ct, "rotate/conjugate")
         key = self._galois_key(g, what)
         return Ciphertext(automorphism(ct.parts, key, ct.level, sigma), ct.scale, ct.level,
@@ -432,7 +517,8 @@ class Evaluator:
         (``basis="chebyshev"``, x mapped from `interval` onto [-1, 1] first, one more level).
         Consumes exactly ⌈log2(degree+1)⌉ levels; the result has its level's default scale
         (`ren.ckks.polyeval`, which also fits Chebyshev coefficients to a function)."""
-        return polyeval.evaluate_polynomial(self, ct, coeffs, basis, interval)
+        return polyeval.evaluate_polynomial(self.explicit(), self._ready(self._ct(ct), True),
+                                            coeffs, basis, interval)
 
     def linear_transform(self, ct: Ciphertext, transform: Any,
                          hoisted: bool = True) -> Ciphertext:
@@ -442,8 +528,15 @@ class Evaluator:
         `hoisted` is False).  The result has its level's default scale."""
         ct = self._ct(ct)
         if not isinstance(transform, LinearTransform):
+            ct = self._ready(ct, True)
             transform = LinearTransform(self.params, transform, ct.level, ct.scale)
-        return transform.apply(self, ct, hoisted)
+        elif self.auto and (ct.level != transform.level or ct.scale != transform.input_scale):
+            ct = self._ready(ct, True)  # then meet the transform's level and input scale
+            if ct.scale != transform.input_scale and ct.level > transform.level:
+                ct = self.drop_level(ct, transform.level + 1)
+                ct = self.rescale(self.multiply_scalar(
+                    ct, 1.0, target_scale=transform.input_scale))
+        return transform.apply(self.explicit(), ct, hoisted)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the
@@ -457,6 +550,20 @@ class Evaluator:
             ct = self.add(ct, self.rotate(ct, step))
             step *= 2
         return ct
+
+
+MODES = ("auto", "explicit")
+
+
+def _half_step(scale_bits: int) -> Fraction:
+    return Fraction(2) ** ((scale_bits + 1) // 2)
+
+
+def _explicit_view(ev: Evaluator) -> Evaluator:
+    view = object.__new__(type(ev))
+    view.__dict__.update(ev.__dict__)
+    view.mode = "explicit"
+    return view
 
 
 def _number(c) -> complex:
@@ -490,4 +597,4 @@ def _prod(xs) -> int:
     return out
 
 
-__all__ = ["Evaluator"]
+__all__ = ["MODES", "Evaluator"]

@@ -17,6 +17,7 @@ and re-exports the RLWE names a CKKS user needs.
     print(enc.decode(Decryptor(params, sk).decrypt(ct))[:2])
 """
 
+from ren.ckks import debug
 from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.encoder import Encoder
 from ren.ckks.encrypt import Decryptor, Encryptor
@@ -74,6 +75,7 @@ __all__ = [
     "SecretKey",
     "SwitchingKey",
     "chebyshev_coefficients",
+    "debug",
     "dumps",
     "key_switch",
     "loads",

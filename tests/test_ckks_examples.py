@@ -24,3 +24,12 @@ def test_ckks_logreg(capsys):
     out = capsys.readouterr().out
     assert "bits of precision" in out and "agree" in out
     assert res["bits"] >= 24 and res["agree"] >= 0.95
+
+
+def test_ckks_inference(capsys):
+    """A dense layer, a Chebyshev sigmoid and an output neuron, with the budget, the key plan
+    and the precision meter printed; then degree-63 sigmoid and exp."""
+    res = _main("ckks_inference.py")(["--small"])
+    out = capsys.readouterr().out
+    assert "budget: " in out and "Galois key(s)" in out and "largest loss" in out
+    assert res["network"] >= 26 and res["sigmoid"] >= 24 and res["exp"] >= 24, res

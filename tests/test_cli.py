@@ -137,8 +137,24 @@ def test_report(program, tmp_path):
     res = run("report", program, "-o", str(out), "--golden", str(GOLDEN))
     assert "open it in a browser" in res.stderr
     html = out.read_text()
-    for section in ["passes", "arena", "jit", "kernels", "diff"]:
+    for section in ["passes", "arena", "jit", "kernels", "precision", "diff"]:
         assert f'<section id="{section}"' in html
+    if program.startswith("ckks_"):  # the precision meter's plot and table
+        assert '<svg xmlns="http://www.w3.org/2000/svg" width="720"' in html
+        assert "largest loss" in html
+    else:
+        assert "not a CKKS example" in html
+
+
+def test_precision():
+    """The meter's table, with the largest loss named, and its plot; CKKS examples only."""
+    out = run("precision", "ckks_logreg").stdout
+    assert "largest loss: step" in out and "rotate_sum" in out and "log2 scale" in out
+    svg = run("precision", "ckks_multiply", "--format", "svg").stdout
+    assert svg.startswith("<svg") and svg.count("<circle") == 4  # 2 inputs, multiply, rescale
+    assert 'fill="#cc0000"' in svg  # the largest loss, marked
+    res = run("precision", "rotations", code=2)
+    assert "needs a CKKS program" in res.stderr
 
 
 def test_report_options(tmp_path):

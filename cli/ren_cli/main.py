@@ -31,6 +31,7 @@ from ren.errors import InspectError, RenError
 from ren.viz import arena as av
 from ren.viz import golden as gd
 from ren.viz import graph as gv
+from ren.viz import precision as pv
 from ren.viz import programs as pg
 from ren.viz import report as rp
 from ren.viz import trace as tr
@@ -345,6 +346,28 @@ def jit(program: str, ckks_params: str, fmt: str, output: Path | None) -> None:
               [[r["index"], r["kind"], r["kernel"], r["name"], r["writes"], r["reads"]]
                for r in view.unit_rows()]),
     ], output)
+
+
+@cli.command()
+@program_argument
+@click.option("--format", "fmt", type=click.Choice(["text", "svg"]), default="text",
+              show_default=True)
+@output_option
+def precision(program: str, ckks_params: str, fmt: str, output: Path | None) -> None:
+    """The precision meter of a CKKS example: the program run once beside a plaintext shadow,
+    every intermediate decrypted (inspection only: it uses the secret key).  Per operation: its
+    level, log2 scale, bits of precision, bits lost and the line of the program; the largest
+    loss is named.  --format svg plots bits per operation."""
+    check_output_file(output)
+    report = pv.precision_of(pg.load_program(program, ckks_params))
+    if fmt == "svg":
+        emit(pv.precision_svg(report), output)
+        return
+    rows = [[s.index, s.op, s.level, f"{s.log2_scale:.2f}", f"{s.bits:.1f}",
+             "" if s.lost != s.lost else f"{s.lost:.1f}",
+             f"{Path(s.where).name}: {s.code}"] for s in report.steps]
+    show([table(f"precision of {program}", ["#", "op", "level", "log2 scale", "bits", "lost",
+                                            "where"], rows), report.summary()], output)
 
 
 def show(items: list[Any], output: Path | None) -> None:

@@ -67,6 +67,7 @@ class Program:
     example_inputs: Callable[[], tuple] | None = None
     seed: str = ""
     notes: dict[str, str] = field(default_factory=dict)  # e.g. {"CKKS parameters": "..."}
+    ckks: CKKSProgram | None = None  # a CKKS example's fn(ev, *cts), for the precision meter
 
     def outputs(self) -> tuple[Poly, ...]:
         """A fresh build of the program's lazy outputs, flattened to Polys."""
@@ -134,6 +135,17 @@ def ckks_params(name: str) -> CKKSParams:
 
 
 @dataclass
+class CKKSProgram:
+    """A CKKS example as ``fn(ev, *cts)`` with its evaluator and key generator: what
+    `ren.ckks.debug.precision` needs (the secret key: inspection only)."""
+
+    fn: Callable[..., Any]
+    evaluator: Evaluator
+    keygen: KeyGenerator
+    values: tuple[list[float], ...]  # the example inputs' slot values, before encryption
+
+
+@dataclass
 class CKKSContext:
     """Keys, encoder, evaluator and two fresh realized ciphertexts for one parameter set."""
 
@@ -173,24 +185,25 @@ LOGREG_FEATURES = 4
 
 
 def _ckks_multiply(c: CKKSContext):
-    ev = c.evaluator
-    return (lambda x, y: ev.rescale(ev.multiply(x, y)),
-            lambda: (c.encrypt([0.5, -0.25, 1.0]), c.encrypt([0.75, 0.5, -1.0])))
+    def fn(ev, x, y):
+        return ev.rescale(ev.multiply(x, y))
+
+    return fn, c.evaluator, ([0.5, -0.25, 1.0], [0.75, 0.5, -1.0])
 
 
 def _ckks_rotate(c: CKKSContext):
-    ev = c.with_rotations((1,), conjugate=True)
-    return (lambda x: (ev.rotate(x, 1), ev.conjugate(x)),
-            lambda: (c.encrypt([0.5, -0.25, 1.0, 0.125]),))
+    def fn(ev, x):
+        return ev.rotate(x, 1), ev.conjugate(x)
+
+    return fn, c.with_rotations((1,), conjugate=True), ([0.5, -0.25, 1.0, 0.125],)
 
 
 def _ckks_logreg(c: CKKSContext):
     d = LOGREG_FEATURES
-    ev = c.with_rotations(tuple(1 << i for i in range(d.bit_length() - 1)))
     slots = c.params.slots
     w = [0.5, -0.25, 0.75, -1.0] * (slots // d)
 
-    def infer(x):
+    def infer(ev, x):
         z = ev.rescale(ev.multiply(x, w))  # every slot x_i·w_i
         t = ev.add_scalar(ev.rotate_sum(z, d), 0.1)  # slot k·d: <w, x_k> + b
         t2 = ev.rescale(ev.square(t))
@@ -199,7 +212,8 @@ def _ckks_logreg(c: CKKSContext):
         lin = ev.rescale(ev.multiply_scalar(t, C1, target_scale=t3.scale))
         return ev.add_scalar(ev.add(t3, ev.drop_level(lin, t3.level)), 0.5)
 
-    return infer, lambda: (c.encrypt([0.25, -0.5, 0.125, 1.0] * (slots // d)),)
+    return (infer, c.with_rotations(tuple(1 << i for i in range(d.bit_length() - 1))),
+            ([0.25, -0.5, 0.125, 1.0] * (slots // d),))
 
 
 CKKS_EXAMPLES: dict[str, tuple[str, Callable[[CKKSContext], tuple]]] = {
@@ -215,10 +229,18 @@ CKKS_EXAMPLES: dict[str, tuple[str, Callable[[CKKSContext], tuple]]] = {
 def _ckks_program(name: str, params_name: str) -> Program:
     description, make = CKKS_EXAMPLES[name]
     context = ckks_context(params_name)
-    function, inputs = make(context)
+    fn, ev, values = make(context)
+
+    def function(*cts: Any) -> Any:
+        return fn(ev, *cts)
+
+    def inputs() -> tuple:
+        return tuple(context.encrypt(v) for v in values)
+
     return Program(name, description, "ckks", lambda: function(*inputs()), function, inputs,
                    seed=f"ckks:{name}:{params_name}",
-                   notes={"CKKS parameters": f"{params_name}: {context.params!r}"})
+                   notes={"CKKS parameters": f"{params_name}: {context.params!r}"},
+                   ckks=CKKSProgram(fn, ev, context.keygen, values))
 
 
 # -- the registry and files ------------------------------------------------------------------------

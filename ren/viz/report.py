@@ -13,6 +13,7 @@ a click or hover on a node shows them.
 from __future__ import annotations
 
 import html
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,12 @@ from ren.viz.golden import default_golden, golden_diff
 from ren.viz.graph import MAX_GHOSTS, MAX_NODES, TooLarge, render_svg, schedule_agraph, stage_agraph
 from ren.viz.kernels import kernel_infos
 from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
+from ren.viz.precision import precision_of, precision_svg
 from ren.viz.programs import Program
 from ren.viz.templating import read, render
 from ren.viz.trace import PassTrace, marked_lines, stage_text, trace_passes
 
-SECTIONS = ("passes", "arena", "jit", "kernels", "diff")
+SECTIONS = ("passes", "arena", "jit", "kernels", "precision", "diff")
 
 
 @dataclass
@@ -149,6 +151,18 @@ def _diff(program: Program, outputs: tuple, trace: PassTrace | None,
     return {"note": "", "diffs": diffs, "golden": str(options.golden)}
 
 
+def _precision(program: Program) -> dict[str, Any]:
+    if program.ckks is None:
+        return {"note": "not a CKKS example: the precision meter needs an evaluator and a secret "
+                        "key (ren.ckks.debug.precision from Python)", "steps": []}
+    report = precision_of(program)
+    return {"note": "", "svg": precision_svg(report), "summary": report.summary(),
+            "steps": [{"index": st.index, "op": st.op, "level": st.level,
+                       "scale": f"{st.log2_scale:.2f}", "bits": f"{st.bits:.1f}",
+                       "lost": "" if math.isnan(st.lost) else f"{st.lost:.1f}",
+                       "where": f"{Path(st.where).name}: {st.code}"} for st in report.steps]}
+
+
 def report_context(program: Program, options: ReportOptions | None = None) -> dict[str, Any]:
     options = options or ReportOptions()
     unknown = set(options.sections) - set(SECTIONS)
@@ -173,6 +187,8 @@ def report_context(program: Program, options: ReportOptions | None = None) -> di
             ctx["kernels"] = _timed(options, "kernels", _kernels, view, options)
     if "jit" in options.sections:
         ctx["jit"] = _timed(options, "jit", jit_view, program, outputs)
+    if "precision" in options.sections:
+        ctx["precision"] = _timed(options, "precision", _precision, program)
     if "diff" in options.sections:
         ctx["diff"] = _timed(options, "diff", _diff, program, outputs, trace, options)
     ctx["seconds"] = time.perf_counter() - t0

@@ -123,7 +123,7 @@ class Poly:
     other type (``p == None``) is simply unequal.
     """
 
-    __slots__ = ("__weakref__", "_node")
+    __slots__ = ("__weakref__", "_node", "_origin")
 
     def __init__(self, node: Node):
         if not isinstance(node, Node) or spec_of(node) is None:
@@ -131,6 +131,7 @@ class Poly:
             raise ParameterError(f"Poly(node) wraps a polynomial-valued IR node, got {what}; "
                                  "make Polys with Poly.from_coefficients, Poly.const, ...")
         self._node = node
+        self._origin: RandomSpec | None = None
         _live.add(self)
 
     # -- identity -------------------------------------------------------------------------
@@ -241,8 +242,33 @@ class Poly:
             raise DomainError(f"{kind} samples small coefficients, so it is defined in the "
                               "coefficient domain; sample it there and call .ntt()")
         spec = RandomSpec(kind, params, ren_random.next_seed(), canonical_device(device))
-        return cls(Node(Op.AS_RING, DType.U32, (Node(Op.RANDOM, DType.U32, (), spec),),
-                        (ring, domain)))
+        return cls._sample(spec, ring, domain)
+
+    @classmethod
+    def _sample(cls, spec: RandomSpec, ring: RingSpec, domain: Domain) -> Poly:
+        p = cls(Node(Op.AS_RING, DType.U32, (Node(Op.RANDOM, DType.U32, (), spec),),
+                     (ring, domain)))
+        p._origin = spec
+        return p
+
+    @classmethod
+    def from_random(cls, spec: RandomSpec, ring: RingSpec,
+                    domain: Domain | str = Domain.COEFF) -> Poly:
+        """The sample that `spec` (kind, parameters, seed, device) describes: the same values as
+        the Poly it was taken from (`random_origin`), e.g. a uniform half stored as its seed."""
+        if not isinstance(spec, RandomSpec):
+            raise ParameterError(f"Poly.from_random: expected a RandomSpec, got "
+                                 f"{type(spec).__name__}")
+        ring, domain = _check_ring(ring), _as_domain(domain)
+        validate_random(spec.kind, spec.params, ring)
+        if domain is Domain.NTT and spec.kind != "uniform":
+            raise DomainError(f"{spec.kind} samples are defined in the coefficient domain")
+        return cls._sample(spec, ring, domain)
+
+    def random_origin(self) -> RandomSpec | None:
+        """The RandomSpec this Poly was sampled from, if it is a sample itself (made by
+        `uniform`, `ternary`, … or `from_random`; realizing it keeps the origin), else None."""
+        return self._origin
 
     @classmethod
     def uniform(cls, ring: RingSpec, device: str = "python",

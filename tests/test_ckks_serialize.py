@@ -90,6 +90,44 @@ def test_loaded_objects_work(c):
     assert all(isinstance(k, GaloisKey) for k in gk.keys.values())
 
 
+@pytest.mark.parametrize("name", ["symmetric", "public", "relin", "galois_keys", "ciphertext"])
+def test_compact_form(c, name):
+    """Uniform halves stored as seeds: a secret-key encryption and every key shrink to about
+    half, load to the same words (and work), and stay compact when written again; a public-key
+    encryption has no uniform half, so its compact form is the full one."""
+    x = random_slots(16, np.random.default_rng(8))
+    obj = c.sk_encryptor.encrypt(c.enc.encode(x)) if name == "symmetric" else objects(c)[name]
+    full, small = dumps(obj), dumps(obj, compact=True)
+    assert len(small) == serialized_size(obj, compact=True)
+    back = loads(small, c.params)
+    for a, b in zip(polys_of(obj), polys_of(back), strict=True):
+        assert np.array_equal(a.numpy(), b.numpy())
+    assert dumps(back, compact=True) == small and dumps(back) == full
+    if name == "ciphertext":
+        assert small == full
+    else:
+        assert len(small) < 0.6 * len(full), (len(small), len(full))  # N = 32: headers weigh
+        assert small[8:10] == b"\x02\x00" and full[8:10] == b"\x01\x00"  # the version field
+    if name == "symmetric":
+        assert np.abs(c.decrypt(back) - x).max() < 2**-20
+
+
+def test_compact_seed_records_are_checked(c):
+    ct = c.sk_encryptor.encrypt(c.enc.encode([0.5]))
+    data = dumps(ct, compact=True)
+    at = data.index(b"RENSEED\x00")
+    for bad, match in ((data[:8] + b"\x01\x00" + data[10:], "seed record in a version-1"),
+                       (data[:at + 8] + b"\x00" + data[at + 9:], "NTT domain"),):
+        with pytest.raises(SerializationError, match=match):
+            loads(_reseal(bad[:-CHECKSUM_SIZE]), c.params)
+    longer = bytearray(data[:-CHECKSUM_SIZE])
+    n = int.from_bytes(longer[at - 8:at], "little")
+    longer[at - 8:at] = (n + 1).to_bytes(8, "little")
+    longer[at + n:at + n] = b"\x00"
+    with pytest.raises(SerializationError, match="a seed record has"):
+        loads(_reseal(bytes(longer)), c.params)
+
+
 def test_secret_key_needs_explicit_request(c):
     with pytest.raises(ParameterError, match="allow_secret"):
         dumps(c.keygen.secret_key())
@@ -122,6 +160,8 @@ def test_fuzz_only_serialization_errors(c):
     checksum so that they reach the parser.  Inputs that still decode must be well-formed."""
     rng = np.random.default_rng(1234)
     seeds = [dumps(o) for o in objects(c).values() if not isinstance(o, GaloisKeys)]
+    seeds += [dumps(c.sk_encryptor.encrypt(c.enc.encode([0.25])), compact=True),
+              dumps(c.ev.relin_key, compact=True)]
     raised = decoded = 0
     for i in range(FUZZ_CASES):
         data = bytearray(seeds[i % len(seeds)])

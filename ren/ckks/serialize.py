@@ -3,7 +3,7 @@
 Layout (little-endian)::
 
     magic     8   b"RENCKKS\\x00"
-    version   2   u16, currently 1
+    version   2   u16: 1, or 2 when a polynomial is stored as its seed (compact form)
     kind      1   u8: 1 Plaintext, 2 Ciphertext, 3 SecretKey, 4 PublicKey, 5 RelinKey,
                       6 GaloisKey, 7 GaloisKeys
     reserved  1   0
@@ -11,8 +11,17 @@ Layout (little-endian)::
     meta_len  4   u32 length of the metadata
     meta          UTF-8 JSON object (level and exact scale, Galois elements)
     count     4   u32 number of polynomials
-    polys         each: u64 length, then `Poly.tobytes()` (its own header and checksum)
+    polys         each: u64 length, then `Poly.tobytes()` (its own header and checksum), or
+                  (version 2) a seed record: b"RENSEED\\x00", u8 domain (1 = NTT), 32-byte seed
     checksum 16   first 16 bytes of SHA-256 of everything before it
+
+**Compact form** (``dumps(obj, compact=True)``, SEAL's seeded serialization): a polynomial that is
+exactly a uniform sample (the ``a`` half of a secret-key encryption, of a public key, of every
+relinearization and Galois key row) is written as its 32-byte seed, and `loads` regenerates it
+(the samplers are deterministic in the seed, on every device).  That halves fresh symmetric
+ciphertexts and keys.  The seed of the uniform half is public data, as the half itself is; the
+error and the secret are never derived from it.  A public-key encryption has no uniform half,
+so its compact form is its full form.
 
 `loads` checks the checksum before interpreting anything, then the fingerprint, then every
 field and each polynomial's ring and domain; any problem raises `SerializationError`.  A secret
@@ -32,12 +41,16 @@ from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.params import CKKSParams
 from ren.errors import ParameterError, RenError, SerializationError
 from ren.poly import Poly
+from ren.random import RandomSpec
 from ren.ring import Domain, RingSpec
 from ren.rlwe.keys import GaloisKey, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey
 
 MAGIC = b"RENCKKS\x00"
 VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+COMPACT_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+SEED_MAGIC = b"RENSEED\x00"
+_SEED = struct.Struct("<8sB32s")
 CHECKSUM_SIZE = 16
 _HEAD = struct.Struct("<8sHBB16sI")
 _U32 = struct.Struct("<I")
@@ -80,8 +93,17 @@ def _parts(obj: Any) -> tuple[dict, list[Poly]]:
                          "Plaintext, Ciphertext or key")
 
 
-def dumps(obj: Any, *, allow_secret: bool = False) -> bytes:
-    """The bytes of a CKKS object (realizes its Polys).  Secret keys need allow_secret=True."""
+def _seed_record(p: Poly) -> bytes | None:
+    """The seed record of a Poly that is exactly a uniform sample, else None."""
+    o = p.random_origin()
+    if o is None or o.kind != "uniform" or len(o.seed) != 32:
+        return None
+    return _SEED.pack(SEED_MAGIC, 1 if p.domain is Domain.NTT else 0, o.seed)
+
+
+def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False) -> bytes:
+    """The bytes of a CKKS object (realizes its Polys).  Secret keys need allow_secret=True.
+    ``compact=True`` stores uniform halves as their seeds (see the module docstring)."""
     if isinstance(obj, SecretKey) and not allow_secret:
         raise ParameterError("ren.ckks.dumps: refusing to serialize a SecretKey; pass "
                              "allow_secret=True if you really mean to write the secret out")
@@ -89,10 +111,11 @@ def dumps(obj: Any, *, allow_secret: bool = False) -> bytes:
     if polys:
         polys[0].realize(*polys[1:])
     meta_bytes = json.dumps(meta, separators=(",", ":")).encode()
-    out = [_HEAD.pack(MAGIC, VERSION, KINDS[type(obj)], 0, obj.params.fingerprint,
+    records = [(_seed_record(p) if compact else None) or p.tobytes() for p in polys]
+    version = COMPACT_VERSION if any(d.startswith(SEED_MAGIC) for d in records) else VERSION
+    out = [_HEAD.pack(MAGIC, version, KINDS[type(obj)], 0, obj.params.fingerprint,
                       len(meta_bytes)), meta_bytes, _U32.pack(len(polys))]
-    for p in polys:
-        data = p.tobytes()
+    for data in records:
         out += [_U64.pack(len(data)), data]
     body = b"".join(out)
     return body + hashlib.sha256(body).digest()[:CHECKSUM_SIZE]
@@ -119,8 +142,8 @@ def _scale(meta: dict) -> Fraction:
 
 
 class _Reader:
-    def __init__(self, buf: bytes, pos: int) -> None:
-        self.buf, self.pos = buf, pos
+    def __init__(self, buf: bytes, pos: int, version: int = VERSION) -> None:
+        self.buf, self.pos, self.version = buf, pos, version
 
     def take(self, n: int, what: str) -> bytes:
         if n > len(self.buf) - self.pos:
@@ -135,6 +158,9 @@ def _read_polys(r: _Reader, count: int, ring: RingSpec, device: str = "python") 
     for i in range(count):
         (n,) = _U64.unpack(r.take(_U64.size, f"the length of polynomial {i}"))
         data = r.take(n, f"polynomial {i}")
+        if data.startswith(SEED_MAGIC):
+            out.append(_from_seed(data, i, r.version, ring, device))
+            continue
         try:
             p = Poly.frombytes(data, device)
         except RenError as exc:  # decode_poly raises SerializationError; from_residues others
@@ -144,6 +170,17 @@ def _read_polys(r: _Reader, count: int, ring: RingSpec, device: str = "python") 
                         f"{ring.short()} (NTT) for these parameters")
         out.append(p)
     return out
+
+
+def _from_seed(data: bytes, i: int, version: int, ring: RingSpec, device: str) -> Poly:
+    if version < COMPACT_VERSION:
+        raise _fail(f"polynomial {i} is a seed record in a version-{version} container")
+    if len(data) != _SEED.size:
+        raise _fail(f"polynomial {i}: a seed record has {_SEED.size} bytes, got {len(data)}")
+    _, domain, seed = _SEED.unpack(data)
+    if domain != 1:
+        raise _fail(f"polynomial {i}: a seed record must be in the NTT domain (1), got {domain}")
+    return Poly.from_random(RandomSpec("uniform", (), seed, device), ring, Domain.NTT)
 
 
 def loads(data: bytes | bytearray | memoryview, params: CKKSParams) -> Any:
@@ -175,7 +212,7 @@ def loads(data: bytes | bytearray | memoryview, params: CKKSParams) -> Any:
         raise _fail(f"unknown object kind {kind} (reserved byte {reserved})")
     if meta_len > MAX_META:
         raise _fail(f"metadata length {meta_len} exceeds {MAX_META}")
-    r = _Reader(body, _HEAD.size)
+    r = _Reader(body, _HEAD.size, version)
     try:
         meta = json.loads(r.take(meta_len, "the metadata").decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -245,9 +282,10 @@ def _galois(g: Any, p: CKKSParams) -> int:
     return g
 
 
-def serialized_size(obj: SwitchingKey | Any) -> int:
-    """The length of `dumps(obj, allow_secret=True)` without building it."""
+def serialized_size(obj: SwitchingKey | Any, compact: bool = False) -> int:
+    """The length of `dumps(obj, allow_secret=True, compact=compact)` without building it."""
     meta, polys = _parts(obj)
     meta_len = len(json.dumps(meta, separators=(",", ":")).encode())
-    per = [_U64.size + 28 + 4 * q.ring.limbs + 4 * q.ring.limbs * q.ring.N + 16 for q in polys]
+    per = [_U64.size + (_SEED.size if compact and _seed_record(q) is not None else
+                        28 + 4 * q.ring.limbs + 4 * q.ring.limbs * q.ring.N + 16) for q in polys]
     return _HEAD.size + meta_len + _U32.size + sum(per) + CHECKSUM_SIZE

@@ -46,6 +46,7 @@ from ren.realization import (
 )
 from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
+from ren.ring.rns import pack_int64
 from ren.sampling import validate as validate_random
 from ren.serialize import standard_residues
 from ren.spec import PolySpec, is_constant_poly, need_spec, spec_of
@@ -171,7 +172,7 @@ class Poly:
 
     # -- constructors -----------------------------------------------------------------------
     @classmethod
-    def from_coefficients(cls, coeffs: Sequence[int], ring: RingSpec,
+    def from_coefficients(cls, coeffs: Sequence[int] | np.ndarray, ring: RingSpec,
                           device: str = "python") -> Poly:
         """A polynomial from N signed integer coefficients of any size (coefficient domain).
 
@@ -180,13 +181,19 @@ class Poly:
         """
         ring = _check_ring(ring)
         device = canonical_device(device)
+        words: np.ndarray | None = None
         if isinstance(coeffs, np.ndarray):
             if coeffs.ndim != 1 or not np.issubdtype(coeffs.dtype, np.integer):
                 raise ShapeError(f"coefficients must be a 1-D integer array, got {coeffs.dtype}"
                                  f"{list(coeffs.shape)}")
-            coeffs = coeffs.tolist()
+            wide = coeffs.dtype.itemsize > 8 or coeffs.dtype == np.uint64
+            if not wide and len(coeffs) and np.max(np.abs(coeffs.astype(np.int64))) < 1 << 62:
+                words = pack_int64(coeffs.astype(np.int64))  # as pack_words, vectorized
+            else:
+                coeffs = coeffs.tolist()
         # a set or dict has no reliable order, so its "coefficients" would land anywhere
-        if isinstance(coeffs, str | bytes | bytearray) or not isinstance(coeffs, Sequence):
+        if words is None and (isinstance(coeffs, str | bytes | bytearray)
+                              or not isinstance(coeffs, Sequence)):
             raise ShapeError(
                 "coefficients must be a sequence of ints (list, tuple, range or 1-D integer "
                 f"array), got {type(coeffs).__name__}")
@@ -195,10 +202,13 @@ class Poly:
                 f"from_coefficients: expected N={ring.N} coefficients for {ring!r}, got "
                 f"{len(coeffs)}; pad with zeros or pick a ring with N={len(coeffs)}"
             )
-        for c in coeffs:
-            if not is_int(c):
-                raise ShapeError(f"coefficients must be ints, found {type(c).__name__} {c!r}")
-        words = pack_words(coeffs)
+        if words is None:
+            assert not isinstance(coeffs, np.ndarray)  # arrays took the vectorized path
+            for c in coeffs:
+                if not is_int(c):
+                    raise ShapeError(f"coefficients must be ints, found {type(c).__name__} "
+                                     f"{c!r}")
+            words = pack_words(coeffs)
         buf = Buffer("python", words.shape)
         buf.attach(np.ascontiguousarray(words))
         node = Node(Op.TO_RNS, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),

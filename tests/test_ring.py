@@ -49,6 +49,7 @@ from ren.ring import (
     to_mont,
     unpack_words,
 )
+from ren.ring.rns import centered_floats
 
 U32 = np.uint32
 
@@ -534,6 +535,23 @@ class TestToRnsCrt:
         xs = [Q // 2, Q // 2 + 1, -(Q // 2), Q - 1]
         res = reduce_words(pack_words(xs), r)
         assert crt_lift(res, r) == [Q // 2, -(Q // 2), -(Q // 2), -1]
+
+    @given(rings(ns=(2, 4, 8, 16)), st.data())
+    def test_centered_floats(self, r, data):
+        """The float lift (Garner's mixed radix, no Python ints) against the exact centred
+        lift: within 2^-50 relative; with `bits`, small values take the prefix path and large
+        ones (beyond the expected bits) fall back to the whole basis, still right."""
+        bits = data.draw(st.sampled_from([20, 60, 300]))
+        xs = data.draw(st.lists(big_int(bits), min_size=r.N, max_size=r.N))
+        xs[0] = data.draw(st.sampled_from([0, r.Q // 2, -(r.Q // 2), xs[0]]))
+        res = reduce_words(pack_words(xs), r)
+        exact = [centred(x, r.Q) for x in xs]
+        for kw in ({}, {"bits": 24}, {"bits": 64}):
+            got = centered_floats(res, r, **kw)
+            assert all(abs(g - e) <= abs(e) * 2.0**-50 for g, e in zip(got, exact, strict=True))
+        shifted = centered_floats(res, r, shift=10)
+        assert all(abs(g * 1024 - e) <= abs(e) * 2.0**-50
+                   for g, e in zip(shifted, exact, strict=True))
 
     def test_reduce_words_wrong_length(self):
         r = ring(8, 2)

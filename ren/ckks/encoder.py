@@ -20,6 +20,7 @@ from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOf
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError, ShapeError
 from ren.poly import Poly
+from ren.ring.rns import centered_floats
 
 #: Coefficients stay below 2^62 in magnitude on the fast (int64) path.
 _INT64_SAFE = float(1 << 62)
@@ -114,6 +115,12 @@ class Encoder:
 
     def coefficients(self, values, scale: Fraction | int | float) -> list[int]:
         """The integer coefficients round(Δ·m) of `values` at `scale` (exact Python ints)."""
+        c = self._coefficients(values, scale)
+        return c.tolist() if isinstance(c, np.ndarray) else c
+
+    def _coefficients(self, values, scale: Fraction | int | float) -> np.ndarray | list[int]:
+        """`coefficients`, as an int64 array when they fit one (the common case: no Python
+        ints are made), else exact Python ints."""
         scale = scale_arg(scale, "coefficients: scale")
         z = _as_slots(values, self.params.slots)
         m = embed_inverse(z, self.params.N)
@@ -121,7 +128,7 @@ class Encoder:
         if top == 0 or log2_exact(scale) + math.log2(top) < math.log2(_FLOAT_SAFE):
             scaled = m * float(scale)
             if np.max(np.abs(scaled), initial=0.0) < _INT64_SAFE:
-                return np.rint(scaled).astype(np.int64).tolist()
+                return np.rint(scaled).astype(np.int64)
             return [int(x) for x in np.rint(scaled)]
         # a scale beyond float64's range (log2 Q > 1024 allows it): exact products, rounded
         return [round(Fraction(float(x)) * scale) for x in m]
@@ -141,9 +148,10 @@ class Encoder:
             fix=(f"the default scale of level {level} does not fit its modulus: use parameters "
                  "with first_bits >= scale_bits + 2, or encode at a higher level") if default
             else "use a smaller scale or a higher level")
-        coeffs = self.coefficients(values, scale)
+        coeffs = self._coefficients(values, scale)
         ring = p.ring(level)
-        bound = max(abs(c) for c in coeffs)
+        bound = (int(np.max(np.abs(coeffs), initial=0)) if isinstance(coeffs, np.ndarray)
+                 else max(abs(c) for c in coeffs))
         if 2 * bound >= ring.Q:
             raise ScaleOutOfBoundsError(
                 f"encode: the scaled values reach 2^{bound.bit_length()}, beyond Q/2 at level "
@@ -158,23 +166,26 @@ class Encoder:
                                  "a Ciphertext first")
         if pt.params != self.params:
             raise ParamsMismatchError("decode: the plaintext was made under other CKKSParams")
-        coeffs = pt.poly.coefficients()
-        top = max(abs(c) for c in coeffs)
+        ring = pt.poly.ring
+        # coefficient form on the plaintext's own device (the compiled INTT on "cpu"), then the
+        # centred CRT lift straight to floats (Garner's mixed radix: no Python ints)
+        residues = pt.poly.intt().numpy()
+        shift = max(0, ring.Q.bit_length() - 1000)  # Q·2^-shift fits a float64
+        # messages up to 2^62 take the short path (a prefix of the moduli, checked against the
+        # rest); anything larger falls back to the whole basis by itself
+        x = centered_floats(residues, ring, shift, bits=math.ceil(log2_exact(pt.scale)) + 64)
+        peak = float(np.max(np.abs(x), initial=0.0))
+        top_bits = (math.frexp(peak)[1] + shift) if peak else 0  # bits of the largest |coefficient|
         log2_scale = log2_exact(pt.scale)
-        if top.bit_length() - log2_scale > 1000:  # |m| would pass float64's 2^1024
+        if top_bits - log2_scale > 1000:  # |m| would pass float64's 2^1024
             raise DecodeOverflowError(
-                f"decode: the coefficients reach 2^{top.bit_length()} at scale 2^"
-                f"{log2_scale:.2f}, values near 2^{top.bit_length() - log2_scale:.0f}, beyond "
+                f"decode: the coefficients reach 2^{top_bits} at scale 2^"
+                f"{log2_scale:.2f}, values near 2^{top_bits - log2_scale:.0f}, beyond "
                 "float64's range (2^1024). This is no encoding at this scale: check that the "
                 "ciphertext was decrypted with the secret key it was encrypted under, and that "
                 "its message stayed below Q/2 (operations raise ScaleOutOfBoundsError when a "
                 "scale cannot hold a message of magnitude 1)")
-        if top.bit_length() < 1000 and log2_scale < 960:
-            m = (np.array([float(c) for c in coeffs]) if top >= 1 << 62
-                 else np.array(coeffs, dtype=np.int64).astype(np.float64)) / float(pt.scale)
-        else:  # shift the big integers into float range first, then divide exactly
-            k = max(top.bit_length() - 62, 0)
-            m = np.array([float(c >> k) for c in coeffs]) * float(Fraction(1 << k) / pt.scale)
+        m = x * float(Fraction(1 << shift) / pt.scale)
         return embed(m, self.params.N)
 
     def decode_real(self, pt: Plaintext) -> np.ndarray:

@@ -8,6 +8,7 @@ storage form of the backends); the plain variants take and return standard form.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -33,16 +34,21 @@ def pack_words(coeffs: Sequence[int]) -> np.ndarray:
     except (TypeError, ValueError):
         raise ShapeError("coefficients must be Python ints (or integer-valued)") from None
     if all(-_INT64_SAFE <= c < _INT64_SAFE for c in values):
-        arr = np.array(values, dtype=np.int64).view(U64) if n else np.zeros(0, U64)
-        words = np.empty((n, 2), dtype=U32)
-        words[:, 0] = (arr & U64(0xFFFFFFFF)).astype(U32)
-        words[:, 1] = (arr >> U64(32)).astype(U32)
-        return words
+        return pack_int64(np.array(values, dtype=np.int64) if n else np.zeros(0, np.int64))
     bits = max(c.bit_length() for c in values) + 1  # + sign bit
     W = -(-bits // 32)
     nbytes = 4 * W
     raw = b"".join(c.to_bytes(nbytes, "little", signed=True) for c in values)
     return np.frombuffer(raw, dtype="<u4").reshape(n, W).astype(U32)
+
+
+def pack_int64(values: np.ndarray) -> np.ndarray:
+    """`pack_words` of an int64 array: (N, 2) u32 words, two's complement, vectorized."""
+    arr = np.ascontiguousarray(values, dtype=np.int64).view(U64)
+    words = np.empty((len(arr), 2), dtype=U32)
+    words[:, 0] = (arr & U64(0xFFFFFFFF)).astype(U32)
+    words[:, 1] = (arr >> U64(32)).astype(U32)
+    return words
 
 
 def unpack_words(words: np.ndarray) -> list[int]:
@@ -103,6 +109,138 @@ def crt_lift(residues: np.ndarray, ring: RingSpec, centered: bool = True) -> lis
             v -= Q
         out.append(v)
     return out
+
+
+@lru_cache(maxsize=64)
+def _garner_constants(ring: RingSpec, shift: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                           list[float], np.ndarray]:
+    """Per pair (j, i), i < j: w = q_i^-1 mod q_j and its Shoup companion floor(w·2^32/q_j);
+    per j: floor(2^32/q_j) (to reduce a digit of another modulus); the place values
+    W_j·2^-shift as floats; the mixed-radix digits of floor(Q/2)."""
+    qs = ring.moduli
+    L = len(qs)
+    w = np.zeros((L, L), dtype=U64)
+    ws = np.zeros((L, L), dtype=U64)
+    for j, qj in enumerate(qs):
+        for i, qi in enumerate(qs[:j]):
+            w[j, i] = pow(qi, -1, qj)
+            ws[j, i] = (int(w[j, i]) << 32) // qj
+    red = np.array([(1 << 32) // q for q in qs], dtype=U64).reshape(L, 1)
+    places, acc = [], 1
+    for q in qs:
+        places.append(float(Fraction(acc, 1 << shift)))
+        acc *= q
+    half, digits = ring.Q // 2, []
+    for q in qs:
+        digits.append(half % q)
+        half //= q
+    return w, ws, red, places, np.array(digits, dtype=U64)
+
+
+def _shoup(t: np.ndarray, w: np.ndarray, ws: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """t·w mod q for t < 2^32, w < q < 2^31, ws = floor(w·2^32/q) (wrapping u64 arithmetic)."""
+    r = t * w - ((t * ws) >> U64(32)) * q  # in [0, 2q)
+    return np.where(r >= q, r - q, r)
+
+
+def centered_floats(residues: np.ndarray, ring: RingSpec, shift: int = 0,
+                    bits: int | None = None) -> np.ndarray:
+    """(L, N) standard residues → the centred CRT lift x ∈ (-Q/2, Q/2] of each coefficient,
+    times 2^-shift, as float64 (relative error below L·2^-52), without any Python int.
+
+    Garner's mixed radix (`_garner_digits`): x = Σ_j v_j·W_j with W_j = q_0⋯q_(j−1).  Pick
+    `shift` so that Q·2^-shift fits a float (e.g. shift = max(0, bits(Q) − 1000)).
+
+    `bits`: the values are expected below 2^bits (a decoder knows its scale).  Then the lift runs
+    on the shortest prefix of moduli whose product exceeds 2^(bits+2) and is checked against
+    every other modulus (x' ≡ x mod each q_j and |x'| < Q_prefix/2 < Q/2 make x' the lift); if
+    any coefficient fails the check, the whole basis is used: never a wrong value."""
+    if bits is not None:
+        k = _prefix_for(ring, bits)
+        if k < ring.limbs:
+            digits, above = _garner_digits(residues[:k], ring.sub(0, k))
+            if _matches(residues, ring, k, digits, above):
+                return _to_floats(digits, above, ring.sub(0, k), shift)
+    digits, above = _garner_digits(residues, ring)
+    return _to_floats(digits, above, ring, shift)
+
+
+def _garner_digits(residues: np.ndarray, ring: RingSpec) -> tuple[np.ndarray, np.ndarray]:
+    """The mixed-radix digits v_j ∈ [0, q_j) of each coefficient's lift x ∈ [0, Q) (rows), and
+    where x > Q/2.  Once v_i is known, every later row j becomes (t_j − v_i)·q_i^-1 mod q_j, all
+    rows at once, with Shoup products; x > floor(Q/2) is a comparison of digits from the top."""
+    w, ws, red, _, half = _garner_constants(ring, 0)
+    q = get_tables(ring).q64
+    t = residues.astype(U64)  # row j becomes digit v_j once rows 0..j−1 are done
+    L = ring.limbs
+    for i in range(L - 1):
+        v, rows, qr = t[i], t[i + 1:], q[i + 1:]
+        vr = v - ((v * red[i + 1:]) >> U64(32)) * qr  # v mod q_j, in [0, 2q_j)
+        vr = np.where(vr >= qr, vr - qr, vr)
+        d = np.where(rows >= vr, rows - vr, rows + qr - vr)
+        t[i + 1:] = _shoup(d, w[i + 1:, i:i + 1], ws[i + 1:, i:i + 1], qr)
+    above = np.zeros(t.shape[1], dtype=bool)
+    equal = np.ones(t.shape[1], dtype=bool)
+    for j in reversed(range(L)):
+        above |= equal & (t[j] > half[j])
+        equal &= t[j] == half[j]
+    return t, above
+
+
+def _to_floats(t: np.ndarray, above: np.ndarray, ring: RingSpec, shift: int) -> np.ndarray:
+    """Σ v_j·W_j·2^-shift, negated as −(Q − x) where x > Q/2: Q − x is (W_L − 1 − x) + 1,
+    whose digits are q_j − 1 − v_j (+1 on the lowest)."""
+    _, _, _, places, _ = _garner_constants(ring, shift)
+    neg = get_tables(ring).q64 - U64(1) - t
+    neg[0] += U64(1)
+    digits = np.where(above, neg, t).astype(np.float64)
+    out = (np.asarray(places).reshape(1, -1) @ digits)[0]
+    return np.where(above, -out, out)
+
+
+def _prefix_for(ring: RingSpec, bits: int) -> int:
+    prod, k = 1, 0
+    while k < ring.limbs and prod.bit_length() <= bits + 2:
+        prod *= ring.moduli[k]
+        k += 1
+    return k
+
+
+@lru_cache(maxsize=64)
+def _check_constants(ring: RingSpec, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                      np.ndarray]:
+    """For rows j ≥ k: W_i mod q_j (i < k) with Shoup companions, Q_k mod q_j, and
+    floor(2^32/q_j) to reduce a digit of another modulus."""
+    qs = ring.moduli
+    c = np.zeros((len(qs) - k, k), dtype=U64)
+    cs = np.zeros_like(c)
+    qk = np.zeros((len(qs) - k, 1), dtype=U64)
+    for r, qj in enumerate(qs[k:]):
+        acc = 1
+        for i in range(k):
+            c[r, i] = acc % qj
+            cs[r, i] = (int(c[r, i]) << 32) // qj
+            acc *= qs[i]
+        qk[r, 0] = acc % qj
+    red = np.array([(1 << 32) // q for q in qs[k:]], dtype=U64).reshape(-1, 1)
+    return c, cs, qk, red
+
+
+def _matches(residues: np.ndarray, ring: RingSpec, k: int, digits: np.ndarray,
+             above: np.ndarray) -> bool:
+    """Whether the lift over the first k moduli (its digits, and where it is negative) agrees
+    with every other row of `residues`: Σ_i v_i·W_i (− Q_k where negative) mod q_j."""
+    c, cs, qk, red = _check_constants(ring, k)
+    q = get_tables(ring).q64[k:]
+    acc = np.zeros((ring.limbs - k, residues.shape[1]), dtype=U64)
+    for i in range(k):
+        v = digits[i][None, :]
+        vr = v - ((v * red) >> U64(32)) * q  # v mod q_j, in [0, 2q_j)
+        vr = np.where(vr >= q, vr - q, vr)
+        acc += _shoup(vr, c[:, i:i + 1], cs[:, i:i + 1], q)
+        acc = np.where(acc >= q, acc - q, acc)
+    acc = np.where(above[None, :], np.where(acc >= qk, acc - qk, acc + q - qk), acc)
+    return bool(np.array_equal(acc, residues[k:].astype(U64)))
 
 
 # -- fast basis conversion (Q -> P) ---------------------------------------------------------------

@@ -50,8 +50,9 @@ from ren.memory import plan_memory
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
 from ren.replay import Template, structure_key, templates
-from ren.ring import Domain, from_mont, get_tables
+from ren.ring import Domain, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
+from ren.sampling import sample
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
 
 
@@ -197,7 +198,14 @@ def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
     if not todo:
         return {}
+    requested, samples = todo, {}
     key, inputs = _template_key(todo)
+    if key is None and not _must_schedule() and not settings.get("REN_DEVICE_SAMPLING"):
+        # random leaves? sample them first, so the graph's template can be replayed
+        samples = sample_random_leaves(todo)
+        if samples:
+            todo = substitute_many(todo, samples)
+            key, inputs = _template_key(todo)
     template = templates.get(key) if key is not None else None
     timings = RealizeTimings(extra={"replayed": template is not None})
     if template is None:
@@ -205,16 +213,51 @@ def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
         if key is not None:
             templates.put(key, template)
     t0 = time.perf_counter()
-    becomes_map = dict(zip(todo, template.run(inputs), strict=True))
+    becomes_map = dict(zip(requested, template.run(inputs), strict=True))
     timings.run, timings.kernels = time.perf_counter() - t0, len(template.units)
     _record(timings, len(todo))
+    for sampled, buffer_node in samples.items():  # live Polys of a sample now hold its buffer
+        becomes_map.setdefault(sampled, buffer_node)
     return becomes_map
+
+
+def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
+    """Each random polynomial (AS_RING over a RANDOM leaf) under `nodes` -> the same values
+    sampled now, on the host, into a buffer on its device (AS_RING over a BUFFER).
+
+    A RANDOM leaf carries a new seed every time, so a graph with one has no reusable structure;
+    with its samples as input buffers instead, an encryption or a key generation replays the
+    template of the previous one.  `ren.sampling` defines a RANDOM node's value and every
+    device's RANDOM kernel expands the seed on the host the same way, so the words are the
+    same as the kernel's."""
+    out: dict[Node, Node] = {}
+    seen: set[Node] = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op is Op.AS_RING and n.src and n.src[0].op is Op.RANDOM:
+            ring, _ = n.arg
+            spec = n.src[0].arg
+            buf = Buffer(spec.device, (ring.limbs, ring.N)).copyin(
+                to_mont(sample(spec, ring), get_tables(ring)))
+            out[n] = Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),), n.arg)
+            continue
+        stack.extend(n.src)
+    return out
+
+
+def _must_schedule() -> bool:
+    """REN_CHECK and REN_DEBUG=3 check and dump the schedule of every realization as it is."""
+    return bool(settings.get("REN_CHECK")) or settings.get("REN_DEBUG") >= 3
 
 
 def _template_key(todo: list[Node]) -> tuple[tuple | None, list[Buffer]]:
     """The cache key of `todo`'s template and the graph's input buffers, or (None, []) when it
     is not cached (not replayable, or REN_CHECK / REN_DEBUG=3, which must schedule)."""
-    if settings.get("REN_CHECK") or settings.get("REN_DEBUG") >= 3:
+    if _must_schedule():
         return None, []
     found = structure_key(todo)
     if found is None:
@@ -252,4 +295,4 @@ def host_residues(n: Node) -> np.ndarray:
 
 
 __all__ = ["Recorder", "compile_template", "current_recorder", "host_residues", "is_realized",
-           "parameter", "parameterize", "realize_nodes", "recording"]
+           "parameter", "parameterize", "realize_nodes", "recording", "sample_random_leaves"]

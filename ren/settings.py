@@ -79,6 +79,9 @@ SWITCHES = {s.name: s for s in (
     Switch("REN_NO_ELISION", 0, "1: pass 4 keeps the NTT/INTT round trips around NTT-domain "
                                 "rescales and mod-ups (no transform elision), for comparisons"),
     Switch("REN_JIT", 1, "0: run jitted functions eagerly (no capture or replay)"),
+    Switch("REN_DEVICE_SAMPLING", 0, "1: random polynomials are sampled by each device's RANDOM "
+                                     "kernel (a graph with one is then scheduled every time) "
+                                     "instead of on the host before the template is looked up"),
     # above a few hundred threads libgomp aborts or the process runs out of stack mappings;
     # limbs are what is split, and no ring has anywhere near 256 of them
     Switch("REN_CPU_THREADS", 1, "OpenMP threads of the compiled 'cpu' device's kernels (limbs are "

@@ -58,6 +58,14 @@ def _call(kind: RingKernel, N: int, src=(), dst=(), dropped=()) -> cpu.CpuCall:
 
 
 # -- whole programs against NumPy -----------------------------------------------------------------
+@pytest.fixture(scope="module", autouse=True)
+def device_sampling():
+    """These tests compare the devices' kernels, their RANDOM kernels included: random
+    polynomials are sampled by the device, not on the host before the template lookup."""
+    with ren.settings.override(REN_DEVICE_SAMPLING=1):
+        yield
+
+
 @pytest.fixture(scope="module")
 def numpy_runs():
     ren.random.seed(None)

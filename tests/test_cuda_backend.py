@@ -30,6 +30,14 @@ from ren.ring import RingSpec, from_mont, get_tables, to_mont
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no system C compiler (cc) found")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def device_sampling():
+    """These tests compare the devices' kernels, their RANDOM kernels included: random
+    polynomials are sampled by the device, not on the host before the template lookup."""
+    with ren.settings.override(REN_DEVICE_SAMPLING=1):
+        yield
+
+
 @pytest.fixture(scope="module")
 def numpy_runs():
     ren.random.seed(None)

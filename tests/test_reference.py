@@ -399,6 +399,31 @@ class TestSamplers:
         # uniform mod Q: the lifts are not small
         assert max(abs(v) for v in signed_value(p)) > r.Q >> 8
 
+    def test_uniform_rows_are_exactly_uniform_by_rejection(self, monkeypatch):
+        """Words at or above k·q are rejected (not reduced: that would favour small residues);
+        a stream too short for n kept words is read further."""
+        q = (1 << 32) // 3 + 5  # k = 2: a third of the words are rejected
+        bound = 2 * q
+        rows = ren.sampling._uniform_row(b"s" * 32, 0, q, 30000)
+        assert rows.dtype == np.uint32 and len(rows) == 30000 and int(rows.max()) < q
+        hist = np.bincount((rows.astype(np.uint64) * 8 // q).astype(np.int64), minlength=8)
+        assert hist.min() > 0.9 * 30000 / 8 and hist.max() < 1.1 * 30000 / 8
+
+        class Stream:  # every word of the first `first` words is rejected
+            def __init__(self, first: int):
+                self.first = first
+
+            def digest(self, nbytes: int) -> bytes:
+                words = np.arange(nbytes // 4, dtype=np.uint64) + np.uint64(bound - 100)
+                words[: self.first] = 0xFFFFFFFF
+                return (words % np.uint64(1 << 32)).astype("<u4").tobytes()
+
+        first = int(10 / (bound / 2**32) * 1.02) + 64  # the first request's word count
+        monkeypatch.setattr(ren.sampling.hashlib, "shake_128", lambda data: Stream(first))
+        got = ren.sampling._uniform_row(b"s" * 32, 0, q, 10)
+        kept = [w for w in range(bound - 100 + first, 2**32 + first) if w % 2**32 < bound][:10]
+        assert got.tolist() == [w % 2**32 % q for w in kept]
+
     @pytest.mark.parametrize("make", [
         lambda r: Poly.uniform(r), lambda r: Poly.ternary(r),
         lambda r: Poly.sparse_ternary(r, 5), lambda r: Poly.gaussian(r),

@@ -64,6 +64,14 @@ needs_nvrtc = pytest.mark.skipif(NVRTC_MISSING is not None, reason=NVRTC_MISSING
 
 
 # -- the programs, run once on NumPy ------------------------------------------------------------
+@pytest.fixture(scope="module", autouse=True)
+def device_sampling():
+    """These tests compare the devices' kernels, their RANDOM kernels included: random
+    polynomials are sampled by the device, not on the host before the template lookup."""
+    with ren.settings.override(REN_DEVICE_SAMPLING=1):
+        yield
+
+
 @pytest.fixture(scope="module")
 def numpy_runs() -> dict[str, tuple[list[np.ndarray], list]]:
     ren.random.seed(None)

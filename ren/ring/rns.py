@@ -112,11 +112,10 @@ def crt_lift(residues: np.ndarray, ring: RingSpec, centered: bool = True) -> lis
 
 
 @lru_cache(maxsize=64)
-def _garner_constants(ring: RingSpec, shift: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                           list[float], np.ndarray]:
+def _garner_constants(ring: RingSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per pair (j, i), i < j: w = q_i^-1 mod q_j and its Shoup companion floor(w·2^32/q_j);
-    per j: floor(2^32/q_j) (to reduce a digit of another modulus); the place values
-    W_j·2^-shift as floats; the mixed-radix digits of floor(Q/2)."""
+    per j: floor(2^32/q_j) (to reduce a digit of another modulus); the mixed-radix digits of
+    floor(Q/2)."""
     qs = ring.moduli
     L = len(qs)
     w = np.zeros((L, L), dtype=U64)
@@ -126,15 +125,21 @@ def _garner_constants(ring: RingSpec, shift: int) -> tuple[np.ndarray, np.ndarra
             w[j, i] = pow(qi, -1, qj)
             ws[j, i] = (int(w[j, i]) << 32) // qj
     red = np.array([(1 << 32) // q for q in qs], dtype=U64).reshape(L, 1)
-    places, acc = [], 1
-    for q in qs:
-        places.append(float(Fraction(acc, 1 << shift)))
-        acc *= q
     half, digits = ring.Q // 2, []
     for q in qs:
         digits.append(half % q)
         half //= q
-    return w, ws, red, places, np.array(digits, dtype=U64)
+    return w, ws, red, np.array(digits, dtype=U64)
+
+
+@lru_cache(maxsize=64)
+def _place_values(ring: RingSpec, shift: int) -> np.ndarray:
+    """W_j·2^-shift = q_0⋯q_(j−1)·2^-shift as floats (a row)."""
+    places, acc = [], 1
+    for q in ring.moduli:
+        places.append(float(Fraction(acc, 1 << shift)))
+        acc *= q
+    return np.array(places).reshape(1, -1)
 
 
 def _shoup(t: np.ndarray, w: np.ndarray, ws: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -169,7 +174,7 @@ def _garner_digits(residues: np.ndarray, ring: RingSpec) -> tuple[np.ndarray, np
     """The mixed-radix digits v_j ∈ [0, q_j) of each coefficient's lift x ∈ [0, Q) (rows), and
     where x > Q/2.  Once v_i is known, every later row j becomes (t_j − v_i)·q_i^-1 mod q_j, all
     rows at once, with Shoup products; x > floor(Q/2) is a comparison of digits from the top."""
-    w, ws, red, _, half = _garner_constants(ring, 0)
+    w, ws, red, half = _garner_constants(ring)
     q = get_tables(ring).q64
     t = residues.astype(U64)  # row j becomes digit v_j once rows 0..j−1 are done
     L = ring.limbs
@@ -190,11 +195,10 @@ def _garner_digits(residues: np.ndarray, ring: RingSpec) -> tuple[np.ndarray, np
 def _to_floats(t: np.ndarray, above: np.ndarray, ring: RingSpec, shift: int) -> np.ndarray:
     """Σ v_j·W_j·2^-shift, negated as −(Q − x) where x > Q/2: Q − x is (W_L − 1 − x) + 1,
     whose digits are q_j − 1 − v_j (+1 on the lowest)."""
-    _, _, _, places, _ = _garner_constants(ring, shift)
     neg = get_tables(ring).q64 - U64(1) - t
     neg[0] += U64(1)
     digits = np.where(above, neg, t).astype(np.float64)
-    out = (np.asarray(places).reshape(1, -1) @ digits)[0]
+    out = (_place_values(ring, shift) @ digits)[0]
     return np.where(above, -out, out)
 
 

@@ -79,13 +79,19 @@ from ckks_common import (  # noqa: E402  (the tests use bench_ckks.<name>)
     HE_STD_128,
     JIT_OPS,
     LIBS,
+    MATRIX_N,
     OPS,
+    POLY,
+    PROGRAM_DEPTH,
+    PROGRAM_OPS,
     Config,
     Result,
     Skipped,
     bits,
     check_security,
     inputs,
+    poly_value,
+    program_inputs,
     timed,
 )
 from ckks_peers import run_desilo, run_seal  # noqa: E402
@@ -199,6 +205,7 @@ def _run_ren(cfg: Config) -> Result:
             Encryptor,
             Evaluator,
             KeyGenerator,
+            LinearTransform,
         )
     except ImportError as e:
         raise Skipped(f"ren: ren.ckks is not available in this checkout ({e})") from e
@@ -294,6 +301,23 @@ def _run_ren(cfg: Config) -> Result:
     if cfg.profile:
         res.notes.append(profile(op("mul", lambda: mul(cx, cy))))
     res.record("decrypt", timed(lambda: decrypt(cx), cfg.reps))
+    if cfg.depth >= PROGRAM_DEPTH:
+        # the programs: the transform is prepared once (its diagonals encoded), like Lattigo's;
+        # its keys are made apart from the timed key generation
+        m, v, tiled = program_inputs(cfg)
+        lt = LinearTransform(params, m)
+        with ren.random.seeded(cfg.seed):
+            lev = Evaluator(params, relin_key=rlk,
+                            rotation_keys=KeyGenerator(params, sk).rotation_keys(lt.rotation_steps))
+        cv = encrypt(tiled)
+        poly = res.record("poly", timed(op("poly", lambda: ev.evaluate_polynomial(cx, POLY)),
+                                        cfg.reps))
+        lin = res.record("lintrans", timed(op("lintrans", lambda: lev.linear_transform(cv, lt)),
+                                           cfg.reps))
+        res.precision["poly"] = bits(np.abs(decrypt(poly) - poly_value(x)).max())
+        res.precision["lintrans"] = bits(np.abs(decrypt(lin)[:MATRIX_N] - m @ v).max())
+        res.params["lintrans"] = (f"{MATRIX_N}x{MATRIX_N}, BSGS n1={lt.baby_steps}, "
+                                  f"{len(lt.rotation_steps)} keys")
     res.precision["encrypt"] = bits(np.abs(decrypt(cx) - x).max())
     res.precision["mul"] = bits(np.abs(decrypt(prod) - x * y).max())
     res.precision["rotate"] = bits(np.abs(decrypt(rot) - np.roll(x, -1)).max())
@@ -305,6 +329,9 @@ def _run_ren(cfg: Config) -> Result:
 FOOTER = """\
 encrypt = encode + encrypt; decrypt = decrypt + decode; keygen = sk, pk, relin, one rotation key.
 mul jit / rotate jit: Ren's replay of a ren.jit plan captured on the first call (Ren only).
+poly: a degree-7 polynomial (sigmoid's Taylor terms, power basis) of a ciphertext; lintrans: a
+dense 64x64 matrix times a vector repeated over the slots (Ren: LinearTransform, baby-step
+giant-step, hoisted; SEAL: TenSEAL's CKKSVector.matmul; DESILO has no matrix-vector product).
 Precision: -log2 of the max abs error against NumPy, inputs uniform in [-1, 1]; "fresh" is
 encrypt then decrypt, which shows the scale a library really encodes at.
 Wall times on a shared machine are noisy; CPU time (all threads of the process) is steadier, and
@@ -351,19 +378,20 @@ def time_table(results: list[Result], cpu: bool = False) -> str:
     title = "median CPU ms" if cpu else "median ms"
     head = title.ljust(22) + "".join(c.rjust(12) for c in cols) + "".join(labels)
     lines = [head, "-" * len(head)]
-    ops = OPS + tuple(o for o in JIT_OPS if any(o in r.times for r in results))
+    ops = OPS + tuple(o for o in (*PROGRAM_OPS, *JIT_OPS) if any(o in r.times for r in results))
     for op_name in ops:
         line = op_name.ljust(22) + "".join(_ms(r.median_ms(op_name, cpu)) for r in results)
         base = op_name.removesuffix(" jit")
-        if labels:
-            best = min(peers, key=lambda r: r.median_ms(base, cpu))
+        have = [r for r in peers if not math.isnan(r.median_ms(base, cpu))]
+        if labels and have:
+            best = min(have, key=lambda r: r.median_ms(base, cpu))
             for r, label in zip(rens, labels):
                 ratio = r.median_ms(op_name, cpu) / best.median_ms(base, cpu)
                 cell = "-" if math.isnan(ratio) else f"{ratio:.1f}x ({best.lib})"
                 line += cell.rjust(len(label))
         lines.append(line)
     if not cpu:
-        for op_name in ("encrypt", "mul", "rotate", *JIT_OPS):
+        for op_name in ("encrypt", "mul", "rotate", *PROGRAM_OPS, *JIT_OPS):
             if not any(op_name in r.precision for r in results):
                 continue
             label = "fresh" if op_name == "encrypt" else op_name

@@ -18,6 +18,13 @@ import numpy as np
 OPS = ("keygen", "encrypt", "add", "mul", "rotate", "decrypt")
 #: Ren only: the same ops replayed by a `ren.jit` plan captured on the first call
 JIT_OPS = ("mul jit", "rotate jit")
+#: CKKS programs, where the depth allows (>= PROGRAM_DEPTH): a degree-7 polynomial (power basis,
+#: 3 levels) and a dense 64×64 matrix times a vector repeated in every 64-slot block (1 level)
+PROGRAM_OPS = ("poly", "lintrans")
+PROGRAM_DEPTH = 4
+#: sigmoid's Taylor polynomial to degree 7, lowest degree first
+POLY = (0.5, 0.25, 0.0, -1 / 48, 0.0, 1 / 480, 0.0, -17 / 80640)
+MATRIX_N = 64
 LIBS = ("ren", "seal", "desilo")
 #: Ren's devices: "python" (NumPy kernels) and "cpu" (kernels compiled by the C compiler)
 DEVICES = ("python", "cpu")
@@ -87,6 +94,17 @@ def inputs(cfg: Config) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(cfg.seed)
     slots = cfg.n // 2
     return rng.uniform(-1, 1, slots), rng.uniform(-1, 1, slots)
+
+
+def program_inputs(cfg: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the matrix, its vector x, x repeated over the slots) of the lintrans program."""
+    rng = np.random.default_rng(cfg.seed + 1)
+    m, x = rng.uniform(-1, 1, (MATRIX_N, MATRIX_N)), rng.uniform(-1, 1, MATRIX_N)
+    return m, x, np.tile(x, cfg.n // 2 // MATRIX_N)
+
+
+def poly_value(x: np.ndarray) -> np.ndarray:
+    return np.polynomial.polynomial.polyval(x, POLY)
 
 
 def timed(fn: Callable[[], Any], reps: int) -> tuple[tuple[list[float], list[float]], Any]:

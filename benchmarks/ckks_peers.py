@@ -12,7 +12,20 @@ import math
 from typing import Any
 
 import numpy as np
-from ckks_common import Config, Result, Skipped, bits, check_security, inputs, timed
+from ckks_common import (
+    MATRIX_N,
+    POLY,
+    PROGRAM_DEPTH,
+    Config,
+    Result,
+    Skipped,
+    bits,
+    check_security,
+    inputs,
+    poly_value,
+    program_inputs,
+    timed,
+)
 
 # ---------------------------------------------------------------- SEAL (through tenseal.sealapi)
 
@@ -98,7 +111,26 @@ def run_seal(cfg: Config) -> Result:
     res.precision["encrypt"] = bits(np.abs(decrypt(cx) - x).max())
     res.precision["mul"] = bits(np.abs(decrypt(prod) - x * y).max())
     res.precision["rotate"] = bits(np.abs(decrypt(rot) - np.roll(x, -1)).max())
+    if cfg.depth >= PROGRAM_DEPTH:
+        _seal_programs(cfg, res, bit_sizes, x)
     return res
+
+
+def _seal_programs(cfg: Config, res: Result, bit_sizes: list[int], x: np.ndarray) -> None:
+    """poly and lintrans through TenSEAL's CKKSVector (polyval, matmul) on SEAL, with the same
+    modulus chain and all power-of-two Galois keys (TenSEAL's own context)."""
+    import tenseal as ts
+
+    ctx = ts.context(ts.SCHEME_TYPE.CKKS, poly_modulus_degree=cfg.n,
+                     coeff_mod_bit_sizes=bit_sizes)
+    ctx.global_scale = 2.0 ** cfg.scale_bits
+    ctx.generate_galois_keys()
+    m, v, _ = program_inputs(cfg)
+    vx, vv = ts.ckks_vector(ctx, x.tolist()), ts.ckks_vector(ctx, v.tolist())
+    poly = res.record("poly", timed(lambda: vx.polyval(list(POLY)), cfg.reps))
+    lin = res.record("lintrans", timed(lambda: vv.matmul(m.T.tolist()), cfg.reps))
+    res.precision["poly"] = bits(np.abs(np.asarray(poly.decrypt()) - poly_value(x)).max())
+    res.precision["lintrans"] = bits(np.abs(np.asarray(lin.decrypt())[:MATRIX_N] - m @ v).max())
 
 
 # ---------------------------------------------------------------- DESILO (desilofhe, CPU mode)
@@ -150,4 +182,11 @@ def run_desilo(cfg: Config) -> Result:
     res.precision["mul"] = bits(np.abs(np.asarray(engine.decrypt(prod, sk)) - x * y).max())
     res.precision["rotate"] = bits(np.abs(np.asarray(engine.decrypt(rot, sk))
                                           - np.roll(x, -1)).max())
+    if cfg.depth >= PROGRAM_DEPTH:
+        poly = res.record("poly", timed(lambda: engine.evaluate_polynomial(cx, list(POLY), rlk),
+                                        cfg.reps))
+        res.precision["poly"] = bits(np.abs(np.asarray(engine.decrypt(poly, sk))
+                                            - poly_value(x)).max())
+        res.notes.append("desilo: no lintrans (its matrix_multiply multiplies packed matrices, "
+                         "not a matrix and a vector)")
     return res

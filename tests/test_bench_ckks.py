@@ -209,3 +209,19 @@ def test_cli_rejects_unknown_library(capsys) -> None:
     with pytest.raises(SystemExit):
         bench.main(["--only", "ren,palisade"])
     assert "palisade" in capsys.readouterr().err
+
+
+def test_ren_programs_tiny() -> None:
+    """The polynomial and linear-transform rows (depth >= PROGRAM_DEPTH), against NumPy."""
+    cfg = bench.Config(n=1 << 10, depth=bench.PROGRAM_DEPTH, reps=1, keygen_reps=1,
+                       insecure=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bench.run_ren(cfg)
+    for op in bench.PROGRAM_OPS:
+        assert len(res.times[op]) == 1 and res.times[op][0] > 0, op
+        assert res.precision[op] > 15, res.precision  # a wrong slot order gives about 0 bits
+    assert "BSGS" in res.params["lintrans"]
+    table = bench.time_table([res])
+    assert any(line.startswith("poly ") for line in table.splitlines())
+    assert any(line.startswith("lintrans precision") for line in table.splitlines())

@@ -146,6 +146,21 @@ def test_report(program, tmp_path):
         assert "not a CKKS example" in html
 
 
+def test_budget_keys_and_ckks_memory():
+    """The level budget and the key plan of a CKKS example, traced; the arena's CKKS memory
+    table (keys, ciphertexts, arena)."""
+    out = run("budget", "ckks_logreg").stdout
+    assert "3 of 3 level(s) used" in out and "rotate_sum" in out and "yes" in out
+    out = run("keys", "ckks_logreg").stdout
+    assert "2 Galois key(s)" in out and "steps [1, 2]" in out
+    out = run("arena", "ckks_logreg").stdout
+    assert "evaluation keys" in out and "RelinKey + GaloisKeys" in out
+    assert "arena (intermediates)" in out
+    assert "CKKS memory" not in run("arena", "rotations").stdout
+    for cmd in ("budget", "keys"):
+        assert "needs a CKKS program" in run(cmd, "rotations", code=2).stderr
+
+
 def test_precision():
     """The meter's table, with the largest loss named, and its plot; CKKS examples only."""
     out = run("precision", "ckks_logreg").stdout

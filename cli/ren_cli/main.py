@@ -305,7 +305,11 @@ def arena(program: str, ckks_params: str, fmt: str, policy: str, output: Path | 
     if fmt == "svg":
         emit(av.arena_svg(view), output)
         return
+    memory = av.ckks_memory_rows(prog, view)
     show([f"{prog.name}: memory plan of {view.plan.steps} schedule steps",
+          *([table("CKKS memory: keys, ciphertexts and the arena", ["what", "bytes", "", "note"],
+                   [[r["what"], r["bytes"], av.fmt_bytes(r["bytes"]), r["note"]]
+                    for r in memory])] if memory else []),
           table("arenas", ["device", "planned buffers", "planned bytes", "peak-live bytes",
                            "arena bytes", "arena/peak", "policy"],
                 [[r["device"], r["buffers"], r["planned"], r["peak"], r["arena"],
@@ -368,6 +372,34 @@ def precision(program: str, ckks_params: str, fmt: str, output: Path | None) -> 
              f"{Path(s.where).name}: {s.code}"] for s in report.steps]
     show([table(f"precision of {program}", ["#", "op", "level", "log2 scale", "bits", "lost",
                                             "where"], rows), report.summary()], output)
+
+
+@cli.command()
+@program_argument
+@output_option
+def budget(program: str, ckks_params: str, output: Path | None) -> None:
+    """The level and scale budget of a CKKS example, traced without running a kernel: the level
+    and log2 scale after every operation, where rescales happen, and the levels used.  A program
+    that needs more levels than its parameters have fails here, naming its line."""
+    check_output_file(output)
+    report = pv.budget_of(pg.load_program(program, ckks_params))
+    rows = [[s.index, s.op, s.level, f"{s.log2_scale:.2f}", "yes" if s.rescaled else "",
+             f"{Path(s.where).name}: {s.code}"] for s in report.steps]
+    show([table(f"level budget of {program}", ["#", "op", "level", "log2 scale", "rescaled",
+                                               "where"], rows), report.summary()], output)
+
+
+@cli.command()
+@program_argument
+@output_option
+def keys(program: str, ckks_params: str, output: Path | None) -> None:
+    """The Galois keys a CKKS example needs (traced, no kernel): rotation steps, conjugation,
+    their count and bytes, and the power-of-two alternative when it needs fewer keys."""
+    check_output_file(output)
+    plan = pv.keys_of(pg.load_program(program, ckks_params))
+    rows = [[k, plan.uses.get(k, 0)] for k in plan.steps]
+    show([table(f"rotation keys of {program}", ["step", "rotations"], rows), plan.summary()],
+         output)
 
 
 def show(items: list[Any], output: Path | None) -> None:

@@ -114,7 +114,7 @@ class Step:
     code: str  # the line of the user's code
     level: int
     log2_scale: float
-    rescaled: bool  # the level went down
+    rescaled: bool  # the level went down by a rescale (not by drop_level, a view)
     ciphertext: Ciphertext = field(repr=False)
     inputs: tuple[int, ...] = ()  # indices of the steps its ciphertext operands came from
     bits: float = math.nan
@@ -145,8 +145,9 @@ class _Tracer:
 
     def _add(self, ct: Ciphertext, op: str, where: tuple[str, str], inputs: tuple[int, ...],
              shadow: np.ndarray | None, was_level: int | None) -> int:
+        rescaled = was_level is not None and ct.level < was_level and op != "drop_level"
         step = Step(len(self.steps), op, where[0], where[1], ct.level, log2_exact(ct.scale),
-                    was_level is not None and ct.level < was_level, ct, inputs)
+                    rescaled, ct, inputs)
         self.steps.append(step)
         self._origin[id(ct)] = step.index
         if shadow is not None:

@@ -99,6 +99,26 @@ def summary_rows(view: ArenaView) -> list[dict[str, Any]]:
     return out
 
 
+def ckks_memory_rows(program: Any, view: ArenaView) -> list[dict[str, Any]]:
+    """For a CKKS example (`Program.ckks`): where its bytes are — the evaluation keys it holds,
+    its input and output ciphertexts, and the arena of its intermediates (empty otherwise)."""
+    if getattr(program, "ckks", None) is None:
+        return []
+    ev = program.ckks.evaluator
+    keys = [k for k in (ev.relin_key, ev.rotation_keys) if k is not None]
+    ins = program.call()[1] if program.call() is not None else ()
+    in_bytes = sum(p.ring.limbs * p.ring.N * 4 for ct in ins for p in ct.parts)
+    out_bytes = sum(p.ring.limbs * p.ring.N * 4 for p in program.outputs())
+    arena = sum(view.plan.arenas.values())
+    rows = [("evaluation keys", sum(k.nbytes for k in keys),
+             " + ".join(type(k).__name__ for k in keys) or "none"),
+            ("input ciphertexts", in_bytes, f"{len(ins)} ciphertext(s)"),
+            ("output polynomials", out_bytes, "the results"),
+            ("arena (intermediates)", arena,
+             "peak-live " + fmt_bytes(sum(view.plan.peaks.values())))]
+    return [{"what": w, "bytes": b, "note": n} for w, b, n in rows]
+
+
 def kept_text(view: ArenaView) -> str:
     """Why the buffers outside the arena keep their own storage, counted by reason."""
     reasons: dict[str, int] = {}
@@ -195,4 +215,5 @@ def arena_ascii(view: ArenaView, width: int = 72, height: int = 16) -> str:
 
 
 __all__ = ["ArenaView", "arena_ascii", "arena_rows", "arena_svg", "arena_svgs", "buffer_names",
-           "devices", "fmt_bytes", "kept_text", "plan_program", "summary_rows"]
+           "ckks_memory_rows", "devices", "fmt_bytes", "kept_text", "plan_program",
+           "summary_rows"]

@@ -14,7 +14,8 @@ import math
 from html import escape
 
 from ren import random as ren_random
-from ren.ckks.debug import Report, precision
+from ren.ckks.debug import Report, budget, precision
+from ren.ckks.keyplan import KeyPlan, plan_rotation_keys
 from ren.errors import InspectError
 from ren.viz.programs import Program
 
@@ -24,14 +25,30 @@ WIDTH, HEIGHT, PAD = 720, 240, 40
 def precision_of(prog: Program) -> Report:
     """`ren.ckks.debug.precision` of a CKKS example on its example values (encrypted with the
     secret key, seeded)."""
-    if prog.ckks is None:
-        raise InspectError(f"{prog.name}: the precision meter needs a CKKS program (the built-in "
-                           "ckks_* examples); a file program has no evaluator and secret key to "
-                           "measure with; call ren.ckks.debug.precision(fn, ...) from Python")
-    c = prog.ckks
+    c = _ckks(prog, "the precision meter")
     with ren_random.seeded(prog.seed or f"inspect:{prog.name}"):
         return precision(c.fn, *c.values, evaluator=c.evaluator,
                          secret_key=c.keygen.secret_key())
+
+
+def _ckks(prog: Program, what: str):
+    if prog.ckks is None:
+        raise InspectError(f"{prog.name}: {what} needs a CKKS program (the built-in ckks_* "
+                           "examples); from Python, call ren.ckks.debug or "
+                           "ren.ckks.plan_rotation_keys on your function")
+    return prog.ckks
+
+
+def budget_of(prog: Program) -> Report:
+    """`ren.ckks.debug.budget` of a CKKS example: levels and scales, traced (no kernel)."""
+    c = _ckks(prog, "the level budget")
+    return budget(c.fn, c.evaluator.params, *([None] * len(c.values)))
+
+
+def keys_of(prog: Program) -> KeyPlan:
+    """The rotation-key plan of a CKKS example (traced, no kernel)."""
+    c = _ckks(prog, "the key planner")
+    return plan_rotation_keys(c.fn, c.evaluator.params, *([None] * len(c.values)))
 
 
 def precision_svg(report: Report) -> str:
@@ -75,4 +92,4 @@ def precision_svg(report: Report) -> str:
     return "\n".join(out)
 
 
-__all__ = ["precision_of", "precision_svg"]
+__all__ = ["budget_of", "keys_of", "precision_of", "precision_svg"]

@@ -536,7 +536,7 @@ class TestToRnsCrt:
         res = reduce_words(pack_words(xs), r)
         assert crt_lift(res, r) == [Q // 2, -(Q // 2), -(Q // 2), -1]
 
-    @given(rings(ns=(2, 4, 8, 16)), st.data())
+    @given(rings(ns=(2, 4, 8, 16), limbs=(1, 2, 5, 9, 12)), st.data())
     def test_centered_floats(self, r, data):
         """The float lift (Garner's mixed radix, no Python ints) against the exact centred
         lift: within 2^-50 relative; with `bits`, small values take the prefix path and large
@@ -546,9 +546,17 @@ class TestToRnsCrt:
         xs[0] = data.draw(st.sampled_from([0, r.Q // 2, -(r.Q // 2), xs[0]]))
         res = reduce_words(pack_words(xs), r)
         exact = [centred(x, r.Q) for x in xs]
-        for kw in ({}, {"bits": 24}, {"bits": 64}):
+        for kw in ({}, {"bits": 24}, {"bits": 64}, {"bits": 200}):
             got = centered_floats(res, r, **kw)
             assert all(abs(g - e) <= abs(e) * 2.0**-50 for g, e in zip(got, exact, strict=True))
+        # values within the expected bits take the short path: its check must accept them
+        from ren.ring import rns
+
+        for b in (64, 200, 250):
+            k = rns._prefix_for(r, b)
+            if max(abs(e) for e in exact) < 1 << b and k < r.limbs:
+                digits, above = rns._garner_digits(res[:k], r.sub(0, k))
+                assert rns._matches(res, r, k, digits, above)
         shifted = centered_floats(res, r, shift=10)
         assert all(abs(g * 1024 - e) <= abs(e) * 2.0**-50
                    for g, e in zip(shifted, exact, strict=True))

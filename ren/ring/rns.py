@@ -233,18 +233,20 @@ def _check_constants(ring: RingSpec, k: int) -> tuple[np.ndarray, np.ndarray, np
 def _matches(residues: np.ndarray, ring: RingSpec, k: int, digits: np.ndarray,
              above: np.ndarray) -> bool:
     """Whether the lift over the first k moduli (its digits, and where it is negative) agrees
-    with every other row of `residues`: Σ_i v_i·W_i (− Q_k where negative) mod q_j."""
-    c, cs, qk, red = _check_constants(ring, k)
+    with every other row of `residues`: Σ_i v_i·W_i (− Q_k where negative) mod q_j.  Each
+    product v_i·(W_i mod q_j) is below 2^62, so four of them sum in a u64 before a reduction."""
+    c, _, qk, _ = _check_constants(ring, k)
     q = get_tables(ring).q64[k:]
     acc = np.zeros((ring.limbs - k, residues.shape[1]), dtype=U64)
-    for i in range(k):
-        v = digits[i][None, :]
-        vr = v - ((v * red) >> U64(32)) * q  # v mod q_j, in [0, 2q_j)
-        vr = np.where(vr >= q, vr - q, vr)
-        acc += _shoup(vr, c[:, i:i + 1], cs[:, i:i + 1], q)
-        acc = np.where(acc >= q, acc - q, acc)
+    i = 0
+    while i < k:  # 4 products, then acc (< q_j) and 3 more, and so on: never past 2^64
+        part = acc
+        for j in range(i, min(i + (3 if i else 4), k)):
+            part = part + digits[j][None, :] * c[:, j:j + 1]
+        i += 3 if i else 4
+        acc = part % q
     acc = np.where(above[None, :], np.where(acc >= qk, acc - qk, acc + q - qk), acc)
-    return bool(np.array_equal(acc, residues[k:].astype(U64)))
+    return bool(np.array_equal(acc, residues[k:]))
 
 
 # -- fast basis conversion (Q -> P) ---------------------------------------------------------------

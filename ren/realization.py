@@ -44,13 +44,13 @@ import numpy as np
 from ren import settings
 from ren.device import Buffer
 from ren.errors import RealizeError
-from ren.ir import as_ring, is_const, is_realized, storage_buffer
+from ren.ir import as_ring, const_node, is_const, is_realized, storage_buffer
 from ren.kernel import COPY, VIEW, ScheduledKernel
 from ren.memory import plan_memory
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
 from ren.replay import Template, structure_key, templates
-from ren.ring import Domain, from_mont, get_tables, to_mont
+from ren.ring import Domain, from_mont, get_tables
 from ren.runtime import make_exec_units
 from ren.sampling import sample
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
@@ -216,20 +216,20 @@ def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     becomes_map = dict(zip(requested, template.run(inputs), strict=True))
     timings.run, timings.kernels = time.perf_counter() - t0, len(template.units)
     _record(timings, len(todo))
-    for sampled, buffer_node in samples.items():  # live Polys of a sample now hold its buffer
-        becomes_map.setdefault(sampled, buffer_node)
     return becomes_map
 
 
 def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
-    """Each random polynomial (AS_RING over a RANDOM leaf) under `nodes` -> the same values
-    sampled now, on the host, into a buffer on its device (AS_RING over a BUFFER).
+    """Each random polynomial (AS_RING over a RANDOM leaf) under `nodes` -> the same values,
+    sampled now on the host into an input buffer on its device.
 
     A RANDOM leaf carries a new seed every time, so a graph with one has no reusable structure;
     with its samples as input buffers instead, an encryption or a key generation replays the
     template of the previous one.  `ren.sampling` defines a RANDOM node's value and every
-    device's RANDOM kernel expands the seed on the host the same way, so the words are the
-    same as the kernel's."""
+    device's RANDOM kernel expands the seed on the host the same way, so the values are the
+    kernel's.  The buffer holds the standard-form residues s as they come; read as storage
+    (Montgomery form) they are s·2^-32, so the substitute is that times the constant 2^32,
+    a product the consumer's kernel fuses: no conversion on the host."""
     out: dict[Node, Node] = {}
     seen: set[Node] = set()
     stack = list(nodes)
@@ -239,11 +239,12 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
             continue
         seen.add(n)
         if n.op is Op.AS_RING and n.src and n.src[0].op is Op.RANDOM:
-            ring, _ = n.arg
+            ring, domain = n.arg
             spec = n.src[0].arg
-            buf = Buffer(spec.device, (ring.limbs, ring.N)).copyin(
-                to_mont(sample(spec, ring), get_tables(ring)))
-            out[n] = Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),), n.arg)
+            buf = Buffer(spec.device, (ring.limbs, ring.N)).copyin(sample(spec, ring))
+            stored = as_ring(Node(Op.BUFFER, DType.U32, (), buf), ring, domain)
+            out[n] = Node(Op.MUL, DType.U32, (stored, const_node(1 << 32, ring, domain,
+                                                                 spec.device)))
             continue
         stack.extend(n.src)
     return out

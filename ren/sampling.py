@@ -131,4 +131,7 @@ def sample(spec: RandomSpec, ring: RingSpec) -> np.ndarray:
         return np.stack([_uniform_row(spec.seed, i, qi, ring.N)
                          for i, qi in enumerate(ring.moduli)])
     coeffs = sample_signed(spec, ring.N)
+    if len(coeffs) and int(np.max(np.abs(coeffs))) < min(ring.moduli):  # small: no division
+        c = coeffs[None, :]
+        return np.where(c < 0, c + q.astype(np.int64), c).astype(np.uint32)
     return (coeffs[None, :] % q.astype(np.int64)).astype(np.uint32)

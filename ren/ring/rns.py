@@ -70,6 +70,9 @@ def reduce_words(words: np.ndarray, ring: RingSpec) -> np.ndarray:
     if n != ring.N:
         raise ShapeError(f"TO_RNS: expected {ring.N} coefficients, got {n}")
     q = get_tables(ring).q64
+    if W == 2:  # one signed 64-bit value per coefficient (what encoders make): one % per residue
+        v = np.ascontiguousarray(words, dtype="<u4").view("<i8").reshape(n)
+        return (v[None, :] % q.astype(np.int64)).astype(U32)
     acc = np.zeros((ring.limbs, n), dtype=U64)
     for k in range(W - 1, -1, -1):
         acc <<= U64(32)

@@ -120,3 +120,11 @@ def test_generate_refuses_another_key_generator():
     plan = plan_rotation_keys(lambda ev, ct: ev.rotate(ct, 1), P)
     with ren.random.seeded(1), pytest.raises(ren.ParameterError, match="other parameters"):
         plan.generate(KeyGenerator(other))
+
+
+def test_the_explicit_view_records_into_the_same_plan():
+    """Algorithms built on the evaluator run its explicit view; their rotations and
+    conjugations count."""
+    plan = plan_rotation_keys(lambda ev, ct: ev.explicit().conjugate(ev.explicit().rotate(ct, 3)),
+                              P)
+    assert plan.steps == (3,) and plan.conjugate

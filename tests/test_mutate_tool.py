@@ -31,6 +31,27 @@ def test_mutants_are_killed_or_survive(tmp_path):
     assert (tmp_path / "toy.py").read_text() == source
 
 
+def test_tests_run_without_bytecode(tmp_path, monkeypatch):
+    """A mutant of the same length as the previous one (`*` -> `+`), written within the same
+    second, would run from the previous one's .pyc (valid by size and mtime in seconds): the
+    tests run with PYTHONDONTWRITEBYTECODE=1."""
+    (tmp_path / "toy.py").write_text("def f(a, b):\n    return a * b\n")
+    (tmp_path / "test_toy.py").write_text("def test_f():\n    pass\n")
+    tool = _tool()
+    seen = []
+    real = tool.subprocess.run
+
+    def fake_run(cmd, **kw):
+        if "pytest" not in cmd:  # listing the tree to copy
+            return real(cmd, **kw)
+        seen.append(kw.get("env") or {})
+        return type("R", (), {"returncode": 1})()
+
+    monkeypatch.setattr(tool.subprocess, "run", fake_run)
+    tool.run(["toy.py"], ["test_toy.py"], root=tmp_path, timeout=120)
+    assert seen and all(env.get("PYTHONDONTWRITEBYTECODE") == "1" for env in seen)
+
+
 def test_mutants_cover_the_operator_kinds():
     tool = _tool()
     src = ("def f(a, b):\n    if not a < b and b == 1:\n        return a - 2\n"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -142,9 +143,13 @@ def run(paths: list[str], tests: list[str], lines: tuple[int, int] | None = None
                 (scratch / path).write_text(original[:m.start] + m.new + original[m.end:])
                 t0 = time.perf_counter()
                 try:
+                    # no bytecode: a mutant of the same length written within the same second
+                    # as the previous one would otherwise run from the previous one's .pyc
+                    # (its validation compares the source's size and mtime in seconds)
                     r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q",
                                         "-p", "no:cacheprovider", *tests], cwd=scratch,
-                                       capture_output=True, timeout=timeout)
+                                       capture_output=True, timeout=timeout,
+                                       env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
                     verdict = "killed" if r.returncode else "survived"
                 except subprocess.TimeoutExpired:
                     verdict = "timeout"

@@ -117,12 +117,18 @@ class _PlanningEvaluator(Evaluator):
         N = params.N
         self._step_of = {galois_element(N, k): k for k in range(1, N // 2)}
         self.steps: Counter[int] = Counter()
-        self.conjugated = False
+        # a mutable record, so that the explicit view (`explicit()` copies the attributes) that
+        # the algorithms built on the evaluator use records into the same place
+        self._conjugated = [False]
+
+    @property
+    def conjugated(self) -> bool:
+        return self._conjugated[0]
 
     def _automorph(self, ct: Ciphertext, g: int, what: str, sigma) -> Ciphertext:
         self._need_size2(ct, "rotate/conjugate")
         if g == conjugation_element(self.params.N):
-            self.conjugated = True
+            self._conjugated[0] = True
         else:
             self.steps[self._step_of[g]] += 1
         return Ciphertext(tuple(sigma(p) for p in ct.parts), ct.scale, ct.level, self.params)

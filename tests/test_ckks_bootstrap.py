@@ -1,0 +1,187 @@
+"""CKKS bootstrapping (`ren.ckks.bootstrap`) at the small insecure preset: each stage against its
+plaintext counterpart (the raised plaintext's coefficients, the exact modular reduction, the
+encoding), the whole bootstrapping and computing after it, twice in a row, the key set the
+planner finds, bad inputs, and the JIT replay (bit-identical, no scheduling)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ren
+from ren import realization
+from ren.ckks import (
+    Decryptor,
+    Encoder,
+    Encryptor,
+    Evaluator,
+    KeyGenerator,
+    MissingKeyError,
+    OutOfLevelsError,
+    ScaleMismatchError,
+    plan_rotation_keys,
+)
+from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small, bound_K
+from ren.ckks.encoder import embed_inverse
+from ren.ckks.params import CKKSParams
+from ren.errors import ParameterError
+
+#: bits after one bootstrapping at the small preset (measured 17.1–17.2 over seeds)
+BITS = 15
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _python_run_only(request):
+    """A bootstrapping takes seconds of graph building: this module runs once, in the "python"
+    run, and compares the compiled "cpu" device with it itself (bit-identical words)."""
+    if request.config.getoption("--ren-backend") != "python":
+        pytest.skip("covered by the python run's cross-device test")
+
+
+@pytest.fixture(scope="module")
+def stages(bs):
+    """One bootstrapping, stage by stage, of a level-0 encryption (seeded)."""
+    params, bt, _kg, ev, enc, encryptor, _dec = bs
+    x = np.random.default_rng(3).uniform(-1, 1, params.slots)
+    with ren.random.seeded(4):
+        ct = encryptor.encrypt(enc.encode(x, level=0))
+    raised = bt.mod_raise(ct)
+    first, second = bt.coeff_to_slot(ev, raised)
+    mods = bt.eval_mod(ev, first), bt.eval_mod(ev, second)
+    out = bt.slot_to_coeff(ev, *mods)
+    return x, ct, raised, (first, second), mods, out
+
+
+@pytest.fixture(scope="module")
+def bs():
+    params = bootstrap_params_small()
+    bt = Bootstrapper(params)
+    with ren.random.seeded(1):
+        kg = KeyGenerator(params)
+        ev = Evaluator(params, kg.relin_key(), bt.keys(kg))
+        pk = kg.public_key()
+    enc = Encoder(params)
+    return params, bt, kg, ev, enc, Encryptor(params, pk), Decryptor(params, kg.secret_key())
+
+
+def _bits(got, want) -> float:
+    return -math.log2(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
+
+
+def test_preset_levels_and_bound(bs):
+    params, bt, *_ = bs
+    assert params.N == 256 and params.depth == 14 and params.hamming_weight == 16
+    assert bt.levels_used == 1 + (1 + 5 + 4) + 1 == 12 and bt.output_level == 2
+    assert bt.K == bound_K(params) == 19
+    assert round(math.log2(bt.K0)) == 15  # Q_0 / Δ_0
+
+
+def test_each_stage_against_its_plaintext_counterpart(bs, stages):
+    params, bt, _kg, ev, enc, _encryptor, dec = bs
+    x, ct, raised, (first, second), (mod, _), out = stages
+    assert raised.level == params.depth and raised.scale == ct.scale
+    t = embed_inverse(enc.decode(dec.decrypt(raised)), params.N)  # m/Δ0 + K0·I, exactly
+    m = embed_inverse(x.astype(complex), params.N)
+    I = np.round((t - m) / bt.K0)
+    assert 0 < np.max(np.abs(I)) <= bt.K  # the raise really added multiples of Q0
+    assert first.level == second.level == params.depth - 1
+    half = params.slots
+    for got, want in ((first, t[:half]), (second, t[half:])):  # the coefficients, as slots
+        assert _bits(enc.decode(dec.decrypt(got)), want) > 25 - math.log2(np.max(np.abs(t)))
+    assert mod.level == first.level - bt.evalmod_levels
+    reduced = bt.plaintext_eval_mod()(t[:half])  # the exact reduction, in slot units
+    got = enc.decode(dec.decrypt(mod)).real * bt.K0 / (2 * np.pi)
+    assert _bits(got, reduced) > BITS + 2
+    assert _bits(reduced, m[:half]) > 30  # and that reduction is the message
+    assert out.level == bt.output_level and out.scale == params.scale(out.level)
+    assert _bits(enc.decode(dec.decrypt(out)), x) > BITS
+    # (that these stages are what bootstrap() runs: the JIT test replays bootstrap() on ct and
+    # compares with `out`)
+
+
+def test_the_cpu_device_gives_the_same_words(bs, stages):
+    _params, _bt, *_ = bs
+    _x, ct, *_, out = stages
+    cpu = bootstrap_params_small("cpu")
+    btc = Bootstrapper(cpu)
+    with ren.random.seeded(1):  # the same keys as the fixture's, on "cpu"
+        kg = KeyGenerator(cpu)
+        ev = Evaluator(cpu, kg.relin_key(), btc.keys(kg))
+        kg.public_key()
+    from ren.ckks import Ciphertext
+
+    moved = Ciphertext(tuple(p.to("cpu") for p in ct.parts), ct.scale, ct.level, cpu)
+    got = btc.bootstrap(ev, moved)
+    assert all(np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(got.parts, out.parts, strict=True))
+
+
+def test_compute_after_bootstrapping_and_bootstrap_again(bs, stages):
+    params, bt, _kg, ev, enc, encryptor, dec = bs
+    x, *_, bx = stages
+    y = np.random.default_rng(5).uniform(-1, 1, params.slots)
+    with ren.random.seeded(6):
+        cy = encryptor.encrypt(enc.encode(y, level=bx.level))
+    prod = ev.rescale(ev.multiply(bx, cy))  # a level used after bootstrapping
+    assert _bits(enc.decode(dec.decrypt(prod)), x * y) > BITS - 1
+    again = bt.bootstrap(ev, prod)  # from level 1: brought to level 0 at scale(0) for free
+    assert again.level == bt.output_level
+    assert _bits(enc.decode(dec.decrypt(again)), x * y) > BITS - 2
+
+
+def test_the_planner_finds_the_key_set(bs):
+    params, bt, *_ = bs
+    plan = plan_rotation_keys(lambda ev, ct: bt.bootstrap(ev, ct), params, 0)
+    assert sorted(plan.steps) == bt.rotation_steps and plan.conjugate
+    assert plan.count == len(bt.rotation_steps) + 1 and plan.nbytes > 0
+
+
+def test_bad_inputs(bs):
+    params, bt, _kg, ev, enc, encryptor, _dec = bs
+    with ren.random.seeded(7):
+        ct = encryptor.encrypt(enc.encode([0.5], level=0, scale=params.scale(0) * 2))
+    with pytest.raises(ScaleMismatchError, match="scale"):
+        bt.bootstrap(ev, ct)
+    with pytest.raises(OutOfLevelsError, match="level-0"):
+        bt.mod_raise(encryptor.encrypt(enc.encode([0.5])))
+    with pytest.raises(MissingKeyError, match=r"conjugation|rotation"):
+        bt.bootstrap(Evaluator(params, ev.relin_key), encryptor.encrypt(enc.encode([0.5], 0)))
+    with pytest.raises(ParameterError, match="Evaluator of the bootstrapper"):
+        bt.bootstrap(None, ct)
+    big = CKKSParams.preset("N13")
+    with pytest.raises(ParameterError, match="dense"):
+        Bootstrapper(big)
+    shallow = bootstrap_params_small().__class__(N=256, depth=6, scale_bits=60, first_bits=75,
+                                                 insecure=True)
+    with pytest.raises(OutOfLevelsError, match="uses 12 levels"):
+        Bootstrapper(shallow)
+
+
+def test_the_jit_replays_a_bootstrapping(bs, stages, monkeypatch):
+    _params, bt, _kg, ev, enc, encryptor, _dec = bs
+    _x, ct, *_, eager = stages
+    fn = ren.jit(lambda c: bt.bootstrap(ev, c))
+    with ren.random.seeded(9):
+        other = encryptor.encrypt(enc.encode(np.random.default_rng(8).uniform(-1, 1, 8), 0))
+    fn(other)  # capture, on another input
+    schedules = []
+    original = realization.run_passes
+    monkeypatch.setattr(realization, "run_passes",
+                        lambda *a, **k: schedules.append(1) or original(*a, **k))
+    replayed = fn(ct)
+    assert schedules == [] and fn.hits == 1  # no scheduling on replay
+    assert all(np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(replayed.parts, eager.parts, strict=True))
+
+
+def test_the_example_runs(capsys):
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "ckks_bootstrap.py"
+    res = runpy.run_path(str(example), run_name="example")["main"](["--small"])
+    out = capsys.readouterr().out
+    assert "level 2 regained" in out and "Galois key(s)" in out
+    assert res["levels"] == 2 and res["after"] > BITS and res["again"] > BITS - 2

@@ -79,7 +79,7 @@ def test_preset_levels_and_bound(bs):
 
 
 def test_each_stage_against_its_plaintext_counterpart(bs, stages):
-    params, bt, _kg, ev, enc, _encryptor, dec = bs
+    params, bt, _kg, _ev, enc, _encryptor, dec = bs
     x, ct, raised, (first, second), (mod, _), out = stages
     assert raised.level == params.depth and raised.scale == ct.scale
     t = embed_inverse(enc.decode(dec.decrypt(raised)), params.N)  # m/Δ0 + K0·I, exactly

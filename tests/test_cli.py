@@ -102,6 +102,16 @@ def test_kernels(program, tmp_path):
     assert '<section id="kernels"' in (tmp_path / "k.html").read_text()
 
 
+def test_kernels_on_the_cpu_device_show_its_c():
+    """--device cpu printed CUDA C labelled "device 'cpu' itself interprets the AST": it shows
+    the C the compiled device builds (and names the library function of a ring kernel)."""
+    text = run("kernels", "elementwise_chain", "--device", "cpu").stdout
+    assert "rendered for cpu" in text and "interprets the AST" not in text
+    assert "for (" in text  # the C dialect's loop nest, not a CUDA grid
+    ntt = run("kernels", "ntt_product", "--device", "cpu").stdout
+    assert "cpu_ring.c" in ntt
+
+
 @pytest.mark.parametrize("program", ["rotations", "keyswitch"])
 def test_diff_against_unchanged_goldens(program, tmp_path):
     out = run("diff", program, "--golden", str(GOLDEN)).stdout
@@ -312,7 +322,7 @@ def test_unknown_device_is_an_error(fmt, tmp_path):
                               "-o", str(tmp_path / "k.out"), code=2))
     assert "unknown device 'nosuchdevice'; known devices are python" in line
     assert not (tmp_path / "k.out").exists()
-    assert "(device 'cpu' itself" in run("kernels", "rotations", "--device", "CPU:0").stdout
+    assert "rendered for cpu --" in run("kernels", "rotations", "--device", "CPU:0").stdout
 
 
 @pytest.mark.parametrize("args", [["passes", "nonesuch"], ["passes", "rotations", "--pass", "13"],

@@ -420,3 +420,37 @@ def test_report_sections_can_be_chosen():
     assert '<section id="arena"' in html and '<section id="passes"' not in html
     with pytest.raises(InspectError, match="unknown report section"):
         report.report_html(programs.load_program("rotations"), sections=("bogus",))
+
+
+def test_report_html_of_polys_built_in_python():
+    """report_html takes what graph_svg takes: a Poly, or a tree of Polys (it raised
+    AttributeError: 'Poly' object has no attribute 'outputs')."""
+    import ren.viz
+    from ren import Poly, RingSpec
+    from ren.errors import InspectError
+
+    r = RingSpec.generate(8, 2)
+    a = Poly.from_coefficients(list(range(8)), r)
+    html = ren.viz.report_html(a * a + 1, sections=("passes",))
+    assert '<section id="passes"' in html and "a lazy graph built in Python" in html
+    assert "MUL" in html
+    tree = ren.viz.report_html([a * a, {"x": a + 1}], sections=("passes",))
+    assert tree.count("AS_RING") >= html.count("AS_RING")
+    with pytest.raises(InspectError, match="a Poly or a tree"):
+        ren.viz.report_html(3)
+
+
+def test_descriptions_are_whole_first_sentences():
+    """The first docstring line cut pass 5's job and four examples' descriptions mid-sentence;
+    the report offers the whole docstring too."""
+    from ren.viz.templating import first_sentence
+
+    assert first_sentence("A b\n  c d. More.\n\nNext") == "A b c d."
+    assert first_sentence("no period\nat all") == "no period at all"
+    assert first_sentence("Keep ren.ring and 2.5 inside. Then") == "Keep ren.ring and 2.5 inside."
+    assert first_sentence(None) == ""
+    described = ren.viz.examples()
+    for name in ("ntt_rescales", "ring_views", "keyswitch", "keyswitch_ntt"):
+        assert described[name][1].endswith("."), (name, described[name][1])
+    html = ren.viz.report_html(ren.viz.load_program("rotations"), sections=("passes",))
+    assert "buffer of its own." in html and "the whole docstring" in html

@@ -500,6 +500,17 @@ class CpuDevice(Device):
             return None
         return render_program(item, C)
 
+    def render(self, item: ScheduledKernel) -> str:
+        """The C this device compiles for `item` (its C-dialect program), or for a ring kernel
+        of the compiled library (NTT, basis conversion, rescale …) the library function."""
+        program = self._program(item)
+        if program is None:
+            call = item.ring_call
+            kind = call.kind.name if call is not None else item.kind
+            return (f"/* {kind}: a function of the compiled ring library ren/backend/cpu_ring.c, "
+                    "called with this item's tables and buffers */")
+        return "\n\n".join(k.source for k in program.kernels)
+
     def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         """Compile every kernel of `items` not compiled yet in one compiler run; returns how
         many kernels were compiled."""

@@ -47,6 +47,7 @@ from ren.ckks import (
 from ren.ckks.params import PRESETS
 from ren.errors import InspectError, RenError
 from ren.poly import Poly
+from ren.viz.templating import first_sentence
 
 #: CKKS parameter sets for the built-in CKKS examples: ``small`` is tiny and insecure (fast,
 #: for tests and a first look), the others are `CKKSParams.preset` names.
@@ -114,9 +115,20 @@ def poly_leaves(tree: Any) -> Iterator[Poly]:
 
 
 # -- the corpus ------------------------------------------------------------------------------------
+def as_program(obj: Any, name: str = "program") -> Program:
+    """`obj` if it is a Program, else a Program of a Poly (or a CKKS ciphertext, or a list,
+    tuple, dict or dataclass tree of them) built in Python: its lazy graph as it is now."""
+    if isinstance(obj, Program):
+        return obj
+    if not any(True for _ in poly_leaves(obj)):
+        raise InspectError(f"expected a ren.viz Program, a Poly or a tree of Polys / CKKS "
+                           f"objects, got {type(obj).__name__}")
+    return Program(name, "a lazy graph built in Python", "python", lambda: obj)
+
+
 def _corpus_program(name: str) -> Program:
     fn = corpus.PROGRAMS[name]
-    doc = (fn.__doc__ or name).strip().splitlines()[0]
+    doc = first_sentence(fn.__doc__ or name)
     # corpus.build seeds the stream exactly as the golden snapshots do
     return Program(name, doc, "corpus", lambda: corpus.build(name), seed=f"corpus:{name}")
 
@@ -248,7 +260,7 @@ def examples() -> dict[str, tuple[str, str]]:
     """Built-in example name -> (origin, one-line description), corpus first."""
     out = {}
     for name, fn in corpus.PROGRAMS.items():
-        out[name] = ("corpus", (fn.__doc__ or name).strip().splitlines()[0])
+        out[name] = ("corpus", first_sentence(fn.__doc__ or name))
     for name, (description, _) in CKKS_EXAMPLES.items():
         out[name] = ("ckks", description)
     return out
@@ -295,7 +307,7 @@ def load_file(path: Path) -> Program:
     finally:
         sys.path.remove(str(path.resolve().parent))
     doc = (module.__doc__ or "").strip()
-    description = doc.splitlines()[0] if doc else f"program file {path}"
+    description = first_sentence(doc) if doc else f"program file {path}"
     program = getattr(module, "program", None)
     function = getattr(module, "function", None)
     inputs = getattr(module, "example_inputs", None)

@@ -30,7 +30,7 @@ from ren.viz.graph import MAX_GHOSTS, MAX_NODES, TooLarge, render_svg, schedule_
 from ren.viz.kernels import kernel_infos
 from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
 from ren.viz.precision import precision_of, precision_svg
-from ren.viz.programs import Program
+from ren.viz.programs import Program, as_program
 from ren.viz.templating import read, render
 from ren.viz.trace import PassTrace, marked_lines, stage_text, trace_passes
 
@@ -90,6 +90,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
                 node_data[f"{prefix}r{k}"] = details(n, k, prev.number, old, "removed")
         out.append({"index": stage.index, "name": stage.name, "title": stage.title,
                     "counts": stage.counts(), "summary": stage.summary(), "doc": stage.doc,
+                    "full_doc": stage.full_doc,
                     "rules": sorted(stage.rules.items(), key=lambda x: (-x[1], x[0])),
                     "ms": stage.seconds * 1e3, "svg": svg, "note": note,
                     "text": stage_text(stage, prev)})
@@ -195,9 +196,11 @@ def report_context(program: Program, options: ReportOptions | None = None) -> di
     return ctx
 
 
-def report_html(program: Program, options: ReportOptions | None = None, *,
+def report_html(program: Program | Any, options: ReportOptions | None = None, *,
                 sections: tuple[str, ...] | None = None) -> str:
-    """The HTML report of `program` (all sections unless `sections` narrows them)."""
+    """The HTML report of `program` (all sections unless `sections` narrows them): a Program,
+    or a Poly / CKKS ciphertext / tree of them built in Python (`as_program`)."""
+    program = as_program(program)
     options = options or ReportOptions()
     if sections is not None:
         options.sections = tuple(sections)

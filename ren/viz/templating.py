@@ -38,3 +38,13 @@ def read(name: str) -> str:
 
 
 __all__ = ["TEMPLATES", "environment", "read", "render"]
+
+
+def first_sentence(doc: str | None) -> str:
+    """The first sentence of a docstring, whole even when it wraps over several lines (a first
+    line alone cut "mark BUFFERIZE(x) where a value must sit in a" mid-sentence)."""
+    text = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+    for i, ch in enumerate(text):
+        if ch == "." and (i + 1 == len(text) or text[i + 1] == " "):
+            return text[: i + 1]
+    return text

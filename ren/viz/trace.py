@@ -26,6 +26,7 @@ from ren.errors import InspectError
 from ren.node import Node, toposort
 from ren.passes import BECOMES_MAP_STAGE, PASSES, get_pass
 from ren.schedule import ScheduleContext, as_sink, run_passes
+from ren.viz.templating import first_sentence
 
 MARKS = {"kept": " ", "changed": "~", "added": "+", "removed": "-"}
 
@@ -44,7 +45,8 @@ class Stage:
     partner: dict[Node, Node] = field(default_factory=dict)  # vanished node -> its rebuild
     rules: Counter = field(default_factory=Counter)
     seconds: float = 0.0
-    doc: str = ""
+    doc: str = ""  # the pass docstring's first sentence
+    full_doc: str = ""  # the whole docstring
 
     @property
     def title(self) -> str:
@@ -153,7 +155,8 @@ def trace_passes(*outputs: object) -> PassTrace:
         seconds = time.perf_counter() - t0
         stage = _stage(num, f"{num:02d}_{name}", sink, stages[-1])
         stage.seconds = seconds
-        stage.doc = (mod.__doc__ or "").strip().splitlines()[0] if mod.__doc__ else ""
+        stage.doc = first_sentence(mod.__doc__)
+        stage.full_doc = (mod.__doc__ or "").strip()
         for key, counts in ctx.stats.items():
             for rule, k in (counts - before.get(key, Counter())).items():
                 stage.rules[rule if key == name else f"{key}.{rule}"] += k

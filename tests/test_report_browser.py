@@ -85,6 +85,34 @@ def test_zoom(page):
     assert page.locator(".zoom-level").text_content() == "100%"
 
 
+def test_zoom_buttons_across_stage_changes(page):
+    """Each shown stage added another set of button listeners with its own scale: two "+" on
+    pass 3 gave 156%, then -> and "+" showed 125%, then the "+" key 244%.  One scale now."""
+    level = page.locator(".zoom-level")
+    page.keyboard.press("Home")
+    page.keyboard.press("0")  # fit ...
+    page.keyboard.press("0")  # ... and back: 100%
+    assert level.text_content() == "100%"
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    plus = page.locator("[data-zoom='in']").first
+    plus.click()
+    plus.click()
+    assert level.text_content() == "156%"
+    page.keyboard.press("ArrowRight")
+    plus.click()
+    assert level.text_content() == "195%"
+    page.keyboard.press("+")
+    assert level.text_content() == "244%"
+    page.locator("[data-zoom='out']").first.click()
+    assert level.text_content() == "195%"
+    page.keyboard.press("Home")
+    for _ in range(3):
+        page.locator("[data-zoom='out']").first.click()
+    assert level.text_content() == "100%"
+    assert page.errors == []
+
+
 def test_every_stage_has_a_non_empty_svg(page):
     stages = page.locator("article.stage")
     assert stages.count() == 13

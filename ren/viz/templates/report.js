@@ -12,29 +12,7 @@
     if (!stages.length) { return; }
     i = Math.max(0, Math.min(stages.length - 1, i));
     stages.forEach(function (s, k) { s.hidden = k !== i; });
-    // zoom: scale every stage graph from its own size (viewBox); "fit" fills the width
-  var scale = 1, fit = false;
-  var level = document.querySelector(".zoom-level");
-  function applyZoom() {
-    document.querySelectorAll(".stages .graph > svg").forEach(function (svg) {
-      // Graphviz sizes its SVGs in points: 1 pt = 96/72 px at 100%
-      var w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
-      if (!w || !h) { return; }
-      if (fit) { svg.style.width = "100%"; svg.style.height = "auto"; }
-      else { svg.style.width = (w * scale * 4 / 3) + "px"; svg.style.height = (h * scale * 4 / 3) + "px"; }
-    });
-    if (level) { level.textContent = fit ? "fit" : Math.round(scale * 100) + "%"; }
-  }
-  function zoom(how) {
-    if (how === "fit") { fit = !fit; }
-    else { fit = false; scale = Math.max(0.1, Math.min(4, how === "in" ? scale * 1.25 : scale / 1.25)); }
-    applyZoom();
-  }
-  document.querySelectorAll("[data-zoom]").forEach(function (b) {
-    b.addEventListener("click", function () { zoom(b.getAttribute("data-zoom")); });
-  });
-
-  buttons.forEach(function (b, k) { b.setAttribute("aria-selected", k === i ? "true" : "false"); });
+    buttons.forEach(function (b, k) { b.setAttribute("aria-selected", k === i ? "true" : "false"); });
     current = i;
     document.body.setAttribute("data-stage", stages[i].getAttribute("data-name"));
   }

@@ -60,6 +60,27 @@ def visible_stage(pg) -> str:
     return pg.locator("article.stage:not([hidden])").get_attribute("data-name")
 
 
+#: the stage bar (name and +/~/− counts of every stage) of the report docs/report.png shows,
+#: written beside it whenever the picture is retaken
+PICTURED = ROOT / "docs" / "report.txt"
+
+
+def stage_bar(pg) -> str:
+    return "\n".join(" ".join(b.split()) for b in pg.locator(".stage-button").all_text_contents())
+
+
+def test_the_readme_picture_is_fresh(page):
+    """docs/report.png showed "04 simplify domains +0 ~0 −0" long after pass 4 changed: the
+    picture's stage bar must be today's report's, else retake it (see the README)."""
+    if os.environ.get("REN_UPDATE_SCREENSHOT") == "1":
+        return  # being retaken by test_clicking_a_node_shows_its_details
+    assert PICTURED.exists(), "no docs/report.txt: retake the picture (REN_UPDATE_SCREENSHOT=1)"
+    assert PICTURED.read_text() == stage_bar(page), (
+        "docs/report.png is stale: the report's stage bar changed; retake it with "
+        "REN_UPDATE_SCREENSHOT=1 python -m pytest tests/test_report_browser.py and read the "
+        "picture before committing it")
+
+
 def test_every_pass_is_reachable_with_the_keyboard(page):
     assert page.locator("article.stage:not([hidden])").count() == 1
     assert visible_stage(page) == "00_input"
@@ -149,8 +170,10 @@ def test_clicking_a_node_shows_its_details(page, tmp_path):
     added.click()
     assert details.locator("dd.f-status").text_content() == "added"
     assert details.locator("dd.f-op").text_content() in ("NTT", "INTT")
+    bar = stage_bar(page)
     if os.environ.get("REN_UPDATE_SCREENSHOT") == "1":
         target = ROOT / "docs" / "report.png"
+        PICTURED.write_text(bar)
     else:
         target = tmp_path / "report.png"
     target.parent.mkdir(parents=True, exist_ok=True)

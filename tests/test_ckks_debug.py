@@ -137,3 +137,49 @@ def test_budget_refuses_to_run_kernels(c):
 
     with pytest.raises(ren.ckks.KeyPlanError, match="without running kernels"):
         budget(reads, c.params)
+
+
+def test_every_shadow_matches_the_operation(c):
+    """Each operation's shadow is its plaintext meaning: the meter measures > 20 bits for it
+    (a wrong shadow measures about 0)."""
+    rng = np.random.default_rng(9)
+    x, y = rng.uniform(-1, 1, 32), rng.uniform(-1, 1, 32)
+    ops = {
+        "add": lambda ev, a, b: ev.add(a, b),
+        "sub": lambda ev, a, b: ev.sub(a, b),
+        "add_plain": lambda ev, a, b: ev.add_plain(a, c.enc.encode(y, scale=a.scale)),
+        "sub_plain": lambda ev, a, b: ev.sub_plain(a, c.enc.encode(y, scale=a.scale)),
+        "add_scalar": lambda ev, a, b: ev.add_scalar(a, 0.25),
+        "sub_scalar": lambda ev, a, b: ev.sub_scalar(a, 0.25),
+        "negate": lambda ev, a, b: ev.negate(a),
+        "multiply": lambda ev, a, b: ev.multiply(a, b),
+        "square": lambda ev, a, b: ev.square(a),
+        "multiply_plain": lambda ev, a, b: ev.multiply_plain(a, c.enc.encode(y)),
+        "multiply_scalar": lambda ev, a, b: ev.multiply_scalar(a, 0.75),
+        "multiply_int": lambda ev, a, b: ev.multiply_int(a, 3),
+        "relinearize": lambda ev, a, b: ev.relinearize(ev.multiply(a, b, relinearize=False)),
+        "rescale": lambda ev, a, b: ev.rescale(ev.multiply(a, b)),
+        "drop_level": lambda ev, a, b: ev.drop_level(a, 1),
+        "adjust_scale": lambda ev, a, b: ev.adjust_scale(a, c.params.scale(3)),
+        "rotate": lambda ev, a, b: ev.rotate(a, 1),
+        "conjugate": lambda ev, a, b: ev.conjugate(ev.add_scalar(a, 0.5j)),
+        "rotate_sum": lambda ev, a, b: ev.rotate_sum(a, 4),
+        "rotate_hoisted": lambda ev, a, b: ev.rotate_hoisted(a, [2])[2],
+        "evaluate_polynomial": lambda ev, a, b: ev.evaluate_polynomial(
+            a, [0.1, 0.5, 0.25], basis="chebyshev", interval=(-2, 2)),
+        "linear_transform": lambda ev, a, b: ev.linear_transform(a, {0: [1.0], 1: [0.5]}),
+    }
+    assert set(ops) == set(SHADOWS)
+    for name, op in ops.items():
+        with ren.random.seeded(10):
+            report = precision(op, x, y, evaluator=c.ev, secret_key=c.keygen.secret_key())
+        assert report.steps[-1].bits > 20, (name, report.steps[-1].bits)
+    power = precision(lambda ev, a: ev.evaluate_polynomial(a, [0.1, 0.5, 0.25]), x,
+                      evaluator=c.ev, secret_key=c.keygen.secret_key())
+    assert power.steps[-1].bits > 20
+    from ren.ckks import LinearTransform
+
+    lt = LinearTransform(c.params, np.eye(4) + np.eye(4, k=1))  # a prepared transform object
+    prepared = precision(lambda ev, a: ev.linear_transform(a, lt), x, evaluator=c.ev,
+                         secret_key=c.keygen.secret_key())
+    assert prepared.steps[-1].bits > 20

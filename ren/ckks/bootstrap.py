@@ -191,11 +191,10 @@ class Bootstrapper:
             ct = ev.relinearize(ct)
         x = ev.explicit()
         target = self.params.scale(0)
-        while ct.level > 0 and ct.scale > self.params.scale(ct.level) * 2 ** 30:
-            ct = x.rescale(ct)  # an unrescaled product
+        while x._is_product(ct):  # an unrescaled product
+            ct = x.rescale(ct)
         if ct.level > 0:
-            ct = settle_scale(x.rescale(x.multiply_scalar(x.drop_level(ct, 1), 1.0,
-                                                          target_scale=target)), target)
+            ct = x._reach(ct, 0, target)
         if ct.scale != target:
             raise ScaleMismatchError(
                 f"bootstrap: the level-0 ciphertext has scale 2^{ct.log2_scale:.4f}, EvalMod is "

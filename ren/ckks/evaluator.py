@@ -37,7 +37,7 @@ from typing import Any, overload
 import numpy as np
 
 from ren.ckks import polyeval
-from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.ciphertext import Ciphertext, Plaintext, settle_scale
 from ren.ckks.encoder import Encoder
 from ren.ckks.errors import (
     MissingKeyError,
@@ -185,6 +185,14 @@ class Evaluator:
             ct = self.rescale(ct)
         return ct
 
+    def _reach(self, ct: Ciphertext, level: int, scale: Fraction) -> Ciphertext:
+        """`ct` (above `level`) at `level` with exactly `scale`, at no cost to the result's
+        level: dropped to level + 1, an integer product aimed at `scale`, one rescale (the one
+        place that does this: auto mode's meeting of operands, transforms, bootstrapping)."""
+        ct = self.drop_level(ct, level + 1)
+        return settle_scale(self.rescale(self.multiply_scalar(ct, 1.0, target_scale=scale)),
+                            scale)
+
     def _meet(self, a: Ciphertext, b: Ciphertext, op: str, scales: bool = True
               ) -> tuple[Ciphertext, Ciphertext]:
         """Auto mode: a and b at one level (the lower) and, if `scales`, one exact scale: the
@@ -199,8 +207,7 @@ class Evaluator:
             return self.adjust_scale(a, target), self.adjust_scale(b, target)
         low, high = (a, b) if a.level < b.level else (b, a)
         if scales and high.scale != low.scale:
-            high = self.drop_level(high, low.level + 1)
-            high = self.rescale(self.multiply_scalar(high, 1.0, target_scale=low.scale))
+            high = self._reach(high, low.level, low.scale)
         else:
             high = self.drop_level(high, low.level)
         return (low, high) if a is low else (high, low)
@@ -256,9 +263,7 @@ class Evaluator:
     def _add_plain(self, ct: Ciphertext, pt, sign: int) -> Ciphertext:
         pt = self._pt(pt)
         if self.auto and ct.level > pt.level and ct.scale != pt.scale:
-            ct = self._ready(ct)  # then reach the plaintext's scale at its level, for free
-            ct = self.drop_level(ct, pt.level + 1)
-            ct = self.rescale(self.multiply_scalar(ct, 1.0, target_scale=pt.scale))
+            ct = self._reach(self._ready(ct), pt.level, pt.scale)
         ct, pt = self._align(ct, pt)
         self._same_scale(ct, pt, "add_plain" if sign > 0 else "sub_plain")
         c0 = ct.c0 + pt.poly if sign > 0 else ct.c0 - pt.poly
@@ -533,9 +538,7 @@ class Evaluator:
         elif self.auto and (ct.level != transform.level or ct.scale != transform.input_scale):
             ct = self._ready(ct, True)  # then meet the transform's level and input scale
             if ct.scale != transform.input_scale and ct.level > transform.level:
-                ct = self.drop_level(ct, transform.level + 1)
-                ct = self.rescale(self.multiply_scalar(
-                    ct, 1.0, target_scale=transform.input_scale))
+                ct = self._reach(ct, transform.level, transform.input_scale)
         return transform.apply(self.explicit(), ct, hoisted)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:

@@ -54,7 +54,7 @@ The plan is made once from the schedule; execution reuses the offsets.
 from __future__ import annotations
 
 import heapq
-from bisect import insort
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -164,10 +164,13 @@ def _lowest_first(p: _Problem, members: list[int], key: Key, limit: int) -> Offs
     """Repeatedly place the unplaced buffer whose lowest clear offset is lowest (ties: `key`).
 
     Lowest clear offsets only grow as rivals get placed, so a heap with stale entries skipped
-    finds the next one; a placement only moves the rivals whose current spot it covers.
+    finds the next one; a placement only moves the rivals whose current spot it covers.  A span
+    that starts more than the largest size below a spot ends below it: the scan for the next
+    clear spot starts there (a bisection), not at the bottom of the arena.
     """
     size, rivals = p.size, p.rivals
     assert rivals is not None
+    widest = max((size[k] for k in members), default=0)
     off: Offsets = {}
     pos = dict.fromkeys(members, 0)
     spans: dict[int, list[tuple[int, int]]] = {k: [] for k in members}  # placed rivals, sorted
@@ -189,7 +192,8 @@ def _lowest_first(p: _Problem, members: list[int], key: Key, limit: int) -> Offs
             insort(sp, (at, hi))
             lo, s = pos[a], size[a]
             if at < lo + s and lo < hi:  # k covers a's spot: move a up to the next clear one
-                for slo, shi in sp:
+                for j in range(bisect_left(sp, (lo - widest,)), len(sp)):
+                    slo, shi = sp[j]
                     if shi <= lo:
                         continue
                     if lo + s <= slo:

@@ -1,12 +1,13 @@
 """CKKS bootstrapping: compute to the last level, bootstrap, keep computing.
 
-Encrypts x at level 3, applies y -> 2y² - 1 (which keeps [-1, 1]) down to level 0, bootstraps it
-back to a usable level, applies it once more, and prints the precision before and after and the
-levels regained.  The key set is the one the rotation-key planner finds in the bootstrapping itself.
+Encrypts x at level 3, applies y -> 2y² - 1 (which keeps [-1, 1]) down to level 1, the last level
+a computation uses (level 0 holds only the bootstrapping input, at the small scale EvalMod is
+fitted to: `bootstrap` takes it there for free), bootstraps it back to a usable level, applies it
+once more, and prints the precision before and after and the levels regained.  The key set is the
+one the rotation-key planner finds in the bootstrapping itself.
 
-Only the small preset exists so far (N = 256, INSECURE: a toy ring for learning and tests; the
-N = 2^16 preset needs the factored CoeffToSlot/SlotToCoeff, which is not built yet), so
-``--small`` is the only mode and the default.
+``--small`` (the default) is the small preset (N = 256, INSECURE: a toy ring for learning and
+tests, seconds); the N = 2^16 preset is `benchmarks/bench_bootstrap.py --n16` (minutes, ~20 GB).
 
 Run:  python examples/ckks_bootstrap.py --small
 """
@@ -45,9 +46,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"{params!r}")
     t0 = time.perf_counter()
     bt = Bootstrapper(params)
-    plan = plan_rotation_keys(lambda ev, ct: bt.bootstrap(ev, ct), params, 0)
-    print(f"bootstrapping uses {bt.levels_used} of {params.depth} levels (CoeffToSlot 1, EvalMod "
-          f"{bt.evalmod_levels}, SlotToCoeff 1) and leaves {bt.output_level}; EvalMod: degree "
+    plan = plan_rotation_keys(lambda ev, ct: bt.bootstrap(ev, ct), params, 1)
+    print(f"bootstrapping uses {bt.levels_used} of {params.depth} levels (CoeffToSlot "
+          f"{bt.cts_levels}, EvalMod {bt.evalmod_levels}, SlotToCoeff {bt.stc_levels}) and leaves "
+          f"{bt.output_level}; EvalMod: degree "
           f"{bt.degree} Chebyshev and {bt.double_angles} double angles over |I| <= {bt.K}")
     print(f"keys: {plan.summary().splitlines()[0]}")
     with ren.random.seeded(1):  # reproducible (insecure) keys: this is a demonstration
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         return ev.add_scalar(ev.multiply_int(ev.rescale(ev.square(c)), 2), -1)
 
     ct, want = encryptor.encrypt(enc.encode(x, level=3)), x
-    while ct.level > 0:  # compute down to the last level
+    while ct.level > 1:  # compute down to the last level
         ct, want = step(ct), 2 * want * want - 1
     before = bits(enc.decode(dec.decrypt(ct)), want)
     print(f"computed to level {ct.level}: {before:.1f} bits")

@@ -4,36 +4,41 @@
     bt = Bootstrapper(params)                       # transforms prepared, EvalMod fitted
     keys = bt.keys(keygen)                          # the Galois keys it uses (and conjugation)
     ev = Evaluator(params, keygen.relin_key(), keys)
-    fresh = bt.bootstrap(ev, ct)                    # ct at level 0 -> bt.output_level
+    fresh = bt.bootstrap(ev, ct)                    # ct at level >= 1 (or 0 at bt.input_scale)
 
-A ciphertext at level 0 holds m under Q_0.  **ModRaise** reads its parts in the full modulus Q_L
-(a basis extension of each part): they now encrypt t = m + Q_0·I for a small integer polynomial
-I (|I| ≤ K; K depends on the secret's Hamming weight h, see `bound_K`).  **CoeffToSlot** is the
-linear map from slots to coefficients: the slots of the raised ciphertext are z = U·t/Δ_0 (U the
-canonical embedding), and t = (Uᴴ z + Uᵀ z̄)/N, so two ciphertexts with slots t_j/Δ_0 (the first
-and second halves of the coefficients, real) are two pairs of linear transforms of z and of its
-conjugate.  **EvalMod** maps y = t_j/Δ_0 to (K_0/2π)·sin(2π·y/K_0) ≈ m_j/Δ_0 (K_0 = Q_0/Δ_0): a
-Chebyshev fit of cos(2π(y/K_0 − 1/4)/2^r) on [−(K+1)·K_0, (K+1)·K_0], then r double-angle steps
-cos 2θ = 2cos²θ − 1 (sin = cos shifted by a quarter period).  **SlotToCoeff** puts the
-coefficients back: the result's slots are U·m/Δ_0 = the original slots, and the constant
-K_0/2π is folded into its matrices (no level).
+**The input.**  A ciphertext reaches level 0 at the scale Δ_in = Q_0/K_0 (`input_scale`,
+K_0 = 2^message_ratio_bits), far below the levels' scale Δ: `bootstrap` takes a ciphertext at
+level 1 or above there for free (an integer product and a rescale).  **ModRaise** reads its parts
+in the full modulus Q_L (a basis extension of each part): they now encrypt t = m + Q_0·I for a
+small integer polynomial I (|I| ≤ K; K depends on the secret's Hamming weight h, see `bound_K`).
 
-Levels used: 1 (CoeffToSlot) + 1 + ⌈log2(degree+1)⌉ + r (EvalMod) + 1 (SlotToCoeff).  Every
-stage is `Evaluator` code in the explicit mode (linear transforms with hoisted baby steps,
-`evaluate_polynomial`), so the whole bootstrapping is one lazy graph through the twelve passes,
-on any device, and `ren.jit` can capture it.
+**CoeffToSlot** applies U⁻¹, the inverse special FFT (`ren.ckks.special_fft`), factored into
+`cts_levels` sparse linear transforms (baby-step giant-step, hoisted rotations), to the slots
+z = U·(t_lo + i·t_hi)/Δ_in: the result w holds the coefficients (in bit-reversed order, which
+the slot-wise EvalMod does not mind), and w ± conj(w) (one conjugation; −i· by the free
+monomial X^(N/2)) split it into two ciphertexts of real slots t_lo and t_hi, divided by EvalMod's
+range (K + 1)·K_0 so that they lie in [−1, 1].  That factor sits in the first transform, whose
+input scale Δ_in is small, so its plaintexts keep their precision.
 
-Scales.  The input of EvalMod is t/Δ_0 with |t| up to about K·Q_0, and the transform into it
-needs its plaintext entries at a precision of ~40 bits, which a chain whose level primes are
-about the working scale gives only when that scale is large: bootstrapping parameters use a
-60-bit scale (two 30-bit primes per level) and K_0 = 2^15 (first_bits = 75).
+**EvalMod** maps u = y/((K + 1)·K_0) (y = t_j/Δ_in) to sin(2π·y/K_0) ≈ (2π/K_0)·m_j/Δ_in: a
+Chebyshev fit on [−1, 1] of cos(2π(y/K_0 − 1/4)/2^r), then r double-angle steps
+cos 2θ = 2cos²θ − 1 (sin = cos shifted by a quarter period).  The sine is within (2π·y/K_0)²/6
+of the identity relative to y: |m/Δ_in| ≤ 1 keeps that below 2^-27 for K_0 = 2^15.
+**SlotToCoeff** puts the coefficients back: v_lo + i·v_hi through U (again factored, into
+`stc_levels` transforms, with the constant K_0/2π folded in): the slots are the message's.
 
-**Not yet** (issue 19): CoeffToSlot and SlotToCoeff are *dense* transforms (N/2 diagonals each),
-fine up to N = 2^12; the factored special FFT that larger rings need, the N = 2^16 preset, the
-arcsine correction and sparse-secret encapsulation are missing.  Messages must stay within
-|x| ≤ 1 at the level-0 scale (m/Q_0 small for the sine), and |I| ≤ K holds with overwhelming
-probability, not surely: beyond it EvalMod returns garbage, which no check can see without the
-secret key.
+Levels used: cts_levels + ⌈log2(degree+1)⌉ + r + stc_levels.  Every stage is `Evaluator` code
+in the explicit mode, so the whole bootstrapping is one lazy graph through the twelve passes, on
+any device, and `ren.jit` can capture it.
+
+**Precision.**  An error δ in u becomes (K + 1)·K_0·δ in y: CoeffToSlot must be exact to about
+2^-47 (float64 encoding is the floor, ~2^-50), which a small Δ_in makes possible; SlotToCoeff
+then adds log2 √(N/2) bits of error growth.  Measured: 24 bits at N = 256, 20 at N = 1024.
+
+**Range.**  Messages must stay within |x| ≤ 1 at Δ_in (m/Q_0 small for the sine), and |I| ≤ K
+holds with overwhelming probability, not surely: beyond it EvalMod returns garbage, which no
+check can see without the secret key.  **Not yet** (issue 19): the arcsine correction and
+sparse-secret encapsulation.
 """
 
 from __future__ import annotations
@@ -46,18 +51,16 @@ from fractions import Fraction
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, settle_scale
-from ren.ckks.encoder import embed
 from ren.ckks.errors import InsecureParametersWarning, OutOfLevelsError, ScaleMismatchError
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.lintrans import LinearTransform
 from ren.ckks.params import CKKSParams
 from ren.ckks.polyeval import chebyshev_coefficients, depth_of
+from ren.ckks.special_fft import merge_stages, special_fft_stages
 from ren.errors import ParameterError
+from ren.poly import Poly
 from ren.rlwe.keygen import KeyGenerator
 from ren.rlwe.keys import GaloisKeys
-
-#: the largest ring the dense CoeffToSlot / SlotToCoeff transforms are built for
-MAX_DENSE_N = 1 << 12
 
 
 def bootstrap_params_small(device: str = "python") -> CKKSParams:
@@ -66,7 +69,7 @@ def bootstrap_params_small(device: str = "python") -> CKKSParams:
     examples.  A bootstrapping uses 12 levels of it: 2 are left after each."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
-        return CKKSParams(N=256, depth=14, scale_bits=60, first_bits=75,
+        return CKKSParams(N=256, depth=15, scale_bits=60, first_bits=62,
                           secret=("sparse", 16), insecure=True, device=device)
 
 
@@ -81,57 +84,92 @@ def bound_K(params: CKKSParams) -> int:
 
 class Bootstrapper:
     """Bootstrapping for one parameter set (see the module docstring): the prepared transforms,
-    the fitted EvalMod polynomial, the levels it uses and the keys it needs."""
+    the fitted EvalMod polynomial, the levels it uses and the keys it needs.
+
+    Args:
+        cts_levels / stc_levels: levels (sparse linear transforms) of CoeffToSlot and
+            SlotToCoeff: more levels, fewer rotations.
+        degree: the Chebyshev degree of the cosine fit (depth ⌈log2(degree + 1)⌉).
+        double_angles: r, the double-angle steps after it (one level each).
+        K: the bound on |I| EvalMod covers (default `bound_K`).
+        message_ratio_bits: log2 of K_0 = Q_0/Δ_in, Δ_in the scale the input must have at
+            level 0 (`input_scale`): EvalMod's sine is within (2π/K_0)²/6 of the identity.
+    """
 
     def __init__(self, params: CKKSParams, degree: int = 31, double_angles: int = 4,
-                 K: int | None = None) -> None:
+                 K: int | None = None, cts_levels: int = 2, stc_levels: int = 2,
+                 message_ratio_bits: int = 15) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Bootstrapper needs CKKSParams, got {type(params).__name__}")
-        if params.N > MAX_DENSE_N:
-            raise ParameterError(
-                f"Bootstrapper: N = {params.N} is above {MAX_DENSE_N}, the largest ring the dense "
-                "CoeffToSlot/SlotToCoeff transforms are built for (the factored special FFT for "
-                "larger rings is not implemented yet); use bootstrap_params_small()")
+        stages = params.slots.bit_length() - 1
+        for name, v in (("cts_levels", cts_levels), ("stc_levels", stc_levels)):
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= stages:
+                raise ParameterError(f"Bootstrapper: {name} must be an int in [1, {stages}] "
+                                     f"(log2 of the {params.slots} slots), got {v!r}")
         self.params, self.degree, self.double_angles = params, degree, double_angles
+        self.cts_levels, self.stc_levels = cts_levels, stc_levels
         self.K = bound_K(params) if K is None else K
-        self.evalmod_levels = 1 + depth_of(degree) + double_angles
-        self.levels_used = 1 + self.evalmod_levels + 1
+        self.evalmod_levels = depth_of(degree) + double_angles
+        self.levels_used = cts_levels + self.evalmod_levels + stc_levels
         if params.depth < self.levels_used:
             raise OutOfLevelsError(
-                f"Bootstrapper: bootstrapping uses {self.levels_used} levels (CoeffToSlot 1, "
-                f"EvalMod {self.evalmod_levels}, SlotToCoeff 1), the parameters have "
-                f"{params.depth}; use more depth (bootstrap_params_small() has 14)")
+                f"Bootstrapper: bootstrapping uses {self.levels_used} levels (CoeffToSlot "
+                f"{cts_levels}, EvalMod {self.evalmod_levels}, SlotToCoeff {stc_levels}), the "
+                f"parameters have {params.depth}; use more depth or fewer transform levels")
         self.output_level = params.depth - self.levels_used
-        N, slots = params.N, params.slots
         self.Q0 = params.ring(0).Q
-        self.K0 = float(Fraction(self.Q0) / params.scale(0))
-        U = np.stack([embed(np.eye(N)[k], N) for k in range(N)], axis=1)  # slots × N
-        A, B = U.conj().T / N, U.T / N  # t = A·z + B·conj(z)
-        self._cts_mats = (A[:slots], B[:slots], A[slots:], B[slots:])
-        self._cts: dict[Fraction, tuple[LinearTransform, ...]] = {}
+        if isinstance(message_ratio_bits, bool) or not isinstance(message_ratio_bits, int) or \
+                not 4 <= message_ratio_bits <= self.Q0.bit_length() - 20:
+            raise ParameterError(
+                f"Bootstrapper: message_ratio_bits must be an int in [4, "
+                f"{self.Q0.bit_length() - 20}] (Q_0 has {self.Q0.bit_length()} bits and the "
+                f"input scale needs 20 at least), got {message_ratio_bits!r}")
+        #: the scale a level-0 input must have (`bootstrap` brings higher levels to it)
+        self.input_scale = Fraction(round(Fraction(self.Q0, 1 << message_ratio_bits)))
+        self.K0 = float(Fraction(self.Q0) / self.input_scale)
+        #: EvalMod's input range in slot units: y = t/Δ_0 with |t| <= (K + 1)·Q_0
         half = (self.K + 1) * self.K0
         self.interval = (-half, half)
         r, K0 = double_angles, self.K0
+        # fitted on [-1, 1]: CoeffToSlot already divides by `half` (no level for the change)
         self.coeffs = chebyshev_coefficients(
-            lambda y: np.cos(2 * np.pi * (y / K0 - 0.25) / 2 ** r), degree, self.interval)
-        stc_level = params.depth - 1 - self.evalmod_levels
-        c = K0 / (2 * np.pi)
-        self._stc = tuple(LinearTransform(params, M * c, stc_level, params.scale(stc_level))
-                          for M in (U[:, :slots], U[:, slots:]))
-        self._cts_for(params.scale(0))
+            lambda u: np.cos(2 * np.pi * (u * half / K0 - 0.25) / 2 ** r), degree)
+        # CoeffToSlot: U⁻¹ (bit-reversed output) / (2·half); the 1/2 because Re and Im are
+        # then w' ± conj(w').  The small factor goes into the first transform: its input scale
+        # Δ_in is far below the level's, so its plaintexts are encoded at a scale about
+        # Δ·P/Δ_in and keep their precision; in a later one they would lose log2(2·half) bits
+        top = params.depth
+        cts = merge_stages(special_fft_stages(params.slots, inverse=True), cts_levels)
+        cts[0] = {k: v / (2 * half) for k, v in cts[0].items()}
+        self._cts_diagonals = cts
+        self._cts_rest = tuple(LinearTransform(params, d, top - g)
+                               for g, d in enumerate(self._cts_diagonals) if g)
+        self._cts_first: dict[Fraction, LinearTransform] = {}
+        # SlotToCoeff: U (bit-reversed input) · K_0/2π
+        stc = merge_stages(special_fft_stages(params.slots), stc_levels)
+        stc[0] = {k: v * (K0 / (2 * np.pi)) for k, v in stc[0].items()}
+        stc_top = top - cts_levels - self.evalmod_levels
+        self._stc = tuple(LinearTransform(params, d, stc_top - g) for g, d in enumerate(stc))
+        self._cts_for(self.input_scale)
 
     def _cts_for(self, scale: Fraction) -> tuple[LinearTransform, ...]:
-        """The CoeffToSlot transforms for inputs of `scale` (the level-0 ciphertext's)."""
-        if scale not in self._cts:
-            self._cts[scale] = tuple(LinearTransform(self.params, M, self.params.depth, scale)
-                                     for M in self._cts_mats)
-        return self._cts[scale]
+        """The CoeffToSlot transforms for inputs of `scale` (the level-0 ciphertext's): the
+        first one's plaintexts depend on it."""
+        if scale not in self._cts_first:
+            self._cts_first[scale] = LinearTransform(self.params, self._cts_diagonals[0],
+                                                     self.params.depth, scale)
+        return (self._cts_first[scale], *self._cts_rest)
+
+    @property
+    def transforms(self) -> tuple[LinearTransform, ...]:
+        """CoeffToSlot's then SlotToCoeff's linear transforms (for `input_scale`)."""
+        return (*self._cts_for(self.input_scale), *self._stc)
 
     @property
     def rotation_steps(self) -> list[int]:
         """The rotation steps every bootstrapping uses (conjugation too)."""
         steps: set[int] = set()
-        for lt in (*self._cts_for(self.params.scale(0)), *self._stc):
+        for lt in self.transforms:
             steps.update(lt.rotation_steps)
         return sorted(steps)
 
@@ -152,45 +190,56 @@ class Bootstrapper:
         parts = tuple(c.intt().to_ring(top).ntt() for c in ct.parts)
         return Ciphertext(parts, ct.scale, self.params.depth, self.params)
 
+    def _times_i(self, ct: Ciphertext, sign: int) -> Ciphertext:
+        """ct·(sign·i) in every slot, exactly and without a level: the plaintext sign·X^(N/2)
+        at scale 1 (ζ_j^(N/2) = i for every slot's root)."""
+        N = self.params.N
+        coeffs = np.zeros(N, dtype=np.int64)
+        coeffs[N // 2] = sign
+        mono = Poly.from_coefficients(coeffs, self.params.ring(ct.level),
+                                      device=ct.c0.device).ntt()
+        return Ciphertext(tuple(c * mono for c in ct.parts), ct.scale, ct.level, self.params)
+
     def coeff_to_slot(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, Ciphertext]:
-        """Two ciphertexts whose slots are the raised plaintext's coefficients t_j/Δ_0, the
-        first N/2 and the last N/2 (real values)."""
+        """Two ciphertexts whose slots are the raised plaintext's coefficients t/Δ_0 divided
+        by EvalMod's range (K + 1)·K_0: the first N/2 and the last N/2, real, each in
+        bit-reversed order."""
         ev = ev.explicit()
-        a_r, b_r, a_s, b_s = self._cts_for(raised.scale)
-        conj = ev.conjugate(raised)
-        first = ev.add(ev.linear_transform(raised, a_r), ev.linear_transform(conj, b_r))
-        second = ev.add(ev.linear_transform(raised, a_s), ev.linear_transform(conj, b_s))
-        return first, second
+        w = raised
+        for lt in self._cts_for(raised.scale):
+            w = ev.linear_transform(w, lt)
+        conj = ev.conjugate(w)
+        return ev.add(w, conj), self._times_i(ev.sub(w, conj), -1)
 
     def eval_mod(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
-        """Slots y -> sin(2π·y/K_0) (the factor K_0/2π is SlotToCoeff's)."""
+        """Slots u = y/((K + 1)·K_0) -> sin(2π·y/K_0) (the factor K_0/2π is SlotToCoeff's)."""
         ev = ev.explicit()
-        v = ev.evaluate_polynomial(ct, list(self.coeffs), basis="chebyshev",
-                                   interval=self.interval)
+        v = ev.evaluate_polynomial(ct, list(self.coeffs), basis="chebyshev")
         for _ in range(self.double_angles):  # cos 2θ = 2cos²θ − 1
             v = ev.add_scalar(ev.multiply_int(ev.rescale(ev.square(v)), 2), -1)
         return v
 
     def slot_to_coeff(self, ev: Evaluator, first: Ciphertext, second: Ciphertext) -> Ciphertext:
-        """The ciphertext whose coefficients are the slot values of (first, second), times K_0/2π:
-        its slots are the message's again."""
+        """The ciphertext whose coefficients are the slot values of (first, second) (bit-
+        reversed halves), times K_0/2π: its slots are the message's again."""
         ev = ev.explicit()
-        u1, u2 = self._stc
-        out = ev.add(ev.linear_transform(first, u1), ev.linear_transform(second, u2))
+        out = ev.add(first, self._times_i(second, 1))
+        for lt in self._stc:
+            out = ev.linear_transform(out, lt)
         return settle_scale(out, self.params.scale(out.level))
 
     def bootstrap(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
-        """`ct` refreshed to `output_level`.  EvalMod's period is K_0 = Q_0/Δ_0 for Δ_0 the
-        level-0 default scale, so the input must reach level 0 at exactly that scale: from a
-        higher level it gets there for free (an integer product and a rescale from level 1);
-        a level-0 ciphertext at another scale raises ScaleMismatchError."""
+        """`ct` refreshed to `output_level`.  EvalMod's period is K_0 = Q_0/Δ_in, so the input
+        must reach level 0 at exactly Δ_in = `input_scale`: from a higher level it gets there
+        for free (an integer product and a rescale from level 1); a level-0 ciphertext at
+        another scale raises ScaleMismatchError."""
         if not isinstance(ev, Evaluator) or ev.params != self.params:
             raise ParameterError("bootstrap: needs an Evaluator of the bootstrapper's parameters")
         ct = ev._ct(ct)
         if ct.size != 2:
             ct = ev.relinearize(ct)
         x = ev.explicit()
-        target = self.params.scale(0)
+        target = self.input_scale
         while x._is_product(ct):  # an unrescaled product
             ct = x.rescale(ct)
         if ct.level > 0:
@@ -198,8 +247,9 @@ class Bootstrapper:
         if ct.scale != target:
             raise ScaleMismatchError(
                 f"bootstrap: the level-0 ciphertext has scale 2^{ct.log2_scale:.4f}, EvalMod is "
-                f"fitted to 2^{math.log2(target):.4f} (params.scale(0)); bootstrap it from a "
-                "higher level (it is brought to that scale for free) or encode at scale(0)")
+                f"fitted to 2^{math.log2(target):.4f} (Bootstrapper.input_scale); bootstrap it "
+                "from a higher level (it is brought to that scale for free) or encode at "
+                "input_scale")
         raised = self.mod_raise(ct)
         first, second = self.coeff_to_slot(ev, raised)
         return self.slot_to_coeff(ev, self.eval_mod(ev, first), self.eval_mod(ev, second))
@@ -211,4 +261,4 @@ class Bootstrapper:
         return lambda y: y - K0 * np.round(y / K0)
 
 
-__all__ = ["MAX_DENSE_N", "Bootstrapper", "bootstrap_params_small", "bound_K"]
+__all__ = ["Bootstrapper", "bootstrap_params_small", "bound_K"]

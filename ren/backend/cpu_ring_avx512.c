@@ -61,15 +61,28 @@ ZINLINE void z_fly(v16* X, v16* Y, v16 w, v16 ws, zq m, int big, int gs) {
 }
 #define Z1(p) _mm512_set1_epi32((int)(p))
 
+/* The inverse transform's last butterfly also multiplies by N^-1: X = (a + b) N^-1 and
+   Y = (a - b) (w N^-1), with the merged twiddle w N^-1 and its Shoup constant made once per
+   limb, so no pass of its own is needed; both come out fully reduced. */
+typedef struct { v16 ni, nis, wl, wls; } zlast;
+ZINLINE void z_gs_last(v16* X, v16* Y, const zlast* L, zq m, int big) {
+  v16 a = *X, b = *Y;
+  if (big) { a = z_min(a, z_sub(a, m.q)); b = z_min(b, z_sub(b, m.q)); }
+  const v16 x = z_shoup(z_add(a, b), L->ni, L->nis, m.q);  /* any u32 in: [0, 2q) out */
+  const v16 y = z_shoup(z_add(z_sub(a, b), m.r), L->wl, L->wls, m.q);
+  *X = z_min(x, z_sub(x, m.q));
+  *Y = z_min(y, z_sub(y, m.q));
+}
+
 /* one stage of half-size t >= 16 over cnt blocks of 2t; twiddle i of block i */
 ZINLINE void z_stage(u32* x, i64 t, i64 cnt, const u32* w, const u32* ws, zq m, int big,
-                     int gs) {
+                     int gs, const zlast* last) {
   for (i64 i = 0; i < cnt; ++i) {
     const v16 W = Z1(w[i]), WS = Z1(ws[i]);
     u32* X = x + 2 * i * t; u32* Y = X + t;
     for (i64 j = 0; j < t; j += 16) {
       v16 a = ZLD(X + j), b = ZLD(Y + j);
-      z_fly(&a, &b, W, WS, m, big, gs);
+      if (last) z_gs_last(&a, &b, last, m, big); else z_fly(&a, &b, W, WS, m, big, gs);
       ZST(X + j, a); ZST(Y + j, b);
     }
   }
@@ -77,7 +90,7 @@ ZINLINE void z_stage(u32* x, i64 t, i64 cnt, const u32* w, const u32* ws, zq m, 
 /* two stages over cnt blocks of 2t (t >= 32): the stage of half-size t (twiddles w1[i]) and
    the one of half-size t/2 (twiddles w2[2i], w2[2i+1]); forward runs t first, inverse t/2 */
 ZINLINE void z_stage2(u32* x, i64 t, i64 cnt, const u32* w1, const u32* ws1, const u32* w2,
-                      const u32* ws2, zq m, int big, int gs) {
+                      const u32* ws2, zq m, int big, int gs, const zlast* last) {
   const i64 h = t >> 1;
   for (i64 i = 0; i < cnt; ++i) {
     const v16 W = Z1(w1[i]), WS = Z1(ws1[i]);
@@ -88,7 +101,8 @@ ZINLINE void z_stage2(u32* x, i64 t, i64 cnt, const u32* w1, const u32* ws1, con
       v16 a = ZLD(A + j), b = ZLD(A + j + h), c = ZLD(A + j + t), d = ZLD(A + j + t + h);
       if (gs) {
         z_gs(&a, &b, W0, WS0, m, big); z_gs(&c, &d, W1, WS1, m, big);
-        z_gs(&a, &c, W, WS, m, big); z_gs(&b, &d, W, WS, m, big);
+        if (last) { z_gs_last(&a, &c, last, m, big); z_gs_last(&b, &d, last, m, big); }
+        else { z_gs(&a, &c, W, WS, m, big); z_gs(&b, &d, W, WS, m, big); }
       } else {
         z_ct(&a, &c, W, WS, m, big); z_ct(&b, &d, W, WS, m, big);
         z_ct(&a, &b, W0, WS0, m, big); z_ct(&c, &d, W1, WS1, m, big);
@@ -165,10 +179,10 @@ ZINLINE void z_ntt(u32* x, const u32* w, const u32* ws, u32 q, i64 n, int big) {
   i64 mm = 1, t = n >> 1;
   while (2 * t > BLK) {  /* blocks larger than BLK: over the whole limb, two stages a pass */
     if (t > BLK) {
-      z_stage2(x, t, mm, w + mm, ws + mm, w + 2 * mm, ws + 2 * mm, m, big, 0);
+      z_stage2(x, t, mm, w + mm, ws + mm, w + 2 * mm, ws + 2 * mm, m, big, 0, NULL);
       mm <<= 2; t >>= 2;
     } else {
-      z_stage(x, t, mm, w + mm, ws + mm, m, big, 0);
+      z_stage(x, t, mm, w + mm, ws + mm, m, big, 0, NULL);
       mm <<= 1; t >>= 1;
     }
   }
@@ -179,10 +193,11 @@ ZINLINE void z_ntt(u32* x, const u32* w, const u32* ws, u32 q, i64 n, int big) {
     while (tb >= 16) {
       const i64 cnt = blk / (2 * tb), base = mb + k * cnt;
       if (tb >= 32) {
-        z_stage2(xb, tb, cnt, w + base, ws + base, w + 2 * base, ws + 2 * base, m, big, 0);
+        z_stage2(xb, tb, cnt, w + base, ws + base, w + 2 * base, ws + 2 * base, m, big, 0,
+                 NULL);
         mb <<= 2; tb >>= 2;
       } else {
-        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 0);
+        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 0, NULL);
         mb <<= 1; tb >>= 1;
       }
     }
@@ -195,10 +210,13 @@ ZINLINE void z_ntt(u32* x, const u32* w, const u32* ws, u32 q, i64 n, int big) {
   }
 }
 
-/* inverse, N >= 32: output fully reduced, times N^-1 */
+/* inverse, N >= 32: output fully reduced, times N^-1 (in the last stage, a block of n words
+   with the twiddle w[1]) */
 ZINLINE void z_intt(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ninv_s, i64 n,
                     int big) {
   const zq m = { Z1(q), Z1(big ? q : 2 * q) };
+  const u32 wl = (u32)((u64)w[1] * ninv % q);
+  const zlast L = { Z1(ninv), Z1(ninv_s), Z1(wl), Z1((u32)(((u64)wl << 32) / q)) };
   const zsmall P = z_small_plan(1);
   const i64 blk = n < BLK ? n : BLK;
   for (i64 k = 0; k < n / blk; ++k) {
@@ -214,10 +232,12 @@ ZINLINE void z_intt(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ni
       const i64 cnt = blk / (2 * tb), base = mb + k * cnt;
       if (4 * tb <= blk) {
         const i64 base1 = mb / 2 + k * (cnt / 2);
-        z_stage2(xb, 2 * tb, cnt / 2, w + base1, ws + base1, w + base, ws + base, m, big, 1);
+        const zlast* last = 4 * tb == n ? &L : NULL;
+        z_stage2(xb, 2 * tb, cnt / 2, w + base1, ws + base1, w + base, ws + base, m, big, 1,
+                 last);
         mb >>= 2; tb <<= 2;
       } else {
-        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 1);
+        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 1, 2 * tb == n ? &L : NULL);
         mb >>= 1; tb <<= 1;
       }
     }
@@ -225,17 +245,13 @@ ZINLINE void z_intt(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ni
   i64 mm = n / (2 * blk);
   for (i64 t = blk; mm >= 1;) {
     if (mm >= 2) {
-      z_stage2(x, 2 * t, mm / 2, w + mm / 2, ws + mm / 2, w + mm, ws + mm, m, big, 1);
+      z_stage2(x, 2 * t, mm / 2, w + mm / 2, ws + mm / 2, w + mm, ws + mm, m, big, 1,
+               mm == 2 ? &L : NULL);
       mm >>= 2; t <<= 2;
     } else {
-      z_stage(x, t, mm, w + mm, ws + mm, m, big, 1);
+      z_stage(x, t, mm, w + mm, ws + mm, m, big, 1, &L);
       mm >>= 1; t <<= 1;
     }
-  }
-  const v16 NI = Z1(ninv), NIS = Z1(ninv_s);
-  for (i64 j = 0; j < n; j += 16) {  /* times N^-1: [0, 2q) -> [0, q) */
-    const v16 v = z_shoup(ZLD(x + j), NI, NIS, m.q);
-    ZST(x + j, z_min(v, z_sub(v, m.q)));
   }
 }
 

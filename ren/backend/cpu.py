@@ -7,9 +7,10 @@
   schedule in one compiler run.
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
   and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion, exact
-  rescale), fed the call's tables from `ren.ring.kernel_tables`.  TO_RNS and RANDOM, which run at encoding
-  and key generation only, are `ren.backend.ring_c`'s programs in the same C dialect (RANDOM
-  expands its seed on the host, so it is bit-identical to the NumPy device by construction).
+  rescale), fed the call's tables from `ren.ring.kernel_tables`.  TO_RNS and RANDOM, which run
+  at encoding and key generation only, are `ren.backend.ring_c`'s programs in the same C dialect
+  (RANDOM expands its seed on the host, so it is bit-identical to the NumPy device by
+  construction).
 * Vector unit: one path per device, chosen when it opens (`ren.backend.cpu_isa`,
   ``REN_CPU_ISA``: auto, avx512, avx2, scalar): the path's flags go after the base ones and its
   name heads every source, so libraries of different paths never share a cache entry.

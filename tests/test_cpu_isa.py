@@ -40,9 +40,9 @@ BITS = {"avx512": 512, "avx2": 256, "scalar": 0}
 def _skip_unless_runs(isa: str) -> None:
     if isa not in cpu.available_isas():
         missing = sorted(cpu_isa.REQUIRES[isa] - cpu_isa.cpu_features())
-        pytest.skip(f"this machine does not run the {isa} path (CPU lacks "
-                    f"{', '.join(missing) or 'nothing'}; compiler support: "
-                    f"{cpu._isa_builds(isa)})")
+        why = (f"the CPU lacks {', '.join(missing)}" if missing else
+               f"the C compiler does not build with {' '.join(cpu_isa.isa_flags(isa))}")
+        pytest.skip(f"this machine does not run the {isa} path: {why}")
 
 
 @pytest.fixture(params=cpu_isa.ISAS)

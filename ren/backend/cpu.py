@@ -244,10 +244,17 @@ _PROBE = "int f(void) { return 1; }\n"
 
 
 @cache
+def _flags_build(cc: tuple[str, ...], flags: tuple[str, ...]) -> bool:
+    return _builds(cc, flags, _PROBE)
+
+
 def _isa_builds(isa: str) -> bool:
-    """Whether the C compiler builds with path `isa`'s flags (scalar adds none that matter)."""
+    """Whether the C compiler builds with path `isa`'s flags (scalar adds none that matter);
+    remembered per compiler and flags, so a compiler found later is asked again."""
+    if isa == "scalar":
+        return True
     cc = find_cc()
-    return isa == "scalar" or (cc is not None and _builds(cc, isa_flags(isa), _PROBE))
+    return cc is not None and _flags_build(cc, isa_flags(isa))
 
 
 def available_isas() -> tuple[str, ...]:

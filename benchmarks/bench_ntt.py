@@ -1,22 +1,25 @@
-"""NTT and INTT, NumPy vs compiled: median ms and ns per butterfly, N = 2^14, 2^16; 8, 16 limbs.
+"""NTT and INTT, NumPy vs compiled per vector path: ms and ns per butterfly, N = 2^14, 2^16.
 
 Two implementations of the same transforms (negacyclic, bit-reversed NTT output; the INTT
 includes the 1/N scaling), on one thread:
 
 * numpy — `ren.ring.ntt` / `ren.ring.intt`, the "python" device's kernels;
-* cpu   — the "cpu" device's ring library (`ren.backend.cpu.ring_library()`: `ren_cpu_ntt` and
-  `ren_cpu_intt` from cpu_ring.c, Harvey's lazy butterflies with Shoup twiddles, AVX2 for
-  moduli below 2^30, a scalar exact butterfly for moduli of 30-31 bits), called exactly as the
-  device calls it (`ren.backend.cpu.library_call`: sizes and tables from `ren.ring.kernel_tables`),
-  on an argument vector built once, so a timed call is the C function alone.
+* cpu   — the "cpu" device's ring library (`ren.backend.cpu.ring_library(isa)`: `ren_cpu_ntt`
+  and `ren_cpu_intt` from cpu_ring.c), once per vector path (`REN_CPU_ISA`'s avx512, avx2,
+  scalar: every path this machine runs, or those of --isa), called exactly as the device calls
+  it (`ren.backend.cpu.library_call`: sizes and tables from `ren.ring.kernel_tables`), on an
+  argument vector built once, so a timed call is the C function alone.  avx512: 16-lane lazy
+  butterflies for every modulus, two stages a pass; avx2: 8-lane lazy butterflies for moduli
+  below 2^30, a scalar exact butterfly for 30-31 bits; scalar: portable C.
 
-Both transforms run out of place on a random (L, N) array of residues; the compiled outputs are
+Both transforms run out of place on a random (L, N) array of residues; every path's outputs are
 asserted bit-identical to `ren.ring.ntt` / `ren.ring.intt` (and INTT(NTT(a)) == a).  A butterfly
 is one (limb, stage, pair) update: L · (N/2) · log2(N) of them per transform.  --bits picks the
-moduli sizes (default 30: the AVX2 path; 31 adds CKKS-sized primes, the scalar path).  The goal
-line checks the compiled forward NTT at N = 2^16 × 16 limbs against 0.3 ns per butterfly.
+moduli sizes (default 30,31).  Goal lines at N = 2^16 × 16 limbs: the best path's forward NTT
+against 0.3 ns per butterfly, and avx512 against avx2 (goal: 1.5× faster).  The compiled paths
+are timed in turns (one call of each per round), so load on a shared machine hits them alike.
 
-Run:  python benchmarks/bench_ntt.py [--repeat 15] [--bits 30,31]
+Run:  python benchmarks/bench_ntt.py [--repeat 15] [--bits 30,31] [--isa avx512,avx2,scalar]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -43,7 +46,7 @@ from ren.kernel import RingCall  # noqa: E402
 from ren.ring import RingKernel, RingSpec, get_tables, intt, ntt  # noqa: E402
 
 SHAPES = ((1 << 14, 8), (1 << 14, 16), (1 << 16, 8), (1 << 16, 16))
-GOAL_NS, GOAL_SHAPE = 0.3, (1 << 16, 16)
+GOAL_NS, GOAL_SHAPE, GOAL_SPEEDUP = 0.3, (1 << 16, 16), 1.5
 
 
 def median_s(fn: Callable[[], object], repeat: int) -> float:
@@ -56,14 +59,29 @@ def median_s(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def compiled() -> Callable[[RingKernel, RingSpec], Callable[[np.ndarray, np.ndarray], Callable]]:
-    """A maker of compiled transforms, or raises RenError (no C compiler, no compiled device)."""
+def interleaved_medians(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median seconds of each run, timed in turns (one call of each per round), so a burst of
+    load on a shared machine falls on every path alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for fn in runs.values():
+        fn()  # warm-up
+    for _ in range(repeat):
+        for name, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def compiled(isa: str) -> Callable[[RingKernel, RingSpec], Callable]:
+    """A maker of compiled transforms on vector path `isa`, or raises RenError (no C compiler,
+    no compiled device, a path this machine does not run)."""
     from ren.backend import cpu
 
-    cpu.ring_library().ren_set_threads(1)
+    cpu.ring_library(isa).ren_set_threads(1)
 
     def make(kind: RingKernel, ring: RingSpec) -> Callable:
-        call = cpu.library_call(RingCall(kind, ring.N, ring.moduli, ring.moduli))
+        call = cpu.library_call(RingCall(kind, ring.N, ring.moduli, ring.moduli), isa)
 
         def bind(out: np.ndarray, a: np.ndarray) -> Callable[[], None]:
             argv = call.argv([out, a])  # built once; call.extra keeps the tables alive
@@ -74,7 +92,26 @@ def compiled() -> Callable[[RingKernel, RingSpec], Callable[[np.ndarray, np.ndar
     return make
 
 
-def bench(N: int, limbs: int, bits: int, repeat: int, make: Callable | None) -> dict:
+def paths(wanted: str) -> tuple[list[tuple[str, Callable]], str]:
+    """The compiled paths to time (name, maker) and a note on those skipped."""
+    try:
+        from ren.backend import cpu
+
+        names = list(cpu.available_isas()) if wanted == "all" else [
+            cpu.resolve_isa() if w == "auto" else w for w in wanted.split(",") if w.strip()]
+    except (ImportError, RenError) as e:
+        return [], f"cpu: skipped ({e})"
+    makers, skipped = [], []
+    for name in names:
+        try:
+            makers.append((name, compiled(name)))
+        except (RenError, ValueError) as e:
+            skipped.append(f"{name} skipped ({e})")
+    return makers, "; ".join(skipped)
+
+
+def bench(N: int, limbs: int, bits: int, repeat: int,
+          makers: Sequence[tuple[str, Callable]]) -> dict:
     ring = RingSpec.generate(N, limbs, bits)
     q = get_tables(ring).q64
     _ = get_tables(ring).ntt_plan  # build twiddles outside the timing
@@ -86,65 +123,78 @@ def bench(N: int, limbs: int, bits: int, repeat: int, make: Callable | None) -> 
            "numpy ntt": median_s(lambda: ntt(a, ring, out=fwd), repeat),
            "numpy intt": median_s(lambda: intt(fwd, ring, out=back), repeat)}
     assert np.array_equal(back, a), "numpy: INTT(NTT(a)) != a"
-    if make is not None:
-        c_fwd, c_back = np.empty_like(a), np.empty_like(a)
-        run_ntt = make(RingKernel.NTT, ring)(c_fwd, a)
-        run_intt = make(RingKernel.INTT, ring)(c_back, c_fwd)
-        row["cpu ntt"] = median_s(run_ntt, 4 * repeat)  # cheap: more samples
-        row["cpu intt"] = median_s(run_intt, 4 * repeat)
-        assert np.array_equal(c_fwd, fwd), f"compiled NTT != ren.ring.ntt (N={N}, L={limbs})"
-        assert np.array_equal(c_back, a), f"compiled INTT(NTT(a)) != a (N={N}, L={limbs})"
-        run_intt_numpy_input = make(RingKernel.INTT, ring)(c_back, fwd)
-        run_intt_numpy_input()
-        assert np.array_equal(c_back, intt(fwd, ring)), "compiled INTT != ren.ring.intt"
+    want_intt = intt(fwd, ring)
+    runs, outs = {}, {}
+    for name, make in makers:
+        c_fwd, c_back = outs[name] = np.empty_like(a), np.empty_like(a)
+        runs[f"{name} ntt"] = make(RingKernel.NTT, ring)(c_fwd, a)
+        runs[f"{name} intt"] = make(RingKernel.INTT, ring)(c_back, c_fwd)
+    row.update(interleaved_medians(runs, 4 * repeat))  # cheap: more samples
+    for name, make in makers:
+        c_fwd, c_back = outs[name]
+        where = f"{name} path, N={N}, L={limbs}, {bits}-bit moduli"
+        assert np.array_equal(c_fwd, fwd), f"compiled NTT != ren.ring.ntt ({where})"
+        assert np.array_equal(c_back, a), f"compiled INTT(NTT(a)) != a ({where})"
+        make(RingKernel.INTT, ring)(c_back, fwd)()
+        assert np.array_equal(c_back, want_intt), f"compiled INTT != ren.ring.intt ({where})"
     return row
 
 
-def _cells(row: dict, name: str) -> str:
-    if name not in row:
-        return f"{'-':>9} {'-':>7}"
-    s = row[name]
-    return f"{s * 1e3:9.3f} {s * 1e9 / row['butterflies']:7.3f}"
+def _ns(row: dict, name: str) -> float:
+    return row[name] * 1e9 / row["butterflies"]
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15,
                     help="timed calls per NumPy figure (the compiled ones take 4x as many)")
-    ap.add_argument("--bits", default="30", help="comma list of modulus sizes, e.g. 30,31")
-    ap.add_argument("--shapes", default=None, help=argparse.SUPPRESS)  # tests: e.g. 1024x2
+    ap.add_argument("--bits", default="30,31", help="comma list of modulus sizes, e.g. 30,31")
+    ap.add_argument("--isa", default="all",
+                    help="compiled vector paths: all (every one this machine runs), auto, or a "
+                         "comma list of avx512, avx2, scalar")
+    ap.add_argument("--shapes", default=None, help="comma list of NxL, e.g. 65536x16")
     args = ap.parse_args(argv)
     bits_list = [int(b) for b in args.bits.split(",") if b.strip()]
     shapes = SHAPES if args.shapes is None else tuple(
-        tuple(int(v) for v in s.split("x")) for s in args.shapes.split(","))
-    try:
-        make = compiled()
-        note = "cpu: the 'cpu' device's ring library (cpu_ring.c), one thread"
-    except (ImportError, RenError) as e:
-        make, note = None, f"cpu: skipped ({e})"
+        (int(n), int(limbs)) for n, limbs in (s.split("x") for s in args.shapes.split(",")))
+    makers, note = paths(args.isa)
+    names = [n for n, _ in makers]
     ren_dir = os.path.dirname(os.path.dirname(os.path.abspath(ren.__file__)))
-    print(f"NTT/INTT, median ms and ns per butterfly, one thread; {note}; Ren from {ren_dir}")
-    head = (f"{'N':>7} {'limbs':>5} {'q bits':>6} | {'numpy ntt':>9} {'ns/bf':>7} "
-            f"{'intt':>9} {'ns/bf':>7} | {'cpu ntt':>9} {'ns/bf':>7} {'intt':>9} {'ns/bf':>7} "
-            f"| {'speed-up':>8}")
+    print(f"NTT/INTT, median ms (numpy) and ns per butterfly, one thread; cpu: the 'cpu' "
+          f"device's ring library per vector path{'; ' + note if note else ''}; "
+          f"Ren from {ren_dir}")
+    head = (f"{'N':>7} {'limbs':>5} {'q bits':>6} | {'numpy ntt':>9} {'ns/bf':>6} "
+            f"{'intt':>8} {'ns/bf':>6} |" + "".join(
+                f" {n + ' ntt':>10} {'intt':>6} |" for n in names) + f" {'vs numpy':>8}")
     print(head)
     print("-" * len(head))
     rows = []
     for bits in bits_list:
         for N, limbs in shapes:
-            r = bench(N, limbs, bits, args.repeat, make)
+            r = bench(N, limbs, bits, args.repeat, makers)
             rows.append(r)
-            speed = (f"{r['numpy ntt'] / r['cpu ntt']:7.1f}x" if "cpu ntt" in r else f"{'-':>8}")
-            print(f"{N:>7} {limbs:>5} {bits:>6} | {_cells(r, 'numpy ntt')} "
-                  f"{_cells(r, 'numpy intt')} | {_cells(r, 'cpu ntt')} {_cells(r, 'cpu intt')} "
-                  f"| {speed}")
-    print("compiled outputs bit-identical to ren.ring.ntt / ren.ring.intt: checked (assert)")
+            cells = "".join(f" {_ns(r, n + ' ntt'):10.3f} {_ns(r, n + ' intt'):6.3f} |"
+                            for n in names)
+            speed = f"{r['numpy ntt'] / r[names[0] + ' ntt']:7.1f}x" if names else f"{'-':>8}"
+            print(f"{N:>7} {limbs:>5} {bits:>6} | {r['numpy ntt'] * 1e3:9.3f} "
+                  f"{_ns(r, 'numpy ntt'):6.3f} {r['numpy intt'] * 1e3:8.3f} "
+                  f"{_ns(r, 'numpy intt'):6.3f} |{cells} {speed}")
+    if names:
+        print(f"every path's outputs bit-identical to ren.ring.ntt / ren.ring.intt: checked "
+              f"(assert); 'vs numpy': NumPy's NTT time over {names[0]}'s")
     for r in rows:
-        if (r["N"], r["limbs"]) == GOAL_SHAPE and "cpu ntt" in r:
-            ns = r["cpu ntt"] * 1e9 / r["butterflies"]
-            print(f"goal: compiled NTT <= {GOAL_NS} ns/butterfly at N=2^16 x 16 limbs "
-                  f"({r['bits']}-bit moduli): {ns:.3f} ns -> "
-                  f"{'met' if ns <= GOAL_NS else 'not met'}")
+        if (r["N"], r["limbs"]) != GOAL_SHAPE or not names:
+            continue
+        ns = _ns(r, names[0] + " ntt")
+        print(f"goal: compiled NTT <= {GOAL_NS} ns/butterfly at N=2^16 x 16 limbs "
+              f"({r['bits']}-bit moduli, {names[0]}): {ns:.3f} ns -> "
+              f"{'met' if ns <= GOAL_NS else 'not met'}")
+        if {"avx512", "avx2"} <= set(names):
+            up = r["avx2 ntt"] / r["avx512 ntt"]
+            up_i = r["avx2 intt"] / r["avx512 intt"]
+            print(f"goal: avx512 NTT >= {GOAL_SPEEDUP}x avx2 at N=2^16 x 16 limbs "
+                  f"({r['bits']}-bit moduli): {up:.2f}x (INTT {up_i:.2f}x) -> "
+                  f"{'met' if up >= GOAL_SPEEDUP else 'not met'}")
     return rows
 
 

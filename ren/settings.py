@@ -10,10 +10,11 @@ An override holds for the thread (or asyncio task) that entered the block, like
 `decimal.localcontext`: other threads keep their own values, and threads started inside the
 block do not inherit it (enter an override in the thread itself).
 
-Every switch declares its allowed values as data (`Switch.allowed`): a `range` of ints, or
-None for a path switch (any text; empty means the default).  A value outside them — from the
-environment or from `override` — is a `SettingsError` naming the allowed range, raised where
-the value is read, before anything runs with it.
+Every switch declares its allowed values as data (`Switch.allowed`): a `range` of ints, a
+tuple of words for a choice switch (e.g. REN_CPU_ISA), or None for a path switch (any text;
+empty means the default).  A value outside them — from the environment or from `override` — is
+a `SettingsError` naming the allowed values, raised where the value is read, before anything
+runs with it.
 """
 
 from __future__ import annotations
@@ -31,22 +32,32 @@ from ren.errors import SettingsError, check_int
 
 @dataclass(frozen=True)
 class Switch:
-    """One switch.  `allowed`: the ints it takes (a range), or None for a path (a str; ``""``
-    means the default, which the switch's reader supplies)."""
+    """One switch.  `allowed`: the ints it takes (a range), the words it takes (a tuple of
+    str: a choice), or None for a path (a str; ``""`` means the default, which the switch's
+    reader supplies)."""
 
     name: str
     default: int | str
     doc: str
-    allowed: range | None = range(0, 2)
+    allowed: range | tuple[str, ...] | None = range(0, 2)
 
     @property
     def is_path(self) -> bool:
         return self.allowed is None
 
+    @property
+    def is_choice(self) -> bool:
+        return isinstance(self.allowed, tuple)
+
     def allowed_text(self) -> str:
-        """The allowed values in words, e.g. ``0..1``, ``1..256``, ``a folder path``."""
+        """The allowed values in words, e.g. ``0..1``, ``1..256``, ``a folder path``,
+        ``one of auto|avx512|avx2|scalar``."""
         r = self.allowed
-        return "a folder path (empty: the default)" if r is None else f"{r[0]}..{r[-1]}"
+        if r is None:
+            return "a folder path (empty: the default)"
+        if isinstance(r, tuple):
+            return "one of " + "|".join(r)
+        return f"{r[0]}..{r[-1]}"
 
     def check(self, value: Any, where: str) -> int | str:
         """`value` if this switch allows it (a path as str), else SettingsError; `where` says
@@ -60,6 +71,12 @@ class Switch:
                 raise SettingsError(f"{where}: {self.name}={path!r} is not a usable path (a "
                                     "str without NUL characters)")
             return path
+        if isinstance(self.allowed, tuple):
+            if not isinstance(value, str) or value not in self.allowed:
+                raise SettingsError(f"{where}: {self.name}={value!r} is not allowed; set "
+                                    f"{self.name} to {self.allowed_text()} (default "
+                                    f"{self.default})")
+            return value
         v = check_int(value, f"{where}: {self.name}", SettingsError,
                       hint=f"it takes {self.allowed_text()}")
         if v not in self.allowed:
@@ -91,6 +108,10 @@ SWITCHES = {s.name: s for s in (
                                      "replay template uses them", range(1, 65537)),
     Switch("REN_INSPECT_DEBUG", 0, "1: ren-inspect shows tracebacks instead of one-line errors "
                                    "(same as its --debug)"),
+    Switch("REN_CPU_ISA", "auto", "vector unit of the compiled 'cpu' device's kernels: auto (the "
+                              "best this CPU has), avx512, avx2 or scalar; a path the CPU lacks "
+                              "is a DeviceError when the device opens",
+           ("auto", "avx512", "avx2", "scalar")),
     Switch("REN_CACHE_DIR", "", "folder of the 'cpu' device's compiled libraries (in its cpu/ "
                                 "subfolder; empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren); an "
                                 "unusable folder falls back to a private temporary one, with a "
@@ -117,6 +138,8 @@ def _read_env(name: str) -> int | str:
     where = f"{name}={raw!r} (from the environment)"
     if s.is_path:
         return s.check(raw, where)
+    if s.is_choice:
+        return s.check(raw.strip().lower(), "the environment")
     try:
         value = int(raw)
     except ValueError:
@@ -126,7 +149,8 @@ def _read_env(name: str) -> int | str:
 
 
 def get(name: str) -> Any:
-    """The current value of switch `name` (an int; a str for the path switch REN_CACHE_DIR):
+    """The current value of switch `name` (an int; a str for the path switch REN_CACHE_DIR
+    and the choice switch REN_CPU_ISA):
     the innermost `override` of this thread (context), else the environment's value."""
     overridden = _overrides.get()
     if type(name) is str and name in overridden:  # (a bad name falls through to the error)

@@ -36,10 +36,40 @@ def test_every_switch_declares_its_allowed_values():
         if s.is_path:
             assert isinstance(s.default, str), s
             continue
+        if s.is_choice:
+            assert isinstance(s.allowed, tuple) and len(s.allowed) >= 2, s
+            assert all(isinstance(v, str) for v in s.allowed) and s.default in s.allowed, s
+            continue
         assert isinstance(s.allowed, range) and len(s.allowed) >= 2, s
         assert s.default in s.allowed, s
-    assert set(OUT_OF_RANGE) == {s.name for s in settings.SWITCHES.values() if not s.is_path}
+    assert set(OUT_OF_RANGE) == {s.name for s in settings.SWITCHES.values()
+                                 if not s.is_path and not s.is_choice}
     assert settings.SWITCHES["REN_CACHE_DIR"].is_path
+    assert settings.SWITCHES["REN_CPU_ISA"].is_choice
+
+
+def test_the_cpu_isa_is_a_choice_switch(monkeypatch):
+    """REN_CPU_ISA takes auto|avx512|avx2|scalar (any case in the environment); anything else
+    is a SettingsError naming the choices, from the environment and from override alike."""
+    s = settings.SWITCHES["REN_CPU_ISA"]
+    assert s.allowed == ("auto", "avx512", "avx2", "scalar") and s.default == "auto"
+    monkeypatch.delenv("REN_CPU_ISA", raising=False)
+    assert settings._read_env("REN_CPU_ISA") == "auto"
+    for raw, want in (("avx2", "avx2"), (" AVX512 ", "avx512"), ("scalar", "scalar")):
+        monkeypatch.setenv("REN_CPU_ISA", raw)
+        assert settings._read_env("REN_CPU_ISA") == want
+    for bad in ("avx", "sse4", "1"):
+        monkeypatch.setenv("REN_CPU_ISA", bad)
+        with pytest.raises(SettingsError, match=r"REN_CPU_ISA=.* is not allowed.*one of "
+                                                r"auto\|avx512\|avx2\|scalar"):
+            settings._read_env("REN_CPU_ISA")
+    monkeypatch.delenv("REN_CPU_ISA")
+    with settings.override(REN_CPU_ISA="scalar"):
+        assert settings.get("REN_CPU_ISA") == "scalar"
+    for bad in ("AVX2", 2, None):  # from Python the exact word is asked for
+        with pytest.raises(SettingsError, match="REN_CPU_ISA"):
+            settings.override(REN_CPU_ISA=bad)
+    assert settings.check("REN_CPU_ISA", "avx2") == "avx2"
 
 
 def test_settings_error_is_a_parameter_error():
@@ -105,6 +135,7 @@ def test_describe_lists_the_allowed_values():
     text = settings.describe()
     assert "REN_CPU_THREADS=" in text and "(1..256)" in text and "(0..3)" in text
     assert "REN_CACHE_DIR=" in text
+    assert "REN_CPU_ISA='auto'" in text and "(one of auto|avx512|avx2|scalar)" in text
 
 
 def test_huge_thread_count_is_an_error_not_a_crash(tmp_path):

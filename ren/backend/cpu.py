@@ -2,13 +2,18 @@
 
 * Elementwise kernels are rendered by the C-family renderer in its plain `C` dialect
   (`ren.backend.render_c`: one loop nest, limbs outside, coefficients inside) and compiled with
-  ``cc -O3 -march=native`` (plus ``-fopenmp`` when the compiler has it) into one shared library
-  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run.
+  ``cc -O3 -march=native`` plus the vector path's flags (and ``-fopenmp`` when the compiler has
+  it) into one shared library per batch: `CpuDevice.prepare` compiles every kernel of a
+  schedule in one compiler run.
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
-  and Shoup twiddles — AVX2 when the machine has it —, fast basis conversion, exact rescale),
-  fed the call's tables from `ren.ring.kernel_tables`.  TO_RNS and RANDOM, which run at encoding
-  and key generation only, are `ren.backend.ring_c`'s programs in the same C dialect (RANDOM
-  expands its seed on the host, so it is bit-identical to the NumPy device by construction).
+  and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion, exact
+  rescale), fed the call's tables from `ren.ring.kernel_tables`.  TO_RNS and RANDOM, which run
+  at encoding and key generation only, are `ren.backend.ring_c`'s programs in the same C dialect
+  (RANDOM expands its seed on the host, so it is bit-identical to the NumPy device by
+  construction).
+* Vector unit: one path per device, chosen when it opens (`ren.backend.cpu_isa`,
+  ``REN_CPU_ISA``: auto, avx512, avx2, scalar): the path's flags go after the base ones and its
+  name heads every source, so libraries of different paths never share a cache entry.
 * Libraries are cached on disk by a hash of their source, flags and compiler (`cache_dir()`:
   ``$REN_CACHE_DIR/cpu``, else ``~/.cache/ren/cpu``), so a second process compiles nothing.
   Each library is checked against the digest written beside it after its build before it is
@@ -55,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.backend import Device, GraphRunner, KernelFn
+from ren.backend import Device, GraphRunner, KernelFn, cpu_isa
 from ren.backend.c_host import (
     CC_HINT,
     TEMP_PREFIX,
@@ -235,11 +240,77 @@ def threads() -> int:
     return settings.get("REN_CPU_THREADS")
 
 
+_PROBE = "int f(void) { return 1; }\n"
+
+
 @cache
-def ring_library() -> ctypes.CDLL:
-    """The compiled ring kernels (`cpu_ring.c`); loaded once and never closed."""
-    source = host_tag() + resources.files("ren.backend").joinpath("cpu_ring.c").read_text()
-    return open_library(cached_library(source, cpu_flags(), cache_dir()))
+def _flags_build(cc: tuple[str, ...], flags: tuple[str, ...]) -> bool:
+    return _builds(cc, flags, _PROBE)
+
+
+def _isa_builds(isa: str) -> bool:
+    """Whether the C compiler builds with path `isa`'s flags (scalar adds none that matter);
+    remembered per compiler and flags, so a compiler found later is asked again."""
+    if isa == "scalar":
+        return True
+    cc = find_cc()
+    return cc is not None and _flags_build(cc, isa_flags(isa))
+
+
+def available_isas() -> tuple[str, ...]:
+    """The vector paths this machine runs, best first (`cpu_isa.ISAS`): the CPU has their
+    features and the C compiler builds with their flags; scalar always."""
+    return tuple(i for i in cpu_isa.ISAS
+                 if i == "scalar" or (cpu_isa.cpu_has(i) and _isa_builds(i)))
+
+
+def resolve_isa(isa: str | None = None) -> str:
+    """The path to compile for: `isa`, else ``REN_CPU_ISA`` (auto: the best available); a path
+    this machine cannot run is a DeviceError saying what the CPU has."""
+    return cpu_isa.resolve(_isa_builds, isa)
+
+
+def isa_flags(isa: str) -> tuple[str, ...]:
+    """The flags of every library compiled for path `isa`: `cpu_flags()` then the path's."""
+    return cpu_flags() + cpu_isa.isa_flags(isa)
+
+
+def source_head(isa: str) -> str:
+    """What heads every source compiled for path `isa`: the host and the path, both part of
+    the cache key."""
+    return host_tag() + cpu_isa.isa_tag(isa)
+
+
+def ring_source(isa: str) -> str:
+    """The ring library's source for path `isa`: `cpu_ring.c` with its ``#include
+    "cpu_ring_*.c"`` lines replaced by those files, so the cache key covers all of them."""
+    files = resources.files("ren.backend")
+    lines = []
+    for line in files.joinpath("cpu_ring.c").read_text().splitlines(keepends=True):
+        name = line.strip().removeprefix("#include ").strip('"')
+        if line.startswith('#include "cpu_ring_') and name.endswith(".c"):
+            lines.append(files.joinpath(name).read_text())
+        else:
+            lines.append(line)
+    return source_head(isa) + "".join(lines)
+
+
+#: the ring libraries loaded, by path (each loaded once and never closed)
+_ring_libs: dict[str, ctypes.CDLL] = {}
+_ring_lock = threading.Lock()
+
+
+def ring_library(isa: str | None = None) -> ctypes.CDLL:
+    """The compiled ring kernels (`cpu_ring.c`) for path `isa` (default: `resolve_isa()`);
+    each path's library is loaded once and never closed."""
+    isa = resolve_isa(isa)
+    with _ring_lock:
+        lib = _ring_libs.get(isa)
+        if lib is None:
+            path = cached_library(ring_source(isa), isa_flags(isa), cache_dir())
+            lib = _ring_libs[isa] = open_library(path)
+            lib.ren_set_threads(threads())
+        return lib
 
 
 #: the kernel libraries loaded now (dlopened, not closed yet): `set_threads` reaches them all
@@ -325,9 +396,10 @@ def _sizes(*values: int) -> np.ndarray:
     return np.array(values, dtype=np.int64)
 
 
-def library_call(call: RingCall) -> CpuCall | None:
-    """The library CpuCall of a ring call, or None for the kinds run as rendered programs."""
-    lib = ring_library()
+def library_call(call: RingCall, isa: str | None = None) -> CpuCall | None:
+    """The library CpuCall of a ring call on path `isa` (default: `resolve_isa()`), or None for
+    the kinds run as rendered programs."""
+    lib = ring_library(isa)
     t = call.tables()
     N = call.n
     kind = call.kind
@@ -367,8 +439,8 @@ class CompiledPlan(GraphRunner):
     kind = "cpu-compiled"
 
     def __init__(self, calls: Sequence[tuple[KernelFn, list[Any]]],
-                 patches: Sequence[tuple[int, int, int]]):
-        run_plan = ring_library().ren_run_plan
+                 patches: Sequence[tuple[int, int, int]], isa: str | None = None):
+        run_plan = ring_library(isa).ren_run_plan
         run_plan.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
         run_plan.restype = None
         self._run_plan = run_plan
@@ -466,11 +538,15 @@ class CpuDevice(Device):
     Kernel libraries: `_libs` holds the ``REN_CPU_LIBRARIES`` most recently used ones (a compile
     or a kernel-cache hit is a use).  Dropping one removes its kernels from `entries`, `hosted`
     and the kernel cache, so this device no longer holds it; it is closed when the last JIT
-    plan or replay template running one of its kernels goes too."""
+    plan or replay template running one of its kernels goes too.
 
-    def __init__(self, name: str):
+    `isa`: the vector path of all its kernels (`resolve_isa`: default ``REN_CPU_ISA``), fixed
+    when the device opens."""
+
+    def __init__(self, name: str, isa: str | None = None):
         super().__init__(name, HOST)
-        self.flags = cpu_flags()
+        self.isa = resolve_isa(isa)
+        self.flags = isa_flags(self.isa)
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address
         self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (TO_RNS, RANDOM)
         self.compiler_runs = 0
@@ -478,13 +554,16 @@ class CpuDevice(Device):
         # id(library) -> (library, its kernel names), least recently used first
         self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
         self._build_lock = threading.RLock()
-        ring_library().ren_set_threads(threads())
+        ring_library(self.isa).ren_set_threads(threads())
 
     def set_threads(self, n: int) -> None:
         """Use `n` OpenMP threads in the library kernels from now on (1: none); `n` must be in
         REN_CPU_THREADS's range."""
         n = settings.check("REN_CPU_THREADS", n)
-        ring_library().ren_set_threads(n)
+        with _ring_lock:
+            ring_libs = list(_ring_libs.values())
+        for lib in ring_libs:
+            lib.ren_set_threads(n)
         for lib in list(_live):
             lib["ren_set_threads"](n)
 
@@ -536,7 +615,7 @@ class CpuDevice(Device):
             todo = [p for p in programs if any(k.name in fresh for k in p.kernels)]
             elementwise = [k for k in fresh.values() if k.name.startswith("ren_ew_")]
             extra = "\n" + "".join(_wrapper(k) for k in elementwise)
-            source = host_tag() + _HEADER + translation_unit(todo, C) + extra
+            source = source_head(self.isa) + _HEADER + translation_unit(todo, C) + extra
             lib = _open_kernel_library(cached_library(source, self.flags, cache_dir()))
             lib["ren_set_threads"](threads())
             self.compiler_runs += 1
@@ -582,7 +661,7 @@ class CpuDevice(Device):
     def build(self, item: ScheduledKernel) -> KernelFn:
         call = item.ring_call
         if call is not None:
-            fn = library_call(call)
+            fn = library_call(call, self.isa)
             if fn is not None:
                 return _RingInput(fn)
         program = self._program(item)
@@ -601,13 +680,14 @@ class CpuDevice(Device):
     def graph(self, calls: Sequence[tuple[KernelFn, list[Any]]],
               patches: Sequence[tuple[int, int, int]]) -> CompiledPlan:
         unwrapped = [(fn.call if isinstance(fn, _RingInput) else fn, args) for fn, args in calls]
-        return CompiledPlan(unwrapped, patches)
+        return CompiledPlan(unwrapped, patches, self.isa)
 
 
 def open_device(name: str) -> CpuDevice:
     return CpuDevice(name)
 
 
-__all__ = ["CPU_FLAGS", "CacheWarning", "CompiledPlan", "CpuCall", "CpuDevice", "cache_dir",
-           "configured_cache_dir", "cpu_flags", "library_call", "loaded_libraries", "open_device",
-           "ring_library"]
+__all__ = ["CPU_FLAGS", "CacheWarning", "CompiledPlan", "CpuCall", "CpuDevice",
+           "available_isas", "cache_dir", "configured_cache_dir", "cpu_flags", "isa_flags",
+           "library_call", "loaded_libraries", "open_device", "resolve_isa", "ring_library",
+           "ring_source", "source_head"]

@@ -9,7 +9,12 @@
    Entry points share one signature, void f(void** a): a[0] the output, a[1] the input, a[2] a
    const long long* of sizes, then the call's tables (see ren/ring/kernels.py for each table).
    The plan runner ren_run_plan calls a list of such entries in one C loop (the JIT's graph
-   runner).  OpenMP, when compiled in, splits the limbs over REN_CPU_THREADS threads. */
+   runner).  OpenMP, when compiled in, splits the limbs over REN_CPU_THREADS threads.
+
+   Vector paths (REN_CPU_ISA, ren/backend/cpu_isa.py): the library is built once per path with
+   that path's flags, and the NTT/INTT take the best code those flags allow: cpu_ring_avx512.c
+   (__AVX512F__: N >= 32, every modulus), cpu_ring_avx2.c (__AVX2__: N >= 16, moduli below
+   2^30), else the scalar loops below.  ren_cpu_vector_bits() says which was compiled in. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,127 +53,24 @@ static inline u32 modadd(u32 a, u32 b, u32 q) { u32 s = a + b; return umin(s, s 
 static inline u32 modsub(u32 a, u32 b, u32 q) { u32 d = a - b; return umin(d, d + q); }
 
 
-#ifdef __AVX2__
-/* ---- AVX2: 8 lazy butterflies at once (moduli below 2^30) --------------------------------- */
-#include <immintrin.h>
-typedef __m256i v8;
-static inline v8 v_mulhi(v8 a, v8 b) {  /* high halves of the eight u32 products */
-  const v8 even = _mm256_srli_epi64(_mm256_mul_epu32(a, b), 32);
-  const v8 odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32));
-  return _mm256_blend_epi32(even, odd, 0xAA);
-}
-static inline v8 v_shoup(v8 y, v8 w, v8 ws, v8 q) {
-  return _mm256_sub_epi32(_mm256_mullo_epi32(y, w), _mm256_mullo_epi32(v_mulhi(y, ws), q));
-}
-static inline void v_ct(v8* X, v8* Y, v8 w, v8 ws, v8 q, v8 q2) {
-  v8 a = _mm256_min_epu32(*X, _mm256_sub_epi32(*X, q2));
-  const v8 t = v_shoup(*Y, w, ws, q);
-  *X = _mm256_add_epi32(a, t);
-  *Y = _mm256_add_epi32(_mm256_sub_epi32(a, t), q2);
-}
-static inline void v_gs(v8* X, v8* Y, v8 w, v8 ws, v8 q, v8 q2) {
-  const v8 a = *X, b = *Y, s = _mm256_add_epi32(a, b);
-  *X = _mm256_min_epu32(s, _mm256_sub_epi32(s, q2));
-  *Y = v_shoup(_mm256_add_epi32(_mm256_sub_epi32(a, b), q2), w, ws, q);
-}
-#define LD(p) _mm256_loadu_si256((const v8*)(p))
-#define ST(p, v) _mm256_storeu_si256((v8*)(p), (v))
-/* one stage with half-size t >= 8: blocks of 2t, the inner loop 8 coefficients at a time */
-#define V_WIDE(FLY, xp, t, cnt, widx)                                              \
-  for (i64 i = 0; i < (cnt); ++i) {                                                \
-    const v8 W = _mm256_set1_epi32((int)w[(widx) + i]);                            \
-    const v8 WS = _mm256_set1_epi32((int)ws[(widx) + i]);                          \
-    u32* X = (xp) + 2 * i * (t); u32* Y = X + (t);                                 \
-    for (i64 j = 0; j < (t); j += 8) {                                             \
-      v8 a = LD(X + j), b = LD(Y + j);                                             \
-      FLY(&a, &b, W, WS, vq, vq2);                                                 \
-      ST(X + j, a); ST(Y + j, b);                                                  \
-    }                                                                              \
-  }
-/* t = 4, 2, 1: 16 coefficients (two vectors) a step, split into X and Y halves by shuffles */
-#define V_T4(FLY, xp, cnt, widx)                                                   \
-  for (i64 i = 0; i < (cnt); i += 2) {                                             \
-    u32* p = (xp) + 8 * i;                                                         \
-    const v8 v0 = LD(p), v1 = LD(p + 8);                                           \
-    v8 a = _mm256_permute2x128_si256(v0, v1, 0x20);                                \
-    v8 b = _mm256_permute2x128_si256(v0, v1, 0x31);                                \
-    const v8 W = _mm256_set_m128i(_mm_set1_epi32((int)w[(widx) + i + 1]),         \
-                                  _mm_set1_epi32((int)w[(widx) + i]));             \
-    const v8 WS = _mm256_set_m128i(_mm_set1_epi32((int)ws[(widx) + i + 1]),       \
-                                   _mm_set1_epi32((int)ws[(widx) + i]));           \
-    FLY(&a, &b, W, WS, vq, vq2);                                                   \
-    ST(p, _mm256_permute2x128_si256(a, b, 0x20));                                  \
-    ST(p + 8, _mm256_permute2x128_si256(a, b, 0x31));                              \
-  }
-#define V_T2(FLY, xp, cnt, widx)                                                   \
-  for (i64 i = 0; i < (cnt); i += 4) {                                             \
-    u32* p = (xp) + 4 * i;                                                         \
-    const v8 v0 = LD(p), v1 = LD(p + 8);                                           \
-    v8 a = _mm256_unpacklo_epi64(v0, v1), b = _mm256_unpackhi_epi64(v0, v1);       \
-    const v8 idx = _mm256_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3);                      \
-    const v8 W = _mm256_permutevar8x32_epi32(                                      \
-        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(w + (widx) + i))), idx); \
-    const v8 WS = _mm256_permutevar8x32_epi32(                                     \
-        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(ws + (widx) + i))), idx); \
-    FLY(&a, &b, W, WS, vq, vq2);                                                   \
-    ST(p, _mm256_unpacklo_epi64(a, b)); ST(p + 8, _mm256_unpackhi_epi64(a, b));    \
-  }
-#define V_T1(FLY, xp, cnt, widx)                                                   \
-  for (i64 i = 0; i < (cnt); i += 8) {                                             \
-    u32* p = (xp) + 2 * i;                                                         \
-    const __m256 f0 = _mm256_castsi256_ps(LD(p)), f1 = _mm256_castsi256_ps(LD(p + 8)); \
-    v8 a = _mm256_castps_si256(_mm256_shuffle_ps(f0, f1, _MM_SHUFFLE(2, 0, 2, 0)));  \
-    v8 b = _mm256_castps_si256(_mm256_shuffle_ps(f0, f1, _MM_SHUFFLE(3, 1, 3, 1)));  \
-    const v8 idx = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);                      \
-    const v8 W = _mm256_permutevar8x32_epi32(LD(w + (widx) + i), idx);             \
-    const v8 WS = _mm256_permutevar8x32_epi32(LD(ws + (widx) + i), idx);           \
-    FLY(&a, &b, W, WS, vq, vq2);                                                   \
-    ST(p, _mm256_unpacklo_epi32(a, b)); ST(p + 8, _mm256_unpackhi_epi32(a, b));    \
-  }
-
 /* Stages whose blocks fit in BLK coefficients (16 KiB, L1-resident) run block by block: all of
    them on one block before the next block, so each block is loaded from L2 once. */
 #define BLK 4096
-/* N >= 16 and q < 2^30: output in [0, 4q) (reduced by the caller) */
-static void ntt_limb_avx2(u32* x, const u32* w, const u32* ws, u32 q, i64 n) {
-  const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
-  i64 m = 1, t = n >> 1;
-  for (; 2 * t > BLK; m <<= 1, t >>= 1) { V_WIDE(v_ct, x, t, m, m) }
-  const i64 blk = n < BLK ? n : BLK;
-  for (i64 k = 0; k < n / blk; ++k) {
-    u32* xb = x + k * blk;
-    i64 mb = m, tb = t;  /* global block count and half-size at this stage */
-    for (; tb >= 8; mb <<= 1, tb >>= 1) {
-      const i64 cnt = blk / (2 * tb);
-      V_WIDE(v_ct, xb, tb, cnt, mb + k * cnt)
-    }
-    V_T4(v_ct, xb, blk / 8, mb + k * (blk / 8)) mb <<= 1;
-    V_T2(v_ct, xb, blk / 4, mb + k * (blk / 4)) mb <<= 1;
-    V_T1(v_ct, xb, blk / 2, mb + k * (blk / 2))
-  }
-}
-/* N >= 16 and q < 2^30: output in [0, 2q) before the N^-1 step */
-static void intt_limb_avx2(u32* x, const u32* w, const u32* ws, u32 q, i64 n) {
-  const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
-  const i64 blk = n < BLK ? n : BLK;
-  for (i64 k = 0; k < n / blk; ++k) {
-    u32* xb = x + k * blk;
-    i64 mb = n >> 1;
-    V_T1(v_gs, xb, blk / 2, mb + k * (blk / 2)) mb >>= 1;
-    V_T2(v_gs, xb, blk / 4, mb + k * (blk / 4)) mb >>= 1;
-    V_T4(v_gs, xb, blk / 8, mb + k * (blk / 8)) mb >>= 1;
-    for (i64 tb = 8; 2 * tb <= blk; mb >>= 1, tb <<= 1) {
-      const i64 cnt = blk / (2 * tb);
-      V_WIDE(v_gs, xb, tb, cnt, mb + k * cnt)
-    }
-  }
-  i64 m = n / (2 * blk);
-  for (i64 t = blk; m >= 1; m >>= 1, t <<= 1) { V_WIDE(v_gs, x, t, m, m) }
-}
+
+#ifdef __AVX2__
+#include "cpu_ring_avx2.c"
 #define REN_AVX2 1
 #else
 #define REN_AVX2 0
 #endif
+#ifdef __AVX512F__
+#include "cpu_ring_avx512.c"
+#define REN_AVX512 1
+#else
+#define REN_AVX512 0
+#endif
+/* the widest vectors the NTT of this build uses: 512, 256 or 0 (scalar) */
+int ren_cpu_vector_bits(void) { return REN_AVX512 ? 512 : REN_AVX2 ? 256 : 0; }
 
 /* ---- forward NTT: Cooley-Tukey, bit-reversed output (ren.ring.ntt's convention) ---------- */
 /* Harvey's lazy butterfly: X, Y in [0, 4q) -> [0, 4q); needs 4q < 2^32. */
@@ -218,6 +120,9 @@ static void intt_limb_avx2(u32* x, const u32* w, const u32* ws, u32 q, i64 n) {
 
 static void ntt_limb(u32* restrict x, const u32* restrict w, const u32* restrict ws, u32 q,
                      i64 n) {
+#if REN_AVX512
+  if (n >= 32) { ntt_limb_avx512(x, w, ws, q, n); return; }
+#endif
   const u32 q2 = 2 * q;
   i64 m = 1, t = n >> 1;
   if (q < (1u << 30)) {
@@ -285,6 +190,9 @@ static void ntt_limb(u32* restrict x, const u32* restrict w, const u32* restrict
 
 static void intt_limb(u32* restrict x, const u32* restrict w, const u32* restrict ws, u32 q,
                       u32 ninv, u32 ninv_s, i64 n) {
+#if REN_AVX512
+  if (n >= 32) { intt_limb_avx512(x, w, ws, q, ninv, ninv_s, n); return; }
+#endif
   const u32 q2 = 2 * q;
   if (q < (1u << 30)) {
 #if REN_AVX2

@@ -1,0 +1,265 @@
+/* The AVX-512 path of Ren's compiled ring kernels: 16 lazy butterflies at once, N >= 32.
+
+   Written for this project.  Included by cpu_ring.c (ren.backend.cpu inlines it into the
+   library's source) when the library is built for REN_CPU_ISA=avx512 (-mavx512f ...); it uses
+   cpu_ring.c's types and BLK.
+
+   Two word ranges, chosen per limb:
+   * q < 2^30: Harvey's butterflies, words in [0, 4q) (forward) / [0, 2q) (inverse), as on AVX2;
+   * 2^30 <= q < 2^31 (which the AVX2 path leaves to scalar code): words stay in [0, 2q) < 2^32,
+     at the price of one more min per butterfly.
+   The stages over large blocks run two at a time (radix 4: four vectors loaded, two butterfly
+   stages in registers, four stored), which halves the loads and stores; the four stages of
+   half-size 8, 4, 2, 1 shuffle 32 words across two vectors with vpermt2d.  The forward
+   transform fully reduces its words in its last stage, the inverse in its N^-1 step. */
+#include <immintrin.h>
+typedef __m512i v16;
+#define ZLD(p) _mm512_loadu_si512((const void*)(p))
+#define ZST(p, v) _mm512_storeu_si512((void*)(p), (v))
+#define ZINLINE static inline __attribute__((always_inline))
+
+ZINLINE v16 z_min(v16 a, v16 b) { return _mm512_min_epu32(a, b); }
+ZINLINE v16 z_sub(v16 a, v16 b) { return _mm512_sub_epi32(a, b); }
+ZINLINE v16 z_add(v16 a, v16 b) { return _mm512_add_epi32(a, b); }
+ZINLINE v16 z_mulhi(v16 a, v16 b) {  /* high halves of the sixteen u32 products */
+  const v16 even = _mm512_srli_epi64(_mm512_mul_epu32(a, b), 32);
+  const v16 odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
+  return _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
+}
+/* y*w mod q in [0, 2q) for any u32 y (Shoup) */
+ZINLINE v16 z_shoup(v16 y, v16 w, v16 ws, v16 q) {
+  return z_sub(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(z_mulhi(y, ws), q));
+}
+
+/* The modulus of a limb: q, the lazy bound r (2q when q < 2^30, else q), and big = q >= 2^30
+   (a constant in each specialization, so the branches below vanish). */
+typedef struct { v16 q, r; } zq;
+
+/* Cooley-Tukey: q < 2^30: X, Y in [0, 4q) -> [0, 4q); big: X in [0, 2q) -> [0, 2q) */
+ZINLINE void z_ct(v16* X, v16* Y, v16 w, v16 ws, zq m, int big) {
+  const v16 a = z_min(*X, z_sub(*X, m.r));
+  v16 t = z_shoup(*Y, w, ws, m.q);
+  if (big) t = z_min(t, z_sub(t, m.q));
+  *X = z_add(a, t);
+  *Y = z_add(z_sub(a, t), m.r);
+}
+/* Gentleman-Sande: X, Y in [0, 2q) -> [0, 2q) */
+ZINLINE void z_gs(v16* X, v16* Y, v16 w, v16 ws, zq m, int big) {
+  v16 a = *X, b = *Y;
+  if (big) { a = z_min(a, z_sub(a, m.q)); b = z_min(b, z_sub(b, m.q)); }
+  const v16 s = z_add(a, b);
+  *X = big ? s : z_min(s, z_sub(s, m.r));
+  *Y = z_shoup(z_add(z_sub(a, b), m.r), w, ws, m.q);
+}
+/* a forward transform's word -> [0, q) */
+ZINLINE v16 z_reduce(v16 v, zq m, int big) {
+  v = z_min(v, z_sub(v, m.r));
+  return big ? v : z_min(v, z_sub(v, m.q));
+}
+ZINLINE void z_fly(v16* X, v16* Y, v16 w, v16 ws, zq m, int big, int gs) {
+  if (gs) z_gs(X, Y, w, ws, m, big); else z_ct(X, Y, w, ws, m, big);
+}
+#define Z1(p) _mm512_set1_epi32((int)(p))
+
+/* The inverse transform's last butterfly also multiplies by N^-1: X = (a + b) N^-1 and
+   Y = (a - b) (w N^-1), with the merged twiddle w N^-1 and its Shoup constant made once per
+   limb, so no pass of its own is needed; both come out fully reduced. */
+typedef struct { v16 ni, nis, wl, wls; } zlast;
+ZINLINE void z_gs_last(v16* X, v16* Y, const zlast* L, zq m, int big) {
+  v16 a = *X, b = *Y;
+  if (big) { a = z_min(a, z_sub(a, m.q)); b = z_min(b, z_sub(b, m.q)); }
+  const v16 x = z_shoup(z_add(a, b), L->ni, L->nis, m.q);  /* any u32 in: [0, 2q) out */
+  const v16 y = z_shoup(z_add(z_sub(a, b), m.r), L->wl, L->wls, m.q);
+  *X = z_min(x, z_sub(x, m.q));
+  *Y = z_min(y, z_sub(y, m.q));
+}
+
+/* one stage of half-size t >= 16 over cnt blocks of 2t; twiddle i of block i */
+ZINLINE void z_stage(u32* x, i64 t, i64 cnt, const u32* w, const u32* ws, zq m, int big,
+                     int gs, const zlast* last) {
+  for (i64 i = 0; i < cnt; ++i) {
+    const v16 W = Z1(w[i]), WS = Z1(ws[i]);
+    u32* X = x + 2 * i * t; u32* Y = X + t;
+    for (i64 j = 0; j < t; j += 16) {
+      v16 a = ZLD(X + j), b = ZLD(Y + j);
+      if (last) z_gs_last(&a, &b, last, m, big); else z_fly(&a, &b, W, WS, m, big, gs);
+      ZST(X + j, a); ZST(Y + j, b);
+    }
+  }
+}
+/* two stages over cnt blocks of 2t (t >= 32): the stage of half-size t (twiddles w1[i]) and
+   the one of half-size t/2 (twiddles w2[2i], w2[2i+1]); forward runs t first, inverse t/2 */
+ZINLINE void z_stage2(u32* x, i64 t, i64 cnt, const u32* w1, const u32* ws1, const u32* w2,
+                      const u32* ws2, zq m, int big, int gs, const zlast* last) {
+  const i64 h = t >> 1;
+  for (i64 i = 0; i < cnt; ++i) {
+    const v16 W = Z1(w1[i]), WS = Z1(ws1[i]);
+    const v16 W0 = Z1(w2[2 * i]), WS0 = Z1(ws2[2 * i]);
+    const v16 W1 = Z1(w2[2 * i + 1]), WS1 = Z1(ws2[2 * i + 1]);
+    u32* A = x + 2 * i * t;
+    for (i64 j = 0; j < h; j += 16) {
+      v16 a = ZLD(A + j), b = ZLD(A + j + h), c = ZLD(A + j + t), d = ZLD(A + j + t + h);
+      if (gs) {
+        z_gs(&a, &b, W0, WS0, m, big); z_gs(&c, &d, W1, WS1, m, big);
+        if (last) { z_gs_last(&a, &c, last, m, big); z_gs_last(&b, &d, last, m, big); }
+        else { z_gs(&a, &c, W, WS, m, big); z_gs(&b, &d, W, WS, m, big); }
+      } else {
+        z_ct(&a, &c, W, WS, m, big); z_ct(&b, &d, W, WS, m, big);
+        z_ct(&a, &b, W0, WS0, m, big); z_ct(&c, &d, W1, WS1, m, big);
+      }
+      ZST(A + j, a); ZST(A + j + h, b); ZST(A + j + t, c); ZST(A + j + t + h, d);
+    }
+  }
+}
+
+/* The four stages of half-size 8, 4, 2, 1 run on 32 words held in two vectors, in registers.
+   Layout t (a stage's): lane k of the X vector holds word p_k = k + (k & ~(t-1)) of the 32, the
+   Y vector word p_k + t, and lane k's twiddle is number k / t of the 16 / t of those words;
+   layout 0 is memory order (words 0..15, 16..31).  Between two stages one vpermt2d per vector
+   moves the words from one layout to the next. */
+static int z_lane(int t, int p) {  /* where word p sits in layout t: 0..15 X, 16..31 Y */
+  if (t == 0) return p;
+  return ((p >> 1) & ~(t - 1)) + (p & (t - 1)) + ((p & t) ? 16 : 0);
+}
+/* the vpermt2d index taking layout `from` to the X (y = 0) or Y (y = 1) vector of layout `to`
+   (to = 0: the low or high half of memory order) */
+static v16 z_index(int from, int to, int y) {
+  int idx[16];
+  for (int k = 0; k < 16; ++k)
+    idx[k] = z_lane(from, to ? k + (k & ~(to - 1)) + (y ? to : 0) : k + 16 * y);
+  return _mm512_loadu_si512((const void*)idx);
+}
+typedef struct { v16 x[5], y[5], wi[4]; } zsmall;  /* 5 moves, 4 stages */
+static zsmall z_small_plan(int gs) {
+  zsmall P;
+  int layout[6] = {0, 8, 4, 2, 1, 0};
+  if (gs) { layout[1] = 1; layout[2] = 2; layout[3] = 4; layout[4] = 8; }
+  const v16 k = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int s = 0; s < 5; ++s) {
+    P.x[s] = z_index(layout[s], layout[s + 1], 0);
+    P.y[s] = z_index(layout[s], layout[s + 1], 1);
+  }
+  for (int s = 0; s < 4; ++s)
+    P.wi[s] = _mm512_srlv_epi32(k, Z1(__builtin_ctz((unsigned)layout[s + 1])));
+  return P;
+}
+/* the stages of half-size 8..1 (forward, also fully reducing) or 1..8 (inverse) over len words;
+   w[s], ws[s]: stage s's twiddles for these words */
+ZINLINE void z_small(u32* x, i64 len, const u32* const* w, const u32* const* ws,
+                     const zsmall* P, zq m, int big, int gs) {
+  for (i64 o = 0, g = 0; o < len; o += 32, ++g) {
+    v16 a = ZLD(x + o), b = ZLD(x + o + 16);
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; ++s) {
+      const v16 a2 = _mm512_permutex2var_epi32(a, P->x[s], b);
+      b = _mm512_permutex2var_epi32(a, P->y[s], b);
+      a = a2;
+      const int t = gs ? 1 << s : 8 >> s;  /* a constant once unrolled */
+      const i64 at = g * (16 / t);
+      v16 W, WS;
+      if (t == 1) {
+        W = ZLD(w[s] + at); WS = ZLD(ws[s] + at);
+      } else {  /* 16 / t twiddles (a masked load: never past the table's end) */
+        const __mmask16 wm = (__mmask16)((1u << (16 / t)) - 1u);
+        W = _mm512_permutexvar_epi32(P->wi[s], _mm512_maskz_loadu_epi32(wm, w[s] + at));
+        WS = _mm512_permutexvar_epi32(P->wi[s], _mm512_maskz_loadu_epi32(wm, ws[s] + at));
+      }
+      z_fly(&a, &b, W, WS, m, big, gs);
+    }
+    if (!gs) { a = z_reduce(a, m, big); b = z_reduce(b, m, big); }
+    ZST(x + o, _mm512_permutex2var_epi32(a, P->x[4], b));
+    ZST(x + o + 16, _mm512_permutex2var_epi32(a, P->y[4], b));
+  }
+}
+
+/* forward, N >= 32: output fully reduced */
+ZINLINE void z_ntt(u32* x, const u32* w, const u32* ws, u32 q, i64 n, int big) {
+  const zq m = { Z1(q), Z1(big ? q : 2 * q) };
+  const zsmall P = z_small_plan(0);
+  i64 mm = 1, t = n >> 1;
+  while (2 * t > BLK) {  /* blocks larger than BLK: over the whole limb, two stages a pass */
+    if (t > BLK) {
+      z_stage2(x, t, mm, w + mm, ws + mm, w + 2 * mm, ws + 2 * mm, m, big, 0, NULL);
+      mm <<= 2; t >>= 2;
+    } else {
+      z_stage(x, t, mm, w + mm, ws + mm, m, big, 0, NULL);
+      mm <<= 1; t >>= 1;
+    }
+  }
+  const i64 blk = n < BLK ? n : BLK;
+  for (i64 k = 0; k < n / blk; ++k) {
+    u32* xb = x + k * blk;
+    i64 mb = mm, tb = t;  /* global twiddle base and half-size at this stage */
+    while (tb >= 16) {
+      const i64 cnt = blk / (2 * tb), base = mb + k * cnt;
+      if (tb >= 32) {
+        z_stage2(xb, tb, cnt, w + base, ws + base, w + 2 * base, ws + 2 * base, m, big, 0,
+                 NULL);
+        mb <<= 2; tb >>= 2;
+      } else {
+        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 0, NULL);
+        mb <<= 1; tb >>= 1;
+      }
+    }
+    const u32 *sw[4], *sws[4];
+    for (int s = 0; s < 4; ++s, mb <<= 1) {  /* t = 8, 4, 2, 1 */
+      const i64 base = mb + k * (blk / (2 * (8 >> s)));
+      sw[s] = w + base; sws[s] = ws + base;
+    }
+    z_small(xb, blk, sw, sws, &P, m, big, 0);
+  }
+}
+
+/* inverse, N >= 32: output fully reduced, times N^-1 (in the last stage, a block of n words
+   with the twiddle w[1]) */
+ZINLINE void z_intt(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ninv_s, i64 n,
+                    int big) {
+  const zq m = { Z1(q), Z1(big ? q : 2 * q) };
+  const u32 wl = (u32)((u64)w[1] * ninv % q);
+  const zlast L = { Z1(ninv), Z1(ninv_s), Z1(wl), Z1((u32)(((u64)wl << 32) / q)) };
+  const zsmall P = z_small_plan(1);
+  const i64 blk = n < BLK ? n : BLK;
+  for (i64 k = 0; k < n / blk; ++k) {
+    u32* xb = x + k * blk;
+    i64 mb = n >> 1;
+    const u32 *sw[4], *sws[4];
+    for (int s = 0; s < 4; ++s, mb >>= 1) {  /* t = 1, 2, 4, 8 */
+      const i64 base = mb + k * (blk / (2 << s));
+      sw[s] = w + base; sws[s] = ws + base;
+    }
+    z_small(xb, blk, sw, sws, &P, m, big, 1);
+    for (i64 tb = 16; 2 * tb <= blk;) {  /* stage tb (twiddle base mb), then 2 tb (mb / 2) */
+      const i64 cnt = blk / (2 * tb), base = mb + k * cnt;
+      if (4 * tb <= blk) {
+        const i64 base1 = mb / 2 + k * (cnt / 2);
+        const zlast* last = 4 * tb == n ? &L : NULL;
+        z_stage2(xb, 2 * tb, cnt / 2, w + base1, ws + base1, w + base, ws + base, m, big, 1,
+                 last);
+        mb >>= 2; tb <<= 2;
+      } else {
+        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 1, 2 * tb == n ? &L : NULL);
+        mb >>= 1; tb <<= 1;
+      }
+    }
+  }
+  i64 mm = n / (2 * blk);
+  for (i64 t = blk; mm >= 1;) {
+    if (mm >= 2) {
+      z_stage2(x, 2 * t, mm / 2, w + mm / 2, ws + mm / 2, w + mm, ws + mm, m, big, 1,
+               mm == 2 ? &L : NULL);
+      mm >>= 2; t <<= 2;
+    } else {
+      z_stage(x, t, mm, w + mm, ws + mm, m, big, 1, &L);
+      mm >>= 1; t <<= 1;
+    }
+  }
+}
+
+static void ntt_limb_avx512(u32* x, const u32* w, const u32* ws, u32 q, i64 n) {
+  if (q < (1u << 30)) z_ntt(x, w, ws, q, n, 0); else z_ntt(x, w, ws, q, n, 1);
+}
+static void intt_limb_avx512(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ninv_s,
+                             i64 n) {
+  if (q < (1u << 30)) z_intt(x, w, ws, q, ninv, ninv_s, n, 0);
+  else z_intt(x, w, ws, q, ninv, ninv_s, n, 1);
+}

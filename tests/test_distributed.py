@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import numpy as np
@@ -31,6 +32,7 @@ from ren.distributed import (  # noqa: E402
 )
 from ren.distributed import map as dmap  # noqa: E402
 from ren.distributed.sweep import expand_grid  # noqa: E402
+from ren.distributed.worker import tune_allocator  # noqa: E402
 from ren.errors import LevelError, ParameterError  # noqa: E402
 from ren.ir import storage_buffer  # noqa: E402
 
@@ -74,6 +76,8 @@ def test_map_replays_the_plan_bit_identically_and_in_order(client, ckks):
     assert job.keys_bytes == len(dumps(rlk, compact=True)) and "once per worker: keys" in \
         job.describe()
     assert {t["worker"] for t in job.timings} == set(client.scheduler_info()["workers"])
+    if sys.platform == "linux":  # glibc: large buffers stay on the heap in the workers
+        assert all(client.run(tune_allocator).values())
 
 
 def test_a_mixed_batch_ships_one_plan_per_input_spec(client, ckks):

@@ -170,7 +170,8 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any =
     secrets = live_secret_keys()
     codec = Codec(secret_buffers=secret_buffers(secrets))
     keys_wire = codec.encode(keys, "keys") if keys is not None else None
-    items_wire = [codec.encode(item, f"batch[{i}]") for i, item in enumerate(items)]
+    for i, item in enumerate(items):  # every input checked before the first one is sent
+        codec.check(item, f"batch[{i}]")
     refuse_secret(fn, "map: fn")
     program, which = _program(fn, items, keys)
     program_blob = guarded_dumps(program, "map: the program (plans or function)")
@@ -183,14 +184,17 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any =
     workers = len(client.scheduler_info(n_workers=-1)["workers"]) if items else 0
     started = time.perf_counter()
     futures = []
+    input_bytes = 0
     if items:
         shared = client.scatter({ck: context_blob, pk: program_blob}, broadcast=True)
-        for i, (item, plan) in enumerate(zip(items_wire, which)):
-            futures.append(client.submit(run_item, ck, shared[ck], pk, shared[pk], plan, item, i,
+        for i, (item, plan) in enumerate(zip(items, which)):  # the first runs while we encode
+            wire = codec.encode(item, f"batch[{i}]")
+            input_bytes += wire_bytes(wire)
+            futures.append(client.submit(run_item, ck, shared[ck], pk, shared[pk], plan, wire, i,
                                          key=f"ren-map-{job_id}-{i}", pure=False))
-    return MapJob(client, futures, codec, len(context_blob),
-                  wire_bytes(keys_wire), len(program_blob), wire_bytes(items_wire),
-                  len(program.plans or ()), workers, _submitted=started)
+    return MapJob(client, futures, codec, len(context_blob), wire_bytes(keys_wire),
+                  len(program_blob), input_bytes, len(program.plans or ()), workers,
+                  _submitted=started)
 
 
 def map(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any = None,

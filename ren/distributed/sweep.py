@@ -64,7 +64,7 @@ from ren.ckks.debug import precision
 from ren.ckks.serialize import serialized_size
 from ren.distributed.cluster import gather_as_completed, resolve_client
 from ren.distributed.wire import guarded_dumps
-from ren.distributed.worker import worker_address
+from ren.distributed.worker import tune_allocator, worker_address
 from ren.errors import ParameterError, check_int
 from ren.jit import jit
 
@@ -191,6 +191,7 @@ def sweep_task(job_blob: bytes, point: dict[str, Any], index: int, record_errors
                ) -> dict[str, Any]:
     """One point on a worker: `run_point`'s row, with the worker (and the error, if recorded).
     `job_blob` is the pickled (program, options) of the sweep."""
+    tune_allocator()
     program, options = pickle.loads(job_blob)
     seed = options["seed"]
     try:

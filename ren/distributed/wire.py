@@ -128,6 +128,12 @@ class Codec:
         return self.params.setdefault(params.fingerprint, params)
 
     # -- encoding -----------------------------------------------------------------------------
+    def check(self, obj: Any, where: str) -> None:
+        """Everything `encode` refuses, refused now (secrets, values that cannot travel), and
+        the parameters registered, without serializing anything: a job checks all its inputs
+        before it sends the first one."""
+        self._encode(obj, where, dry=True)
+
     def encode(self, obj: Any, where: str) -> Any:
         """The wire tree of `obj` (its Polys realized together first).  `where` names `obj` in
         error messages (e.g. ``"batch[3]"``)."""
@@ -141,20 +147,22 @@ class Codec:
             realize_polys(pending)
         return self._encode(obj, where)
 
-    def _encode(self, obj: Any, where: str) -> Any:
+    def _encode(self, obj: Any, where: str, dry: bool = False) -> Any:
         refuse_secret(obj, where)
         if isinstance(obj, Poly):
             if self.secret_buffers and _over_secret(obj, self.secret_buffers):
                 raise SecretKeyError(f"{where}: refusing to send a Poly over a secret key's "
                                      "storage (the secret itself); workers get ciphertexts and "
                                      "public keys only")
-            return Sealed("poly", obj.device, obj.tobytes())
+            return None if dry else Sealed("poly", obj.device, obj.tobytes())
         if isinstance(obj, CKKS_OBJECTS):
             params = obj.params
             if not isinstance(params, CKKSParams):
                 raise WireError(f"{where}: a {type(obj).__name__} under {type(params).__name__} "
                                 "cannot travel; ren.distributed sends CKKS objects (CKKSParams)")
             self.register(params)
+            if dry:
+                return None
             return Sealed("ckks", params.fingerprint, dumps(obj, compact=isinstance(obj, _KEYS)))
         if isinstance(obj, RLWEParams):
             if isinstance(obj, CKKSParams):
@@ -162,13 +170,13 @@ class Codec:
             return obj
         t = type(obj)
         if t is list or t is tuple:
-            return t(self._encode(v, f"{where}[{i}]") for i, v in enumerate(obj))
+            return t(self._encode(v, f"{where}[{i}]", dry) for i, v in enumerate(obj))
         if t is dict:
             for k in obj:
                 if not isinstance(k, str | int) or isinstance(k, bool):
                     raise WireError(f"{where}: dict keys on the wire are str or int, got "
                                     f"{type(k).__name__} {k!r}")
-            return {k: self._encode(v, f"{where}[{k!r}]") for k, v in obj.items()}
+            return {k: self._encode(v, f"{where}[{k!r}]", dry) for k, v in obj.items()}
         if isinstance(obj, np.ndarray):
             if obj.dtype.hasobject:
                 raise WireError(f"{where}: a NumPy array of Python objects cannot travel; "

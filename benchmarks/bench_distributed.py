@@ -15,6 +15,8 @@ per-ciphertext overhead of the distributed path with one worker: (wall per ciphe
 worker's replay per ciphertext) / the replay (goal <= 10 %): serialization on both sides,
 transfers and scheduling, as far as they are not hidden behind the replay.  The client's own
 encode/decode per ciphertext is timed too (they run beside the workers, on another core).
+Last, the machine's own ceiling: two plain processes (no Dask) replaying side by side, against
+one alone; on a VM whose two cores share caches and memory bandwidth this is below 2x.
 
 The batch cycles through `--distinct` fresh encryptions (encrypting 64 at N = 2^14 takes a
 while and is not what is measured).  The machine is often shared: run it on a quiet one.
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import statistics
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +65,35 @@ def make_params(log_n: int) -> CKKSParams:
         warnings.simplefilter("ignore", InsecureParametersWarning)
         return CKKSParams(N=1 << log_n, depth=7, scale_bits=40, first_bits=58,
                           special_primes=3, insecure=True)
+
+
+def _replay_in_a_process(log_n: int, repeat: int, barrier: Any, out: Any) -> None:
+    """One plain process (no Dask): make keys, capture, wait for the others, time replays."""
+    params = make_params(log_n)
+    keygen = KeyGenerator(params)
+    rlk = keygen.relin_key()
+    ct = Encryptor(params, keygen.public_key()).encrypt(Encoder(params).encode(np.zeros(4)))
+    square(ct, keys=rlk)
+    barrier.wait()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        square(ct, keys=rlk)
+    out.put((time.perf_counter() - t0) / repeat)
+
+
+def ceiling(log_n: int, processes: int, repeat: int) -> float:
+    """Seconds per replay when `processes` plain processes replay at once: what the machine
+    gives to any way of running them side by side (cores, caches, memory bandwidth)."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(processes), ctx.Queue()
+    procs = [ctx.Process(target=_replay_in_a_process, args=(log_n, repeat, barrier, out))
+             for _ in range(processes)]
+    for p in procs:
+        p.start()
+    times = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    return statistics.mean(times)
 
 
 def main() -> None:
@@ -132,6 +165,10 @@ def main() -> None:
     if 1 in results and 2 in results:
         print(f"speedup 2 workers / 1: {results[1][0] / results[2][0]:.2f}x (goal >= 1.8x on a "
               "2-core machine)")
+        one, two = ceiling(args.log_n, 1, 6), ceiling(args.log_n, 2, 6)
+        print(f"the machine's ceiling, plain processes without Dask: one replays in "
+              f"{one * 1e3:.1f} ms, two side by side in {two * 1e3:.1f} ms each: "
+              f"{2 * one / two:.2f}x")
 
 
 if __name__ == "__main__":

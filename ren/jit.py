@@ -404,6 +404,16 @@ class Jitted:
         with self._lock:
             self._plans[plan.key] = plan
 
+    def plan_for(self, *args: Any, **kwargs: Any) -> JitPlan | None:
+        """The plan a call with these arguments would replay, or None where it would capture
+        (nothing runs, nothing is realized).  A matching plan whose frozen scalars differ from
+        the arguments raises JitError, as the call would (`ren.distributed` ships the plan)."""
+        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        plan = self._plans.get(call.key)
+        if plan is not None:
+            plan.check(call, key_checked=True)
+        return plan
+
     def clear(self) -> None:
         with self._lock:
             self._plans.clear()

@@ -342,6 +342,19 @@ def test_spec_matching_no_plan_when_capture_is_disabled():
     assert_same(g(x, y), eager(f.fn, x, y))
 
 
+def test_plan_for_finds_the_plan_a_call_would_replay():
+    """`plan_for` looks a call up without running anything: None before a capture, the plan
+    after it, and the frozen-scalar check of a call (ren.distributed ships what it returns)."""
+    f = ren.jit(lambda a, k: a * k)
+    x = fresh(seed=1).realize()
+    assert f.plan_for(x, 3) is None and not f.plans  # nothing captured by the look-up
+    f(x, 3)
+    assert f.plan_for(fresh(seed=2).realize(), 3) is f.plans[0]
+    assert f.plan_for(fresh(RQP, seed=2).realize(), 3) is None  # another spec: would capture
+    with pytest.raises(ren.errors.JitError, match="frozen scalar"):
+        f.plan_for(x, 4)
+
+
 def test_same_buffer_passed_twice(ckks):
     f = ren.jit(lambda a, b: a * b)
     x = fresh(seed=1).realize()

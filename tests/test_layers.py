@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("jit", ("ren.jit",)),
     ("rlwe", ("ren.rlwe",)),
     ("ckks", ("ren.ckks",)),
+    ("distributed", ("ren.distributed",)),
     ("viz", ("ren.viz",)),
     ("cli", ("ren_cli",)),
 ]

@@ -1,0 +1,175 @@
+"""ren.distributed: a jitted CKKS multiply + relinearize + rescale over a batch on a LocalCluster.
+
+At N = 2^14 (the 128-bit preset "N14", "python" device) the script:
+
+* captures the jitted function on the client and times it locally, replay by replay
+  (`local`: the operation itself, no distribution);
+* for 1 and then 2 local worker processes (one thread each): starts the cluster, warms it up
+  (each worker loads the keys and compiles the plan once; that time and those bytes are
+  reported apart, as a one-off per worker), then times `ren.distributed.map` over the batch:
+  wall time, throughput, and per ciphertext the worker's replay (`run`), its decode + encode,
+  and the whole distributed path.
+
+It prints the speedup of 2 workers over 1 (goal >= 1.8× on a 2-core machine) and the
+per-ciphertext overhead of the distributed path with one worker: (wall per ciphertext − the
+worker's replay per ciphertext) / the replay (goal <= 10 %): serialization on both sides,
+transfers and scheduling, as far as they are not hidden behind the replay.  The client's own
+encode/decode per ciphertext is timed too (they run beside the workers, on another core).
+Last, the machine's own ceiling: two plain processes (no Dask) replaying side by side, against
+one alone; on a VM whose two cores share caches and memory bandwidth this is below 2x.
+
+The batch cycles through `--distinct` fresh encryptions (encrypting 64 at N = 2^14 takes a
+while and is not what is measured).  The machine is often shared: run it on a quiet one.
+
+Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import multiprocessing
+import statistics
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+import ren
+from ren.ckks import (
+    CKKSParams,
+    Encoder,
+    Encryptor,
+    Evaluator,
+    InsecureParametersWarning,
+    KeyGenerator,
+    dumps,
+    loads,
+)
+from ren.distributed import local_client, submit
+from ren.distributed.batch import size
+
+
+@ren.jit
+def square(ct, keys):
+    """multiply + relinearize + rescale (keys: the relinearization key)."""
+    ev = Evaluator(ct.params, relin_key=keys)
+    return ev.rescale(ev.multiply(ct, ct))
+
+
+def make_params(log_n: int) -> CKKSParams:
+    if log_n == 14:
+        return CKKSParams.preset("N14")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        return CKKSParams(N=1 << log_n, depth=7, scale_bits=40, first_bits=58,
+                          special_primes=3, insecure=True)
+
+
+def _replay_in_a_process(log_n: int, repeat: int, barrier: Any, out: Any) -> None:
+    """One plain process (no Dask): make keys, capture, wait for the others, time replays."""
+    params = make_params(log_n)
+    keygen = KeyGenerator(params)
+    rlk = keygen.relin_key()
+    ct = Encryptor(params, keygen.public_key()).encrypt(Encoder(params).encode(np.zeros(4)))
+    square(ct, keys=rlk)
+    barrier.wait()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        square(ct, keys=rlk)
+    out.put((time.perf_counter() - t0) / repeat)
+
+
+def ceiling(log_n: int, processes: int, repeat: int) -> float:
+    """Seconds per replay when `processes` plain processes replay at once: what the machine
+    gives to any way of running them side by side (cores, caches, memory bandwidth)."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(processes), ctx.Queue()
+    procs = [ctx.Process(target=_replay_in_a_process, args=(log_n, repeat, barrier, out))
+             for _ in range(processes)]
+    for p in procs:
+        p.start()
+    times = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    return statistics.mean(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--log-n", type=int, default=14)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--distinct", type=int, default=8, help="fresh encryptions the batch cycles")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--local-repeat", type=int, default=8)
+    args = ap.parse_args()
+
+    params = make_params(args.log_n)
+    keygen = KeyGenerator(params)
+    pk, rlk = keygen.public_key(), keygen.relin_key()
+    encoder, encryptor = Encoder(params), Encryptor(params, pk)
+    rng = np.random.default_rng(0)
+    fresh = [encryptor.encrypt(encoder.encode(rng.uniform(-1, 1, params.slots)))
+             for _ in range(args.distinct)]
+    for ct in fresh:
+        ct.parts[0].realize(*ct.parts[1:])
+    batch = [fresh[i % len(fresh)] for i in range(args.batch)]
+    print(f"N = 2^{args.log_n}, depth {params.depth}, batch {args.batch} "
+          f"({len(fresh)} distinct), relinearization key {size(rlk.nbytes)} "
+          f"({size(len(dumps(rlk, compact=True)))} in the compact wire form)")
+
+    square(fresh[0], keys=rlk)  # capture
+    local = []
+    for i in range(args.local_repeat):
+        t0 = time.perf_counter()
+        out = square(fresh[i % len(fresh)], keys=rlk)
+        local.append(time.perf_counter() - t0)
+    op = statistics.median(local)
+    t0 = time.perf_counter()
+    blob = dumps(fresh[0])
+    client_encode = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    loads(dumps(out), params).parts[0].realize()
+    client_decode = time.perf_counter() - t0
+    print(f"local replay: {op * 1e3:.1f} ms per ciphertext (median of {len(local)}); client "
+          f"encode {client_encode * 1e3:.1f} ms ({size(len(blob))}), decode of a result "
+          f"{client_decode * 1e3:.1f} ms")
+
+    results = {}
+    for w in args.workers:
+        with local_client(workers=w, silence_logs=logging.CRITICAL) as client:
+            t0 = time.perf_counter()
+            warm = submit(square, batch[: 2 * w], keys=rlk, client=client)
+            warm.result()
+            warm_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            job = submit(square, batch, keys=rlk, client=client)
+            job.result()
+            wall = time.perf_counter() - t0
+        n = len(batch)
+        run = statistics.median(t["run"] for t in job.timings)
+        wire = statistics.median(t["decode"] + t["encode"] for t in job.timings)
+        results[w] = (wall, run)
+        print(f"{w} worker(s): {wall:.2f} s for {n}, {n / wall:.2f} ciphertexts/s, "
+              f"{wall / n * 1e3:.1f} ms each; per ciphertext on a worker: replay "
+              f"{run * 1e3:.1f} ms, decode+encode {wire * 1e3:.1f} ms; warm-up (keys "
+              f"{size(job.keys_bytes)} and plan {size(job.program_bytes)} to each worker, "
+              f"{2 * w} inputs) {warm_s:.2f} s")
+    if 1 in results:
+        wall1, run1 = results[1]
+        per = wall1 / len(batch)
+        print(f"overhead of the distributed path (1 worker): {(per - run1) / run1 * 100:.1f} % "
+              f"of the replay ({per * 1e3:.1f} vs {run1 * 1e3:.1f} ms per ciphertext; goal <= "
+              f"10 %); against the local replay: {(per - op) / op * 100:.1f} %")
+    if 1 in results and 2 in results:
+        print(f"speedup 2 workers / 1: {results[1][0] / results[2][0]:.2f}x (goal >= 1.8x on a "
+              "2-core machine)")
+        one, two = ceiling(args.log_n, 1, 6), ceiling(args.log_n, 2, 6)
+        print(f"the machine's ceiling, plain processes without Dask: one replays in "
+              f"{one * 1e3:.1f} ms, two side by side in {two * 1e3:.1f} ms each: "
+              f"{2 * one / two:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

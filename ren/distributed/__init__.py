@@ -1,0 +1,48 @@
+"""`ren.distributed`: Ren programs over a Dask cluster (LocalCluster on a laptop, `dask scheduler`
+/ `dask worker` or any Dask deployment on real machines).
+
+    from ren.distributed import local_client, map, sweep
+    with local_client(workers=2) as client:
+        outs = map(square, cts, keys=rlk, client=client)   # a ren.jit function over a batch
+        table = sweep(program, {"N": [64, 128], "depth": [2, 3]}, reference=np.square,
+                      client=client)                        # a parameter study, one task a point
+
+* `map` / `submit` (`ren.distributed.batch`): the captured JIT plan and the public evaluation
+  keys go to every worker once; each input travels in Ren's checksummed format inside its own
+  task; results come back in order.  A worker killed mid-batch has its tasks run again
+  elsewhere; a task that raises comes back as `TaskError` with the input's index.
+* `sweep` (`ren.distributed.sweep`): a CKKS program over a grid of parameter sets; time,
+  precision, levels and key bytes per point as a table (pandas DataFrame, or records).
+* `ren.distributed.wire`: what crosses the wire, and the guard that refuses to send a secret key.
+
+Secret keys stay on the client: `map` refuses any input, key, function or plan that carries one
+(`SecretKeyError`).  A sweep makes each point's keys on the worker that runs it and returns only
+measurements.  Importing this package does not import Dask; calling it without the
+`distributed` extra raises `DaskUnavailableError` saying what to install.
+"""
+
+from ren.distributed.batch import MapJob, map, submit
+from ren.distributed.cluster import local_client, resolve_client
+from ren.distributed.errors import (
+    DaskUnavailableError,
+    DistributedError,
+    SecretKeyError,
+    TaskError,
+    WireError,
+)
+from ren.distributed.sweep import run_point, sweep
+
+__all__ = [
+    "DaskUnavailableError",
+    "DistributedError",
+    "MapJob",
+    "SecretKeyError",
+    "TaskError",
+    "WireError",
+    "local_client",
+    "map",
+    "resolve_client",
+    "run_point",
+    "submit",
+    "sweep",
+]

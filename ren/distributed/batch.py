@@ -1,0 +1,206 @@
+"""`map` and `submit`: one function over a batch of ciphertexts (or Polys) on a Dask cluster.
+
+    results = map(square, cts, keys=rlk)        # in order, decoded on the client
+    job = submit(square, cts, keys=rlk)         # the same, without waiting
+    job.describe()                              # what travelled: keys, plan, inputs, per worker
+    results = job.result()
+
+**The function.**  A `ren.jit` function (the intended case) is captured on the client: for each
+input spec in the batch, the plan its first input would replay (`Jitted.plan_for`), capturing
+it there by one call where there is none.  The plans travel pickled and every worker replays
+them; no worker schedules or lowers anything.  Any other callable runs eagerly on the workers
+(pickled by cloudpickle: a function of an importable module by reference, one of ``__main__``
+by value).
+
+**Calls.**  An input that is a tuple is spread into positional arguments, anything else is the
+one argument; with ``keys=...`` every call also gets ``keys=<the decoded keys>``.  Keys are any
+tree (tuple, list, dict) of public keys: `RelinKey`, `GaloisKeys`, `PublicKey`.
+
+**What travels.**  Once per worker (a broadcast scatter): the parameters and keys (Ren's compact
+key format: each uniform half as its seed) and the program.  Per input: the input's wire form
+(`ren.ckks.dumps`) inside its task, so that the scheduler can run the task again elsewhere if
+its worker dies; per result: the result's wire form.  A secret key never travels
+(`SecretKeyError` from the client before anything is sent).
+
+**Failures.**  A worker that dies mid-batch loses its running tasks and the results it held;
+Dask runs them again on the other workers and every result arrives exactly once.  A task that
+raises cancels the rest of the job and raises `TaskError` with the input's index, the worker's
+exception as its cause (e.g. a `LevelError` for an input with no level left).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ren import settings
+from ren.distributed.cluster import gather_as_completed, resolve_client
+from ren.distributed.wire import (
+    Codec,
+    digest,
+    guarded_dumps,
+    live_secret_keys,
+    refuse_secret,
+    refuse_secret_data,
+    secret_buffers,
+    wire_bytes,
+)
+from ren.distributed.worker import Program, run_item
+from ren.errors import ParameterError
+from ren.jit import JitPlan, Jitted
+
+_job_ids = itertools.count()
+
+
+def _arguments(item: Any) -> tuple:
+    return item if type(item) is tuple else (item,)
+
+
+def _program(fn: Any, items: list, keys: Any) -> tuple[Program, list[int | None]]:
+    """The program a job ships and, per input, the index of the plan it replays."""
+    if isinstance(fn, Jitted) and settings.get("REN_JIT"):
+        kwargs = {} if keys is None else {"keys": keys}
+        plans: list[JitPlan] = []
+        which: list[int | None] = []
+        for i, item in enumerate(items):
+            args = _arguments(item)
+            try:
+                plan = fn.plan_for(*args, **kwargs)
+                if plan is None:  # capture: one call on the client
+                    fn(*args, **kwargs)
+                    plan = fn.plan_for(*args, **kwargs)
+            except Exception as e:
+                e.add_note(f"ren.distributed: while capturing the plan for input {i} on the "
+                           "client")
+                raise
+            assert plan is not None
+            j = next((k for k, p in enumerate(plans) if p is plan), None)
+            if j is None:
+                plans.append(plan)
+                j = len(plans) - 1
+            which.append(j)
+        return Program(plans=plans), which
+    function = fn.fn if isinstance(fn, Jitted) else fn  # REN_JIT=0: eager on the workers
+    if not callable(function):
+        raise ParameterError(f"map: fn must be a ren.jit function or a callable, got "
+                             f"{type(fn).__name__}")
+    return Program(function=function), [None] * len(items)
+
+
+@dataclass
+class MapJob:
+    """A submitted batch: its futures (in input order) and what travelled.  `result()` waits."""
+
+    client: Any
+    futures: list[Any]
+    codec: Codec
+    context_bytes: int  # parameters and keys, sent once per worker
+    keys_bytes: int  # of which the keys' wire bytes (compact form)
+    program_bytes: int  # the pickled plans or function, sent once per worker
+    input_bytes: int  # all inputs' wire bytes (in their tasks)
+    plans: int  # captured plans shipped (0 for a plain function)
+    workers: int  # workers the context and program were broadcast to
+    timings: list[dict[str, Any]] = field(default_factory=list)
+    result_bytes: int = 0
+    wall_seconds: float = 0.0
+    _submitted: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def result(self, timeout: float | None = None) -> list[Any]:
+        """The results in input order.  A failed task cancels the rest and raises TaskError
+        with its input's index; `timeout` (seconds) raises DistributedError when it passes."""
+        out: list[Any] = [None] * len(self.futures)
+        timings: list[dict[str, Any]] = [{}] * len(self.futures)
+        for i, (wire, timing) in gather_as_completed(self.client, self.futures, "map: input",
+                                                     timeout):
+            self.result_bytes += wire_bytes(wire)
+            out[i] = self.codec.decode(wire)
+            timings[i] = timing
+            self.futures[i].release()  # the worker may drop it now
+        self.timings = timings
+        self.wall_seconds = time.perf_counter() - self._submitted
+        return out
+
+    def cancel(self) -> None:
+        """Cancel every task of the job that has not finished."""
+        self.client.cancel([f for f in self.futures if not f.done()])
+
+    def describe(self) -> str:
+        """What travelled, in a few lines (bytes; per worker where it is sent once each)."""
+        n = len(self.futures)
+        lines = [
+            f"map job: {n} inputs, {self.plans} plan(s) "
+            f"({'replayed' if self.plans else 'a plain function, eager'} on {self.workers} "
+            "worker(s))",
+            f"  once per worker: keys {size(self.keys_bytes)} (compact form), parameters and "
+            f"keys {size(self.context_bytes)}, program {size(self.program_bytes)}",
+            f"  inputs {size(self.input_bytes)} ({size(self.input_bytes // max(1, n))} each)",
+        ]
+        if self.timings:
+            k = len(self.timings)
+            run = sum(t["run"] for t in self.timings)
+            wire = sum(t["decode"] + t["encode"] for t in self.timings)
+            lines += [f"  results {size(self.result_bytes)}; on the workers per input: run "
+                      f"{run / k * 1e3:.2f} ms, decode+encode {wire / k * 1e3:.2f} ms; wall "
+                      f"{self.wall_seconds:.2f} s"]
+        return "\n".join(lines)
+
+
+def size(nbytes: int) -> str:
+    """`nbytes` in B, kB or MB (decimal units)."""
+    if nbytes < 1000:
+        return f"{nbytes} B"
+    return f"{nbytes / 1e3:.1f} kB" if nbytes < 10**6 else f"{nbytes / 1e6:.2f} MB"
+
+
+def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any = None,
+           client: Any = None) -> MapJob:
+    """Start `fn` on every input of `batch` (module doc); `MapJob.result()` gathers them."""
+    client = resolve_client(client)
+    if isinstance(batch, str | bytes) or not isinstance(batch, Iterable):
+        raise ParameterError(f"map: batch must be a list of inputs (ciphertexts, Polys or tuples "
+                             f"of them), got {type(batch).__name__}")
+    items = list(batch)
+    secrets = live_secret_keys()
+    codec = Codec(secret_buffers=secret_buffers(secrets))
+    keys_wire = codec.encode(keys, "keys") if keys is not None else None
+    for i, item in enumerate(items):  # every input checked before the first one is sent
+        codec.check(item, f"batch[{i}]")
+    refuse_secret(fn, "map: fn")
+    program, which = _program(fn, items, keys)
+    program_blob = guarded_dumps(program, "map: the program (plans or function)")
+    if program.plans:
+        refuse_secret_data(program_blob, secrets, "map: the captured plan")
+    context_blob = guarded_dumps({"params": list(codec.params.values()), "keys": keys_wire,
+                                  "has_keys": keys is not None}, "map: keys")
+    job_id = f"{os.getpid()}-{next(_job_ids)}"
+    ck, pk = f"ren-context-{digest(context_blob)}", f"ren-program-{digest(program_blob)}"
+    workers = len(client.scheduler_info(n_workers=-1)["workers"]) if items else 0
+    started = time.perf_counter()
+    futures = []
+    input_bytes = 0
+    if items:
+        shared = client.scatter({ck: context_blob, pk: program_blob}, broadcast=True)
+        for i, (item, plan) in enumerate(zip(items, which)):  # the first runs while we encode
+            wire = codec.encode(item, f"batch[{i}]")
+            input_bytes += wire_bytes(wire)
+            futures.append(client.submit(run_item, ck, shared[ck], pk, shared[pk], plan, wire, i,
+                                         key=f"ren-map-{job_id}-{i}", pure=False))
+    return MapJob(client, futures, codec, len(context_blob), wire_bytes(keys_wire),
+                  len(program_blob), input_bytes, len(program.plans or ()), workers,
+                  _submitted=started)
+
+
+def map(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any = None,
+        client: Any = None, timeout: float | None = None) -> list[Any]:
+    """`fn` applied to every input of `batch` on the cluster, results in input order (module
+    doc).  ``map(square, cts, keys=rlk)`` calls ``square(ct, keys=rlk)`` for each ciphertext."""
+    return submit(fn, batch, keys=keys, client=client).result(timeout=timeout)
+
+__all__ = ["MapJob", "map", "submit"]

@@ -1,0 +1,125 @@
+"""Finding a Dask client: the one passed in, the current default one, or a local cluster.
+
+    with local_client(workers=2) as client:      # a LocalCluster of 2 single-threaded processes
+        results = ren.distributed.map(fn, batch, keys=rlk, client=client)
+
+    client = distributed.Client("tcp://scheduler:8786")   # a real cluster: Dask's own client
+
+Dask is imported only when a function here is called, so `import ren.distributed` works without
+the `distributed` extra and says what to install when it is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from ren.distributed.errors import DaskUnavailableError, DistributedError, TaskError
+from ren.errors import ParameterError, check_int
+
+INSTALL_HINT = 'pip install -e ".[distributed]" (or pip install "dask[distributed]")'
+
+#: environment of local worker processes: one thread per process for NumPy's libraries too
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def dask_distributed() -> ModuleType:
+    """The `distributed` module, or DaskUnavailableError saying how to install it."""
+    try:
+        import distributed
+    except ImportError as e:
+        raise DaskUnavailableError(f"ren.distributed needs Dask distributed, which is not "
+                                   f"installed ({e}); install it with {INSTALL_HINT}") from e
+    return distributed
+
+
+def resolve_client(client: Any = None) -> Any:
+    """`client`, or Dask's current default client; DistributedError when there is none."""
+    distributed = dask_distributed()
+    if client is not None:
+        if not isinstance(client, distributed.Client):
+            raise ParameterError(f"client must be a distributed.Client, got "
+                                 f"{type(client).__name__}")
+        if client.status not in ("running", "newly-created"):
+            raise DistributedError(f"the Dask client is {client.status}; make a new one "
+                                   "(ren.distributed.local_client() or distributed.Client(addr))")
+        return client
+    try:
+        return distributed.get_client()
+    except ValueError:
+        raise DistributedError(
+            "no Dask client: start one (`with ren.distributed.local_client(workers=2) as "
+            "client:` for this machine, or `distributed.Client('tcp://scheduler:8786')` for a "
+            "running cluster) and pass it as client=, or create it before this call so that it "
+            "is the default client") from None
+
+
+def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: float | None
+                        ) -> Iterator[tuple[int, Any]]:
+    """(index, value) of every future of `futures` as it completes, each exactly once.
+
+    A result lost with its worker after it completed (the scheduler computes it again) is
+    waited for again, not taken twice.  A task that raised cancels the others and raises
+    TaskError naming "`what` `index`"; `timeout` seconds without every result cancel the
+    rest and raise DistributedError."""
+    distributed = dask_distributed()
+    index = {f.key: i for i, f in enumerate(futures)}
+    arrived = [False] * len(futures)
+    done = distributed.as_completed(futures, timeout=timeout)
+    try:
+        for fut in done:
+            i = index[fut.key]
+            if fut.status in ("pending", "lost"):  # lost with its worker: being recomputed
+                done.add(fut)
+                continue
+            try:
+                value = fut.result()
+            except distributed.client.FutureCancelledError as e:  # type: ignore[attr-defined]
+                raise DistributedError(f"{what} {i}: its task was cancelled") from e
+            except distributed.KilledWorker as e:
+                raise TaskError(f"{what} {i} killed its worker too many times (too little memory "
+                                "for it, or a crash in a kernel)", i, e) from e
+            except Exception as e:
+                raise TaskError(f"{what} {i} failed on a worker with {type(e).__name__}: {e}",
+                                i, e) from e
+            if arrived[i]:
+                raise DistributedError(f"the result of {what} {i} arrived twice")
+            arrived[i] = True
+            yield i, value
+    except distributed.TimeoutError as e:
+        late = arrived.count(False)
+        raise DistributedError(f"{late} of {len(futures)} results ({what}s) did not arrive "
+                               f"within {timeout} s; the rest is cancelled") from e
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+    missing = [i for i, a in enumerate(arrived) if not a]
+    if missing:
+        raise DistributedError(f"the results of {what}s {missing[:10]} never arrived")
+
+
+@contextlib.contextmanager
+def local_client(workers: int = 2, threads_per_worker: int = 1, **cluster_options: Any
+                 ) -> Iterator[Any]:
+    """A `distributed.LocalCluster` of `workers` processes (each `threads_per_worker` threads,
+    NumPy's thread pools at 1; its web server on a free port, logs at warnings) and a Client on
+    it; both are closed when the block ends.  `cluster_options` go to LocalCluster (e.g.
+    ``memory_limit="4GiB"``, ``dashboard_address=":8787"``)."""
+    workers = check_int(workers, "local_client: workers")
+    threads = check_int(threads_per_worker, "local_client: threads_per_worker")
+    if workers < 1 or threads < 1:
+        raise ParameterError(f"local_client: workers and threads_per_worker must be >= 1, got "
+                             f"{workers} and {threads}")
+    distributed = dask_distributed()
+    options: dict[str, Any] = dict(n_workers=workers, threads_per_worker=threads, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.WARNING,
+                                   env=dict(WORKER_ENV))
+    options.update(cluster_options)
+    with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+__all__ = ["INSTALL_HINT", "WORKER_ENV", "dask_distributed", "gather_as_completed", "local_client",
+           "resolve_client"]

@@ -1,0 +1,45 @@
+"""Errors of `ren.distributed`: each is a `RenError` (and the built-in exception it refines), so a
+handler for Ren's errors catches them too."""
+
+from __future__ import annotations
+
+from ren.errors import ParameterError, RenError
+
+
+class DistributedError(RenError, RuntimeError):
+    """The distributed layer could not do what was asked: no Dask client, a cluster that lost
+    the data a task needs, results that do not fit the job."""
+
+
+class DaskUnavailableError(DistributedError, ImportError):
+    """Dask distributed is not installed; the message says which extra to install."""
+
+
+class SecretKeyError(ParameterError):
+    """A secret key (or an object holding one: a KeyGenerator, a Decryptor, a secret-key
+    Encryptor) was about to be sent to a worker.  Workers get ciphertexts and public evaluation
+    keys only; encrypt and decrypt on the client."""
+
+
+class WireError(ParameterError):
+    """A value that cannot cross the wire: only Ren's own objects (ciphertexts, plaintexts,
+    public keys, Polys, parameters), plain scalars, NumPy arrays and lists, tuples and dicts of
+    them travel to and from workers."""
+
+
+class TaskError(DistributedError):
+    """A task raised on a worker (or was lost with too many workers).  `index` is the input's
+    position in the batch (or the point's in a sweep); the worker's exception is `__cause__`
+    (also `original`), with the worker's traceback."""
+
+    def __init__(self, message: str, index: int, original: BaseException | None = None):
+        super().__init__(message)
+        self.index = index
+        self.original = original
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (str(self), self.index, self.original))
+
+
+__all__ = ["DaskUnavailableError", "DistributedError", "SecretKeyError", "TaskError",
+           "WireError"]

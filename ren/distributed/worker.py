@@ -1,0 +1,170 @@
+"""The worker side of `ren.distributed`: the functions Dask runs in a worker process.
+
+A map job sends two blobs once per worker (Dask's broadcast scatter) and one small task per
+input.  The *context* blob holds the parameters and the public evaluation keys (wire form,
+`ren.distributed.wire`); the *program* blob holds the captured JIT plans (pickled: scheduled
+kernels and their constants, compiled again when loaded) or a plain function.  A worker
+decodes each blob once and keeps the result in a small per-process cache keyed by the blob's
+content hash, so a batch of 64 inputs loads the keys and compiles the plan once, not 64 times.
+
+`run_item` is one task: decode the input, replay the plan (or call the function), realize and
+encode the result; it returns the wire result and the seconds each of those steps took (the
+client adds them up to report the distributed path's overhead).  An exception carries a note
+naming the input and the worker, and travels back as it is.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ren.distributed.wire import Codec
+from ren.jit import JitPlan
+from ren.poly import Poly, realize_polys
+from ren.realization import is_realized
+from ren.tree import flatten
+
+#: decoded blobs kept per worker process (contexts and programs of recent jobs)
+CACHE_ENTRIES = 8
+
+_cache: OrderedDict[str, Any] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def cached(key: str, blob: bytes, load: Callable[[bytes], Any]) -> Any:
+    """`load(blob)`, computed once per process for each `key` (the blob's content hash)."""
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    value = load(blob)  # outside the lock: a slow load must not block other keys
+    with _cache_lock:
+        value = _cache.setdefault(key, value)
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_ENTRIES:
+            _cache.popitem(last=False)
+    return value
+
+
+def clear_cache() -> None:
+    """Forget every decoded blob of this process."""
+    with _cache_lock:
+        _cache.clear()
+
+
+@dataclass
+class Context:
+    """A job's parameters (as a Codec) and its decoded public keys (None when it has none)."""
+
+    codec: Codec
+    keys: Any
+    has_keys: bool
+
+
+@dataclass
+class Program:
+    """What a job runs: captured plans (`plans`, an input picks one by index) or a function."""
+
+    plans: list[JitPlan] | None = None
+    function: Callable[..., Any] | None = None
+
+
+def load_context(blob: bytes) -> Context:
+    state = pickle.loads(blob)
+    codec = Codec({p.fingerprint: p for p in state["params"]})
+    return Context(codec, codec.decode(state["keys"]), state["has_keys"])
+
+
+def load_program(blob: bytes) -> Program:
+    program = pickle.loads(blob)
+    if not isinstance(program, Program):
+        raise TypeError(f"a program blob holds a {type(program).__name__}, not a Program")
+    return program
+
+
+#: glibc's mallopt parameters, and the values a worker sets (see `tune_allocator`)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest
+TRIM_THRESHOLD_BYTES = 256 << 20
+_tuned: bool | None = None
+
+
+def tune_allocator() -> bool:
+    """Keep NumPy's large buffers on the heap in this worker process (glibc only; once).
+
+    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``.  Setting it switches off
+    glibc's adaptive mmap threshold, so every buffer above 128 kB (every limb array of a
+    ciphertext at N=2^14) is mapped and unmapped on each allocation: page faults that made a
+    replay about 2x slower in a worker than in the client.  This raises the mmap threshold to
+    32 MiB and the trim threshold to 256 MiB (a worker keeps up to that much freed heap).
+    Returns whether the allocator was tuned."""
+    global _tuned
+    if _tuned is None:
+        _tuned = False
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6")
+            _tuned = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(
+                libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+        except (OSError, AttributeError):
+            pass  # not glibc: nothing to tune
+    return _tuned
+
+
+def worker_address() -> str:
+    """This process's Dask worker address, or "local" outside a worker."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except (ImportError, ValueError):
+        return "local"
+
+
+def realize_tree(tree: Any) -> None:
+    """Realize every Poly of a result tree together (one schedule for all of them)."""
+    polys: list[Poly] = []
+    flatten(tree, polys, [])
+    pending = [p for p in polys if not is_realized(p.node)]
+    if pending:
+        realize_polys(pending)
+
+
+def run_item(context_key: str, context_blob: bytes, program_key: str, program_blob: bytes,
+             plan_index: int | None, item: Any, index: int) -> tuple[Any, dict[str, Any]]:
+    """One input of a map job (module doc): (the wire result, timings in seconds)."""
+    tune_allocator()
+    try:
+        t0 = time.perf_counter()
+        context = cached(context_key, context_blob, load_context)
+        program = cached(program_key, program_blob, load_program)
+        t1 = time.perf_counter()
+        args = context.codec.decode(item)
+        args = args if type(args) is tuple else (args,)
+        kwargs = {"keys": context.keys} if context.has_keys else {}
+        t2 = time.perf_counter()
+        if program.plans is not None:
+            assert plan_index is not None
+            result = program.plans[plan_index](*args, **kwargs)
+        else:
+            assert program.function is not None
+            result = program.function(*args, **kwargs)
+        realize_tree(result)
+        t3 = time.perf_counter()
+        wire = context.codec.encode(result, "the result")
+        t4 = time.perf_counter()
+    except Exception as e:
+        e.add_note(f"ren.distributed: while running input {index} on worker {worker_address()}")
+        raise
+    return wire, {"load": t1 - t0, "decode": t2 - t1, "run": t3 - t2, "encode": t4 - t3,
+                  "worker": worker_address()}
+
+
+__all__ = ["CACHE_ENTRIES", "Context", "Program", "cached", "clear_cache", "load_context",
+           "load_program", "realize_tree", "run_item", "tune_allocator", "worker_address"]

@@ -1,0 +1,293 @@
+"""ren.distributed on a Dask LocalCluster of 2 worker processes: map (bit-identical to replaying
+the same jit function locally, and decrypted against NumPy), sweep (its table against running
+every point directly), a worker killed mid-batch, a task that raises, and no secret key in the
+task graph or on any worker.  Skipped without the `distributed` extra."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip(
+    "distributed", reason='needs Dask distributed: pip install -e ".[distributed]"')
+cloudpickle = pytest.importorskip("cloudpickle", reason="comes with Dask distributed")
+
+from ckks_helpers import context  # noqa: E402
+
+import ren  # noqa: E402
+from ren.ckks import Evaluator, dumps  # noqa: E402
+from ren.distributed import (  # noqa: E402
+    DistributedError,
+    SecretKeyError,
+    TaskError,
+    local_client,
+    run_point,
+    submit,
+    sweep,
+)
+from ren.distributed import map as dmap  # noqa: E402
+from ren.distributed.sweep import expand_grid  # noqa: E402
+from ren.distributed.worker import tune_allocator  # noqa: E402
+from ren.errors import LevelError, ParameterError  # noqa: E402
+from ren.ir import storage_buffer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with local_client(workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def ckks():
+    return context(N=64, depth=3, scale_bits=30, first_bits=40, steps=(1,))
+
+
+def values(i: int, slots: int) -> np.ndarray:
+    return np.random.default_rng(i).uniform(-1, 1, slots)
+
+
+def batch(ckks, n: int, level: int | None = None) -> list:
+    return [ckks.encrypt(values(i, ckks.params.slots), level) for i in range(n)]
+
+
+@ren.jit
+def square(ct, keys):
+    """The benchmark's operation: multiply, relinearize, rescale (keys: the relinearization key)."""
+    ev = Evaluator(ct.params, relin_key=keys)
+    return ev.rescale(ev.multiply(ct, ct))
+
+
+def test_map_replays_the_plan_bit_identically_and_in_order(client, ckks):
+    cts = batch(ckks, 10)
+    rlk = ckks.ev.relin_key
+    job = submit(square, cts, keys=rlk, client=client)
+    outs = job.result(timeout=60)
+    assert len(outs) == 10 and job.plans == 1 and job.workers == 2
+    for i, (ct, out) in enumerate(zip(cts, outs)):
+        assert dumps(out) == dumps(square(ct, keys=rlk)), f"input {i}"  # local replay: same bits
+        want = values(i, ckks.params.slots) ** 2
+        assert np.max(np.abs(ckks.decrypt(out) - want)) < 2**-15
+    assert job.keys_bytes == len(dumps(rlk, compact=True)) and "once per worker: keys" in \
+        job.describe()
+    assert {t["worker"] for t in job.timings} == set(client.scheduler_info()["workers"])
+    if sys.platform == "linux":  # glibc: large buffers stay on the heap in the workers
+        assert all(client.run(tune_allocator).values())
+
+
+def test_a_mixed_batch_ships_one_plan_per_input_spec(client, ckks):
+    cts = [ckks.encrypt(values(i, 32), level) for i, level in enumerate([3, 2, 3, 2])]
+    job = submit(square, cts, keys=ckks.ev.relin_key, client=client)
+    outs = job.result(timeout=60)
+    assert job.plans == 2 and [o.level for o in outs] == [2, 1, 2, 1]
+    for i, out in enumerate(outs):
+        assert np.max(np.abs(ckks.decrypt(out) - values(i, 32) ** 2)) < 2**-15
+
+
+def test_map_over_polys_and_plain_functions(client, ckks):
+    ring = ren.RingSpec.generate(32, 3)
+    polys = [ren.Poly.from_coefficients((values(i, 32) * 1000).astype(np.int64), ring)
+             for i in range(4)]
+    mul3 = ren.jit(lambda a, b: a * b + 3)
+    pairs = [(polys[i], polys[(i + 1) % 4]) for i in range(4)]
+    outs = dmap(mul3, pairs, client=client)
+    assert [o.tolist() for o in outs] == [mul3(a, b).tolist() for a, b in pairs]
+    ev = ckks.ev  # a plain function runs eagerly on the workers, closing over public keys
+
+    def rotate_then_add(ct):
+        return ev.add(ev.rotate(ct, 1), ct)
+
+    cts = batch(ckks, 3)
+    outs = dmap(rotate_then_add, cts, client=client)
+    for i, out in enumerate(outs):
+        x = values(i, ckks.params.slots)
+        assert np.max(np.abs(ckks.decrypt(out) - (np.roll(x, -1) + x))) < 2**-15
+
+
+def test_a_task_that_raises_comes_back_with_its_index(client, ckks):
+    ev = ckks.ev
+
+    def square_eagerly(ct):
+        return ev.rescale(ev.multiply(ct, ct))
+
+    cts = batch(ckks, 6)
+    cts[4] = ckks.encrypt(values(4, 32), level=0)  # no level left for the product
+    with pytest.raises(TaskError, match="map: input 4 failed on a worker with ScaleOutOfBoundsError"
+                       ) as e:
+        dmap(square_eagerly, cts, client=client)
+    assert e.value.index == 4 and isinstance(e.value.__cause__, LevelError)
+    assert any("while running input 4 on worker tcp://" in n for n in e.value.__cause__.__notes__)
+
+
+def test_bad_calls_raise_specific_errors(client, ckks):
+    with pytest.raises(ParameterError, match="batch must be a list"):
+        dmap(square, ckks.encrypt([0.5]), client=client)
+    with pytest.raises(ParameterError, match=r"client must be a distributed\.Client"):
+        dmap(square, [], client="tcp://localhost:8786")
+    with pytest.raises(ParameterError, match=r"fn must be a ren\.jit function or a callable"):
+        dmap(42, [1], client=client)
+    assert dmap(square, [], keys=ckks.ev.relin_key, client=client) == []
+
+
+# -- secrets stay on the client ----------------------------------------------------------------
+def secret_patterns(sk) -> list[bytes]:
+    """Windows of the secret key's data as it may be stored anywhere: NTT domain as stored
+    (Montgomery form) and standard form, and the coefficient form; plus its sampling seed."""
+    forms = [storage_buffer(sk.poly.node).copyout(), sk.poly.numpy(), sk.poly.intt().numpy()]
+    out = [np.ascontiguousarray(row[i:i + 12], np.uint32).tobytes()
+           for arr in forms for row in arr for i in (0, 40)]
+    origin = sk.poly.random_origin()
+    return out + ([origin.seed] if origin is not None else [])
+
+
+def everything_sent(client) -> list[bytes]:
+    """The pickled run spec of every task the scheduler holds, and every value on every worker
+    (scattered keys and plans, inputs, results)."""
+    scheduler = client.cluster.scheduler
+    specs = [cloudpickle.dumps(ts.run_spec) for ts in scheduler.tasks.values()]
+
+    def worker_data(dask_worker):
+        return [cloudpickle.dumps(v) for v in dask_worker.data.values()]
+
+    held = [b for blobs in client.run(worker_data).values() for b in blobs]
+    assert specs and held
+    return specs + held
+
+
+def test_no_secret_key_in_the_task_graph_or_on_a_worker(client, ckks):
+    sk = ckks.keygen.secret_key()
+    patterns = secret_patterns(sk)
+    job = submit(square, batch(ckks, 4), keys=ckks.ev.relin_key, client=client)
+    distributed.wait(job.futures)  # the tasks are still held: inspect them before gathering
+    sent = everything_sent(client)
+    assert not [p for p in patterns for blob in sent if p in blob]
+    job.result()
+    # the check can fail: a secret key's bytes on a worker are found
+    leak = client.scatter(dumps(sk, allow_secret=True))
+    assert any(p in blob for p in patterns for blob in everything_sent(client))
+    del leak
+
+
+def test_secret_keys_are_refused_before_anything_is_sent(client, ckks):
+    sk, cts = ckks.keygen.secret_key(), batch(ckks, 2)
+    with pytest.raises(SecretKeyError, match="keys: refusing to send a SecretKey"):
+        dmap(square, cts, keys=sk, client=client)
+    with pytest.raises(SecretKeyError, match=r"batch\[1\]\[1\]: refusing to send a Decryptor"):
+        dmap(lambda ct, d: ct, [(cts[0], 1), (cts[1], ckks.dec)], client=client)
+    dec = ckks.dec
+
+    def peek(ct):
+        return dec.decrypt(ct)
+
+    with pytest.raises(SecretKeyError, match="refusing to send a Decryptor"):
+        dmap(peek, cts, client=client)
+    # a jitted function that computes with the secret bakes it into its plan: refused too
+    s = sk.poly
+
+    @ren.jit
+    def half_decrypt(ct):
+        return ct.parts[0] + ct.parts[1] * s.to_ring(ct.parts[1].ring)
+
+    with pytest.raises(SecretKeyError, match="the captured plan contains the data of a secret"):
+        dmap(half_decrypt, cts, client=client)
+    with pytest.raises(SecretKeyError, match=r"batch\[0\]: refusing to send a Poly over a secret"):
+        dmap(lambda p: p * 2, [s, cts[0].parts[0]], client=client)
+
+
+# -- sweep ---------------------------------------------------------------------------------------
+def rotate_multiply(ev, ct):
+    return ev.rescale(ev.multiply(ev.rotate(ct, 1), ct))
+
+
+def rotate_multiply_reference(x):
+    return np.roll(x, -1) * x
+
+
+GRID = {"N": [64, 128], "depth": [2, 3], "scale_bits": [25, 30], "dnum": [None, 3],
+        "first_bits": 40, "insecure": True}
+POINTS = expand_grid(GRID) + [  # and the secret's type: sparse ternary
+    {"N": n, "depth": 2, "scale_bits": 30, "first_bits": 40, "secret": ("sparse", 16),
+     "insecure": True} for n in (64, 128)]
+MEASURED = ["N", "depth", "scale_bits", "dnum", "secret", "log2_QP", "security_bits",
+            "levels_used", "output_level", "output_log2_scale", "bits", "relin_key_bytes",
+            "galois_keys", "galois_key_bytes", "key_bytes", "key_bytes_compact"]
+
+
+def test_a_sweep_of_18_points_matches_running_each_point_directly(client):
+    table = sweep(rotate_multiply, POINTS, reference=rotate_multiply_reference, seed=11,
+                  repeat=1, client=client)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    assert len(rows) == 18 and [r["point"] for r in rows] == list(range(18))
+    assert {r["worker"] for r in rows} == set(client.scheduler_info()["workers"])
+    assert {r["dnum"] for r in rows} == {1, 2, 3} and rows[-1]["secret"] == "sparse(16)"
+    for i, (row, point) in enumerate(zip(rows, POINTS)):
+        direct = run_point(rotate_multiply, point, reference=rotate_multiply_reference,
+                           seed=11 + i, repeat=1)
+        assert {k: row[k] for k in MEASURED} == {k: direct[k] for k in MEASURED}, i
+        assert row["seconds"] > 0 and row["error"] is None
+        assert 15 < row["bits"] < 40  # against NumPy, not only against the direct run
+
+
+def test_a_failing_point_raises_with_its_index_or_is_recorded(client):
+    grid = [{"N": 64, "depth": 2, "scale_bits": 30, "first_bits": 40, "insecure": True},
+            {"N": 64, "depth": 1, "scale_bits": 30, "first_bits": 40, "insecure": True}]
+
+    def two_products(ev, ct):
+        return ev.rescale(ev.multiply(ev.rescale(ev.multiply(ct, ct)), ct))
+
+    with pytest.raises(TaskError, match="sweep: point 1 failed on a worker with") as e:
+        sweep(two_products, grid, reference=lambda x: x**3, client=client, repeat=1)
+    assert e.value.index == 1
+    rows = sweep(two_products, grid, reference=lambda x: x**3, client=client, repeat=1,
+                 errors="record", frame=False)
+    assert rows[0]["error"] is None and rows[0]["levels_used"] == 2
+    assert rows[1]["error"].startswith(("OutOfLevelsError", "LevelError", "ScaleOutOfBounds"))
+
+
+def test_the_meter_per_point_and_records_without_pandas(client):
+    grid = {"N": [64], "depth": [2], "scale_bits": [25, 30], "first_bits": 40, "insecure": True}
+    rows = sweep(rotate_multiply, grid, meter=True, client=client, repeat=1, frame=False)
+    assert isinstance(rows, list) and len(rows) == 2
+    for r in rows:
+        assert "largest loss" in r["meter"] and r["meter_min_bits"] > 10
+        assert r["bits"] > 15  # no reference: the meter's last step
+
+
+# -- a worker killed mid-batch ---------------------------------------------------------------
+def test_a_worker_killed_mid_batch_has_its_tasks_run_elsewhere(ckks):
+    cts = batch(ckks, 24)
+    rlk = ckks.ev.relin_key
+    with local_client(workers=2) as c:
+        pids = c.run(os.getpid)
+        job = submit(square, cts, keys=rlk, client=c)
+        victim = None
+        deadline = time.monotonic() + 30
+        while victim is None and time.monotonic() < deadline:
+            done = [f for f in job.futures if f.done()]
+            holders = c.who_has(done) if done else {}
+            victim = next((w for ws in holders.values() for w in ws), None)
+            time.sleep(0.005)
+        assert victim is not None, "no result arrived"
+        lost = [k for k, ws in c.who_has(job.futures).items() if victim in ws]
+        os.kill(pids[victim], signal.SIGKILL)  # with results held and tasks still queued there
+        outs = job.result(timeout=60)
+        assert lost, "the killed worker held no result"
+        assert victim not in {t["worker"] for t in job.timings}  # all recomputed elsewhere
+        log = c.cluster.scheduler.transition_log
+        computed = [entry[0] for entry in log if entry[2] == "memory"]
+        assert all(computed.count(k) >= 2 for k in lost)  # ran twice, delivered once
+    assert len(outs) == 24
+    for i, (ct, out) in enumerate(zip(cts, outs)):
+        assert dumps(out) == dumps(square(ct, keys=rlk)), f"input {i}"
+
+
+def test_a_closed_client_is_refused(client, ckks):
+    c = distributed.Client(client.scheduler.address, set_as_default=False)
+    c.close()
+    with pytest.raises(DistributedError, match="the Dask client is closed"):
+        dmap(square, batch(ckks, 1), keys=ckks.ev.relin_key, client=c)

@@ -1,19 +1,27 @@
-"""CKKS bootstrapping at the small preset: time (first call, eager again, JIT capture and replay),
-precision, levels regained, key bytes, kernels, peak memory.
+"""CKKS bootstrapping: Ren's time (first captured call, JIT replay), precision, levels regained,
+key bytes, graph size, arena against peak-live bytes and peak memory, side by side with DESILO's
+CPU bootstrapping in the same run.
 
-The small preset (`ren.ckks.bootstrap.bootstrap_params_small`: N = 256, INSECURE) is the only one
-so far; the N = 2^16 preset and the side-by-side run with DESILO's CPU bootstrapping wait for
-the factored CoeffToSlot/SlotToCoeff (issue 19).
+Each library runs in a subprocess of its own, one after the other, so that peak RSS is its own
+and neither's memory (a N = 2^16 key set is GBs) counts against the other.
 
-Run:  python benchmarks/bench_bootstrap.py [--device cpu] [--reps 3]
+Presets: ``small`` (`bootstrap_params_small`: N = 256, INSECURE, seconds) and ``n16``
+(`bootstrap_params_n16`: N = 2^16, 2^15 slots, 128-bit by the HE-standard table with a sparse
+secret of weight 192; minutes and ~15 GB for Ren's keys and transforms, DESILO ~6 GB).  DESILO
+only runs its own full-slot parameters (N = 2^16), so it is skipped at ``small``.
+
+Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
+                                            [--peers desilo|none]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,73 +32,167 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's Ren first
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="cpu", choices=("python", "cpu"))
-    ap.add_argument("--reps", type=int, default=3)
-    args = ap.parse_args(argv)
+def _rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
+
+def _bits(got: np.ndarray, want: np.ndarray) -> float:
+    return -math.log2(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
+
+
+def run_ren(preset: str, device: str, reps: int) -> dict:
     import ren
     from ren import realization
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
-    from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small
+    from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
 
-    params = bootstrap_params_small(args.device)
+    if preset == "n16":
+        params = bootstrap_params_n16(device)
+        shape = dict(cts_levels=3, stc_levels=3)
+    else:
+        params, shape = bootstrap_params_small(device), {}
+    out: dict = {"library": "ren", "params": repr(params)}
     t0 = time.perf_counter()
-    bt = Bootstrapper(params)
-    prepare = time.perf_counter() - t0
-    with ren.random.seeded(1):
+    bt = Bootstrapper(params, **shape)
+    out["prepare_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with ren.random.seeded(1):  # reproducible (insecure) keys: a benchmark
         kg = KeyGenerator(params)
         keys = bt.keys(kg)
         ev = Evaluator(params, kg.relin_key(), keys)
         encryptor = Encryptor(params, kg.public_key())
+    out["keygen_s"] = time.perf_counter() - t0
+    out["key_bytes"] = keys.nbytes + ev.relin_key.nbytes
+    out["galois_keys"] = len(keys)
     enc, dec = Encoder(params), Decryptor(params, kg.secret_key())
     rng = np.random.default_rng(2)
 
-    def fresh():
-        return encryptor.encrypt(enc.encode(rng.uniform(-1, 1, params.slots), level=0))
-
-    def realize(ct):
-        ren.realize(list(ct.parts))
-        return ct
-
-    first_ct = fresh()
-    t0 = time.perf_counter()
-    out = realize(bt.bootstrap(ev, first_ct))
-    first = time.perf_counter() - t0
-    kernels = realization.last_timings.kernels
-    eager = []
-    for _ in range(args.reps):
-        ct = fresh()
-        t0 = time.perf_counter()
-        realize(bt.bootstrap(ev, ct))
-        eager.append(time.perf_counter() - t0)
-    fn = ren.jit(lambda c: bt.bootstrap(ev, c))
-    t0 = time.perf_counter()
-    fn(fresh())
-    capture = time.perf_counter() - t0
-    replays, bits = [], []
-    for _ in range(args.reps):
+    def fresh() -> tuple:
         x = rng.uniform(-1, 1, params.slots)
-        ct = encryptor.encrypt(enc.encode(x, level=0))
-        realize(ct)
+        ct = encryptor.encrypt(enc.encode(x, level=1))  # the last level a computation uses
+        ren.realize(list(ct.parts))
+        return x, ct
+
+    fn = ren.jit(lambda c: bt.bootstrap(ev, c))
+    x, ct = fresh()
+    t0 = time.perf_counter()
+    res = fn(ct)
+    ren.realize(list(res.parts))
+    out["first_s"] = time.perf_counter() - t0
+    timings = realization.last_timings
+    out["kernels"] = timings.kernels
+    plan = fn.plans[0]
+    out["units"] = len(plan.units)
+    out["arena_bytes"] = plan.memory.arena_bytes if plan.memory is not None else 0
+    out["peak_live_bytes"] = plan.memory.peak_live_bytes if plan.memory is not None else 0
+    bits = [_bits(enc.decode(dec.decrypt(res)), x)]
+    replays = []
+    for _ in range(reps):
+        x, ct = fresh()
         t0 = time.perf_counter()
         res = fn(ct)
+        ren.realize(list(res.parts))
         replays.append(time.perf_counter() - t0)
-        bits.append(-math.log2(float(np.max(np.abs(enc.decode(dec.decrypt(res)) - x)))))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"bootstrapping at the small preset (Ren at {ROOT}), device {args.device}, one thread")
-    print(f"  {params!r}")
-    print(f"  levels: {bt.levels_used} used of {params.depth}, {out.level} regained "
-          f"(CoeffToSlot 1, EvalMod {bt.evalmod_levels}, SlotToCoeff 1)")
-    print(f"  keys: {len(keys)} Galois keys + relinearization, "
-          f"{keys.nbytes + ev.relin_key.nbytes:,} bytes")
-    print(f"  kernels per bootstrapping: {kernels}")
-    print(f"  prepare {prepare:.2f} s; first call {first:.1f} s (scheduling and compiling); "
-          f"eager again {statistics.median(eager):.1f} s; JIT capture {capture:.1f} s, replay "
-          f"{statistics.median(replays):.2f} s (median of {args.reps})")
-    print(f"  precision: {min(bits):.1f}..{max(bits):.1f} bits (inputs uniform in [-1, 1])")
-    print(f"  peak RSS {peak:.0f} MiB")
+        bits.append(_bits(enc.decode(dec.decrypt(res)), x))
+    out.update(replay_s=statistics.median(replays), bits_min=min(bits), bits_max=max(bits),
+               levels_used=bt.levels_used, levels_left=res.level, depth=params.depth,
+               shape=f"CoeffToSlot {bt.cts_levels}, EvalMod {bt.evalmod_levels} (degree "
+                     f"{bt.degree}, {bt.double_angles} double angles, K = {bt.K}), SlotToCoeff "
+                     f"{bt.stc_levels}", slots=params.slots, rss_gib=_rss_gib())
+    return out
+
+
+def run_desilo(reps: int) -> dict:
+    try:
+        import desilofhe
+    except ImportError:
+        return {"library": "desilo", "skipped": "desilofhe is not installed (pip install -e "
+                                                "\".[bench]\")"}
+    t0 = time.perf_counter()
+    engine = desilofhe.Engine(mode="cpu", bootstrap=True, thread_count=1)
+    sk = engine.create_secret_key()
+    pk = engine.create_public_key(sk)
+    relin = engine.create_relinearization_key(sk)
+    conj = engine.create_conjugation_key(sk)
+    roll = engine.create_roll_key(sk)
+    boot_key = engine.create_small_bootstrap_key(sk)
+    keygen = time.perf_counter() - t0
+    rng = np.random.default_rng(2)
+    times, bits, level = [], [], None
+    for _ in range(reps + 1):
+        x = rng.uniform(-1, 1, engine.slot_count)
+        ct = engine.encrypt(x, pk, level=0)
+        t0 = time.perf_counter()
+        res = engine.bootstrap(ct, relin, conj, roll, boot_key)
+        times.append(time.perf_counter() - t0)
+        level = res.level
+        bits.append(_bits(engine.decrypt(res, sk), x))
+    return {"library": "desilo", "version": getattr(desilofhe, "__version__", "?"),
+            "keygen_s": keygen, "first_s": times[0], "replay_s": statistics.median(times[1:]),
+            "bits_min": min(bits), "bits_max": max(bits), "levels_left": level,
+            "slots": engine.slot_count, "N": engine.slot_count * 2, "rss_gib": _rss_gib()}
+
+
+def _in_subprocess(args: list[str]) -> dict:
+    """One library's figures, measured in a fresh interpreter (its own peak RSS)."""
+    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        return {"library": args[1], "skipped": f"failed: {done.stderr.strip()[-400:]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _report(rows: list[dict]) -> None:
+    ren_row = next((r for r in rows if r["library"] == "ren"), None)
+    for r in rows:
+        if "skipped" in r:
+            print(f"{r['library']}: skipped ({r['skipped']})")
+            continue
+        print(f"{r['library']}: {r.get('params', r.get('version', ''))}")
+        print(f"  {r['slots']} slots; precision {r['bits_min']:.1f}..{r['bits_max']:.1f} bits "
+              f"(inputs uniform in [-1, 1]); {r['levels_left']} levels left after bootstrapping")
+        if r["library"] == "ren":
+            print(f"  {r['shape']}: {r['levels_used']} of {r['depth']} levels")
+            print(f"  keys: {r['galois_keys']} Galois keys + relinearization, "
+                  f"{r['key_bytes'] / 2**30:.2f} GiB; prepare {r['prepare_s']:.1f} s, keygen "
+                  f"{r['keygen_s']:.1f} s")
+            print(f"  graph: {r['kernels']} kernels, {r['units']} exec units; arena "
+                  f"{r['arena_bytes'] / 2**20:.0f} MiB against {r['peak_live_bytes'] / 2**20:.0f}"
+                  f" MiB peak-live ({r['arena_bytes'] / max(r['peak_live_bytes'], 1):.3f}x)")
+        else:
+            print(f"  keygen (incl. the small bootstrap key) {r['keygen_s']:.1f} s")
+        print(f"  first call {r['first_s']:.1f} s; again {r['replay_s']:.2f} s "
+              f"(median); peak RSS {r['rss_gib']:.1f} GiB")
+    peer = next((r for r in rows if r["library"] == "desilo" and "skipped" not in r), None)
+    if ren_row and peer and "skipped" not in ren_row:
+        print(f"ren/desilo, bootstrapping again (one thread): "
+              f"{ren_row['replay_s'] / peer['replay_s']:.2f}x the time, "
+              f"{ren_row['bits_min'] - peer['bits_min']:+.1f} bits")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="small", choices=("small", "n16"))
+    ap.add_argument("--device", default="cpu", choices=("python", "cpu"))
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--peers", default="desilo", choices=("desilo", "none"))
+    ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
+    args = ap.parse_args(argv)
+    if args.only == "ren":
+        print(json.dumps(run_ren(args.preset, args.device, args.reps)))
+        return 0
+    if args.only == "desilo":
+        print(json.dumps(run_desilo(args.reps)))
+        return 0
+    print(f"bootstrapping, preset {args.preset}, Ren device {args.device}, one thread "
+          f"(Ren at {ROOT})")
+    common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps)]
+    rows = [_in_subprocess(["--only", "ren", *common])]
+    if args.peers == "desilo":
+        rows.append(_in_subprocess(["--only", "desilo", *common]) if args.preset == "n16" else
+                    {"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "
+                                                     "--preset n16"})
+    _report(rows)
     return 0
 
 

@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ren
 from ren import realization
@@ -24,7 +26,7 @@ from ren.ckks import (
     ScaleMismatchError,
     plan_rotation_keys,
 )
-from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small, bound_K
+from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small, bound_K, centred_lift
 from ren.ckks.encoder import embed_inverse
 from ren.ckks.params import CKKSParams
 from ren.ckks.special_fft import bit_reverse
@@ -74,9 +76,9 @@ def _bits(got, want) -> float:
 
 def test_preset_levels_and_bound(bs):
     params, bt, *_ = bs
-    assert params.N == 256 and params.depth == 15 and params.hamming_weight == 16
-    assert bt.levels_used == 2 + (5 + 4) + 2 == 13 and bt.output_level == 2
-    assert bt.K == bound_K(params) == 19
+    assert params.N == 256 and params.depth == 14 and params.hamming_weight == 16
+    assert bt.levels_used == 2 + (5 + 3) + 2 == 12 and bt.output_level == 2
+    assert bt.K == bound_K(params) == 10 and bt.double_angles == 3
     assert round(math.log2(bt.K0)) == 15  # Q_0 / Δ_in
     assert bt.input_scale < params.scale(0) / 2**10  # far below: CoeffToSlot's precision
 
@@ -162,8 +164,9 @@ def test_bad_inputs(bs):
     with pytest.raises(ParameterError, match="message_ratio_bits"):
         Bootstrapper(params, message_ratio_bits=60)  # no room left for the input scale
     with pytest.warns(InsecureParametersWarning):
-        shallow = CKKSParams(N=256, depth=6, scale_bits=60, first_bits=62, insecure=True)
-    with pytest.raises(OutOfLevelsError, match="uses 13 levels"):
+        shallow = CKKSParams(N=256, depth=6, scale_bits=60, first_bits=62, insecure=True,
+                             secret=("sparse", 16))
+    with pytest.raises(OutOfLevelsError, match="uses 12 levels"):
         Bootstrapper(shallow)
 
 
@@ -194,3 +197,46 @@ def test_the_example_runs(capsys):
     out = capsys.readouterr().out
     assert "level 2 regained" in out and "Galois key(s)" in out
     assert res["levels"] == 2 and res["after"] > BITS and res["again"] > BITS - 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 2**200), min_size=8, max_size=8), st.sampled_from([1, 2, 3]))
+def test_centred_lift_is_the_exact_centred_representative(values, limbs):
+    """Against Python big integers: every coefficient c in [0, Q) of the small ring comes out as
+    c or c − Q in [−⌊Q/2⌋, Q − ⌊Q/2⌋) in the large one (TO_RING alone may add multiples of Q)."""
+    from ren.poly import Poly
+    from ren.ring.ringspec import RingSpec
+
+    big = RingSpec.generate(8, 6, bits=30)
+    small = RingSpec(8, big.moduli[:limbs])
+    Q = small.Q
+    coeffs = [v % Q for v in values]
+    got = centred_lift(Poly.from_coefficients(coeffs, small), big).coefficients()
+    centred = [c if c < Q - Q // 2 else c - Q for c in coeffs]
+    assert [g if g <= big.Q // 2 else g - big.Q for g in got] == centred
+
+
+def test_centred_lift_edges_and_bad_rings():
+    from ren.poly import Poly
+    from ren.ring.ringspec import RingSpec
+
+    big = RingSpec.generate(8, 4, bits=30)
+    small = RingSpec(8, big.moduli[:2])
+    Q = small.Q
+    edges = [0, 1, Q - 1, Q // 2, Q // 2 + 1, Q // 2 - 1, 5, Q - 5]
+    got = centred_lift(Poly.from_coefficients(edges, small), big).coefficients()
+    assert [g if g <= big.Q // 2 else g - big.Q for g in got] == \
+        [0, 1, -1, Q // 2, -(Q // 2), Q // 2 - 1, 5, -5]
+    with pytest.raises(ParameterError, match="contain the source's moduli"):
+        centred_lift(Poly.from_coefficients(edges, big), small)
+
+
+def test_the_n16_preset_is_128_bit_and_leaves_nine_levels():
+    from ren.ckks.bootstrap import bootstrap_params_n16
+
+    params = bootstrap_params_n16()
+    assert params.N == 2**16 and params.log2_QP <= 1772 and params.security_bits >= 128
+    assert params.hamming_weight == 192 and bound_K(params) == 29
+    # the level count without preparing the transforms (that takes GBs): 3 + (5 + 5) + 3
+    assert 3 + (5 + math.ceil(math.log2(2 * math.pi * 30 / 9))) + 3 == 16
+    assert params.depth - 16 == 9

@@ -59,6 +59,7 @@ from ren.ckks.polyeval import chebyshev_coefficients, depth_of
 from ren.ckks.special_fft import merge_stages, special_fft_stages
 from ren.errors import ParameterError
 from ren.poly import Poly
+from ren.ring.ringspec import RingSpec
 from ren.rlwe.keygen import KeyGenerator
 from ren.rlwe.keys import GaloisKeys
 
@@ -69,17 +70,59 @@ def bootstrap_params_small(device: str = "python") -> CKKSParams:
     examples.  A bootstrapping uses 12 levels of it: 2 are left after each."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
-        return CKKSParams(N=256, depth=15, scale_bits=60, first_bits=62,
+        return CKKSParams(N=256, depth=14, scale_bits=60, first_bits=62,
                           secret=("sparse", 16), insecure=True, device=device)
 
 
+def bootstrap_params_n16(device: str = "python") -> CKKSParams:
+    """The N = 2^16 bootstrapping preset (2^15 slots): a 58-bit scale, 25 levels, 8 special
+    primes: log2(QP) ≤ 1772, the HE-standard bound for 128-bit security with a uniform ternary
+    secret.  The secret is **sparse, h = 192** (what bootstrapping needs to keep |I| small):
+    that is below the standard's assumption; sparse secrets are open to hybrid attacks, and
+    the lattice estimator puts h = 192 at N = 2^16 with this modulus somewhat below 128 bits
+    (Lattigo's defaults use h = 192 with a smaller log2(QP) for this reason).  With
+    `Bootstrapper(params, cts_levels=3, stc_levels=3)`, bootstrapping uses 16 levels and leaves
+    9 to the user."""
+    return CKKSParams(N=1 << 16, depth=25, scale_bits=58, first_bits=62, special_primes=8,
+                      secret=("sparse", 192), device=device)
+
+
 def bound_K(params: CKKSParams) -> int:
-    """A bound on |I| in t = m + Q_0·I after ModRaise.  Each coefficient of c_1·s is a sum of h
-    terms ±c_1,k with c_1,k uniform in [0, 2Q_0) (the basis extension of [0, Q_0) adds up to one
-    Q_0): its standard deviation is about Q_0·√(h/3); 7 of those plus 2 for c_0 (and rounding)
-    fail with probability far below 2^-40 per coefficient."""
+    """A bound on |I| in t = m + Q_0·I after ModRaise.  The parts are lifted to their centred
+    representatives, so each coefficient of c_1·s is a sum of h terms ±c_1,k with c_1,k about
+    uniform in [−Q_0/2, Q_0/2): mean 0, standard deviation Q_0·√(h/12).  Seven of those plus one
+    for c_0 and the rounding fail with probability about 2^-38 per coefficient (a normal tail).
+    (Without the centring, the fast basis extension's lift to [0, 2Q_0) gives a mean of
+    (Σ s_k)·Q_0 and twice the deviation: measured |I| = 39 at h = 64, N = 1024.)"""
     h = params.hamming_weight if params.hamming_weight is not None else 2 * params.N // 3
-    return math.ceil(2 + 7 * math.sqrt(h / 3))
+    return math.ceil(1 + 7 * math.sqrt(h / 12))
+
+
+def centred_lift(x: Poly, ring: RingSpec) -> Poly:
+    """`x` (COEFF domain, a ring whose moduli are all in `ring`) in `ring` with every
+    coefficient its centred representative in [−⌊Q/2⌋, Q − ⌊Q/2⌋), exactly.  TO_RING alone uses
+    the fast basis extension, whose lift is off by a multiple of Q below the number of limbs;
+    a lift from one modulus is exact, so this goes limb by limb (Garner's mixed radix:
+    x = v_1 + q_1·(v_2 + q_2·(…)), each digit v_i an exact lift from q_i), after adding ⌊Q/2⌋
+    to every coefficient (and taking it off again in `ring`)."""
+    src = x.ring
+    if not set(src.moduli) <= set(ring.moduli):
+        raise ParameterError("centred_lift: the target ring must contain the source's moduli")
+    half = [src.Q // 2] * src.N
+    shifted = x + Poly.from_coefficients(half, src, device=x.device)
+    acc: Poly | None = None
+    prefix = 1
+    for q in src.moduli:
+        limb = RingSpec(src.N, (q,))
+        digit = shifted.to_ring(limb) if acc is None else shifted.to_ring(limb) - acc.to_ring(limb)
+        if prefix != 1:
+            digit = digit * pow(prefix, -1, q)
+        term = digit.to_ring(ring) if prefix == 1 else digit.to_ring(ring) * prefix
+        acc = term if acc is None else acc + term
+        prefix *= q
+    assert acc is not None
+    # ⌊Q/2⌋ made in `ring` itself: its TO_RING would not be exact either
+    return acc - Poly.from_coefficients(half, ring, device=x.device)
 
 
 class Bootstrapper:
@@ -90,13 +133,15 @@ class Bootstrapper:
         cts_levels / stc_levels: levels (sparse linear transforms) of CoeffToSlot and
             SlotToCoeff: more levels, fewer rotations.
         degree: the Chebyshev degree of the cosine fit (depth ⌈log2(degree + 1)⌉).
-        double_angles: r, the double-angle steps after it (one level each).
+        double_angles: r, the double-angle steps after it (one level each); default: the
+            fewest that bring the cosine's argument within ±9 radians, where a degree-31 fit
+            is exact to about 2^-45 (r = 3 for K = 10, 5 for K = 29).
         K: the bound on |I| EvalMod covers (default `bound_K`).
         message_ratio_bits: log2 of K_0 = Q_0/Δ_in, Δ_in the scale the input must have at
             level 0 (`input_scale`): EvalMod's sine is within (2π/K_0)²/6 of the identity.
     """
 
-    def __init__(self, params: CKKSParams, degree: int = 31, double_angles: int = 4,
+    def __init__(self, params: CKKSParams, degree: int = 31, double_angles: int | None = None,
                  K: int | None = None, cts_levels: int = 2, stc_levels: int = 2,
                  message_ratio_bits: int = 15) -> None:
         if not isinstance(params, CKKSParams):
@@ -106,9 +151,12 @@ class Bootstrapper:
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= stages:
                 raise ParameterError(f"Bootstrapper: {name} must be an int in [1, {stages}] "
                                      f"(log2 of the {params.slots} slots), got {v!r}")
-        self.params, self.degree, self.double_angles = params, degree, double_angles
+        self.params, self.degree = params, degree
         self.cts_levels, self.stc_levels = cts_levels, stc_levels
         self.K = bound_K(params) if K is None else K
+        if double_angles is None:
+            double_angles = max(0, math.ceil(math.log2(2 * math.pi * (self.K + 1) / 9)))
+        self.double_angles = double_angles
         self.evalmod_levels = depth_of(degree) + double_angles
         self.levels_used = cts_levels + self.evalmod_levels + stc_levels
         if params.depth < self.levels_used:
@@ -182,12 +230,14 @@ class Bootstrapper:
 
     # -- the four stages --------------------------------------------------------------------------
     def mod_raise(self, ct: Ciphertext) -> Ciphertext:
-        """The level-0 ciphertext read modulo the whole chain: it encrypts m + Q_0·I."""
+        """The level-0 ciphertext read modulo the whole chain: it encrypts m + Q_0·I.  Each part
+        is lifted exactly to its centred representative in [−Q_0/2, Q_0/2) (`centred_lift`),
+        so I is as small as the secret allows (`bound_K`)."""
         if ct.level != 0:
             raise OutOfLevelsError(f"mod_raise: expects a level-0 ciphertext, got level "
                                    f"{ct.level} (drop it to level 0 first)")
         top = self.params.ring(self.params.depth)
-        parts = tuple(c.intt().to_ring(top).ntt() for c in ct.parts)
+        parts = tuple(centred_lift(c.intt(), top).ntt() for c in ct.parts)
         return Ciphertext(parts, ct.scale, self.params.depth, self.params)
 
     def _times_i(self, ct: Ciphertext, sign: int) -> Ciphertext:
@@ -261,4 +311,5 @@ class Bootstrapper:
         return lambda y: y - K0 * np.round(y / K0)
 
 
-__all__ = ["Bootstrapper", "bootstrap_params_small", "bound_K"]
+__all__ = ["Bootstrapper", "bootstrap_params_n16", "bootstrap_params_small", "bound_K",
+           "centred_lift"]

@@ -26,7 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ren
-from ren.backend import backend_override, cpu, get_device
+from ren.backend import backend_override, cpu, cpu_build, get_device
 from ren.backend import c_host as c_host_mod
 from ren.backend.c_host import find_cc
 from ren.errors import DeviceError
@@ -232,14 +232,14 @@ def test_disk_cache_skips_the_compiler(tmp_path):
 
 
 def test_no_compiler_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(cpu, "find_cc", lambda: None)
-    cpu.cpu_flags.cache_clear()
+    monkeypatch.setattr(cpu_build, "find_cc", lambda: None)  # where cpu_flags looks it up
+    cpu_build.cpu_flags.cache_clear()
     try:
         with pytest.raises(DeviceError, match=r"C compiler.*'python'"):
             cpu.CpuDevice("cpu:7")
     finally:
         monkeypatch.undo()
-        cpu.cpu_flags.cache_clear()
+        cpu_build.cpu_flags.cache_clear()
     assert c_host_mod.find_cc() is not None
     ring = RingSpec.generate(16, 1)
     assert ren.Poly.from_coefficients([1] * 16, ring).ntt().numpy().shape == (1, 16)
@@ -339,17 +339,17 @@ def test_basis_convert_at_the_largest_sums(shape):
 
 def test_compiler_flags_fall_back(monkeypatch):
     """A compiler that rejects -march=native or has no OpenMP still gets a working flag set."""
-    cpu.cpu_flags.cache_clear()
+    cpu_build.cpu_flags.cache_clear()
     try:
-        monkeypatch.setattr(cpu, "_builds", lambda cc, flags, src: "-march=native" not in flags
-                            and "-fopenmp" not in flags)
-        flags = cpu.cpu_flags()
+        monkeypatch.setattr(cpu_build, "_builds", lambda cc, flags, src: "-march=native"
+                            not in flags and "-fopenmp" not in flags)
+        flags = cpu_build.cpu_flags()
         assert "-march=native" not in flags and "-fopenmp" not in flags and "-O3" in flags
         monkeypatch.undo()
-        cpu.cpu_flags.cache_clear()
-        assert "-march=native" in cpu.cpu_flags()  # this machine's compiler takes it
+        cpu_build.cpu_flags.cache_clear()
+        assert "-march=native" in cpu_build.cpu_flags()  # this machine's compiler takes it
     finally:
-        cpu.cpu_flags.cache_clear()
+        cpu_build.cpu_flags.cache_clear()
 
 
 def test_ckks_on_the_cpu_device_through_params():

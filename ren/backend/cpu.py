@@ -13,12 +13,15 @@
   construction).
 * Vector unit: one path per device, chosen when it opens (`ren.backend.cpu_isa`,
   ``REN_CPU_ISA``: auto, avx512, avx2, scalar): the path's flags go after the base ones and its
-  name heads every source, so libraries of different paths never share a cache entry.
+  name heads every source, so libraries of different paths never share a cache entry.  The
+  flags, the compiler probes and the source head are `ren.backend.cpu_build`'s (`cpu_flags`,
+  `resolve_isa`, `isa_flags`, `source_head`).
 * Libraries are cached on disk by a hash of their source, flags and compiler (`cache_dir()`:
   ``$REN_CACHE_DIR/cpu``, else ``~/.cache/ren/cpu``), so a second process compiles nothing.
   Each library is checked against the digest written beside it after its build before it is
   loaded (`c_host.cached_library`), so a damaged file is rebuilt, never loaded.  A cache folder
-  that cannot be created or written falls back to a private temporary one (one `CacheWarning`).
+  that cannot be created or written falls back to a private temporary one (one `CacheWarning`);
+  the folder is `ren.backend.cpu_cache`'s.
 * Loaded libraries are owned by what points into them: a `CpuCall` (and so a `CompiledPlan`,
   a JIT plan, a replay template) holds its library, which is closed (dlclose) once the last
   holder is gone.  Each device keeps its ``REN_CPU_LIBRARIES`` most recently used libraries
@@ -39,50 +42,34 @@ says so; ``"python"`` keeps working.
 from __future__ import annotations
 
 import _ctypes
-import atexit
 import ctypes
-import hashlib
-import os
-import platform
-import shlex
-import shutil
-import tempfile
 import threading
 import time
-import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from functools import cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from ren import settings
-from ren.backend import Device, GraphRunner, KernelFn, cpu_isa
-from ren.backend.c_host import (
-    CC_HINT,
-    TEMP_PREFIX,
-    HostRunner,
-    build_library,
-    cached_library,
-    compiler,
-    find_cc,
-    host_function,
-    open_library,
+from ren.backend import Device, GraphRunner, KernelFn
+from ren.backend.c_host import HostRunner, cached_library, host_function, open_library
+from ren.backend.cpu_build import (
+    CPU_FLAGS,
+    available_isas,
+    cpu_flags,
+    isa_flags,
+    resolve_isa,
+    source_head,
 )
+from ren.backend.cpu_cache import CacheWarning, cache_dir, configured_cache_dir
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
 from ren.errors import DeviceError, KernelCompileError, RealizeError
 from ren.kernel import ELEMENTWISE, LIGHT_KINDS, RingCall, ScheduledKernel
 from ren.ring import RingKernel
-
-#: flags of every compiled library (-fopenmp is added when the compiler supports it)
-CPU_FLAGS: tuple[str, ...] = (
-    "-O3", "-march=native", "-std=gnu11", "-shared", "-fPIC", "-Wall",
-    "-Werror=implicit-function-declaration", "-Wno-unused-function", "-Wno-unused-variable",
-    "-Wno-unused-but-set-variable")
 
 #: a compiled entry point: void f(void** args)
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))
@@ -99,186 +86,8 @@ void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
 """
 
 
-class CacheWarning(UserWarning):
-    """The ``"cpu"`` device cannot use its cache folder: compiled libraries go to a private
-    temporary folder for this process, so the next process compiles them again."""
-
-
-_cache_dirs: dict[str, str] = {}  # configured folder -> the folder used (itself or a private one)
-_cache_dirs_lock = threading.Lock()
-#: build folders and stamps older than this are a crashed process's leftovers
-_STALE_SECONDS = 3600
-
-
-def configured_cache_dir() -> str:
-    """The cache folder the settings ask for: ``$REN_CACHE_DIR/cpu``, else
-    ``$XDG_CACHE_HOME/ren/cpu``, else ``~/.cache/ren/cpu``."""
-    root = settings.get("REN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ren")
-    return os.path.join(root, "cpu")
-
-
-def cache_dir() -> str:
-    """Where compiled libraries are kept between processes: `configured_cache_dir()`, or — when
-    it cannot be created or written — a private temporary folder removed at exit (one
-    `CacheWarning` per configured folder and process)."""
-    want = configured_cache_dir()
-    with _cache_dirs_lock:
-        got = _cache_dirs.get(want)
-        if got is None:
-            got = _cache_dirs[want] = _open_cache(want)
-    return got
-
-
-def _open_cache(folder: str) -> str:
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX + "probe-", dir=folder)
-        os.close(fd)
-        os.remove(probe)
-    except OSError as e:
-        return _private_cache(folder, e)
-    _sweep(folder)
-    return folder
-
-
-def _private_cache(folder: str, error: OSError) -> str:
-    try:
-        private = tempfile.mkdtemp(prefix="ren-cpu-cache-")
-    except OSError as e:
-        raise DeviceError(f"the 'cpu' device has no usable folder for compiled libraries: "
-                          f"{folder} ({type(error).__name__}: {error}) nor a temporary one "
-                          f"({e}); set REN_CACHE_DIR (or TMPDIR) to a writable folder") from None
-    atexit.register(shutil.rmtree, private, True)
-    origin = (f"REN_CACHE_DIR={settings.get('REN_CACHE_DIR')!r}" if settings.get("REN_CACHE_DIR")
-              else "the default cache folder")
-    warnings.warn(f"the 'cpu' device cannot keep compiled libraries in {folder} ({origin}; "
-                  f"{type(error).__name__}: {error}); this process uses the private temporary "
-                  f"folder {private} instead, so the next one compiles them again.  Set "
-                  "REN_CACHE_DIR to a folder you can write.", CacheWarning, stacklevel=4)
-    return private
-
-
-def _sweep(folder: str) -> None:
-    """Remove build folders and stamps a killed process left behind (older than an hour)."""
-    try:
-        names = [n for n in os.listdir(folder) if n.startswith(TEMP_PREFIX)]
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(folder, name)
-        try:
-            if time.time() - os.lstat(path).st_mtime < _STALE_SECONDS:
-                continue
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.remove(path)
-        except OSError:
-            continue
-
-
-def _build_problem(cc: Sequence[str], flags: Sequence[str], source: str) -> str | None:
-    """Why `cc` does not build a shared library from `source` with `flags`, or None."""
-    with tempfile.TemporaryDirectory(prefix="ren-cc-") as d:
-        try:
-            build_library(cc, source, flags, os.path.join(d, "probe.so"))
-        except (KernelCompileError, DeviceError) as e:
-            return str(e).removesuffix(CC_HINT)
-    return None
-
-
-def _builds(cc: Sequence[str], flags: Sequence[str], source: str) -> bool:
-    """Whether `cc` builds a shared library from `source` with `flags`."""
-    return _build_problem(cc, flags, source) is None
-
-
-def _no_cc_reason() -> str:
-    try:
-        compiler()
-    except DeviceError as e:
-        return str(e)
-    return "none found: set CC or install one, e.g. apt-get install gcc"
-
-
-@cache
-def cpu_flags() -> tuple[str, ...]:
-    """CPU_FLAGS, less ``-march=native`` where the compiler rejects it, plus ``-fopenmp``
-    where it builds OpenMP code (e.g. clang without libomp does not)."""
-    cc = find_cc()
-    if cc is None:
-        raise DeviceError(f"device 'cpu' needs a C compiler ({_no_cc_reason()}); use the "
-                          "'python' device meanwhile")
-    flags = CPU_FLAGS
-    probe = "int f(void) { return 1; }\n"
-    if not _builds(cc, flags, probe):
-        flags = tuple(f for f in flags if f != "-march=native")
-        if not _builds(cc, flags, probe):
-            origin = f"CC={os.environ['CC']!r}" if os.environ.get("CC", "").strip() \
-                else f"found on PATH: {shlex.join(cc)}"
-            raise DeviceError(f"device 'cpu' cannot use its C compiler ({origin}), which does "
-                              f"not build a shared library: {_build_problem(cc, flags, probe)}"
-                              f"{CC_HINT}, or use the 'python' device meanwhile")
-    omp = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
-    return flags + (("-fopenmp",) if _builds(cc, (*flags, "-fopenmp"), omp) else ())
-
-
-@cache
-def host_tag() -> str:
-    """A comment naming the CPU, put at the top of every source: ``-march=native`` code must
-    not be loaded on another kind of CPU from a shared cache folder."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            info = [ln for ln in f.read().splitlines() if ln.startswith(("model name", "flags"))]
-    except OSError:
-        info = []
-    digest = hashlib.sha256("\n".join([platform.machine(), *info[:2]]).encode()).hexdigest()
-    return f"/* host {platform.machine()} {digest[:16]} */\n"
-
-
 def threads() -> int:
     return settings.get("REN_CPU_THREADS")
-
-
-_PROBE = "int f(void) { return 1; }\n"
-
-
-@cache
-def _flags_build(cc: tuple[str, ...], flags: tuple[str, ...]) -> bool:
-    return _builds(cc, flags, _PROBE)
-
-
-def _isa_builds(isa: str) -> bool:
-    """Whether the C compiler builds with path `isa`'s flags (scalar adds none that matter);
-    remembered per compiler and flags, so a compiler found later is asked again."""
-    if isa == "scalar":
-        return True
-    cc = find_cc()
-    return cc is not None and _flags_build(cc, isa_flags(isa))
-
-
-def available_isas() -> tuple[str, ...]:
-    """The vector paths this machine runs, best first (`cpu_isa.ISAS`): the CPU has their
-    features and the C compiler builds with their flags; scalar always."""
-    return tuple(i for i in cpu_isa.ISAS
-                 if i == "scalar" or (cpu_isa.cpu_has(i) and _isa_builds(i)))
-
-
-def resolve_isa(isa: str | None = None) -> str:
-    """The path to compile for: `isa`, else ``REN_CPU_ISA`` (auto: the best available); a path
-    this machine cannot run is a DeviceError saying what the CPU has."""
-    return cpu_isa.resolve(_isa_builds, isa)
-
-
-def isa_flags(isa: str) -> tuple[str, ...]:
-    """The flags of every library compiled for path `isa`: `cpu_flags()` then the path's."""
-    return cpu_flags() + cpu_isa.isa_flags(isa)
-
-
-def source_head(isa: str) -> str:
-    """What heads every source compiled for path `isa`: the host and the path, both part of
-    the cache key."""
-    return host_tag() + cpu_isa.isa_tag(isa)
 
 
 def ring_source(isa: str) -> str:
@@ -687,6 +496,7 @@ def open_device(name: str) -> CpuDevice:
     return CpuDevice(name)
 
 
+# the build and cache names stay importable from here (`cpu_build`, `cpu_cache` define them)
 __all__ = ["CPU_FLAGS", "CacheWarning", "CompiledPlan", "CpuCall", "CpuDevice",
            "available_isas", "cache_dir", "configured_cache_dir", "cpu_flags", "isa_flags",
            "library_call", "loaded_libraries", "open_device", "resolve_isa", "ring_library",

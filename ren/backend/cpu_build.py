@@ -1,0 +1,136 @@
+"""How the ``"cpu"`` device builds its libraries: the C compiler's flags and every source's head.
+
+* `cpu_flags()`: `CPU_FLAGS`, less ``-march=native`` where the compiler rejects it, plus
+  ``-fopenmp`` where it builds OpenMP code — asked of the compiler once per process by building
+  tiny probe libraries; no compiler, or one that builds no shared library, is a `DeviceError`
+  saying what was tried.
+* The vector path (`ren.backend.cpu_isa` chooses it): `available_isas()` and `resolve_isa()` add
+  to the CPU's features the question whether the compiler builds with the path's flags;
+  `isa_flags(isa)` is the base flags followed by the path's.
+* `source_head(isa)`: the comment heading every source compiled for a path — this host's CPU
+  (`host_tag()`: ``-march=native`` code must not reach another kind of CPU through a shared cache
+  folder) and the path — so both are part of every library's cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+
+from ren.backend import cpu_isa
+from ren.backend.c_host import CC_HINT, build_library, compiler, find_cc
+from ren.errors import DeviceError, KernelCompileError
+
+#: flags of every compiled library (-fopenmp is added when the compiler supports it)
+CPU_FLAGS: tuple[str, ...] = (
+    "-O3", "-march=native", "-std=gnu11", "-shared", "-fPIC", "-Wall",
+    "-Werror=implicit-function-declaration", "-Wno-unused-function", "-Wno-unused-variable",
+    "-Wno-unused-but-set-variable")
+
+
+def _build_problem(cc: Sequence[str], flags: Sequence[str], source: str) -> str | None:
+    """Why `cc` does not build a shared library from `source` with `flags`, or None."""
+    with tempfile.TemporaryDirectory(prefix="ren-cc-") as d:
+        try:
+            build_library(cc, source, flags, os.path.join(d, "probe.so"))
+        except (KernelCompileError, DeviceError) as e:
+            return str(e).removesuffix(CC_HINT)
+    return None
+
+
+def _builds(cc: Sequence[str], flags: Sequence[str], source: str) -> bool:
+    """Whether `cc` builds a shared library from `source` with `flags`."""
+    return _build_problem(cc, flags, source) is None
+
+
+def _no_cc_reason() -> str:
+    try:
+        compiler()
+    except DeviceError as e:
+        return str(e)
+    return "none found: set CC or install one, e.g. apt-get install gcc"
+
+
+@cache
+def cpu_flags() -> tuple[str, ...]:
+    """CPU_FLAGS, less ``-march=native`` where the compiler rejects it, plus ``-fopenmp``
+    where it builds OpenMP code (e.g. clang without libomp does not)."""
+    cc = find_cc()
+    if cc is None:
+        raise DeviceError(f"device 'cpu' needs a C compiler ({_no_cc_reason()}); use the "
+                          "'python' device meanwhile")
+    flags = CPU_FLAGS
+    probe = "int f(void) { return 1; }\n"
+    if not _builds(cc, flags, probe):
+        flags = tuple(f for f in flags if f != "-march=native")
+        if not _builds(cc, flags, probe):
+            origin = f"CC={os.environ['CC']!r}" if os.environ.get("CC", "").strip() \
+                else f"found on PATH: {shlex.join(cc)}"
+            raise DeviceError(f"device 'cpu' cannot use its C compiler ({origin}), which does "
+                              f"not build a shared library: {_build_problem(cc, flags, probe)}"
+                              f"{CC_HINT}, or use the 'python' device meanwhile")
+    omp = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
+    return flags + (("-fopenmp",) if _builds(cc, (*flags, "-fopenmp"), omp) else ())
+
+
+@cache
+def host_tag() -> str:
+    """A comment naming the CPU, put at the top of every source: ``-march=native`` code must
+    not be loaded on another kind of CPU from a shared cache folder."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = [ln for ln in f.read().splitlines() if ln.startswith(("model name", "flags"))]
+    except OSError:
+        info = []
+    digest = hashlib.sha256("\n".join([platform.machine(), *info[:2]]).encode()).hexdigest()
+    return f"/* host {platform.machine()} {digest[:16]} */\n"
+
+
+_PROBE = "int f(void) { return 1; }\n"
+
+
+@cache
+def _flags_build(cc: tuple[str, ...], flags: tuple[str, ...]) -> bool:
+    return _builds(cc, flags, _PROBE)
+
+
+def _isa_builds(isa: str) -> bool:
+    """Whether the C compiler builds with path `isa`'s flags (scalar adds none that matter);
+    remembered per compiler and flags, so a compiler found later is asked again."""
+    if isa == "scalar":
+        return True
+    cc = find_cc()
+    return cc is not None and _flags_build(cc, isa_flags(isa))
+
+
+def available_isas() -> tuple[str, ...]:
+    """The vector paths this machine runs, best first (`cpu_isa.ISAS`): the CPU has their
+    features and the C compiler builds with their flags; scalar always."""
+    return tuple(i for i in cpu_isa.ISAS
+                 if i == "scalar" or (cpu_isa.cpu_has(i) and _isa_builds(i)))
+
+
+def resolve_isa(isa: str | None = None) -> str:
+    """The path to compile for: `isa`, else ``REN_CPU_ISA`` (auto: the best available); a path
+    this machine cannot run is a DeviceError saying what the CPU has."""
+    return cpu_isa.resolve(_isa_builds, isa)
+
+
+def isa_flags(isa: str) -> tuple[str, ...]:
+    """The flags of every library compiled for path `isa`: `cpu_flags()` then the path's."""
+    return cpu_flags() + cpu_isa.isa_flags(isa)
+
+
+def source_head(isa: str) -> str:
+    """What heads every source compiled for path `isa`: the host and the path, both part of
+    the cache key."""
+    return host_tag() + cpu_isa.isa_tag(isa)
+
+
+__all__ = ["CPU_FLAGS", "available_isas", "cpu_flags", "host_tag", "isa_flags", "resolve_isa",
+           "source_head"]

@@ -1,0 +1,105 @@
+"""The ``"cpu"`` device's cache folder: where its compiled libraries are kept between processes.
+
+`cache_dir()` is ``$REN_CACHE_DIR/cpu``, else ``$XDG_CACHE_HOME/ren/cpu``, else
+``~/.cache/ren/cpu`` (`configured_cache_dir()`).  A folder that cannot be created or written falls
+back to a private temporary one removed at exit, with one `CacheWarning` per configured folder and
+process.  Opening a folder sweeps the build folders and stamps a killed process left there (older
+than an hour).  What goes into the folder, and how a library in it is verified before it is
+loaded, is `ren.backend.c_host.cached_library`'s job.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+import time
+import warnings
+
+from ren import settings
+from ren.backend.c_host import TEMP_PREFIX
+from ren.errors import DeviceError
+
+
+class CacheWarning(UserWarning):
+    """The ``"cpu"`` device cannot use its cache folder: compiled libraries go to a private
+    temporary folder for this process, so the next process compiles them again."""
+
+
+_cache_dirs: dict[str, str] = {}  # configured folder -> the folder used (itself or a private one)
+_cache_dirs_lock = threading.Lock()
+#: build folders and stamps older than this are a crashed process's leftovers
+_STALE_SECONDS = 3600
+
+
+def configured_cache_dir() -> str:
+    """The cache folder the settings ask for: ``$REN_CACHE_DIR/cpu``, else
+    ``$XDG_CACHE_HOME/ren/cpu``, else ``~/.cache/ren/cpu``."""
+    root = settings.get("REN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ren")
+    return os.path.join(root, "cpu")
+
+
+def cache_dir() -> str:
+    """Where compiled libraries are kept between processes: `configured_cache_dir()`, or — when
+    it cannot be created or written — a private temporary folder removed at exit (one
+    `CacheWarning` per configured folder and process)."""
+    want = configured_cache_dir()
+    with _cache_dirs_lock:
+        got = _cache_dirs.get(want)
+        if got is None:
+            got = _cache_dirs[want] = _open_cache(want)
+    return got
+
+
+def _open_cache(folder: str) -> str:
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX + "probe-", dir=folder)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        return _private_cache(folder, e)
+    _sweep(folder)
+    return folder
+
+
+def _private_cache(folder: str, error: OSError) -> str:
+    try:
+        private = tempfile.mkdtemp(prefix="ren-cpu-cache-")
+    except OSError as e:
+        raise DeviceError(f"the 'cpu' device has no usable folder for compiled libraries: "
+                          f"{folder} ({type(error).__name__}: {error}) nor a temporary one "
+                          f"({e}); set REN_CACHE_DIR (or TMPDIR) to a writable folder") from None
+    atexit.register(shutil.rmtree, private, True)
+    origin = (f"REN_CACHE_DIR={settings.get('REN_CACHE_DIR')!r}" if settings.get("REN_CACHE_DIR")
+              else "the default cache folder")
+    warnings.warn(f"the 'cpu' device cannot keep compiled libraries in {folder} ({origin}; "
+                  f"{type(error).__name__}: {error}); this process uses the private temporary "
+                  f"folder {private} instead, so the next one compiles them again.  Set "
+                  "REN_CACHE_DIR to a folder you can write.", CacheWarning, stacklevel=4)
+    return private
+
+
+def _sweep(folder: str) -> None:
+    """Remove build folders and stamps a killed process left behind (older than an hour)."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if time.time() - os.lstat(path).st_mtime < _STALE_SECONDS:
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+        except OSError:
+            continue
+
+
+__all__ = ["CacheWarning", "cache_dir", "configured_cache_dir"]

@@ -21,6 +21,12 @@ re-tagged, anything else gets an NTT/INTT, which later passes fuse or remove).  
 or device is a bug in a rule: `ScheduleError`.  Restorations are counted as ``keep_domain``.
 The check runs in the passes that rewrite polynomial ops (``keep_specs=True``: passes 1-4,
 where folding happens); the later passes only lower, and skip its cost.
+
+**Provenance.**  When ``ctx.provenance`` is a `Provenance` (the scheduler sets one when asked to
+trace), the driver records, as plain data, every firing (the rule's name, the node it replaced,
+the node it returned; a domain restoration is a firing of ``keep_domain``) and, at the end, what
+each replaced or rebuilt node finally became.  A node rebuilt only because a source changed has
+an entry in ``became`` and no firing.  Without a `Provenance` nothing is recorded.
 """
 
 from __future__ import annotations
@@ -147,6 +153,34 @@ class RuleSet:
         return None
 
 
+@dataclass(frozen=True)
+class Firing:
+    """One rule firing: rule `rule` of the rewrite named `rules` (the `rewrite` call's `name`)
+    replaced `replaced` (the node as the walk met it) by `product`."""
+
+    rules: str
+    rule: str
+    replaced: Node
+    product: Node
+
+
+@dataclass
+class Provenance:
+    """What the rewrite driver did (see the module docstring): filled only while tracing."""
+
+    firings: list[Firing] = field(default_factory=list)
+    #: every node a rewrite replaced or rebuilt -> the node it finally became
+    became: dict[Node, Node] = field(default_factory=dict)
+
+    def final(self, n: Node) -> Node:
+        """What `n` finally became (itself if nothing replaced it), across rewrite calls."""
+        seen = {n}
+        while (m := self.became.get(n)) is not None and m not in seen:
+            seen.add(m)
+            n = m
+        return n
+
+
 def keep_spec(orig: Node, out: Node, why: str = "rewrite") -> Node:
     """`out`, standing in for `orig`, with `orig`'s domain (see the module docstring)."""
     if orig.dtype is not DType.U32 or out is orig:
@@ -176,6 +210,7 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
     `keep_specs` restores a domain a rewrite would change (see the module docstring).
     """
     rs = rules if isinstance(rules, RuleSet) else RuleSet(rules)
+    prov: Provenance | None = getattr(ctx, "provenance", None)
     stats: Counter = Counter()
     done: dict[Node, Node] = {}
     # explicit stack of (node, phase, origin, trail): phase 0 visits sources, 1 rebuilds the node
@@ -204,6 +239,8 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
             fixed = keep_spec(n, new, name) if keep_specs else new
             if fixed is not new:  # the rebuilt node infers another domain: restore it
                 stats["keep_domain"] += 1
+                if prov is not None:
+                    prov.firings.append(Firing(name, "keep_domain", n, fixed))
                 stack.append((fixed, 2, n, trail))
                 stack.append((fixed, 0, None, trail))
                 continue
@@ -219,6 +256,8 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
         if keep_specs:
             out = keep_spec(new, out, f"{name}: rule {r.name}")
         stats[r.name] += 1
+        if prov is not None:
+            prov.firings.append(Firing(name, r.name, n, out))
         trail = (*trail, r.name)
         if len(trail) > MAX_REWRITES:
             cycle = ", ".join(dict.fromkeys(trail[-8:]))
@@ -229,4 +268,7 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
         stack.append((out, 0, None, trail))
     if ctx is not None and hasattr(ctx, "stats"):
         ctx.stats.setdefault(name, Counter()).update(stats)
+    if prov is not None:
+        prov.became.update((k, v) for k, v in done.items() if k is not v)
     return done[root]
+

@@ -4,7 +4,9 @@
 
 runs the twelve passes of `ren.passes` in order, then lists the kernels of the final graph in
 dependency order.  `run_passes` exposes the machinery for inspection: it can stop after any pass
-and keep the graph after every pass (``trace=True``).
+and keep the graph after every pass (``trace=True``), with each pass's provenance: the rules that
+fired, the node each replaced and what it returned, and what every rebuilt node became
+(`ren.rewrite.Provenance`; recorded only while tracing).
 
 Thread safety: scheduling keeps all its state in its `ScheduleContext` and may run in several
 threads at once; pausing the garbage collector is counted, so it resumes when the last
@@ -28,6 +30,7 @@ from ren.kernel import VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes import PASSES
+from ren.rewrite import Provenance
 
 
 @dataclass
@@ -41,6 +44,7 @@ class ScheduleContext:
     check: bool = False  # verify each pass's semantics and contract as it runs (REN_CHECK)
     # pass 4 elides transforms around rescales and mod-ups (REN_NO_ELISION=1 turns it off)
     elide: bool = field(default_factory=lambda: not settings.get("REN_NO_ELISION"))
+    provenance: Provenance | None = None  # set while tracing: the rewrite driver records into it
 
 
 @dataclass
@@ -50,6 +54,8 @@ class ScheduleTrace:
     sink: Node
     ctx: ScheduleContext
     graphs: list[tuple[str, Node]] = field(default_factory=list)  # ("00_input", g0), ...
+    #: with ``trace``: ("01_simplify", what its rewrites did), ... one per pass run
+    provenance: list[tuple[str, Provenance]] = field(default_factory=list)
 
 
 def as_sink(*outputs: Any) -> Node:
@@ -125,7 +131,14 @@ def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | Non
         if num < start or num > upto:
             continue
         before = sink
-        sink = mod.run(sink, ctx)
+        if trace:
+            ctx.provenance = Provenance()
+        try:
+            sink = mod.run(sink, ctx)
+        finally:
+            if trace:
+                result.provenance.append((f"{num:02d}_{name}", ctx.provenance or Provenance()))
+                ctx.provenance = None
         if debug >= 3:
             from ren.dump import dump
 

@@ -183,3 +183,104 @@ def test_clicking_a_node_shows_its_details(page, tmp_path):
     page.set_viewport_size({"width": 1440, "height": 900})
     assert target.stat().st_size > 10_000
     assert page.errors == []
+
+
+def _labels(pg) -> dict[str, dict[str, str]]:
+    """Per stage: node number -> the first line of its label ("%12 TO_RING"), ghosts included."""
+    return pg.evaluate("""() => {
+      const out = {};
+      document.querySelectorAll("article.stage").forEach(a => {
+        const nodes = {};
+        a.querySelectorAll("g.node").forEach(g => {
+          const m = /^s\\d+[nr](\\d+)$/.exec(g.id);
+          const t = g.querySelector("text");
+          if (m && t) { (nodes[m[1]] = nodes[m[1]] || []).push(t.textContent.trim()); }
+        });
+        out[a.getAttribute("data-name")] = nodes;
+      });
+      return out;
+    }""")
+
+
+def test_a_node_has_the_same_label_on_every_stage(page):
+    """A number means one node: within a stage no two drawn nodes (removed ghosts included)
+    share it, and across stages the label "%k OP" of node k never changes."""
+    seen: dict[str, tuple[str, str]] = {}
+    stages = _labels(page)
+    assert len(stages) == 13
+    for name, nodes in stages.items():
+        for k, labels in nodes.items():
+            assert len(labels) == 1, (name, k, labels)  # no "%12" removed beside an added "%12"
+            assert labels[0].startswith(f"%{k} "), (name, labels[0])
+            if k in seen:
+                assert seen[k][1] == labels[0], (k, seen[k], name, labels[0])
+            seen.setdefault(k, (name, labels[0]))
+    # the MUL of the relinearised product is drawn on many stages under one number
+    muls = {k for k, (_, lab) in seen.items() if lab.endswith(" MUL")}
+    assert muls and any(sum(k in nodes for nodes in stages.values()) >= 5 for k in muls)
+    # one ring legend for the report; every ring named in it
+    assert page.locator(".ring-legend tr[data-ring]").count() >= 2
+    assert page.errors == []
+
+
+def test_a_rule_highlights_the_nodes_it_produced(page):
+    page.keyboard.press("Home")
+    for _ in range(3):  # 03_inject_domains: rescale_in_coeff puts INTT/NTT around each RESCALE
+        page.keyboard.press("ArrowRight")
+    stage = page.locator("article.stage:not([hidden])")
+    button = stage.locator("button.rule").first
+    rule = button.get_attribute("data-rule")
+    button.click()
+    assert button.get_attribute("aria-pressed") == "true"
+    lit = stage.locator("g.node.hl")
+    want = page.evaluate("""rule => Object.entries(JSON.parse(
+        document.getElementById('node-data').textContent)).filter(
+        ([id, d]) => id.startsWith('s03n') && d.rule === rule).length""", rule)
+    assert lit.count() == want > 0
+    ops = {lit.nth(i).locator("text").first.text_content().split()[1] for i in range(lit.count())}
+    assert ops <= {"RESCALE", "NTT", "INTT"} and "RESCALE" in ops
+    assert stage.locator(".graph.highlighting").count() == 1
+    lit.first.click()  # its panel names the rule; a kept node's says none
+    details = page.locator("#details")
+    assert details.locator("dd.f-rule").text_content() == rule
+    assert details.locator("dd.f-status").text_content() in ("rewritten", "added")
+    rebuilt = stage.locator("g.node.rebuilt").first  # rebuilt only because a source changed
+    rebuilt.click(force=True)
+    assert details.locator("dd.f-status").text_content() == "rebuilt"
+    assert details.locator("dd.f-rule").text_content() == "—"
+    button.click()  # again: off
+    assert stage.locator("g.node.hl").count() == 0
+    assert stage.locator(".graph.highlighting").count() == 0
+    assert page.errors == []
+
+
+def test_hide_removed_and_before_after(page):
+    page.keyboard.press("End")  # 12_kernelize: many removed nodes
+    stage = page.locator("article.stage:not([hidden])")
+    ghosts = stage.locator("g.node.removed")
+    if ghosts.count():
+        assert ghosts.first.is_visible()
+        page.locator("#hide-removed").check()
+        assert not ghosts.first.is_visible()
+        page.locator("#hide-removed").uncheck()
+        assert ghosts.first.is_visible()
+    page.keyboard.press("Home")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.locator("#compare").check()
+    shown = page.locator("article.stage:not([hidden])")
+    assert shown.count() == 2
+    assert [shown.nth(i).get_attribute("data-name") for i in range(2)] == [
+        "02_lower_ring_ops", "03_inject_domains"]
+    kept = page.locator("#stage-03_inject_domains g.node:not(.added):not(.rewritten)").first
+    number = kept.get_attribute("id")[3:]  # "n<k>"
+    kept.click(force=True)
+    twin = page.locator(f"#stage-02_lower_ring_ops g.node[id='s02{number}']")
+    assert "twin" in (twin.get_attribute("class") or "")
+    page.keyboard.press("ArrowRight")
+    assert [shown.nth(i).get_attribute("data-name") for i in range(2)] == [
+        "03_inject_domains", "04_simplify_domains"]
+    page.locator("#compare").uncheck()
+    assert page.locator("article.stage:not([hidden])").count() == 1
+    page.keyboard.press("Home")
+    assert page.errors == []

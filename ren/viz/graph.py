@@ -6,10 +6,13 @@ Graphviz: no system ``dot`` needed).
     schedule_agraph(items)                    the top-level schedule: kernels and buffers
 
 A stage's picture is its graph with what the pass changed highlighted: added nodes with a thick
-green border, changed (rebuilt) nodes amber, and the removed nodes of the previous stage as
-dashed red ghosts where they hung.  Fill colours are op families (`ren.viz.nodes`).  Every node
-has an ``id`` (``<prefix>n<k>`` for node %k, ``<prefix>r<k>`` for a removed node %k of the
-previous stage) and a tooltip with its details, so an HTML page can make it clickable.
+green border, nodes a rule rewrote a thick amber one, nodes rebuilt only because a source changed
+a thin amber one, and the removed nodes of the previous stage as dashed red ghosts where they
+hung (their edges have class ``ghost``).  Fill colours are op families (`ren.viz.nodes`).  Nodes
+are numbered by their lasting numbers (`Stage.ident`: the same node has the same number on every
+stage) and rings by the trace's names.  Every node has an ``id`` (``<prefix>n<k>`` for node %k,
+``<prefix>r<k>`` for a removed node %k) and a tooltip with its details, so an HTML page can make
+it clickable.
 
 Large graphs: kernel bodies are collapsed into their KERNEL node unless ``kernel_bodies=True``;
 a graph with more than ``max_nodes`` nodes is not laid out (`TooLarge`): callers show text.
@@ -31,7 +34,7 @@ from ren.kernel import LIGHT_KINDS, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import Op
 from ren.viz import nodes as nv
-from ren.viz.trace import PassTrace, Stage, marked_lines, trace_passes
+from ren.viz.trace import PassTrace, Stage, trace_passes
 
 MAX_NODES = 2500  # past this many drawn nodes dot takes too long: show the text instead
 #: past this many drawn nodes, dot's network-simplex placement and spline routing dominate (a
@@ -58,10 +61,11 @@ def _new_graph(name: str) -> pgv.AGraph:
 
 
 def _add_node(g: pgv.AGraph, name: str, n: Node, number: int, numbers: dict[Node, int],
-              names: _Names, status: str, node_id: str) -> None:
+              names: _Names, status: str, node_id: str, rule: str = "") -> None:
     border, width, style = nv.STATUS_STYLE[status]
     info = nv.details(n, number, numbers, names, status)
-    tooltip = (f"{info['node']} {info['op']} {info['dtype']} ({status})\n"
+    made = f", {rule}" if rule else ""
+    tooltip = (f"{info['node']} {info['op']} {info['dtype']} ({status}{made})\n"
                f"arg: {nv.short(info['arg'], 160)}\nring: {info['ring']}\n"
                f"domain: {info['domain']}  device: {info['device']}")
     attrs: dict[str, Any] = dict(label=nv.label(n, number, names), fillcolor=nv.colour(n.op),
@@ -113,50 +117,49 @@ def stage_agraph(trace: PassTrace, which: int | str, *, removed: bool = True,
         g.graph_attr.update(nslimit="0.5", nslimit1="0.5", splines="line")
     if drawn > FASTER_LAYOUT_NODES:
         g.graph_attr.update(mclimit="0.1")
-    names = _Names()
-    marked_lines(stage, names)  # name rings and buffers exactly as the text dump does
+    names = trace.names
+    num = stage.ident
     for n in stage.order:
-        k = stage.number[n]
-        _add_node(g, f"n{k}", n, k, stage.number, names, stage.status[n], f"{prefix}n{k}")
+        k = num[n]
+        _add_node(g, f"n{k}", n, k, num, names, stage.status[n], f"{prefix}n{k}",
+                  stage.rule.get(n, ""))
         for s in n.src:
-            g.add_edge(f"n{stage.number[s]}", f"n{k}")
+            g.add_edge(f"n{num[s]}", f"n{k}")
         if kernel_bodies and n.op is Op.KERNEL:
             _add_body(g, f"n{k}", n, k, names, prefix)
     if ghosts and prev is not None:
-        _add_ghosts(g, stage, prev, prefix)
+        _add_ghosts(g, stage, prev, prefix, names)
     return g
 
 
-def _add_ghosts(g: pgv.AGraph, stage: Stage, prev: Stage, prefix: str) -> None:
+def _add_ghosts(g: pgv.AGraph, stage: Stage, prev: Stage, prefix: str, names: _Names) -> None:
     """The removed nodes of `prev`, dashed, with edges to where they hung."""
-    old_names = _Names()
-    marked_lines(prev, old_names)
     gone = set(stage.removed)
+    old, num = prev.ident, stage.ident
 
     def where(s: Node) -> str | None:
         if s in gone:
-            return f"r{prev.number[s]}"
-        if s in stage.number:
-            return f"n{stage.number[s]}"
+            return f"r{old[s]}"
+        if s in num:
+            return f"n{num[s]}"
         if s in stage.partner:
-            return f"n{stage.number[stage.partner[s]]}"
+            return f"n{num[stage.partner[s]]}"
         return None
 
     for r in stage.removed:
-        k = prev.number[r]
-        _add_node(g, f"r{k}", r, k, prev.number, old_names, "removed", f"{prefix}r{k}")
-    ghost = dict(style="dashed", color="#cf222e")
+        k = old[r]
+        _add_node(g, f"r{k}", r, k, old, names, "removed", f"{prefix}r{k}")
+    ghost = {"style": "dashed", "color": "#cf222e", "class": "ghost"}
     for r in stage.removed:
         for s in r.src:
             u = where(s)
             if u is not None:
-                g.add_edge(u, f"r{prev.number[r]}", **ghost)
+                g.add_edge(u, f"r{old[r]}", **ghost)
     for c in prev.order:  # removed sources of nodes that were rebuilt
         if c in stage.partner:
             for s in c.src:
                 if s in gone:
-                    g.add_edge(f"r{prev.number[s]}", f"n{stage.number[stage.partner[c]]}",
-                               **ghost)
+                    g.add_edge(f"r{old[s]}", f"n{num[stage.partner[c]]}", **ghost)
 
 
 def schedule_agraph(items: Sequence[ScheduledKernel], buffer_names: dict[int, str],

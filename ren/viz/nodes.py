@@ -43,7 +43,8 @@ def family(op: Op) -> str:
 #: diff status -> (border colour, pen width, style)
 STATUS_STYLE = {
     "kept": ("#6e7781", "1", ""),
-    "changed": ("#bf8700", "2.5", ""),
+    "rewritten": ("#bf8700", "3", ""),
+    "rebuilt": ("#d4a72c", "1.5", ""),
     "added": ("#1a7f37", "3", ""),
     "removed": ("#cf222e", "2", "dashed"),
 }
@@ -68,8 +69,9 @@ def label(n: Node, number: int, names: _Names) -> str:
 
 
 def details(n: Node, number: int, numbers: dict[Node, int], names: _Names,
-            status: str = "kept") -> dict[str, Any]:
-    """What a click on the node shows: op, dtype, arg, ring, domain, device, sources."""
+            status: str = "kept", rule: str = "", replaces: str = "") -> dict[str, Any]:
+    """What a click on the node shows: op, dtype, arg, ring, domain, device, sources, status,
+    and the rule that produced it and the node it replaced (``—`` when none)."""
     try:
         spec = spec_of(n)
     except Exception:  # a malformed node (e.g. edited through networkx): show it without one
@@ -85,6 +87,8 @@ def details(n: Node, number: int, numbers: dict[Node, int], names: _Names,
         "device": "—",
         "sources": ", ".join(f"%{numbers[s]}" if s in numbers else "?" for s in n.src) or "—",
         "status": status,
+        "rule": rule or "—",
+        "replaces": replaces or "—",
     }
     if spec is not None:
         ring = spec.ring

@@ -5,9 +5,11 @@ arena, the captured plan, the kernels and the golden diff.
     html = report_html(program, sections=("passes",))      # one part only
 
 Self-contained: graphs are inline SVG (pygraphviz), the CSS and the script are inlined from
-``ren/viz/templates/``; nothing is fetched from the network.  Every graph node has an id, and
-the node details (op, dtype, arg, ring, domain, device, sources) travel as JSON in the page, so
-a click or hover on a node shows them.
+``ren/viz/templates/``; nothing is fetched from the network.  Every graph node has an id
+(``s<stage>n<k>``, k its lasting number: the same node has the same k on every stage), and the
+node details (op, dtype, arg, ring, domain, device, sources, status, the rule that produced it
+and the node it replaced) travel as JSON in the page, so a click or hover on a node shows them
+and a rule's button can highlight its nodes.  One ring legend serves every stage.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ren.dump import _Names
 from ren.errors import InspectError
 from ren.node import toposort
 from ren.ops import Op
@@ -32,7 +33,7 @@ from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
 from ren.viz.precision import precision_of, precision_svg
 from ren.viz.programs import Program, as_program
 from ren.viz.templating import read, render
-from ren.viz.trace import PassTrace, marked_lines, stage_text, trace_passes
+from ren.viz.trace import PassTrace, stage_text, trace_passes
 
 SECTIONS = ("passes", "arena", "jit", "kernels", "precision", "diff")
 
@@ -61,6 +62,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
     """Per stage: title, counts, rules, SVG (or a too-large note) and marked text; and the
     details of every drawn node by id."""
     out, node_data = [], {}
+    names = trace.names
     for stage in trace.stages:
         prev = trace.stages[stage.index - 1] if stage.index else None
         prefix = f"s{stage.index:02d}"
@@ -72,35 +74,51 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
             svg = render_svg(g)
         except TooLarge as e:
             note = str(e)
-        names = _Names()
-        marked_lines(stage, names)
+        num = stage.ident
+        old = prev.ident if prev is not None else {}
         for n in stage.order:
-            k = stage.number[n]
-            node_data[f"{prefix}n{k}"] = details(n, k, stage.number, names, stage.status[n])
+            k = num[n]
+            replaced = stage.replaces.get(n)
+            was = (f"%{old[replaced]} {replaced.op.name}"
+                   if replaced is not None and replaced in old else "")
+            node_data[f"{prefix}n{k}"] = details(n, k, num, names, stage.status[n],
+                                                 stage.rule.get(n, ""), was)
             if options.kernel_bodies and n.op is Op.KERNEL:
                 body = toposort(n.arg.ast)
                 local = {m: j for j, m in enumerate(body)}
                 for m in body:
                     node_data[f"{prefix}n{k}_{local[m]}"] = details(m, local[m], local, names)
         if prev is not None and options.removed and 0 < len(stage.removed) <= MAX_GHOSTS:
-            old = _Names()
-            marked_lines(prev, old)
             for n in stage.removed:
-                k = prev.number[n]
-                node_data[f"{prefix}r{k}"] = details(n, k, prev.number, old, "removed")
+                k = old[n]
+                by = stage.replaced_by.get(n)
+                info = details(n, k, old, names, "removed", stage.rule.get(by, "") if by else "")
+                if by is not None:
+                    info["replaced by"] = f"%{num[by]} {by.op.name}"
+                node_data[f"{prefix}r{k}"] = info
+        rule_nodes = stage.rule_nodes()
         out.append({"index": stage.index, "name": stage.name, "title": stage.title,
                     "counts": stage.counts(), "summary": stage.summary(), "doc": stage.doc,
                     "full_doc": stage.full_doc,
-                    "rules": sorted(stage.rules.items(), key=lambda x: (-x[1], x[0])),
+                    "rules": [(r, k, len(rule_nodes.get(r, ())))
+                              for r, k in sorted(stage.rules.items(),
+                                                 key=lambda x: (-x[1], x[0]))],
                     "ms": stage.seconds * 1e3, "svg": svg, "note": note,
-                    "text": stage_text(stage, prev)})
+                    "text": stage_text(stage, prev, names=names)})
     return out, node_data
+
+
+def ring_legend(trace: PassTrace) -> list[dict[str, Any]]:
+    """One row per ring of the trace: its name (the same on every stage), N, limbs, moduli."""
+    return [{"name": name, "N": ring.N, "limbs": ring.limbs,
+             "moduli": ", ".join(str(q) for q in ring.moduli)} for name, ring in trace.rings()]
 
 
 def _passes(outputs: tuple, options: ReportOptions) -> dict[str, Any]:
     trace = _timed(options, "passes", trace_passes, *outputs)
     stages, node_data = _timed(options, "layout", stage_contexts, trace, options)
-    return {"stages": stages, "node_data": node_data, "trace": trace}
+    return {"stages": stages, "node_data": node_data, "trace": trace,
+            "rings": ring_legend(trace)}
 
 
 def _arena(view: av.ArenaView) -> dict[str, Any]:
@@ -210,4 +228,4 @@ def report_html(program: Program | Any, options: ReportOptions | None = None, *,
 
 
 __all__ = ["SECTIONS", "ReportOptions", "jit_view", "report_context", "report_html",
-           "stage_contexts"]
+           "ring_legend", "stage_contexts"]

@@ -3,16 +3,22 @@ that fired.
 
     trace = trace_passes(*polys)              # runs the passes one at a time on one context
     stage = trace.stage(3)                    # or trace.stage("inject_domains")
-    stage.status[node]                        # "added" | "changed" | "kept"
+    stage.status[node]                        # "kept" | "rebuilt" | "rewritten" | "added"
+    stage.rule[node], stage.replaces[node]    # the rule that made it, the node it replaced
+    stage.ident[node]                         # its number, the same on every stage
     stage.removed                             # nodes of the previous stage that are gone
     stage.rules                               # Counter of the rules fired by this pass
+    trace.names                               # ring and buffer names, one for the whole trace
     trace.golden_texts()                      # the tests/golden dumps, stage by stage
 
-**What changed.**  Nodes are hash-consed, so a node that a pass leaves alone is the very same
-object before and after it: *kept*.  Of the rest, a new node with the same op, dtype and arg as
-a vanished one is *changed* (rebuilt on new sources: the usual effect of a rewrite below it);
-pairs are matched sources-first, preferring the one whose sources correspond.  Unpaired new
-nodes are *added*, unpaired vanished ones *removed*.
+**What changed** is `ren.viz.identity.compare` of the stage with the previous one, read from the
+rewrite driver's provenance (`ren.schedule.run_passes` records it while tracing): *rewritten* by
+a rule, *added* (by a rule, or by a pass's own code), *rebuilt* only because a source changed,
+*kept*, *removed*.  **Numbers**: a node keeps the number it had where it was first seen (a
+rebuilt node, and a rewritten one that is the same op on new sources, carry on the number of
+the node they stand in for); new nodes are numbered after every number used before, so a
+number means one node in the whole trace.  The text and pictures use these numbers; the golden
+dumps (`golden_text`) keep `ren.dump`'s own canonical numbering (`stage.number`).
 """
 
 from __future__ import annotations
@@ -25,10 +31,13 @@ from ren.dump import _lines, _Names, dump, format_arg
 from ren.errors import InspectError
 from ren.node import Node, toposort
 from ren.passes import BECOMES_MAP_STAGE, PASSES, get_pass
+from ren.rewrite import Provenance
+from ren.ring import RingSpec
 from ren.schedule import ScheduleContext, as_sink, run_passes
+from ren.viz.identity import Changes, compare, numbering
 from ren.viz.templating import first_sentence
 
-MARKS = {"kept": " ", "changed": "~", "added": "+", "removed": "-"}
+MARKS = {"kept": " ", "rebuilt": "~", "rewritten": "*", "added": "+", "removed": "-"}
 
 
 @dataclass
@@ -39,10 +48,14 @@ class Stage:
     name: str  # "00_input", "03_inject_domains", …
     graph: Node
     order: list[Node]
-    number: dict[Node, int]
+    number: dict[Node, int]  # ren.dump's numbering of this graph (the goldens')
     status: dict[Node, str]
     removed: list[Node] = field(default_factory=list)
-    partner: dict[Node, Node] = field(default_factory=dict)  # vanished node -> its rebuild
+    partner: dict[Node, Node] = field(default_factory=dict)  # vanished node -> its successor
+    ident: dict[Node, int] = field(default_factory=dict)  # the lasting number of each node
+    rule: dict[Node, str] = field(default_factory=dict)  # the rule that produced a node
+    replaces: dict[Node, Node] = field(default_factory=dict)  # node -> the node its rule replaced
+    replaced_by: dict[Node, Node] = field(default_factory=dict)  # removed node -> its product
     rules: Counter = field(default_factory=Counter)
     seconds: float = 0.0
     doc: str = ""  # the pass docstring's first sentence
@@ -54,15 +67,23 @@ class Stage:
 
     def counts(self) -> dict[str, int]:
         c = Counter(self.status.values())
-        return {"nodes": len(self.order), "added": c["added"], "changed": c["changed"],
-                "removed": len(self.removed)}
+        return {"nodes": len(self.order), "added": c["added"], "rewritten": c["rewritten"],
+                "rebuilt": c["rebuilt"], "removed": len(self.removed)}
 
     def summary(self) -> str:
         c = self.counts()
         if not self.index:
             return f"{c['nodes']} nodes"
-        return (f"{c['nodes']} nodes: +{c['added']} added, ~{c['changed']} changed, "
-                f"-{c['removed']} removed")
+        return (f"{c['nodes']} nodes: +{c['added']} added, *{c['rewritten']} rewritten, "
+                f"~{c['rebuilt']} rebuilt, -{c['removed']} removed")
+
+    def rule_nodes(self) -> dict[str, list[Node]]:
+        """Each rule that fired -> the nodes of this stage it produced."""
+        out: dict[str, list[Node]] = {}
+        for n in self.order:
+            if n in self.rule:
+                out.setdefault(self.rule[n], []).append(n)
+        return out
 
     def rules_text(self) -> str:
         if not self.rules:
@@ -77,6 +98,11 @@ class PassTrace:
 
     stages: list[Stage]
     ctx: ScheduleContext
+    names: _Names = field(default_factory=_Names)  # ring/buffer names shared by every stage
+
+    def rings(self) -> list[tuple[str, RingSpec]]:
+        """The ring legend: (name, ring) in order of first appearance."""
+        return [(name, ring) for ring, name in self.names.rings.items()]
 
     def stage(self, which: int | str) -> Stage:
         """A stage by pass number (0 = input), or by name ("simplify", "03_inject_domains")."""
@@ -99,46 +125,25 @@ class PassTrace:
         return {s.name: self.golden_text(s) for s in self.stages}
 
 
-def classify(before: list[Node], after: list[Node]) -> tuple[dict[Node, str], list[Node],
-                                                             dict[Node, Node]]:
-    """(status of each node of `after`, removed nodes of `before`, vanished -> rebuilt)."""
-    old = set(before)
-    new_nodes = [n for n in after if n not in old]
-    kept = set(after)
-    gone = [n for n in before if n not in kept]
-    by_key: dict[tuple, list[Node]] = {}
-    for n in new_nodes:
-        by_key.setdefault((n.op, n.dtype, _key(n.arg)), []).append(n)
-    partner: dict[Node, Node] = {}
-    taken: set[Node] = set()
-    for g in gone:  # sources first (toposort order)
-        candidates = [n for n in by_key.get((g.op, g.dtype, _key(g.arg)), ()) if n not in taken]
-        if not candidates:
-            continue
-        mapped = tuple(partner.get(s, s) for s in g.src)
-        best = next((n for n in candidates if n.src == mapped), candidates[0])
-        partner[g] = best
-        taken.add(best)
-    status = {n: "kept" if n in old else ("changed" if n in taken else "added") for n in after}
-    removed = [g for g in gone if g not in partner]
-    return status, removed, partner
+def classify(before: list[Node], after: list[Node], prov: Provenance | None = None,
+             pass_name: str = "") -> tuple[dict[Node, str], list[Node], dict[Node, Node]]:
+    """(status of each node of `after`, removed nodes of `before`, vanished -> successor)."""
+    ch = compare(before, after, prov, pass_name)
+    return ch.status, ch.removed, ch.partner
 
 
-def _key(arg: object) -> object:
-    try:
-        hash(arg)
-        return arg
-    except TypeError:
-        return id(arg)
-
-
-def _stage(index: int, name: str, graph: Node, prev: Stage | None) -> Stage:
+def _stage(index: int, name: str, graph: Node, prev: Stage | None, prov: Provenance | None,
+           next_number: int) -> tuple[Stage, int]:
     order = toposort(graph)
     number = {n: i for i, n in enumerate(order)}
     if prev is None:
-        return Stage(index, name, graph, order, number, dict.fromkeys(order, "kept"))
-    status, removed, partner = classify(prev.order, order)
-    return Stage(index, name, graph, order, number, status, removed, partner)
+        ident, next_number = numbering(None, order, None, next_number)
+        return Stage(index, name, graph, order, number, dict.fromkeys(order, "kept"),
+                     ident=ident), next_number
+    ch: Changes = compare(prev.order, order, prov, name[3:])
+    ident, next_number = numbering(prev.ident, order, ch, next_number)
+    return Stage(index, name, graph, order, number, ch.status, ch.removed, ch.partner, ident,
+                 ch.rule, ch.replaces, ch.replaced_by), next_number
 
 
 def trace_passes(*outputs: object) -> PassTrace:
@@ -147,13 +152,17 @@ def trace_passes(*outputs: object) -> PassTrace:
     pass's own)."""
     sink = as_sink(*outputs)
     ctx = ScheduleContext()
-    stages = [_stage(0, "00_input", sink, None)]
+    first, next_number = _stage(0, "00_input", sink, None, None, 0)
+    stages = [first]
     for num, name, mod in PASSES:
         before = {k: Counter(v) for k, v in ctx.stats.items()}
         t0 = time.perf_counter()
-        sink = run_passes(sink, start=num, upto=num, ctx=ctx).sink
+        run = run_passes(sink, start=num, upto=num, ctx=ctx, trace=True)
         seconds = time.perf_counter() - t0
-        stage = _stage(num, f"{num:02d}_{name}", sink, stages[-1])
+        sink = run.sink
+        prov = run.provenance[0][1] if run.provenance else None
+        stage, next_number = _stage(num, f"{num:02d}_{name}", sink, stages[-1], prov,
+                                    next_number)
         stage.seconds = seconds
         stage.doc = first_sentence(mod.__doc__)
         stage.full_doc = (mod.__doc__ or "").strip()
@@ -161,19 +170,44 @@ def trace_passes(*outputs: object) -> PassTrace:
             for rule, k in (counts - before.get(key, Counter())).items():
                 stage.rules[rule if key == name else f"{key}.{rule}"] += k
         stages.append(stage)
-    return PassTrace(stages, ctx)
+    trace = PassTrace(stages, ctx)
+    for stage in stages:  # name rings and buffers once, by first appearance in the trace
+        marked_lines(stage, trace.names)
+    return trace
 
 
 # -- text ------------------------------------------------------------------------------------------
-def marked_lines(stage: Stage, names: _Names | None = None) -> list[tuple[str, str]]:
-    """(status, line) for the stage's dump: one line per node (its kernel body indented under
-    it, with the node's status), in the numbering of `ren.dump`."""
+def _numbers(stage: Stage) -> dict[Node, int]:
+    return stage.ident or stage.number
+
+
+def note(stage: Stage, n: Node, numbers: dict[Node, int] | None = None) -> str:
+    """Where a node of the stage came from: ``mul_in_ntt``, ``to_automorph, replaces %3``."""
+    rule = stage.rule.get(n)
+    if rule is None:
+        return ""
+    replaced = stage.replaces.get(n)
+    numbers = numbers or {}
+    if replaced is None or stage.partner.get(replaced) is n or replaced not in numbers:
+        return rule
+    return f"{rule}, replaces %{numbers[replaced]}"
+
+
+def marked_lines(stage: Stage, names: _Names | None = None, notes: bool = False,
+                 prev: Stage | None = None) -> list[tuple[str, str]]:
+    """(status, line) for the stage's graph: one line per node in `ren.dump`'s order and format
+    (its kernel body indented under it, with the node's status), numbered by the nodes' lasting
+    numbers; with `notes`, each node a rule produced ends with ``# rule``."""
     names = names or _Names()
+    num = _numbers(stage)
+    old = _numbers(prev) if prev is not None else {}
     out = []
     for n in stage.order:
-        srcs = "(" + ", ".join(f"%{stage.number[s]}" for s in n.src) + ")" if n.src else ""
+        srcs = "(" + ", ".join(f"%{num[s]}" for s in n.src) + ")" if n.src else ""
         arg = format_arg(n.arg, names)
-        parts = [f"%{stage.number[n]} = {n.op.name} {n.dtype.value}", srcs, arg]
+        parts = [f"%{num[n]} = {n.op.name} {n.dtype.value}", srcs, arg]
+        if notes and n in stage.rule:
+            parts.append(f"  # {note(stage, n, old)}")
         st = stage.status[n]
         out.append((st, " ".join(p for p in parts if p)))
         body = getattr(n.arg, "ast", None) if n.op.name == "KERNEL" else None
@@ -182,12 +216,16 @@ def marked_lines(stage: Stage, names: _Names | None = None) -> list[tuple[str, s
     return out
 
 
-def stage_text(stage: Stage, prev: Stage | None = None, marks: bool = True) -> str:
+def stage_text(stage: Stage, prev: Stage | None = None, marks: bool = True,
+               names: _Names | None = None) -> str:
     """The stage as marked text: a header, the rules fired, the graph with a status column
-    (``+`` added, ``~`` changed) and the removed nodes (numbered as in the previous stage).
-    ``marks=False``: the plain graph (a "before" view)."""
-    names = _Names()
-    body = marked_lines(stage, names)
+    (``+`` added, ``*`` rewritten by a rule, ``~`` rebuilt on new sources; a rule's nodes end
+    with ``# rule``) and the removed nodes.  ``marks=False``: the plain graph (a "before" view).
+    `names`: the trace's ring and buffer names (`PassTrace.names`), else the stage's own."""
+    used = _Names()
+    marked_lines(stage, used)  # the rings this stage uses
+    names = names or used
+    body = marked_lines(stage, names, notes=marks, prev=prev)
     if not marks:
         body = [("kept", line) for _, line in body]
         head = [f"== before: {stage.name}: {len(stage.order)} nodes =="]
@@ -197,33 +235,38 @@ def stage_text(stage: Stage, prev: Stage | None = None, marks: bool = True) -> s
         head.append(f"   {stage.doc}" if stage.doc else "")
         head.append(f"   rules: {stage.rules_text()}")
         head = [h for h in head if h]
-    rings = [f"  rings: {nm} = {ring!r}" for ring, nm in names.rings.items()]
+    rings = [f"  rings: {names.ring(ring)} = {ring!r}" for ring in used.rings]
     lines = head + rings + [f"{MARKS[st]} {line}" for st, line in body]
     if stage.removed and prev is not None:
-        old_names = _Names()
-        marked_lines(prev, old_names)  # name rings and buffers as the previous stage does
-        lines.append(f"  removed (numbered as in {prev.name}):")
+        if names is used:
+            names = _Names()
+            marked_lines(prev, names)  # name rings and buffers as the previous stage does
+        old = _numbers(prev)
+        lines.append("  removed:")
         for n in stage.removed:
-            srcs = ("(" + ", ".join(f"%{prev.number[s]}" for s in n.src) + ")") if n.src else ""
-            parts = [f"%{prev.number[n]} = {n.op.name} {n.dtype.value}", srcs,
-                     format_arg(n.arg, old_names)]
+            srcs = ("(" + ", ".join(f"%{old[s]}" for s in n.src) + ")") if n.src else ""
+            parts = [f"%{old[n]} = {n.op.name} {n.dtype.value}", srcs, format_arg(n.arg, names)]
+            by = stage.replaced_by.get(n)
+            if by is not None:
+                parts.append(f"  # replaced by %{_numbers(stage)[by]} ({stage.rule[by]})")
             lines.append("- " + " ".join(p for p in parts if p))
     return "\n".join(lines) + "\n"
 
 
 def trace_text(trace: PassTrace, which: int | str | None = None) -> str:
     """Every stage as marked text, or (with `which`) one pass: the graph before it and after."""
+    names = trace.names
     if which is None:
-        return "\n".join(stage_text(s, trace.stages[s.index - 1] if s.index else None)
-                         for s in trace.stages)
+        return "\n".join(stage_text(s, trace.stages[s.index - 1] if s.index else None,
+                                    names=names) for s in trace.stages)
     stage = trace.stage(which)
     if stage.index == 0:
-        return stage_text(stage)
+        return stage_text(stage, names=names)
     prev = trace.stages[stage.index - 1]
-    before = stage_text(prev, marks=False)
+    before = stage_text(prev, marks=False, names=names)
     contract = "# " + get_pass(stage.index).CONTRACT.describe().replace("\n", "\n# ") + "\n"
-    return before + "\n" + stage_text(stage, prev) + contract
+    return before + "\n" + stage_text(stage, prev, names=names) + contract
 
 
-__all__ = ["MARKS", "PassTrace", "Stage", "classify", "marked_lines", "stage_text",
+__all__ = ["MARKS", "PassTrace", "Stage", "classify", "marked_lines", "note", "stage_text",
            "trace_passes", "trace_text"]

@@ -1,4 +1,5 @@
-// ren-inspect report: stage stepping (buttons, ←/→, Home/End) and node details on click/hover.
+// ren-inspect report: stage stepping (buttons, ←/→, Home/End), node details on click/hover, rule
+// highlighting, hiding removed nodes and a before | after view of one pass.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("node-data").textContent || "{}");
@@ -6,12 +7,21 @@
   var buttons = Array.prototype.slice.call(document.querySelectorAll(".stage-button"));
   var current = 0;
   var details = document.getElementById("details");
-  var FIELDS = ["node", "op", "family", "dtype", "arg", "ring", "domain", "device", "sources", "status"];
+  var FIELDS = ["node", "op", "family", "dtype", "arg", "ring", "domain", "device", "sources", "status",
+                "rule", "replaces", "replaced by"];
+  var container = document.querySelector(".stages");
+  var compare = document.getElementById("compare");
+  var hideRemoved = document.getElementById("hide-removed");
 
   function show(i) {
     if (!stages.length) { return; }
     i = Math.max(0, Math.min(stages.length - 1, i));
-    stages.forEach(function (s, k) { s.hidden = k !== i; });
+    var side = compare && compare.checked && i > 0;
+    stages.forEach(function (s, k) {
+      s.hidden = !(k === i || (side && k === i - 1));
+      s.classList.toggle("before", side && k === i - 1);
+    });
+    if (container) { container.classList.toggle("compare", !!side); }
     buttons.forEach(function (b, k) { b.setAttribute("aria-selected", k === i ? "true" : "false"); });
     current = i;
     document.body.setAttribute("data-stage", stages[i].getAttribute("data-name"));
@@ -23,9 +33,10 @@
     var dl = details.querySelector("dl");
     dl.textContent = "";
     FIELDS.forEach(function (f) {
+      if (info[f] === undefined && (f === "replaced by")) { return; }
       var dt = document.createElement("dt"), dd = document.createElement("dd");
       dt.textContent = f; dd.textContent = info[f] === undefined ? "" : String(info[f]);
-      dd.className = "f-" + f;
+      dd.className = "f-" + f.replace(/ /g, "-");
       dl.appendChild(dt); dl.appendChild(dd);
     });
     details.querySelector(".hint").textContent = pin ? "Selected (click another node to change)." : "Hovered.";
@@ -33,8 +44,49 @@
       document.querySelectorAll("g.node.selected").forEach(function (n) { n.classList.remove("selected"); });
       g.classList.add("selected");
       details.setAttribute("data-node", g.id);
+      markTwins(g.id);
     }
   }
+
+  // the same node (the same lasting number) in the other pane of the before | after view
+  function markTwins(id) {
+    document.querySelectorAll("g.node.twin").forEach(function (n) { n.classList.remove("twin"); });
+    var m = /^s\d+[nr](\d+)$/.exec(id);
+    if (!m) { return; }
+    stages.forEach(function (s) {
+      if (s.hidden) { return; }
+      s.querySelectorAll("g.node").forEach(function (n) {
+        var k = /^s\d+[nr](\d+)$/.exec(n.id);
+        if (k && k[1] === m[1] && n.id !== id) { n.classList.add("twin"); }
+      });
+    });
+  }
+
+  // a rule's button highlights the nodes of its stage that the rule produced
+  function highlight(button) {
+    var article = button.closest("article.stage");
+    var on = button.getAttribute("aria-pressed") !== "true";
+    article.querySelectorAll("button.rule").forEach(function (b) { b.setAttribute("aria-pressed", "false"); });
+    var graph = article.querySelector(".graph");
+    article.querySelectorAll("g.node.hl").forEach(function (n) { n.classList.remove("hl"); });
+    if (graph) { graph.classList.toggle("highlighting", on); }
+    if (!on) { return; }
+    button.setAttribute("aria-pressed", "true");
+    var rule = button.getAttribute("data-rule");
+    article.querySelectorAll("g.node").forEach(function (n) {
+      var info = data[n.id];
+      if (info && info.rule === rule && info.status !== "removed") { n.classList.add("hl"); }
+    });
+  }
+  document.querySelectorAll("button.rule").forEach(function (b) {
+    b.addEventListener("click", function () { highlight(b); });
+  });
+  if (hideRemoved) {
+    hideRemoved.addEventListener("change", function () {
+      document.body.classList.toggle("hide-removed", hideRemoved.checked);
+    });
+  }
+  if (compare) { compare.addEventListener("change", function () { show(current); }); }
 
   // zoom: scale every stage graph from its own size (viewBox); "fit" fills the width
   var scale = 1, fit = false;

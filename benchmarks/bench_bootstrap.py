@@ -11,7 +11,7 @@ secret of weight 192; minutes and ~15 GB for Ren's keys and transforms, DESILO ~
 only runs its own full-slot parameters (N = 2^16), so it is skipped at ``small``.
 
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
-                                            [--peers desilo|none]
+                                            [--peers desilo|none] [--eager]
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ def _bits(got: np.ndarray, want: np.ndarray) -> float:
     return -math.log2(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
 
 
-def run_ren(preset: str, device: str, reps: int) -> dict:
+def run_ren(preset: str, device: str, reps: int, eager: bool = False) -> dict:
     import ren
-    from ren import realization
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
     from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
+    from ren.kernel import COMPUTE
 
     if preset == "n16":
         params = bootstrap_params_n16(device)
@@ -73,18 +73,22 @@ def run_ren(preset: str, device: str, reps: int) -> dict:
         ren.realize(list(ct.parts))
         return x, ct
 
-    fn = ren.jit(lambda c: bt.bootstrap(ev, c))
+    def boot(c):
+        return bt.bootstrap(ev, c)
+
+    fn = boot if eager else ren.jit(boot)  # eager: "again" replays realization's template
     x, ct = fresh()
     t0 = time.perf_counter()
     res = fn(ct)
     ren.realize(list(res.parts))
     out["first_s"] = time.perf_counter() - t0
-    timings = realization.last_timings
-    out["kernels"] = timings.kernels
-    plan = fn.plans[0]
-    out["units"] = len(plan.units)
-    out["arena_bytes"] = plan.memory.arena_bytes if plan.memory is not None else 0
-    out["peak_live_bytes"] = plan.memory.peak_live_bytes if plan.memory is not None else 0
+    out["mode"] = "eager (template cache)" if eager else "ren.jit (capture, replay)"
+    if not eager:
+        plan = fn.plans[0]
+        out["units"] = len(plan.units)
+        out["kernels"] = sum(1 for u in plan.units if u.kind == COMPUTE)
+        out["arena_bytes"] = plan.memory.arena_bytes if plan.memory is not None else 0
+        out["peak_live_bytes"] = plan.memory.peak_live_bytes if plan.memory is not None else 0
     bits = [_bits(enc.decode(dec.decrypt(res)), x)]
     replays = []
     for _ in range(reps):
@@ -156,9 +160,12 @@ def _report(rows: list[dict]) -> None:
             print(f"  keys: {r['galois_keys']} Galois keys + relinearization, "
                   f"{r['key_bytes'] / 2**30:.2f} GiB; prepare {r['prepare_s']:.1f} s, keygen "
                   f"{r['keygen_s']:.1f} s")
-            print(f"  graph: {r['kernels']} kernels, {r['units']} exec units; arena "
-                  f"{r['arena_bytes'] / 2**20:.0f} MiB against {r['peak_live_bytes'] / 2**20:.0f}"
-                  f" MiB peak-live ({r['arena_bytes'] / max(r['peak_live_bytes'], 1):.3f}x)")
+            print(f"  mode: {r['mode']}")
+            if "units" in r:
+                print(f"  JIT plan: {r['units']} exec units ({r['kernels']} kernels); arena "
+                      f"{r['arena_bytes'] / 2**20:.0f} MiB against "
+                      f"{r['peak_live_bytes'] / 2**20:.0f} MiB peak-live "
+                      f"({r['arena_bytes'] / max(r['peak_live_bytes'], 1):.3f}x)")
         else:
             print(f"  keygen (incl. the small bootstrap key) {r['keygen_s']:.1f} s")
         print(f"  first call {r['first_s']:.1f} s; again {r['replay_s']:.2f} s "
@@ -176,10 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", choices=("python", "cpu"))
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--peers", default="desilo", choices=("desilo", "none"))
+    ap.add_argument("--eager", action="store_true",
+                    help="no ren.jit: bootstrap eagerly twice (the second call finds the "
+                         "realization's template; less memory than a capture at n16)")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
     if args.only == "ren":
-        print(json.dumps(run_ren(args.preset, args.device, args.reps)))
+        print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager)))
         return 0
     if args.only == "desilo":
         print(json.dumps(run_desilo(args.reps)))
@@ -187,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bootstrapping, preset {args.preset}, Ren device {args.device}, one thread "
           f"(Ren at {ROOT})")
     common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps)]
-    rows = [_in_subprocess(["--only", "ren", *common])]
+    rows = [_in_subprocess(["--only", "ren", *common, *(["--eager"] if args.eager else [])])]
     if args.peers == "desilo":
         rows.append(_in_subprocess(["--only", "desilo", *common]) if args.preset == "n16" else
                     {"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "

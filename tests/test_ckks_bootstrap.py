@@ -27,7 +27,7 @@ from ren.ckks import (
     plan_rotation_keys,
 )
 from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small, bound_K, centred_lift
-from ren.ckks.encoder import embed_inverse
+from ren.ckks.encoder import embed, embed_inverse
 from ren.ckks.params import CKKSParams
 from ren.ckks.special_fft import bit_reverse
 from ren.errors import ParameterError
@@ -107,6 +107,23 @@ def test_each_stage_against_its_plaintext_counterpart(bs, stages):
     # compares with `out`)
 
 
+def test_slot_to_coeff_alone_against_the_encoding(bs):
+    """SlotToCoeff of two ciphertexts of real slots v_lo, v_hi (bit-reversed halves) has the
+    slots of the polynomial with coefficients (K_0/2π)·(v_lo, v_hi) in natural order: NumPy's
+    FFT-based embedding of them."""
+    params, bt, _kg, ev, enc, encryptor, dec = bs
+    level = params.depth - bt.cts_levels - bt.evalmod_levels
+    rng = np.random.default_rng(11)
+    v = rng.uniform(-1, 1, (2, params.slots))
+    with ren.random.seeded(12):
+        cts = [encryptor.encrypt(enc.encode(vi, level)) for vi in v]
+    out = bt.slot_to_coeff(ev, *cts)
+    assert out.level == bt.output_level
+    coeffs = np.concatenate([bit_reverse(v[0]), bit_reverse(v[1])]) * bt.K0 / (2 * np.pi)
+    want = embed(coeffs, params.N)
+    assert _bits(enc.decode(dec.decrypt(out)), want) > 40 - math.log2(np.max(np.abs(want)))
+
+
 def test_the_cpu_device_gives_the_same_words(bs, stages):
     _params, _bt, *_ = bs
     _x, ct, *_, out = stages
@@ -129,8 +146,9 @@ def test_compute_after_bootstrapping_and_bootstrap_again(bs, stages):
     x, *_, bx = stages
     y = np.random.default_rng(5).uniform(-1, 1, params.slots)
     with ren.random.seeded(6):
-        cy = encryptor.encrypt(enc.encode(y, level=bx.level))
-    prod = ev.rescale(ev.multiply(bx, cy))  # a level used after bootstrapping
+        cy = bt.bootstrap(ev, encryptor.encrypt(enc.encode(y, level=1)))
+    assert cy.level == bx.level == bt.output_level
+    prod = ev.rescale(ev.multiply(bx, cy))  # two bootstrapped ciphertexts, a level used
     assert _bits(enc.decode(dec.decrypt(prod)), x * y) > BITS - 1
     again = bt.bootstrap(ev, prod)  # from level 1: brought to level 0 at Δ_in for free
     assert again.level == bt.output_level
@@ -240,3 +258,17 @@ def test_the_n16_preset_is_128_bit_and_leaves_nine_levels():
     # the level count without preparing the transforms (that takes GBs): 3 + (5 + 5) + 3
     assert 3 + (5 + math.ceil(math.log2(2 * math.pi * 30 / 9))) + 3 == 16
     assert params.depth - 16 == 9
+
+
+def test_the_inspect_program_file_loads():
+    """`ren-inspect report examples/inspect_bootstrap.py` reads this file (the report itself
+    takes ~90 s and 80 MiB at the small preset: measured in the issue's note, not here)."""
+    from pathlib import Path
+
+    from ren.viz.programs import load_program
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "inspect_bootstrap.py"
+    program = load_program(str(path))
+    out = program.builder()
+    assert out.level == 2 and not out.c0.is_realized
+    assert len(program.outputs()) == 2  # the two parts, lazy

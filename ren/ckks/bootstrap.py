@@ -54,9 +54,9 @@ from ren.ckks.ciphertext import Ciphertext, settle_scale
 from ren.ckks.errors import InsecureParametersWarning, OutOfLevelsError, ScaleMismatchError
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.lintrans import LinearTransform
-from ren.ckks.params import CKKSParams
+from ren.ckks.params import CKKSParams, log2_exact
 from ren.ckks.polyeval import chebyshev_coefficients, depth_of
-from ren.ckks.special_fft import merge_stages, special_fft_stages
+from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
 from ren.errors import ParameterError
 from ren.poly import Poly
 from ren.ring.ringspec import RingSpec
@@ -183,13 +183,10 @@ class Bootstrapper:
         self.coeffs = chebyshev_coefficients(
             lambda u: np.cos(2 * np.pi * (u * half / K0 - 0.25) / 2 ** r), degree)
         # CoeffToSlot: U⁻¹ (bit-reversed output) / (2·half); the 1/2 because Re and Im are
-        # then w' ± conj(w').  The small factor goes into the first transform: its input scale
-        # Δ_in is far below the level's, so its plaintexts are encoded at a scale about
-        # Δ·P/Δ_in and keep their precision; in a later one they would lose log2(2·half) bits
+        # then w' ± conj(w')
         top = params.depth
         cts = merge_stages(special_fft_stages(params.slots, inverse=True), cts_levels)
-        cts[0] = {k: v / (2 * half) for k, v in cts[0].items()}
-        self._cts_diagonals = cts
+        self._cts_diagonals = self._balanced(cts, 1 / (2 * half), top)
         self._cts_rest = tuple(LinearTransform(params, d, top - g)
                                for g, d in enumerate(self._cts_diagonals) if g)
         self._cts_first: dict[Fraction, LinearTransform] = {}
@@ -199,6 +196,28 @@ class Bootstrapper:
         stc_top = top - cts_levels - self.evalmod_levels
         self._stc = tuple(LinearTransform(params, d, stc_top - g) for g, d in enumerate(stc))
         self._cts_for(self.input_scale)
+
+    def _balanced(self, groups: list[Diagonals], factor: float, top: int) -> list[Diagonals]:
+        """`groups` (applied from level `top` down), times `factor` in all, shared out so that
+        every transform's plaintexts have the same relative precision.  An entry d encoded at
+        the transform's plaintext scale Δ_pt = Δ_out·P/Δ_in is exact to 1/(|d|·Δ_pt); the
+        entries shrink by half per inverse butterfly stage and by 1/(2·half) in all (2^-36 at
+        N = 2^16), and only the first transform has a large Δ_pt (its input scale is the small
+        Δ_in).  So each group is normalized to entries of at most 1 and gets the share of the
+        factor that makes max|d|·Δ_pt the same for all (about 2^50 at the presets)."""
+        p = self.params
+        log_pt, log_total, unit = [], math.log2(factor), []
+        for g, d in enumerate(groups):
+            level = top - g
+            into = self.input_scale if g == 0 else p.scale(level)
+            log_pt.append(log2_exact(p.scale(level - 1) * math.prod(p.rescale_moduli(level))
+                                     / into))
+            peak = max(float(np.max(np.abs(v))) for v in d.values())
+            log_total += math.log2(peak)
+            unit.append({k: v / peak for k, v in d.items()})
+        even = (log_total + sum(log_pt)) / len(groups)
+        return [{k: v * 2.0 ** (even - lp) for k, v in d.items()}
+                for d, lp in zip(unit, log_pt, strict=True)]
 
     def _cts_for(self, scale: Fraction) -> tuple[LinearTransform, ...]:
         """The CoeffToSlot transforms for inputs of `scale` (the level-0 ciphertext's): the

@@ -396,6 +396,10 @@ class MemoryPlan:
     def peak_live_bytes(self) -> int:
         return sum(self.peaks.values())
 
+    def __repr__(self) -> str:  # the fields hold every buffer: far too long to print
+        return (f"<MemoryPlan {self.steps} steps, {len(self.planned)} planned buffers, "
+                f"arena {self.arena_bytes} bytes (peak live {self.peak_live_bytes})>")
+
     def summary(self) -> str:
         """A short table: per device, planned buffers, their bytes, the arena and the bound."""
         lines = [f"memory plan: {self.steps} items, {len(self.planned)} planned buffers, "

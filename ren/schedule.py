@@ -57,6 +57,10 @@ class ScheduleTrace:
     #: with ``trace``: ("01_simplify", what its rewrites did), ... one per pass run
     provenance: list[tuple[str, Provenance]] = field(default_factory=list)
 
+    def __repr__(self) -> str:  # the fields hold whole graphs: far too long to print
+        stages = f"{len(self.graphs)} graphs" if self.graphs else "the final graph"
+        return f"<ScheduleTrace {stages}, {len(toposort(self.sink))} nodes at the end>"
+
 
 def as_sink(*outputs: Any) -> Node:
     """A SINK over Polys/Nodes (or an existing SINK, returned as is)."""

@@ -12,7 +12,9 @@ a thin shell over it.
 
 Modules: `programs` (built-in examples and program files), `trace` (stages and diffs), `nodes`
 (op families, labels, details), `graph` (Graphviz), `arena`, `jitplan`, `kernels`, `golden`,
-`report` (jinja2 templates in ``templates/``).
+`report` (jinja2 templates in ``templates/``), `notebook` (rich displays in Jupyter: importing
+``ren.viz`` in IPython, or ``%load_ext ren.viz``, makes a Poly, a pass trace, a MemoryPlan and a
+JitPlan show their pictures).
 """
 
 try:  # the viz extra: a clear error instead of a bare ModuleNotFoundError deep in a module
@@ -22,14 +24,28 @@ except ModuleNotFoundError as _e:
     raise ImportError(f"ren.viz needs {_e.name}, which comes with the viz extra of ren: "
                       "pip install -e '.[viz]' (or '.[test]')", name=_e.name) from None
 
+from ren.viz import notebook
 from ren.viz.arena import ArenaView, arena_ascii, arena_svg, plan_program
 from ren.viz.golden import DEFAULT_GOLDEN, diff_text, golden_diff
 from ren.viz.graph import TooLarge, graph_dot, graph_svg, render_svg, schedule_agraph, stage_agraph
 from ren.viz.jitplan import JitView, capture_jit, capture_template, from_plan, from_template
 from ren.viz.kernels import KernelInfo, kernel_infos
+from ren.viz.notebook import Picture, picture
 from ren.viz.programs import Program, examples, load_program
 from ren.viz.report import SECTIONS, ReportOptions, jit_view, report_html
 from ren.viz.trace import PassTrace, Stage, stage_text, trace_passes, trace_text
+
+notebook.enable()  # inside IPython: Poly, MemoryPlan, JitPlan … show their pictures
+
+
+def load_ipython_extension(shell: object) -> None:
+    """``%load_ext ren.viz``: register the rich displays (`ren.viz.notebook`)."""
+    notebook.enable(shell)
+
+
+def unload_ipython_extension(shell: object) -> None:
+    notebook.disable(shell)
+
 
 __all__ = [
     "DEFAULT_GOLDEN",
@@ -38,6 +54,7 @@ __all__ = [
     "JitView",
     "KernelInfo",
     "PassTrace",
+    "Picture",
     "Program",
     "ReportOptions",
     "Stage",
@@ -56,6 +73,8 @@ __all__ = [
     "jit_view",
     "kernel_infos",
     "load_program",
+    "notebook",
+    "picture",
     "plan_program",
     "render_svg",
     "report_html",

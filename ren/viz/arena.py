@@ -41,6 +41,18 @@ class ArenaView:
     def name(self, b: Buffer) -> str:
         return self.names.get(id(b), f"#{b.uid}")
 
+    def step_name(self, i: int) -> str:
+        """The kernel at schedule step `i` (``step i`` for a bare plan, which has no items)."""
+        return self.items[i].name if i < len(self.items) else f"step {i}"
+
+    def __repr__(self) -> str:
+        return f"<ArenaView {len(self.items)} items, {self.plan!r}>"
+
+    def _repr_html_(self) -> str:  # Jupyter: the arena picture and its tables
+        from ren.viz.notebook import memory_html
+
+        return memory_html(self)
+
 
 def buffer_names(sink: Node) -> dict[int, str]:
     """id(Buffer) -> its name in the canonical dump of `sink` (``buf0``, ``buf1``, …)."""
@@ -82,7 +94,7 @@ def arena_rows(view: ArenaView) -> list[dict[str, Any]]:
         rows.append({"buffer": view.name(b), "device": b.device,
                      "shape": f"{b.shape[0]}x{b.shape[1]}", "first": first, "last": last,
                      "offset": plan.offsets[b], "size": plan.sizes[b],
-                     "written_by": view.items[first].name})
+                     "written_by": view.step_name(first)})
     return rows
 
 
@@ -148,7 +160,7 @@ def _device_picture(view: ArenaView, dev: str) -> dict[str, Any]:
                                                               and h > 12 else "")
         rects.append({"x": x, "y": y, "w": w, "h": h, "hue": _hue(i), "label": label,
                       "title": f"{name} ({b.shape[0]}x{b.shape[1]}): steps {first}..{last} "
-                               f"(written by {view.items[first].name}), offset "
+                               f"(written by {view.step_name(first)}), offset "
                                f"{plan.offsets[b]}, {plan.sizes[b]} bytes"})
     # live planned bytes per step: the lower bound's profile
     live = [0] * steps

@@ -71,6 +71,14 @@ class JitView:
                          "reads": ", ".join(self.name(b) for b in bufs[1:]) or "—"})
         return rows
 
+    def __repr__(self) -> str:
+        return f"<JitView {self.source}: {len(self.units)} units, runner {self.runner}>"
+
+    def _repr_html_(self) -> str:  # Jupyter: the plan's tables
+        from ren.viz.notebook import jit_html
+
+        return jit_html(self)
+
     def memory_rows(self) -> list[dict[str, Any]]:
         plan = self.memory
         if plan is None:

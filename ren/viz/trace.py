@@ -124,6 +124,15 @@ class PassTrace:
     def golden_texts(self) -> dict[str, str]:
         return {s.name: self.golden_text(s) for s in self.stages}
 
+    def __repr__(self) -> str:
+        return (f"<PassTrace {len(self.stages)} stages: {len(self.stages[0].order)} nodes in, "
+                f"{len(self.stages[-1].order)} out>")
+
+    def _repr_html_(self) -> str:  # Jupyter: the table of passes and the changed stages
+        from ren.viz.notebook import trace_html
+
+        return trace_html(self)
+
 
 def classify(before: list[Node], after: list[Node], prov: Provenance | None = None,
              pass_name: str = "") -> tuple[dict[Node, str], list[Node], dict[Node, Node]]:
@@ -173,6 +182,15 @@ def trace_passes(*outputs: object) -> PassTrace:
     trace = PassTrace(stages, ctx)
     for stage in stages:  # name rings and buffers once, by first appearance in the trace
         marked_lines(stage, trace.names)
+    return trace
+
+
+def input_trace(*outputs: object) -> PassTrace:
+    """A trace of the input stage alone (no pass runs): enough to draw the graph as built."""
+    sink = as_sink(*outputs)
+    stage, _ = _stage(0, "00_input", sink, None, None, 0)
+    trace = PassTrace([stage], ScheduleContext())
+    marked_lines(stage, trace.names)
     return trace
 
 
@@ -268,5 +286,5 @@ def trace_text(trace: PassTrace, which: int | str | None = None) -> str:
     return before + "\n" + stage_text(stage, prev, names=names) + contract
 
 
-__all__ = ["MARKS", "PassTrace", "Stage", "classify", "marked_lines", "note", "stage_text",
-           "trace_passes", "trace_text"]
+__all__ = ["MARKS", "PassTrace", "Stage", "classify", "input_trace", "marked_lines", "note",
+           "stage_text", "trace_passes", "trace_text"]

@@ -1,9 +1,11 @@
 """Rich displays in Jupyter (ren.viz.notebook): each repr is well-formed HTML/SVG naming what the
-engine's own records hold, large graphs are summarised instead of laid out, and the IPython
-registration works."""
+engine's own records hold, large graphs are summarised instead of laid out, the IPython
+registration works, and examples/tour.ipynb runs in a real kernel with the rich reprs in its
+outputs."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -23,6 +25,7 @@ from ren.viz import graph as gv
 from ren.viz import notebook as nb
 
 ROOT = Path(__file__).resolve().parent.parent
+TOUR = ROOT / "examples" / "tour.ipynb"
 RING = ren.RingSpec.generate(N=16, count=3)
 
 
@@ -170,3 +173,33 @@ def test_enable_registers_with_ipython_formatter():
     assert "text/html" in shell.display_formatter.format(d)[0]
     assert nb.enable() is False or "IPython" in sys.modules  # no shell running: nothing to do
 
+
+def test_the_tour_notebook_runs(monkeypatch):
+    """examples/tour.ipynb in a real kernel: every cell runs, the rich reprs are in the outputs
+    and the ren-inspect commands print what their Python equivalents print."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    # the kernel and `!ren-inspect` come from this interpreter's environment
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep
+                       + os.environ.get("PATH", ""))
+    notebook = nbformat.read(TOUR, as_version=4)
+    assert not any(c.get("outputs") for c in notebook.cells if c.cell_type == "code"), \
+        "commit the tour without outputs"
+    t0 = time.perf_counter()
+    nbclient.NotebookClient(notebook, timeout=60, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "examples")}}).execute()
+    assert time.perf_counter() - t0 < 60
+    html = "\n".join(o["data"].get("text/html", "") for c in notebook.cells
+                     if c.cell_type == "code" for o in c.outputs if "data" in o)
+    svg = [o["data"]["image/svg+xml"] for c in notebook.cells if c.cell_type == "code"
+           for o in c.outputs if "image/svg+xml" in o.get("data", {})]
+    for cls in ("ren-poly", "ren-trace", "ren-memory", "ren-jit"):
+        assert f'class="ren-repr {cls}"' in html, cls
+    assert svg and svg[0].startswith("<svg")
+    streams = "".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
+                      for o in c.outputs if o["output_type"] == "stream")
+    streams = re.sub(r"\x1b\[[0-9;]*m", "", streams)
+    assert streams.count("== before: 02_lower_ring_ops") == 2  # the CLI and trace_text
+    assert "keyswitch: memory plan of 17 schedule steps" in streams
+    assert "memory plan: 17 items" in streams

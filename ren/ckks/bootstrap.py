@@ -23,7 +23,9 @@ input scale Δ_in is small, so its plaintexts keep their precision.
 **EvalMod** maps u = y/((K + 1)·K_0) (y = t_j/Δ_in) to sin(2π·y/K_0) ≈ (2π/K_0)·m_j/Δ_in: a
 Chebyshev fit on [−1, 1] of cos(2π(y/K_0 − 1/4)/2^r), then r double-angle steps
 cos 2θ = 2cos²θ − 1 (sin = cos shifted by a quarter period).  The sine is within (2π·y/K_0)²/6
-of the identity relative to y: |m/Δ_in| ≤ 1 keeps that below 2^-27 for K_0 = 2^15.
+of the identity relative to y, and y is a *coefficient*: slots uniform in [−1, 1] give
+coefficients of about √(2/N), so K_0 can be small (`default_message_ratio_bits`: 2^12 at
+N = 256, 2^8 at N = 2^16), and every bit less of K_0 is a bit more precision (below).
 **SlotToCoeff** puts the coefficients back: v_lo + i·v_hi through U (again factored, into
 `stc_levels` transforms, with the constant K_0/2π folded in): the slots are the message's.
 
@@ -31,9 +33,11 @@ Levels used: cts_levels + ⌈log2(degree+1)⌉ + r + stc_levels.  Every stage is
 in the explicit mode, so the whole bootstrapping is one lazy graph through the twelve passes, on
 any device, and `ren.jit` can capture it.
 
-**Precision.**  An error δ in u becomes (K + 1)·K_0·δ in y: CoeffToSlot must be exact to about
-2^-47 (float64 encoding is the floor, ~2^-50), which a small Δ_in makes possible; SlotToCoeff
-then adds log2 √(N/2) bits of error growth.  Measured: 24 bits at N = 256, 20 at N = 1024.
+**Precision.**  An error δ in u becomes (K + 1)·K_0·δ in y: CoeffToSlot is exact to about
+2^-47 (float64 encoding is the floor, ~2^-50; a small Δ_in keeps its first plaintexts precise),
+and SlotToCoeff adds log2 √(N/2) bits of error growth.  Measured (slots uniform in [−1, 1]):
+28.4 bits at N = 256 (h = 16, K_0 = 2^12); at N = 4096 with the n16 preset's shape (h = 192,
+58-bit scale, 3 + 3 transform levels) 18.9 bits with K_0 = 2^15, 24.5 with 2^9.
 
 **Range.**  Messages must stay within |x| ≤ 1 at Δ_in (m/Q_0 small for the sine), and |I| ≤ K
 holds with overwhelming probability, not surely: beyond it EvalMod returns garbage, which no
@@ -87,6 +91,13 @@ def bootstrap_params_n16(device: str = "python") -> CKKSParams:
                       secret=("sparse", 192), device=device)
 
 
+def default_message_ratio_bits(N: int) -> int:
+    """log2 K_0 for slots in [−1, 1] at ring degree N: 16 − log2(N)/2 (at least 8).  The sine's
+    error grows as (y/K_0)² with coefficients y ~ √(2/N), the error CoeffToSlot passes on as
+    K_0: this balances them (measured optimum 2^12 at N = 256, 2^9–2^10 at N = 4096)."""
+    return max(8, 16 - (N.bit_length() - 1) // 2)
+
+
 def bound_K(params: CKKSParams) -> int:
     """A bound on |I| in t = m + Q_0·I after ModRaise.  The parts are lifted to their centred
     representatives, so each coefficient of c_1·s is a sum of h terms ±c_1,k with c_1,k about
@@ -138,12 +149,12 @@ class Bootstrapper:
             is exact to about 2^-45 (r = 3 for K = 10, 5 for K = 29).
         K: the bound on |I| EvalMod covers (default `bound_K`).
         message_ratio_bits: log2 of K_0 = Q_0/Δ_in, Δ_in the scale the input must have at
-            level 0 (`input_scale`): EvalMod's sine is within (2π/K_0)²/6 of the identity.
+            level 0 (`input_scale`); default `default_message_ratio_bits(N)`.
     """
 
     def __init__(self, params: CKKSParams, degree: int = 31, double_angles: int | None = None,
                  K: int | None = None, cts_levels: int = 2, stc_levels: int = 2,
-                 message_ratio_bits: int = 15) -> None:
+                 message_ratio_bits: int | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Bootstrapper needs CKKSParams, got {type(params).__name__}")
         stages = params.slots.bit_length() - 1
@@ -166,6 +177,9 @@ class Bootstrapper:
                 f"parameters have {params.depth}; use more depth or fewer transform levels")
         self.output_level = params.depth - self.levels_used
         self.Q0 = params.ring(0).Q
+        if message_ratio_bits is None:
+            message_ratio_bits = default_message_ratio_bits(params.N)
+        self.message_ratio_bits = message_ratio_bits
         if isinstance(message_ratio_bits, bool) or not isinstance(message_ratio_bits, int) or \
                 not 4 <= message_ratio_bits <= self.Q0.bit_length() - 20:
             raise ParameterError(
@@ -331,4 +345,4 @@ class Bootstrapper:
 
 
 __all__ = ["Bootstrapper", "bootstrap_params_n16", "bootstrap_params_small", "bound_K",
-           "centred_lift"]
+           "centred_lift", "default_message_ratio_bits"]

@@ -39,7 +39,10 @@ and SlotToCoeff adds log2 √(N/2) bits of error growth.  Measured (slots unifor
 28.4 bits at N = 256 (h = 16, K_0 = 2^12); at N = 4096 with the n16 preset's shape (h = 192,
 58-bit scale, 3 + 3 transform levels) 18.9 bits with K_0 = 2^15, 24.5 with 2^9.
 
-**Range.**  Messages must stay within |x| ≤ 1 at Δ_in (m/Q_0 small for the sine), and |I| ≤ K
+**Range.**  The small default K_0 assumes spread-out slots: a message whose coefficients are
+large (a constant vector x has coefficient 0 equal to x) loses (2π·|y|/K_0)²/6 relatively, 13
+bits for |y| = 1 at K_0 = 2^8; pass ``message_ratio_bits=15`` for such data (2^-27).  Messages
+must stay within |x| ≤ 1 at Δ_in (m/Q_0 small for the sine), and |I| ≤ K
 holds with overwhelming probability, not surely: beyond it EvalMod returns garbage, which no
 check can see without the secret key.  **Not yet** (issue 19): the arcsine correction and
 sparse-secret encapsulation.

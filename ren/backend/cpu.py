@@ -109,10 +109,11 @@ def omp_environment() -> None:
     libgomp's default lets an idle team thread spin up to 300,000 pause loops (milliseconds)
     after every parallel loop.  Ren's kernels run one after the other with Python or a short C
     step between them, so with REN_CPU_THREADS=2 on two busy cores the spinning thread took the
-    core its own master needed: measured on a loaded 2-core machine, the JIT-replayed rotate at
-    N = 2^14 went from 16 ms (1 thread) to 50..340 ms (2 threads, spinning) against 17 ms
-    (2 threads, passive).  Passive waiting costs a futex wake per parallel loop instead, which
-    the kernels' work thresholds (cpu_ring.c's REN_PAR_MIN_WORK) keep small against the loop.
+    core its own master needed: measured on a 2-core machine with one core busy elsewhere, the
+    JIT-replayed multiply at N = 2^14 took 15 ms on 1 thread and 380..630 ms on 2 (spinning),
+    18..19 ms on 2 (passive); at N = 2^16, 600 ms against 1190 ms (spinning), 540 ms (passive).
+    Passive waiting costs a futex wake per parallel loop instead, which the kernels' work
+    thresholds (cpu_ring.c's REN_PAR_MIN_WORK) keep small against the loop.
     On a machine with cores to spare, ``OMP_WAIT_POLICY=active`` restores spinning."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = OMP_WAIT_DEFAULT

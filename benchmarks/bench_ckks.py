@@ -43,7 +43,11 @@ product, automorphism, other elementwise; ckks_breakdown.py) against the replay 
 
 Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--device python,cpu]
                                       [--sizes 14,16 | --big] [--depth 7] [--scale-bits 40]
-                                      [--breakdown] [--profile]
+                                      [--threads 1,2] [--breakdown] [--profile]
+
+--threads 1,2,...: Ren's "cpu" device once per thread count (REN_CPU_THREADS), columns
+ren-cpux1, ren-cpux2, ...; the peers stay on one thread.  Compare wall and CPU time: on a
+loaded machine a second thread shows up as CPU time without a wall-time gain.
 """
 
 from __future__ import annotations
@@ -189,8 +193,17 @@ def run_ren(cfg: Config) -> Result:
         cpu.cpu_flags()  # raises DeviceError when there is no C compiler
     except ren.RenError as e:
         raise Skipped(f"ren-cpu: {e}") from e
-    with backend_override("python", cpu.open_device):
-        return _run_ren(cfg)
+    if cfg.threads is None:
+        with backend_override("python", cpu.open_device):
+            return _run_ren(cfg)
+    # --threads: this run's REN_CPU_THREADS, for the libraries loaded already (set_threads
+    # reaches every loaded one) and for those compiled during the run (the override)
+    with ren.settings.override(REN_CPU_THREADS=cfg.threads), \
+            backend_override("python", cpu.open_device):
+        cpu.CpuDevice("cpu").set_threads(cfg.threads)
+        res = _run_ren(cfg)
+    res.threads = cfg.threads
+    return res
 
 
 def _run_ren(cfg: Config) -> Result:
@@ -439,15 +452,21 @@ def summary_table(by_n: dict[int, list[Result]]) -> str:
 
 
 def run(cfg: Config, libs: list[str], out: Callable[[str], None] = print,
-        devices: tuple[str, ...] | None = None) -> list[Result]:
-    """Every library of `libs` on `cfg`; Ren once per device of `devices` (default: cfg's)."""
+        devices: tuple[str, ...] | None = None,
+        threads: tuple[int, ...] | None = None) -> list[Result]:
+    """Every library of `libs` on `cfg`; Ren once per device of `devices` (default: cfg's),
+    and on "cpu" once per thread count of `threads` (default: REN_CPU_THREADS as set)."""
     results = []
     for lib in libs:
         for device in (devices or (cfg.device,)) if lib == "ren" else (cfg.device,):
-            try:
-                results.append(RUNNERS[lib](dataclasses.replace(cfg, device=device)))
-            except Skipped as e:
-                out(f"note: skipped {e}")
+            counts: tuple[int | None, ...] = (threads or (None,)) \
+                if lib == "ren" and device == "cpu" else (None,)
+            for t in counts:
+                try:
+                    results.append(RUNNERS[lib](dataclasses.replace(cfg, device=device,
+                                                                    threads=t)))
+                except Skipped as e:
+                    out(f"note: skipped {e}")
     return results
 
 
@@ -490,6 +509,9 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
                     help="time Ren's mul and rotate kernels by category (JIT plan profiles)")
     ap.add_argument("--profile", action="store_true",
                     help="also cProfile one Ren mul+relin+rescale")
+    ap.add_argument("--threads", default=None,
+                    help="Ren cpu: comma list of REN_CPU_THREADS values run one after the other, "
+                         "e.g. 1,2 (default: REN_CPU_THREADS, else 1)")
     ap.add_argument("--insecure", action="store_true", help=argparse.SUPPRESS)  # smoke tests
     args = ap.parse_args(argv)
     libs = _csv(args.only)
@@ -509,6 +531,15 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
         ap.error(f"--sizes: expected log2 N values such as 14,16, got {args.sizes!r}")
     if not sizes or any(not 10 <= s <= 17 for s in sizes):
         ap.error(f"--sizes: log2 N must lie in 10..17, got {args.sizes!r}")
+    threads: tuple[int, ...] | None = None
+    if args.threads is not None:
+        try:
+            threads = tuple(int(s) for s in _csv(args.threads))
+        except ValueError:
+            ap.error(f"--threads: expected thread counts such as 1,2, got {args.threads!r}")
+        if not threads or any(not 1 <= t <= 256 for t in threads):
+            ap.error(f"--threads: thread counts must lie in 1..256 (REN_CPU_THREADS's range), "
+                     f"got {args.threads!r}")
     by_n: dict[int, list[Result]] = {}
     for log_n in sizes:
         depth, scale_bits = SIZE_DEFAULTS.get(log_n, (DEFAULT_DEPTH, DEFAULT_SCALE_BITS))
@@ -517,14 +548,16 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
                      reps=args.reps, keygen_reps=args.keygen_reps, seed=args.seed,
                      profile=args.profile, breakdown=args.breakdown, insecure=args.insecure,
                      device=devices[0])
-        print(f"CKKS, N = 2^{log_n}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, one thread, "
+        thr = ("one thread" if threads is None else
+               f"Ren cpu at {','.join(map(str, threads))} threads, peers on one")
+        print(f"CKKS, N = 2^{log_n}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, {thr}, "
               f"{cfg.reps} reps (keygen {cfg.keygen_reps}); Ren devices {', '.join(devices)}; "
               f"Python {sys.version.split()[0]}, NumPy {np.__version__}; {_load()}")
         print(f"Ren from {_ren_path()}")
         with warnings.catch_warnings():
             if args.insecure:  # the smoke tests' tiny rings are insecure on purpose
                 warnings.simplefilter("ignore")
-            results = run(cfg, libs, devices=devices)
+            results = run(cfg, libs, devices=devices, threads=threads)
         if not results:
             print("nothing ran")
             continue

@@ -51,6 +51,7 @@ class Config:
     profile: bool = False  # cProfile one Ren mul+relin+rescale
     device: str = "python"  # Ren's device (DEVICES)
     breakdown: bool = False  # Ren: time each kernel of the JIT plans by category
+    threads: int | None = None  # Ren's "cpu" device: REN_CPU_THREADS for this run (None: as set)
 
 
 @dataclasses.dataclass
@@ -66,6 +67,7 @@ class Result:
     # schedule / plan / lower / run) and its kernel count.
     stages: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     device: str | None = None  # Ren's device; None for the peers
+    threads: int | None = None  # Ren "cpu" with --threads: the thread count of this run
     # Ren only: op -> JIT capture seconds, and op -> kernel category -> seconds (--breakdown)
     capture: dict[str, float] = dataclasses.field(default_factory=dict)
     breakdown: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
@@ -73,7 +75,9 @@ class Result:
     @property
     def name(self) -> str:
         """The column name: the library, and Ren's device when one is set."""
-        return self.lib if self.device is None else f"{self.lib}-{self.device}"
+        if self.device is None:
+            return self.lib
+        return f"{self.lib}-{self.device}" + ("" if self.threads is None else f"x{self.threads}")
 
     def median_ms(self, op: str, cpu: bool = False) -> float:
         samples = (self.cpu if cpu else self.times).get(op)

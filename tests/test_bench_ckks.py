@@ -137,6 +137,27 @@ def test_cli_cpu_device_tiny(capsys) -> None:
     assert "where the time goes, N = 2^10" in out and "cpu rot" in out
 
 
+def test_cli_threads_runs_ren_cpu_once_per_count(capsys) -> None:
+    _needs_cc()
+    import ren
+
+    by_n = bench.main(["--only", "ren", "--device", "cpu", "--threads", "1,2", "--sizes", "10",
+                       "--depth", "1", "--reps", "1", "--keygen-reps", "1", "--insecure"])
+    out = capsys.readouterr().out
+    results = by_n[1 << 10]
+    assert [r.name for r in results] == ["ren-cpux1", "ren-cpux2"]
+    assert [r.params["device"] for r in results] == ["cpu, 1 thr", "cpu, 2 thr"]
+    assert "Ren cpu at 1,2 threads" in out and "ren-cpux2" in out
+    assert ren.settings.get("REN_CPU_THREADS") == 1  # the overrides ended with their runs
+
+
+@pytest.mark.parametrize("bad", ["0", "1,x", "257", ""])
+def test_cli_rejects_bad_threads(capsys, bad) -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--only", "ren", "--device", "cpu", "--threads", bad])
+    assert "--threads" in capsys.readouterr().err
+
+
 def test_cli_rejects_unknown_device(capsys) -> None:
     with pytest.raises(SystemExit):
         bench.main(["--device", "python,tpu"])

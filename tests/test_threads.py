@@ -8,6 +8,7 @@ single-threaded or big-integer reference.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -244,3 +245,122 @@ def test_dead_nodes_leave_the_table():
     assert len(node_mod._refs) == before + 1001
     del n
     assert len(node_mod._refs) == before
+
+
+# -- OpenMP threads of the compiled "cpu" device (REN_CPU_THREADS) ---------------------------------
+def _cpu_or_skip():
+    from ren.backend.c_host import find_cc
+
+    if find_cc() is None:
+        pytest.skip("no system C compiler (cc) found")
+    from ren.backend import cpu
+    return cpu
+
+
+@contextlib.contextmanager
+def _omp_threads(n: int) -> Iterator[None]:
+    """Every loaded 'cpu' library (and those compiled inside the block) on n OpenMP threads."""
+    cpu = _cpu_or_skip()
+    dev = cpu.CpuDevice("cpu")
+    with ren.settings.override(REN_CPU_THREADS=n):
+        dev.set_threads(n)
+        try:
+            yield
+        finally:
+            dev.set_threads(1)
+
+
+OMP_COUNTS = (1, 2, 3, 4)
+
+
+# sizes on both sides of the kernels' work thresholds (a parallel loop and a serial one)
+@pytest.mark.parametrize("N,limbs,bits", [(1 << 12, 6, 30), (1 << 10, 5, 31), (64, 3, 30)],
+                         ids=["lazy-parallel", "exact-parallel", "small-serial"])
+def test_ring_kernels_bit_identical_at_every_thread_count(N, limbs, bits):
+    cpu = _cpu_or_skip()
+    from ren.kernel import RingCall
+    from ren.ring import RingKernel, RingSpec, divide_round_mont, ring_convert_mont
+
+    ring = RingSpec.generate(N, limbs + 3, bits=bits)
+    src = RingSpec(N, ring.moduli[:limbs])
+    dst = RingSpec(N, (*src.moduli[1:], *ring.moduli[limbs:]))  # copies and new limbs
+    kept = src.drop_last(2)
+    q = np.array(src.moduli, dtype=np.uint64).reshape(-1, 1)
+    x = (np.random.default_rng(N + bits).integers(0, 1 << 62, (limbs, N), dtype=np.uint64)
+         % q).astype(np.uint32)
+    calls = {
+        "ntt": (RingCall(RingKernel.NTT, N, src.moduli, src.moduli), src.limbs),
+        "intt": (RingCall(RingKernel.INTT, N, src.moduli, src.moduli), src.limbs),
+        "bconv": (RingCall(RingKernel.BASIS_CONVERT, N, src.moduli, dst.moduli), dst.limbs),
+        "rescale": (RingCall(RingKernel.RESCALE, N, src.moduli, kept.moduli,
+                             dropped=src.moduli[-2:]), kept.limbs),
+    }
+    expected = {"ntt": ntt(x, src), "intt": intt(x, src), "bconv": ring_convert_mont(x, src, dst),
+                "rescale": divide_round_mont(x, src, 2)}
+    for n in OMP_COUNTS:
+        with _omp_threads(n):
+            for name, (call, rows) in calls.items():
+                fn = cpu.library_call(call)
+                assert fn is not None
+                out = np.empty((rows, N), np.uint32)
+                fn([out, x])
+                assert np.array_equal(out, expected[name]), f"{name} differs at {n} threads"
+
+
+def test_programs_bit_identical_at_every_thread_count():
+    """Elementwise kernels (above and below their 2^16-word threshold), an automorphism, a
+    basis conversion and a rescale, realized and JIT-replayed on the 'cpu' device."""
+    _cpu_or_skip()
+    big = ren.RingSpec.generate(1 << 14, 8)
+    little = ren.RingSpec.generate(1 << 8, 5)
+    rng = np.random.default_rng(5)
+
+    def poly(r: ren.RingSpec) -> ren.Poly:
+        r = ren.RingSpec(r.N, r.moduli[:-2])
+        q = np.array(r.moduli, dtype=np.uint64).reshape(-1, 1)
+        words = (rng.integers(0, 1 << 62, (r.limbs, r.N), dtype=np.uint64) % q)
+        return ren.Poly.from_residues(words.astype(np.uint32), r, device="cpu").realize()
+
+    def program(a: ren.Poly, b: ren.Poly) -> ren.Poly:
+        full = big if a.ring.N == big.N else little
+        c = (a.ntt() * b.ntt() + a.ntt().automorph(5)).intt()
+        moved = c.to_ring(ren.RingSpec(c.ring.N, (*c.ring.moduli[1:], *full.moduli[-2:])))
+        return moved.rescale(full.moduli[-1]) * 3 - a.to_ring(
+            ren.RingSpec(c.ring.N, (*c.ring.moduli[1:], full.moduli[-2])))
+
+    inputs = {r.N: (poly(r), poly(r)) for r in (big, little)}
+    jitted = ren.jit(program)
+    words: dict[int, bytes] = {}
+    for n in OMP_COUNTS:
+        with _omp_threads(n):
+            for size, (a, b) in inputs.items():
+                eager = program(a, b).numpy().tobytes()
+                replay = jitted(a, b).numpy().tobytes()
+                assert replay == eager, f"replay differs from eager at {n} threads"
+                assert words.setdefault(size, eager) == eager, f"N={size}: {n} threads differ"
+
+
+def test_cpu_threads_out_of_range_is_a_clear_error(monkeypatch):
+    cpu = _cpu_or_skip()
+    dev = cpu.CpuDevice("cpu")
+    for bad in (0, -1, 257):
+        with pytest.raises(ren.errors.SettingsError, match=r"REN_CPU_THREADS.*1\.\.256"):
+            dev.set_threads(bad)
+    monkeypatch.setenv("REN_CPU_THREADS", "0")
+    with pytest.raises(ren.errors.SettingsError, match=r"REN_CPU_THREADS.*1\.\.256"):
+        ren.settings._read_env("REN_CPU_THREADS")
+
+
+def test_openmp_waits_passively_unless_told(monkeypatch):
+    cpu = _cpu_or_skip()
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    cpu.omp_environment()
+    assert os.environ["OMP_WAIT_POLICY"] == "passive"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    cpu.omp_environment()
+    assert os.environ["OMP_WAIT_POLICY"] == "active"
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "1000")
+    cpu.omp_environment()
+    assert "OMP_WAIT_POLICY" not in os.environ

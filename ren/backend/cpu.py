@@ -32,7 +32,10 @@
   call list into `CompiledPlan`: a C array of entry points and argument vectors run by one C loop
   (``ren_run_plan``), with only the per-run arrays patched in from Python.
 * Threads: ``REN_CPU_THREADS`` (default 1) splits limbs over OpenMP threads when the compiler
-  supports OpenMP.
+  supports OpenMP: a limb loop goes parallel only when its work is large enough (2^15 weighted
+  words in the ring kernels, 2^16 words in an elementwise kernel), with dynamic scheduling, and
+  team threads wait passively (`omp_environment`).  Results are bit-identical at every thread
+  count: every iteration writes only its own limbs' rows.
 
 Memory is the host allocator of the NumPy device, so copies between ``"python"`` and ``"cpu"``
 are plain array copies.  Without a C compiler, opening ``"cpu"`` raises a `DeviceError` that
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import _ctypes
 import ctypes
+import os
 import threading
 import time
 import weakref
@@ -80,14 +84,39 @@ _HEADER = r"""/* Ren elementwise kernels for the "cpu" device */
 static int ren_threads = 1;
 void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
 #ifdef _OPENMP
-#define REN_PARALLEL_LIMBS \
-  _Pragma("omp parallel for schedule(static) num_threads(ren_threads) if(ren_threads > 1)")
+/* the limb loop on ren_threads threads when its words (a constant) reach 2^16: elementwise work
+   is memory bound, so a smaller loop is over before a team would have woken up (cpu_ring.c) */
+#define REN_PRAGMA(x) _Pragma(#x)
+#define REN_PARALLEL_LIMBS(work)                                                     \
+  REN_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(ren_threads)          \
+             if(ren_threads > 1 && (work) >= (1LL << 16)))
 #endif
 """
 
 
 def threads() -> int:
     return settings.get("REN_CPU_THREADS")
+
+
+#: the OpenMP wait policy Ren asks for when the environment names none (`omp_environment`)
+OMP_WAIT_DEFAULT = "passive"
+
+
+def omp_environment() -> None:
+    """Before the first OpenMP library loads (libgomp reads its environment once, when it is
+    loaded): ``OMP_WAIT_POLICY=passive`` unless ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` is set.
+
+    libgomp's default lets an idle team thread spin up to 300,000 pause loops (milliseconds)
+    after every parallel loop.  Ren's kernels run one after the other with Python or a short C
+    step between them, so with REN_CPU_THREADS=2 on two busy cores the spinning thread took the
+    core its own master needed: measured on a 2-core machine with one core busy elsewhere, the
+    JIT-replayed multiply at N = 2^14 took 15 ms on 1 thread and 380..630 ms on 2 (spinning),
+    18..19 ms on 2 (passive); at N = 2^16, 600 ms against 1190 ms (spinning), 540 ms (passive).
+    Passive waiting costs a futex wake per parallel loop instead, which the kernels' work
+    thresholds (cpu_ring.c's REN_PAR_MIN_WORK) keep small against the loop.
+    On a machine with cores to spare, ``OMP_WAIT_POLICY=active`` restores spinning."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = OMP_WAIT_DEFAULT
 
 
 def ring_source(isa: str) -> str:
@@ -117,6 +146,7 @@ def ring_library(isa: str | None = None) -> ctypes.CDLL:
         lib = _ring_libs.get(isa)
         if lib is None:
             path = cached_library(ring_source(isa), isa_flags(isa), cache_dir())
+            omp_environment()
             lib = _ring_libs[isa] = open_library(path)
             lib.ren_set_threads(threads())
         return lib
@@ -130,6 +160,7 @@ def _open_kernel_library(path: str) -> ctypes.CDLL:
     """Load a verified kernel library; it is closed (dlclose) when the CDLL object is collected,
     i.e. when nothing holds it: every holder of an address inside it (a CpuCall, a host
     wrapper function, a CompiledPlan through its calls) holds the CDLL too."""
+    omp_environment()
     lib = open_library(path)
     done = weakref.finalize(lib, _ctypes.dlclose, lib._handle)
     done.atexit = False  # nothing needs the memory back at exit, and a thread may still run it

@@ -28,11 +28,23 @@ typedef int64_t i64;
 
 static int ren_threads = 1;
 void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
+/* REN_PARALLEL_FOR(work): the next loop (over limbs) runs on ren_threads OpenMP threads only
+   when `work` (words the loop touches, weighted by cost) reaches REN_PAR_MIN_WORK: below it
+   the fork and join of a team cost more than the loop (a 2^14-word NTT limb takes ~40 us; a
+   team's wake-up and barrier ~5-50 us, far more on a loaded machine).  schedule(dynamic, 1):
+   a thread that starts late (descheduled by other load) takes fewer limbs instead of holding
+   the whole team at the barrier.  Every iteration writes its own rows only, so the results do
+   not depend on the thread count or on which thread ran which limb. */
+#define REN_PAR_MIN_WORK (1LL << 15)
 #ifdef _OPENMP
-#define REN_PARALLEL_FOR _Pragma("omp parallel for schedule(static) num_threads(ren_threads) if(ren_threads > 1)")
+#define REN_PRAGMA(x) _Pragma(#x)
+#define REN_PARALLEL_FOR(work)                                                       \
+  REN_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(ren_threads)          \
+             if(ren_threads > 1 && (work) >= REN_PAR_MIN_WORK))
 #else
-#define REN_PARALLEL_FOR
+#define REN_PARALLEL_FOR(work)
 #endif
+int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
 
 static inline u32 mulhi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
 static inline u32 umin(u32 a, u32 b) { return a < b ? a : b; }
@@ -215,7 +227,7 @@ void ren_cpu_ntt(void** a) {
   const i64* sz = (const i64*)a[2];
   const u32 *q = (const u32*)a[3], *w = (const u32*)a[4], *ws = (const u32*)a[5];
   const i64 n = sz[0], L = sz[1];
-  REN_PARALLEL_FOR
+  REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)  /* log2(n) butterfly passes per word: weighted x4 */
   for (i64 l = 0; l < L; ++l) {
     u32* x = out + l * n;
     if (x != in + l * n) memcpy(x, in + l * n, (size_t)n * sizeof(u32));
@@ -231,7 +243,7 @@ void ren_cpu_intt(void** a) {
   const u32 *q = (const u32*)a[3], *w = (const u32*)a[4], *ws = (const u32*)a[5];
   const u32 *ni = (const u32*)a[6], *nis = (const u32*)a[7];
   const i64 n = sz[0], L = sz[1];
-  REN_PARALLEL_FOR
+  REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)
   for (i64 l = 0; l < L; ++l) {
     u32* x = out + l * n;
     if (x != in + l * n) memcpy(x, in + l * n, (size_t)n * sizeof(u32));
@@ -255,7 +267,7 @@ void ren_cpu_bconv(void** a) {
   for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
   u32* y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
   if (convert) {
-    REN_PARALLEL_FOR
+    REN_PARALLEL_FOR(LS > 1 ? LS * n : 0)
     for (i64 i = 0; i < LS; ++i) {
       const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
       const u32* restrict xi = in + i * n;
@@ -269,7 +281,8 @@ void ren_cpu_bconv(void** a) {
   for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
   i64 k = (i64)(0xFFFFFFFFu / maxq);
   if (k < 1) k = 1;
-  REN_PARALLEL_FOR
+  /* across output limbs: each reads all LS input rows, so the work is LD * LS words */
+  REN_PARALLEL_FOR(LD > 1 ? LD * LS * n : 0)
   for (i64 d = 0; d < LD; ++d) {
     u32* restrict o = out + d * n;
     if (from[d] >= 0) { memcpy(o, in + from[d] * n, (size_t)n * sizeof(u32)); continue; }
@@ -319,7 +332,7 @@ void ren_cpu_rescale(void** a) {
   const u32 *half = (const u32*)a[6], *pinv = (const u32*)a[7];
   const i64 n = sz[0], LS = sz[1], K = sz[2];
   u32* z = (u32*)malloc((size_t)(LS * n) * sizeof(u32));
-  REN_PARALLEL_FOR
+  REN_PARALLEL_FOR(LS > 1 ? LS * n : 0)
   for (i64 i = 0; i < LS; ++i) {  /* z = x + floor(P/2) */
     const u32 qi = q[i], h = half[i];
     for (i64 j = 0; j < n; ++j) z[i * n + j] = modadd(in[i * n + j], h, qi);
@@ -329,7 +342,7 @@ void ren_cpu_rescale(void** a) {
     const u32 p = q[jp], pn = qn[jp];
     u32* restrict zp = z + jp * n;
     for (i64 c = 0; c < n; ++c) zp[c] = montmul(zp[c], 1u, p, pn);  /* [z]_p, standard form */
-    REN_PARALLEL_FOR
+    REN_PARALLEL_FOR(jp > 1 ? jp * n * 2 : 0)  /* two Montgomery products per word */
     for (i64 i = 0; i < jp; ++i) {
       const u32 qi = q[i], qni = qn[i], r2i = r2[i], pi = pinv[s * LS + i];
       u32* restrict zi = z + i * n;

@@ -299,7 +299,10 @@ class _Elementwise:
                 inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n    switch ({rc}[g0]) {{\n"
                          + "\n".join(cases) + "\n    }\n  }\n")
             tables = "\n".join(self.tables)
-            return f"{tables}\nREN_KERNEL void @K({params}) {{\n  REN_PARALLEL_LIMBS\n{inner}}}\n"
+            # the words the limb loop touches: its OpenMP threshold (0: one limb, no split)
+            work = total if L > 1 else 0
+            return (f"{tables}\nREN_KERNEL void @K({params}) {{\n"
+                    f"  REN_PARALLEL_LIMBS({work}LL)\n{inner}}}\n")
         (_, lines), = self.groups
         body = "\n    ".join(lines)
         tables = "\n".join(self.tables)

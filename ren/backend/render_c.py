@@ -26,7 +26,8 @@ Dialects:
   k + 1, which is exactly what the barriers guarantee on a GPU, so ``REN_SYNC()`` is a no-op
   there.  Bodies keep no per-thread state across a barrier except in shared memory.
 * `C` — plain C for the compiled ``"cpu"`` backend (`ren.backend.cpu`): an elementwise kernel is
-  one loop nest, limbs outside (``REN_PARALLEL_LIMBS``: an OpenMP pragma there, nothing under
+  one loop nest, limbs outside (``REN_PARALLEL_LIMBS(words)``: an OpenMP pragma there, taken
+  when the loop touches enough words; nothing under
   the shim) and coefficients inside, so its indices are affine and the C compiler vectorizes
   it; the library kernels that backend takes from `ren.backend.ring_c` (TO_RNS, RANDOM) reuse
   the SHIM prelude and host wrappers.
@@ -167,7 +168,7 @@ typedef struct { unsigned int x, y, z; } ren_dim3;
 static ren_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static int ren_phase;
 #ifndef REN_PARALLEL_LIMBS  /* the compiled-CPU backend defines it as an OpenMP loop pragma */
-#define REN_PARALLEL_LIMBS
+#define REN_PARALLEL_LIMBS(work)
 #endif
 #define REN_KERNEL static
 #define REN_FN static inline

@@ -7,7 +7,8 @@ once more, and prints the precision before and after and the levels regained.  T
 one the rotation-key planner finds in the bootstrapping itself.
 
 ``--small`` (the default) is the small preset (N = 256, INSECURE: a toy ring for learning and
-tests, seconds); the N = 2^16 preset is `benchmarks/bench_bootstrap.py --n16` (minutes, ~20 GB).
+tests, seconds); the N = 2^16 preset runs in `benchmarks/bench_bootstrap.py --preset n16`
+(minutes, ~23 GB).
 
 Run:  python examples/ckks_bootstrap.py --small
 """

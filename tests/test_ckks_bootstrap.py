@@ -279,3 +279,20 @@ def test_the_inspect_program_file_loads():
     out = program.builder()
     assert out.level == 2 and not out.c0.is_realized
     assert len(program.outputs()) == 2  # the two parts, lazy
+
+
+def test_every_kernel_of_a_bootstrapping_renders_for_cuda(bs):
+    """The whole bootstrapping schedules and every compute kernel renders to CUDA C (compiled to
+    a cubin by the cuda extra's NVRTC tests for the smaller programs; executed only on a GPU)."""
+    from ren.backend.render_c import CUDA, render_program
+    from ren.kernel import LIGHT_KINDS
+
+    _params, bt, _kg, ev, enc, encryptor, _dec = bs
+    with ren.random.seeded(21):
+        ct = encryptor.encrypt(enc.encode([0.5, -0.25], level=1)).realize()
+    out = bt.bootstrap(ev, ct)
+    items = ren.schedule(*out.parts)
+    kernels = [i for i in items if i.kind not in LIGHT_KINDS]
+    assert len(kernels) > 1000
+    sources = [render_program(k, CUDA) for k in kernels]
+    assert all(p.launches for p in sources)

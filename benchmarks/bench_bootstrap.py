@@ -11,7 +11,7 @@ secret of weight 192; minutes and ~15 GB for Ren's keys and transforms, DESILO ~
 only runs its own full-slot parameters (N = 2^16), so it is skipped at ``small``.
 
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
-                                            [--peers desilo|none] [--eager]
+                                            [--peers desilo|none] [--eager] [--threads 1,2]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import statistics
 import subprocess
@@ -137,22 +138,25 @@ def run_desilo(reps: int) -> dict:
             "slots": engine.slot_count, "N": engine.slot_count * 2, "rss_gib": _rss_gib()}
 
 
-def _in_subprocess(args: list[str]) -> dict:
-    """One library's figures, measured in a fresh interpreter (its own peak RSS)."""
+def _in_subprocess(args: list[str], threads: int = 1) -> dict:
+    """One library's figures, measured in a fresh interpreter (its own peak RSS), with Ren's
+    cpu device on `threads` OpenMP threads."""
+    env = {**os.environ, "REN_CPU_THREADS": str(threads)}
     done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                          check=False)
+                          check=False, env=env)
     if done.returncode != 0:
         return {"library": args[1], "skipped": f"failed: {done.stderr.strip()[-400:]}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _report(rows: list[dict]) -> None:
-    ren_row = next((r for r in rows if r["library"] == "ren"), None)
+    ren_row = next((r for r in rows if r["library"] == "ren" and r.get("threads", 1) == 1), None)
     for r in rows:
         if "skipped" in r:
             print(f"{r['library']}: skipped ({r['skipped']})")
             continue
-        print(f"{r['library']}: {r.get('params', r.get('version', ''))}")
+        threads = f" ({r['threads']} threads)" if r.get("threads", 1) != 1 else ""
+        print(f"{r['library']}{threads}: {r.get('params', r.get('version', ''))}")
         print(f"  {r['slots']} slots; precision {r['bits_min']:.1f}..{r['bits_max']:.1f} bits "
               f"(inputs uniform in [-1, 1]); {r['levels_left']} levels left after bootstrapping")
         if r["library"] == "ren":
@@ -183,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", choices=("python", "cpu"))
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--peers", default="desilo", choices=("desilo", "none"))
+    ap.add_argument("--threads", default="1",
+                    help="comma-separated REN_CPU_THREADS values for Ren (e.g. 1,2): one run "
+                         "each; the peers run on one thread")
     ap.add_argument("--eager", action="store_true",
                     help="no ren.jit: bootstrap eagerly twice (the second call finds the "
                          "realization's template; less memory than a capture at n16)")
@@ -194,10 +201,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "desilo":
         print(json.dumps(run_desilo(args.reps)))
         return 0
-    print(f"bootstrapping, preset {args.preset}, Ren device {args.device}, one thread "
+    try:
+        counts = [int(t) for t in args.threads.split(",")]
+        if not counts or min(counts) < 1:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--threads: give positive integers such as 1,2, got {args.threads!r}")
+    print(f"bootstrapping, preset {args.preset}, Ren device {args.device}, threads {counts} "
           f"(Ren at {ROOT})")
     common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps)]
-    rows = [_in_subprocess(["--only", "ren", *common, *(["--eager"] if args.eager else [])])]
+    rows = []
+    for t in counts:
+        row = _in_subprocess(["--only", "ren", *common, *(["--eager"] if args.eager else [])], t)
+        rows.append({**row, "threads": t})
     if args.peers == "desilo":
         rows.append(_in_subprocess(["--only", "desilo", *common]) if args.preset == "n16" else
                     {"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "

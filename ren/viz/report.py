@@ -27,7 +27,15 @@ from ren.ops import Op
 from ren.viz import arena as av
 from ren.viz import jitplan
 from ren.viz.golden import default_golden, golden_diff
-from ren.viz.graph import MAX_GHOSTS, MAX_NODES, TooLarge, render_svg, schedule_agraph, stage_agraph
+from ren.viz.graph import (
+    MAX_GHOSTS,
+    MAX_NODES,
+    TooLarge,
+    ghost_note,
+    render_svg,
+    schedule_agraph,
+    stage_agraph,
+)
 from ren.viz.kernels import kernel_infos
 from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
 from ren.viz.precision import precision_of, precision_svg
@@ -70,7 +78,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
         try:
             g = stage_agraph(trace, stage.index, removed=options.removed,
                              kernel_bodies=options.kernel_bodies, prefix=prefix,
-                             max_nodes=options.max_nodes)
+                             max_nodes=options.max_nodes, label_note=False)
             svg = render_svg(g)
         except TooLarge as e:
             note = str(e)
@@ -104,6 +112,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
                               for r, k in sorted(stage.rules.items(),
                                                  key=lambda x: (-x[1], x[0]))],
                     "ms": stage.seconds * 1e3, "svg": svg, "note": note,
+                    "ghost_note": ghost_note(stage, options.removed),
                     "text": stage_text(stage, prev, names=names)})
     return out, node_data
 

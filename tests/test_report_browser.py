@@ -12,6 +12,7 @@ Needs ``pip install playwright`` (the test extra) and Chromium at /usr/bin/chrom
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -359,4 +360,44 @@ def test_fit_fits_the_whole_graph_and_notes_are_not_clipped(page):
         page.keyboard.press("Home")
     finally:
         page.set_viewport_size({"width": 1440, "height": 900})
+    assert page.errors == []
+
+
+def test_linked_highlighting_and_one_name_per_buffer(page):
+    """One name per buffer (the stage-12 dump's) in the arena, JIT and kernels sections; a
+    hovered buffer, unit or kernel is marked in the others; a KERNEL node shows its body."""
+    dump = page.locator("#stage-12_kernelize details.text pre").text_content()
+    in_dump = set(re.findall(r"\bbuf\d+\b", dump))
+    for section in ("#arena", "#jit", "#kernels"):
+        names = set(page.evaluate(f"""() => Array.from(document.querySelectorAll(
+            "{section} [data-buf]")).map(e => e.getAttribute("data-buf"))"""))
+        assert names and names <= in_dump, (section, names - in_dump)
+    page.locator("#arena").scroll_into_view_if_needed()
+    rect = page.locator("#arena svg.arena g.buffer").first
+    name = rect.get_attribute("data-buf")
+    rect.hover()
+    assert "linked" in (rect.get_attribute("class") or "")
+    assert page.locator(f"#jit [data-buf='{name}'].linked").count() >= 1
+    assert page.locator(f"#kernels [data-buf='{name}'].linked").count() >= 1
+    assert page.locator("#stage-12_kernelize g.node.linked").count() >= 1
+    unit = page.locator("#jit tr[data-unit]").nth(3)
+    unit.locator("td").first.hover()
+    assert "linked" in (unit.get_attribute("class") or "")
+    kernel = page.locator("#kernels details.kernel.linked")
+    assert kernel.count() == 1
+    writes = unit.locator("td").nth(4).text_content().strip()  # its buffers, and its nodes
+    assert page.locator(f"#kernels details.kernel.linked [data-buf='{writes}']").count() >= 1
+    node = page.locator("#stage-12_kernelize g.node.linked", has_text="KERNEL")
+    assert node.count() == 1
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("End")
+    node = page.locator("#stage-12_kernelize g.node", has_text="KERNEL").first
+    node.click()
+    body = page.locator("#details dd.f-body").text_content()
+    assert "STORE" in body
+    kernel_index = page.evaluate(f"""() => JSON.parse(document.getElementById("links")
+        .textContent).nodes["{node.get_attribute('id')}"].item""")
+    assert "linked" in (page.locator(f"details.kernel[data-item='{kernel_index}']")
+                        .get_attribute("class") or "")
+    page.keyboard.press("Home")
     assert page.errors == []

@@ -9,7 +9,7 @@
   var current = 0;
   var details = document.getElementById("details");
   var FIELDS = ["node", "op", "family", "dtype", "arg", "ring", "domain", "device", "sources", "status",
-                "rule", "replaces", "replaced by"];
+                "rule", "replaces", "replaced by", "body"];
   var container = document.querySelector(".stages");
   var compare = document.getElementById("compare");
   var hideRemoved = document.getElementById("hide-removed");
@@ -35,7 +35,7 @@
     var dl = details.querySelector("dl");
     dl.textContent = "";
     FIELDS.forEach(function (f) {
-      if (info[f] === undefined && (f === "replaced by")) { return; }
+      if (info[f] === undefined && (f === "replaced by" || f === "body")) { return; }
       var dt = document.createElement("dt"), dd = document.createElement("dd");
       dt.textContent = f; dd.textContent = info[f] === undefined ? "" : String(info[f]);
       dd.className = "f-" + f.replace(/ /g, "-");

@@ -120,7 +120,7 @@ def test_memory_plan_shows_the_arena():
         html = obj._repr_html_() if obj is view else nb.memory_html(obj)
         root = _xml(html)
         assert root.get("class") == "ren-repr ren-memory"
-        rects = re.findall(r'<g class="buffer"><title>([^<]+)</title>', html)
+        rects = re.findall(r'<g class="buffer"[^>]*><title>([^<]+)</title>', html)
         assert len(rects) == len(view.plan.planned) > 0
         assert f"{len(view.plan.planned)} planned buffers" in html
     assert re.search(r"<td>step \d+</td>", nb.memory_html(view.plan))  # a bare plan: numbers

@@ -12,6 +12,7 @@ Needs ``pip install playwright`` (the test extra) and Chromium at /usr/bin/chrom
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -282,5 +283,121 @@ def test_hide_removed_and_before_after(page):
         "03_inject_domains", "04_simplify_domains"]
     page.locator("#compare").uncheck()
     assert page.locator("article.stage:not([hidden])").count() == 1
+    page.keyboard.press("Home")
+    assert page.errors == []
+
+
+def _in_view(pg, selector: str) -> list[bool]:
+    """For each element matching `selector` in the shown stage: is it inside both its graph
+    box's visible part and the window?"""
+    return pg.evaluate("""sel => {
+      const a = document.querySelector("article.stage:not([hidden])");
+      const box = a.querySelector(".graph").getBoundingClientRect();
+      return Array.from(a.querySelectorAll(sel)).map(n => {
+        const r = n.getBoundingClientRect();
+        return r.width > 0 && r.left >= Math.max(box.left, 0) - 1
+          && r.top >= Math.max(box.top, 0) - 1
+          && r.right <= Math.min(box.right, innerWidth) + 1
+          && r.bottom <= Math.min(box.bottom, innerHeight) + 1;
+      });
+    }""", selector)
+
+
+def test_the_change_is_scrolled_into_view(page):
+    """At 1280×800 pass 3's new INTT/NTT pairs were below the fold: stepping onto a pass now
+    scrolls its graph box (and the page) to the nodes it changed."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    try:
+        page.evaluate("document.activeElement.blur(); window.scrollTo(0, 0)")  # keys to the page
+        page.keyboard.press("Home")
+        assert visible_stage(page) == "00_input"
+        for _ in range(3):  # 03_inject_domains
+            page.keyboard.press("ArrowRight")
+        assert visible_stage(page) == "03_inject_domains"
+        seen = _in_view(page, "g.node.added")
+        assert seen and any(seen), seen
+        # the pass 11 graph (thousands of pixels wide): its changes too
+        for _ in range(8):
+            page.keyboard.press("ArrowRight")
+        assert visible_stage(page) == "11_indexify"
+        assert any(_in_view(page, "g.node.added, g.node.rewritten, g.node.rebuilt"))
+        page.keyboard.press("Home")
+    finally:
+        page.set_viewport_size({"width": 1440, "height": 900})
+    assert page.errors == []
+
+
+def test_fit_fits_the_whole_graph_and_notes_are_not_clipped(page):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    try:
+        page.evaluate("document.activeElement.blur()")
+        page.keyboard.press("Home")
+        page.keyboard.press("0")
+        assert page.locator(".zoom-level").text_content().startswith("fit")
+        buttons = page.locator(".stage-button")
+        for i in (3, 11, 12):
+            buttons.nth(i).click()
+            fits = page.evaluate("""() => {
+              const g = document.querySelector("article.stage:not([hidden]) .graph");
+              const s = g.querySelector("svg").getBoundingClientRect();
+              return [s.width <= g.clientWidth + 1, s.height <= g.clientHeight + 1,
+                      g.scrollWidth <= g.clientWidth + 1, g.scrollHeight <= g.clientHeight + 1];
+            }""")
+            assert fits == [True] * 4, (i, fits)
+        page.keyboard.press("0")
+        assert page.locator(".zoom-level").text_content() == "100%"
+        notes = page.locator("p.ghost-note")
+        assert notes.count() >= 1
+        for i in range(notes.count()):
+            note = notes.nth(i)
+            index = int(note.locator("xpath=ancestor::article").get_attribute("data-index"))
+            buttons.nth(index).click()
+            assert note.is_visible()
+            assert note.text_content().endswith("see the text")
+            assert note.evaluate("n => n.scrollWidth <= n.clientWidth")
+            box = note.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 1280
+        page.keyboard.press("Home")
+    finally:
+        page.set_viewport_size({"width": 1440, "height": 900})
+    assert page.errors == []
+
+
+def test_linked_highlighting_and_one_name_per_buffer(page):
+    """One name per buffer (the stage-12 dump's) in the arena, JIT and kernels sections; a
+    hovered buffer, unit or kernel is marked in the others; a KERNEL node shows its body."""
+    dump = page.locator("#stage-12_kernelize details.text pre").text_content()
+    in_dump = set(re.findall(r"\bbuf\d+\b", dump))
+    for section in ("#arena", "#jit", "#kernels"):
+        names = set(page.evaluate(f"""() => Array.from(document.querySelectorAll(
+            "{section} [data-buf]")).map(e => e.getAttribute("data-buf"))"""))
+        assert names and names <= in_dump, (section, names - in_dump)
+    page.locator("#arena").scroll_into_view_if_needed()
+    rect = page.locator("#arena svg.arena g.buffer").first
+    name = rect.get_attribute("data-buf")
+    rect.hover()
+    assert "linked" in (rect.get_attribute("class") or "")
+    assert page.locator(f"#jit [data-buf='{name}'].linked").count() >= 1
+    assert page.locator(f"#kernels [data-buf='{name}'].linked").count() >= 1
+    assert page.locator("#stage-12_kernelize g.node.linked").count() >= 1
+    unit = page.locator("#jit tr[data-unit]").nth(3)
+    unit.locator("td").first.hover()
+    assert "linked" in (unit.get_attribute("class") or "")
+    kernel = page.locator("#kernels details.kernel.linked")
+    assert kernel.count() == 1
+    writes = unit.locator("td").nth(4).text_content().strip()  # its buffers, and its nodes
+    assert page.locator(f"#kernels details.kernel.linked [data-buf='{writes}']").count() >= 1
+    node = page.locator("#stage-12_kernelize g.node.linked", has_text="KERNEL")
+    assert node.count() == 1
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("End")
+    node = page.locator("#stage-12_kernelize g.node", has_text="KERNEL").first
+    node.click()
+    body = page.locator("#details dd.f-body").text_content()
+    assert "STORE" in body
+    kernel_index = page.evaluate(f"""() => JSON.parse(document.getElementById("links")
+        .textContent).nodes["{node.get_attribute('id')}"].item""")
+    assert "linked" in (page.locator(f"details.kernel[data-item='{kernel_index}']")
+                        .get_attribute("class") or "")
     page.keyboard.press("Home")
     assert page.errors == []

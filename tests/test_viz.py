@@ -157,7 +157,7 @@ def test_too_large_graphs_are_refused():
 
 # -- arena ----------------------------------------------------------------------------------------
 def _rect_titles(svg: str) -> list[str]:
-    return re.findall(r'<g class="buffer"><title>([^<]+)</title>', svg)
+    return re.findall(r'<g class="buffer"[^>]*><title>([^<]+)</title>', svg)
 
 
 @pytest.mark.parametrize("name", ["keyswitch", "device_copy", "ckks_multiply"])

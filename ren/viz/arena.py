@@ -158,7 +158,7 @@ def _device_picture(view: ArenaView, dev: str) -> dict[str, Any]:
         text = f"{name} {fmt_bytes(plan.sizes[b])}"
         label = text if w > 7 * len(text) and h > 12 else (name if w > 7 * len(name)
                                                               and h > 12 else "")
-        rects.append({"x": x, "y": y, "w": w, "h": h, "hue": _hue(i), "label": label,
+        rects.append({"x": x, "y": y, "w": w, "h": h, "hue": _hue(i), "label": label, "name": name,
                       "title": f"{name} ({b.shape[0]}x{b.shape[1]}): steps {first}..{last} "
                                f"(written by {view.step_name(first)}), offset "
                                f"{plan.offsets[b]}, {plan.sizes[b]} bytes"})

@@ -96,8 +96,10 @@ def _add_body(g: pgv.AGraph, kernel_node: str, n: Node, number: int, names: _Nam
 
 def stage_agraph(trace: PassTrace, which: int | str, *, removed: bool = True,
                  kernel_bodies: bool = False, prefix: str = "",
-                 max_nodes: int = MAX_NODES) -> pgv.AGraph:
-    """The graph of one stage (with its changes highlighted) as an AGraph, not yet laid out."""
+                 max_nodes: int = MAX_NODES, label_note: bool = True) -> pgv.AGraph:
+    """The graph of one stage (with its changes highlighted) as an AGraph, not yet laid out.
+    `label_note`: put `ghost_note` in the picture's title (a page shows it as text instead: a
+    title centred over a graph thousands of pixels wide is clipped by the box around it)."""
     stage = trace.stage(which)
     prev = trace.stages[stage.index - 1] if stage.index else None
     drawn = len(stage.order)
@@ -110,9 +112,9 @@ def stage_agraph(trace: PassTrace, which: int | str, *, removed: bool = True,
                        f"{max_nodes}; raise it (--max-nodes) or read the text")
     g = _new_graph(stage.name)
     ghosts = removed and prev is not None and 0 < len(stage.removed) <= MAX_GHOSTS
-    if stage.removed and removed and not ghosts:
-        g.graph_attr.update(label=f"{len(stage.removed)} removed nodes are not drawn (more than "
-                                  f"{MAX_GHOSTS}): see the text", labelloc="t")
+    note = ghost_note(stage, removed)
+    if note and label_note:
+        g.graph_attr.update(label=note, labelloc="t")
     if drawn > FAST_LAYOUT_NODES:
         g.graph_attr.update(nslimit="0.5", nslimit1="0.5", splines="line")
     if drawn > FASTER_LAYOUT_NODES:
@@ -130,6 +132,14 @@ def stage_agraph(trace: PassTrace, which: int | str, *, removed: bool = True,
     if ghosts and prev is not None:
         _add_ghosts(g, stage, prev, prefix, names)
     return g
+
+
+def ghost_note(stage: Stage, removed: bool = True) -> str:
+    """Why a stage's removed nodes are not drawn ("" when they are, or there are none)."""
+    if not removed or not stage.index or len(stage.removed) <= MAX_GHOSTS:
+        return ""
+    return (f"{len(stage.removed)} removed nodes are not drawn (more than {MAX_GHOSTS}): see "
+            "the text")
 
 
 def _add_ghosts(g: pgv.AGraph, stage: Stage, prev: Stage, prefix: str, names: _Names) -> None:
@@ -250,5 +260,5 @@ def graph_svg(obj: Any, after_pass: int | str = 0, **options: Any) -> str:
     return render_svg(graph_agraph(obj, after_pass, **options))
 
 
-__all__ = ["MAX_NODES", "TooLarge", "graph_agraph", "graph_dot", "graph_svg", "render_svg",
-           "schedule_agraph", "stage_agraph"]
+__all__ = ["MAX_NODES", "TooLarge", "ghost_note", "graph_agraph", "graph_dot", "graph_svg",
+           "render_svg", "schedule_agraph", "stage_agraph"]

@@ -27,8 +27,17 @@ from ren.ops import Op
 from ren.viz import arena as av
 from ren.viz import jitplan
 from ren.viz.golden import default_golden, golden_diff
-from ren.viz.graph import MAX_GHOSTS, MAX_NODES, TooLarge, render_svg, schedule_agraph, stage_agraph
+from ren.viz.graph import (
+    MAX_GHOSTS,
+    MAX_NODES,
+    TooLarge,
+    ghost_note,
+    render_svg,
+    schedule_agraph,
+    stage_agraph,
+)
 from ren.viz.kernels import kernel_infos
+from ren.viz.links import kernel_body, link_data, name_jit, plan_trace
 from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
 from ren.viz.precision import precision_of, precision_svg
 from ren.viz.programs import Program, as_program
@@ -70,7 +79,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
         try:
             g = stage_agraph(trace, stage.index, removed=options.removed,
                              kernel_bodies=options.kernel_bodies, prefix=prefix,
-                             max_nodes=options.max_nodes)
+                             max_nodes=options.max_nodes, label_note=False)
             svg = render_svg(g)
         except TooLarge as e:
             note = str(e)
@@ -83,6 +92,8 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
                    if replaced is not None and replaced in old else "")
             node_data[f"{prefix}n{k}"] = details(n, k, num, names, stage.status[n],
                                                  stage.rule.get(n, ""), was)
+            if n.op is Op.KERNEL:
+                node_data[f"{prefix}n{k}"]["body"] = kernel_body(n, names)
             if options.kernel_bodies and n.op is Op.KERNEL:
                 body = toposort(n.arg.ast)
                 local = {m: j for j, m in enumerate(body)}
@@ -104,6 +115,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
                               for r, k in sorted(stage.rules.items(),
                                                  key=lambda x: (-x[1], x[0]))],
                     "ms": stage.seconds * 1e3, "svg": svg, "note": note,
+                    "ghost_note": ghost_note(stage, options.removed),
                     "text": stage_text(stage, prev, names=names)})
     return out, node_data
 
@@ -114,8 +126,7 @@ def ring_legend(trace: PassTrace) -> list[dict[str, Any]]:
              "moduli": ", ".join(str(q) for q in ring.moduli)} for name, ring in trace.rings()]
 
 
-def _passes(outputs: tuple, options: ReportOptions) -> dict[str, Any]:
-    trace = _timed(options, "passes", trace_passes, *outputs)
+def _passes(trace: PassTrace, options: ReportOptions) -> dict[str, Any]:
     stages, node_data = _timed(options, "layout", stage_contexts, trace, options)
     return {"stages": stages, "node_data": node_data, "trace": trace,
             "rings": ring_legend(trace)}
@@ -192,20 +203,27 @@ def report_context(program: Program, options: ReportOptions | None = None) -> di
     ctx: dict[str, Any] = {"program": program, "sections": options.sections,
                            "families": [(f, c) for f, (c, _) in FAMILIES.items()],
                            "statuses": STATUS_STYLE, "node_data": {}}
-    trace = None
+    trace: PassTrace | None = None
     outputs = _timed(options, "build", program.outputs)  # one build serves every section
-    if "passes" in options.sections:
-        passes = _passes(outputs, options)
-        trace = passes.pop("trace")
+    linked = {"passes", "arena", "kernels", "jit"} & set(options.sections)
+    if linked:  # one trace, one schedule, one name per buffer for all four (ren.viz.links)
+        trace = _timed(options, "passes", trace_passes, *outputs)
+        view = _timed(options, "plan", plan_trace, trace, options.policy)
+    if "passes" in options.sections and trace is not None:
+        passes = _passes(trace, options)
+        passes.pop("trace")
         ctx["node_data"] = passes.pop("node_data")
         ctx["passes"] = passes
     if "arena" in options.sections or "kernels" in options.sections:
-        view = _timed(options, "plan", av.plan_program, outputs, options.policy)
         ctx["arena"] = _arena(view)
         if "kernels" in options.sections:
             ctx["kernels"] = _timed(options, "kernels", _kernels, view, options)
-    if "jit" in options.sections:
+    unit_item: dict[int, int] = {}
+    if "jit" in options.sections and trace is not None:
         ctx["jit"] = _timed(options, "jit", jit_view, program, outputs)
+        unit_item = name_jit(ctx["jit"], view, trace.names)
+    if linked and trace is not None:
+        ctx["links"] = link_data(trace, view, unit_item)
     if "precision" in options.sections:
         ctx["precision"] = _timed(options, "precision", _precision, program)
     if "diff" in options.sections:
@@ -223,7 +241,8 @@ def report_html(program: Program | Any, options: ReportOptions | None = None, *,
     if sections is not None:
         options.sections = tuple(sections)
     ctx = report_context(program, options)
-    return render("report.html.j2", css=read("report.css"), script=read("report.js"),
+    return render("report.html.j2", css=read("report.css"),
+                  script=read("report.js") + "\n" + read("links.js"),
                   title=f"ren-inspect: {html.escape(program.name)}", **ctx)
 
 

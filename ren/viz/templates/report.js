@@ -1,5 +1,6 @@
-// ren-inspect report: stage stepping (buttons, ←/→, Home/End), node details on click/hover, rule
-// highlighting, hiding removed nodes and a before | after view of one pass.
+// ren-inspect report: stage stepping (buttons, ←/→, Home/End) that scrolls the change into view,
+// node details on click/hover, rule highlighting, hiding removed nodes, a before | after view of
+// one pass and zoom (fit: the whole graph).
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("node-data").textContent || "{}");
@@ -8,7 +9,7 @@
   var current = 0;
   var details = document.getElementById("details");
   var FIELDS = ["node", "op", "family", "dtype", "arg", "ring", "domain", "device", "sources", "status",
-                "rule", "replaces", "replaced by"];
+                "rule", "replaces", "replaced by", "body"];
   var container = document.querySelector(".stages");
   var compare = document.getElementById("compare");
   var hideRemoved = document.getElementById("hide-removed");
@@ -25,6 +26,7 @@
     buttons.forEach(function (b, k) { b.setAttribute("aria-selected", k === i ? "true" : "false"); });
     current = i;
     document.body.setAttribute("data-stage", stages[i].getAttribute("data-name"));
+    if (fit) { applyZoom(); }
   }
 
   function describe(g, pin) {
@@ -33,7 +35,7 @@
     var dl = details.querySelector("dl");
     dl.textContent = "";
     FIELDS.forEach(function (f) {
-      if (info[f] === undefined && (f === "replaced by")) { return; }
+      if (info[f] === undefined && (f === "replaced by" || f === "body")) { return; }
       var dt = document.createElement("dt"), dd = document.createElement("dd");
       dt.textContent = f; dd.textContent = info[f] === undefined ? "" : String(info[f]);
       dd.className = "f-" + f.replace(/ /g, "-");
@@ -88,18 +90,35 @@
   }
   if (compare) { compare.addEventListener("change", function () { show(current); }); }
 
-  // zoom: scale every stage graph from its own size (viewBox); "fit" fills the width
+  // zoom: scale every stage graph from its own size (viewBox); "fit" fits the whole graph in its
+  // box (width and height), recomputed for each stage as it is shown
   var scale = 1, fit = false;
   var level = document.querySelector(".zoom-level");
+  function fitScale(svg, w, h) {
+    var box = svg.parentNode;
+    var bw = box.clientWidth - 2;
+    var bh = parseFloat(window.getComputedStyle(box).maxHeight) || window.innerHeight * 0.78;
+    if (bw <= 0) { return 0; }  // hidden: fitted when shown
+    return Math.min(bw / w, (bh - 2) / h, 2);
+  }
   function applyZoom() {
+    var shown = null;
     document.querySelectorAll(".stages .graph > svg").forEach(function (svg) {
       // Graphviz sizes its SVGs in points: 1 pt = 96/72 px at 100%
-      var w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
+      var w = parseFloat(svg.getAttribute("width")) * 4 / 3, h = parseFloat(svg.getAttribute("height")) * 4 / 3;
       if (!w || !h) { return; }
-      if (fit) { svg.style.width = "100%"; svg.style.height = "auto"; }
-      else { svg.style.width = (w * scale * 4 / 3) + "px"; svg.style.height = (h * scale * 4 / 3) + "px"; }
+      var s = scale;
+      if (fit) {
+        s = fitScale(svg, w, h);
+        if (!s) { return; }
+        if (!svg.closest("article.stage").hidden) { shown = shown === null ? s : Math.min(shown, s); }
+      }
+      svg.style.width = (w * s) + "px"; svg.style.height = (h * s) + "px";
     });
-    if (level) { level.textContent = fit ? "fit" : Math.round(scale * 100) + "%"; }
+    if (level) {
+      level.textContent = !fit ? Math.round(scale * 100) + "%"
+        : "fit" + (shown !== null ? " (" + Math.round(shown * 100) + "%)" : "");
+    }
   }
   function zoom(how) {
     if (how === "fit") { fit = !fit; }
@@ -110,13 +129,41 @@
     b.addEventListener("click", function () { zoom(b.getAttribute("data-zoom")); });
   });
 
-  buttons.forEach(function (b, k) { b.addEventListener("click", function () { show(k); }); });
+  // the change in view: on stepping, scroll the stage's graph box to the nodes its pass changed
+  // (centred when they fit in the box, else their top left corner), then the page to the box
+  var CHANGED = "g.node.added, g.node.rewritten, g.node.rebuilt, g.node.removed";
+  function reveal(article) {
+    var graph = article && article.querySelector(".graph");
+    if (!graph) { return; }
+    var box = graph.getBoundingClientRect(), l = Infinity, t = Infinity, r = -Infinity, b = -Infinity;
+    article.querySelectorAll(CHANGED).forEach(function (n) {
+      var q = n.getBoundingClientRect();
+      if (!q.width && !q.height) { return; }  // not displayed (hidden ghosts)
+      l = Math.min(l, q.left); t = Math.min(t, q.top); r = Math.max(r, q.right); b = Math.max(b, q.bottom);
+    });
+    if (l === Infinity) { return; }
+    var x0 = l - box.left + graph.scrollLeft, x1 = r - box.left + graph.scrollLeft;
+    var y0 = t - box.top + graph.scrollTop, y1 = b - box.top + graph.scrollTop;
+    var cw = graph.clientWidth, ch = graph.clientHeight;
+    graph.scrollLeft = x1 - x0 <= cw ? (x0 + x1 - cw) / 2 : x0 - 8;
+    graph.scrollTop = y1 - y0 <= ch ? (y0 + y1 - ch) / 2 : y0 - 8;
+    box = graph.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) {
+      graph.scrollIntoView({ block: box.height > window.innerHeight ? "start" : "nearest" });
+    }
+  }
+  function step(i) {
+    show(i);
+    reveal(stages[current]);
+  }
+
+  buttons.forEach(function (b, k) { b.addEventListener("click", function () { step(k); }); });
   document.addEventListener("keydown", function (e) {
     if (e.target && /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) { return; }
-    if (e.key === "ArrowRight") { show(current + 1); e.preventDefault(); }
-    else if (e.key === "ArrowLeft") { show(current - 1); e.preventDefault(); }
-    else if (e.key === "Home") { show(0); e.preventDefault(); }
-    else if (e.key === "End") { show(stages.length - 1); e.preventDefault(); }
+    if (e.key === "ArrowRight") { step(current + 1); e.preventDefault(); }
+    else if (e.key === "ArrowLeft") { step(current - 1); e.preventDefault(); }
+    else if (e.key === "Home") { step(0); e.preventDefault(); }
+    else if (e.key === "End") { step(stages.length - 1); e.preventDefault(); }
     else if (e.key === "+" || e.key === "=") { zoom("in"); }
     else if (e.key === "-") { zoom("out"); }
     else if (e.key === "0") { zoom("fit"); }

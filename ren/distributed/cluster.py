@@ -118,6 +118,9 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, **cluster_option
                                    env=dict(WORKER_ENV))
     options.update(cluster_options)
     with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
+        # every worker registered before anything is sent: a broadcast scatter reaches only the
+        # workers the scheduler knows, and data scattered to one worker alone dies with it
+        client.wait_for_workers(workers, timeout=120)
         yield client
 
 

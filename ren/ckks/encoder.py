@@ -29,15 +29,22 @@ _FLOAT_SAFE = 2.0 ** 960
 
 
 @lru_cache(maxsize=16)
+def slot_powers(N: int) -> np.ndarray:
+    """e_j = 5^j mod 2N for the N/2 slots: slot j is the evaluation at ζ^(e_j) (read-only)."""
+    e = np.empty(N // 2, dtype=np.int64)
+    g = 1
+    for j in range(N // 2):
+        e[j] = g
+        g = g * 5 % (2 * N)
+    e.flags.writeable = False
+    return e
+
+
+@lru_cache(maxsize=16)
 def _tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t_j, t'_j, ζ^i): slot j sits at odd power 2t_j+1 = 5^j mod 2N, its conjugate at 2t'_j+1
     = -5^j mod 2N; ζ^i are the twist factors."""
-    slots = N // 2
-    e = np.empty(slots, dtype=np.int64)
-    g = 1
-    for j in range(slots):
-        e[j] = g
-        g = g * 5 % (2 * N)
+    e = slot_powers(N)
     t = (e - 1) // 2
     tc = (2 * N - e - 1) // 2
     twist = np.exp(1j * np.pi * np.arange(N) / N)

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ren.ckks.encoder import slot_powers
 from ren.errors import ParameterError
+from ren.ring.tables import bit_reverse_indices
 
 #: a sparse square matrix on the slots: diagonal index k (mod n) -> d_k, with d_k[j] = M[j][j+k]
 Diagonals = dict[int, np.ndarray]
@@ -35,13 +37,8 @@ Diagonals = dict[int, np.ndarray]
 
 def _twiddles(n: int, length: int) -> np.ndarray:
     """t_j = ζ^(5^j·n/len) for j < len/2 (ζ = exp(iπ/N), N = 2n): the butterfly factors of
-    S_len."""
-    two_n = 4 * n  # the order of ζ
-    e = np.empty(length // 2, dtype=np.int64)
-    g = 1
-    for j in range(length // 2):
-        e[j] = g * (n // length) % two_n
-        g = g * 5 % two_n
+    S_len, on the encoder's slot order."""
+    e = slot_powers(2 * n)[: length // 2] * (n // length) % (4 * n)  # 4n: the order of ζ
     return np.exp(1j * np.pi * e / (2 * n))
 
 
@@ -115,10 +112,7 @@ def apply_diagonals(d: Diagonals, x: np.ndarray) -> np.ndarray:
 
 def bit_reverse(x: np.ndarray) -> np.ndarray:
     """x permuted by bit reversal of the index (len(x) a power of two)."""
-    n = len(x)
-    bits = n.bit_length() - 1
-    idx = np.array([int(f"{j:0{bits}b}"[::-1], 2) if bits else 0 for j in range(n)])
-    return np.asarray(x)[idx]
+    return np.asarray(x)[bit_reverse_indices(len(x).bit_length() - 1)]
 
 
 __all__ = ["Diagonals", "apply_diagonals", "bit_reverse", "merge_stages", "multiply_diagonals",

@@ -13,23 +13,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
+from browser import open_report, sync_api
 from click.testing import CliRunner
 from ren_cli.main import cli
 
 from ren.passes import PASS_NAMES
 
-CHROMIUM = os.environ.get("REN_CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
-
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="playwright is not installed (pip install -e '.[test]')")
-if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-    pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (as .ci/run does)",
-                allow_module_level=True)
+sync_api()  # skips this module without Playwright or Chromium
 
 
 @pytest.fixture(scope="module")
@@ -43,18 +37,8 @@ def report_file(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def page(report_file):
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        pg = browser.new_page(viewport={"width": 1440, "height": 900})
-        errors: list[str] = []
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
-        pg.goto(report_file.as_uri())
-        pg.wait_for_selector("article.stage:not([hidden]) svg")
-        pg.errors = errors
+    with open_report(report_file) as pg:
         yield pg
-        browser.close()
 
 
 def visible_stage(pg) -> str:
@@ -234,8 +218,7 @@ def test_a_rule_highlights_the_nodes_it_produced(page):
     button.click()
     assert button.get_attribute("aria-pressed") == "true"
     lit = stage.locator("g.node.hl")
-    want = page.evaluate("""rule => Object.entries(JSON.parse(
-        document.getElementById('node-data').textContent)).filter(
+    want = page.evaluate("""rule => Object.entries(window.renReport.data).filter(
         ([id, d]) => id.startsWith('s03n') && d.rule === rule).length""", rule)
     assert lit.count() == want > 0
     ops = {lit.nth(i).locator("text").first.text_content().split()[1] for i in range(lit.count())}

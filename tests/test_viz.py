@@ -4,6 +4,7 @@ records (run_passes, dump, plan_memory, the schedule), not against itself."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from functools import cache
@@ -426,7 +427,9 @@ def test_report_is_self_contained_and_complete():
     assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
     data = re.search(r'<script type="application/json" id="node-data">(.*?)</script>', html, re.S)
     ids = set(re.findall(r'<g id="(s\d\dn\d+)" class="node', html))
-    assert data and ids and all(f'"{i}":' in data.group(1) for i in ids)
+    details = report.expand(json.loads(data.group(1))) if data else {}
+    assert ids and ids <= set(details)
+    assert all(details[i]["node"] == f"%{i.split('n')[-1]}" for i in ids)
 
 
 def test_report_sections_can_be_chosen():

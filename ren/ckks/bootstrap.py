@@ -62,6 +62,7 @@ from ren.ckks.ciphertext import Ciphertext, settle_scale
 from ren.ckks.errors import InsecureParametersWarning, OutOfLevelsError, ScaleMismatchError
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.lintrans import LinearTransform
+from ren.ckks.operations import operation
 from ren.ckks.params import CKKSParams, log2_exact
 from ren.ckks.polyeval import chebyshev_coefficients, depth_of
 from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
@@ -266,6 +267,7 @@ class Bootstrapper:
                                     progress=progress)
 
     # -- the four stages --------------------------------------------------------------------------
+    @operation
     def mod_raise(self, ct: Ciphertext) -> Ciphertext:
         """The level-0 ciphertext read modulo the whole chain: it encrypts m + Q_0·I.  Each part
         is lifted exactly to its centred representative in [−Q_0/2, Q_0/2) (`centred_lift`),
@@ -287,6 +289,7 @@ class Bootstrapper:
                                       device=ct.c0.device).ntt()
         return Ciphertext(tuple(c * mono for c in ct.parts), ct.scale, ct.level, self.params)
 
+    @operation
     def coeff_to_slot(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, Ciphertext]:
         """Two ciphertexts whose slots are the raised plaintext's coefficients t/Δ_0 divided
         by EvalMod's range (K + 1)·K_0: the first N/2 and the last N/2, real, each in
@@ -298,6 +301,7 @@ class Bootstrapper:
         conj = ev.conjugate(w)
         return ev.add(w, conj), self._times_i(ev.sub(w, conj), -1)
 
+    @operation
     def eval_mod(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
         """Slots u = y/((K + 1)·K_0) -> sin(2π·y/K_0) (the factor K_0/2π is SlotToCoeff's)."""
         ev = ev.explicit()
@@ -306,6 +310,7 @@ class Bootstrapper:
             v = ev.add_scalar(ev.multiply_int(ev.rescale(ev.square(v)), 2), -1)
         return v
 
+    @operation
     def slot_to_coeff(self, ev: Evaluator, first: Ciphertext, second: Ciphertext) -> Ciphertext:
         """The ciphertext whose coefficients are the slot values of (first, second) (bit-
         reversed halves), times K_0/2π: its slots are the message's again."""
@@ -315,6 +320,7 @@ class Bootstrapper:
             out = ev.linear_transform(out, lt)
         return settle_scale(out, self.params.scale(out.level))
 
+    @operation
     def bootstrap(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
         """`ct` refreshed to `output_level`.  EvalMod's period is K_0 = Q_0/Δ_in, so the input
         must reach level 0 at exactly Δ_in = `input_scale`: from a higher level it gets there

@@ -46,6 +46,7 @@ from ren.ckks.errors import (
     ScaleMismatchError,
 )
 from ren.ckks.lintrans import LinearTransform
+from ren.ckks.operations import OPERATIONS, operation
 from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, rescaled, scale_arg
 from ren.errors import ParameterError
 from ren.poly import Poly
@@ -556,6 +557,11 @@ class Evaluator:
 
 
 MODES = ("auto", "explicit")
+
+# every public operation is recorded while `ren.ckks.operations.record_operations` is on (what
+# ren-inspect groups a graph by); one list of them, in ren.ckks.operations
+for _name in OPERATIONS:
+    setattr(Evaluator, _name, operation(getattr(Evaluator, _name)))
 
 
 def _half_step(scale_bits: int) -> Fraction:

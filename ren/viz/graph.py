@@ -61,14 +61,17 @@ def _new_graph(name: str) -> pgv.AGraph:
 
 
 def _add_node(g: pgv.AGraph, name: str, n: Node, number: int, numbers: dict[Node, int],
-              names: _Names, status: str, node_id: str, rule: str = "") -> None:
+              names: _Names, status: str, node_id: str, rule: str = "", extra: str = "") -> None:
     border, width, style = nv.STATUS_STYLE[status]
     info = nv.details(n, number, numbers, names, status)
     made = f", {rule}" if rule else ""
     tooltip = (f"{info['node']} {info['op']} {info['dtype']} ({status}{made})\n"
                f"arg: {nv.short(info['arg'], 160)}\nring: {info['ring']}\n"
                f"domain: {info['domain']}  device: {info['device']}")
-    attrs: dict[str, Any] = dict(label=nv.label(n, number, names), fillcolor=nv.colour(n.op),
+    text = nv.label(n, number, names) + (f"\n{extra}" if extra else "")
+    if extra:
+        tooltip += f"\nciphertext: {extra}"
+    attrs: dict[str, Any] = dict(label=text, fillcolor=nv.colour(n.op),
                                  color=border, penwidth=width, id=node_id, tooltip=tooltip)
     if style:
         attrs.update(style=f"rounded,filled,{style}", fillcolor="#ffffff", fontcolor="#8c959f")
@@ -96,10 +99,14 @@ def _add_body(g: pgv.AGraph, kernel_node: str, n: Node, number: int, names: _Nam
 
 def stage_agraph(trace: PassTrace, which: int | str, *, removed: bool = True,
                  kernel_bodies: bool = False, prefix: str = "",
-                 max_nodes: int = MAX_NODES, label_note: bool = True) -> pgv.AGraph:
+                 max_nodes: int = MAX_NODES, label_note: bool = True,
+                 overlay: dict[int, str] | None = None) -> pgv.AGraph:
     """The graph of one stage (with its changes highlighted) as an AGraph, not yet laid out.
     `label_note`: put `ghost_note` in the picture's title (a page shows it as text instead: a
-    title centred over a graph thousands of pixels wide is clipped by the box around it)."""
+    title centred over a graph thousands of pixels wide is clipped by the box around it).
+    `overlay`: lasting number -> a third label line (a ciphertext part's level and scale,
+    `ren.viz.groups`)."""
+    overlay = overlay or {}
     stage = trace.stage(which)
     prev = trace.stages[stage.index - 1] if stage.index else None
     drawn = len(stage.order)
@@ -124,7 +131,7 @@ def stage_agraph(trace: PassTrace, which: int | str, *, removed: bool = True,
     for n in stage.order:
         k = num[n]
         _add_node(g, f"n{k}", n, k, num, names, stage.status[n], f"{prefix}n{k}",
-                  stage.rule.get(n, ""))
+                  stage.rule.get(n, ""), overlay.get(k, ""))
         for s in n.src:
             g.add_edge(f"n{num[s]}", f"n{k}")
         if kernel_bodies and n.op is Op.KERNEL:

@@ -32,6 +32,7 @@ class KernelInfo:
     ast_text: str
     source: str | None
     source_note: str
+    same_as: int | None = None  # an earlier kernel with the same AST and source (not repeated)
 
     @property
     def title(self) -> str:
@@ -78,16 +79,20 @@ def kernel_infos(view: ArenaView, device: str | None = None) -> list[KernelInfo]
     for b in (b for item in view.items for b in item.bufs):  # bufN as in the final dump
         if id(b) in view.names:
             names.buffers[id(b)] = view.names[id(b)]
-    out = []
+    out: list[KernelInfo] = []
+    first: dict[tuple, int] = {}  # a bootstrapping has 4,433 kernels, most of them repeats
     for i, item in enumerate(view.items):
         source, note = rendered_source(item, device)
         ring = format_arg(item.ring, names) if item.ring is not None else "—"
         if item.ring is not None:
             ring += f" (N={item.ring.N}, {item.ring.limbs} limbs)"
         space = f"{item.space[0]}x{item.space[1]}" if item.space else "—"
+        text = ast_text(item, names)
+        shape = source.replace(item.name, "") if source else source  # the same but its name
+        same = first.setdefault((item.kind, ring, space, text, shape), i)
         out.append(KernelInfo(i, item.name, item.kind, ring, space, view.name(item.bufs[0]),
                               ", ".join(view.name(b) for b in item.bufs[1:]) or "—",
-                              ast_text(item, names), source, note))
+                              text, source, note, None if same == i else same))
     return out
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ren.ckks.debug import Report
+from ren.ckks.operations import record_operations
 from ren.errors import InspectError
 from ren.node import toposort
 from ren.ops import Op
@@ -36,13 +38,14 @@ from ren.viz.graph import (
     schedule_agraph,
     stage_agraph,
 )
+from ren.viz.groups import BLOCK, Groups, collapsed_stage, operation_groups
 from ren.viz.kernels import kernel_infos
 from ren.viz.links import kernel_body, link_data, name_jit, plan_trace
 from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
 from ren.viz.precision import precision_of, precision_svg
 from ren.viz.programs import Program, as_program
 from ren.viz.templating import read, render
-from ren.viz.trace import PassTrace, stage_text, trace_passes
+from ren.viz.trace import PassTrace, Stage, stage_text, trace_passes
 
 SECTIONS = ("passes", "arena", "jit", "kernels", "precision", "diff")
 
@@ -67,11 +70,15 @@ def _timed(options: ReportOptions, what: str, fn, *args, **kw):
         options.timings[what] = options.timings.get(what, 0.0) + time.perf_counter() - t0
 
 
-def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict], dict]:
-    """Per stage: title, counts, rules, SVG (or a too-large note) and marked text; and the
-    details of every drawn node by id."""
+def stage_contexts(trace: PassTrace, options: ReportOptions, groups: Groups | None = None
+                   ) -> tuple[list[dict], dict, dict]:
+    """Per stage: title, counts, rules, SVG (or, past the drawing limit, the collapsed view's
+    rows) and marked text; the details of every node by id; and the collapsed stages."""
     out, node_data = [], {}
     names = trace.names
+    groups = groups or operation_groups(trace, None)
+    labels = {k: o.label() for k, o in groups.overlay.items()}
+    collapsed: dict[str, list] = {}
     for stage in trace.stages:
         prev = trace.stages[stage.index - 1] if stage.index else None
         prefix = f"s{stage.index:02d}"
@@ -79,19 +86,28 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
         try:
             g = stage_agraph(trace, stage.index, removed=options.removed,
                              kernel_bodies=options.kernel_bodies, prefix=prefix,
-                             max_nodes=options.max_nodes, label_note=False)
+                             max_nodes=options.max_nodes, label_note=False, overlay=labels)
             svg = render_svg(g)
         except TooLarge as e:
-            note = str(e)
+            note = (f"{e}. Shown collapsed: one box per {_GROUPED_BY[groups.kind]}; click a box "
+                    "to open it, search for a node below")
+            collapsed[prefix] = collapsed_stage(stage, groups.of_stage[stage.index])
         num = stage.ident
         old = prev.ident if prev is not None else {}
+        of = groups.of_stage[stage.index]
         for n in stage.order:
             k = num[n]
             replaced = stage.replaces.get(n)
             was = (f"%{old[replaced]} {replaced.op.name}"
                    if replaced is not None and replaced in old else "")
-            node_data[f"{prefix}n{k}"] = details(n, k, num, names, stage.status[n],
-                                                 stage.rule.get(n, ""), was)
+            info = details(n, k, num, names, stage.status[n], stage.rule.get(n, ""), was)
+            if of.get(n, -1) >= 0:
+                info["group"] = " › ".join(groups.path(of[n]))
+            if k in groups.overlay:
+                info["ciphertext"] = groups.overlay[k].text()
+                if not math.isnan(groups.overlay[k].bits):
+                    info["bits"] = round(groups.overlay[k].bits, 2)
+            node_data[f"{prefix}n{k}"] = info
             if n.op is Op.KERNEL:
                 node_data[f"{prefix}n{k}"]["body"] = kernel_body(n, names)
             if options.kernel_bodies and n.op is Op.KERNEL:
@@ -116,8 +132,68 @@ def stage_contexts(trace: PassTrace, options: ReportOptions) -> tuple[list[dict]
                                                  key=lambda x: (-x[1], x[0]))],
                     "ms": stage.seconds * 1e3, "svg": svg, "note": note,
                     "ghost_note": ghost_note(stage, options.removed),
-                    "text": stage_text(stage, prev, names=names)})
-    return out, node_data
+                    "collapsed": prefix in collapsed,
+                    "text": _capped(stage_text(stage, prev, names=names), stage)})
+    return out, node_data, collapsed
+
+
+#: what a collapsed box stands for, by `Groups.kind`
+_GROUPED_BY = {"operations": "CKKS operation (the innermost call that built its nodes)",
+               "blocks": f"block of {BLOCK} nodes in program order"}
+#: a stage's text dump is cut after this many lines (a reader pages the rest with ren-inspect)
+MAX_TEXT_LINES = 4000
+
+
+def _capped(text: str, stage: Stage) -> str:
+    lines = text.splitlines()
+    if len(lines) <= MAX_TEXT_LINES:
+        return text
+    return ("\n".join(lines[:MAX_TEXT_LINES])
+            + f"\n… {len(lines) - MAX_TEXT_LINES} more lines: `ren-inspect passes PROGRAM "
+              f"--pass {stage.index}` prints them all\n")
+
+
+def compact(node_data: dict[str, dict]) -> dict[str, Any]:
+    """Node details as the page carries them (a bootstrapping has 250,000 node ids): per field
+    its distinct values once (``values``), each distinct details dict once as a row of value
+    indices (``rows``, -1: the field is absent) and every node id -> its row (``ids``)."""
+    fields: list[str] = []
+    for info in node_data.values():
+        fields.extend(f for f in info if f not in fields)
+    index: list[dict[Any, int]] = [{} for _ in fields]
+    values: list[list[Any]] = [[] for _ in fields]
+    rows: list[list[int]] = []
+    row_of: dict[tuple, int] = {}
+    ids: dict[str, int] = {}
+    for node_id, info in node_data.items():
+        row = []
+        for f, (seen, vals) in enumerate(zip(index, values, strict=True)):
+            v = info.get(fields[f], _ABSENT)
+            if v is _ABSENT:
+                row.append(-1)
+                continue
+            if v not in seen:
+                seen[v] = len(vals)
+                vals.append(v)
+            row.append(seen[v])
+        key = tuple(row)
+        if key not in row_of:
+            row_of[key] = len(rows)
+            rows.append(row)
+        ids[node_id] = row_of[key]
+    return {"fields": fields, "values": values, "rows": rows, "ids": ids}
+
+
+_ABSENT = object()
+
+
+def expand(packed: dict[str, Any]) -> dict[str, dict]:
+    """The node details `compact` packed, as {node id: details} again (what the page's script
+    rebuilds)."""
+    fields, values = packed["fields"], packed["values"]
+    rows = [{f: values[i][v] for i, (f, v) in enumerate(zip(fields, row, strict=True)) if v >= 0}
+            for row in packed["rows"]]
+    return {node_id: rows[r] for node_id, r in packed["ids"].items()}
 
 
 def ring_legend(trace: PassTrace) -> list[dict[str, Any]]:
@@ -126,10 +202,14 @@ def ring_legend(trace: PassTrace) -> list[dict[str, Any]]:
              "moduli": ", ".join(str(q) for q in ring.moduli)} for name, ring in trace.rings()]
 
 
-def _passes(trace: PassTrace, options: ReportOptions) -> dict[str, Any]:
-    stages, node_data = _timed(options, "layout", stage_contexts, trace, options)
+def _passes(trace: PassTrace, options: ReportOptions, groups: Groups) -> dict[str, Any]:
+    stages, node_data, collapsed = _timed(options, "layout", stage_contexts, trace, options,
+                                          groups)
+    view = ({"kind": groups.kind, "groups": groups.table, "stages": collapsed,
+             "colours": {f: c for f, (c, _) in FAMILIES.items()}} if collapsed else {})
     return {"stages": stages, "node_data": node_data, "trace": trace,
-            "rings": ring_legend(trace)}
+            "rings": ring_legend(trace), "collapse": view,
+            "bits": sorted({o.bits for o in groups.overlay.values() if not math.isnan(o.bits)})}
 
 
 def _arena(view: av.ArenaView) -> dict[str, Any]:
@@ -181,11 +261,10 @@ def _diff(program: Program, outputs: tuple, trace: PassTrace | None,
     return {"note": "", "diffs": diffs, "golden": str(options.golden)}
 
 
-def _precision(program: Program) -> dict[str, Any]:
-    if program.ckks is None:
+def _precision(program: Program, report: Report | None) -> dict[str, Any]:
+    if report is None:
         return {"note": "not a CKKS example: the precision meter needs an evaluator and a secret "
                         "key (ren.ckks.debug.precision from Python)", "steps": []}
-    report = precision_of(program)
     return {"note": "", "svg": precision_svg(report), "summary": report.summary(),
             "steps": [{"index": st.index, "op": st.op, "level": st.level,
                        "scale": f"{st.log2_scale:.2f}", "bits": f"{st.bits:.1f}",
@@ -202,17 +281,21 @@ def report_context(program: Program, options: ReportOptions | None = None) -> di
     t0 = time.perf_counter()
     ctx: dict[str, Any] = {"program": program, "sections": options.sections,
                            "families": [(f, c) for f, (c, _) in FAMILIES.items()],
-                           "statuses": STATUS_STYLE, "node_data": {}}
+                           "statuses": STATUS_STYLE, "node_data": compact({})}
     trace: PassTrace | None = None
-    outputs = _timed(options, "build", program.outputs)  # one build serves every section
+    with record_operations() as log:  # the CKKS operations: groups and overlays
+        outputs = _timed(options, "build", program.outputs)  # one build serves every section
+    meter = None
+    if program.ckks is not None and {"precision", "passes"} & set(options.sections):
+        meter = _timed(options, "precision", precision_of, program)
     linked = {"passes", "arena", "kernels", "jit"} & set(options.sections)
     if linked:  # one trace, one schedule, one name per buffer for all four (ren.viz.links)
         trace = _timed(options, "passes", trace_passes, *outputs)
         view = _timed(options, "plan", plan_trace, trace, options.policy)
     if "passes" in options.sections and trace is not None:
-        passes = _passes(trace, options)
+        passes = _passes(trace, options, operation_groups(trace, log, meter))
         passes.pop("trace")
-        ctx["node_data"] = passes.pop("node_data")
+        ctx["node_data"] = compact(passes.pop("node_data"))
         ctx["passes"] = passes
     if "arena" in options.sections or "kernels" in options.sections:
         ctx["arena"] = _arena(view)
@@ -225,7 +308,7 @@ def report_context(program: Program, options: ReportOptions | None = None) -> di
     if linked and trace is not None:
         ctx["links"] = link_data(trace, view, unit_item)
     if "precision" in options.sections:
-        ctx["precision"] = _timed(options, "precision", _precision, program)
+        ctx["precision"] = _precision(program, meter)
     if "diff" in options.sections:
         ctx["diff"] = _timed(options, "diff", _diff, program, outputs, trace, options)
     ctx["seconds"] = time.perf_counter() - t0
@@ -242,9 +325,10 @@ def report_html(program: Program | Any, options: ReportOptions | None = None, *,
         options.sections = tuple(sections)
     ctx = report_context(program, options)
     return render("report.html.j2", css=read("report.css"),
-                  script=read("report.js") + "\n" + read("links.js"),
+                  script="\n".join(read(f) for f in ("report.js", "collapse.js",
+                                                      "links.js")),
                   title=f"ren-inspect: {html.escape(program.name)}", **ctx)
 
 
-__all__ = ["SECTIONS", "ReportOptions", "jit_view", "report_context", "report_html",
-           "ring_legend", "stage_contexts"]
+__all__ = ["SECTIONS", "ReportOptions", "compact", "expand", "jit_view", "report_context",
+           "report_html", "ring_legend", "stage_contexts"]

@@ -1,15 +1,27 @@
 // ren-inspect report: stage stepping (buttons, ←/→, Home/End) that scrolls the change into view,
 // node details on click/hover, rule highlighting, hiding removed nodes, a before | after view of
-// one pass and zoom (fit: the whole graph).
+// one pass, zoom (fit: the whole graph) and colouring ciphertexts by precision.  What the other
+// scripts (collapse.js, links.js) need is on window.renReport.
 (function () {
   "use strict";
-  var data = JSON.parse(document.getElementById("node-data").textContent || "{}");
+  // node details travel packed (ren.viz.report.compact): each field's values once, each
+  // distinct details dict once as a row of value indices, and node id -> row
+  var packed = JSON.parse(document.getElementById("node-data").textContent || "{}");
+  var fields = packed.fields || [], values = packed.values || [], data = {};
+  var rows = (packed.rows || []).map(function (row) {
+    var info = {};
+    row.forEach(function (v, f) { if (v >= 0) { info[fields[f]] = values[f][v]; } });
+    return info;
+  });
+  Object.keys(packed.ids || {}).forEach(function (id) { data[id] = rows[packed.ids[id]]; });
+  var R = window.renReport = { data: data, onShow: [] };
   var stages = Array.prototype.slice.call(document.querySelectorAll("article.stage"));
   var buttons = Array.prototype.slice.call(document.querySelectorAll(".stage-button"));
   var current = 0;
   var details = document.getElementById("details");
   var FIELDS = ["node", "op", "family", "dtype", "arg", "ring", "domain", "device", "sources", "status",
-                "rule", "replaces", "replaced by", "body"];
+                "rule", "replaces", "replaced by", "group", "ciphertext", "body"];
+  var OPTIONAL = { "replaced by": 1, body: 1, group: 1, ciphertext: 1 };
   var container = document.querySelector(".stages");
   var compare = document.getElementById("compare");
   var hideRemoved = document.getElementById("hide-removed");
@@ -26,6 +38,7 @@
     buttons.forEach(function (b, k) { b.setAttribute("aria-selected", k === i ? "true" : "false"); });
     current = i;
     document.body.setAttribute("data-stage", stages[i].getAttribute("data-name"));
+    R.onShow.forEach(function (f) { f(stages[i]); });
     if (fit) { applyZoom(); }
   }
 
@@ -35,7 +48,7 @@
     var dl = details.querySelector("dl");
     dl.textContent = "";
     FIELDS.forEach(function (f) {
-      if (info[f] === undefined && (f === "replaced by" || f === "body")) { return; }
+      if (info[f] === undefined && OPTIONAL[f]) { return; }
       var dt = document.createElement("dt"), dd = document.createElement("dd");
       dt.textContent = f; dd.textContent = info[f] === undefined ? "" : String(info[f]);
       dd.className = "f-" + f.replace(/ /g, "-");
@@ -131,7 +144,7 @@
 
   // the change in view: on stepping, scroll the stage's graph box to the nodes its pass changed
   // (centred when they fit in the box, else their top left corner), then the page to the box
-  var CHANGED = "g.node.added, g.node.rewritten, g.node.rebuilt, g.node.removed";
+  var CHANGED = "g.node.added, g.node.rewritten, g.node.rebuilt, g.node.removed, g.group.changed";
   function reveal(article) {
     var graph = article && article.querySelector(".graph");
     if (!graph) { return; }
@@ -176,5 +189,25 @@
     var g = e.target.closest ? e.target.closest("g.node") : null;
     if (g && !(details && details.getAttribute("data-node"))) { describe(g, false); }
   });
+  // colour by precision: each measured ciphertext part from red (fewest bits) to green (most)
+  var byBits = document.getElementById("colour-bits");
+  function paintBits(root) {
+    if (!byBits) { return; }
+    var lo = parseFloat(byBits.getAttribute("data-lo")), hi = parseFloat(byBits.getAttribute("data-hi"));
+    (root || document).querySelectorAll("g.node").forEach(function (g) {
+      var info = data[g.id];
+      if (!info || info.bits === undefined) { return; }
+      g.classList.add("has-bits");
+      var t = hi > lo ? (info.bits - lo) / (hi - lo) : 1;
+      g.querySelectorAll("polygon, path, rect").forEach(function (shape) {
+        shape.style.fill = byBits.checked ? "hsl(" + Math.round(120 * t) + ", 75%, 72%)" : "";
+      });
+    });
+    document.body.classList.toggle("by-bits", byBits.checked);
+  }
+  if (byBits) { byBits.addEventListener("change", function () { paintBits(); }); }
+
+  R.describe = describe; R.applyZoom = applyZoom; R.reveal = reveal; R.paintBits = paintBits;
+  R.current = function () { return stages[current]; };
   show(0);
 })();

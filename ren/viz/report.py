@@ -24,7 +24,7 @@ from typing import Any
 from ren.ckks.debug import Report
 from ren.ckks.operations import record_operations
 from ren.errors import InspectError
-from ren.node import toposort
+from ren.node import Node, toposort
 from ren.ops import Op
 from ren.viz import arena as av
 from ren.viz import jitplan
@@ -79,6 +79,8 @@ def stage_contexts(trace: PassTrace, options: ReportOptions, groups: Groups | No
     groups = groups or operation_groups(trace, None)
     labels = {k: o.label() for k, o in groups.overlay.items()}
     collapsed: dict[str, list] = {}
+    # a node kept through the stages keeps its number and sources: its details are made once
+    static: dict[tuple[Node, int], dict[str, Any]] = {}
     for stage in trace.stages:
         prev = trace.stages[stage.index - 1] if stage.index else None
         prefix = f"s{stage.index:02d}"
@@ -100,7 +102,11 @@ def stage_contexts(trace: PassTrace, options: ReportOptions, groups: Groups | No
             replaced = stage.replaces.get(n)
             was = (f"%{old[replaced]} {replaced.op.name}"
                    if replaced is not None and replaced in old else "")
-            info = details(n, k, num, names, stage.status[n], stage.rule.get(n, ""), was)
+            base = static.get((n, k))
+            if base is None:
+                base = static[(n, k)] = details(n, k, num, names)
+            info = {**base, "status": stage.status[n], "rule": stage.rule.get(n, "") or "—",
+                    "replaces": was or "—"}
             if of.get(n, -1) >= 0:
                 info["group"] = " › ".join(groups.path(of[n]))
             if k in groups.overlay:

@@ -234,16 +234,30 @@ def marked_lines(stage: Stage, names: _Names | None = None, notes: bool = False,
     return out
 
 
+class _Seen(_Names):
+    """`shared` names, noting the rings asked for (in order): a stage's ring header."""
+
+    def __init__(self, shared: _Names) -> None:
+        super().__init__(shared.rings, shared.buffers)
+        self.shared = shared
+        self.used: dict[RingSpec, str] = {}
+
+    def ring(self, r: RingSpec) -> str:
+        name = self.shared.ring(r)
+        self.used.setdefault(r, name)
+        return name
+
+
 def stage_text(stage: Stage, prev: Stage | None = None, marks: bool = True,
                names: _Names | None = None) -> str:
     """The stage as marked text: a header, the rules fired, the graph with a status column
     (``+`` added, ``*`` rewritten by a rule, ``~`` rebuilt on new sources; a rule's nodes end
     with ``# rule``) and the removed nodes.  ``marks=False``: the plain graph (a "before" view).
     `names`: the trace's ring and buffer names (`PassTrace.names`), else the stage's own."""
-    used = _Names()
-    marked_lines(stage, used)  # the rings this stage uses
-    names = names or used
-    body = marked_lines(stage, names, notes=marks, prev=prev)
+    given = names is not None
+    seen = _Seen(names or _Names())  # one pass: the lines, and the rings this stage uses
+    body = marked_lines(stage, seen, notes=marks, prev=prev)
+    names, used = seen.shared, seen.used
     if not marks:
         body = [("kept", line) for _, line in body]
         head = [f"== before: {stage.name}: {len(stage.order)} nodes =="]
@@ -253,10 +267,10 @@ def stage_text(stage: Stage, prev: Stage | None = None, marks: bool = True,
         head.append(f"   {stage.doc}" if stage.doc else "")
         head.append(f"   rules: {stage.rules_text()}")
         head = [h for h in head if h]
-    rings = [f"  rings: {names.ring(ring)} = {ring!r}" for ring in used.rings]
+    rings = [f"  rings: {name} = {ring!r}" for ring, name in used.items()]
     lines = head + rings + [f"{MARKS[st]} {line}" for st, line in body]
     if stage.removed and prev is not None:
-        if names is used:
+        if not given:
             names = _Names()
             marked_lines(prev, names)  # name rings and buffers as the previous stage does
         old = _numbers(prev)

@@ -42,19 +42,23 @@
     return [t.name, t.where + (t.level === null ? "" : " · L" + t.level + " · 2^" + t.scale.toFixed(1))];
   }
 
-  // the items of group `open` of a stage, their edges, and layers
+  // the items of group `open` of a stage, their edges, and layers.  Groups can form cycles
+  // (a constant two operations share belongs to one of them), so each item is placed by the
+  // median stage position of its nodes, and layers are longest paths over the edges that go
+  // forward in that order (the others are drawn, not followed)
   function layout(prefix, open) {
     var rows = rowsOf[prefix], byK = {}, items = {}, order = [];
     rows.forEach(function (r) { byK[r[0]] = r; });
-    rows.forEach(function (r) {
+    rows.forEach(function (r, at) {
       var id = itemOf(r, open);
       if (id === null) { return; }
       var it = items[id];
       if (!it) {
-        it = items[id] = { id: id, n: 0, changed: 0, preds: {}, order: order.length, row: r };
+        it = items[id] = { id: id, n: 0, changed: 0, preds: {}, order: order.length, row: r, at: [] };
         order.push(it);
       }
       it.n += 1;
+      it.at.push(at);
       if (r[2] !== "k") { it.changed += 1; }
       r[4].forEach(function (s) {
         var src = byK[s], from = src ? itemOf(src, open) : null;
@@ -62,33 +66,15 @@
       });
     });
     var shown = order.slice(0, MAX_ITEMS), drawn = {};
-    shown.forEach(function (it) { drawn[it.id] = it; it.layer = 0; });
-    // longest-path layers (Kahn's order; items on a cycle take their known sources' layers)
-    var indeg = {}, succ = {};
     shown.forEach(function (it) {
-      indeg[it.id] = 0; succ[it.id] = [];
+      drawn[it.id] = it; it.layer = 0; it.median = it.at[it.at.length >> 1];
     });
-    shown.forEach(function (it) {
+    var placed = shown.slice().sort(function (a, b) { return a.median - b.median || a.order - b.order; });
+    placed.forEach(function (it) {
       Object.keys(it.preds).forEach(function (p) {
-        if (drawn[p]) { indeg[it.id] += 1; succ[p].push(it); }
+        var u = drawn[p];
+        if (u && u.median < it.median) { it.layer = Math.max(it.layer, u.layer + 1); }
       });
-    });
-    var queue = shown.filter(function (it) { return indeg[it.id] === 0; }), done = {};
-    while (queue.length) {
-      var u = queue.shift();
-      done[u.id] = true;
-      succ[u.id].forEach(function (v) {
-        v.layer = Math.max(v.layer, u.layer + 1);
-        indeg[v.id] -= 1;
-        if (indeg[v.id] === 0) { queue.push(v); }
-      });
-    }
-    shown.forEach(function (it) {
-      if (done[it.id]) { return; }
-      Object.keys(it.preds).forEach(function (p) {
-        if (drawn[p] && done[p]) { it.layer = Math.max(it.layer, drawn[p].layer + 1); }
-      });
-      done[it.id] = true;
     });
     return { items: shown, drawn: drawn, total: order.length };
   }

@@ -15,7 +15,8 @@ stage) and rings by the trace's names.  Every node has an ``id`` (``<prefix>n<k>
 it clickable.
 
 Large graphs: kernel bodies are collapsed into their KERNEL node unless ``kernel_bodies=True``;
-a graph with more than ``max_nodes`` nodes is not laid out (`TooLarge`): callers show text.
+a graph with more than ``max_nodes`` nodes is not laid out (`TooLarge`): the report shows it
+collapsed (`ren.viz.groups`), the CLI as text.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from ren.ops import Op
 from ren.viz import nodes as nv
 from ren.viz.trace import PassTrace, Stage, trace_passes
 
-MAX_NODES = 2500  # past this many drawn nodes dot takes too long: show the text instead
+#: past this many drawn nodes a stage is not laid out by dot (which takes seconds per stage
+#: there, ~5 s at 1,800 nodes, and warns that it may take long): the report shows it collapsed
+MAX_NODES = 1000
 #: past this many drawn nodes, dot's network-simplex placement and spline routing dominate (a
 #: 200-node stage: ~1.8 s): cap the simplex iterations and draw straight edges (~0.3 s)
 FAST_LAYOUT_NODES = 120

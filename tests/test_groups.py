@@ -44,8 +44,21 @@ def test_every_node_of_every_stage_is_in_a_group(multiply):
     names = {groups.table[g]["name"].split(" #")[0] for g in groups.of_stage[-1].values() if g >= 0}
     assert {"relinearize", "rescale"} <= names  # the kernels of stage 12 keep their operations
     assert all(t["parent"] < i for i, t in enumerate(groups.table))  # parents come first
-    assert groups.path(next(i for i, t in enumerate(groups.table) if t["parent"] >= 0))[0] \
-        == groups.table[0]["name"]
+    roots = [t for t in groups.table if t["parent"] < 0]
+    assert [t["name"] for t in roots] == ["multiply #0", "rescale #4"]
+    assert all(t["parent"] == -1 for t in roots) and roots[0]["where"] == "programs.py:201"
+    for g in range(len(groups.table)):  # a group's path: its ancestors' names, then its own
+        chain, j = [], g
+        while j >= 0:
+            chain.append(groups.table[j]["name"])
+            j = groups.table[j]["parent"]
+        assert groups.path(g) == chain[::-1]
+    assert max(len(groups.path(g)) for g in range(len(groups.table))) == 2  # relinearize
+    # the INTT/NTT pairs pass 3 puts around each RESCALE join the rescale's operation
+    st3, of3 = trace.stages[3], groups.of_stage[3]
+    added = [n for n in st3.order if st3.status[n] == "added"]
+    rescales = {of3[n] for n in st3.order if n.op.name == "RESCALE"}
+    assert added and {of3[n] for n in added} <= rescales
 
 
 def test_ciphertext_parts_carry_level_scale_and_bits(multiply):
@@ -60,6 +73,8 @@ def test_ciphertext_parts_carry_level_scale_and_bits(multiply):
         assert o.operation.startswith("rescale #") and o.level == want.level
         assert o.log2_scale == pytest.approx(want.log2_scale) and o.bits == want.bits
         assert o.label() == f"L{want.level} · 2^{want.log2_scale:.1f} · {want.bits:.1f} b"
+        assert o.text() == (f"part {o.part} of {o.operation}: level {want.level}, scale "
+                            f"2^{want.log2_scale:.2f}, {want.bits:.1f} bits of precision")
     assert {o.part for k, o in groups.overlay.items() if k in rescaled} == {0, 1}
     # a meter whose steps do not line up with the operations gives no bits (never wrong ones)
     wrong = Report([Step(0, "negate", "x:1", "", 1, 40.0, False, None)], meter.params, True)

@@ -72,6 +72,30 @@ def test_innermost_operation_owns_a_node(ckks):
     # a ciphertext part is attributed to the outermost call that returned it
     parts = log.ciphertext_nodes()
     assert parts[y.c0.node][0] == mul.index and parts[y.c1.node][1] == 1
+    assert mul.label == f"multiply #{mul.index}"
+    returned = {n for op in log.operations for r in op.results for n in r.nodes}
+    assert set(parts) == returned
+    for op in log.operations:  # what an operation returns, it (or a call inside it) built
+        for n in (n for r in op.results for n in r.nodes if n in groups):
+            assert op.index <= groups[n] <= op.last, (op.label, n)
+    assert any(op.name == "drop_level" and op.results for op in log.operations)
+
+
+def test_plaintext_arguments_and_several_results(ckks):
+    """A plaintext argument stops the walk (its encoding is not the product's), and a call
+    returning a dict (rotate_hoisted) or a tuple records each ciphertext."""
+    ev, x = ckks
+    pt = Encoder(ev.params).encode(np.ones(ev.params.slots) * 0.5, x.level)
+    with record_operations() as log:
+        y = ev.multiply_plain(x, pt)
+        rots = ev.rotate_hoisted(x, [0, 1])
+    mp = log.operations[0]
+    assert mp.name == "multiply_plain" and pt.poly.node in mp.inputs
+    assert log.node_groups().get(pt.poly.node) is None
+    assert mp.results[0].nodes == tuple(p.node for p in y.parts)
+    hoisted = next(op for op in log.operations if op.name == "rotate_hoisted")
+    assert [r.nodes for r in hoisted.results] == [tuple(p.node for p in rots[k].parts)
+                                                  for k in (0, 1)]
 
 
 def test_recording_is_transparent(ckks):
@@ -109,6 +133,8 @@ def test_bootstrapping_stages_are_groups():
         ops = [op for op in log.operations if op.name == stage]
         assert ops and all(op.parent == 0 for op in ops)
     assert names.count("eval_mod") == 2
+    cts = next(op for op in log.operations if op.name == "coeff_to_slot")
+    assert len(cts.results) == 2  # a tuple of two ciphertexts
     lts = [op for op in log.operations if op.name == "linear_transform"]
     assert len(lts) == bt.cts_levels + bt.stc_levels
     assert log.operations[0].results[0].level == bt.output_level

@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.params import log2_exact
 from ren.node import Node
-from ren.poly import Poly
 
 #: the public Evaluator operations (the precision meter shadows exactly these)
 OPERATIONS = (
@@ -127,13 +126,11 @@ class OperationLog:
 
 
 def _nodes(x: Any) -> Iterator[Node]:
-    """The nodes of the ciphertexts, plaintexts and Polys in `x` (an argument tuple)."""
+    """The nodes of the ciphertexts and plaintexts in `x` (positional and keyword arguments)."""
     if isinstance(x, Ciphertext):
         yield from (p.node for p in x.parts)
     elif isinstance(x, Plaintext):
         yield x.poly.node
-    elif isinstance(x, Poly):
-        yield x.node
     elif isinstance(x, tuple | list):
         for v in x:
             yield from _nodes(v)

@@ -314,11 +314,14 @@ def test_fused_inner_products_match_numpy(bits, terms):
 
 
 @pytest.mark.parametrize("shape", [(16, 2, 31), (16, 3, 31), (16, 4, 30), (16, 5, 30),
-                                   (16, 9, 30), (16, 6, 20)])
+                                   (16, 9, 30), (16, 6, 20), (16, 20, 30), (16, 33, 31),
+                                   (16, 40, 20), (1024, 18, 30)])
 def test_basis_convert_at_the_largest_sums(shape):
     """The conversion's 64-bit chunk sums at their bound: every y_i = q_i - 1 and every table
     entry M = p - 1 (crafted tables: qhat_inv = R mod q_i makes y_i the input), against Python
-    ints.  One term too many per chunk would overflow p·2^32 here."""
+    ints.  One term too many per chunk would overflow p·2^32 (one-REDC sums of up to 3 terms)
+    or 2^64 (the longer sums: 8 terms for 30-bit inputs and 31-bit outputs, at most 32; 40
+    limbs of 20 bits make two sums; N = 1024 spans two blocks of coefficients)."""
     N, limbs, bits = shape
     src = RingSpec.generate(N, limbs, bits=bits).moduli
     dst = RingSpec.generate(N, limbs + 2, bits=31).moduli[limbs:]

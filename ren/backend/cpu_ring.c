@@ -254,7 +254,9 @@ void ren_cpu_intt(void** a) {
 /* ---- fast basis conversion (TO_RING onto new moduli) ---------------------------------------
    a: out, in, sizes {N, L_src, L_dst}, src_q, src_qneg, qhat_inv, q, qneg, bconv, copy_from.
    Scratch y (L_src x N: y_i = [x_i * qhat_i^-1]_{q_i}, standard form) is allocated per call,
-   so concurrent calls never share it. */
+   so concurrent calls never share it; BCONV_BLOCK coefficients of 64-bit sums (4 KiB) sit on
+   the stack. */
+#define BCONV_BLOCK 512
 void ren_cpu_bconv(void** a) {
   u32* out = (u32*)a[0];
   const u32* in = (const u32*)a[1];
@@ -275,47 +277,61 @@ void ren_cpu_bconv(void** a) {
       for (i64 j = 0; j < n; ++j) yi[j] = montmul(xi[j], c, qi, qni);
     }
   }
-  /* sum_i y_i * M[d][i] as 64-bit sums of k terms with k * max(q_i) < 2^32, so each chunk is
-     below p * 2^32 and one Montgomery reduction finishes it (M < p, y_i < q_i) */
+  /* sum_i y_i * M[d][i] (y_i < q_i, M < p) as 64-bit sums of up to k terms, k * max(q_i) * p
+     < 2^64: about 16 products per sum for 30-bit moduli (a sum below p * 2^32, what one REDC
+     takes, would allow 3).  A sum s = hi * 2^32 + lo is s * 2^-32 = hi + lo * 2^-32 (mod p):
+     REDC(hi * (2^32 mod p)) + REDC(lo), the same residue as one REDC of a smaller sum, so every
+     output is the canonical residue either way.  Coefficients go in blocks of BCONV_BLOCK, so
+     that every loop over them is a plain multiply-add that vectorizes. */
   u32 maxq = 1;
   for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
-  i64 k = (i64)(0xFFFFFFFFu / maxq);
-  if (k < 1) k = 1;
+  const i64 k1 = (i64)(0xFFFFFFFFu / maxq);  /* terms whose sum one REDC takes */
   /* across output limbs: each reads all LS input rows, so the work is LD * LS words */
   REN_PARALLEL_FOR(LD > 1 ? LD * LS * n : 0)
   for (i64 d = 0; d < LD; ++d) {
     u32* restrict o = out + d * n;
     if (from[d] >= 0) { memcpy(o, in + from[d] * n, (size_t)n * sizeof(u32)); continue; }
-    const u32 p = q[d], pn = qn[d];
+    const u32 p = q[d], pn = qn[d], rp = (u32)((1ull << 32) % p);
     const u32* restrict row = bc + d * LS;
-    for (i64 c0 = 0; c0 < LS; c0 += k) {
-      const i64 c = LS - c0 < k ? LS - c0 : k;
-      const u32* restrict y0 = y + c0 * n;
-      const u32 m0 = row[c0];
-      /* the common chunk sizes written out, so the loop over coefficients vectorizes */
-#define BCONV_CHUNK(SUM)                                                         \
-      for (i64 j = 0; j < n; ++j) {                                             \
-        const u32 r = redc((SUM), p, pn);                                       \
-        o[j] = c0 == 0 ? r : modadd(o[j], r, p);                                \
-      }
-      if (c == 1) {
-        BCONV_CHUNK((u64)y0[j] * m0)
-      } else if (c == 2) {
-        const u32* restrict y1 = y0 + n; const u32 m1 = row[c0 + 1];
-        BCONV_CHUNK((u64)y0[j] * m0 + (u64)y1[j] * m1)
-      } else if (c == 3) {
-        const u32* restrict y1 = y0 + n; const u32* restrict y2 = y1 + n;
-        const u32 m1 = row[c0 + 1], m2 = row[c0 + 2];
-        BCONV_CHUNK((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2)
+    if (LS <= k1 && LS <= 3) {  /* one sum below p * 2^32: one pass, one REDC per coefficient */
+      const u32* restrict y0 = y;
+      const u32 m0 = row[0];
+      if (LS == 1) {
+        for (i64 j = 0; j < n; ++j) o[j] = redc((u64)y0[j] * m0, p, pn);
+      } else if (LS == 2) {
+        const u32* restrict y1 = y0 + n; const u32 m1 = row[1];
+        for (i64 j = 0; j < n; ++j) o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1, p, pn);
       } else {
-        for (i64 j = 0; j < n; ++j) {
-          u64 acc = 0;
-          for (i64 i = 0; i < c; ++i) acc += (u64)y0[i * n + j] * row[c0 + i];
-          const u32 r = redc(acc, p, pn);
-          o[j] = c0 == 0 ? r : modadd(o[j], r, p);
+        const u32* restrict y1 = y0 + n; const u32* restrict y2 = y1 + n;
+        const u32 m1 = row[1], m2 = row[2];
+        for (i64 j = 0; j < n; ++j)
+          o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2, p, pn);
+      }
+      continue;
+    }
+    i64 k = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxq * p));
+    if (k < 1) k = 1;
+    if (k > 32) k = 32;
+    u64 acc[BCONV_BLOCK];
+    for (i64 j0 = 0; j0 < n; j0 += BCONV_BLOCK) {
+      const i64 m = n - j0 < BCONV_BLOCK ? n - j0 : BCONV_BLOCK;
+      u32* restrict oj = o + j0;
+      for (i64 c0 = 0; c0 < LS; c0 += k) {
+        const i64 c = LS - c0 < k ? LS - c0 : k;
+        const u32* restrict y0 = y + c0 * n + j0;
+        const u64 m0 = row[c0];
+        for (i64 j = 0; j < m; ++j) acc[j] = (u64)y0[j] * m0;
+        for (i64 i = 1; i < c; ++i) {
+          const u32* restrict yi = y0 + i * n;
+          const u64 mi = row[c0 + i];
+          for (i64 j = 0; j < m; ++j) acc[j] += (u64)yi[j] * mi;
+        }
+        for (i64 j = 0; j < m; ++j) {
+          const u32 r = modadd(montmul((u32)(acc[j] >> 32), rp, p, pn),
+                               redc((u32)acc[j], p, pn), p);
+          oj[j] = c0 == 0 ? r : modadd(oj[j], r, p);
         }
       }
-#undef BCONV_CHUNK
     }
   }
   free(y);

@@ -283,11 +283,13 @@ def test_concat_rows_get_one_inner_loop_per_row_class():
 
 
 @pytest.mark.parametrize("bits", [20, 30, 31])
-@pytest.mark.parametrize("terms", [3, 5, 9])
+@pytest.mark.parametrize("terms", [3, 5, 9, 20, 40])
 def test_fused_inner_products_match_numpy(bits, terms):
-    """Sums of 3+ products under one modulus render as 64-bit sums with one Montgomery
-    reduction per chunk (chunks of k terms, k·q < 2^32: k = 2 for 31-bit moduli, 4 for 30-bit,
-    4095 for 20-bit); the words are NumPy's, with edge residues (q - 1) everywhere too."""
+    """Sums of 3+ products under one modulus render as 64-bit sums: one sum and one Montgomery
+    reduction while k·q < 2^32 (k = 2 for 31-bit moduli, 4 for 30-bit, 4095 for 20-bit), else
+    sums of k terms with k·q² < 2^64 (4 at 31 bits, 16 at 30, at most 32) reduced by
+    ren_redc64; the words are NumPy's, with edge residues (q - 1) everywhere too (the largest
+    sums)."""
     from ren.backend.render_c import C, render_program
     from ren.schedule import schedule
 
@@ -309,7 +311,12 @@ def test_fused_inner_products_match_numpy(bits, terms):
                 acc = acc + ps[2 * i] * ps[2 * i + 1]
             outs[dev] = acc
         items = [i for i in schedule([outs["cpu"].node]) if i.kind == "elementwise"]
-        assert any("ren_redc(" in render_program(i, C).kernels[0].source for i in items)
+        text = "".join(render_program(i, C).kernels[0].source for i in items)
+        long = terms > ((1 << 32) - 1) // max(ring.moduli)
+        assert ("ren_redc64((u64)" in text) == long and ("ren_redc((u64)" in text) != long
+        if long:
+            per_sum = min(32, ((1 << 64) - 1) // max(ring.moduli) ** 2)
+            assert text.count("ren_redc64((u64)") == -(-terms // per_sum)
         assert np.array_equal(outs["cpu"].numpy(), outs["python"].numpy())
 
 

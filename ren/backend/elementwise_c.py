@@ -10,7 +10,7 @@ nest with three render-time rewrites that keep the inner loop vectorizable and s
 * a WHERE whose condition depends on the limb alone (a CONCAT) is resolved per limb, one inner
   loop per class of limbs;
 * a sum of 3+ Montgomery products under one modulus (an inner product) becomes 64-bit product
-  sums with one Montgomery reduction per chunk.
+  sums (up to 16 terms each at 30 bits) with one or two Montgomery reductions per sum.
 """
 
 from __future__ import annotations
@@ -177,25 +177,45 @@ class _Elementwise:
                     stack += [x.src[0], x.src[1]]
                 else:
                     terms.append(x)
-            if len(terms) < 3 or any(t.op is not Op.MONTMUL or t.src[2] is not modulus
-                                     for t in terms):
+            products = [t for t in terms if t.op is Op.MONTMUL and t.src[2] is modulus]
+            if len(products) < 3:
                 continue
-            dots[n] = terms
+            # other terms (a product by the Montgomery one simplifies to its operand) are added
+            # to the fused sum of the products
+            dots[n] = products + [t for t in terms if t not in products]
             skip.update(inner)
-            skip.update(t for t in terms if len(users.get(t, [])) == 1)
+            skip.update(t for t in products if len(users.get(t, [])) == 1)
         return dots, skip
 
     def _dot(self, root: Node, terms: list[Node]) -> str:
-        """A fused sum of Montgomery products: 64-bit products summed in chunks that stay below
-        q·2^32 (k·q < 2^32 for the largest modulus), one Montgomery reduction per chunk."""
+        """The fused sum of `_dot_products`: its products' `_product_sum`, plus its other terms."""
         modulus = root.src[2]
         q = self.var[modulus]
-        k = max(1, ((1 << 32) - 1) // max(modulus.arg))
+        others = [self.var[t] for t in terms if t.op is not Op.MONTMUL or t.src[2] is not modulus]
+        terms = terms[:len(terms) - len(others)]
+        expr = self._product_sum(modulus, terms)
+        for other in others:
+            expr = f"ren_modadd({expr}, {other}, {q})"
+        return expr
+
+    def _product_sum(self, modulus: Node, terms: list[Node]) -> str:
+        """Montgomery products (each a·b < q²) summed in 64 bits: one sum below q·2^32 (k·q <
+        2^32 for the largest modulus: 3 terms at 30 bits) and one Montgomery reduction; more in
+        sums below 2^64 (k·q² < 2^64: 16 terms at 30 bits, 4 at 31), each reduced by
+        `ren_redc64`.  Either way every sum leaves as its canonical residue."""
+        q = self.var[modulus]
+        qmax = max(modulus.arg)
+        if len(terms) <= max(1, ((1 << 32) - 1) // qmax):
+            return "ren_redc(" + " + ".join(f"(u64){self.var[t.src[0]]} * {self.var[t.src[1]]}"
+                                            for t in terms) + f", {q}, {q}n)"
+        k = max(1, min(32, ((1 << 64) - 1) // (qmax * qmax)))
+        r = self._table("u32", [(1 << 32) % m for m in modulus.arg])
+        limb = self.var[modulus.src[0]]
         sums = []
         for i in range(0, len(terms), k):
             chunk = terms[i : i + k]
             prods = " + ".join(f"(u64){self.var[t.src[0]]} * {self.var[t.src[1]]}" for t in chunk)
-            sums.append(f"ren_redc({prods}, {q}, {q}n)")
+            sums.append(f"ren_redc64({prods}, {q}, {q}n, {r}[{limb}])")
         expr = sums[0]
         for other in sums[1:]:
             expr = f"ren_modadd({expr}, {other}, {q})"

@@ -135,6 +135,11 @@ REN_FN u32 ren_redc(u64 t, u32 q, u32 qn) {
   const u32 r = (u32)(t >> 32) + __umulhi(m, q) + (lo != 0u);
   return ren_min(r, r - q);
 }
+/* t*2^-32 mod q of any 64-bit t (a long sum of products): t = hi*2^32 + lo gives
+   hi + lo*2^-32, i.e. REDC(hi * (2^32 mod q)) + REDC(lo) (r = 2^32 mod q) */
+REN_FN u32 ren_redc64(u64 t, u32 q, u32 qn, u32 r) {
+  return ren_modadd(ren_montmul((u32)(t >> 32), r, q, qn), ren_redc((u64)(u32)t, q, qn), q);
+}
 /* Shoup: x*w mod q in [0, 2q) for any u32 x (wp = floor(w*2^32/q)) */
 REN_FN u32 ren_shoup(u32 x, u32 w, u32 wp, u32 q) { return x * w - __umulhi(x, wp) * q; }
 REN_FN u32 ren_shoup_exact(u32 x, u32 w, u32 wp, u32 q) {

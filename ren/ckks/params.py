@@ -25,6 +25,7 @@ from ren.ckks.errors import InsecureParametersWarning, ScaleOutOfBoundsError
 from ren.device import canonical_device
 from ren.errors import ParameterError
 from ren.ring.ringspec import MAX_GENERATED_MODULI, MAX_LOG_N
+from ren.rlwe.cost import KeySwitchCost, key_switch_cost
 from ren.rlwe.params import (
     HE_STANDARD_128,
     RLWEParams,
@@ -237,6 +238,42 @@ class CKKSParams(RLWEParams):
                          insecure=insecure, device=device)
 
     @classmethod
+    def key_switching_options(cls, N: int, depth: int, scale_bits: int = 40,
+                              first_bits: int | None = None, **kwargs: Any
+                              ) -> list[tuple[KeySwitchCost, CKKSParams]]:
+        """Every key-switching shape for this chain that keeps its security (with
+        ``insecure=True``: up to one digit): for each digit count, the fewest special primes
+        that fit it (`dnum=None`), cheapest first by `ren.rlwe.cost.key_switch_cost` at the
+        top level.  Fewer, larger digits need a larger P: fewer transforms and inner-product
+        terms, more conversion work, a larger log2 QP."""
+        if "special_primes" in kwargs or "dnum" in kwargs:
+            raise ParameterError("CKKSParams.key_switching_options chooses special_primes and "
+                                 "dnum itself; pass the chain's other arguments only")
+        out: list[tuple[KeySwitchCost, CKKSParams]] = []
+        for alpha in range(1, MAX_GENERATED_MODULI + 1):
+            try:
+                params = cls(N, depth, scale_bits, first_bits, special_primes=alpha, **kwargs)
+            except ParameterError:
+                if out:
+                    break  # past the security bound: a larger P only adds to log2 QP
+                continue
+            if not out or params.dnum < out[-1][1].dnum:  # a larger P for as many digits: no
+                out.append((key_switch_cost(params), params))
+            if params.dnum == 1:
+                break  # one digit already: a larger P cannot make fewer
+        if not out:
+            raise ParameterError(f"CKKSParams.key_switching_options: no special-prime count "
+                                 f"gives secure parameters for N={N}, depth={depth}, "
+                                 f"scale_bits={scale_bits}; {cls._security_advice}")
+        return sorted(out, key=lambda o: (o[0].work, o[1].log2_QP))
+
+    @classmethod
+    def fastest_key_switching(cls, N: int, depth: int, scale_bits: int = 40,
+                              first_bits: int | None = None, **kwargs: Any) -> CKKSParams:
+        """The parameters of `key_switching_options` whose key switch is cheapest."""
+        return cls.key_switching_options(N, depth, scale_bits, first_bits, **kwargs)[0][1]
+
+    @classmethod
     def preset(cls, name: str, **overrides: Any) -> CKKSParams:
         """A named parameter set ("N12" … "N16"); keyword arguments override its fields."""
         if not isinstance(name, str) or name not in PRESETS:
@@ -359,6 +396,7 @@ class CKKSParams(RLWEParams):
             f"    special  {bits(self.special_moduli)} bits  {list(self.special_moduli)}",
             f"  key switching: dnum = {self.dnum}, digits (bits) "
             + ", ".join(f"[{a}:{b}] {bits(self.chain[a:b]).strip()}" for a, b in self.digits),
+            f"    one key switch at the top: {key_switch_cost(self)}",
             f"  log2 Q = {self.log2_Q:.1f}, log2 P = {self.log2_P:.1f}, log2 QP = "
             f"{self.log2_QP:.1f} (HE-standard max for N={self.N}: {max_log_qp(self.N):.0f})",
             f"  estimated security ≈ {self.security_bits:.0f} bits classical"

@@ -28,8 +28,12 @@ JIT per device, SEAL, DESILO (ms and bits, mul and rotate) and Ren cpu JIT over 
 Matching: SEAL gets the modulus chain [first_bits] + [scale_bits]·depth + [special_bits], i.e. one
 special prime and a decomposition into the depth + 1 ciphertext primes; Ren gets the same log2 Q
 (its limbs are < 2^31, so each level above 31 bits is two primes and the first modulus two 30-bit
-primes), a 60-bit P (two 30-bit special primes) and dnum = depth + 1 digits, which is SEAL's
-key-switching shape.  DESILO exposes only max_level: it picks N and its modulus chain itself (it
+primes) and, by default, the key-switching shape its cost model finds cheapest among the secure
+ones (`CKKSParams.fastest_key_switching`: fewer, larger digits and a larger P, still within the
+HE-standard 128-bit bound; at N = 2^16, depth 20: dnum 5 and 7 special primes); with
+--key-switching seal, SEAL's shape: a 60-bit P (two 30-bit special primes) and dnum = depth + 1.
+Each library's chain (log2 Q, log2 QP, the key-switching shape) is printed beside its figures.
+DESILO exposes only max_level: it picks N and its modulus chain itself (it
 is not visible through its API), so the table shows its N, its depth and its ciphertext size, and
 marks it unmatched (and leaves it out of the ratios) when its N differs from the others'.
 
@@ -44,6 +48,7 @@ product, automorphism, other elementwise; ckks_breakdown.py) against the replay 
 Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--device python,cpu]
                                       [--sizes 14,16 | --big] [--depth 7] [--scale-bits 40]
                                       [--threads 1,2] [--breakdown] [--profile]
+                                      [--key-switching fast|seal]
 
 --threads 1,2,...: Ren's "cpu" device once per thread count (REN_CPU_THREADS), columns
 ren-cpux1, ren-cpux2, ...; the peers stay on one thread.  Compare wall and CPU time: on a
@@ -224,11 +229,16 @@ def _run_ren(cfg: Config) -> Result:
         raise Skipped(f"ren: ren.ckks is not available in this checkout ({e})") from e
     name = f"ren-{cfg.device}"
     try:
-        # P of about special_bits (30-bit special primes) and dnum = depth + 1: SEAL's shape.
-        params = CKKSParams(N=cfg.n, depth=cfg.depth, scale_bits=cfg.scale_bits,
-                            first_bits=cfg.first_bits,
-                            special_primes=max(1, round(cfg.special_bits / 30)),
-                            dnum=cfg.depth + 1, insecure=cfg.insecure)
+        chain = dict(N=cfg.n, depth=cfg.depth, scale_bits=cfg.scale_bits,
+                     first_bits=cfg.first_bits, insecure=cfg.insecure)
+        if cfg.key_switching == "seal":
+            # P of about special_bits (30-bit special primes) and dnum = depth + 1: SEAL's shape
+            params = CKKSParams(**chain, special_primes=max(1, round(cfg.special_bits / 30)),
+                                dnum=cfg.depth + 1)
+            shape = "SEAL's shape"
+        else:  # the same chain Q, the key-switching shape Ren's cost model finds cheapest
+            params = CKKSParams.fastest_key_switching(**chain)
+            shape = "CKKSParams.fastest_key_switching"
     except ren.RenError as e:
         raise Skipped(f"{name}: refused the parameters: {e}") from e
     log2_q = _param(params, "log2_q", "log2_Q", "log_q")
@@ -238,8 +248,8 @@ def _run_ren(cfg: Config) -> Result:
         "scale_bits": cfg.scale_bits,
         "log2_Q": log2_q if log2_q is not None else "?",
         "log2_QP": log2_qp if log2_qp is not None else "?",
-        "key_switching": f"P: {max(1, round(cfg.special_bits / 30))} primes, "
-                         f"dnum = {cfg.depth + 1}",
+        "key_switching": f"P: {len(params.special_moduli)} primes "
+                         f"({params.log2_P:.0f} bits), dnum = {params.dnum} ({shape})",
         "device": cfg.device if cfg.device == "python"
         else f"{cfg.device}, {ren.settings.get('REN_CPU_THREADS')} thr"}, device=cfg.device)
     if isinstance(log2_qp, int | float):
@@ -512,6 +522,10 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
     ap.add_argument("--threads", default=None,
                     help="Ren cpu: comma list of REN_CPU_THREADS values run one after the other, "
                          "e.g. 1,2 (default: REN_CPU_THREADS, else 1)")
+    ap.add_argument("--key-switching", default="fast", choices=("fast", "seal"),
+                    help="Ren's key-switching shape: the cheapest secure one by its cost model "
+                         "(CKKSParams.fastest_key_switching, default) or SEAL's (dnum = depth "
+                         "+ 1, a 60-bit P)")
     ap.add_argument("--insecure", action="store_true", help=argparse.SUPPRESS)  # smoke tests
     args = ap.parse_args(argv)
     libs = _csv(args.only)
@@ -547,7 +561,7 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
                      scale_bits=args.scale_bits if args.scale_bits is not None else scale_bits,
                      reps=args.reps, keygen_reps=args.keygen_reps, seed=args.seed,
                      profile=args.profile, breakdown=args.breakdown, insecure=args.insecure,
-                     device=devices[0])
+                     device=devices[0], key_switching=args.key_switching)
         thr = ("one thread" if threads is None else
                f"Ren cpu at {','.join(map(str, threads))} threads, peers on one")
         print(f"CKKS, N = 2^{log_n}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, {thr}, "

@@ -52,6 +52,7 @@ class Config:
     device: str = "python"  # Ren's device (DEVICES)
     breakdown: bool = False  # Ren: time each kernel of the JIT plans by category
     threads: int | None = None  # Ren's "cpu" device: REN_CPU_THREADS for this run (None: as set)
+    key_switching: str = "fast"  # Ren: "fast" (CKKSParams.fastest_key_switching) or "seal"
 
 
 @dataclasses.dataclass

@@ -121,8 +121,13 @@ def _seal_programs(cfg: Config, res: Result, bit_sizes: list[int], x: np.ndarray
     modulus chain and all power-of-two Galois keys (TenSEAL's own context)."""
     import tenseal as ts
 
-    ctx = ts.context(ts.SCHEME_TYPE.CKKS, poly_modulus_degree=cfg.n,
-                     coeff_mod_bit_sizes=bit_sizes)
+    try:
+        ctx = ts.context(ts.SCHEME_TYPE.CKKS, poly_modulus_degree=cfg.n,
+                         coeff_mod_bit_sizes=bit_sizes)
+    except ValueError as e:  # TenSEAL refuses some chains SEAL itself takes (e.g. at N = 2^16)
+        res.notes.append(f"seal: no poly/lintrans rows: TenSEAL refused the chain {bit_sizes}: "
+                         f"{e}")
+        return
     ctx.global_scale = 2.0 ** cfg.scale_bits
     ctx.generate_galois_keys()
     m, v, _ = program_inputs(cfg)

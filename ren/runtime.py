@@ -11,7 +11,8 @@
 `run_exec_units(units)` allocates what each unit needs — planned intermediates get their
 offsets in one arena per device (allocated once for the whole run by the device's allocator),
 other buffers their own storage — runs the units in order, and finally detaches the planned
-intermediates so Python's refcounts release the arena.
+intermediates and hands the arena back to its allocator (`Allocator.recycle`: the host one keeps
+the largest for the next run, whose pages are then already faulted in).
 
 Thread safety: a run attaches, allocates and releases buffer storage (`Buffer` itself takes no
 lock), so runs must not overlap; `ren.realization` holds its lock around each.  `record_units`
@@ -148,6 +149,7 @@ def run_exec_units(units: list[ExecUnit], plan=None) -> None:
                 print(f"[ren] {unit.kind:8s} {unit.name:24s} {ms:8.3f} ms  "
                       f"bufs={[b.uid for b in unit.bufs]}")
     finally:
-        for arena in arenas:  # planned intermediates are dead now: drop the arena
+        for arena in arenas:  # planned intermediates are dead now: hand the arena back
             for buf in arena.buffers:
                 buf.release()
+            get_device(arena.device).allocator.recycle(arena.data)

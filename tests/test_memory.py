@@ -61,17 +61,24 @@ def given_input(limbs: int, dev: str = "python") -> Buffer:
 def check_plan(plan: MemoryPlan, items: list[ScheduledKernel], outputs) -> None:
     outputs = set(outputs)
     uses: dict[Buffer, list[int]] = defaultdict(list)
-    keep: set[Buffer] = set(outputs)
+    keep: set[Buffer] = set(outputs)  # buffers whose identity matters ...
+    views: set[Buffer] = set()  # ... and views, whose bases may still be planned
     for i, it in enumerate(items):
-        for b in it.bufs:
+        for k, b in enumerate(it.bufs):
             x = b
             while x is not None:
                 uses[x].append(i)
-                if x is not b:
-                    keep.add(x)  # a view's base
                 x = x.base
-            if it.kind in ("copy", "view") or b.is_allocated or b.no_opt or b.base is not None:
+            if it.kind == "copy" or b.is_allocated or b.no_opt:
                 keep.add(b)
+            elif b.base is not None or (it.kind == "view" and k == 0):
+                views.add(b)
+    for b in list(keep):  # the base of a kept view keeps its identity too
+        x = b.base
+        while x is not None:
+            keep.add(x)
+            x = x.base
+    keep |= views
     live = {b: (min(u), max(u)) for b, u in uses.items()}
     for b, rng in live.items():
         assert plan.live_range(b) == rng, b
@@ -393,8 +400,8 @@ def test_identity_buffers_are_kept():
              K(moved, b, kind="copy"), K(d, moved), K(out, b)]
     plan = plan_memory(items, [out, d])
     check_plan(plan, items, [out, d])
-    assert plan.planned == (c,)
-    assert plan.excluded[a] == "view buffer" and plan.excluded[keep] == "no_opt"
+    assert plan.planned == (a, c)  # a view's base is an intermediate like any other
+    assert plan.excluded[view] == "view buffer" and plan.excluded[keep] == "no_opt"
     assert plan.excluded[b] == "copy buffer" and plan.excluded[x] == "allocated"
     assert plan.excluded[out] == "output"
     assert plan.live_range(a) == (0, 3)  # the view's read at item 3 keeps its base live

@@ -160,3 +160,43 @@ def test_bind_arenas_places_each_buffer_at_its_offset():
             for buf in arena.buffers:
                 buf.release()
     assert runtime.bind_arenas(None) == []
+
+
+def test_the_next_run_reuses_the_arena(monkeypatch):
+    """A finished run hands its arena back to the host allocator, and the next run of a plan
+    that fits gets the same memory (already faulted in), with the same results."""
+    from ren.backend.numpy_backend import HOST
+    HOST.drop_spare()
+    spy = ArenaSpy(monkeypatch)
+    rng = np.random.default_rng(9)
+    results = []
+    for _ in range(2):
+        res = np.stack([rng.integers(0, q, RING.N) for q in RING.moduli])
+        a = ren.Poly.from_residues(res, RING, "COEFF", "python")
+        out = ((a + 1).ntt() * (a - 1).ntt()).intt() + 7
+        expected = evaluate(out)[0]
+        out.realize()
+        results.append((out.numpy(), expected))
+    assert len(spy.binds) == 2
+    (first,), (second,) = spy.binds
+    assert root(second.data) is root(first.data)
+    assert HOST.spare_bytes() >= root(first.data).nbytes  # handed back again after run 2
+    for got, expected in results:
+        assert np.array_equal(got, expected)
+
+
+def test_host_allocator_keeps_the_largest_spare_arena():
+    from ren.backend.numpy_backend import HostAllocator
+    host = HostAllocator()
+    small, big = host.arena(100), host.arena(1000)
+    host.recycle(small)
+    host.recycle(big)
+    host.recycle(np.zeros((2, 3), dtype=np.uint32))  # not an arena: ignored
+    assert host.spare_bytes() == big.nbytes
+    inner = host.arena(500)  # fits in the spare: a view of it, and taken out of the pool
+    assert root(inner) is big and inner.size == 500 and host.spare_bytes() == 0
+    assert root(host.arena(2000)) is not big  # nothing to reuse: a fresh one
+    host.recycle(inner)
+    assert host.spare_bytes() == big.nbytes
+    host.drop_spare()
+    assert host.spare_bytes() == 0

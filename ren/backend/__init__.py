@@ -67,6 +67,10 @@ class Allocator:
     def arena(self, nwords: int) -> Any:
         raise NotImplementedError
 
+    def recycle(self, arena: Any) -> None:
+        """`arena` (from `arena`) is dead: the run that used it is over and its buffers are
+        detached.  An allocator may keep it for a later `arena` call; this default drops it."""
+
     def view(self, base: Any, offset: int, shape: tuple[int, int]) -> Any:
         """A (rows × cols) view at an element offset of `base`; this default serves any array
         type with NumPy's reshape and slicing (NumPy, CuPy)."""

@@ -18,6 +18,7 @@ All storage is Montgomery form.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -230,13 +231,45 @@ def compile_kernel(item: ScheduledKernel) -> KernelFn:
 
 # -- device ------------------------------------------------------------------------------------
 class HostAllocator(Allocator):
-    """Host memory: backend arrays are C-contiguous (rows × cols) uint32 NumPy arrays."""
+    """Host memory: backend arrays are C-contiguous (rows × cols) uint32 NumPy arrays.
+
+    It keeps the largest arena handed back (`recycle`) for the next `arena` call that fits in it:
+    a fresh arena is fresh pages, which the kernels fault in (and the kernel zeroes) on first
+    touch — about 0.5 s of system time per run of a 435 MB arena (N = 2^14 bootstrapping)."""
+
+    def __init__(self) -> None:
+        self._spare: np.ndarray | None = None
+        self._lock = threading.Lock()
 
     def alloc(self, shape: tuple[int, int]) -> np.ndarray:
         return np.empty(shape, dtype=U32)
 
     def arena(self, nwords: int) -> np.ndarray:
-        return np.empty(max(int(nwords), 1), dtype=U32)
+        n = max(int(nwords), 1)
+        with self._lock:
+            spare = self._spare
+            if spare is not None and spare.size >= n:
+                self._spare = None
+                return spare[:n]
+        return np.empty(n, dtype=U32)
+
+    def recycle(self, arena: np.ndarray) -> None:
+        owner = arena if arena.base is None else arena.base
+        if not isinstance(owner, np.ndarray) or owner.dtype != U32 or owner.ndim != 1:
+            return  # not one of this allocator's arenas
+        with self._lock:
+            if self._spare is None or owner.size > self._spare.size:
+                self._spare = owner
+
+    def spare_bytes(self) -> int:
+        """Bytes of the arena kept for reuse (0: none)."""
+        spare = self._spare
+        return 0 if spare is None else spare.nbytes
+
+    def drop_spare(self) -> None:
+        """Free the arena kept for reuse."""
+        with self._lock:
+            self._spare = None
 
     def adopt(self, data: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         if not isinstance(data, np.ndarray) or data.dtype != U32 or \

@@ -28,7 +28,23 @@ from ren.poly import Poly
 
 POLY, OTHER = "P", "S"
 
-__all__ = ["OTHER", "POLY", "flatten", "is_scalar", "leaf_paths", "unflatten"]
+__all__ = ["OTHER", "POLY", "flatten", "is_scalar", "leaf_paths", "leaves", "unflatten"]
+
+
+def leaves(x: Any, types: type | tuple[type, ...]) -> Any:
+    """The objects of `types` in a tree of lists, tuples, dicts and dataclasses, in order (an
+    object of `types` is yielded whole, not searched further; other leaves are skipped)."""
+    if isinstance(x, types):
+        yield x
+    elif isinstance(x, list | tuple):
+        for v in x:
+            yield from leaves(v, types)
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from leaves(v, types)
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        for name in _field_names(type(x)):
+            yield from leaves(getattr(x, name), types)
 
 
 @functools.cache

@@ -28,9 +28,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.ciphertext import Ciphertext
 from ren.ckks.params import log2_exact
 from ren.node import Node
+from ren.poly import Poly
+from ren.tree import leaves
 
 #: the public Evaluator operations (the precision meter shadows exactly these)
 OPERATIONS = (
@@ -89,7 +91,7 @@ class OperationLog:
         op.last = len(self.operations) - 1
         op.done = self._finished
         self._finished += 1
-        for ct in _ciphertexts(result):
+        for ct in leaves(result, Ciphertext):
             op.results.append(Result(tuple(p.node for p in ct.parts), ct.level,
                                      log2_exact(ct.scale)))
 
@@ -125,29 +127,9 @@ class OperationLog:
         return out
 
 
-def _nodes(x: Any) -> Iterator[Node]:
-    """The nodes of the ciphertexts and plaintexts in `x` (positional and keyword arguments)."""
-    if isinstance(x, Ciphertext):
-        yield from (p.node for p in x.parts)
-    elif isinstance(x, Plaintext):
-        yield x.poly.node
-    elif isinstance(x, tuple | list):
-        for v in x:
-            yield from _nodes(v)
-    elif isinstance(x, dict):
-        for v in x.values():
-            yield from _nodes(v)
-
-
-def _ciphertexts(x: Any) -> Iterator[Ciphertext]:
-    if isinstance(x, Ciphertext):
-        yield x
-    elif isinstance(x, tuple | list):
-        for v in x:
-            yield from _ciphertexts(v)
-    elif isinstance(x, dict):
-        for v in x.values():
-            yield from _ciphertexts(v)
+def _nodes(args: Any) -> Iterator[Node]:
+    """The nodes of the Polys in an operation's arguments (its ciphertexts' and plaintexts')."""
+    return (p.node for p in leaves(args, Poly))
 
 
 _log: ContextVar[OperationLog | None] = ContextVar("ren_ckks_operation_log", default=None)

@@ -23,7 +23,6 @@ parameters ``small``.  Inspection only.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import importlib.util
 import sys
@@ -47,6 +46,7 @@ from ren.ckks import (
 from ren.ckks.params import PRESETS
 from ren.errors import InspectError, RenError
 from ren.poly import Poly
+from ren.tree import leaves
 from ren.viz.templating import first_sentence
 
 #: CKKS parameter sets for the built-in CKKS examples: ``small`` is tiny and insecure (fast,
@@ -101,17 +101,7 @@ class Program:
 
 def poly_leaves(tree: Any) -> Iterator[Poly]:
     """The Polys of a tree of lists, tuples, dicts and dataclasses (other leaves are skipped)."""
-    if isinstance(tree, Poly):
-        yield tree
-    elif isinstance(tree, list | tuple):
-        for x in tree:
-            yield from poly_leaves(x)
-    elif isinstance(tree, dict):
-        for x in tree.values():
-            yield from poly_leaves(x)
-    elif dataclasses.is_dataclass(tree) and not isinstance(tree, type):
-        for f in dataclasses.fields(tree):
-            yield from poly_leaves(getattr(tree, f.name))
+    return leaves(tree, Poly)
 
 
 # -- the corpus ------------------------------------------------------------------------------------

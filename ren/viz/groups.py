@@ -97,10 +97,11 @@ def operation_groups(trace: PassTrace, log: OperationLog | None,
     _to_consumers(first.order, groups)
     out.of_stage.append(groups)
     bits = _bits_of(log, precision)
-    for n, (op, part, result) in log.ciphertext_nodes().items():
+    for n, (index, part, result) in log.ciphertext_nodes().items():
         if n in first.ident:
-            out.overlay[first.ident[n]] = Overlay(log.operations[op].label, part, result.level,
-                                                  result.log2_scale, bits.get(id(result), math.nan))
+            out.overlay[first.ident[n]] = Overlay(log.operations[index].label, part,
+                                                  result.level, result.log2_scale,
+                                                  bits.get(id(result), math.nan))
     by_number = {first.ident[n]: g for n, g in groups.items()}
     for stage in trace.stages[1:]:
         prev = out.of_stage[-1]

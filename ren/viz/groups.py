@@ -111,7 +111,9 @@ def operation_groups(trace: PassTrace, log: OperationLog | None,
 
 def _carry(stage: Stage, prev: dict[Node, int], by_number: dict[int, int]) -> dict[Node, int]:
     """A later stage's groups: a lasting number keeps its group; a new node takes the group of
-    the node it replaced, else of its first grouped source (stage order is topological)."""
+    the node it replaced, else of its first grouped source (stage order is topological), else
+    of its first grouped consumer (`_to_consumers`).  `by_number` remembers them for later
+    stages."""
     groups: dict[Node, int] = {}
     for n in stage.order:
         k = stage.ident[n]
@@ -125,8 +127,7 @@ def _carry(stage: Stage, prev: dict[Node, int], by_number: dict[int, int]) -> di
         groups[n] = g
     _to_consumers(stage.order, groups)
     for n in stage.order:
-        by_number.setdefault(stage.ident[n], groups[n])
-        if by_number[stage.ident[n]] < 0:
+        if by_number.get(stage.ident[n], -1) < 0:
             by_number[stage.ident[n]] = groups[n]
     return groups
 

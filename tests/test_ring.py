@@ -20,7 +20,7 @@ from conftest import (
     rings,
     substitute,
 )
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ren.errors import ParameterError, RenError, RingMismatchError, ShapeError
@@ -736,3 +736,26 @@ class TestBasisConversion:
         r = ring(4, 3)
         with pytest.raises(ValueError):
             divide_round(np.zeros((3, 4), U32), r, k)
+
+
+@given(st.sampled_from([2, 4, 8, 64, 256, 1024]), st.sampled_from([20, 30, 31]),
+       st.integers(0, 2**16))
+@settings(max_examples=30, deadline=None)
+def test_twiddle_rows_are_the_powers_in_bit_reversed_order(N, bits, salt):
+    """The NTT's twiddle table (made by doubling, vectorized, one cached row per modulus): row
+    i entry j is psi_i^brv(j) mod q_i, its Shoup entry floor(that · 2^32 / q_i), against pow."""
+    from ren.ring.ring_kernels import RingKernel, kernel_tables
+    from ren.ring.tables import bit_reverse_indices
+
+    ring = RingSpec.generate(N, 2, bits=bits)
+    kind = RingKernel.NTT if salt % 2 else RingKernel.INTT
+    t = kernel_tables(kind, N, ring.moduli, ring.moduli)
+    tw, shoup = (t["twiddles"], t["twiddles_shoup"]) if salt % 2 else \
+        (t["inv_twiddles"], t["inv_twiddles_shoup"])
+    brv = bit_reverse_indices(N.bit_length() - 1)
+    for i, q in enumerate(ring.moduli):
+        w = int(t["psi"][i]) if salt % 2 else pow(int(t["psi"][i]), -1, q)
+        j = salt % N
+        want = pow(w, int(brv[j]), q)
+        assert int(tw[i, j]) == want and int(shoup[i, j]) == (want << 32) // q
+        assert int(tw[i, 0]) == 1 and not tw.flags.writeable

@@ -65,17 +65,29 @@ def _montgomery(moduli: tuple[int, ...]) -> dict[str, np.ndarray]:
             "r2": _u32([R * R % q for q in moduli])}
 
 
+@lru_cache(maxsize=1024)
+def _power_row(w: int, q: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """w^0 .. w^(N-1) mod q in bit-reversed order, and its Shoup row floor(w^k·2^32 / q): one
+    modulus' row, cached on its own (the rings of a program share moduli, so a prime's row is
+    made once, not once per ring it is in).  Doubling: w^(k+j) = w^j·w^k, so each step is one
+    vectorized product over the first k powers (q < 2^32: the products fit in 64 bits)."""
+    p = np.empty(N, dtype=U64)
+    p[0] = 1
+    k, wk = 1, w % q
+    while k < N:
+        m = min(k, N - k)
+        p[k:k + m] = p[:m] * U64(wk) % U64(q)
+        k, wk = 2 * k, wk * wk % q
+    row = p[bit_reverse_indices(N.bit_length() - 1)]
+    tw, shoup = row.astype(U32), ((row << U64(32)) // U64(q)).astype(U32)
+    tw.flags.writeable = shoup.flags.writeable = False
+    return tw, shoup
+
+
 def _powers_brv(roots: list[int], moduli: tuple[int, ...], N: int) -> tuple[np.ndarray, ...]:
-    brv = bit_reverse_indices(N.bit_length() - 1)
-    rows = []
-    for w, q in zip(roots, moduli):
-        p = [1] * N
-        for k in range(1, N):
-            p[k] = p[k - 1] * w % q
-        rows.append([p[b] for b in brv])
-    tw = np.array(rows, dtype=U64)
-    qcol = np.array(moduli, dtype=U64).reshape(-1, 1)
-    return tw.astype(U32), ((tw << U64(32)) // qcol).astype(U32)
+    rows = [_power_row(w, q, N) for w, q in zip(roots, moduli)]
+    return (np.array([r[0] for r in rows], dtype=U32).reshape(len(rows), N),
+            np.array([r[1] for r in rows], dtype=U32).reshape(len(rows), N))
 
 
 @lru_cache(maxsize=256)

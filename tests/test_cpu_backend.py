@@ -231,6 +231,38 @@ def test_disk_cache_skips_the_compiler(tmp_path):
     assert list((tmp_path / "cpu").glob("*.so"))
 
 
+def test_a_large_build_compiles_in_parallel_units(numpy_runs, monkeypatch, tmp_path):
+    """Past KERNELS_PER_UNIT new kernels per core, one build becomes one compiler run per core
+    side by side (a first bootstrapping compiles ~2,000 kernels): every kernel is taken from
+    exactly one unit's library, and the words are NumPy's."""
+    from ren.backend import c_host
+
+    monkeypatch.setattr(cpu, "KERNELS_PER_UNIT", 2)
+    monkeypatch.setattr(cpu.os, "cpu_count", lambda: 3)
+    monkeypatch.setenv("REN_CACHE_DIR", str(tmp_path))
+    items = [item for _, its in numpy_runs.values() for item in its]
+    dev = cpu.CpuDevice("cpu:split")
+    before = c_host.compiler_invocations  # (the ring library may have been built just now)
+    compiled = dev.prepare(items)
+    assert compiled >= 6 and c_host.compiler_invocations - before == 3
+    assert dev.compiler_runs == 1 and len(dev._libs) == 3
+    names = [n for _, ns in dev._libs.values() for n in ns]
+    assert len(names) == len(set(names)) == compiled
+    assert set(names) == dev.entries.keys() | dev.hosted.keys()
+    devices = []
+
+    def open_cpu(name: str) -> cpu.CpuDevice:
+        d = cpu.CpuDevice(name)
+        d.prepare(items)
+        devices.append(d)
+        return d
+
+    with backend_override("python", open_cpu):
+        got = {name: fn() for name, fn in PROGRAMS_UNDER_TEST.items()}
+    assert all(same_words(got[n], want) for n, (want, _) in numpy_runs.items())
+    assert devices and all(len(d._libs) == 3 for d in devices if d.compiler_runs)
+
+
 def test_no_compiler_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(cpu_build, "find_cc", lambda: None)  # where cpu_flags looks it up
     cpu_build.cpu_flags.cache_clear()

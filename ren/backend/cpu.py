@@ -52,6 +52,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any
 
@@ -154,6 +155,28 @@ def ring_library(isa: str | None = None) -> ctypes.CDLL:
 
 #: the kernel libraries loaded now (dlopened, not closed yet): `set_threads` reaches them all
 _live: weakref.WeakSet[ctypes.CDLL] = weakref.WeakSet()
+
+
+#: kernels per compiler run before a build is split into runs on several cores (gcc takes one)
+KERNELS_PER_UNIT = 48
+
+
+def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Program]]:
+    """`programs` in consecutive units for parallel compiler runs: one per core while each
+    gets KERNELS_PER_UNIT new kernels or more (a first bootstrapping compiles ~2,000, about
+    half its first call), else one.  A kernel two programs share goes with the first."""
+    units = max(1, min(os.cpu_count() or 1, len(fresh) // KERNELS_PER_UNIT))
+    if units == 1:
+        return [programs]
+    out: list[list[Program]] = [[] for _ in range(units)]
+    seen: set[str] = set()
+    count = 0
+    for p in programs:
+        new = [k.name for k in p.kernels if k.name in fresh and k.name not in seen]
+        seen.update(new)
+        out[min(units - 1, count * units // len(fresh))].append(p)
+        count += len(new)
+    return [u for u in out if u]
 
 
 def _open_kernel_library(path: str) -> ctypes.CDLL:
@@ -453,21 +476,39 @@ class CpuDevice(Device):
             if not fresh:
                 return 0
             todo = [p for p in programs if any(k.name in fresh for k in p.kernels)]
-            elementwise = [k for k in fresh.values() if k.name.startswith("ren_ew_")]
-            extra = "\n" + "".join(_wrapper(k) for k in elementwise)
-            source = source_head(self.isa) + _HEADER + translation_unit(todo, C) + extra
-            lib = _open_kernel_library(cached_library(source, self.flags, cache_dir()))
-            lib["ren_set_threads"](threads())
+            units = _split(todo, fresh)
+            folder = cache_dir()
+            sources = [self._unit_source(unit, fresh) for unit in units]
+            if len(sources) == 1:
+                paths = [cached_library(sources[0], self.flags, folder)]
+            else:  # one compiler process per unit, side by side (each builds its own library)
+                with ThreadPoolExecutor(len(sources)) as pool:
+                    paths = list(pool.map(lambda src: cached_library(src, self.flags, folder),
+                                          sources))
             self.compiler_runs += 1
-            for name in fresh:
-                if name.startswith("ren_ew_"):
-                    self.entries[name] = _address(lib, f"ren_cpu_{name}")
-                else:
-                    self.hosted[name] = host_function(lib, name)
-                self._lib_of[name] = lib
-            self._libs[id(lib)] = (lib, list(fresh))
+            done: set[str] = set()  # a kernel two units compile is taken from the first
+            for unit, path in zip(units, paths, strict=True):
+                lib = _open_kernel_library(path)
+                lib["ren_set_threads"](threads())
+                names = [n for n in dict.fromkeys(k.name for p in unit for k in p.kernels)
+                         if n in fresh and n not in done]
+                done.update(names)
+                for name in names:
+                    if name.startswith("ren_ew_"):
+                        self.entries[name] = _address(lib, f"ren_cpu_{name}")
+                    else:
+                        self.hosted[name] = host_function(lib, name)
+                    self._lib_of[name] = lib
+                self._libs[id(lib)] = (lib, names)
             self._evict()
             return len(fresh)
+
+    def _unit_source(self, unit: list[Program], fresh: dict[str, CKernel]) -> str:
+        """The C source of one compiler run: `unit`'s programs and the wrappers of their new
+        elementwise kernels."""
+        names = dict.fromkeys(k.name for p in unit for k in p.kernels if k.name in fresh)
+        extra = "\n" + "".join(_wrapper(fresh[n]) for n in names if n.startswith("ren_ew_"))
+        return source_head(self.isa) + _HEADER + translation_unit(unit, C) + extra
 
     def _evict(self) -> None:
         """Drop the least recently used libraries beyond REN_CPU_LIBRARIES (caller holds the

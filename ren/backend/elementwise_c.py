@@ -154,14 +154,16 @@ class _Elementwise:
                 for sig, rows in groups.items()]
 
     def _dot_products(self, order: list[Node], live: set[Node],
-                      users: dict[Node, list[Node]]) -> tuple[dict[Node, list[Node]], set[Node]]:
+                      users: dict[Node, list[Node]]
+                      ) -> tuple[dict[Node, tuple[list[Node], list[Node]]], set[Node]]:
         """Sums of Montgomery products under one modulus (the key-switching inner product):
-        root MODADD -> its MONTMUL terms, and the nodes the fused sum replaces."""
+        root MODADD -> (its MONTMUL terms, its other terms), and the nodes the fused sum
+        replaces."""
         def one_user_in_chain(x: Node, modulus: Node) -> bool:
             us = users.get(x, [])
             return len(us) == 1 and us[0].op is Op.MODADD and us[0].src[2] is modulus
 
-        dots: dict[Node, list[Node]] = {}
+        dots: dict[Node, tuple[list[Node], list[Node]]] = {}
         skip: set[Node] = set()
         for n in order:
             if n not in live or n.op is not Op.MODADD or n.src[2].op is not Op.MODULUS:
@@ -182,20 +184,17 @@ class _Elementwise:
                 continue
             # other terms (a product by the Montgomery one simplifies to its operand) are added
             # to the fused sum of the products
-            dots[n] = products + [t for t in terms if t not in products]
+            dots[n] = (products, [t for t in terms if t not in products])
             skip.update(inner)
             skip.update(t for t in products if len(users.get(t, [])) == 1)
         return dots, skip
 
-    def _dot(self, root: Node, terms: list[Node]) -> str:
+    def _dot(self, root: Node, products: list[Node], others: list[Node]) -> str:
         """The fused sum of `_dot_products`: its products' `_product_sum`, plus its other terms."""
         modulus = root.src[2]
-        q = self.var[modulus]
-        others = [self.var[t] for t in terms if t.op is not Op.MONTMUL or t.src[2] is not modulus]
-        terms = terms[:len(terms) - len(others)]
-        expr = self._product_sum(modulus, terms)
+        expr = self._product_sum(modulus, products)
         for other in others:
-            expr = f"ren_modadd({expr}, {other}, {q})"
+            expr = f"ren_modadd({expr}, {self.var[other]}, {self.var[modulus]})"
         return expr
 
     def _product_sum(self, modulus: Node, terms: list[Node]) -> str:
@@ -270,7 +269,7 @@ class _Elementwise:
                 continue
             if n in dots:
                 self.var[n] = name = f"v{len(self.var)}"
-                self.lines.append(f"const u32 {name} = {self._dot(n, dots[n])};")
+                self.lines.append(f"const u32 {name} = {self._dot(n, *dots[n])};")
                 continue
             if fold.get(n) and all(fold.get(u) for u in users.get(n, ())):
                 continue  # only feeds other folded expressions: never emitted

@@ -35,7 +35,7 @@ from functools import lru_cache
 import numpy as np
 
 from ren.ring.modarith import R
-from ren.ring.tables import bit_reverse_indices, neg_inv32, primitive_root_2n
+from ren.ring.tables import _powers, bit_reverse_indices, neg_inv32, primitive_root_2n, shoup
 
 U32 = np.uint32
 U64 = np.uint64
@@ -67,21 +67,14 @@ def _montgomery(moduli: tuple[int, ...]) -> dict[str, np.ndarray]:
 
 @lru_cache(maxsize=1024)
 def _power_row(w: int, q: int, N: int) -> tuple[np.ndarray, np.ndarray]:
-    """w^0 .. w^(N-1) mod q in bit-reversed order, and its Shoup row floor(w^k·2^32 / q): one
-    modulus' row, cached on its own (the rings of a program share moduli, so a prime's row is
-    made once, not once per ring it is in).  Doubling: w^(k+j) = w^j·w^k, so each step is one
-    vectorized product over the first k powers (q < 2^32: the products fit in 64 bits)."""
-    p = np.empty(N, dtype=U64)
-    p[0] = 1
-    k, wk = 1, w % q
-    while k < N:
-        m = min(k, N - k)
-        p[k:k + m] = p[:m] * U64(wk) % U64(q)
-        k, wk = 2 * k, wk * wk % q
-    row = p[bit_reverse_indices(N.bit_length() - 1)]
-    tw, shoup = row.astype(U32), ((row << U64(32)) // U64(q)).astype(U32)
-    tw.flags.writeable = shoup.flags.writeable = False
-    return tw, shoup
+    """w^0 .. w^(N-1) mod q in bit-reversed order, and its Shoup row: one modulus' row, cached
+    on its own (the rings of a program share moduli, so a prime's row is made once, not once
+    per ring it is in), by `ren.ring.tables`' vectorized doubling."""
+    qcol = np.array([[q]], dtype=U64)
+    row = _powers(np.array([w], dtype=U64), qcol, N)[0, bit_reverse_indices(N.bit_length() - 1)]
+    tw, companion = row.astype(U32), shoup(row, qcol[0]).astype(U32)
+    tw.flags.writeable = companion.flags.writeable = False
+    return tw, companion
 
 
 def _powers_brv(roots: list[int], moduli: tuple[int, ...], N: int) -> tuple[np.ndarray, ...]:

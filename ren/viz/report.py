@@ -78,6 +78,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions, groups: Groups | No
     names = trace.names
     groups = groups or operation_groups(trace, None)
     labels = {k: o.label() for k, o in groups.overlay.items()}
+    paths = [" › ".join(groups.path(g)) for g in range(len(groups.table))]  # once per group
     collapsed: dict[str, list] = {}
     # a node kept through the stages keeps its number and sources: its details are made once
     static: dict[tuple[Node, int], dict[str, Any]] = {}
@@ -108,7 +109,7 @@ def stage_contexts(trace: PassTrace, options: ReportOptions, groups: Groups | No
             info = {**base, "status": stage.status[n], "rule": stage.rule.get(n, "") or "—",
                     "replaces": was or "—"}
             if of.get(n, -1) >= 0:
-                info["group"] = " › ".join(groups.path(of[n]))
+                info["group"] = paths[of[n]]
             if k in groups.overlay:
                 info["ciphertext"] = groups.overlay[k].text()
                 if not math.isnan(groups.overlay[k].bits):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import statistics
@@ -29,8 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # this checkout's Ren first
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]  # the benchmarks' helpers, and this checkout's Ren first
+
+from ckks_common import bits  # noqa: E402
 
 
 def _rss_gib() -> float:
@@ -38,7 +40,7 @@ def _rss_gib() -> float:
 
 
 def _bits(got: np.ndarray, want: np.ndarray) -> float:
-    return -math.log2(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
+    return bits(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
 
 
 def run_ren(preset: str, device: str, reps: int, eager: bool = False) -> dict:

@@ -296,6 +296,35 @@ def test_automorphism_index_map_is_a_table_in_the_loop_dialect():
     assert np.array_equal(b.numpy(), a.to("python").automorph(5).numpy())
 
 
+def test_large_tables_are_parameters_so_rotations_share_a_kernel():
+    """A coefficient map of EXTERNAL_TABLE entries or more is a kernel parameter, not an array
+    in the source: two automorphisms render to one source (one compiled function), each call
+    carries its own map, and both give the reference words; a smaller ring keeps its map inline."""
+    from ren.backend import elementwise_c
+    from ren.backend.render_c import C, render_program
+    from ren.schedule import schedule
+
+    def render(N: int, k: int):
+        ring = RingSpec.generate(N, 2)
+        a = ren.Poly.from_coefficients(list(range(N)), ring, device="cpu").ntt().realize()
+        b = a.automorph(k)
+        (item,) = [i for i in schedule([b.node]) if i.kind == "elementwise"]
+        want = a.to("python").automorph(k).numpy()
+        return render_program(item, C), b, want
+
+    assert elementwise_c.EXTERNAL_TABLE <= 64
+    (p5, b5, want5), (p3, b3, want3) = render(64, 5), render(64, 3)
+    assert p5.kernels[0].source == p3.kernels[0].source and p5.kernels[0].name == p3.kernels[0].name
+    (t5,), (t3,) = p5.tables.values(), p3.tables.values()
+    assert len(t5) == 64 and not np.array_equal(t5, t3)
+    assert p5.launches[0].args[-1] == ("table", "t0")
+    assert "t0[g1]" in p5.kernels[0].source and "REN_CONST i64" not in p5.kernels[0].source
+    assert np.array_equal(b5.numpy(), want5) and np.array_equal(b3.numpy(), want3)
+    small, b, want = render(16, 5)
+    assert not small.tables and "[16] = {" in small.kernels[0].source
+    assert np.array_equal(b.numpy(), want)
+
+
 def test_concat_rows_get_one_inner_loop_per_row_class():
     """A kernel reading a CONCAT (the mod-up's kept and converted rows) is rendered with one
     inner loop per class of limbs, each loading only from the buffer its limbs come from; the

@@ -595,3 +595,28 @@ def test_tlsf_classes_are_ordered(sizes):
     assert classes == sorted(classes)
     for s, (fl, sl) in zip(sizes, classes):
         assert 0 <= sl < 1 << tlsf.SL_LOG2 and fl == s.bit_length() - 1
+
+
+def test_large_components_try_the_cheap_placements_first(monkeypatch):
+    """Past LARGE_COMPONENT buffers auto runs LARGE_ORDER (every placement, cheap ones first) and
+    stops at the first within GOOD_ENOUGH of the bound: the lowest-first ones never run when first
+    fit already reaches it."""
+    assert sorted(memory.LARGE_ORDER) == sorted(PLACEMENTS)
+    assert memory.LARGE_ORDER[:2] == ("by_size", "by_area")
+    items, outs = from_intervals(HARD["tiling"])  # nothing but the search reaches 28
+    ran: list[str] = []
+    for name, place in list(PLACEMENTS.items()):
+        monkeypatch.setitem(PLACEMENTS, name, lambda p, c, lim, n=name, f=place: (
+            ran.append(n), f(p, c, lim))[1])
+    small = plan_memory(items, outs)
+    small_ran, ran[:] = list(ran), []
+    monkeypatch.setattr(memory, "LARGE_COMPONENT", 1)
+    monkeypatch.setattr(memory, "GOOD_ENOUGH", 10.0)  # anything placed is good enough
+    large = plan_memory(items, outs)
+    check_plan(large, items, outs)
+    assert ran == ["by_size"]  # (then the search, as for any small component above the bound)
+    assert small_ran == list(PLACEMENTS) and small.arena_bytes <= large.arena_bytes
+    ran[:] = []
+    monkeypatch.setattr(memory, "GOOD_ENOUGH", 1.0)  # no placement reaches the bound: all run
+    plan_memory(items, outs)
+    assert ran == list(memory.LARGE_ORDER)

@@ -553,7 +553,10 @@ class CpuDevice(Device):
             self._load([program])
             if item.kind == ELEMENTWISE:
                 (kernel,) = program.kernels
-                return CpuCall(kernel.name, self.entries[kernel.name], len(kernel.params),
+                (launch,) = program.launches  # slots, then the tables passed as parameters
+                tables = [program.tables[a[1]] for a in launch.args if a[0] == "table"]
+                return CpuCall(kernel.name, self.entries[kernel.name],
+                               len(kernel.params) - len(tables), tables,
                                owner=self._lib_of[kernel.name])
             owners = {id(lib): lib for lib in (self._lib_of[k.name] for k in program.kernels)}
             return _HostRunner(program, self.hosted, tuple(owners.values()))

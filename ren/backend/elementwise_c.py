@@ -6,7 +6,9 @@ arithmetic), moduli, per-limb constants and index tables baked into the source. 
 element in the CUDA and shim dialects; in the loop dialect (plain C, the ``"cpu"`` device) a loop
 nest with three render-time rewrites that keep the inner loop vectorizable and short:
 
-* a non-affine index map of the coefficient index alone (an automorphism's) becomes a table;
+* a non-affine index map of the coefficient index alone (an automorphism's) becomes a table,
+  passed as a kernel parameter (``("table", name)`` launch arguments, the arrays in
+  ``Program.tables``) once it has `EXTERNAL_TABLE` entries, so rotations share one kernel;
 * a WHERE whose condition depends on the limb alone (a CONCAT) is resolved per limb, one inner
   loop per class of limbs;
 * a sum of 3+ Montgomery products under one modulus (an inner product) becomes 64-bit product
@@ -28,8 +30,18 @@ from ren.ring import neg_inv32
 
 
 def _array(ctype: str, name: str, values) -> str:
-    body = ", ".join(str(int(v)) + ("LL" if ctype == "i64" else "u") for v in values)
+    suffix = "LL" if ctype == "i64" else "u"
+    body = f"{suffix}, ".join(map(str, map(int, values))) + suffix
     return f"REN_CONST {ctype} {name}[{len(values)}] = {{{body}}};"
+
+
+#: tables of at least this many entries (a coefficient map: an automorphism's, N entries) are
+#: kernel parameters, not C arrays in the source: kernels that differ only in such a table
+#: (the rotations of one hoisted set, say) then share one source and one compiled function, and
+#: the compiler does not parse N numbers per kernel (at N = 2^16 a bootstrapping's sources held
+#: ~26 million of them)
+EXTERNAL_TABLE = 64
+_NUMPY_TYPE = {"u32": np.uint32, "i64": np.int64}
 
 
 #: index ops that keep an index expression from being affine in GIDX1 (a C compiler cannot
@@ -67,6 +79,8 @@ class _Elementwise:
         self.fold_tables = fold_tables
         self.tables: list[str] = []
         self._table_names: dict[tuple, str] = {}
+        #: parameter name -> (C type, contents) of the tables passed as parameters
+        self.external: dict[str, tuple[str, np.ndarray]] = {}
         self.lines: list[str] = []
         self.var: dict[Node, str] = {}
         self.slots: dict[int, object] = {}
@@ -104,8 +118,13 @@ class _Elementwise:
         key = (ctype, tuple(values))
         name = self._table_names.get(key)
         if name is None:  # one table per distinct contents (row classes share them)
-            name = self._table_names[key] = f"@K_t{len(self.tables)}"
-            self.tables.append(_array(ctype, name, values))
+            if self.fold_tables and len(values) >= EXTERNAL_TABLE:
+                name = f"t{len(self.external)}"
+                self.external[name] = (ctype, np.asarray(values, dtype=_NUMPY_TYPE[ctype]))
+            else:
+                name = f"@K_t{len(self.tables)}"
+                self.tables.append(_array(ctype, name, values))
+            self._table_names[key] = name
         return name
 
     def _expr(self, n: Node) -> str:
@@ -260,9 +279,19 @@ class _Elementwise:
             for x in (choose[n],) if n in choose else n.src:
                 users.setdefault(x, []).append(n)
         dots, skip = self._dot_products(order, live, users) if self.fold_tables else ({}, set())
+        # what a folded table replaces is not emitted (nor an ICONST only it used): kernels that
+        # differ only in their tables then render to one source
+        needed: set[Node] = set()
+        stack = [value]
+        while stack:
+            n = stack.pop()
+            if n not in needed:
+                needed.add(n)
+                if not fold.get(n):
+                    stack.extend((choose[n],) if n in choose else n.src)
         for n in order:
             # memory (SLOTs) and element addresses (INDEX) are not values
-            if n not in live or n.op in GroupOp.MEMORY or n.op is Op.INDEX or n in skip:
+            if n not in needed or n.op in GroupOp.MEMORY or n.op is Op.INDEX or n in skip:
                 continue
             if n in choose:
                 self.var[n] = self.var[choose[n]]
@@ -271,8 +300,6 @@ class _Elementwise:
                 self.var[n] = name = f"v{len(self.var)}"
                 self.lines.append(f"const u32 {name} = {self._dot(n, *dots[n])};")
                 continue
-            if fold.get(n) and all(fold.get(u) for u in users.get(n, ())):
-                continue  # only feeds other folded expressions: never emitted
             name = f"v{len(self.var)}"
             self.var[n] = name
             if fold.get(n):
@@ -294,7 +321,9 @@ class _Elementwise:
         n = max(self.slots) + 1
         if sorted(self.slots) != list(range(n)):
             raise RealizeError(f"render_c: kernel slots {sorted(self.slots)} are not 0..{n - 1}")
-        return tuple(Param(f"s{i}", "u32*" if i == 0 else "const u32*") for i in range(n))
+        slots = tuple(Param(f"s{i}", "u32*" if i == 0 else "const u32*") for i in range(n))
+        return slots + tuple(Param(name, f"const {ctype}*")
+                             for name, (ctype, _) in self.external.items())
 
     def template(self, loop: bool) -> str:
         L, N = self.space
@@ -338,8 +367,11 @@ def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:
     params = r.params()
     kernel = finish_kernel("ren_ew", r.template(dialect.elementwise_loop), params)
     grid, block = dialect.elementwise_launch(rows * cols)
-    launch = Launch(kernel.name, grid, block, tuple(("slot", i) for i in range(len(params))))
-    return Program(item.name, (kernel,), (launch,))
+    slots = len(params) - len(r.external)
+    args = (*(("slot", i) for i in range(slots)), *(("table", name) for name in r.external))
+    launch = Launch(kernel.name, grid, block, args)  # type: ignore[arg-type]
+    return Program(item.name, (kernel,), (launch,),
+                   tables={name: values for name, (_, values) in r.external.items()})
 
 
 __all__ = ["render_elementwise"]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -37,7 +38,7 @@ from ren.backend import GraphRunner, get_device
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
-from ren.kernel import VIEW
+from ren.kernel import COMPUTE, VIEW
 from ren.memory import MemoryPlan
 from ren.node import Node
 from ren.ops import DType, Op
@@ -114,8 +115,14 @@ class Template:
 
     def _graph(self) -> tuple[GraphRunner | None, list[Buffer]]:
         devices = {b.device for b in self.roles}
-        if not self.units or len({type(get_device(d)) for d in devices}) != 1:
-            return None, []  # a graph spans one backend
+        backends = [get_device(d) for d in devices]
+        if not self.units or (len({type(d) for d in backends}) != 1
+                              and len({id(d.allocator) for d in backends}) != 1):
+            return None, []  # a graph spans one backend, or devices of one memory
+        # devices of one memory ("python" words reduced on the host, then copied to "cpu"):
+        # the runner of the device that runs the most kernels runs the others' calls too
+        work = Counter(u.bufs[0].device for u in self.units if u.kind == COMPUTE)
+        runner_device = max(sorted(devices), key=lambda d: work[d])
         plan = self.plan
         arenas = {dev: get_device(dev).allocator.arena(max(n, 4) // 4)
                   for dev, n in plan.arenas.items()} if plan is not None else {}
@@ -143,7 +150,7 @@ class Template:
                 patches += [(len(calls), slot, index[b]) for slot, b in enumerate(u.bufs)
                             if b in index]
                 calls.append((u.fn, [kept.get(b) for b in u.bufs]))
-        return get_device(min(devices)).graph(calls, patches), dynamic
+        return get_device(runner_device).graph(calls, patches), dynamic
 
     def retained_bytes(self) -> int:
         """Bytes a graph runner keeps allocated between runs: the arenas and the temps."""

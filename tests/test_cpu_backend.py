@@ -172,6 +172,28 @@ def test_jit_plan_runs_as_one_c_loop():
     assert runner.calls == len([u for u in plan.units if u.kind != "view"])
 
 
+def test_a_host_constant_keeps_the_compiled_runner():
+    """`Poly.from_coefficients(..., device="cpu")` reduces its words on "python" and copies them
+    to "cpu": one memory, so the plan still gets the compiled runner (the host calls run between
+    its C loops), and replays give the reference words."""
+    ring = RingSpec.generate(64, 3)
+    coeffs = [(-1) ** i * (i << 40) for i in range(64)]
+
+    @ren.jit
+    def f(a):
+        return a * ren.Poly.from_coefficients(coeffs, ring, device="cpu").ntt() + 1
+
+    for seed in range(2):
+        with ren.random.seeded(seed):
+            a = ren.Poly.uniform(ring, device="cpu", domain="ntt").realize()
+        want = a.to("python") * ren.Poly.from_coefficients(coeffs, ring).ntt() + 1
+        assert same_words([f(a).numpy()], [want.numpy()])
+    (plan,) = f.plans
+    assert {b.device for b in plan.template.roles} == {"cpu", "python"}
+    assert plan.runner == "cpu-compiled"
+    assert "py" in [s[0] for s in plan.template.runner.segments]
+
+
 def test_compiled_plan_segments_and_profile():
     """Python calls (a host copy, say) split the C loop; patches reach both kinds."""
     ring = RingSpec.generate(64, 2)

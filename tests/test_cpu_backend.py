@@ -125,8 +125,8 @@ def test_ntt_and_intt_match_ren_ring(N, bits):
 
 
 @given(st.sampled_from([(8, 2, 30), (16, 4, 30), (64, 3, 31), (32, 5, 30), (16, 6, 20),
-                         (8, 5, 31)]),
-       st.integers(1, 3), st.integers(0, 2**32 - 1))
+                         (8, 5, 31), (256, 4, 30), (512, 10, 31)]),  # (the rescale's blocks:
+       st.integers(1, 8), st.integers(0, 2**32 - 1))                  # 128 coefficients)
 def test_basis_convert_and_rescale_match_ren_ring(shape, k, seed):
     N, limbs, bits = shape
     k = min(k, limbs - 1)

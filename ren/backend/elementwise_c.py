@@ -66,6 +66,20 @@ _FORMS = {
 }
 
 
+def _reached(value: Node, choose: dict[Node, Node], stop: dict[Node, bool]) -> set[Node]:
+    """The nodes `value` reads, each WHERE of `choose` through its chosen branch only, not going
+    past the nodes `stop` marks (folded tables: what they replace is not read)."""
+    seen: set[Node] = set()
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            if not stop.get(n):
+                stack.extend((choose[n],) if n in choose else n.src)
+    return seen
+
+
 class _Elementwise:
     """Renders one elementwise AST (see `render_elementwise`).  With `fold_tables` (the loop
     dialects), a non-affine index expression of the coefficient index alone — an automorphism's
@@ -267,13 +281,7 @@ class _Elementwise:
               choose: dict[Node, Node], memo: dict[Node, AxisValue]) -> None:
         """The lines computing `value` where each WHERE of `choose` takes its chosen branch
         (the other branch's loads are not emitted)."""
-        live: set[Node] = set()
-        stack = [value]
-        while stack:
-            n = stack.pop()
-            if n not in live:
-                live.add(n)
-                stack.extend((choose[n],) if n in choose else n.src)
+        live = _reached(value, choose, {})
         users: dict[Node, list[Node]] = {}
         for n in live:
             for x in (choose[n],) if n in choose else n.src:
@@ -281,14 +289,7 @@ class _Elementwise:
         dots, skip = self._dot_products(order, live, users) if self.fold_tables else ({}, set())
         # what a folded table replaces is not emitted (nor an ICONST only it used): kernels that
         # differ only in their tables then render to one source
-        needed: set[Node] = set()
-        stack = [value]
-        while stack:
-            n = stack.pop()
-            if n not in needed:
-                needed.add(n)
-                if not fold.get(n):
-                    stack.extend((choose[n],) if n in choose else n.src)
+        needed = _reached(value, choose, fold)
         for n in order:
             # memory (SLOTs) and element addresses (INDEX) are not values
             if n not in needed or n.op in GroupOp.MEMORY or n.op is Op.INDEX or n in skip:

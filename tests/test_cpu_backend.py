@@ -477,3 +477,41 @@ def test_ckks_on_the_cpu_device_through_params():
     assert p_cpu.device == "cpu"
     with pytest.raises(DeviceError, match="tpu"):
         make_params(N=64, depth=2, scale_bits=40, first_bits=55, insecure=True, device="tpu")
+
+
+def test_two_memories_get_no_graph_runner():
+    """A jitted function copying between two backends of two memories (here a NumPy device
+    class with its own allocator) replays unit by unit: no runner spans them.  Devices of one
+    memory ("python" and "python:1") share the runner of the device running most kernels."""
+    from ren.backend.numpy_backend import HostAllocator, NumpyDevice
+    from ren.device import register_device, unregister_device
+
+    class OtherBackend(NumpyDevice):
+        pass
+
+    other = HostAllocator()
+    register_device("othermem", lambda name: OtherBackend(name, other))
+    try:
+        ring = RingSpec.generate(16, 2)
+
+        @ren.jit
+        def f(a):
+            return (a + 1).to("othermem") * 3
+
+        @ren.jit
+        def g(a):
+            return (a + 1).to("python:1") * 3 + 2
+
+        with ren.random.seeded(3):
+            a = ren.Poly.uniform(ring).realize()
+        want = ((a + 1) * 3).numpy()
+        for _ in range(2):
+            assert np.array_equal(f(a).numpy(), want)
+            assert np.array_equal(g(a).numpy(), ((a + 1) * 3 + 2).numpy())
+        assert f.plans[0].runner == "exec-units"
+        (plan,) = g.plans
+        assert plan.runner == "numpy-prebound"
+        devices = {u.bufs[0].device for u in plan.units if u.kind == "compute"}
+        assert devices == {"python", "python:1"}
+    finally:
+        unregister_device("othermem")

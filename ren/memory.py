@@ -460,6 +460,10 @@ def _live_ranges(schedule: Sequence[ScheduledKernel],
     return live
 
 
+#: the reasons of a buffer kept only for being a view (its base may still be planned)
+_MERE_VIEW = ("view", f"{VIEW} buffer")
+
+
 def _exclusions(schedule: Sequence[ScheduledKernel], outputs: set[Buffer],
                 buffers: Iterable[Buffer]) -> dict[Buffer, str]:
     """Why each identity-bearing buffer is not planned (the first matching reason)."""
@@ -481,8 +485,10 @@ def _exclusions(schedule: Sequence[ScheduledKernel], outputs: set[Buffer],
         elif b.no_opt:
             why[b] = "no_opt"
     for b in list(why):  # the bases of kept views (a mere view leaves its base to the plan)
+        if why[b] in _MERE_VIEW:
+            continue
         base = b.base
-        while base is not None and why[b] not in ("view", f"{VIEW} buffer"):
+        while base is not None:
             why.setdefault(base, "view base")
             base = base.base
     return why

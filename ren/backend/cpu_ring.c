@@ -340,8 +340,8 @@ void ren_cpu_bconv(void** a) {
 /* ---- exact divide-and-round by the K trailing moduli (ren.ring.divide_round_mont) ----------
    a: out, in, sizes {N, L_src, K}, src_q, src_qneg, src_r2, half, p_inv (K x L_src).
    Blocks of RESCALE_BLOCK coefficients: a block's L_src rows (on the stack: 512 bytes a limb,
-   14 KiB for a bootstrapping's 28) stay in cache through all K divisions, where whole rows went through memory K
-   times (at N = 2^16 a mod-down by 8 primes touched 8 x 28 rows of 256 KiB). */
+   14 KiB for 28 limbs) stay in cache through all K divisions, where whole rows went through
+   memory K times (at N = 2^16, dividing by 8 primes touched 8 x 28 rows of 256 KiB). */
 #define RESCALE_BLOCK 128
 void ren_cpu_rescale(void** a) {
   u32* out = (u32*)a[0];

@@ -92,7 +92,7 @@ class _Elementwise:
         self.space = space
         self.fold_tables = fold_tables
         self.tables: list[str] = []
-        self._table_names: dict[tuple, str] = {}
+        self._table_names: dict[tuple[str, bytes], str] = {}
         #: parameter name -> (C type, contents) of the tables passed as parameters
         self.external: dict[str, tuple[str, np.ndarray]] = {}
         self.lines: list[str] = []
@@ -129,15 +129,16 @@ class _Elementwise:
         return memo[n]
 
     def _table(self, ctype: str, values) -> str:
-        key = (ctype, tuple(values))
+        arr = np.asarray(values, dtype=_NUMPY_TYPE[ctype])
+        key = (ctype, arr.tobytes())
         name = self._table_names.get(key)
         if name is None:  # one table per distinct contents (row classes share them)
-            if self.fold_tables and len(values) >= EXTERNAL_TABLE:
+            if self.fold_tables and len(arr) >= EXTERNAL_TABLE:
                 name = f"t{len(self.external)}"
-                self.external[name] = (ctype, np.asarray(values, dtype=_NUMPY_TYPE[ctype]))
+                self.external[name] = (ctype, arr)
             else:
                 name = f"@K_t{len(self.tables)}"
-                self.tables.append(_array(ctype, name, values))
+                self.tables.append(_array(ctype, name, arr.tolist()))
             self._table_names[key] = name
         return name
 
@@ -281,18 +282,17 @@ class _Elementwise:
               choose: dict[Node, Node], memo: dict[Node, AxisValue]) -> None:
         """The lines computing `value` where each WHERE of `choose` takes its chosen branch
         (the other branch's loads are not emitted)."""
-        live = _reached(value, choose, {})
+        # what a folded table replaces is not read (nor an ICONST only it used): kernels that
+        # differ only in their tables then render to one source
+        live = _reached(value, choose, fold)
         users: dict[Node, list[Node]] = {}
         for n in live:
             for x in (choose[n],) if n in choose else n.src:
                 users.setdefault(x, []).append(n)
         dots, skip = self._dot_products(order, live, users) if self.fold_tables else ({}, set())
-        # what a folded table replaces is not emitted (nor an ICONST only it used): kernels that
-        # differ only in their tables then render to one source
-        needed = _reached(value, choose, fold)
         for n in order:
             # memory (SLOTs) and element addresses (INDEX) are not values
-            if n not in needed or n.op in GroupOp.MEMORY or n.op is Op.INDEX or n in skip:
+            if n not in live or n.op in GroupOp.MEMORY or n.op is Op.INDEX or n in skip:
                 continue
             if n in choose:
                 self.var[n] = self.var[choose[n]]
@@ -306,12 +306,12 @@ class _Elementwise:
             if fold.get(n):
                 values = np.broadcast_to(self._axis_values(n, 1, memo), (self.space[1],))
                 ctype = "u32" if values.min() >= 0 and values.max() < (1 << 32) else "i64"
-                table = self._table(ctype, values.tolist())
+                table = self._table(ctype, values)
                 self.lines.append(f"const i64 {name} = (i64){table}[g1];")
                 continue
             if n.op is Op.MODULUS:  # the modulus and its Montgomery constant, per limb
                 q = self._table("u32", n.arg)
-                qn = self._table("u32", neg_inv32(np.array(n.arg, dtype=np.uint64)).tolist())
+                qn = self._table("u32", neg_inv32(np.array(n.arg, dtype=np.uint64)))
                 limb = self.var[n.src[0]]
                 self.lines.append(f"const u32 {name} = {q}[{limb}], {name}n = {qn}[{limb}];")
                 continue

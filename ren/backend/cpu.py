@@ -281,7 +281,7 @@ def library_call(call: RingCall, isa: str | None = None) -> CpuCall | None:
         call.check_rescale("cpu backend")
         LS, K = len(call.src), len(call.dropped)
         extra = [_sizes(N, LS, K), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
-                 t["p_inv"]]
+                 t["p_inv"], t["lift"], t["p_all_inv"]]
         return CpuCall("rescale", _address(lib, "ren_cpu_rescale"), 2, extra, lib)
     return None
 

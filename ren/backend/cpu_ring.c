@@ -338,48 +338,85 @@ void ren_cpu_bconv(void** a) {
 }
 
 /* ---- exact divide-and-round by the K trailing moduli (ren.ring.divide_round_mont) ----------
-   a: out, in, sizes {N, L_src, K}, src_q, src_qneg, src_r2, half, p_inv (K x L_src).
-   Blocks of RESCALE_BLOCK coefficients: a block's L_src rows (on the stack: 512 bytes a limb,
-   14 KiB for 28 limbs) stay in cache through all K divisions, where whole rows went through
-   memory K times (at N = 2^16, dividing by 8 primes touched 8 x 28 rows of 256 KiB). */
-#define RESCALE_BLOCK 128
+   a: out, in, sizes {N, L_src, K}, src_q, src_qneg, src_r2, half, p_inv (K x L_src), lift
+   (K x L_src), p_all_inv (L_src).  With z = x + floor(P/2), P = p_1...p_K the dropped moduli:
+   the mixed-radix digits d_s of [z]_P (the last modulus first) run on the K dropped rows only
+   (K(K-1)/2 products), and every kept row takes out_i = (z_i - sum_s d_s W_s) * P^-1 mod q_i,
+   W_s the product of the moduli dropped before the s-th: a multiply-add of K terms per word,
+   the shape of the basis conversion, where dividing by one modulus at a time cost 2 K
+   Montgomery products per word of every kept row.  Both are the residues of floor(z / P), so
+   the words are the same.  Blocks of RESCALE_BLOCK coefficients keep a block's digits (on the
+   stack) in cache while every kept row reads them. */
+#define RESCALE_BLOCK 256
 void ren_cpu_rescale(void** a) {
   u32* out = (u32*)a[0];
   const u32* in = (const u32*)a[1];
   const i64* sz = (const i64*)a[2];
   const u32 *q = (const u32*)a[3], *qn = (const u32*)a[4], *r2 = (const u32*)a[5];
-  const u32 *half = (const u32*)a[6], *pinv = (const u32*)a[7];
-  const i64 n = sz[0], LS = sz[1], K = sz[2];
+  const u32 *half = (const u32*)a[6], *pinv = (const u32*)a[7], *lift = (const u32*)a[8];
+  const u32* pall = (const u32*)a[9];
+  const i64 n = sz[0], LS = sz[1], K = sz[2], LK = LS - K;
   const i64 blocks = (n + RESCALE_BLOCK - 1) / RESCALE_BLOCK;
+  u32 maxp = 1;
+  for (i64 j = LK; j < LS; ++j) maxp = q[j] > maxp ? q[j] : maxp;
   REN_PARALLEL_FOR(blocks > 1 ? LS * n * K : 0)
   for (i64 b = 0; b < blocks; ++b) {
     const i64 c0 = b * RESCALE_BLOCK;
     const i64 m = n - c0 < RESCALE_BLOCK ? n - c0 : RESCALE_BLOCK;
-    u32 z[LS * RESCALE_BLOCK];
-    for (i64 i = 0; i < LS; ++i) {  /* z = x + floor(P/2) */
-      const u32 qi = q[i], h = half[i];
-      const u32* restrict x = in + i * n + c0;
-      u32* restrict zi = z + i * RESCALE_BLOCK;
-      for (i64 c = 0; c < m; ++c) zi[c] = modadd(x[c], h, qi);
+    u32 d[K * RESCALE_BLOCK];  /* row s: the digit of the s-th dropped modulus, standard form */
+    for (i64 j = LK; j < LS; ++j) {  /* z = x + floor(P/2) on the dropped rows */
+      const u32 qj = q[j], h = half[j];
+      const u32* restrict x = in + j * n + c0;
+      u32* restrict zj = d + (LS - 1 - j) * RESCALE_BLOCK;
+      for (i64 c = 0; c < m; ++c) zj[c] = modadd(x[c], h, qj);
     }
     for (i64 s = 0; s < K; ++s) {
-      const i64 jp = LS - 1 - s;  /* divide by p = q[jp], the last modulus first */
+      const i64 jp = LS - 1 - s;  /* the s-th digit, mod p = q[jp] */
       const u32 p = q[jp], pn = qn[jp];
-      u32* restrict zp = z + jp * RESCALE_BLOCK;
-      for (i64 c = 0; c < m; ++c) zp[c] = montmul(zp[c], 1u, p, pn);  /* [z]_p, standard */
-      for (i64 i = 0; i < jp; ++i) {
+      u32* restrict ds = d + s * RESCALE_BLOCK;
+      for (i64 c = 0; c < m; ++c) ds[c] = montmul(ds[c], 1u, p, pn);  /* [z]_p, standard */
+      for (i64 t = s + 1; t < K; ++t) {  /* the moduli still to be divided by */
+        const i64 i = LS - 1 - t;
         const u32 qi = q[i], qni = qn[i], r2i = r2[i], pi = pinv[s * LS + i];
-        u32* restrict zi = z + i * RESCALE_BLOCK;
+        u32* restrict zi = d + t * RESCALE_BLOCK;
         for (i64 c = 0; c < m; ++c) {
-          /* r < 2^32 and r2i < qi, so r * r2i < qi * 2^32: one Montgomery product gives
-             [r]_{qi} in Montgomery form, fully reduced, with no division */
-          const u32 rm = montmul(zp[c], r2i, qi, qni);
+          /* d < 2^32 and r2i < qi, so d * r2i < qi * 2^32: one Montgomery product gives
+             [d]_{qi} in Montgomery form, fully reduced, with no division */
+          const u32 rm = montmul(ds[c], r2i, qi, qni);
           zi[c] = montmul(modsub(zi[c], rm, qi), pi, qi, qni);
         }
       }
     }
-    for (i64 i = 0; i < LS - K; ++i)
-      memcpy(out + i * n + c0, z + i * RESCALE_BLOCK, (size_t)m * sizeof(u32));
+    for (i64 i = 0; i < LK; ++i) {
+      const u32 qi = q[i], qni = qn[i], h = half[i], pa = pall[i];
+      const u32 rq = (u32)((1ull << 32) % qi);
+      /* terms whose 64-bit sum cannot wrap (the basis conversion's rule; at least one) */
+      i64 kk = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxp * qi));
+      if (kk < 1) kk = 1;
+      const u32* restrict x = in + i * n + c0;
+      u32* restrict o = out + i * n + c0;
+      u64 acc[RESCALE_BLOCK];
+      u32 r[RESCALE_BLOCK];
+      for (i64 s0 = 0; s0 < K; s0 += kk) {
+        const i64 cnt = K - s0 < kk ? K - s0 : kk;
+        const u64 w0 = lift[s0 * LS + i];
+        const u32* restrict d0 = d + s0 * RESCALE_BLOCK;
+        for (i64 c = 0; c < m; ++c) acc[c] = (u64)d0[c] * w0;
+        for (i64 s = 1; s < cnt; ++s) {
+          const u64 ws = lift[(s0 + s) * LS + i];
+          const u32* restrict dsr = d + (s0 + s) * RESCALE_BLOCK;
+          for (i64 c = 0; c < m; ++c) acc[c] += (u64)dsr[c] * ws;
+        }
+        /* sum * 2^-32 = hi + lo * 2^-32 (mod q): Montgomery form of the partial sum */
+        for (i64 c = 0; c < m; ++c) {
+          const u32 v = modadd(montmul((u32)(acc[c] >> 32), rq, qi, qni),
+                               redc((u32)acc[c], qi, qni), qi);
+          r[c] = s0 == 0 ? v : modadd(r[c], v, qi);
+        }
+      }
+      for (i64 c = 0; c < m; ++c)
+        o[c] = montmul(modsub(modadd(x[c], h, qi), r[c], qi), pa, qi, qni);
+    }
   }
 }
 

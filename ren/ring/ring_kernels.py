@@ -23,7 +23,11 @@ converts standard form to Montgomery form).  Per kind:
   destination limb copies, or -1 where it is converted;
 * RESCALE — ``src_q``, ``src_qneg``, ``src_r2``, ``half`` Montgomery form of floor(P/2) mod q_i
   (over the source limbs), ``p_inv`` (k, L_src) Montgomery-ready p_s^-1 mod q_i for the s-th
-  dropped modulus (last first; entries at or past that modulus' own limb are 0);
+  dropped modulus (last first; entries at or past that modulus' own limb are 0), ``lift``
+  (k, L_src) (p_0···p_(s-1))·R² mod q_i over the kept limbs (the weight of the s-th mixed-radix
+  digit, the dropped moduli counted last first; a Montgomery product by it gives the digit's
+  term in Montgomery form) and ``p_all_inv`` (L_src) Montgomery-ready P^-1 mod q_i (0 on the
+  dropped limbs);
 * RANDOM — the common tables only (the sampler is `ren.sampling`).
 """
 
@@ -125,6 +129,14 @@ def kernel_tables(kind: RingKernel, N: int, src: tuple[int, ...], dst: tuple[int
             p = src[j]
             rows.append([pow(p, -1, q) * R % q if i < j else 0 for i, q in enumerate(src)])
         out["p_inv"] = _u32(rows).reshape(len(dropped), len(src))
+        kept = len(src) - len(dropped)
+        lift, w = [], 1  # w: the product of the moduli dropped before the s-th
+        for j in range(len(src) - 1, kept - 1, -1):
+            lift.append([w % q * R * R % q if i < kept else 0 for i, q in enumerate(src)])
+            w *= src[j]
+        out["lift"] = _u32(lift).reshape(len(dropped), len(src))
+        out["p_all_inv"] = _u32([pow(P, -1, q) * R % q if i < kept else 0
+                                 for i, q in enumerate(src)])
     for arr in out.values():
         arr.flags.writeable = False
     return out

@@ -30,7 +30,7 @@ special prime and a decomposition into the depth + 1 ciphertext primes; Ren gets
 (its limbs are < 2^31, so each level above 31 bits is two primes and the first modulus two 30-bit
 primes) and, by default, the key-switching shape its cost model finds cheapest among the secure
 ones (`CKKSParams.fastest_key_switching`: fewer, larger digits and a larger P, still within the
-HE-standard 128-bit bound; at N = 2^16, depth 20: dnum 5 and 7 special primes); with
+HE-standard 128-bit bound; at N = 2^16, depth 20: dnum 2 and 17 special primes); with
 --key-switching seal, SEAL's shape: a 60-bit P (two 30-bit special primes) and dnum = depth + 1.
 Each library's chain (log2 Q, log2 QP, the key-switching shape) is printed beside its figures.
 DESILO exposes only max_level: it picks N and its modulus chain itself (it

@@ -317,8 +317,8 @@ class ReferenceEvaluator:
         """Each row of the result ring from the source that has its modulus (no arithmetic)."""
         rows = []
         for q in n.arg.moduli:
-            src = next(s for s in n.src if q in need_spec(s).ring.moduli)
-            rows.append(self.v(src)[need_spec(src).ring.moduli.index(q)])
+            src = next(s for s in n.src if q in need_ring(s).moduli)  # (a VCONST side too)
+            rows.append(self.v(src)[need_ring(src).moduli.index(q)])
         return np.stack(rows)
 
     def op_COPY(self, n: Node) -> np.ndarray:

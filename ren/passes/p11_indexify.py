@@ -34,7 +34,7 @@ from ren.node import Node, substitute
 from ren.ops import LOWERED_ALU, DType, GroupOp, Op
 from ren.rewrite import P, RuleSet, X, rewrite
 from ren.ring import RingSpec
-from ren.spec import need_spec
+from ren.spec import need_ring, need_spec
 
 NAME = "indexify"
 def _at(e: Node, l: Node, j: Node) -> Node:
@@ -54,7 +54,7 @@ def _concat_maps(n: Node, l: Node) -> tuple[Node, list[Node]]:
     """For CONCAT: (which source holds limb l: 1 for the first, 0 for the second, as TABLE[l]),
     and per source its limb index TABLE (rows it lacks clamped to 0, read and discarded)."""
     target = n.arg.moduli
-    rings = [need_spec(s).ring.moduli for s in n.src]
+    rings = [need_ring(s).moduli for s in n.src]  # (a broadcast 0 is a VCONST by now)
     first = idx(Op.TABLE, l, arg=tuple(int(q in rings[0]) for q in target))
     maps = [idx(Op.TABLE, l, arg=tuple(r.index(q) if q in r else 0 for q in target))
             for r in rings]

@@ -347,6 +347,73 @@ def test_large_tables_are_parameters_so_rotations_share_a_kernel():
     assert np.array_equal(b.numpy(), want)
 
 
+def test_block_preserving_maps_are_the_automorphisms_ntt_maps():
+    """`ren_permute`'s vector paths need every aligned block of 16 (and 8) map entries to point
+    into one aligned block: true for every NTT-domain automorphism map (rotations and the
+    conjugation), false for a shuffled map, for the coefficient-domain map and below a tile."""
+    from ren.backend.elementwise_c import STAGE_TILE, _block_preserving
+    from ren.ring.automorph import automorph_coeff_map, automorph_ntt_map
+
+    rng = np.random.default_rng(4)
+    for N in (STAGE_TILE, 1024, 1 << 16):
+        gs = range(1, 2 * N, 2) if N <= 1024 else [int(g) | 1 for g in rng.integers(1, 2 * N, 40)]
+        assert all(_block_preserving(automorph_ntt_map(N, g)) for g in gs)
+        assert not _block_preserving(rng.permutation(N).astype(np.uint32))
+        assert not _block_preserving(automorph_coeff_map(N, 5)[0].astype(np.uint32))
+    assert not _block_preserving(automorph_ntt_map(STAGE_TILE // 2, 5))
+
+
+def _staged_program(build, N: int):
+    """(the C program of the one elementwise kernel of build(a, k) on "cpu", its words, the
+    words of the same graph on "python")."""
+    from ren.backend.render_c import C, render_program
+    from ren.schedule import schedule
+
+    big = RingSpec.generate(N, 5)
+    with ren.random.seeded(2):
+        a = ren.Poly.uniform(big.sub(0, 3), device="cpu", domain="ntt").realize()
+        k = ren.Poly.uniform(big, device="cpu", domain="ntt").realize()
+    out = build(a, k)
+    items = [i for i in schedule([out.node]) if i.kind == "elementwise"]
+    return ([render_program(i, C) for i in items], out.numpy(),
+            build(a.to("python"), k.to("python")).numpy())
+
+
+def test_automorphism_reads_are_staged_through_ren_permute():
+    """A load through an automorphism's map runs in tiles of STAGE_TILE coefficients, each
+    tile's permuted rows first copied to the stack by ren_permute and then read in order: one
+    buffer per (row, map) pair (two reads of one rotation share it); the words are NumPy's.
+    Below a tile the map is read directly."""
+    from ren.backend.elementwise_c import STAGE_TILE
+
+    def two_rotations(a, k):
+        ring = a.ring
+        b = a * k.to_ring(ring)
+        return a.automorph(5) * b.automorph(5) + a.automorph(5) + a.automorph(2 * ring.N - 1)
+
+    (prog,), got, want = _staged_program(two_rotations, 2 * STAGE_TILE)
+    src = prog.kernels[0].source
+    assert np.array_equal(got, want)
+    assert src.count("ren_permute(") == 3  # a at 5, b's buffer at 5, a at 2N - 1
+    assert f"g1t += {STAGE_TILE}" in src and "b2[g1 - g1t]" in src and "b3" not in src
+    (small,), got, want = _staged_program(two_rotations, STAGE_TILE // 2)
+    assert np.array_equal(got, want) and "ren_permute(" not in small.kernels[0].source
+
+
+def test_staged_reads_of_concatenated_rows():
+    """A rotation of a mod-up (a CONCAT of the kept rows and the converted ones) stages each
+    row class's reads from the buffer its rows come from, at the row its limb maps to."""
+    from ren.backend.elementwise_c import STAGE_TILE
+
+    def rotated_mod_up(a, k):
+        return a.intt().to_ring(k.ring).ntt().automorph(25) * k
+
+    progs, got, want = _staged_program(rotated_mod_up, 2 * STAGE_TILE)
+    assert np.array_equal(got, want)
+    (src,) = [p.kernels[0].source for p in progs if "ren_permute(" in p.kernels[0].source]
+    assert "switch" in src and src.count("ren_permute(") == 2
+
+
 def test_concat_rows_get_one_inner_loop_per_row_class():
     """A kernel reading a CONCAT (the mod-up's kept and converted rows) is rendered with one
     inner loop per class of limbs, each loading only from the buffer its limbs come from; the

@@ -12,7 +12,11 @@ nest with three render-time rewrites that keep the inner loop vectorizable and s
 * a WHERE whose condition depends on the limb alone (a CONCAT) is resolved per limb, one inner
   loop per class of limbs;
 * a sum of 3+ Montgomery products under one modulus (an inner product) becomes 64-bit product
-  sums (up to 16 terms each at 30 bits) with one or two Montgomery reductions per sum.
+  sums (up to 16 terms each at 30 bits) with one or two Montgomery reductions per sum;
+* a load through such a table (an automorphism's read) whose row is fixed per limb is staged:
+  the coefficient loop runs in tiles of `STAGE_TILE`, and each tile first permutes the row's
+  words into a buffer on the stack (``ren_permute``: a vector load and a lane permute per
+  block of 16, which the map's block structure allows), which the loop then reads in order.
 """
 
 from __future__ import annotations
@@ -42,6 +46,21 @@ def _array(ctype: str, name: str, values) -> str:
 #: ~26 million of them)
 EXTERNAL_TABLE = 64
 _NUMPY_TYPE = {"u32": np.uint32, "i64": np.int64}
+
+#: coefficients per tile of a loop whose permuted loads are staged (`ren_permute`): the staged
+#: rows of a tile (4 bytes a coefficient each; a hoisted inner product stages ~24) stay in L1
+STAGE_TILE = 128
+
+
+def _block_preserving(values: np.ndarray) -> bool:
+    """Whether every aligned block of 16 and of 8 entries of the map points into one aligned
+    block of as many words: what `ren_permute`'s vector paths need (an automorphism's
+    NTT-domain map has it; see `ren.backend.render_c.PERMUTE_HELPER`)."""
+    n = len(values)
+    if n < STAGE_TILE or n % STAGE_TILE:
+        return False
+    v = values.astype(np.int64)
+    return all(bool(np.all(v.reshape(-1, b) // b == v[::b, None] // b)) for b in (8, 16))
 
 
 #: index ops that keep an index expression from being affine in GIDX1 (a C compiler cannot
@@ -80,6 +99,33 @@ def _reached(value: Node, choose: dict[Node, Node], stop: dict[Node, bool]) -> s
     return seen
 
 
+class _RowClass:
+    """The rendered lines of one class of rows (see `_Elementwise._row_classes`)."""
+
+    def __init__(self, rows: list[int], lines: list[str], row_line: list[bool],
+                 staged: list[tuple[str, str, str]]):
+        self.rows, self.lines, self.row_line, self.staged = rows, lines, row_line, staged
+
+    def loop(self, N: int, pad: str) -> str:
+        """The coefficient loop of one limb: plain, or (with staged loads) in tiles of
+        `STAGE_TILE` coefficients, each tile's permuted rows staged first; the lines of the limb
+        alone (its row indices) run once per tile, before the staging that needs them."""
+        if not self.staged:
+            plain = f"\n{pad}  ".join(self.lines)
+            return f"{pad}for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n{pad}  {plain}\n{pad}}}\n"
+        tile = STAGE_TILE
+        inner = pad + "  "
+        head = [ln for ln, row in zip(self.lines, self.row_line) if row]
+        body = [ln for ln, row in zip(self.lines, self.row_line) if not row]
+        for buf, row, table in self.staged:
+            head.append(f"u32 {buf}[{tile}]; ren_permute({buf}, {row}, {table} + g1t, {tile});")
+        head_text = "".join(f"{inner}{ln}\n" for ln in head)
+        body_text = f"\n{inner}  ".join(body)
+        return (f"{pad}for (i64 g1t = 0; g1t < {N}LL; g1t += {tile}) {{\n{head_text}"
+                f"{inner}for (i64 g1 = g1t; g1 < g1t + {tile}; ++g1) {{\n{inner}  {body_text}\n"
+                f"{inner}}}\n{pad}}}\n")
+
+
 class _Elementwise:
     """Renders one elementwise AST (see `render_elementwise`).  With `fold_tables` (the loop
     dialects), a non-affine index expression of the coefficient index alone — an automorphism's
@@ -96,6 +142,13 @@ class _Elementwise:
         #: parameter name -> (C type, contents) of the tables passed as parameters
         self.external: dict[str, tuple[str, np.ndarray]] = {}
         self.lines: list[str] = []
+        #: per line: whether it depends on the limb alone (it may run before a tile's loop)
+        self.row_line: list[bool] = []
+        #: the staged loads of the row class being emitted: (buffer, row pointer, table)
+        self.staged: list[tuple[str, str, str]] = []
+        self._staged_of: dict[tuple[int, Node, Node], str] = {}
+        #: folded tables: node -> (table name, values)
+        self._folded: dict[Node, tuple[str, np.ndarray]] = {}
         self.var: dict[Node, str] = {}
         self.slots: dict[int, object] = {}
         self._render(ast)
@@ -164,9 +217,9 @@ class _Elementwise:
             return f"s{slot.index}[{li} * {slot.strides[0]}LL + {ci} * {slot.strides[1]}LL]"
         raise RealizeError(f"render_c: {op.name} cannot appear in an elementwise kernel")
 
-    def _row_classes(self, order: list[Node]) -> list[tuple[list[int], dict[Node, Node]]]:
-        """Rows grouped by the branch every limb-only WHERE takes there (a CONCAT's source
-        buffer, say): per group, its rows and the branch chosen at each such WHERE."""
+    @staticmethod
+    def _row_only(order: list[Node]) -> dict[Node, bool]:
+        """Index expressions of the limb index alone (GIDX0 and constants)."""
         row_only: dict[Node, bool] = {}
         for n in order:
             if n.op is Op.GIDX:
@@ -175,6 +228,12 @@ class _Elementwise:
                 row_only[n] = True
             else:
                 row_only[n] = n.dtype is DType.INDEX and all(row_only.get(x, False) for x in n.src)
+        return row_only
+
+    def _row_classes(self, order: list[Node]) -> list[tuple[list[int], dict[Node, Node]]]:
+        """Rows grouped by the branch every limb-only WHERE takes there (a CONCAT's source
+        buffer, say): per group, its rows and the branch chosen at each such WHERE."""
+        row_only = self._row_only_of
         wheres = [n for n in order if n.op is Op.WHERE and row_only.get(n.src[0])]
         L = self.space[0]
         if not wheres:
@@ -266,17 +325,41 @@ class _Elementwise:
         for n in order:  # every slot is a parameter, even one that no row class reads
             if n.op is Op.SLOT:
                 self.slots[n.arg.index] = n.arg
+        self._row_only_of = self._row_only(order)
         fold = self._foldable(order) if self.fold_tables else {}
         classes = self._row_classes(order) if self.fold_tables else \
             [(list(range(self.space[0])), {})]
         memo: dict[Node, AxisValue] = {}
-        self.groups: list[tuple[list[int], list[str]]] = []
+        self.groups: list[_RowClass] = []
         for rows, choose in classes:
-            self.var, self.lines = {}, []
+            self.var, self.lines, self.row_line = {}, [], []
+            self.staged, self._staged_of = [], {}
             self._emit(order, value, fold, choose, memo)
-            self.lines.append(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
-                              f"{self.var[value]};")
-            self.groups.append((rows, self.lines))
+            self._line(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
+                       f"{self.var[value]};")
+            self.groups.append(_RowClass(rows, self.lines, self.row_line, self.staged))
+
+    def _line(self, text: str, row: bool = False) -> None:
+        self.lines.append(text)
+        self.row_line.append(row)
+
+    def _stage(self, load: Node) -> str | None:
+        """The stack buffer a LOAD reads instead of its source, when it can be staged: its
+        coefficient index is a folded table of block-preserving u32 entries (`_block_preserving`),
+        its row is fixed per limb and its coefficients are contiguous."""
+        index = load.src[0]
+        slot = index.src[0].arg
+        li, ci = index.src[1:]
+        folded = self._folded.get(ci)
+        if (folded is None or folded[1].dtype != np.uint32 or slot.strides[1] != 1
+                or not self._row_only_of.get(li) or not _block_preserving(folded[1])):
+            return None
+        key = (slot.index, li, ci)
+        if key not in self._staged_of:
+            buf = self._staged_of[key] = f"b{len(self.staged)}"
+            row = f"s{slot.index} + {self.var[li]} * {slot.strides[0]}LL"
+            self.staged.append((buf, row, folded[0]))
+        return self._staged_of[key]
 
     def _emit(self, order: list[Node], value: Node, fold: dict[Node, bool],
               choose: dict[Node, Node], memo: dict[Node, AxisValue]) -> None:
@@ -299,7 +382,7 @@ class _Elementwise:
                 continue
             if n in dots:
                 self.var[n] = name = f"v{len(self.var)}"
-                self.lines.append(f"const u32 {name} = {self._dot(n, *dots[n])};")
+                self._line(f"const u32 {name} = {self._dot(n, *dots[n])};")
                 continue
             name = f"v{len(self.var)}"
             self.var[n] = name
@@ -307,16 +390,22 @@ class _Elementwise:
                 values = np.broadcast_to(self._axis_values(n, 1, memo), (self.space[1],))
                 ctype = "u32" if values.min() >= 0 and values.max() < (1 << 32) else "i64"
                 table = self._table(ctype, values)
-                self.lines.append(f"const i64 {name} = (i64){table}[g1];")
+                self._folded[n] = (table, np.asarray(values, dtype=_NUMPY_TYPE[ctype]))
+                self._line(f"const i64 {name} = (i64){table}[g1];")
                 continue
             if n.op is Op.MODULUS:  # the modulus and its Montgomery constant, per limb
                 q = self._table("u32", n.arg)
                 qn = self._table("u32", neg_inv32(np.array(n.arg, dtype=np.uint64)))
                 limb = self.var[n.src[0]]
-                self.lines.append(f"const u32 {name} = {q}[{limb}], {name}n = {qn}[{limb}];")
+                self._line(f"const u32 {name} = {q}[{limb}], {name}n = {qn}[{limb}];")
+                continue
+            staged = self._stage(n) if self.fold_tables and n.op is Op.LOAD else None
+            if staged is not None:
+                self._line(f"const u32 {name} = {staged}[g1 - g1t];")
                 continue
             ctype = "i64" if n.dtype is DType.INDEX else "u32"
-            self.lines.append(f"const {ctype} {name} = {self._expr(n)};")
+            self._line(f"const {ctype} {name} = {self._expr(n)};",
+                       row=n.dtype is DType.INDEX and self._row_only_of.get(n, False))
 
     def params(self) -> tuple[Param, ...]:
         n = max(self.slots) + 1
@@ -331,19 +420,20 @@ class _Elementwise:
         total = L * N
         params = signature(self.params(), restrict=True)
         if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
-            if len(self.groups) == 1:
-                body = "\n    ".join(self.groups[0][1])
+            if len(self.groups) == 1 and not self.groups[0].staged:
+                body = "\n    ".join(self.groups[0].lines)
                 inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n"
                          f"  for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n    {body}\n  }}\n")
+            elif len(self.groups) == 1:
+                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n"
+                         f"{self.groups[0].loop(N, '    ')}  }}\n")
             else:  # one inner loop per row class, chosen per limb
                 classes = [0] * L
                 cases = []
-                for k, (rows, lines) in enumerate(self.groups):
-                    for r in rows:
+                for k, group in enumerate(self.groups):
+                    for r in group.rows:
                         classes[r] = k
-                    body = "\n        ".join(lines)
-                    cases.append(f"    case {k}:\n      for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n"
-                                 f"        {body}\n      }}\n      break;")
+                    cases.append(f"    case {k}:\n{group.loop(N, '      ')}      break;")
                 rc = self._table("u32", classes)
                 inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n    switch ({rc}[g0]) {{\n"
                          + "\n".join(cases) + "\n    }\n  }\n")
@@ -352,8 +442,8 @@ class _Elementwise:
             work = total if L > 1 else 0
             return (f"{tables}\nREN_KERNEL void @K({params}) {{\n"
                     f"  REN_PARALLEL_LIMBS({work}LL)\n{inner}}}\n")
-        (_, lines), = self.groups
-        body = "\n    ".join(lines)
+        (group,) = self.groups
+        body = "\n    ".join(group.lines)
         tables = "\n".join(self.tables)
         walk = (f"const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n"
                 f"  if (gid >= {total}LL) return;\n  {{")

@@ -193,6 +193,44 @@ static inline u32 __brev(u32 x) {
 """
 
 
+#: the loop dialect's permuted row read (`ren.backend.elementwise_c` stages an automorphism's
+#: loads through it): dst[c] = src[t[c]] for c < n, n a multiple of 16, where every aligned
+#: block of 16 (and of 8) entries of t points into one aligned block of 16 (8) words of src —
+#: an automorphism's NTT-domain map, checked when the kernel is rendered.  One vector load and
+#: one lane permute per block instead of 16 (8) scattered loads: the C compiler's gathers of
+#: such a map ran at a third of the speed of a stream.
+PERMUTE_HELPER = r"""#if defined(__AVX512F__)
+#include <immintrin.h>
+REN_FN void ren_permute(u32* REN_RESTRICT dst, const u32* REN_RESTRICT src,
+                        const u32* REN_RESTRICT t, i64 n) {
+  const __m512i low = _mm512_set1_epi32(15);
+  for (i64 c = 0; c < n; c += 16) {
+    const __m512i ti = _mm512_loadu_si512((const void*)(t + c));
+    const __m512i v = _mm512_loadu_si512((const void*)(src + (t[c] & ~15u)));
+    _mm512_storeu_si512((void*)(dst + c), _mm512_permutexvar_epi32(_mm512_and_si512(ti, low), v));
+  }
+}
+#elif defined(__AVX2__)
+#include <immintrin.h>
+REN_FN void ren_permute(u32* REN_RESTRICT dst, const u32* REN_RESTRICT src,
+                        const u32* REN_RESTRICT t, i64 n) {
+  const __m256i low = _mm256_set1_epi32(7);
+  for (i64 c = 0; c < n; c += 8) {
+    const __m256i ti = _mm256_loadu_si256((const __m256i*)(t + c));
+    const __m256i v = _mm256_loadu_si256((const __m256i*)(src + (t[c] & ~7u)));
+    _mm256_storeu_si256((__m256i*)(dst + c),
+                        _mm256_permutevar8x32_epi32(v, _mm256_and_si256(ti, low)));
+  }
+}
+#else
+REN_FN void ren_permute(u32* REN_RESTRICT dst, const u32* REN_RESTRICT src,
+                        const u32* REN_RESTRICT t, i64 n) {
+  for (i64 c = 0; c < n; ++c) dst[c] = src[t[c]];
+}
+#endif
+"""
+
+
 @dataclass(frozen=True)
 class Dialect:
     """A C dialect: its prelude, whether kernels get host launch wrappers (`ren.backend.c_host`)
@@ -213,7 +251,7 @@ class Dialect:
 
 CUDA = Dialect("cuda", CUDA_PRELUDE, host=False)
 SHIM = Dialect("shim", SHIM_PRELUDE, host=True)
-C = Dialect("c", SHIM_PRELUDE, host=True, elementwise_loop=True)
+C = Dialect("c", SHIM_PRELUDE + PERMUTE_HELPER, host=True, elementwise_loop=True)
 
 
 def translation_unit(programs: list[Program], dialect: Dialect) -> str:

@@ -63,6 +63,11 @@ static inline u32 redc(u64 t, u32 q, u32 qn) {
 }
 static inline u32 modadd(u32 a, u32 b, u32 q) { u32 s = a + b; return umin(s, s - q); }
 static inline u32 modsub(u32 a, u32 b, u32 q) { u32 d = a - b; return umin(d, d + q); }
+/* t * 2^-32 mod q of any 64-bit t (a sum of products): t = hi * 2^32 + lo gives
+   hi + lo * 2^-32, i.e. REDC(hi * rq) + REDC(lo) with rq = 2^32 mod q */
+static inline u32 redc64(u64 t, u32 q, u32 qn, u32 rq) {
+  return modadd(montmul((u32)(t >> 32), rq, q, qn), redc((u32)t, q, qn), q);
+}
 
 
 /* Stages whose blocks fit in BLK coefficients (16 KiB, L1-resident) run block by block: all of
@@ -327,8 +332,7 @@ void ren_cpu_bconv(void** a) {
           for (i64 j = 0; j < m; ++j) acc[j] += (u64)yi[j] * mi;
         }
         for (i64 j = 0; j < m; ++j) {
-          const u32 r = modadd(montmul((u32)(acc[j] >> 32), rp, p, pn),
-                               redc((u32)acc[j], p, pn), p);
+          const u32 r = redc64(acc[j], p, pn, rp);
           oj[j] = c0 == 0 ? r : modadd(oj[j], r, p);
         }
       }
@@ -407,10 +411,8 @@ void ren_cpu_rescale(void** a) {
           const u32* restrict dsr = d + (s0 + s) * RESCALE_BLOCK;
           for (i64 c = 0; c < m; ++c) acc[c] += (u64)dsr[c] * ws;
         }
-        /* sum * 2^-32 = hi + lo * 2^-32 (mod q): Montgomery form of the partial sum */
-        for (i64 c = 0; c < m; ++c) {
-          const u32 v = modadd(montmul((u32)(acc[c] >> 32), rq, qi, qni),
-                               redc((u32)acc[c], qi, qni), qi);
+        for (i64 c = 0; c < m; ++c) {  /* the partial sum in Montgomery form */
+          const u32 v = redc64(acc[c], qi, qni, rq);
           r[c] = s0 == 0 ? v : modadd(r[c], v, qi);
         }
       }

@@ -147,8 +147,8 @@ class _Elementwise:
         #: the staged loads of the row class being emitted: (buffer, row pointer, table)
         self.staged: list[tuple[str, str, str]] = []
         self._staged_of: dict[tuple[int, Node, Node], str] = {}
-        #: folded tables: node -> (table name, values)
-        self._folded: dict[Node, tuple[str, np.ndarray]] = {}
+        #: folded tables: node -> (table name, whether `ren_permute` can stage loads through it)
+        self._folded: dict[Node, tuple[str, bool]] = {}
         self.var: dict[Node, str] = {}
         self.slots: dict[int, object] = {}
         self._render(ast)
@@ -350,15 +350,14 @@ class _Elementwise:
         index = load.src[0]
         slot = index.src[0].arg
         li, ci = index.src[1:]
-        folded = self._folded.get(ci)
-        if (folded is None or folded[1].dtype != np.uint32 or slot.strides[1] != 1
-                or not self._row_only_of.get(li) or not _block_preserving(folded[1])):
+        table, stageable = self._folded.get(ci, ("", False))
+        if not stageable or slot.strides[1] != 1 or not self._row_only_of.get(li):
             return None
         key = (slot.index, li, ci)
         if key not in self._staged_of:
             buf = self._staged_of[key] = f"b{len(self.staged)}"
             row = f"s{slot.index} + {self.var[li]} * {slot.strides[0]}LL"
-            self.staged.append((buf, row, folded[0]))
+            self.staged.append((buf, row, table))
         return self._staged_of[key]
 
     def _emit(self, order: list[Node], value: Node, fold: dict[Node, bool],
@@ -390,7 +389,7 @@ class _Elementwise:
                 values = np.broadcast_to(self._axis_values(n, 1, memo), (self.space[1],))
                 ctype = "u32" if values.min() >= 0 and values.max() < (1 << 32) else "i64"
                 table = self._table(ctype, values)
-                self._folded[n] = (table, np.asarray(values, dtype=_NUMPY_TYPE[ctype]))
+                self._folded[n] = (table, ctype == "u32" and _block_preserving(values))
                 self._line(f"const i64 {name} = (i64){table}[g1];")
                 continue
             if n.op is Op.MODULUS:  # the modulus and its Montgomery constant, per limb
@@ -420,13 +419,8 @@ class _Elementwise:
         total = L * N
         params = signature(self.params(), restrict=True)
         if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
-            if len(self.groups) == 1 and not self.groups[0].staged:
-                body = "\n    ".join(self.groups[0].lines)
-                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n"
-                         f"  for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n    {body}\n  }}\n")
-            elif len(self.groups) == 1:
-                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n"
-                         f"{self.groups[0].loop(N, '    ')}  }}\n")
+            if len(self.groups) == 1:  # the coefficient loop (plain or tiled): one statement
+                inner = f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n{self.groups[0].loop(N, '  ')}"
             else:  # one inner loop per row class, chosen per limb
                 classes = [0] * L
                 cases = []

@@ -10,8 +10,15 @@ Presets: ``small`` (`bootstrap_params_small`: N = 256, INSECURE, seconds) and ``
 secret of weight 192; minutes and ~15 GB for Ren's keys and transforms, DESILO ~6 GB).  DESILO
 only runs its own full-slot parameters (N = 2^16), so it is skipped at ``small``.
 
+The first call: ``--first-call schedule`` (default) turns the plan cache off in Ren's process
+(REN_PLAN_CACHE=0), so it traces, schedules, plans, lowers and runs; ``--first-call plan-cache``
+runs Ren's process twice and reports the second, whose capture loads the template the first one
+stored (`ren.plan_cache`: what a user's second session of the same program gets).  Compiled
+kernels come from the compile cache either way (an empty one adds the compiler's time).
+
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
+                                            [--first-call schedule|plan-cache]
 """
 
 from __future__ import annotations
@@ -88,6 +95,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False) -> dict:
     out["mode"] = "eager (template cache)" if eager else "ren.jit (capture, replay)"
     if not eager:
         plan = fn.plans[0]
+        out["compiled_by"] = plan.compiled_by
         out["units"] = len(plan.units)
         out["kernels"] = sum(1 for u in plan.units if u.kind == COMPUTE)
         out["arena_bytes"] = plan.memory.arena_bytes if plan.memory is not None else 0
@@ -140,10 +148,10 @@ def run_desilo(reps: int) -> dict:
             "slots": engine.slot_count, "N": engine.slot_count * 2, "rss_gib": _rss_gib()}
 
 
-def _in_subprocess(args: list[str], threads: int = 1) -> dict:
+def _in_subprocess(args: list[str], threads: int = 1, plan_cache: bool = False) -> dict:
     """One library's figures, measured in a fresh interpreter (its own peak RSS), with Ren's
-    cpu device on `threads` OpenMP threads."""
-    env = {**os.environ, "REN_CPU_THREADS": str(threads)}
+    cpu device on `threads` OpenMP threads and its plan cache on or off."""
+    env = {**os.environ, "REN_CPU_THREADS": str(threads), "REN_PLAN_CACHE": str(int(plan_cache))}
     done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           check=False, env=env)
     if done.returncode != 0:
@@ -174,8 +182,10 @@ def _report(rows: list[dict]) -> None:
                       f"({r['arena_bytes'] / max(r['peak_live_bytes'], 1):.3f}x)")
         else:
             print(f"  keygen (incl. the small bootstrap key) {r['keygen_s']:.1f} s")
-        print(f"  first call {r['first_s']:.1f} s; again {r['replay_s']:.2f} s "
-              f"(median); peak RSS {r['rss_gib']:.1f} GiB")
+        how = {"schedule": " (scheduled)", "plan cache": " (template from the plan cache)"}
+        print(f"  first call {r['first_s']:.1f} s{how.get(r.get('compiled_by', ''), '')}; "
+              f"again {r['replay_s']:.2f} s (median), "
+              f"{r['first_s'] / max(r['replay_s'], 1e-9):.1f}x; peak RSS {r['rss_gib']:.1f} GiB")
     peer = next((r for r in rows if r["library"] == "desilo" and "skipped" not in r), None)
     if ren_row and peer and "skipped" not in ren_row:
         print(f"ren/desilo, bootstrapping again (one thread): "
@@ -195,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eager", action="store_true",
                     help="no ren.jit: bootstrap eagerly twice (the second call finds the "
                          "realization's template; less memory than a capture at n16)")
+    ap.add_argument("--first-call", default="schedule", choices=("schedule", "plan-cache"),
+                    help="schedule: Ren's first call schedules (plan cache off); plan-cache: "
+                         "run Ren twice, report the second, which loads the first's template")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
     if args.only == "ren":
@@ -213,9 +226,13 @@ def main(argv: list[str] | None = None) -> int:
           f"(Ren at {ROOT})")
     common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps)]
     rows = []
+    cached = args.first_call == "plan-cache"
+    ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else [])]
+    if cached:  # fill the plan cache (this run's figures are not reported)
+        print("filling the plan cache (one Ren run first) ...", flush=True)
+        _in_subprocess(ren_args, counts[0], plan_cache=True)
     for t in counts:
-        row = _in_subprocess(["--only", "ren", *common, *(["--eager"] if args.eager else [])], t)
-        rows.append({**row, "threads": t})
+        rows.append({**_in_subprocess(ren_args, t, plan_cache=cached), "threads": t})
     if args.peers == "desilo":
         rows.append(_in_subprocess(["--only", "desilo", *common]) if args.preset == "n16" else
                     {"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "

@@ -23,7 +23,9 @@ uses (`ren.realization.compile_template`: schedule, plan memory, lower) into a
 `ren.replay.Template` whose parameters are the input buffers and whose other leaf buffers (key
 material the function closes over, plaintexts encoded inside) are baked constants; outputs that
 would alias an input or a constant get copy items; the backend's graph runner is built; and the
-first call is the template's first run.
+first call is the template's first run.  A graph compiled before — in this process or another,
+by this version of Ren — is loaded from the plan cache instead of scheduled (`ren.plan_cache`;
+``plan.compiled_by`` says which; ``REN_PLAN_CACHE=0`` turns it off).
 
 **Replay (hit).**  The input buffers are bound into the template and it runs; every output is a
 new buffer (never an earlier call's output, never an input).
@@ -59,8 +61,9 @@ from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
 from ren.node import Node, toposort
 from ren.ops import DType, Op
+from ren.plan_cache import compile_cached
 from ren.poly import Poly, realize_polys
-from ren.realization import Recorder, compile_template, is_realized, parameter, recording
+from ren.realization import Recorder, is_realized, parameter, recording
 from ren.replay import Template
 from ren.spec import PolySpec
 from ren.tree import flatten, is_scalar, leaf_paths, unflatten
@@ -237,7 +240,9 @@ class JitPlan:
     * `memory` — the `ren.memory.MemoryPlan` of the units (None without one);
     * `runner` — the graph runner's kind (``"numpy-prebound"``, ``"cpu-compiled"``,
       ``"cuda-graph"``), or ``"exec-units"`` where the device has none;
-    * `capture_seconds` — the wall time of the capture; `replays` — replays so far.
+    * `capture_seconds` — the wall time of the capture; `replays` — replays so far;
+    * `compiled_by` — ``"schedule"`` (scheduled, planned and lowered by this capture) or
+      ``"plan cache"`` (a template compiled before, loaded by `ren.plan_cache`).
 
     Calling a plan replays it on new arguments (the same checks as the jitted function).
     """
@@ -254,6 +259,7 @@ class JitPlan:
     out_scalars: list[Any]
     capture_seconds: float = 0.0
     replays: int = 0
+    compiled_by: str = "schedule"  # or "plan cache": loaded, not scheduled (ren.plan_cache)
 
     @property
     def units(self) -> list:
@@ -474,7 +480,7 @@ class Jitted:
                 "Polys, and compute anything else outside the function")
         nodes = [p.node for p in out_polys]
         _refuse_random(self.name, nodes)
-        template = compile_template(nodes, params, own_outputs=True)
+        template, compiled_by = compile_cached(nodes, params)
         template.build_runner()
         in_paths, scalar_paths = call.paths()
         plan = JitPlan(
@@ -482,7 +488,7 @@ class Jitted:
             key=call.key, inputs=[(path, p.spec) for path, p in zip(in_paths, call.leaves)],
             scalars=[(path, _freeze(v)) for path, v in zip(scalar_paths, call.scalars)],
             template=template, leaf_of_param=leaf_of_param, out_structure=out_structure,
-            out_scalars=out_scalars)
+            out_scalars=out_scalars, compiled_by=compiled_by)
         result = plan.run(call)  # the first call runs the template like every replay
         plan.capture_seconds = time.perf_counter() - t0
         return plan, result

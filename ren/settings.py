@@ -96,6 +96,9 @@ SWITCHES = {s.name: s for s in (
     Switch("REN_NO_ELISION", 0, "1: pass 4 keeps the NTT/INTT round trips around NTT-domain "
                                 "rescales and mod-ups (no transform elision), for comparisons"),
     Switch("REN_JIT", 1, "0: run jitted functions eagerly (no capture or replay)"),
+    Switch("REN_PLAN_CACHE", 1, "0: every ren.jit capture schedules its graph; 1: a capture of "
+                                "a graph compiled before (any process, this version of Ren) "
+                                "loads its schedule from the plan cache (REN_CACHE_DIR/plans)"),
     Switch("REN_DEVICE_SAMPLING", 0, "1: random polynomials are sampled by each device's RANDOM "
                                      "kernel (a graph with one is then scheduled every time) "
                                      "instead of on the host before the template is looked up"),
@@ -112,8 +115,9 @@ SWITCHES = {s.name: s for s in (
                               "best this CPU has), avx512, avx2 or scalar; a path the CPU lacks "
                               "is a DeviceError when the device opens",
            ("auto", "avx512", "avx2", "scalar")),
-    Switch("REN_CACHE_DIR", "", "folder of the 'cpu' device's compiled libraries (in its cpu/ "
-                                "subfolder; empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren); an "
+    Switch("REN_CACHE_DIR", "", "folder of Ren's caches: the 'cpu' device's compiled "
+                                "libraries (in its cpu/ subfolder) and the plan cache (plans/); "
+                                "empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren; an "
                                 "unusable folder falls back to a private temporary one, with a "
                                 "warning", None),
 )}

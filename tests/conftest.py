@@ -63,6 +63,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _own_plan_cache(tmp_path_factory, monkeypatch):
+    """Every test has a plan cache folder of its own: a capture in one test never loads what
+    another test (or an earlier run) stored, while captures inside a test use it as a user's do."""
+    from ren import plan_cache
+
+    monkeypatch.setattr(plan_cache, "folder", tmp_path_factory.mktemp("plans"))
+
+
+@pytest.fixture(autouse=True)
 def _restore_random_mode():
     """Every test starts and ends with OS randomness (no insecure seed stream left on)."""
     ren.random.seed(None)

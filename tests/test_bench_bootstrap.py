@@ -33,6 +33,19 @@ def test_the_report_compares_in_one_run(capsys):
     assert "ren (2 threads)" in out and "seal: skipped (not installed)" in out
     assert "ren/desilo, bootstrapping again (one thread): 0.26x the time, +8.0 bits" in out
     assert "21.6..21.7 bits" in out and "9 levels left" in out
+    assert "first call 252.8 s; again 56.20 s (median), 4.5x" in out
+
+
+def test_the_report_says_how_the_first_call_was_compiled(capsys):
+    bench._report([{**REN, "compiled_by": "plan cache", "first_s": 0.66, "replay_s": 0.018}])
+    out = capsys.readouterr().out
+    assert "first call 0.7 s (template from the plan cache); again 0.02 s (median), 36.7x" in out
+
+
+def test_bad_first_call_mode_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--first-call", "warm", "--peers", "none"])
+    assert e.value.code == 2 and "--first-call" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", ["0", "x", "1,-2", ""])

@@ -219,6 +219,13 @@ def test_the_jit_replays_a_bootstrapping(bs, stages, monkeypatch):
     assert schedules == [] and fn.hits == 1  # no scheduling on replay
     assert all(np.array_equal(a.numpy(), b.numpy())
                for a, b in zip(replayed.parts, eager.parts, strict=True))
+    # a new wrapper (a new process's capture) loads the template from the plan cache
+    again = ren.jit(lambda c: bt.bootstrap(ev, c))
+    schedules.clear()  # (reading the values above realized their conversions)
+    loaded = again(ct)
+    assert schedules == [] and again.plans[0].compiled_by == "plan cache"
+    assert all(np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(loaded.parts, eager.parts, strict=True))
 
 
 def test_the_example_runs(capsys):

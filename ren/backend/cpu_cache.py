@@ -34,12 +34,17 @@ _cache_dirs_lock = threading.Lock()
 _STALE_SECONDS = 3600
 
 
+def cache_root() -> str:
+    """The root of Ren's caches: ``$REN_CACHE_DIR``, else ``$XDG_CACHE_HOME/ren``, else
+    ``~/.cache/ren`` (compiled libraries in ``cpu/``, `ren.plan_cache` in ``plans/``)."""
+    return settings.get("REN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ren")
+
+
 def configured_cache_dir() -> str:
     """The cache folder the settings ask for: ``$REN_CACHE_DIR/cpu``, else
     ``$XDG_CACHE_HOME/ren/cpu``, else ``~/.cache/ren/cpu``."""
-    root = settings.get("REN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ren")
-    return os.path.join(root, "cpu")
+    return os.path.join(cache_root(), "cpu")
 
 
 def cache_dir() -> str:
@@ -102,4 +107,4 @@ def _sweep(folder: str) -> None:
             continue
 
 
-__all__ = ["CacheWarning", "cache_dir", "configured_cache_dir"]
+__all__ = ["CacheWarning", "cache_dir", "cache_root", "configured_cache_dir"]

@@ -1,0 +1,283 @@
+"""The plan cache: compiled templates kept on disk, so a capture of a graph compiled before (in
+any process, by this version of Ren) loads its schedule instead of scheduling again.
+
+    compile_cached(nodes, params)   ->  (Template, "schedule" | "plan cache")
+
+ren.jit compiles every capture through it.  A bootstrapping graph takes seconds to schedule,
+plan and lower, and is the same graph in every process that runs the same program: the first
+call of a new process then costs the trace, this cache's look-up, the lowering of the cached
+items (rendering and loading kernels, which the compile cache keeps) and one run.
+
+**Key.**  SHA-256 of the traced graph's `ren.replay.structure_key` (the DAG up to which buffers
+its leaves hold: every leaf — the jitted function's inputs *and* the key material or plaintexts
+it closes over — is a positional slot), the switches that change a schedule (REN_NO_MEMPLAN,
+REN_NO_ELISION), and a fingerprint of Ren's own source files (another version of Ren schedules
+differently, so it never reads this one's entries).  A schedule never depends on what a leaf
+holds (realization's template cache relies on the same fact), so a hit is exact: the cached
+template runs the traced graph's leaves, bit for bit what a fresh schedule would run.
+
+**Entry.**  ``<REN_CACHE_DIR or ~/.cache/ren>/plans/<key>.plan``: the pickled scheduled items,
+memory plan, outputs and one detached parameter per leaf — structure only, never a leaf's data
+(no key material is written).  On a hit the constants' parameters are attached to the traced
+graph's buffers (baked in, as a fresh capture bakes them) and the inputs' parameters are the
+template's.  Entries are written atomically; a file that does not load (truncated, corrupted,
+another format, leaves that do not match) gives a `PlanCacheWarning`, is removed and the graph
+is scheduled as if it were new: a bad entry costs time, never a wrong answer.  At most
+`MAX_ENTRIES` are kept (the oldest go first).  Loading an entry unpickles it: the folder is
+trusted as the compile cache's is (it loads compiled libraries from the same root).
+
+``REN_PLAN_CACHE=0`` turns it off; REN_CHECK and REN_DEBUG=3 always schedule (their checks and
+dumps run on a fresh schedule).  `stats` counts hits, misses and stores in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import hashlib
+import os
+import pickle
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ren import settings
+from ren.backend.c_host import TEMP_PREFIX
+from ren.backend.cpu_cache import cache_root
+from ren.device import Buffer
+from ren.node import Node
+from ren.realization import compile_template, parameterize
+from ren.replay import Template, structure_key
+from ren.runtime import make_exec_units
+
+#: bumped when an entry's layout changes (older entries then miss)
+FORMAT = 1
+#: entries kept in the folder; a store beyond it removes the oldest
+MAX_ENTRIES = 256
+
+SCHEDULED, LOADED = "schedule", "plan cache"
+
+
+class PlanCacheWarning(UserWarning):
+    """A plan cache entry could not be used (it is removed and the graph scheduled again), or
+    the folder cannot be written (nothing is stored)."""
+
+
+@dataclasses.dataclass
+class Stats:
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+
+
+stats = Stats()
+#: a folder to use instead of the configured one (the test suite gives each test its own)
+folder: Path | None = None
+_source_fingerprint: str | None = None
+
+
+def plans_dir() -> Path:
+    """The folder of the plan cache: `folder` if set, else ``plans/`` under the cache root
+    (REN_CACHE_DIR, else ``$XDG_CACHE_HOME/ren``, else ``~/.cache/ren``)."""
+    return folder if folder is not None else Path(cache_root()) / "plans"
+
+
+def source_fingerprint() -> str:
+    """SHA-256 of Ren's source files (every .py and .c of the package), computed once."""
+    global _source_fingerprint
+    if _source_fingerprint is None:
+        root = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".c")):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+        _source_fingerprint = h.hexdigest()
+    return _source_fingerprint
+
+
+def enabled() -> bool:
+    return bool(settings.get("REN_PLAN_CACHE")) and not settings.get("REN_CHECK") \
+        and settings.get("REN_DEBUG") < 3
+
+
+class _NoCanonicalForm(Exception):
+    pass
+
+
+def canonical(x: Any) -> Any:
+    """`x` as nested tuples of numbers, strings, None and bools whose repr is the same in every
+    process exactly when the values are equal (pickle's bytes are not: they depend on which
+    equal objects are shared and on caches kept in an object).  Raises _NoCanonicalForm for a
+    type it does not know (that graph is then compiled every time)."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, tuple(canonical(v) for v in x))
+    if isinstance(x, (set, frozenset)):
+        return ("set", tuple(sorted(repr(canonical(v)) for v in x)))
+    if isinstance(x, dict):
+        return ("dict", tuple(sorted((repr(canonical(k)), canonical(v)) for k, v in x.items())))
+    if isinstance(x, enum.Enum):
+        return ("enum", _qualname(type(x)), x.name)
+    if isinstance(x, type):
+        return ("type", _qualname(x))
+    if isinstance(x, np.ndarray):
+        return ("ndarray", x.dtype.str, x.shape, hashlib.sha256(x.tobytes()).hexdigest())
+    if isinstance(x, np.generic):
+        return ("scalar", x.dtype.str, x.item())
+    if dataclasses.is_dataclass(x):  # the fields equality compares: equal means the same form
+        return (_qualname(type(x)), tuple((f.name, canonical(getattr(x, f.name)))
+                                          for f in dataclasses.fields(x) if f.compare))
+    raise _NoCanonicalForm(type(x))
+
+
+def _qualname(t: type) -> str:
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def entry_key(key: tuple) -> str | None:
+    """The file name (hex digest) of a graph's structure key, or None when an argument of it
+    has no canonical form (such a graph is compiled every time)."""
+    try:
+        form = canonical((FORMAT, key, bool(settings.get("REN_NO_MEMPLAN")),
+                          bool(settings.get("REN_NO_ELISION"))))
+    except _NoCanonicalForm:
+        return None
+    return hashlib.sha256(f"{source_fingerprint()}\0{form!r}".encode()).hexdigest()
+
+
+def compile_cached(nodes: Sequence[Node], params: Sequence[Buffer]) -> tuple[Template, str]:
+    """`compile_template(nodes, params, own_outputs=True)` (every other leaf baked in as a
+    constant), through the plan cache: (the template, how it was made: `SCHEDULED` or
+    `LOADED`).  `params` are `parameter` buffers (leaves of the graph); they are detached."""
+    found = structure_key(nodes) if enabled() else None
+    name = entry_key(found[0]) if found is not None else None
+    if found is None or name is None:
+        return compile_template(nodes, params, own_outputs=True), SCHEDULED
+    leaves = found[1]
+    path = plans_dir() / f"{name}.plan"
+    template = _load(path, leaves, params)
+    if template is not None:
+        stats.hits += 1
+        for p in params:
+            p.release()
+        return template, LOADED
+    stats.misses += 1
+    # every leaf a parameter: the stored template holds no leaf's data
+    slots_nodes, slots = parameterize(nodes, leaves)
+    compiled = compile_template(slots_nodes, slots, own_outputs=True)
+    _store(path, compiled)
+    for p in params:
+        p.release()
+    return _bind(compiled.units, compiled, slots, leaves, params), SCHEDULED
+
+
+def _bind(units: list, state: Template | dict, slots: Sequence[Buffer],
+          leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Template:
+    """The template over `units` whose parameters stand for `params` and whose other slots hold
+    the constants' storage (slot i stands for leaf i)."""
+    is_param = {id(p): k for k, p in enumerate(params)}
+    ordered: list[Buffer | None] = [None] * len(params)
+    for slot, leaf in zip(slots, leaves, strict=True):
+        k = is_param.get(id(leaf))
+        if k is not None:
+            ordered[k] = slot
+        else:
+            slot.attach(leaf.array())  # baked in: shares the constant's storage
+    if any(s is None for s in ordered):  # a parameter the graph never reads: keep a slot
+        ordered = [s if s is not None else Buffer(p.device, p.shape, no_opt=p.no_opt)
+                   for s, p in zip(ordered, params)]
+    plan = state.plan if isinstance(state, Template) else state["plan"]
+    outputs = state.outputs if isinstance(state, Template) else state["outputs"]
+    return Template(units, plan, list(ordered), outputs)  # type: ignore[arg-type]
+
+
+def _store(path: Path, template: Template) -> None:
+    items = [dataclasses.replace(u.item, node=None) for u in template.units]
+    state = {"format": FORMAT, "items": items,
+             "plan": template.plan, "slots": template.params, "outputs": template.outputs}
+    try:
+        blob = pickle.dumps(state, protocol=5)
+    except Exception:  # an item that does not pickle: this graph is scheduled every time
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "plan-", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    except OSError as e:
+        warnings.warn(f"the plan cache cannot write {path} ({type(e).__name__}: {e}); captures "
+                      "are scheduled every time.  Set REN_CACHE_DIR to a folder you can write, "
+                      "or REN_PLAN_CACHE=0", PlanCacheWarning, stacklevel=4)
+        return
+    stats.stores += 1
+    _trim(path.parent)
+
+
+def _load(path: Path, leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Template | None:
+    try:
+        blob = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        _bad(path, f"it cannot be read ({e})")
+        return None
+    try:
+        state = pickle.loads(blob)
+    except Exception as e:
+        _bad(path, f"it does not unpickle ({type(e).__name__}: {e})")
+        return None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        _bad(path, "it is not a plan cache entry of this format")
+        return None
+    slots = state.get("slots")
+    if not isinstance(slots, list) or len(slots) != len(leaves) or any(
+            not isinstance(s, Buffer) or s.shape != b.shape or s.device != b.device
+            or s.is_allocated for s, b in zip(slots, leaves)):
+        _bad(path, "its parameters do not match the graph's leaves")
+        return None
+    try:
+        units = make_exec_units(state["items"])
+    except Exception as e:
+        _bad(path, f"its items do not lower ({type(e).__name__}: {e})")
+        return None
+    os.utime(path)  # a use: the entry is among the newest when the folder is trimmed
+    return _bind(units, state, slots, leaves, params)
+
+
+def _bad(path: Path, why: str) -> None:
+    warnings.warn(f"plan cache entry {path} is unusable: {why}; it is removed and the graph "
+                  "scheduled again", PlanCacheWarning, stacklevel=5)
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _trim(folder: Path) -> None:
+    try:
+        entries = sorted(folder.glob("*.plan"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return
+    for old in entries[:max(0, len(entries) - MAX_ENTRIES)]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
+def clear() -> int:
+    """Remove every entry of the plan cache folder; returns how many were removed."""
+    removed = 0
+    for p in plans_dir().glob("*.plan"):
+        try:
+            p.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+__all__ = ["LOADED", "MAX_ENTRIES", "SCHEDULED", "PlanCacheWarning", "clear", "compile_cached",
+           "enabled", "entry_key", "plans_dir", "source_fingerprint", "stats"]

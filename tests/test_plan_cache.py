@@ -1,0 +1,256 @@
+"""ren.plan_cache: a capture of a graph compiled before loads its template instead of
+scheduling — in this process (a new ren.jit wrapper) and in another one — and runs exactly what
+a fresh schedule runs, on the new capture's own constants.  A bad entry is a warning and a fresh
+schedule, never a wrong answer; no leaf's data is written."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import negacyclic_mul
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ren
+from ren import plan_cache, realization
+from ren import settings as ren_settings
+from ren.ops import Op
+from ren.plan_cache import LOADED, SCHEDULED, PlanCacheWarning
+
+ROOT = Path(__file__).resolve().parent.parent
+RING = ren.RingSpec.generate(16, 3)
+
+
+def poly(seed: int) -> ren.Poly:
+    rng = np.random.default_rng(seed)
+    res = np.stack([rng.integers(0, q, RING.N) for q in RING.moduli])
+    return ren.Poly.from_residues(res, RING, "COEFF", "python").realize()
+
+
+def program(c: ren.Poly):
+    """x·c + x + 3, closing over the constant polynomial c (baked into the plan)."""
+    def f(x):
+        return (x * c).intt() + x + 3
+    return f
+
+
+def reference(x: ren.Poly, c: ren.Poly) -> np.ndarray:
+    """x·c + x + 3 per limb with Python integers (schoolbook negacyclic product)."""
+    rows = []
+    for i, q in enumerate(RING.moduli):
+        xs, cs = [int(v) for v in x.numpy()[i]], [int(v) for v in c.numpy()[i]]
+        prod = negacyclic_mul(xs, cs, q)
+        const = [3] + [0] * (RING.N - 1)
+        rows.append([(p + a + k) % q for p, a, k in zip(prod, xs, const)])
+    return np.array(rows, dtype=np.uint32)
+
+
+def entries() -> list[Path]:
+    return sorted(plan_cache.plans_dir().glob("*.plan"))
+
+
+def test_a_second_capture_loads_the_plan_and_matches(monkeypatch):
+    c, x = poly(1), poly(2)
+    first = ren.jit(program(c))
+    want = first(x)
+    assert first.plans[0].compiled_by == SCHEDULED and len(entries()) == 1
+    assert np.array_equal(want.numpy(), reference(x, c))
+    hits = plan_cache.stats.hits
+    second = ren.jit(program(c))  # a new wrapper: no plan in memory
+    monkeypatch.setattr(realization, "run_passes", lambda *a, **k: pytest.fail("scheduled"))
+    got = second(x)
+    assert second.plans[0].compiled_by == LOADED and plan_cache.stats.hits == hits + 1
+    assert np.array_equal(got.numpy(), want.numpy())
+    y = poly(3)
+    assert np.array_equal(second(y).numpy(), reference(y, c))  # and it replays
+
+
+def test_a_loaded_plan_runs_the_new_captures_constants(monkeypatch):
+    """The key material a function closes over is a slot of the entry, not part of it: the
+    same program over another constant loads the entry and computes with that constant."""
+    c1, c2, x = poly(10), poly(11), poly(12)
+    ren.jit(program(c1))(x)
+    monkeypatch.setattr(realization, "run_passes", lambda *a, **k: pytest.fail("scheduled"))
+    f2 = ren.jit(program(c2))
+    got = f2(x)
+    assert f2.plans[0].compiled_by == LOADED
+    assert np.array_equal(got.numpy(), reference(x, c2))
+
+
+def test_no_leaf_data_is_written():
+    c = poly(20)
+    ren.jit(program(c))(poly(21))
+    (entry,) = entries()
+    blob = entry.read_bytes()
+    for row in c.numpy():  # neither the constant's residues nor its storage words
+        assert row.tobytes()[:32] not in blob
+    from ren.ir import storage_buffer
+    assert storage_buffer(c.node).array().tobytes()[:32] not in blob
+
+
+def test_another_graph_misses():
+    c, x = poly(30), poly(31)
+    ren.jit(program(c))(x)
+    f = ren.jit(lambda x: (x * c).intt() + x + 4)  # another constant term: another graph
+    want = reference(x, c).astype(np.int64)
+    want[:, 0] = (want[:, 0] + 1) % np.array(RING.moduli)  # the constant term
+    assert np.array_equal(f(x).numpy(), want.astype(np.uint32))
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+
+
+def test_another_version_of_ren_misses(monkeypatch):
+    c, x = poly(40), poly(41)
+    ren.jit(program(c))(x)
+    monkeypatch.setattr(plan_cache, "_source_fingerprint", "0" * 64)
+    f = ren.jit(program(c))
+    f(x)
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+
+
+@pytest.mark.parametrize("switch", ["REN_NO_MEMPLAN", "REN_NO_ELISION"])
+def test_schedule_switches_are_part_of_the_key(switch):
+    c, x = poly(42), poly(43)
+    ren.jit(program(c))(x)
+    with ren_settings.override(**{switch: 1}):
+        f = ren.jit(program(c))
+        assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other format",
+                                    "other leaves"])
+def test_a_bad_entry_is_a_warning_and_a_fresh_schedule(damage):
+    c, x = poly(50), poly(51)
+    ren.jit(program(c))(x)
+    (entry,) = entries()
+    blob = entry.read_bytes()
+    bad = {"garbage": b"\x80\x05not a pickle at all",
+           "truncated": blob[: len(blob) // 2],
+           "empty": b"",
+           "other format": pickle.dumps({"format": -1}),
+           "other leaves": pickle.dumps({**pickle.loads(blob), "slots": []})}[damage]
+    entry.write_bytes(bad)
+    f = ren.jit(program(c))
+    with pytest.warns(PlanCacheWarning, match="unusable"):
+        got = f(x)
+    assert f.plans[0].compiled_by == SCHEDULED
+    assert np.array_equal(got.numpy(), reference(x, c))
+    assert entry.read_bytes() != bad  # removed, then stored again by the fresh schedule
+    g = ren.jit(program(c))
+    g(x)
+    assert g.plans[0].compiled_by == LOADED
+
+
+def test_disabled_and_checking_modes_always_schedule():
+    c, x = poly(60), poly(61)
+    with ren_settings.override(REN_PLAN_CACHE=0):
+        ren.jit(program(c))(x)
+        assert entries() == []
+    ren.jit(program(c))(x)
+    assert len(entries()) == 1
+    for mode in ({"REN_PLAN_CACHE": 0}, {"REN_CHECK": 1}, {"REN_DEBUG": 3}):
+        with ren_settings.override(**mode), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = ren.jit(program(c))
+            f(x)
+        assert f.plans[0].compiled_by == SCHEDULED, mode
+
+
+def test_unwritable_folder_warns_and_still_computes(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setattr(plan_cache, "folder", blocker / "plans")  # under a file: no mkdir
+    c, x = poly(70), poly(71)
+    f = ren.jit(program(c))
+    with pytest.warns(PlanCacheWarning, match="cannot write"):
+        got = f(x)
+    assert np.array_equal(got.numpy(), reference(x, c))
+
+
+def test_the_folder_keeps_the_newest_entries(monkeypatch):
+    monkeypatch.setattr(plan_cache, "MAX_ENTRIES", 2)
+    x = poly(80)
+    names = []
+    for k in range(4):
+        before = set(entries())
+        ren.jit(lambda x, k=k: x + k + 5)(x)
+        (new,) = set(entries()) - before
+        os.utime(new, (1e9 + k, 1e9 + k))  # distinct ages, oldest first
+        names.append(new)
+    assert entries() == sorted(names[2:]) or set(entries()) == set(names[-2:])
+    assert plan_cache.clear() == 2 and entries() == []
+
+
+def test_an_input_the_function_ignores_keeps_its_slot(monkeypatch):
+    c, x, unused = poly(90), poly(91), poly(92)
+    ren.jit(lambda x, u: program(c)(x))(x, unused)
+    monkeypatch.setattr(realization, "run_passes", lambda *a, **k: pytest.fail("scheduled"))
+    f = ren.jit(lambda x, u: program(c)(x))
+    assert np.array_equal(f(x, unused).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == LOADED and len(f.plans[0].template.params) == 2
+    y = poly(93)
+    assert np.array_equal(f(y, unused).numpy(), reference(y, c))
+
+
+CROSS = """
+import numpy as np, ren
+ring = ren.RingSpec.generate(16, 3)
+rng = np.random.default_rng(5)
+def poly():
+    res = np.stack([rng.integers(0, q, ring.N) for q in ring.moduli])
+    return ren.Poly.from_residues(res, ring, "COEFF", "python").realize()
+c = poly()  # new each process: the same residues (seeded), other buffers
+f = ren.jit(lambda x, y: ((x * c).intt() + y, y))
+out, y = f(poly(), poly())
+print(f.plans[0].compiled_by, out.numpy().sum())
+"""
+
+
+def test_another_process_loads_the_plan(tmp_path):
+    """Two processes (with different string hash seeds) running the same program: the second
+    loads the first one's entry, and both compute the same result."""
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "REN_CACHE_DIR": str(tmp_path),
+               "PYTHONHASHSEED": seed}
+        res = subprocess.run([sys.executable, "-c", CROSS], capture_output=True, cwd=ROOT,
+                             env=env, timeout=300, text=True)
+        assert res.returncode == 0, res.stderr
+        outs.append(res.stdout.split())
+    assert outs[0][0] == "schedule" and outs[1][:2] == ["plan", "cache"]
+    assert outs[0][1] == outs[1][2]
+
+
+# -- the key's canonical form ---------------------------------------------------------------------
+_atoms = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
+                   st.floats(allow_nan=False), st.text(max_size=4),
+                   st.sampled_from(list(ren.Domain)), st.sampled_from([RING, RING.sub(0, 2)]))
+_values = st.recursive(_atoms, lambda inner: st.one_of(st.tuples(inner, inner),
+                                                       st.lists(inner, max_size=3),
+                                                       st.frozensets(st.integers(0, 9))),
+                       max_leaves=8)
+
+
+@given(_values, _values)
+@settings(max_examples=200)
+def test_canonical_forms_are_equal_only_for_equal_values(a, b):
+    form_a, form_b = repr(plan_cache.canonical(a)), repr(plan_cache.canonical(b))
+    assert form_a == repr(plan_cache.canonical(copy.deepcopy(a)))  # no identity in it
+    if form_a == form_b:  # the same file name: the values must be the same (and typed alike)
+        assert a == b and type(a) is type(b)
+
+
+def test_unknown_argument_types_are_not_cached():
+    class Opaque:
+        pass
+    with pytest.raises(plan_cache._NoCanonicalForm):
+        plan_cache.canonical((1, Opaque()))
+    assert plan_cache.entry_key(((Op.CONST, Opaque()),)) is None

@@ -230,7 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else [])]
     if cached:  # fill the plan cache (this run's figures are not reported)
         print("filling the plan cache (one Ren run first) ...", flush=True)
-        _in_subprocess(ren_args, counts[0], plan_cache=True)
+        fill = _in_subprocess(ren_args, counts[0], plan_cache=True)
+        if "first_s" in fill:
+            print(f"  that run's first call: {fill['first_s']:.1f} s "
+                  f"({fill.get('compiled_by', '?')}, the template stored)")
     for t in counts:
         rows.append({**_in_subprocess(ren_args, t, plan_cache=cached), "threads": t})
     if args.peers == "desilo":

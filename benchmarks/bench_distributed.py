@@ -143,10 +143,10 @@ def main() -> None:
             warm = submit(square, batch[: 2 * w], keys=rlk, client=client)
             warm.result()
             warm_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             job = submit(square, batch, keys=rlk, client=client)
             job.result()
-            wall = time.perf_counter() - t0
+            wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
         n = len(batch)
         run = statistics.median(t["run"] for t in job.timings)
         wire = statistics.median(t["decode"] + t["encode"] for t in job.timings)
@@ -155,7 +155,8 @@ def main() -> None:
               f"{wall / n * 1e3:.1f} ms each; per ciphertext on a worker: replay "
               f"{run * 1e3:.1f} ms, decode+encode {wire * 1e3:.1f} ms; warm-up (keys "
               f"{size(job.keys_bytes)} and plan {size(job.program_bytes)} to each worker, "
-              f"{2 * w} inputs) {warm_s:.2f} s")
+              f"{2 * w} inputs) {warm_s:.2f} s; the client process (encoding, decoding, Dask's "
+              f"scheduler) used {client_cpu:.2f} s of CPU meanwhile")
     if 1 in results:
         wall1, run1 = results[1]
         per = wall1 / len(batch)

@@ -11,8 +11,9 @@ items (rendering and loading kernels, which the compile cache keeps) and one run
 **Key.**  SHA-256 of the traced graph's `ren.replay.structure_key` (the DAG up to which buffers
 its leaves hold: every leaf — the jitted function's inputs *and* the key material or plaintexts
 it closes over — is a positional slot), the switches that change a schedule (REN_NO_MEMPLAN,
-REN_NO_ELISION), and a fingerprint of Ren's own source files (another version of Ren schedules
-differently, so it never reads this one's entries).  A schedule never depends on what a leaf
+REN_NO_ELISION), the Python version (the entry is a pickle), and a fingerprint of Ren's own
+source files (another version of Ren schedules differently, so it never reads this one's
+entries).  A schedule never depends on what a leaf
 holds (realization's template cache relies on the same fact), so a hit is exact: the cached
 template runs the traced graph's leaves, bit for bit what a fresh schedule would run.
 
@@ -38,6 +39,7 @@ import enum
 import hashlib
 import os
 import pickle
+import sys
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -143,7 +145,7 @@ def entry_key(key: tuple) -> str | None:
     """The file name (hex digest) of a graph's structure key, or None when an argument of it
     has no canonical form (such a graph is compiled every time)."""
     try:
-        form = canonical((FORMAT, key, bool(settings.get("REN_NO_MEMPLAN")),
+        form = canonical((FORMAT, sys.version_info[:2], key, bool(settings.get("REN_NO_MEMPLAN")),
                           bool(settings.get("REN_NO_ELISION"))))
     except _NoCanonicalForm:
         return None

@@ -38,7 +38,8 @@ any device, and `ren.jit` can capture it.
 and SlotToCoeff adds log2 √(N/2) bits of error growth.  Measured (slots uniform in [−1, 1]):
 28.4 bits at N = 256 (h = 16, K_0 = 2^12); at N = 4096 with the n16 preset's shape (h = 192,
 58-bit scale, 3 + 3 transform levels) 18.9 bits with K_0 = 2^15, 24.5 with 2^9; at N = 2^16
-(`bootstrap_params_n16`, K_0 = 2^8) 21.7 bits, in 36 s on one core (benchmarks/README.md).
+(`bootstrap_params_n16`, K_0 = 2^8) 21.5–21.7 bits, in 20–29 s on one core (by machine; 0.15×
+DESILO's time in the same run: benchmarks/README.md).
 
 **Range.**  The small default K_0 assumes spread-out slots: a message whose coefficients are
 large (a constant vector x has coefficient 0 equal to x) loses (2π·|y|/K_0)²/6 relatively, 13

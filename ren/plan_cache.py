@@ -93,12 +93,16 @@ def source_fingerprint() -> str:
     """SHA-256 of Ren's source files (every .py and .c of the package), computed once."""
     global _source_fingerprint
     if _source_fingerprint is None:
-        root = Path(__file__).resolve().parent
-        h = hashlib.sha256()
-        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".c")):
-            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-        _source_fingerprint = h.hexdigest()
+        _source_fingerprint = tree_fingerprint(Path(__file__).resolve().parent)
     return _source_fingerprint
+
+
+def tree_fingerprint(root: Path) -> str:
+    """SHA-256 of the names and contents of the .py and .c files under `root`."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".c")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def enabled() -> bool:
@@ -190,9 +194,9 @@ def _bind(units: list, state: Template | dict, slots: Sequence[Buffer],
             ordered[k] = slot
         else:
             slot.attach(leaf.array())  # baked in: shares the constant's storage
-    if any(s is None for s in ordered):  # a parameter the graph never reads: keep a slot
-        ordered = [s if s is not None else Buffer(p.device, p.shape, no_opt=p.no_opt)
-                   for s, p in zip(ordered, params)]
+    # a parameter the graph never reads still has a slot (the template binds every input)
+    ordered = [s if s is not None else Buffer(p.device, p.shape, no_opt=p.no_opt)
+               for s, p in zip(ordered, params, strict=True)]
     plan = state.plan if isinstance(state, Template) else state["plan"]
     outputs = state.outputs if isinstance(state, Template) else state["outputs"]
     return Template(units, plan, list(ordered), outputs)  # type: ignore[arg-type]

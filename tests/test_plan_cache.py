@@ -6,8 +6,12 @@ schedule, never a wrong answer; no leaf's data is written."""
 from __future__ import annotations
 
 import copy
+import dataclasses
+import enum
+import hashlib
 import os
 import pickle
+import re
 import subprocess
 import sys
 import warnings
@@ -59,9 +63,12 @@ def entries() -> list[Path]:
 
 def test_a_second_capture_loads_the_plan_and_matches(monkeypatch):
     c, x = poly(1), poly(2)
+    before = dataclasses.replace(plan_cache.stats)
     first = ren.jit(program(c))
     want = first(x)
     assert first.plans[0].compiled_by == SCHEDULED and len(entries()) == 1
+    assert (plan_cache.stats.misses, plan_cache.stats.stores) == (before.misses + 1,
+                                                                  before.stores + 1)
     assert np.array_equal(want.numpy(), reference(x, c))
     hits = plan_cache.stats.hits
     second = ren.jit(program(c))  # a new wrapper: no plan in memory
@@ -125,21 +132,50 @@ def test_schedule_switches_are_part_of_the_key(switch):
     assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other format",
-                                    "other leaves"])
+def _slots(blob: bytes, change) -> bytes:
+    state = pickle.loads(blob)
+    for s in state["slots"]:
+        change(s)
+    return pickle.dumps(state)
+
+
+def _other_shape(s):
+    s.shape = (s.shape[0] + 1, s.shape[1])
+
+
+def _other_device(s):
+    s.device = "cpu"
+
+
+def _allocated(s):
+    s.attach(np.zeros(s.shape, dtype=np.uint32))
+
+
+DAMAGE = {  # name: (what is written over the entry, the warning's reason)
+    "garbage": (lambda b: b"\x80\x05not a pickle at all", "does not unpickle"),
+    "truncated": (lambda b: b[: len(b) // 2], "does not unpickle"),
+    "empty": (lambda b: b"", "does not unpickle"),
+    "other format": (lambda b: pickle.dumps({"format": -1}), "not a plan cache entry"),
+    "a list": (lambda b: pickle.dumps([1, 2]), "not a plan cache entry"),
+    "no slots": (lambda b: pickle.dumps({**pickle.loads(b), "slots": []}), "do not match"),
+    "other shapes": (lambda b: _slots(b, _other_shape), "do not match"),
+    "other device": (lambda b: _slots(b, _other_device), "do not match"),
+    "data in a slot": (lambda b: _slots(b, _allocated), "do not match"),
+    "items that do not lower": (lambda b: pickle.dumps({**pickle.loads(b), "items": [1]}),
+                                "do not lower"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_bad_entry_is_a_warning_and_a_fresh_schedule(damage):
     c, x = poly(50), poly(51)
     ren.jit(program(c))(x)
     (entry,) = entries()
-    blob = entry.read_bytes()
-    bad = {"garbage": b"\x80\x05not a pickle at all",
-           "truncated": blob[: len(blob) // 2],
-           "empty": b"",
-           "other format": pickle.dumps({"format": -1}),
-           "other leaves": pickle.dumps({**pickle.loads(blob), "slots": []})}[damage]
+    write, reason = DAMAGE[damage]
+    bad = write(entry.read_bytes())
     entry.write_bytes(bad)
     f = ren.jit(program(c))
-    with pytest.warns(PlanCacheWarning, match="unusable"):
+    with pytest.warns(PlanCacheWarning, match=f"unusable: .*{reason}"):
         got = f(x)
     assert f.plans[0].compiled_by == SCHEDULED
     assert np.array_equal(got.numpy(), reference(x, c))
@@ -162,6 +198,65 @@ def test_disabled_and_checking_modes_always_schedule():
             f = ren.jit(program(c))
             f(x)
         assert f.plans[0].compiled_by == SCHEDULED, mode
+
+
+def test_a_missing_folder_is_created(monkeypatch, tmp_path):
+    monkeypatch.setattr(plan_cache, "folder", tmp_path / "a" / "b" / "plans")
+    c, x = poly(72), poly(73)
+    ren.jit(program(c))(x)
+    f = ren.jit(program(c))
+    assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == LOADED
+
+
+def test_a_graph_without_a_key_is_never_stored(monkeypatch):
+    monkeypatch.setattr(plan_cache, "entry_key", lambda key: None)
+    c, x = poly(74), poly(75)
+    for _ in range(2):
+        f = ren.jit(program(c))
+        assert np.array_equal(f(x).numpy(), reference(x, c))
+        assert f.plans[0].compiled_by == SCHEDULED
+    assert entries() == []
+
+
+@pytest.mark.parametrize("mode", ["stored", "loaded", "off"])
+def test_outputs_alias_no_input_or_constant_on_every_path(mode):
+    """An output that is an input or a constant gets its own buffer (a copy item), whether the
+    template was scheduled, loaded or compiled with the cache off."""
+    c, x = poly(76), poly(77)
+    from ren.ir import storage_buffer
+
+    def make():
+        return ren.jit(lambda x: (x, c, (x * c).intt()))
+    with ren_settings.override(REN_PLAN_CACHE=0 if mode == "off" else 1):
+        if mode == "loaded":
+            make()(x)
+        f = make()
+        same, const, _ = f(x)
+    assert f.plans[0].compiled_by == (LOADED if mode == "loaded" else SCHEDULED)
+    assert np.array_equal(same.numpy(), x.numpy()) and np.array_equal(const.numpy(), c.numpy())
+    for out in (same, const):
+        assert not np.shares_memory(storage_buffer(out.node).array(),
+                                    storage_buffer(x.node).array())
+        assert not np.shares_memory(storage_buffer(out.node).array(),
+                                    storage_buffer(c.node).array())
+
+
+def test_the_source_fingerprint_covers_every_source_file(tmp_path):
+    assert re.fullmatch("[0-9a-f]{64}", plan_cache.source_fingerprint())
+    assert plan_cache.source_fingerprint() == plan_cache.tree_fingerprint(
+        Path(plan_cache.__file__).resolve().parent)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.c").write_text("int b;\n")
+    first = plan_cache.tree_fingerprint(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a source")
+    assert plan_cache.tree_fingerprint(tmp_path) == first
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    assert plan_cache.tree_fingerprint(tmp_path) != first
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.c").rename(tmp_path / "c.c")  # a renamed file is another tree
+    assert plan_cache.tree_fingerprint(tmp_path) != first
 
 
 def test_unwritable_folder_warns_and_still_computes(monkeypatch, tmp_path):
@@ -246,6 +341,33 @@ def test_canonical_forms_are_equal_only_for_equal_values(a, b):
     assert form_a == repr(plan_cache.canonical(copy.deepcopy(a)))  # no identity in it
     if form_a == form_b:  # the same file name: the values must be the same (and typed alike)
         assert a == b and type(a) is type(b)
+
+
+class _A(enum.Enum):
+    X = 1
+
+
+class _B(enum.Enum):
+    X = 1
+
+
+DISTINCT = [  # pairs of unequal values of each kind the canonical form knows
+    (ren.Domain.COEFF, ren.Domain.NTT), (_A.X, _B.X), (_A.X, 1), (int, float),
+    (np.arange(4, dtype=np.uint32), np.arange(1, 5, dtype=np.uint32)),
+    (np.arange(4, dtype=np.uint32), np.arange(4, dtype=np.uint64)),
+    (np.arange(4, dtype=np.uint32), np.arange(4, dtype=np.uint32).reshape(2, 2)),
+    (np.uint32(1), np.int64(1)), (np.uint32(1), 1), (np.uint32(1), np.uint32(2)),
+    ({1: 2}, {1: 3}), ({1: 2}, {2: 2}), ({1: 2}, [(1, 2)]), ((1, 2), [1, 2]),
+    (frozenset({1, 2}), frozenset({1, 3})), (RING, RING.sub(0, 2)),
+    (RING, ren.RingSpec.generate(32, 3)), (1, True), (1, 1.0), ("1", 1), (None, 0),
+]
+
+
+@pytest.mark.parametrize("a, b", DISTINCT, ids=lambda v: type(v).__name__)
+def test_canonical_forms_of_unequal_values_differ(a, b):
+    assert repr(plan_cache.canonical(a)) != repr(plan_cache.canonical(b))
+    assert repr(plan_cache.canonical(a)) == repr(plan_cache.canonical(copy.deepcopy(a)))
+    assert hashlib.sha256(repr(plan_cache.canonical(a)).encode()).hexdigest()  # a str
 
 
 def test_unknown_argument_types_are_not_cached():

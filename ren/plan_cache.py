@@ -114,19 +114,40 @@ class _NoCanonicalForm(Exception):
     pass
 
 
-def canonical(x: Any) -> Any:
+def canonical(x: Any, memo: dict[int, tuple[Any, Any]] | None = None) -> Any:
     """`x` as nested tuples of numbers, strings, None and bools whose repr is the same in every
     process exactly when the values are equal (pickle's bytes are not: they depend on which
     equal objects are shared and on caches kept in an object).  Raises _NoCanonicalForm for a
-    type it does not know (that graph is then compiled every time)."""
-    if x is None or isinstance(x, (bool, int, float, str)):
+    type it does not know (that graph is then compiled every time).  `memo` (by id, holding
+    each object so that no id is reused meanwhile) shares the forms of repeated objects."""
+    if x is None or type(x) in _ATOMS:
         return x
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__, tuple(canonical(v) for v in x))
+    if memo is not None:
+        got = memo.get(id(x))
+        if got is not None and got[0] is x:
+            return got[1]
+    form = _form(x, memo)
+    if memo is not None:
+        memo[id(x)] = (x, form)
+    return form
+
+
+_ATOMS = frozenset((bool, int, float, str))
+_ATOM_ORDER = (bool, int, float, str)  # bool before int: a bool subclass is an int too
+
+
+def _form(x: Any, memo: dict[int, tuple[Any, Any]] | None) -> Any:
+    if isinstance(x, (bool, int, float, str)) and not isinstance(x, enum.Enum):
+        base = next(b for b in _ATOM_ORDER if isinstance(x, b))  # a subclass: type and value
+        return (_qualname(type(x)), base(x))
+    if isinstance(x, (tuple, list)):  # a named tuple keeps its type
+        name = type(x).__name__ if type(x) in (tuple, list) else _qualname(type(x))
+        return (name, tuple(canonical(v, memo) for v in x))
     if isinstance(x, (set, frozenset)):
-        return ("set", tuple(sorted(repr(canonical(v)) for v in x)))
+        return ("set", tuple(sorted(repr(canonical(v, memo)) for v in x)))
     if isinstance(x, dict):
-        return ("dict", tuple(sorted((repr(canonical(k)), canonical(v)) for k, v in x.items())))
+        return ("dict", tuple(sorted((repr(canonical(k, memo)), canonical(v, memo))
+                                     for k, v in x.items())))
     if isinstance(x, enum.Enum):
         return ("enum", _qualname(type(x)), x.name)
     if isinstance(x, type):
@@ -136,7 +157,7 @@ def canonical(x: Any) -> Any:
     if isinstance(x, np.generic):
         return ("scalar", x.dtype.str, x.item())
     if dataclasses.is_dataclass(x):  # the fields equality compares: equal means the same form
-        return (_qualname(type(x)), tuple((f.name, canonical(getattr(x, f.name)))
+        return (_qualname(type(x)), tuple((f.name, canonical(getattr(x, f.name), memo))
                                           for f in dataclasses.fields(x) if f.compare))
     raise _NoCanonicalForm(type(x))
 
@@ -150,7 +171,7 @@ def entry_key(key: tuple) -> str | None:
     has no canonical form (such a graph is compiled every time)."""
     try:
         form = canonical((FORMAT, sys.version_info[:2], key, bool(settings.get("REN_NO_MEMPLAN")),
-                          bool(settings.get("REN_NO_ELISION"))))
+                          bool(settings.get("REN_NO_ELISION"))), {})
     except _NoCanonicalForm:
         return None
     return hashlib.sha256(f"{source_fingerprint()}\0{form!r}".encode()).hexdigest()

@@ -360,7 +360,9 @@ def test_block_preserving_maps_are_the_automorphisms_ntt_maps():
         assert all(_block_preserving(automorph_ntt_map(N, g)) for g in gs)
         assert not _block_preserving(rng.permutation(N).astype(np.uint32))
         assert not _block_preserving(automorph_coeff_map(N, 5)[0].astype(np.uint32))
-    assert not _block_preserving(automorph_ntt_map(STAGE_TILE // 2, 5))
+    assert _block_preserving(automorph_ntt_map(STAGE_TILE // 2, 5)) is False
+    # not a whole number of tiles (no ring has such a length, but the check must not raise)
+    assert _block_preserving(np.arange(STAGE_TILE + 72, dtype=np.uint32)) is False
 
 
 def _staged_program(build, N: int):

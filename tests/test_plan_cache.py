@@ -5,6 +5,7 @@ schedule, never a wrong answer; no leaf's data is written."""
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import enum
@@ -339,8 +340,18 @@ _values = st.recursive(_atoms, lambda inner: st.one_of(st.tuples(inner, inner),
 def test_canonical_forms_are_equal_only_for_equal_values(a, b):
     form_a, form_b = repr(plan_cache.canonical(a)), repr(plan_cache.canonical(b))
     assert form_a == repr(plan_cache.canonical(copy.deepcopy(a)))  # no identity in it
+    assert form_a == repr(plan_cache.canonical(a, {}))  # the memo shares forms, same result
+    shared = {}
+    assert repr(plan_cache.canonical((a, b), shared)) == repr(plan_cache.canonical((a, b)))
     if form_a == form_b:  # the same file name: the values must be the same (and typed alike)
         assert a == b and type(a) is type(b)
+
+
+class _Int(int):
+    pass
+
+
+_Pair = collections.namedtuple("_Pair", "a b")
 
 
 class _A(enum.Enum):
@@ -360,6 +371,7 @@ DISTINCT = [  # pairs of unequal values of each kind the canonical form knows
     ({1: 2}, {1: 3}), ({1: 2}, {2: 2}), ({1: 2}, [(1, 2)]), ((1, 2), [1, 2]),
     (frozenset({1, 2}), frozenset({1, 3})), (RING, RING.sub(0, 2)),
     (RING, ren.RingSpec.generate(32, 3)), (1, True), (1, 1.0), ("1", 1), (None, 0),
+    (_Int(3), 3), (_Int(3), _Int(4)), (_Pair(1, 2), (1, 2)), (_Pair(1, 2), _Pair(1, 3)),
 ]
 
 

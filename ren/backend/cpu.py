@@ -292,6 +292,10 @@ def _wrapper(k: CKernel) -> str:
     return f"void ren_cpu_{k.name}(void** a) {{ {k.name}({args}); }}\n"
 
 
+#: programs `CpuDevice.prepare` keeps for `build` at most (more: builds that never came)
+_RENDERED_KEPT = 1 << 16
+
+
 class CompiledPlan(GraphRunner):
     """The ``"cpu"`` graph runner: consecutive compiled calls run as one C loop
     (``ren_run_plan`` over arrays of entry points and argument vectors built once); a call that
@@ -417,6 +421,8 @@ class CpuDevice(Device):
         # id(library) -> (library, its kernel names), least recently used first
         self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
         self._build_lock = threading.RLock()
+        # programs `prepare` rendered, by item key, for `build` to take instead of rendering again
+        self._rendered: dict[Any, Program] = {}
         ring_library(self.isa).ren_set_threads(threads())
 
     def set_threads(self, n: int) -> None:
@@ -455,14 +461,24 @@ class CpuDevice(Device):
 
     def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         """Compile every kernel of `items` not compiled yet in one compiler run; returns how
-        many kernels were compiled."""
+        many kernels were compiled.  Each distinct kernel (item key) is rendered once: a
+        schedule repeats kernels (every key switch of a bootstrapping has the same ones), and
+        `build` takes the program rendered here."""
         programs = []
+        seen: set[Any] = set()
+        rendered: dict[Any, Program] = {}
         for item in items:
-            if item.kind in LIGHT_KINDS or self.is_cached(item):
+            if item.kind in LIGHT_KINDS or item.key in seen or self.is_cached(item):
                 continue
+            seen.add(item.key)
             p = self._program(item)
             if p is not None:
                 programs.append(p)
+                rendered[item.key] = p
+        with self._build_lock:
+            if len(self._rendered) > _RENDERED_KEPT:  # left by builds that never came
+                self._rendered.clear()
+            self._rendered.update(rendered)
         return self._load(programs)
 
     def _load(self, programs: list[Program]) -> int:
@@ -545,7 +561,10 @@ class CpuDevice(Device):
             fn = library_call(call, self.isa)
             if fn is not None:
                 return _RingInput(fn)
-        program = self._program(item)
+        with self._build_lock:
+            program = self._rendered.pop(item.key, None)
+        if program is None:
+            program = self._program(item)
         if program is None:  # pragma: no cover - every ring kind is handled above
             raise RealizeError(f"cpu backend: cannot compile {item.name}")
         # under the build lock: another thread's load could evict these kernels in between

@@ -5,7 +5,8 @@ CPU bootstrapping in the same run.
 Each library runs in a subprocess of its own, one after the other, so that peak RSS is its own
 and neither's memory (a N = 2^16 key set is GBs) counts against the other.
 
-Presets: ``small`` (`bootstrap_params_small`: N = 256, INSECURE, seconds) and ``n16``
+Presets: ``small`` (`bootstrap_params_small`: N = 256, INSECURE, seconds; ``--log-n 10..12``
+for the same shape at N = 2^10..2^12) and ``n16``
 (`bootstrap_params_n16`: N = 2^16, 2^15 slots, 128-bit by the HE-standard table with a sparse
 secret of weight 192; minutes and ~15 GB for Ren's keys and transforms, DESILO ~6 GB).  DESILO
 only runs its own full-slot parameters (N = 2^16), so it is skipped at ``small``.
@@ -18,7 +19,7 @@ kernels come from the compile cache either way (an empty one adds the compiler's
 
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
-                                            [--first-call schedule|plan-cache]
+                                            [--first-call schedule|plan-cache] [--log-n 8]
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _bits(got: np.ndarray, want: np.ndarray) -> float:
     return bits(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
 
 
-def run_ren(preset: str, device: str, reps: int, eager: bool = False) -> dict:
+def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int = 8) -> dict:
     import ren
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
     from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
@@ -60,7 +61,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False) -> dict:
         params = bootstrap_params_n16(device)
         shape = dict(cts_levels=3, stc_levels=3)
     else:
-        params, shape = bootstrap_params_small(device), {}
+        params, shape = bootstrap_params_small(device, N=1 << log_n), {}
     out: dict = {"library": "ren", "params": repr(params)}
     t0 = time.perf_counter()
     bt = Bootstrapper(params, **shape)
@@ -205,13 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eager", action="store_true",
                     help="no ren.jit: bootstrap eagerly twice (the second call finds the "
                          "realization's template; less memory than a capture at n16)")
+    ap.add_argument("--log-n", type=int, default=8, choices=range(8, 13), metavar="8..12",
+                    help="the small preset's log2 N (default 8: N = 256; the issue's small range "
+                         "is 10..12)")
     ap.add_argument("--first-call", default="schedule", choices=("schedule", "plan-cache"),
                     help="schedule: Ren's first call schedules (plan cache off); plan-cache: "
                          "run Ren twice, report the second, which loads the first's template")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
     if args.only == "ren":
-        print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager)))
+        print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager, args.log_n)))
         return 0
     if args.only == "desilo":
         print(json.dumps(run_desilo(args.reps)))
@@ -224,7 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--threads: give positive integers such as 1,2, got {args.threads!r}")
     print(f"bootstrapping, preset {args.preset}, Ren device {args.device}, threads {counts} "
           f"(Ren at {ROOT})")
-    common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps)]
+    if args.preset != "small" and args.log_n != 8:
+        ap.error("--log-n is for --preset small (n16 is N = 2^16)")
+    common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps),
+              "--log-n", str(args.log_n)]
     rows = []
     cached = args.first_call == "plan-cache"
     ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else [])]

@@ -42,6 +42,14 @@ def test_the_report_says_how_the_first_call_was_compiled(capsys):
     assert "first call 0.7 s (template from the plan cache); again 0.02 s (median), 36.7x" in out
 
 
+@pytest.mark.parametrize("argv", [["--preset", "n16", "--log-n", "12"], ["--log-n", "13"],
+                                  ["--log-n", "7"]])
+def test_bad_ring_degrees_are_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main([*argv, "--peers", "none"])
+    assert e.value.code == 2 and "--log-n" in capsys.readouterr().err
+
+
 def test_bad_first_call_mode_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["--first-call", "warm", "--peers", "none"])

@@ -89,6 +89,18 @@ def test_preset_levels_and_bound(bs):
     assert bt.input_scale < params.scale(0) / 2**10  # far below: CoeffToSlot's precision
 
 
+def test_the_small_preset_at_other_ring_degrees():
+    from ren.ckks.bootstrap import SMALL_RING_DEGREES
+
+    for N in SMALL_RING_DEGREES:
+        p = bootstrap_params_small(N=N)
+        assert (p.N, p.depth, p.hamming_weight, p.slots) == (N, 14, 16, N // 2)
+        assert Bootstrapper(p).output_level == 2  # the same shape: 12 levels used
+    for bad in (128, 8192, 1000, "256"):
+        with pytest.raises(ParameterError, match="N must be one of"):
+            bootstrap_params_small(N=bad)
+
+
 def test_each_stage_against_its_plaintext_counterpart(bs, stages):
     params, bt, _kg, _ev, enc, _encryptor, dec = bs
     x, ct, raised, (first, second), (mod, _), out = stages

@@ -52,6 +52,8 @@ def test_the_count_is_what_the_schedule_runs(depth, special, dnum):
         assert (cost.moddown_macs > 0) == (special >= 3)
         assert (cost.moddown_rows > 0) == (special < 3)
         assert cost.dnum == len(p.digits_at(level)) and cost.special_primes == special
+        # the inner product: each digit, extended over Q_level·P, times the key's b and a rows
+        assert cost.product_macs == 2 * cost.dnum * (p.ring(level).limbs + special)
 
 
 def test_options_are_secure_ranked_and_one_per_digit_count():

@@ -74,14 +74,21 @@ from ren.rlwe.keygen import KeyGenerator
 from ren.rlwe.keys import GaloisKeys
 
 
-def bootstrap_params_small(device: str = "python") -> CKKSParams:
-    """The small bootstrapping preset: N = 256 (128 slots), a 60-bit scale, 14 levels, a sparse
-    secret of weight 16.  **INSECURE** (a toy ring): bootstraps in seconds, for tests and
-    examples.  A bootstrapping uses 12 levels of it: 2 are left after each."""
+def bootstrap_params_small(device: str = "python", N: int = 256) -> CKKSParams:
+    """The small bootstrapping preset: N = 256 (128 slots; `N` up to 4096), a 60-bit scale,
+    14 levels, a sparse secret of weight 16.  **INSECURE** (a toy ring): bootstraps in seconds,
+    for tests and examples.  A bootstrapping uses 12 levels of it: 2 are left after each."""
+    if N not in SMALL_RING_DEGREES:
+        raise ParameterError(f"bootstrap_params_small: N must be one of {SMALL_RING_DEGREES}, "
+                             f"got {N!r}; bootstrap_params_n16() is the N = 2^16 preset")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
-        return CKKSParams(N=256, depth=14, scale_bits=60, first_bits=62,
+        return CKKSParams(N=N, depth=14, scale_bits=60, first_bits=62,
                           secret=("sparse", 16), insecure=True, device=device)
+
+
+#: the ring degrees `bootstrap_params_small` takes
+SMALL_RING_DEGREES = (256, 512, 1024, 2048, 4096)
 
 
 def bootstrap_params_n16(device: str = "python") -> CKKSParams:
@@ -355,5 +362,5 @@ class Bootstrapper:
         return lambda y: y - K0 * np.round(y / K0)
 
 
-__all__ = ["Bootstrapper", "bootstrap_params_n16", "bootstrap_params_small", "bound_K",
-           "centred_lift", "default_message_ratio_bits"]
+__all__ = ["SMALL_RING_DEGREES", "Bootstrapper", "bootstrap_params_n16", "bootstrap_params_small",
+           "bound_K", "centred_lift", "default_message_ratio_bits"]

@@ -156,6 +156,74 @@ def test_each_library_has_its_digest_and_shareable_modes(pristine):
     assert not _leftovers(pristine / "cpu")
 
 
+# -- the kernel index: a kernel is found wherever an earlier process compiled it ---------------
+HISTORY = """\
+import sys
+import ren
+from ren.backend import c_host
+r = ren.RingSpec.generate(32, 2)
+a = ren.Poly.from_coefficients(list(range(32)), r, device="cpu")
+b = ren.Poly.from_coefficients(list(range(5, 37)), r, device="cpu")
+first, second = (a * 7 + b * 3) * 5, (a - b) * 11 + 2
+if sys.argv[1] == "both":  # one compiler run for both kernels
+    ren.realize([first, second])
+print(int(second.numpy().sum()), c_host.compiler_invocations)
+"""
+
+
+def _history(cache, which: str) -> tuple[int, int]:
+    res = subprocess.run([sys.executable, "-c", HISTORY, which], capture_output=True, text=True,
+                         cwd=REPO, timeout=300, env={
+                             **os.environ, "REN_CACHE_DIR": str(cache),
+                             "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    assert res.returncode == 0, res.stderr[-3000:]
+    value, runs = res.stdout.split()
+    return int(value), int(runs)
+
+
+def _want_second() -> int:
+    r = RingSpec.generate(32, 2)
+    a = ren.Poly.from_coefficients(list(range(32)), r)
+    b = ren.Poly.from_coefficients(list(range(5, 37)), r)
+    return int(((a - b) * 11 + 2).numpy().sum())
+
+
+def test_a_kernel_compiled_with_others_is_found_by_another_history(tmp_path):
+    """Process 1 compiles two kernels in one library; process 2 needs only one of them (its
+    compiler run would have another source): the kernel index finds it, nothing compiles."""
+    value, runs = _history(tmp_path, "both")
+    assert value == _want_second() and runs >= 1
+    assert _history(tmp_path, "second") == (value, 0)
+    assert list((tmp_path / "cpu" / "index").iterdir())  # the entries the first run wrote
+
+
+def _rewrite_entries(cache, field: int, value: str) -> None:
+    for p in (cache / "cpu" / "index").iterdir():
+        parts = p.read_text().split()
+        parts[field] = value
+        p.write_text(" ".join(parts) + "\n")
+
+
+@pytest.mark.parametrize("damage", ["entry", "library", "another context", "another kernel"])
+def test_a_bad_index_entry_or_library_is_compiled_again(tmp_path, damage):
+    """An entry is used only when it names this kernel under this context (prelude, flags,
+    compiler) and its library verifies; anything else compiles the kernel again."""
+    value, _ = _history(tmp_path, "both")
+    if damage == "entry":
+        for p in (tmp_path / "cpu" / "index").iterdir():
+            p.write_text("ren-kernel 1 not a valid entry\n")
+    elif damage == "another context":  # e.g. a library built with another prelude or flags
+        _rewrite_entries(tmp_path, 4, "0" * 64)
+    elif damage == "another kernel":
+        _rewrite_entries(tmp_path, 2, "ren_ew_0000000000000000")
+    else:  # every kernel library truncated: the index points at libraries that do not verify
+        for so in (tmp_path / "cpu").glob("*.so"):
+            so.write_bytes(so.read_bytes()[: so.stat().st_size // 2])
+    got, runs = _history(tmp_path, "second")
+    assert got == value and runs >= 1
+    assert _history(tmp_path, "second") == (value, 0)  # and the rebuilt one is indexed
+
+
 # -- compilers that do not build ------------------------------------------------------------------
 def test_a_compiler_that_writes_nothing_is_an_error_and_leaves_nothing(tmp_path):
     """CC=/bin/true exits 0 and writes nothing: the old code cached an empty library and failed

@@ -174,6 +174,21 @@ def _verified(so: str, stamp: str, key: str) -> bool:
         return False
 
 
+def library_key(so: str) -> str | None:
+    """The cache key a cached library's stamp names (None without a readable stamp)."""
+    try:
+        with open(so[:-3] + ".sha256") as f:
+            parts = f.read().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return parts[2] if len(parts) == 4 and parts[:2] == ["ren-library", "1"] else None
+
+
+def library_verifies(so: str, key: str) -> bool:
+    """Whether the cached library `so` is the complete one built for `key` (`_verified`)."""
+    return _verified(so, so[:-3] + ".sha256", key)
+
+
 def cached_library(source: str, flags: Sequence[str], folder: str) -> str:
     """The path of the shared library of `source` (with `flags` and this `compiler()`) in the
     cache `folder`: loaded as is only when it verifies against the stamp written beside it
@@ -333,4 +348,4 @@ class HostShimDevice(Device):
 
 __all__ = ["CFLAGS", "DEFAULT_CCS", "HostRunner", "HostShimDevice", "build_library",
            "cached_library", "compile_host", "compile_source", "compiler", "find_cc",
-           "host_function", "open_library"]
+           "host_function", "library_key", "library_verifies", "open_library"]

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import _ctypes
 import ctypes
+import hashlib
 import os
 import threading
 import time
@@ -60,7 +61,13 @@ import numpy as np
 
 from ren import settings
 from ren.backend import Device, GraphRunner, KernelFn
-from ren.backend.c_host import HostRunner, cached_library, host_function, open_library
+from ren.backend.c_host import (
+    HostRunner,
+    cached_library,
+    compiler,
+    host_function,
+    open_library,
+)
 from ren.backend.cpu_build import (
     CPU_FLAGS,
     available_isas,
@@ -69,7 +76,13 @@ from ren.backend.cpu_build import (
     resolve_isa,
     source_head,
 )
-from ren.backend.cpu_cache import CacheWarning, cache_dir, configured_cache_dir
+from ren.backend.cpu_cache import (
+    CacheWarning,
+    cache_dir,
+    configured_cache_dir,
+    index_library,
+    indexed_library,
+)
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
 from ren.errors import DeviceError, KernelCompileError, RealizeError
@@ -421,6 +434,9 @@ class CpuDevice(Device):
         # id(library) -> (library, its kernel names), least recently used first
         self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
         self._build_lock = threading.RLock()
+        # what a kernel index entry is valid for: the library head (C prelude), flags, compiler
+        self._index_context = hashlib.sha256("\0".join(
+            [source_head(self.isa) + _HEADER, *self.flags, *compiler()]).encode()).hexdigest()
         # programs `prepare` rendered, by item key, for `build` to take instead of rendering again
         self._rendered: dict[Any, Program] = {}
         ring_library(self.isa).ren_set_threads(threads())
@@ -491,9 +507,13 @@ class CpuDevice(Device):
                         fresh[k.name] = k
             if not fresh:
                 return 0
+            folder = cache_dir()
+            fresh = self._load_indexed(fresh, folder)
+            if not fresh:
+                self._evict()
+                return 0
             todo = [p for p in programs if any(k.name in fresh for k in p.kernels)]
             units = _split(todo, fresh)
-            folder = cache_dir()
             sources = [self._unit_source(unit, fresh) for unit in units]
             if len(sources) == 1:
                 paths = [cached_library(sources[0], self.flags, folder)]
@@ -505,19 +525,48 @@ class CpuDevice(Device):
             done: set[str] = set()  # a kernel two units compile is taken from the first
             for unit, path in zip(units, paths, strict=True):
                 lib = _open_kernel_library(path)
-                lib["ren_set_threads"](threads())
                 names = [n for n in dict.fromkeys(k.name for p in unit for k in p.kernels)
                          if n in fresh and n not in done]
                 done.update(names)
-                for name in names:
-                    if name.startswith("ren_ew_"):
-                        self.entries[name] = _address(lib, f"ren_cpu_{name}")
-                    else:
-                        self.hosted[name] = host_function(lib, name)
-                    self._lib_of[name] = lib
-                self._libs[id(lib)] = (lib, names)
+                self._register(lib, names)
+                index_library(folder, names, path, self._index_context)
             self._evict()
             return len(fresh)
+
+    def _register(self, lib: ctypes.CDLL, names: list[str]) -> None:
+        """Take kernels `names` from the loaded library `lib` (caller holds the build lock)."""
+        lib["ren_set_threads"](threads())
+        found = {name: _address(lib, f"ren_cpu_{name}") if name.startswith("ren_ew_")
+                 else host_function(lib, name) for name in names}
+        for name, fn in found.items():
+            if name.startswith("ren_ew_"):
+                self.entries[name] = fn
+            else:
+                self.hosted[name] = fn
+            self._lib_of[name] = lib
+        self._libs[id(lib)] = (lib, names)
+
+    def _load_indexed(self, fresh: dict[str, CKernel], folder: str) -> dict[str, CKernel]:
+        """Load the kernels of `fresh` that the cache's kernel index finds in libraries an
+        earlier process compiled (`ren.backend.cpu_cache.indexed_library`); returns the rest,
+        which need a compiler run.  A library that does not load or lacks a kernel is skipped
+        (its kernels are compiled again)."""
+        by_library: dict[str, list[str]] = {}
+        verified: dict[str, bool] = {}
+        for name in fresh:
+            so = indexed_library(folder, name, self._index_context, verified)
+            if so is not None:
+                by_library.setdefault(so, []).append(name)
+        left = dict(fresh)
+        for so, names in by_library.items():
+            try:
+                lib = _open_kernel_library(so)
+                self._register(lib, names)
+            except (KernelCompileError, AttributeError, OSError):
+                continue
+            for name in names:
+                del left[name]
+        return left
 
     def _unit_source(self, unit: list[Program], fresh: dict[str, CKernel]) -> str:
         """The C source of one compiler run: `unit`'s programs and the wrappers of their new

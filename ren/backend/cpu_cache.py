@@ -11,6 +11,7 @@ loaded, is `ren.backend.c_host.cached_library`'s job.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import shutil
 import tempfile
@@ -19,7 +20,7 @@ import time
 import warnings
 
 from ren import settings
-from ren.backend.c_host import TEMP_PREFIX
+from ren.backend.c_host import TEMP_PREFIX, library_key, library_verifies
 from ren.errors import DeviceError
 
 
@@ -107,4 +108,61 @@ def _sweep(folder: str) -> None:
             continue
 
 
-__all__ = ["CacheWarning", "cache_dir", "cache_root", "configured_cache_dir"]
+# -- the kernel index: which cached library holds a kernel ---------------------------------------
+# A compiler run builds the kernels a schedule needs that the process has not loaded yet, so
+# which kernels share a library depends on the process's history: another program run first
+# groups them differently, the library sources differ and the cache misses.  The index maps a
+# kernel (its name is a hash of its text) to the library that holds it, under a context (the
+# library head: Ren's C prelude for the vector path, the flags and the compiler), so a process
+# finds kernels wherever an earlier one compiled them.  An entry is only a pointer: the library
+# is verified against its stamp before it is loaded, as every cached library is.
+
+_INDEX = "index"
+_ENTRY_MAGIC = "ren-kernel 1"
+
+
+def _entry_path(folder: str, name: str, context: str) -> str:
+    key = hashlib.sha256(f"{name}\0{context}".encode()).hexdigest()
+    return os.path.join(folder, _INDEX, key[:32])
+
+
+def indexed_library(folder: str, name: str, context: str,
+                    verified: dict[str, bool]) -> str | None:
+    """The cached library holding kernel `name` under `context`, if the index knows one and the
+    library verifies against its stamp (`verified` memoizes that per library path)."""
+    try:
+        with open(_entry_path(folder, name, context)) as f:
+            parts = f.read().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(parts) != 5 or " ".join(parts[:2]) != _ENTRY_MAGIC or parts[2] != name:
+        return None
+    key = parts[3]
+    if len(key) != 64 or any(c not in "0123456789abcdef" for c in key) or parts[4] != context:
+        return None
+    so = os.path.join(folder, key[:24] + ".so")
+    if so not in verified:
+        verified[so] = library_verifies(so, key)
+    return so if verified[so] else None
+
+
+def index_library(folder: str, names: list[str], so: str, context: str) -> None:
+    """Record that the cached library `so` holds the kernels `names` (best effort: an index
+    that cannot be written only costs a later process a compile)."""
+    key = library_key(so)
+    if key is None:
+        return
+    try:
+        os.makedirs(os.path.join(folder, _INDEX), exist_ok=True)
+        for name in names:
+            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "kernel-", dir=folder)
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{_ENTRY_MAGIC} {name} {key} {context}\n")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, _entry_path(folder, name, context))
+    except OSError:
+        return
+
+
+__all__ = ["CacheWarning", "cache_dir", "cache_root", "configured_cache_dir", "index_library",
+           "indexed_library"]

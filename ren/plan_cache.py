@@ -8,14 +8,15 @@ plan and lower, and is the same graph in every process that runs the same progra
 call of a new process then costs the trace, this cache's look-up, the lowering of the cached
 items (rendering and loading kernels, which the compile cache keeps) and one run.
 
-**Key.**  SHA-256 of the traced graph's `ren.replay.structure_key` (the DAG up to which buffers
-its leaves hold: every leaf — the jitted function's inputs *and* the key material or plaintexts
-it closes over — is a positional slot), the switches that change a schedule (REN_NO_MEMPLAN,
-REN_NO_ELISION), the Python version (the entry is a pickle), and a fingerprint of Ren's own
-source files (another version of Ren schedules differently, so it never reads this one's
-entries).  A schedule never depends on what a leaf
-holds (realization's template cache relies on the same fact), so a hit is exact: the cached
-template runs the traced graph's leaves, bit for bit what a fresh schedule would run.
+**Key.**  SHA-256 of a canonical form (`canonical`: the same text in every process exactly
+when the values are equal) of the traced graph's `ren.replay.structure_key` (the DAG up to
+which buffers its leaves hold: every leaf — the jitted function's inputs *and* the key material
+or plaintexts it closes over — is a positional slot), the switches that change a schedule
+(REN_NO_MEMPLAN, REN_NO_ELISION), the Python version (the entry is a pickle), and a fingerprint
+of Ren's own source files (another version of Ren schedules differently, so it never reads
+this one's entries).  A schedule never depends on what a leaf holds (realization's template
+cache relies on the same fact), so a hit is exact: the cached template runs the traced graph's
+leaves, bit for bit what a fresh schedule would run.
 
 **Entry.**  ``<REN_CACHE_DIR or ~/.cache/ren>/plans/<key>.plan``: the pickled scheduled items,
 memory plan, outputs and one detached parameter per leaf — structure only, never a leaf's data
@@ -231,17 +232,23 @@ def _store(path: Path, template: Template) -> None:
         blob = pickle.dumps(state, protocol=5)
     except Exception:  # an item that does not pickle: this graph is scheduled every time
         return
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "plan-", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
         os.replace(tmp, path)
+        tmp = None
     except OSError as e:
         warnings.warn(f"the plan cache cannot write {path} ({type(e).__name__}: {e}); captures "
                       "are scheduled every time.  Set REN_CACHE_DIR to a folder you can write, "
                       "or REN_PLAN_CACHE=0", PlanCacheWarning, stacklevel=4)
         return
+    finally:
+        if tmp is not None:  # a write that failed half-way leaves no temporary file
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
     stats.stores += 1
     _trim(path.parent)
 

@@ -271,6 +271,17 @@ def test_unwritable_folder_warns_and_still_computes(monkeypatch, tmp_path):
     assert np.array_equal(got.numpy(), reference(x, c))
 
 
+def test_a_failed_write_leaves_no_temporary_file(monkeypatch):
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(plan_cache.os, "replace", full_disk)
+    c, x = poly(78), poly(79)
+    with pytest.warns(PlanCacheWarning, match="No space left"):
+        got = ren.jit(program(c))(x)
+    assert np.array_equal(got.numpy(), reference(x, c))
+    assert list(plan_cache.plans_dir().iterdir()) == []
+
+
 def test_the_folder_keeps_the_newest_entries(monkeypatch):
     monkeypatch.setattr(plan_cache, "MAX_ENTRIES", 2)
     x = poly(80)

@@ -41,7 +41,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.backend.c_host import TEMP_PREFIX
+from ren.backend.c_host import write_atomically
 from ren.backend.cpu_cache import cache_root
 from ren.device import Buffer
 from ren.node import Node
@@ -133,12 +132,12 @@ def canonical(x: Any, memo: dict[int, tuple[Any, Any]] | None = None) -> Any:
     return form
 
 
-_ATOMS = frozenset((bool, int, float, str))
 _ATOM_ORDER = (bool, int, float, str)  # bool before int: a bool subclass is an int too
+_ATOMS = frozenset(_ATOM_ORDER)
 
 
 def _form(x: Any, memo: dict[int, tuple[Any, Any]] | None) -> Any:
-    if isinstance(x, (bool, int, float, str)) and not isinstance(x, enum.Enum):
+    if isinstance(x, _ATOM_ORDER) and not isinstance(x, enum.Enum):
         base = next(b for b in _ATOM_ORDER if isinstance(x, b))  # a subclass: type and value
         return (_qualname(type(x)), base(x))
     if isinstance(x, (tuple, list)):  # a named tuple keeps its type
@@ -188,23 +187,24 @@ def compile_cached(nodes: Sequence[Node], params: Sequence[Buffer]) -> tuple[Tem
         return compile_template(nodes, params, own_outputs=True), SCHEDULED
     leaves = found[1]
     path = plans_dir() / f"{name}.plan"
-    template = _load(path, leaves, params)
-    if template is not None:
-        stats.hits += 1
-        for p in params:
+    try:
+        template = _load(path, leaves, params)
+        if template is not None:
+            stats.hits += 1
+            return template, LOADED
+        stats.misses += 1
+        # every leaf a parameter: the stored template holds no leaf's data
+        slots_nodes, slots = parameterize(nodes, leaves)
+        compiled = compile_template(slots_nodes, slots, own_outputs=True)
+        _store(path, compiled)
+        return _bind(compiled.units, compiled.plan, compiled.outputs, slots, leaves,
+                     params), SCHEDULED
+    finally:
+        for p in params:  # the inputs' stand-ins keep no input storage (as compile_template)
             p.release()
-        return template, LOADED
-    stats.misses += 1
-    # every leaf a parameter: the stored template holds no leaf's data
-    slots_nodes, slots = parameterize(nodes, leaves)
-    compiled = compile_template(slots_nodes, slots, own_outputs=True)
-    _store(path, compiled)
-    for p in params:
-        p.release()
-    return _bind(compiled.units, compiled, slots, leaves, params), SCHEDULED
 
 
-def _bind(units: list, state: Template | dict, slots: Sequence[Buffer],
+def _bind(units: list, plan: Any, outputs: list[Node], slots: Sequence[Buffer],
           leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Template:
     """The template over `units` whose parameters stand for `params` and whose other slots hold
     the constants' storage (slot i stands for leaf i)."""
@@ -219,8 +219,6 @@ def _bind(units: list, state: Template | dict, slots: Sequence[Buffer],
     # a parameter the graph never reads still has a slot (the template binds every input)
     ordered = [s if s is not None else Buffer(p.device, p.shape, no_opt=p.no_opt)
                for s, p in zip(ordered, params, strict=True)]
-    plan = state.plan if isinstance(state, Template) else state["plan"]
-    outputs = state.outputs if isinstance(state, Template) else state["outputs"]
     return Template(units, plan, list(ordered), outputs)  # type: ignore[arg-type]
 
 
@@ -232,23 +230,14 @@ def _store(path: Path, template: Template) -> None:
         blob = pickle.dumps(state, protocol=5)
     except Exception:  # an item that does not pickle: this graph is scheduled every time
         return
-    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "plan-", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-        tmp = None
+        write_atomically(str(path), blob, str(path.parent))
     except OSError as e:
         warnings.warn(f"the plan cache cannot write {path} ({type(e).__name__}: {e}); captures "
                       "are scheduled every time.  Set REN_CACHE_DIR to a folder you can write, "
                       "or REN_PLAN_CACHE=0", PlanCacheWarning, stacklevel=4)
         return
-    finally:
-        if tmp is not None:  # a write that failed half-way leaves no temporary file
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
     stats.stores += 1
     _trim(path.parent)
 
@@ -281,7 +270,7 @@ def _load(path: Path, leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Tem
         _bad(path, f"its items do not lower ({type(e).__name__}: {e})")
         return None
     os.utime(path)  # a use: the entry is among the newest when the folder is trimmed
-    return _bind(units, state, slots, leaves, params)
+    return _bind(units, state["plan"], state["outputs"], slots, leaves, params)
 
 
 def _bad(path: Path, why: str) -> None:

@@ -161,32 +161,54 @@ def _stamp_text(key: str, digest: str) -> str:
     return f"ren-library 1 {key} {digest}\n"
 
 
+def _stamp_fields(stamp: str) -> list[str] | None:
+    """[key, sha256] of a library stamp ('ren-library 1 <key> <sha256>'), None if unreadable."""
+    try:
+        with open(stamp) as f:
+            parts = f.read().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return parts[2:] if len(parts) == 4 and parts[:2] == ["ren-library", "1"] else None
+
+
 def _verified(so: str, stamp: str, key: str) -> bool:
     """Whether `so` is the complete library built for `key`: its stamp names `key` and the
     file's sha256 (so a file truncated, flipped, emptied or swapped for another library — with
     or without its stamp — fails)."""
+    fields = _stamp_fields(stamp)
+    if fields is None or fields[0] != key:
+        return False
     try:
-        with open(stamp) as f:
-            parts = f.read().split()
-        return (len(parts) == 4 and parts[:3] == ["ren-library", "1", key]
-                and _file_digest(so) == parts[3])
-    except (OSError, UnicodeDecodeError):
+        return _file_digest(so) == fields[1]
+    except OSError:
         return False
 
 
 def library_key(so: str) -> str | None:
     """The cache key a cached library's stamp names (None without a readable stamp)."""
-    try:
-        with open(so[:-3] + ".sha256") as f:
-            parts = f.read().split()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return parts[2] if len(parts) == 4 and parts[:2] == ["ren-library", "1"] else None
+    fields = _stamp_fields(so[:-3] + ".sha256")
+    return fields[0] if fields is not None else None
 
 
 def library_verifies(so: str, key: str) -> bool:
     """Whether the cached library `so` is the complete one built for `key` (`_verified`)."""
     return _verified(so, so[:-3] + ".sha256", key)
+
+
+def write_atomically(path: str, data: str | bytes, folder: str, mode: int = 0o644) -> None:
+    """Write `path` whole or not at all: a temporary file in `folder` (same file system; its
+    name starts with TEMP_PREFIX, so a killed process's leftover is swept), renamed over `path`.
+    A failure removes the temporary file and raises the OSError."""
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "write-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def cached_library(source: str, flags: Sequence[str], folder: str) -> str:
@@ -201,25 +223,15 @@ def cached_library(source: str, flags: Sequence[str], folder: str) -> str:
         return so
     global compiler_invocations
     compiler_invocations += 1
-    tmp = None
     try:
         os.makedirs(folder, exist_ok=True)
         digest = build_library(cc, source, flags, so)
         # the stamp goes in last, by a rename: a stamp always names a library that was complete
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "stamp-", dir=folder)
-        with os.fdopen(fd, "w") as f:
-            f.write(_stamp_text(key, digest))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, stamp)
-        tmp = None
+        write_atomically(stamp, _stamp_text(key, digest), folder)
     except OSError as e:
         raise DeviceError(f"a compiled library cannot be written to the cache folder {folder} "
                           f"({type(e).__name__}: {e}); free space there or set REN_CACHE_DIR to "
                           "a writable folder") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
     return so
 
 
@@ -348,4 +360,5 @@ class HostShimDevice(Device):
 
 __all__ = ["CFLAGS", "DEFAULT_CCS", "HostRunner", "HostShimDevice", "build_library",
            "cached_library", "compile_host", "compile_source", "compiler", "find_cc",
-           "host_function", "library_key", "library_verifies", "open_library"]
+           "host_function", "library_key", "library_verifies", "open_library",
+           "write_atomically"]

@@ -20,7 +20,7 @@ import time
 import warnings
 
 from ren import settings
-from ren.backend.c_host import TEMP_PREFIX, library_key, library_verifies
+from ren.backend.c_host import TEMP_PREFIX, library_key, library_verifies, write_atomically
 from ren.errors import DeviceError
 
 
@@ -155,11 +155,8 @@ def index_library(folder: str, names: list[str], so: str, context: str) -> None:
     try:
         os.makedirs(os.path.join(folder, _INDEX), exist_ok=True)
         for name in names:
-            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + "kernel-", dir=folder)
-            with os.fdopen(fd, "w") as f:
-                f.write(f"{_ENTRY_MAGIC} {name} {key} {context}\n")
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, _entry_path(folder, name, context))
+            write_atomically(_entry_path(folder, name, context),
+                             f"{_ENTRY_MAGIC} {name} {key} {context}\n", folder)
     except OSError:
         return
 

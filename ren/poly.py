@@ -496,21 +496,36 @@ class Poly:
             res = intt(res, self.ring)
         return crt_lift(res, self.ring)
 
-    def tobytes(self) -> bytes:
-        """A versioned, self-describing, checksummed encoding (see `ren.serialize`)."""
-        from ren.serialize import encode_poly
+    def tobytes(self, form: str = "standard") -> bytes:
+        """A versioned, self-describing, checksummed encoding (see `ren.serialize`).
+        ``form="montgomery"`` writes the words as Ren stores them (no conversion at either end;
+        readable by Ren only, which is what `ren.distributed` sends)."""
+        from ren.serialize import PayloadDType, encode_poly
 
-        residues = self.numpy()  # realize first: the domain is read from the realized Poly
-        return encode_poly(self.ring, self.domain, residues)
+        if form not in ("standard", "montgomery"):
+            raise ParameterError(f"Poly.tobytes: form must be 'standard' or 'montgomery', got "
+                                 f"{form!r}")
+        self.realize()  # first: the domain is read from the realized Poly
+        mont = form == "montgomery"
+        words = host_residues(self.node, montgomery=mont)
+        dtype = PayloadDType.U32_MONTGOMERY if mont else PayloadDType.U32_STANDARD
+        return encode_poly(self.ring, self.domain, words, dtype)
 
     @classmethod
-    def frombytes(cls, data: bytes, device: str = "python") -> Poly:
-        """The Poly encoded by `tobytes`; corrupted, truncated or unknown-version data raises
-        SerializationError."""
-        from ren.serialize import decode_poly
+    def frombytes(cls, data: bytes | bytearray | memoryview, device: str = "python", *,
+                  checksum: bool = True) -> Poly:
+        """The Poly encoded by `tobytes` (either form); corrupted, truncated or unknown-version
+        data raises SerializationError.  ``checksum=False`` skips the checksum: only for bytes
+        whose integrity the caller has just verified (inside a checksummed container)."""
+        from ren.serialize import PayloadDType, read_poly
 
-        ring, domain, residues = decode_poly(data)
-        return cls.from_residues(residues, ring, domain, device)
+        ring, domain, dtype, words = read_poly(data, checksum=checksum)
+        if dtype is PayloadDType.U32_MONTGOMERY:  # stored as is: read_poly checked the range
+            device = canonical_device(device)
+            buf = Buffer(device, (ring.limbs, ring.N)).copyin(words)
+            return cls(Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
+                            (ring, domain)))
+        return cls.from_residues(words, ring, domain, device)
 
 
 def _moduli_to_drop(moduli: Any) -> tuple[int, ...]:

@@ -50,7 +50,7 @@ from ren.memory import plan_memory
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
 from ren.replay import Template, structure_key, templates
-from ren.ring import Domain, from_mont, get_tables
+from ren.ring import Domain, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
 from ren.sampling import sample
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
@@ -279,8 +279,9 @@ def _record(timings: RealizeTimings, outputs: int) -> None:
               f"{timings.run * 1e3:.2f} ms")
 
 
-def host_residues(n: Node) -> np.ndarray:
-    """Standard-form residues (limbs × N, u32) of a realized node, copied to the host."""
+def host_residues(n: Node, montgomery: bool = False) -> np.ndarray:
+    """Standard-form residues (limbs × N, u32) of a realized node, copied to the host; with
+    ``montgomery=True`` the words as every device stores them (r·2^32 mod q_i), unconverted."""
     if not is_realized(n):
         raise RealizeError("host_residues: the node is not realized; call realize() first")
     ring, domain = n.arg
@@ -288,11 +289,13 @@ def host_residues(n: Node) -> np.ndarray:
     if leaf.op is Op.CONST:
         c = np.array([leaf.arg[0] % q for q in ring.moduli], dtype=np.uint32).reshape(-1, 1)
         if domain is Domain.NTT:
-            return np.repeat(c, ring.N, axis=1)
-        out = np.zeros((ring.limbs, ring.N), dtype=np.uint32)
-        out[:, :1] = c
-        return out
-    return from_mont(storage_buffer(leaf).copyout(), get_tables(ring))
+            out = np.repeat(c, ring.N, axis=1)
+        else:
+            out = np.zeros((ring.limbs, ring.N), dtype=np.uint32)
+            out[:, :1] = c
+        return to_mont(out, get_tables(ring)) if montgomery else out
+    words = storage_buffer(leaf).copyout()
+    return words if montgomery else from_mont(words, get_tables(ring))
 
 
 __all__ = ["Recorder", "compile_template", "current_recorder", "host_residues", "is_realized",

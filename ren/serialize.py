@@ -14,13 +14,19 @@ Format version 1 (all integers little-endian; ``L`` = limb count, ``P`` = payloa
     | 16         | 2    | u16      | limb count L (1 ≤ L ≤ MAX_LIMBS = 4096)                  |
     | 18         | 4·L  | u32[L]   | moduli q_0 … q_{L-1}, in ring order                      |
     | 18 + 4L    | 1    | u8       | domain code: 0 = COEFF, 1 = NTT                          |
-    | 19 + 4L    | 1    | u8       | dtype code: 1 = u32 residues in standard form            |
+    | 19 + 4L    | 1    | u8       | dtype code: 1 = u32 residues in standard form, 2 = u32   |
+    |            |      |          | residues in Montgomery form (r·2^32 mod q_i)             |
     | 20 + 4L    | 8    | u64      | payload length P = 4·L·N (bytes)                         |
     | H          | P    | u32[L,N] | residues, row-major (limb i, coefficient j at i·N + j),  |
-    |            |      |          | each 0 ≤ r < q_i                                         |
+    |            |      |          | each 0 ≤ r < q_i (in either form)                        |
     | H + P      | 16   | bytes    | checksum: first 16 bytes of SHA-256 of bytes [0, H + P)  |
 
 The total length is exactly ``H + P + 16``; the payload starts at a multiple of 4.
+
+The Montgomery form (dtype 2) is how every Ren device stores residues, so a writer and a reader
+that are both Ren skip two conversions per limb (``Poly.tobytes(form="montgomery")``; what
+`ren.distributed` sends).  `decode_poly` returns standard-form residues for both; `read_poly`
+returns the payload as stored, with its dtype, without copying it.
 
 Decoding never misreads silently: every structural problem (wrong magic, unsupported version,
 truncation, trailing bytes, inconsistent length fields, checksum mismatch, unknown codes, an
@@ -54,6 +60,7 @@ __all__ = [
     "decode_poly",
     "encode_poly",
     "header_size",
+    "read_poly",
     "standard_residues",
 ]
 
@@ -75,6 +82,7 @@ class PayloadDType(enum.IntEnum):
     """The payload's element encoding (the dtype code byte)."""
 
     U32_STANDARD = 1  #: u32 little-endian residues in standard (not Montgomery) form
+    U32_MONTGOMERY = 2  #: u32 little-endian residues in Montgomery form: r·2^32 mod q_i
 
 
 #: Domain code byte ↔ Domain.
@@ -157,15 +165,17 @@ def standard_residues(ring: RingSpec, residues: Any, what: str = "encode_poly") 
             f"{what}: residue [{i}, {j}] = {arr[i, j]!r} is out of range: row {i} needs "
             f"0 ≤ r < q_{i} = {ring.moduli[i]} (standard form, not Montgomery)"
         )
-    return arr.astype("<u4")
+    return arr.astype("<u4", copy=False)
 
 
-def encode_poly(ring: RingSpec, domain: Domain, residues: np.ndarray) -> bytes:
+def encode_poly(ring: RingSpec, domain: Domain, residues: np.ndarray,
+                dtype: PayloadDType = PayloadDType.U32_STANDARD) -> bytes:
     """Serialize one polynomial (format version `FORMAT_VERSION`; layout in the module doc).
 
-    `residues` is the (limbs × N) array of standard-form residues in `domain`, row i in
-    [0, q_i).  Raises `ShapeError` for a wrong shape, a non-integer dtype or an out-of-range
-    residue, and `ParameterError` for a bad ring or domain.
+    `residues` is the (limbs × N) array of residues in `domain`, row i in [0, q_i), in the form
+    `dtype` names (standard by default; `PayloadDType.U32_MONTGOMERY` for Ren's stored words).
+    Raises `ShapeError` for a wrong shape, a non-integer dtype or an out-of-range residue, and
+    `ParameterError` for a bad ring, domain or dtype.
     """
     if not isinstance(ring, RingSpec):
         raise ParameterError(f"encode_poly: expected a RingSpec, got {type(ring).__name__}")
@@ -174,14 +184,19 @@ def encode_poly(ring: RingSpec, domain: Domain, residues: np.ndarray) -> bytes:
         raise ParameterError(
             f"encode_poly: the format holds at most {MAX_LIMBS} limbs, the ring has {ring.limbs}"
         )
-    payload = standard_residues(ring, residues).tobytes()
+    if dtype not in tuple(PayloadDType):
+        raise ParameterError(f"encode_poly: unknown payload dtype {dtype!r}; use one of "
+                             f"{', '.join(d.name for d in PayloadDType)}")
+    words = np.ascontiguousarray(standard_residues(ring, residues))
+    payload = memoryview(words).cast("B")  # no copy: hashed and joined as it is
     header = b"".join((
         _PREFIX.pack(MAGIC, FORMAT_VERSION, header_size(ring.limbs), ring.N, ring.limbs),
         struct.pack(f"<{ring.limbs}I", *ring.moduli),
-        _SUFFIX.pack(_DOMAIN_CODE[domain], PayloadDType.U32_STANDARD, len(payload)),
+        _SUFFIX.pack(_DOMAIN_CODE[domain], int(dtype), len(payload)),
     ))
-    body = header + payload
-    return body + _checksum(body)
+    h = hashlib.sha256(header)
+    h.update(payload)
+    return b"".join((header, payload, h.digest()[:CHECKSUM_SIZE]))
 
 
 # -- decoding -----------------------------------------------------------------------------------
@@ -189,13 +204,15 @@ def _fail(msg: str) -> SerializationError:
     return SerializationError(f"decode_poly: {msg}")
 
 
-def _as_bytes(data: Any) -> bytes:
+def _as_buffer(data: Any) -> bytes | memoryview:
+    """`data` as bytes or a byte-wise memoryview over it (no copy)."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise _fail(f"expected bytes, bytearray or memoryview, got {type(data).__name__}")
     if isinstance(data, bytes):
         return data
     try:
-        return bytes(data)
+        view = memoryview(data)
+        return view if view.format == "B" and view.ndim == 1 else view.cast("B")
     except (ValueError, TypeError) as exc:  # e.g. a released memoryview
         raise _fail(f"cannot read the buffer: {exc}") from exc
 
@@ -204,20 +221,37 @@ def decode_poly(data: bytes | bytearray | memoryview) -> tuple[RingSpec, Domain,
     """Parse bytes written by `encode_poly` into ``(ring, domain, residues)``.
 
     `residues` is a fresh, writable, C-contiguous (limbs × N) ``np.uint32`` array of
-    standard-form residues.  Any problem with the data raises `SerializationError`; no other
-    exception escapes for any bytes-like input.
+    standard-form residues (a Montgomery-form payload is converted).  Any problem with the data
+    raises `SerializationError`; no other exception escapes for any bytes-like input.
     """
-    buf = _as_bytes(data)
+    ring, domain, dtype, stored = read_poly(data)
+    if dtype is PayloadDType.U32_MONTGOMERY:
+        from ren.ring import from_mont, get_tables
+
+        return ring, domain, np.ascontiguousarray(from_mont(stored, get_tables(ring)))
+    return ring, domain, stored.astype(np.uint32, order="C", copy=True)
+
+
+def read_poly(data: bytes | bytearray | memoryview, checksum: bool = True
+              ) -> tuple[RingSpec, Domain, PayloadDType, np.ndarray]:
+    """Parse bytes written by `encode_poly` into ``(ring, domain, dtype, residues)``, the
+    residues as stored (`dtype` says in which form), as a read-only view of `data`: copy it
+    before `data` changes.  ``checksum=False`` skips the checksum, for a caller that has just
+    verified one covering these bytes (a CKKS container's); every other check still runs.
+    Raises `SerializationError` as `decode_poly` does.
+    """
+    buf = _as_buffer(data)
     size = len(buf)
 
     # magic and version: everything else depends on them
     if size < len(MAGIC):
         if MAGIC.startswith(buf):
             raise _fail(f"truncated: {size} bytes is shorter than the {len(MAGIC)}-byte magic")
-        raise _fail(f"not a Ren polynomial: wrong magic {buf!r} (expected {MAGIC!r})")
+        raise _fail(f"not a Ren polynomial: wrong magic {bytes(buf)!r} (expected {MAGIC!r})")
     if buf[: len(MAGIC)] != MAGIC:
         raise _fail(
-            f"not a Ren polynomial: wrong magic {buf[: len(MAGIC)]!r} (expected {MAGIC!r})"
+            f"not a Ren polynomial: wrong magic {bytes(buf[: len(MAGIC)])!r} (expected "
+            f"{MAGIC!r})"
         )
     if size < _VERSION.size:
         raise _fail(f"truncated: {size} bytes, too short to hold the format version")
@@ -275,13 +309,14 @@ def decode_poly(data: bytes | bytearray | memoryview) -> tuple[RingSpec, Domain,
         )
 
     # integrity before interpretation
-    stored = buf[total - CHECKSUM_SIZE :]
-    computed = _checksum(memoryview(buf)[: total - CHECKSUM_SIZE])
-    if not hmac.compare_digest(stored, computed):
-        raise _fail(
-            f"checksum mismatch (stored {stored.hex()}, computed {computed.hex()}): the data is "
-            "corrupted; re-transfer or re-encode it"
-        )
+    if checksum:
+        stored = bytes(buf[total - CHECKSUM_SIZE :])
+        computed = _checksum(memoryview(buf)[: total - CHECKSUM_SIZE])
+        if not hmac.compare_digest(stored, computed):
+            raise _fail(
+                f"checksum mismatch (stored {stored.hex()}, computed {computed.hex()}): the data "
+                "is corrupted; re-transfer or re-encode it"
+            )
 
     if dom_code not in _CODE_DOMAIN:
         codes = ", ".join(f"{c} = {d.name}" for c, d in sorted(_CODE_DOMAIN.items()))
@@ -303,6 +338,6 @@ def decode_poly(data: bytes | bytearray | memoryview) -> tuple[RingSpec, Domain,
         raise _fail(
             f"residue [{i}, {j}] = {int(stored_res[i, j])} is not below its modulus "
             f"q_{i} = {moduli[i]} ({int(bad.sum())} out-of-range residue(s) in all); the "
-            "writer did not store standard-form residues"
+            "writer did not store residues reduced below their moduli"
         )
-    return ring, _CODE_DOMAIN[dom_code], stored_res.astype(np.uint32, order="C", copy=True)
+    return ring, _CODE_DOMAIN[dom_code], PayloadDType(dtype_code), stored_res

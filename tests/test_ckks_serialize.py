@@ -76,6 +76,31 @@ def test_round_trip(c, name):
     assert dumps(back, allow_secret=True) == data  # a fixed point
 
 
+@pytest.mark.parametrize("name", ["plaintext", "ciphertext", "rescaled", "relin", "galois_keys"])
+def test_montgomery_form(c, name):
+    """form="montgomery" (what ren.distributed sends): the same objects, the same size, other
+    bytes (the stored words, dtype code 2), and it loads to the same values."""
+    obj = objects(c)[name]
+    data, std = dumps(obj, form="montgomery"), dumps(obj)
+    assert len(data) == len(std) and data != std
+    back = loads(data, c.params)
+    for a, b in zip(polys_of(obj), polys_of(back), strict=True):
+        assert np.array_equal(a.numpy(), b.numpy())
+    assert dumps(back, form="montgomery") == data and dumps(back) == std
+    compact = dumps(obj, compact=True, form="montgomery")
+    assert dumps(loads(compact, c.params), compact=True) == dumps(obj, compact=True)
+    with pytest.raises(ParameterError, match="form must be 'standard' or 'montgomery'"):
+        dumps(obj, form="mont")
+
+
+def test_a_flipped_payload_bit_is_caught_by_the_container_checksum(c):
+    """loads checks each polynomial's bytes once, with the container's checksum."""
+    data = bytearray(dumps(c.encrypt([0.5]), form="montgomery"))
+    data[len(data) // 2] ^= 0x04
+    with pytest.raises(SerializationError, match="checksum mismatch"):
+        loads(bytes(data), c.params)
+
+
 def test_loaded_objects_work(c):
     x = random_slots(16, np.random.default_rng(6))
     p = c.params

@@ -36,10 +36,11 @@ def test_a_tree_of_ren_objects_round_trips_in_rens_own_formats(ckks):
     tree = {"ct": ct, "rest": (poly, 3, "x", np.arange(4), None), "rlk": ckks.ev.relin_key}
     codec = Codec()
     wire = codec.encode(tree, "tree")
-    # every Ren object is a Sealed record holding exactly the bytes of Ren's own format
-    assert wire["ct"] == Sealed("ckks", ckks.params.fingerprint, dumps(ct))
-    assert wire["rest"][0] == Sealed("poly", "python", poly.tobytes())
-    assert wire["rlk"].data == dumps(ckks.ev.relin_key, compact=True)  # keys: the seeded form
+    # every Ren object is a Sealed record holding exactly the bytes of Ren's own format, the
+    # polynomials in the Montgomery form Ren stores them in (no conversion at either end)
+    assert wire["ct"] == Sealed("ckks", ckks.params.fingerprint, dumps(ct, form="montgomery"))
+    assert wire["rest"][0] == Sealed("poly", "python", poly.tobytes("montgomery"))
+    assert wire["rlk"].data == dumps(ckks.ev.relin_key, compact=True, form="montgomery")
     assert wire_bytes(wire) == sum(len(r.data) for r in (wire["ct"], wire["rest"][0], wire["rlk"]))
     back = Codec(codec.params).decode(pickle.loads(pickle.dumps(wire)))
     assert dumps(back["ct"]) == dumps(ct)

@@ -140,6 +140,31 @@ def test_serialization_round_trip_through_poly():
         ren.Poly.frombytes(data[:-1])
 
 
+@pytest.mark.parametrize("device", ["python", "cpu"])
+def test_montgomery_bytes_hold_the_stored_words(device):
+    """tobytes("montgomery") writes the words as stored (r·2^32 mod q, checked with Python
+    ints) and frombytes stores them back unconverted, on any device; decode_poly of those bytes
+    gives the standard residues."""
+    from ren.ir import storage_buffer
+    from ren.serialize import decode_poly
+
+    x = _ntt_input(8).to(device)
+    x.realize()
+    data = x.tobytes("montgomery")
+    std = x.numpy()
+    L, N = std.shape
+    payload = np.frombuffer(data, "<u4", L * N, len(data) - 16 - 4 * L * N).reshape(L, N)
+    want = [[(int(v) << 32) % q for v in row] for row, q in zip(std, x.ring.moduli)]
+    assert payload.tolist() == want
+    back = ren.Poly.frombytes(data, device)
+    assert back.device == x.device and back.domain is x.domain
+    assert np.array_equal(storage_buffer(back.node).copyout(), payload)
+    assert np.array_equal(decode_poly(data)[2], std)
+    assert ren.Poly.frombytes(x.tobytes(), device).tobytes("montgomery") == data
+    with pytest.raises(ren.ParameterError, match="form must be 'standard' or 'montgomery'"):
+        x.tobytes("raw")
+
+
 @pytest.mark.parametrize("num", [1, 4, 9, 11])
 def test_check_mode_catches_a_pass_that_breaks_values(monkeypatch, num):
     """REN_CHECK=1 really checks: a pass whose rewrite changes a value (here: every ADD becomes

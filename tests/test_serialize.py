@@ -27,9 +27,11 @@ from ren.serialize import (
     MAGIC,
     MAX_LIMBS,
     SUPPORTED_VERSIONS,
+    PayloadDType,
     decode_poly,
     encode_poly,
     header_size,
+    read_poly,
 )
 
 NS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -121,6 +123,53 @@ def test_roundtrip(N, L, bits, domain, seed):
     assert res2.flags.c_contiguous and res2.flags.writeable and res2.flags.owndata
     np.testing.assert_array_equal(res2, res)
     assert encode_poly(ring2, domain2, res2) == data  # canonical: one encoding per value
+
+
+@given(N=st.sampled_from(NS), L=st.integers(1, 6), bits=st.sampled_from((30, 31)),
+       domain=st.sampled_from(list(Domain)), seed=st.integers(0, 2**32 - 1))
+def test_montgomery_payload_roundtrip_against_python_ints(N, L, bits, domain, seed):
+    """dtype 2 stores r·2^32 mod q_i (checked with Python ints, not with ren's own conversion);
+    decode_poly returns standard residues for it, read_poly the stored words and their form."""
+    r = ring(N, L, bits)
+    res = random_residues(r, seed)
+    mont = np.array([[(int(x) << 32) % q for x in row] for row, q in zip(res, r.moduli)],
+                    dtype=np.uint32)
+    data = encode_poly(r, domain, mont, PayloadDType.U32_MONTGOMERY)
+    assert len(data) == header_size(L) + 4 * L * N + CHECKSUM_SIZE
+    assert data[19 + 4 * L] == 2  # the dtype code byte
+    ring2, domain2, res2 = decode_poly(data)
+    assert (ring2, domain2) == (r, domain)
+    assert res2.flags.c_contiguous and res2.flags.writeable and res2.dtype == np.uint32
+    np.testing.assert_array_equal(res2, res)
+    ring3, domain3, form, stored = read_poly(data)
+    assert (ring3, domain3, form) == (r, domain, PayloadDType.U32_MONTGOMERY)
+    np.testing.assert_array_equal(stored, mont)
+    assert not stored.flags.writeable  # a view of the bytes: the caller copies
+    assert encode_poly(r, domain, mont, PayloadDType.U32_MONTGOMERY) == data
+
+
+def test_read_poly_without_checksum_skips_only_the_checksum():
+    r = ring(8, 2, 30)
+    data = bytearray(encode_poly(r, Domain.NTT, random_residues(r, 3)))
+    data[header_size(2)] ^= 0x01  # residue [0, 0] = 0 becomes 1: only the checksum can tell
+    with pytest.raises(SerializationError, match="checksum mismatch"):
+        read_poly(bytes(data))
+    ring2, _, _, words = read_poly(memoryview(data), checksum=False)
+    assert ring2 == r and words.shape == (2, 8)
+    bad = bytearray(data)
+    bad[12:16] = struct.pack("<I", 3)  # N = 3: still refused
+    with pytest.raises(SerializationError, match="N=3 is not a power of two"):
+        read_poly(bytes(bad), checksum=False)
+    over = bytearray(data)
+    over[header_size(2):header_size(2) + 4] = struct.pack("<I", r.moduli[0])  # = q_0
+    with pytest.raises(SerializationError, match="is not below its modulus"):
+        read_poly(bytes(over), checksum=False)
+
+
+def test_encode_poly_refuses_an_unknown_dtype():
+    r = ring(4, 1, 30)
+    with pytest.raises(ParameterError, match="unknown payload dtype 7"):
+        encode_poly(r, Domain.COEFF, random_residues(r, 1), 7)
 
 
 @given(st.data())
@@ -292,9 +341,9 @@ def test_unknown_codes():
     for code in (2, 255):
         expect_error(forge(4, r.moduli, res, domain=code), f"unknown domain code {code}",
                      "0 = COEFF", "1 = NTT")
-    for code in (0, 2, 255):
+    for code in (0, 3, 255):
         expect_error(forge(4, r.moduli, res, dtype=code), f"unknown dtype code {code}",
-                     "1 = U32_STANDARD")
+                     "1 = U32_STANDARD", "2 = U32_MONTGOMERY")
 
 
 def test_invalid_ring_is_chained():
@@ -335,7 +384,8 @@ def test_residue_not_below_its_modulus():
     q1 = r.moduli[1]
     res = random_residues(r, 6).astype(np.int64)
     res[1, 3] = q1
-    expect_error(forge(4, r.moduli, res), "residue [1, 3]", f"q_1 = {q1}", "standard-form")
+    expect_error(forge(4, r.moduli, res), "residue [1, 3]", f"q_1 = {q1}",
+                 "reduced below their moduli")
     res[1, 3] = 2**32 - 1
     expect_error(forge(4, r.moduli, res), "residue [1, 3]")
 
@@ -464,4 +514,8 @@ def test_fuzz_forged_headers_with_valid_checksums(N, moduli, domain, dtype, extr
     except SerializationError as exc:
         assert type(exc) is SerializationError
         return
-    assert encode_poly(r, d, res) == data
+    r2, d2, form, stored = read_poly(data)
+    assert (r2, d2, form) == (r, d, PayloadDType(dtype))
+    assert encode_poly(r, d, stored, form) == data
+    if form is PayloadDType.U32_STANDARD:
+        np.testing.assert_array_equal(res, stored)

@@ -101,24 +101,32 @@ def _seed_record(p: Poly) -> bytes | None:
     return _SEED.pack(SEED_MAGIC, 1 if p.domain is Domain.NTT else 0, o.seed)
 
 
-def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False) -> bytes:
+def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False,
+          form: str = "standard") -> bytes:
     """The bytes of a CKKS object (realizes its Polys).  Secret keys need allow_secret=True.
-    ``compact=True`` stores uniform halves as their seeds (see the module docstring)."""
+    ``compact=True`` stores uniform halves as their seeds (see the module docstring);
+    ``form="montgomery"`` writes the polynomials' words as Ren stores them (`Poly.tobytes`)."""
     if isinstance(obj, SecretKey) and not allow_secret:
         raise ParameterError("ren.ckks.dumps: refusing to serialize a SecretKey; pass "
                              "allow_secret=True if you really mean to write the secret out")
     meta, polys = _parts(obj)
     if polys:
         polys[0].realize(*polys[1:])
+    if form not in ("standard", "montgomery"):
+        raise ParameterError(f"ren.ckks.dumps: form must be 'standard' or 'montgomery', got "
+                             f"{form!r}")
     meta_bytes = json.dumps(meta, separators=(",", ":")).encode()
-    records = [(_seed_record(p) if compact else None) or p.tobytes() for p in polys]
+    records = [(_seed_record(p) if compact else None) or p.tobytes(form) for p in polys]
     version = COMPACT_VERSION if any(d.startswith(SEED_MAGIC) for d in records) else VERSION
     out = [_HEAD.pack(MAGIC, version, KINDS[type(obj)], 0, obj.params.fingerprint,
                       len(meta_bytes)), meta_bytes, _U32.pack(len(polys))]
     for data in records:
         out += [_U64.pack(len(data)), data]
-    body = b"".join(out)
-    return body + hashlib.sha256(body).digest()[:CHECKSUM_SIZE]
+    h = hashlib.sha256()
+    for part in out:  # hashed piece by piece: the polynomials are copied once, by the join
+        h.update(part)
+    out.append(h.digest()[:CHECKSUM_SIZE])
+    return b"".join(out)
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -142,10 +150,10 @@ def _scale(meta: dict) -> Fraction:
 
 
 class _Reader:
-    def __init__(self, buf: bytes, pos: int, version: int = VERSION) -> None:
+    def __init__(self, buf: bytes | memoryview, pos: int, version: int = VERSION) -> None:
         self.buf, self.pos, self.version = buf, pos, version
 
-    def take(self, n: int, what: str) -> bytes:
+    def take(self, n: int, what: str) -> bytes | memoryview:
         if n > len(self.buf) - self.pos:
             raise _fail(f"truncated: {what} needs {n} bytes, {len(self.buf) - self.pos} left")
         out = self.buf[self.pos:self.pos + n]
@@ -158,11 +166,11 @@ def _read_polys(r: _Reader, count: int, ring: RingSpec, device: str = "python") 
     for i in range(count):
         (n,) = _U64.unpack(r.take(_U64.size, f"the length of polynomial {i}"))
         data = r.take(n, f"polynomial {i}")
-        if data.startswith(SEED_MAGIC):
+        if data[:len(SEED_MAGIC)] == SEED_MAGIC:
             out.append(_from_seed(data, i, r.version, ring, device))
             continue
-        try:
-            p = Poly.frombytes(data, device)
+        try:  # the container's checksum, verified, covers these bytes
+            p = Poly.frombytes(data, device, checksum=False)
         except RenError as exc:  # decode_poly raises SerializationError; from_residues others
             raise _fail(f"polynomial {i}: {exc}") from exc
         if p.ring != ring or p.domain is not Domain.NTT:
@@ -201,7 +209,7 @@ def loads(data: bytes | bytearray | memoryview, params: CKKSParams) -> Any:
         raise _fail(f"not a Ren CKKS object: wrong magic {magic!r} (expected {MAGIC!r})")
     if version not in SUPPORTED_VERSIONS:
         raise _fail(f"unsupported container version {version}; this ren reads {SUPPORTED_VERSIONS}")
-    body, stored = buf[:-CHECKSUM_SIZE], buf[-CHECKSUM_SIZE:]
+    body, stored = memoryview(buf)[:-CHECKSUM_SIZE], buf[-CHECKSUM_SIZE:]  # a view: no copy
     if not hmac.compare_digest(hashlib.sha256(body).digest()[:CHECKSUM_SIZE], stored):
         raise _fail("checksum mismatch: the data is truncated or corrupted")
     if fingerprint != params.fingerprint:
@@ -214,7 +222,7 @@ def loads(data: bytes | bytearray | memoryview, params: CKKSParams) -> Any:
         raise _fail(f"metadata length {meta_len} exceeds {MAX_META}")
     r = _Reader(body, _HEAD.size, version)
     try:
-        meta = json.loads(r.take(meta_len, "the metadata").decode("utf-8"))
+        meta = json.loads(bytes(r.take(meta_len, "the metadata")).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _fail(f"the metadata is not valid JSON: {exc}") from exc
     if not isinstance(meta, dict):

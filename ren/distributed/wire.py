@@ -7,6 +7,9 @@ Ren objects travel in Ren's own versioned, checksummed formats, never as pickled
   tagged with its parameters' fingerprint;
 * a `Poly` as `Poly.tobytes()` and its device.
 
+Both ends are Ren, so polynomials travel in the Montgomery form Ren stores them in
+(``form="montgomery"``): neither side converts a limb.
+
 Each becomes a `Sealed` record inside plain lists, tuples and dicts; plain scalars, NumPy arrays
 and parameter objects (`CKKSParams`, small and public) travel as they are.  A `Codec` encodes
 and decodes such trees and keeps the table of parameters (fingerprint -> `CKKSParams`) that
@@ -54,6 +57,8 @@ from ren.tree import flatten
 CKKS_OBJECTS = (Ciphertext, Plaintext, PublicKey, SwitchingKey, GaloisKeys)
 _KEYS = (PublicKey, SwitchingKey, GaloisKeys)
 _SCALARS = (type(None), bool, numbers.Number, str, bytes, Fraction, np.generic)
+#: the form of the polynomials on the wire (see the module doc)
+WIRE_FORM = "montgomery"
 
 
 def secret_holder(obj: Any) -> str | None:
@@ -154,7 +159,7 @@ class Codec:
                 raise SecretKeyError(f"{where}: refusing to send a Poly over a secret key's "
                                      "storage (the secret itself); workers get ciphertexts and "
                                      "public keys only")
-            return None if dry else Sealed("poly", obj.device, obj.tobytes())
+            return None if dry else Sealed("poly", obj.device, obj.tobytes(WIRE_FORM))
         if isinstance(obj, CKKS_OBJECTS):
             params = obj.params
             if not isinstance(params, CKKSParams):
@@ -163,7 +168,8 @@ class Codec:
             self.register(params)
             if dry:
                 return None
-            return Sealed("ckks", params.fingerprint, dumps(obj, compact=isinstance(obj, _KEYS)))
+            return Sealed("ckks", params.fingerprint,
+                          dumps(obj, compact=isinstance(obj, _KEYS), form=WIRE_FORM))
         if isinstance(obj, RLWEParams):
             if isinstance(obj, CKKSParams):
                 self.register(obj)

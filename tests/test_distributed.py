@@ -280,10 +280,33 @@ def test_a_worker_killed_mid_batch_has_its_tasks_run_elsewhere(ckks):
         assert victim not in {t["worker"] for t in job.timings}  # all recomputed elsewhere
         log = c.cluster.scheduler.transition_log
         computed = [entry[0] for entry in log if entry[2] == "memory"]
-        assert all(computed.count(k) >= 2 for k in lost)  # ran twice, delivered once
+        # ran twice (under its key, or, when its input died with the worker and the client sent
+        # it again, under a resend's key), delivered once
+        assert all(sum(1 for k2 in computed if k2 == k or k2.startswith(f"{k}-resend")) >= 2
+                   for k in lost)
+        # the inputs scattered to the victim died with it: the client sent them again
+        assert job.resends >= 1 and any("-resend" in f.key for f in job.futures)
     assert len(outs) == 24
     for i, (ct, out) in enumerate(zip(cts, outs)):
         assert dumps(out) == dumps(square(ct, keys=rlk)), f"input {i}"
+
+
+def test_a_cancelled_job_is_not_sent_again(client, ckks):
+    """A task cancelled by the caller (job.cancel()) is not taken for one whose input died with
+    its worker: result() raises instead of scattering the input again."""
+    job = submit(square, batch(ckks, 12), keys=ckks.ev.relin_key, client=client)
+    job.cancel()  # the last inputs were sent a moment ago: their tasks have not run
+    with pytest.raises(DistributedError, match="its task was cancelled"):
+        job.result(timeout=60)
+    assert job.resends == 0
+
+
+def test_a_cluster_without_workers_is_refused(ckks):
+    cts = batch(ckks, 1)
+    with (distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cl,
+          distributed.Client(cl, set_as_default=False) as c,
+          pytest.raises(DistributedError, match="the cluster has no workers")):
+        submit(square, cts, keys=ckks.ev.relin_key, client=c)
 
 
 def test_a_closed_client_is_refused(client, ckks):

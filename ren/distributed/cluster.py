@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -57,14 +57,17 @@ def resolve_client(client: Any = None) -> Any:
             "is the default client") from None
 
 
-def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: float | None
+def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: float | None,
+                        resubmit: Callable[[int], Any] | None = None
                         ) -> Iterator[tuple[int, Any]]:
     """(index, value) of every future of `futures` as it completes, each exactly once.
 
     A result lost with its worker after it completed (the scheduler computes it again) is
-    waited for again, not taken twice.  A task that raised cancels the others and raises
-    TaskError naming "`what` `index`"; `timeout` seconds without every result cancel the
-    rest and raise DistributedError."""
+    waited for again, not taken twice.  A task cancelled behind the caller's back (its
+    scattered input died with a worker) is replaced by ``resubmit(index)`` (in `futures` too)
+    when that gives a future, else raises DistributedError.  A task that raised cancels the
+    others and raises TaskError naming "`what` `index`"; `timeout` seconds without every
+    result cancel the rest and raise DistributedError."""
     distributed = dask_distributed()
     index = {f.key: i for i, f in enumerate(futures)}
     arrived = [False] * len(futures)
@@ -78,7 +81,13 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
             try:
                 value = fut.result()
             except distributed.client.FutureCancelledError as e:  # type: ignore[attr-defined]
-                raise DistributedError(f"{what} {i}: its task was cancelled") from e
+                new = resubmit(i) if resubmit is not None and not arrived[i] else None
+                if new is None:
+                    raise DistributedError(f"{what} {i}: its task was cancelled") from e
+                futures[i] = new
+                index[new.key] = i
+                done.add(new)
+                continue
             except distributed.KilledWorker as e:
                 raise TaskError(f"{what} {i} killed its worker too many times (too little memory "
                                 "for it, or a crash in a kernel)", i, e) from e
@@ -105,7 +114,8 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, **cluster_option
                  ) -> Iterator[Any]:
     """A `distributed.LocalCluster` of `workers` processes (each `threads_per_worker` threads,
     NumPy's thread pools at 1; its web server on a free port, logs at warnings) and a Client on
-    it; both are closed when the block ends.  `cluster_options` go to LocalCluster (e.g.
+    it (sending and fetching data to and from the workers directly, not through the
+    scheduler); both are closed when the block ends.  `cluster_options` go to LocalCluster (e.g.
     ``memory_limit="4GiB"``, ``dashboard_address=":8787"``)."""
     workers = check_int(workers, "local_client: workers")
     threads = check_int(threads_per_worker, "local_client: threads_per_worker")
@@ -117,7 +127,8 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, **cluster_option
                                    dashboard_address=":0", silence_logs=logging.WARNING,
                                    env=dict(WORKER_ENV))
     options.update(cluster_options)
-    with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
+    with distributed.LocalCluster(**options) as cluster, \
+            distributed.Client(cluster, direct_to_workers=True) as client:
         # every worker registered before anything is sent: a broadcast scatter reaches only the
         # workers the scheduler knows, and data scattered to one worker alone dies with it
         client.wait_for_workers(workers, timeout=120)

@@ -22,9 +22,11 @@ ZINLINE v16 z_min(v16 a, v16 b) { return _mm512_min_epu32(a, b); }
 ZINLINE v16 z_sub(v16 a, v16 b) { return _mm512_sub_epi32(a, b); }
 ZINLINE v16 z_add(v16 a, v16 b) { return _mm512_add_epi32(a, b); }
 ZINLINE v16 z_mulhi(v16 a, v16 b) {  /* high halves of the sixteen u32 products */
-  const v16 even = _mm512_srli_epi64(_mm512_mul_epu32(a, b), 32);
+  const v16 even = _mm512_mul_epu32(a, b);  /* lane 2k's high half sits in word 2k + 1 */
   const v16 odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
-  return _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
+  /* one masked word swap moves even's high halves down into the even lanes of odd's (where
+     AVX2 needs a shift and a blend) */
+  return _mm512_mask_shuffle_epi32(odd, (__mmask16)0x5555, even, _MM_PERM_CDAB);
 }
 /* y*w mod q in [0, 2q) for any u32 y (Shoup) */
 ZINLINE v16 z_shoup(v16 y, v16 w, v16 ws, v16 q) {

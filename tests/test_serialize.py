@@ -201,8 +201,9 @@ def test_decode_accepts_bytes_like_and_returns_a_fresh_array():
     data = samples()[2]
     want = decode_poly(data)
     big = bytearray(b"xx" + data + b"yy")
-    for form in (bytearray(data), memoryview(data), memoryview(big)[2:-2],
-                 np.frombuffer(data, np.uint8).data):
+    octets, words = np.frombuffer(data, np.uint8), np.frombuffer(data, "<u4")  # whole words
+    for form in (bytearray(data), memoryview(data), memoryview(big)[2:-2], octets.data,
+                 octets.reshape(-1, 4).data, words.data, words.reshape(-1, 2).data):
         got = decode_poly(form)
         assert got[:2] == want[:2]
         np.testing.assert_array_equal(got[2], want[2])

@@ -301,6 +301,43 @@ def test_a_cancelled_job_is_not_sent_again(client, ckks):
     assert job.resends == 0
 
 
+def test_resend_counts_and_stops_after_max_resends():
+    """MapJob._resend, the client's answer to an input lost with its worker, on fakes: it
+    releases the lost input, sends to the workers alive now, counts, and gives up (None) after
+    MAX_RESENDS sends of one input or once the job is cancelled; no workers left is an error."""
+    from ren.distributed.batch import MAX_RESENDS, MapJob
+
+    class Fake:
+        def __init__(self):
+            self.workers = {"tcp://b": {}}
+            self.sent, self.released = [], []
+
+        def scheduler_info(self, n_workers):
+            return {"workers": self.workers}
+
+        def send(self, i, attempt):
+            self.sent.append((i, attempt, tuple(self.addresses)))
+            return f"task-{i}-{attempt}", self, 0
+
+        def release(self):
+            self.released.append(True)
+
+    fake = Fake()
+    fake.addresses = ["tcp://a", "tcp://b"]
+    job = MapJob(fake, [None, None], None, 0, 0, 0, 0, 1, 2, _inputs=[fake, fake],
+                 _sender=fake, _attempts=[0, 0])
+    for k in range(1, MAX_RESENDS + 1):
+        assert job._resend(1) == f"task-1-{k}"
+        assert job.resends == k and job._attempts == [0, k] and len(fake.released) == k
+    assert fake.sent[-1] == (1, MAX_RESENDS, ("tcp://b",))  # only the worker alive now
+    assert job._resend(1) is None and job.resends == MAX_RESENDS  # given up
+    fake.workers = {}
+    with pytest.raises(DistributedError, match="every worker of the cluster is gone"):
+        job._resend(0)
+    job._cancelled = True
+    assert job._resend(0) is None
+
+
 def test_a_cluster_without_workers_is_refused(ckks):
     cts = batch(ckks, 1)
     with (distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cl,

@@ -188,7 +188,7 @@ def encode_poly(ring: RingSpec, domain: Domain, residues: np.ndarray,
         raise ParameterError(f"encode_poly: unknown payload dtype {dtype!r}; use one of "
                              f"{', '.join(d.name for d in PayloadDType)}")
     words = np.ascontiguousarray(standard_residues(ring, residues))
-    payload = memoryview(words).cast("B")  # no copy: hashed and joined as it is
+    payload = words.data.cast("B")  # no copy: hashed and joined as it is
     header = b"".join((
         _PREFIX.pack(MAGIC, FORMAT_VERSION, header_size(ring.limbs), ring.N, ring.limbs),
         struct.pack(f"<{ring.limbs}I", *ring.moduli),

@@ -180,7 +180,8 @@ def _read_polys(r: _Reader, count: int, ring: RingSpec, device: str = "python") 
     return out
 
 
-def _from_seed(data: bytes, i: int, version: int, ring: RingSpec, device: str) -> Poly:
+def _from_seed(data: bytes | memoryview, i: int, version: int, ring: RingSpec, device: str
+               ) -> Poly:
     if version < COMPACT_VERSION:
         raise _fail(f"polynomial {i} is a seed record in a version-{version} container")
     if len(data) != _SEED.size:

@@ -48,7 +48,7 @@ from ren.ring import Domain, RingSpec, get_tables, pack_words, to_mont
 from ren.ring.automorph import _check_g
 from ren.ring.rns import pack_int64
 from ren.sampling import validate as validate_random
-from ren.serialize import standard_residues
+from ren.serialize import PayloadDType, encode_poly, payload_dtype, read_poly, standard_residues
 from ren.spec import PolySpec, is_constant_poly, need_spec, spec_of
 
 #: Every live Poly, so realization can point overlapping graphs at realized buffers.
@@ -227,7 +227,14 @@ class Poly:
         device = canonical_device(device)
         # Exact ints only: a float, Fraction or bool would otherwise be truncated silently.
         std = standard_residues(ring, residues, "from_residues").astype(np.uint32)
-        buf = Buffer(device, (ring.limbs, ring.N)).copyin(to_mont(std, get_tables(ring)))
+        return cls._from_stored(to_mont(std, get_tables(ring)), ring, domain, device)
+
+    @classmethod
+    def _from_stored(cls, words: np.ndarray, ring: RingSpec, domain: Domain, device: str
+                     ) -> Poly:
+        """A realized polynomial over a copy of `words`, already in stored (Montgomery) form
+        and reduced, on the canonical `device`."""
+        buf = Buffer(device, (ring.limbs, ring.N)).copyin(words)
         return cls(Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
                         (ring, domain)))
 
@@ -500,15 +507,9 @@ class Poly:
         """A versioned, self-describing, checksummed encoding (see `ren.serialize`).
         ``form="montgomery"`` writes the words as Ren stores them (no conversion at either end;
         readable by Ren only, which is what `ren.distributed` sends)."""
-        from ren.serialize import PayloadDType, encode_poly
-
-        if form not in ("standard", "montgomery"):
-            raise ParameterError(f"Poly.tobytes: form must be 'standard' or 'montgomery', got "
-                                 f"{form!r}")
+        dtype = payload_dtype(form, "Poly.tobytes")
         self.realize()  # first: the domain is read from the realized Poly
-        mont = form == "montgomery"
-        words = host_residues(self.node, montgomery=mont)
-        dtype = PayloadDType.U32_MONTGOMERY if mont else PayloadDType.U32_STANDARD
+        words = host_residues(self.node, montgomery=dtype is PayloadDType.U32_MONTGOMERY)
         return encode_poly(self.ring, self.domain, words, dtype)
 
     @classmethod
@@ -517,15 +518,10 @@ class Poly:
         """The Poly encoded by `tobytes` (either form); corrupted, truncated or unknown-version
         data raises SerializationError.  ``checksum=False`` skips the checksum: only for bytes
         whose integrity the caller has just verified (inside a checksummed container)."""
-        from ren.serialize import PayloadDType, read_poly
-
         ring, domain, dtype, words = read_poly(data, checksum=checksum)
-        if dtype is PayloadDType.U32_MONTGOMERY:  # stored as is: read_poly checked the range
-            device = canonical_device(device)
-            buf = Buffer(device, (ring.limbs, ring.N)).copyin(words)
-            return cls(Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
-                            (ring, domain)))
-        return cls.from_residues(words, ring, domain, device)
+        if dtype is not PayloadDType.U32_MONTGOMERY:  # (read_poly has checked the range)
+            words = to_mont(words, get_tables(ring))
+        return cls._from_stored(words, ring, domain, canonical_device(device))
 
 
 def _moduli_to_drop(moduli: Any) -> tuple[int, ...]:

@@ -48,11 +48,14 @@ from typing import Any
 import numpy as np
 
 from ren.errors import ParameterError, SerializationError, ShapeError, is_int
+from ren.ring.modarith import from_mont
 from ren.ring.ringspec import MAX_LOG_N, Domain, RingSpec
+from ren.ring.tables import get_tables
 
 __all__ = [
     "CHECKSUM_SIZE",
     "FORMAT_VERSION",
+    "FORMS",
     "MAGIC",
     "MAX_LIMBS",
     "SUPPORTED_VERSIONS",
@@ -60,6 +63,7 @@ __all__ = [
     "decode_poly",
     "encode_poly",
     "header_size",
+    "payload_dtype",
     "read_poly",
     "standard_residues",
 ]
@@ -83,6 +87,18 @@ class PayloadDType(enum.IntEnum):
 
     U32_STANDARD = 1  #: u32 little-endian residues in standard (not Montgomery) form
     U32_MONTGOMERY = 2  #: u32 little-endian residues in Montgomery form: r·2^32 mod q_i
+
+
+#: The `form=` names of `Poly.tobytes` and `ren.ckks.dumps` → the payload dtype each writes.
+FORMS: dict[str, PayloadDType] = {"standard": PayloadDType.U32_STANDARD,
+                                  "montgomery": PayloadDType.U32_MONTGOMERY}
+
+
+def payload_dtype(form: str, where: str) -> PayloadDType:
+    """The payload dtype of a `form=` name; ParameterError naming `where` for another name."""
+    if form not in FORMS:
+        raise ParameterError(f"{where}: form must be 'standard' or 'montgomery', got {form!r}")
+    return FORMS[form]
 
 
 #: Domain code byte ↔ Domain.
@@ -226,8 +242,6 @@ def decode_poly(data: bytes | bytearray | memoryview) -> tuple[RingSpec, Domain,
     """
     ring, domain, dtype, stored = read_poly(data)
     if dtype is PayloadDType.U32_MONTGOMERY:
-        from ren.ring import from_mont, get_tables
-
         return ring, domain, np.ascontiguousarray(from_mont(stored, get_tables(ring)))
     return ring, domain, stored.astype(np.uint32, order="C", copy=True)
 

@@ -44,6 +44,7 @@ from ren.poly import Poly
 from ren.random import RandomSpec
 from ren.ring import Domain, RingSpec
 from ren.rlwe.keys import GaloisKey, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey
+from ren.serialize import payload_dtype
 
 MAGIC = b"RENCKKS\x00"
 VERSION = 1
@@ -112,9 +113,7 @@ def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False,
     meta, polys = _parts(obj)
     if polys:
         polys[0].realize(*polys[1:])
-    if form not in ("standard", "montgomery"):
-        raise ParameterError(f"ren.ckks.dumps: form must be 'standard' or 'montgomery', got "
-                             f"{form!r}")
+    payload_dtype(form, "ren.ckks.dumps")  # a bad name fails before anything is written
     meta_bytes = json.dumps(meta, separators=(",", ":")).encode()
     records = [(_seed_record(p) if compact else None) or p.tobytes(form) for p in polys]
     version = COMPACT_VERSION if any(d.startswith(SEED_MAGIC) for d in records) else VERSION

@@ -144,12 +144,16 @@ class MapJob:
     timings: list[dict[str, Any]] = field(default_factory=list)
     result_bytes: int = 0
     wall_seconds: float = 0.0
-    resends: int = 0  # inputs scattered again after the worker holding them died
     _submitted: float = 0.0
     _inputs: list[Any] = field(default_factory=list)  # the scattered inputs' futures
     _sender: _Sender | None = None
-    _attempts: list[int] = field(default_factory=list)
+    _attempts: list[int] = field(default_factory=list)  # resends, per input
     _cancelled: bool = False
+
+    @property
+    def resends(self) -> int:
+        """Inputs scattered again after the worker holding them died."""
+        return sum(self._attempts)
 
     def _resend(self, i: int) -> Any:
         """A new future for input `i`, whose task was cancelled by the loss of its input with
@@ -157,7 +161,6 @@ class MapJob:
         if self._cancelled or self._sender is None or self._attempts[i] >= MAX_RESENDS:
             return None
         self._attempts[i] += 1
-        self.resends += 1
         self._inputs[i].release()
         # the workers alive now: the input must not go to the one that died
         self._sender.addresses = list(self.client.scheduler_info(n_workers=-1)["workers"])
@@ -181,8 +184,7 @@ class MapJob:
             out[i] = self.codec.decode(wire)
             timings[i] = timing
             self.futures[i].release()  # the worker may drop it (and its input) now
-            if self._inputs:
-                self._inputs[i].release()
+            self._inputs[i].release()
         self.timings = timings
         self.wall_seconds = time.perf_counter() - self._submitted
         return out

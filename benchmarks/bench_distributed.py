@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 import ren
+from ren.backend.malloc import tune_allocator
 from ren.ckks import (
     CKKSParams,
     Encoder,
@@ -49,7 +50,6 @@ from ren.ckks import (
 )
 from ren.distributed import local_client, submit
 from ren.distributed.batch import size
-from ren.distributed.worker import tune_allocator
 
 
 @ren.jit

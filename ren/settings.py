@@ -109,6 +109,10 @@ SWITCHES = {s.name: s for s in (
     Switch("REN_CPU_LIBRARIES", 256, "compiled kernel libraries each 'cpu' device keeps loaded "
                                      "for reuse; older ones are unloaded once no JIT plan or "
                                      "replay template uses them", range(1, 65537)),
+    Switch("REN_MALLOC_TUNE", 1, "1: the host devices raise glibc's mmap and trim thresholds when "
+                                 "they open, so large NumPy buffers are reused instead of "
+                                 "page-faulted on every replay (ren.backend.malloc); 0: leave the "
+                                 "allocator as it is"),
     Switch("REN_INSPECT_DEBUG", 0, "1: ren-inspect shows tracebacks instead of one-line errors "
                                    "(same as its --debug)"),
     Switch("REN_CPU_ISA", "auto", "vector unit of the compiled 'cpu' device's kernels: auto (the "

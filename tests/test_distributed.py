@@ -20,6 +20,7 @@ cloudpickle = pytest.importorskip("cloudpickle", reason="comes with Dask distrib
 from ckks_helpers import context  # noqa: E402
 
 import ren  # noqa: E402
+from ren.backend.malloc import tune_allocator  # noqa: E402
 from ren.ckks import Evaluator, dumps  # noqa: E402
 from ren.distributed import (  # noqa: E402
     DistributedError,
@@ -32,7 +33,6 @@ from ren.distributed import (  # noqa: E402
 )
 from ren.distributed import map as dmap  # noqa: E402
 from ren.distributed.sweep import expand_grid  # noqa: E402
-from ren.distributed.worker import tune_allocator  # noqa: E402
 from ren.errors import LevelError, ParameterError  # noqa: E402
 from ren.ir import storage_buffer  # noqa: E402
 

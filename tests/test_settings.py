@@ -27,6 +27,7 @@ OUT_OF_RANGE = {
     "REN_PLAN_CACHE": (-1, 2),
     "REN_DEVICE_SAMPLING": (-1, 2),
     "REN_INSPECT_DEBUG": (-1, 2),
+    "REN_MALLOC_TUNE": (-1, 2),
     "REN_CPU_THREADS": (0, 100000),
     "REN_CPU_LIBRARIES": (0, 10**9),
 }

@@ -83,6 +83,7 @@ from ren.backend.cpu_cache import (
     index_library,
     indexed_library,
 )
+from ren.backend.malloc import tune_allocator
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
 from ren.errors import DeviceError, KernelCompileError, RealizeError
@@ -425,6 +426,7 @@ class CpuDevice(Device):
 
     def __init__(self, name: str, isa: str | None = None):
         super().__init__(name, HOST)
+        tune_allocator()
         self.isa = resolve_isa(isa)
         self.flags = isa_flags(self.isa)
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address

@@ -27,6 +27,7 @@ import numpy as np
 
 from ren.alu import ALU_OPS, alu
 from ren.backend import Allocator, Device, GraphRunner, KernelFn
+from ren.backend.malloc import tune_allocator
 from ren.errors import DeviceError, RealizeError
 from ren.ir import gidx
 from ren.kernel import ELEMENTWISE, RingCall, ScheduledKernel
@@ -349,4 +350,5 @@ class NumpyDevice(Device):
 
 
 def open_device(name: str) -> NumpyDevice:
+    tune_allocator()  # NumPy's temporaries: reused, not page-faulted each replay
     return NumpyDevice(name, HOST)

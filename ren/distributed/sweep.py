@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 import ren
+from ren.backend.malloc import tune_allocator
 from ren.ckks import (
     CKKSParams,
     Decryptor,
@@ -64,7 +65,7 @@ from ren.ckks.debug import precision
 from ren.ckks.serialize import serialized_size
 from ren.distributed.cluster import gather_as_completed, resolve_client
 from ren.distributed.wire import guarded_dumps
-from ren.distributed.worker import tune_allocator, worker_address
+from ren.distributed.worker import worker_address
 from ren.errors import ParameterError, check_int
 from ren.jit import jit
 

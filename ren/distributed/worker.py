@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ren.backend.malloc import tune_allocator
 from ren.distributed.wire import Codec
 from ren.jit import JitPlan
 from ren.poly import Poly, realize_polys
@@ -87,36 +88,6 @@ def load_program(blob: bytes) -> Program:
     return program
 
 
-#: glibc's mallopt parameters, and the values a worker sets (see `tune_allocator`)
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest
-TRIM_THRESHOLD_BYTES = 256 << 20
-_tuned: bool | None = None
-
-
-def tune_allocator() -> bool:
-    """Keep NumPy's large buffers on the heap in this worker process (glibc only; once).
-
-    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``.  Setting it switches off
-    glibc's adaptive mmap threshold, so every buffer above 128 kB (every limb array of a
-    ciphertext at N=2^14) is mapped and unmapped on each allocation: page faults that made a
-    replay about 2x slower in a worker than in the client.  This raises the mmap threshold to
-    32 MiB and the trim threshold to 256 MiB (a worker keeps up to that much freed heap).
-    Returns whether the allocator was tuned."""
-    global _tuned
-    if _tuned is None:
-        _tuned = False
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL("libc.so.6")
-            _tuned = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(
-                libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
-        except (OSError, AttributeError):
-            pass  # not glibc: nothing to tune
-    return _tuned
-
-
 def worker_address() -> str:
     """This process's Dask worker address, or "local" outside a worker."""
     try:
@@ -139,7 +110,7 @@ def realize_tree(tree: Any) -> None:
 def run_item(context_key: str, context_blob: bytes, program_key: str, program_blob: bytes,
              plan_index: int | None, item: Any, index: int) -> tuple[Any, dict[str, Any]]:
     """One input of a map job (module doc): (the wire result, timings in seconds)."""
-    tune_allocator()
+    tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
         t0 = time.perf_counter()
         context = cached(context_key, context_blob, load_context)

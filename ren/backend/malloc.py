@@ -1,0 +1,59 @@
+"""glibc's malloc thresholds for a process that runs Ren's host devices (`tune_allocator`).
+
+glibc hands out a buffer above its mmap threshold (128 kB at first) as a fresh mapping and gives
+freed heap memory back to the system above its trim threshold.  Its adaptive rule raises both
+after the first large free, but the "python" device's NumPy temporaries (limb arrays of 64 kB to
+a few MB) still went back and forth: an N = 2^14 CKKS multiply replay on "python" page-faulted
+about 27,000 times (108 MB, a quarter of its time in the kernel) on every call.  Setting
+``MALLOC_TRIM_THRESHOLD_`` (Dask's nanny sets 65536 for its workers) switches the adaptive rule
+off and makes it worse: 153,000 faults and 2.7x the time.
+
+`tune_allocator` raises the mmap threshold to 32 MiB (glibc's largest) and the trim threshold to
+256 MiB: a process keeps up to that much freed heap for its next buffers.  The host devices call
+it when they open; ``REN_MALLOC_TUNE=0`` leaves the allocator as it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+
+from ren import settings
+
+#: glibc's mallopt parameters
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest
+TRIM_THRESHOLD_BYTES = 256 << 20
+
+_lock = threading.Lock()
+_tuned: bool | None = None  # None: not tried yet in this process
+
+
+def tune_allocator() -> bool:
+    """Raise glibc's mmap and trim thresholds in this process (module doc), once; False where
+    there is nothing to tune (not glibc) or ``REN_MALLOC_TUNE=0``.  Returns whether the
+    allocator is tuned."""
+    global _tuned
+    with _lock:
+        if _tuned is None:
+            if not settings.get("REN_MALLOC_TUNE"):
+                return False  # asked again later: the switch may have been turned on
+            _tuned = False
+            if sys.platform.startswith("linux"):
+                try:
+                    libc = ctypes.CDLL("libc.so.6")
+                    _tuned = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and \
+                        bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+                except (OSError, AttributeError):
+                    pass  # not glibc (musl, say): nothing to tune
+        return _tuned
+
+
+def allocator_tuned() -> bool:
+    """Whether `tune_allocator` tuned this process's allocator."""
+    return bool(_tuned)
+
+
+__all__ = ["MMAP_THRESHOLD_BYTES", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD", "TRIM_THRESHOLD_BYTES",
+           "allocator_tuned", "tune_allocator"]

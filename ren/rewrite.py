@@ -58,34 +58,48 @@ class Pat:
     arg: Any = _ANY
     where: Callable[[Node], bool] | None = None
     commutative: bool = False
+    _ops: frozenset[Op] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the op set once: `match` runs for every candidate node of every pass
+        ops = None if self.op is None else \
+            self.op if isinstance(self.op, frozenset) else frozenset({self.op})
+        object.__setattr__(self, "_ops", ops)
 
     def ops(self) -> frozenset[Op] | None:
-        if self.op is None:
-            return None
-        return self.op if isinstance(self.op, frozenset) else frozenset({self.op})
+        return self._ops
 
     def match(self, n: Node, env: dict[str, Node]) -> bool:
-        ops = self.ops()
+        """Whether `n` matches; bindings go into `env` (partly filled on a mismatch: the caller
+        drops it, and a commutative pattern tries each order in a copy)."""
+        ops = self._ops
         if ops is not None and n.op not in ops:
             return False
         if self.arg is not _ANY and n.arg != self.arg:
             return False
-        if self.src is not None:
-            if len(self.src) != len(n.src):
+        pats = self.src
+        if pats is not None:
+            src = n.src
+            if len(pats) != len(src):
                 return False
-            orders = [n.src] if not self.commutative else [n.src, n.src[::-1]]
-            for order in orders:
-                trial = dict(env)
-                if all(p.match(s, trial) for p, s in zip(self.src, order)):
-                    env.update(trial)
-                    break
+            if not self.commutative:
+                for p, s in zip(pats, src):
+                    if not p.match(s, env):
+                        return False
             else:
-                return False
-        if self.name is not None:
-            bound = env.get(self.name)
+                for order in (src, src[::-1]):
+                    trial = dict(env)
+                    if all(p.match(s, trial) for p, s in zip(pats, order)):
+                        env.update(trial)
+                        break
+                else:
+                    return False
+        name = self.name
+        if name is not None:
+            bound = env.get(name)
             if bound is not None and bound is not n:
                 return False  # the same name twice must be the same node
-            env[self.name] = n
+            env[name] = n
         return self.where is None or self.where(n)
 
 
@@ -137,16 +151,20 @@ class RuleSet:
             else:
                 for op in ops:
                     self.by_op.setdefault(op, []).append(r)
+        # op -> the rules to try on it, in declaration order; an op missing here has none
+        self._candidates: dict[Op, tuple[Rule, ...]] = {
+            op: tuple(r for r in self.rules if r.pat.ops() is None or op in r.pat.ops())
+            for op in Op}
+        self._candidates = {op: rs for op, rs in self._candidates.items() if rs}
 
     def has_rules(self, op: Op) -> bool:
-        return bool(self.any_op) or op in self.by_op
+        return op in self._candidates
 
     def candidates(self, op: Op) -> list[Rule]:
-        specific = self.by_op.get(op, [])
-        return specific + self.any_op if self.any_op else specific
+        return list(self._candidates.get(op, ()))
 
     def apply(self, n: Node, ctx: Any) -> tuple[Node, Rule] | None:
-        for r in self.candidates(n.op):
+        for r in self._candidates.get(n.op, ()):
             out = r.apply(n, ctx)
             if out is not None and out is not n:
                 return out, r
@@ -218,8 +236,10 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
     # holds the rules fired on the way to this node (replacements inherit it), so a cycle of
     # rules shows up as a trail that keeps growing.
     stack: list[tuple[Node, int, Node | None, tuple[str, ...]]] = [(root, 0, None, ())]
+    pop, push, lookup = stack.pop, stack.append, done.__getitem__
+    candidates = rs._candidates
     while stack:
-        n, phase, origin, trail = stack.pop()
+        n, phase, origin, trail = pop()
         if phase == 2:
             assert origin is not None  # phase-2 entries always carry their origin
             done[origin] = done[n]
@@ -230,11 +250,13 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
             done[n] = n
             continue
         if phase == 0:
-            stack.append((n, 1, None, trail))
-            stack.extend((s, 0, None, trail) for s in reversed(n.src) if s not in done)
+            push((n, 1, None, trail))
+            for s in reversed(n.src):
+                if s not in done:
+                    push((s, 0, None, trail))
             continue
-        src = tuple(done[s] for s in n.src)
-        new = n if src == n.src else n.replace(src=src)
+        src = tuple(map(lookup, n.src))
+        new = n if src == n.src else Node(n.op, n.dtype, src, n.arg)
         if new is not n:
             fixed = keep_spec(n, new, name) if keep_specs else new
             if fixed is not new:  # the rebuilt node infers another domain: restore it
@@ -247,7 +269,7 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
             if new in done:  # (its result has new's spec, which is n's)
                 done[n] = done[new]
                 continue
-        hit = rs.apply(new, ctx) if rs.has_rules(new.op) else None
+        hit = rs.apply(new, ctx) if new.op in candidates else None
         if hit is None:
             done[n] = new
             done.setdefault(new, new)

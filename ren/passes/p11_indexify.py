@@ -26,6 +26,8 @@ unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ren.alu import fold_index
 from ren.contracts import Contract, Forbid
 from ren.errors import ScheduleError
@@ -104,9 +106,11 @@ def modulus_node(ring: RingSpec) -> Node:
     return Node(Op.MODULUS, DType.U32, (gidx(0),), ring.moduli)
 
 
-def lower_value(value: Node, ring: RingSpec) -> Node:
+def lower_value(value: Node, ring: RingSpec, fold: Callable[[Node], Node] | None = None
+                ) -> Node:
     """value evaluated at element (GIDX(0), GIDX(1)) of `ring`, iteratively (chains can be
-    deep)."""
+    deep).  `fold` (default: none) simplifies each index expression as it is made."""
+    fold = fold or (lambda e: e)
     l0, j0 = gidx(0), gidx(1)
     modulus = modulus_node(ring)
     memo: dict[tuple[Node, Node, Node], Node] = {}
@@ -116,13 +120,27 @@ def lower_value(value: Node, ring: RingSpec) -> Node:
         key = (n, l, j)
         if key in memo:
             continue
-        kids = _children(n, l, j)
+        kids = [(c, fold(cl), fold(cj)) for c, cl, cj in _children(n, l, j)]
         if not ready:
             stack.append((n, l, j, True))
             stack.extend((*k, False) for k in reversed(kids) if k not in memo)
             continue
-        memo[key] = _build(n, l, j, [memo[k] for k in kids], modulus)
+        built = _build(n, l, j, [memo[k] for k in kids], modulus)
+        memo[key] = fold(built) if built.op in GroupOp.INDEX else _fold_sources(built, fold)
     return memo[(value, l0, j0)]
+
+
+def _fold_sources(n: Node, fold: Callable[[Node], Node]) -> Node:
+    """`n` with its index-valued sources folded (the index expressions `_build` makes: a LOAD's
+    INDEX, a CONCAT's selector)."""
+    if n.op is Op.LOAD:
+        index = n.src[0]
+        src = (index.src[0], *(fold(e) for e in index.src[1:]))
+        return n if src == index.src else n.replace(src=(index.replace(src=src),))
+    if n.op is Op.WHERE and n.src[0].op in GroupOp.INDEX:
+        cond = fold(n.src[0])
+        return n if cond is n.src[0] else n.replace(src=(cond, *n.src[1:]))
+    return n
 
 
 # index arithmetic folding (values through the ALU table)
@@ -146,9 +164,25 @@ def indexify_store(store: Node) -> Node | None:
     if buf.op is not Op.BUFFER or is_ring_kernel(value):
         return None
     target = Node(Op.INDEX, DType.U32, (buf, gidx(0), gidx(1)))
-    body = rewrite(lower_value(value, store.arg[0]), index_rules, name=NAME + ".fold",
-                   enter=lambda n: n.op not in GroupOp.STORAGE)
-    return store.replace(src=(target, body))
+    return store.replace(src=(target, lower_value(value, store.arg[0], fold_index_expr)))
+
+
+#: index expression -> its folded form: a kernel's bodies share a handful of them (GIDX, limb
+#: tables, automorphism maps), so each is folded once per process, not once per use.  Nodes are
+#: hash-consed and immutable, so an entry never goes stale; the table is bounded below.
+_folded: dict[Node, Node] = {}
+FOLD_CACHE = 1 << 14
+
+
+def fold_index_expr(e: Node) -> Node:
+    """Index expression `e` with its arithmetic folded (`index_rules` to a fixed point)."""
+    out = _folded.get(e)
+    if out is None:
+        out = rewrite(e, index_rules, name=NAME + ".fold")
+        if len(_folded) >= FOLD_CACHE:
+            _folded.clear()
+        _folded[e] = out
+    return out
 
 
 rules = RuleSet([(P(Op.STORE, name="store"), indexify_store, "indexify_store")])

@@ -63,6 +63,20 @@ def square(ct, keys):
     return ev.rescale(ev.multiply(ct, ct))
 
 
+def profiler_enabled() -> bool:
+    import dask.config
+
+    return bool(dask.config.get("distributed.worker.profile.enabled"))
+
+
+def test_local_client_turns_the_workers_profiler_off_unless_asked(client):
+    # Dask's statistical profiler samples every thread's stack every 10 ms (about 5 % of a
+    # worker's time); local_client switches it off in its workers, profile=True keeps it
+    assert set(client.run(profiler_enabled).values()) == {False}
+    with local_client(workers=1, profile=True) as profiled:
+        assert set(profiled.run(profiler_enabled).values()) == {True}
+
+
 def test_map_replays_the_plan_bit_identically_and_in_order(client, ckks):
     cts = batch(ckks, 10)
     rlk = ckks.ev.relin_key

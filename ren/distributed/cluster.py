@@ -36,6 +36,14 @@ def dask_distributed() -> ModuleType:
     return distributed
 
 
+def dask_config() -> Any:
+    """`dask.config` (installed with `distributed`)."""
+    dask_distributed()
+    import dask.config
+
+    return dask.config
+
+
 def resolve_client(client: Any = None) -> Any:
     """`client`, or Dask's current default client; DistributedError when there is none."""
     distributed = dask_distributed()
@@ -110,13 +118,18 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
 
 
 @contextlib.contextmanager
-def local_client(workers: int = 2, threads_per_worker: int = 1, **cluster_options: Any
-                 ) -> Iterator[Any]:
+def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool = False,
+                 **cluster_options: Any) -> Iterator[Any]:
     """A `distributed.LocalCluster` of `workers` processes (each `threads_per_worker` threads,
     NumPy's thread pools at 1; its web server on a free port, logs at warnings) and a Client on
     it (sending and fetching data to and from the workers directly, not through the
     scheduler); both are closed when the block ends.  `cluster_options` go to LocalCluster (e.g.
-    ``memory_limit="4GiB"``, ``dashboard_address=":8787"``)."""
+    ``memory_limit="4GiB"``, ``dashboard_address=":8787"``).
+
+    ``profile=False`` (the default) switches off Dask's statistical profiler in the workers
+    (``distributed.worker.profile.enabled``: a thread that reads every thread's stack every 10
+    ms, holding the GIL, for the dashboard's profile page).  Measured in `bench_distributed.py`:
+    about 5 % of a worker's CPU and of the job's wall time.  ``profile=True`` keeps it."""
     workers = check_int(workers, "local_client: workers")
     threads = check_int(threads_per_worker, "local_client: threads_per_worker")
     if workers < 1 or threads < 1:
@@ -127,7 +140,9 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, **cluster_option
                                    dashboard_address=":0", silence_logs=logging.WARNING,
                                    env=dict(WORKER_ENV))
     options.update(cluster_options)
-    with distributed.LocalCluster(**options) as cluster, \
+    # the nannies copy this process's Dask config into their workers when they start
+    worker_config = {"distributed.worker.profile.enabled": bool(profile)}
+    with dask_config().set(worker_config), distributed.LocalCluster(**options) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
         # every worker registered before anything is sent: a broadcast scatter reaches only the
         # workers the scheduler knows, and data scattered to one worker alone dies with it

@@ -51,6 +51,22 @@ def test_a_tree_of_ren_objects_round_trips_in_rens_own_formats(ckks):
     assert np.allclose(ckks.decrypt(back["ct"])[:2], [0.5, -0.25], atol=1e-6)
 
 
+def test_a_sealed_record_pickles_its_data_out_of_band(ckks):
+    rec = Codec().encode(ckks.encrypt([0.5]), "ct")
+    # protocol 5 (Dask's): the data leaves the pickle stream as one buffer, not copied into it
+    buffers: list = []
+    stream = pickle.dumps(rec, protocol=5, buffer_callback=buffers.append)
+    assert len(buffers) == 1 and bytes(buffers[0].raw()) == rec.data
+    assert len(stream) < 200 < len(rec.data)
+    # the receiving transport hands the frame back as a buffer of its own: bytes again
+    back = pickle.loads(stream, buffers=[bytearray(buffers[0].raw())])
+    assert back == rec and type(back.data) is bytes
+    # older protocols keep the data in the stream
+    for protocol in (2, 4):
+        old = pickle.loads(pickle.dumps(rec, protocol=protocol))
+        assert old == rec and type(old.data) is bytes
+
+
 def test_corrupted_or_unknown_records_are_refused(ckks):
     codec = Codec()
     rec = codec.encode(ckks.encrypt([0.5]), "ct")

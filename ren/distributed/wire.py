@@ -97,6 +97,20 @@ class Sealed:
     def __repr__(self) -> str:
         return f"<Sealed {self.kind} {len(self.data)} bytes>"
 
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        # pickle protocol 5 (Dask's): the data goes out of band, as a frame of its own, so
+        # neither side copies megabytes into and out of the pickle stream
+        data: Any = self.data
+        if isinstance(protocol, int) and protocol >= 5:
+            data = pickle.PickleBuffer(data)
+        return Sealed._rebuild, (self.kind, self.tag, data)
+
+    @staticmethod
+    def _rebuild(kind: str, tag: bytes | str, data: Any) -> Sealed:
+        # an out-of-band frame arrives as whatever buffer the transport made (a memoryview, a
+        # bytearray): read-only bytes from here on, as the record promises
+        return Sealed(kind, tag, data if type(data) is bytes else bytes(data))
+
 
 def wire_bytes(tree: Any) -> int:
     """The bytes of every `Sealed` record in a wire tree."""

@@ -153,7 +153,7 @@ class RuleSet:
                     self.by_op.setdefault(op, []).append(r)
         # op -> the rules to try on it, in declaration order; an op missing here has none
         self._candidates: dict[Op, tuple[Rule, ...]] = {
-            op: tuple(r for r in self.rules if r.pat.ops() is None or op in r.pat.ops())
+            op: tuple(r for r in self.rules if (ops := r.pat.ops()) is None or op in ops)
             for op in Op}
         self._candidates = {op: rs for op, rs in self._candidates.items() if rs}
 

@@ -282,12 +282,13 @@ def test_a_worker_killed_mid_batch_has_its_tasks_run_elsewhere(ckks):
         victim = None
         deadline = time.monotonic() + 30
         while victim is None and time.monotonic() < deadline:
-            done = [f for f in job.futures if f.done()]
+            done = [f for f in job.futures if f is not None and f.done()]
             holders = c.who_has(done) if done else {}
             victim = next((w for ws in holders.values() for w in ws), None)
             time.sleep(0.005)
         assert victim is not None, "no result arrived"
-        lost = [k for k, ws in c.who_has(job.futures).items() if victim in ws]
+        sent = [f for f in job.futures if f is not None]  # the rest is not out yet
+        lost = [k for k, ws in c.who_has(sent).items() if victim in ws]
         os.kill(pids[victim], signal.SIGKILL)  # with results held and tasks still queued there
         outs = job.result(timeout=60)
         assert lost, "the killed worker held no result"
@@ -321,6 +322,13 @@ def test_resend_counts_and_stops_after_max_resends():
     MAX_RESENDS sends of one input or once the job is cancelled; no workers left is an error."""
     from ren.distributed.batch import MAX_RESENDS, MapJob
 
+    class FakeTask:
+        def __init__(self, key):
+            self.key = key
+
+        def add_done_callback(self, fn):
+            pass
+
     class Fake:
         def __init__(self):
             self.workers = {"tcp://b": {}}
@@ -329,9 +337,10 @@ def test_resend_counts_and_stops_after_max_resends():
         def scheduler_info(self, n_workers):
             return {"workers": self.workers}
 
-        def send(self, i, attempt):
+        def send_many(self, indices, attempt):
+            (i,) = indices
             self.sent.append((i, attempt, tuple(self.addresses)))
-            return f"task-{i}-{attempt}", self, 0
+            return [(FakeTask(f"task-{i}-{attempt}"), self, 0)]
 
         def release(self):
             self.released.append(True)
@@ -341,7 +350,7 @@ def test_resend_counts_and_stops_after_max_resends():
     job = MapJob(fake, [None, None], None, 0, 0, 0, 0, 1, 2, _inputs=[fake, fake],
                  _sender=fake, _attempts=[0, 0])
     for k in range(1, MAX_RESENDS + 1):
-        assert job._resend(1) == f"task-1-{k}"
+        assert job._resend(1).key == f"task-1-{k}"
         assert job.resends == k and job._attempts == [0, k] and len(fake.released) == k
     assert fake.sent[-1] == (1, MAX_RESENDS, ("tcp://b",))  # only the worker alive now
     assert job._resend(1) is None and job.resends == MAX_RESENDS  # given up
@@ -350,6 +359,162 @@ def test_resend_counts_and_stops_after_max_resends():
         job._resend(0)
     job._cancelled = True
     assert job._resend(0) is None
+
+
+def test_a_job_keeps_a_window_of_inputs_out_and_goes_on_without_result(client, ckks):
+    """At most IN_FLIGHT_PER_WORKER inputs per worker are out; the rest are sent from Dask's
+    callback thread as tasks finish, so the job completes before result() is even called."""
+    from ren.distributed.batch import IN_FLIGHT_PER_WORKER, size
+
+    cts = batch(ckks, 21)
+    rlk = ckks.ev.relin_key
+    job = submit(square, cts, keys=rlk, client=client)
+    window = IN_FLIGHT_PER_WORKER * 2
+    assert sum(f is not None for f in job.futures) == window  # the rest waits its turn
+    deadline = time.monotonic() + 60
+    most = 0
+    while not all(f is not None and f.done() for f in job.futures):
+        most = max(most, len(job._out))
+        assert time.monotonic() < deadline, "the job stalled without result()"
+        time.sleep(0.002)
+    assert most <= window
+    outs = job.result(timeout=60)
+    assert [dumps(o) for o in outs] == [dumps(square(ct, keys=rlk)) for ct in cts]
+    assert job.input_bytes == sum(len(dumps(ct, form="montgomery")) for ct in cts)
+    text = job.describe()
+    assert "at most 8 inputs out at a time" in text
+    assert f"inputs sent {size(job.input_bytes)} ({size(job.input_bytes // 21)} each)" in text
+    assert f"results {size(job.result_bytes)}; on the workers per input: run" in text
+
+
+def test_the_window_is_refilled_by_halves_and_stops_on_cancel_or_failure():
+    """MapJob._feed on fakes: the first window, nothing while more than half of it is out, a
+    refill up to the window once half has finished; no sending after cancel(); a send that
+    keeps failing stops the job and result()'s walk raises it."""
+    from ren.distributed.batch import IN_FLIGHT_PER_WORKER, MAX_RESENDS, MapJob
+
+    class Task:
+        def __init__(self, key):
+            self.key = key
+
+        def add_done_callback(self, fn):
+            pass
+
+        def done(self):
+            return False
+
+    class Sender:
+        addresses = ["tcp://a", "tcp://b"]
+        fail = False
+
+        def scheduler_info(self, n_workers):
+            return {"workers": dict.fromkeys(self.addresses)}
+
+        def send_many(self, indices, attempt=0):
+            if self.fail:  # True: always; a number: that many times
+                if self.fail is not True:
+                    self.fail -= 1
+                raise OSError("connection refused")
+            self.sent.append(indices)
+            return [(Task(f"t{i}"), None, 10) for i in indices]
+
+        def cancel(self, futures):
+            pass
+
+    lone = MapJob(None, [], None, 0, 0, 0, 0, 1, 1, _sender=Sender())
+    lone._sender.addresses = ["tcp://a"]
+    assert lone._window() == IN_FLIGHT_PER_WORKER  # per worker
+    fake = Sender()
+    fake.sent = []
+    n, window = 20, IN_FLIGHT_PER_WORKER * 2
+    job = MapJob(fake, [None] * n, None, 0, 0, 0, 0, 1, 2, _inputs=[None] * n, _sender=fake,
+                 _attempts=[0] * n)
+    with job._cond:
+        job._feed()
+    assert fake.sent == [range(0, window)] and job._next == window
+    assert [i for i, _ in job._more(0)] == list(range(window))
+    for i in range(window // 2 - 1):  # more than half still out: nothing is sent
+        job._finished(Task(f"t{i}"))
+    assert len(fake.sent) == 1
+    job._finished(Task(f"t{window // 2 - 1}"))  # half out: refilled to the window
+    assert fake.sent[-1] == range(window, window + window // 2)
+    assert len(job._out) == window and job.input_bytes == 10 * (window + window // 2)
+    assert [i for i, _ in job._more(0)] == list(range(window, window + window // 2))
+    assert job._more(0) == []
+    fake.fail = True
+    for i in range(window // 2, window):
+        job._finished(Task(f"t{i}"))
+    with pytest.raises(DistributedError, match=r"sending the inputs from 12 on failed with "
+                                               r"OSError: connection refused"):
+        job._more(0)
+    # a send that fails fewer times than MAX_RESENDS + 1 (a worker died under the scatter) is
+    # tried again, on the workers alive then
+    fake.fail, job._failed = MAX_RESENDS, None
+    with job._cond:
+        job._feed()
+    assert job._failed is None and fake.sent[-1] == range(12, 16) and job._next == 16
+    fake.fail, job._next, job._out = MAX_RESENDS + 1, 12, set()
+    with job._cond:
+        job._feed()
+    assert isinstance(job._failed, OSError) and job._next == 12
+    fake.fail, job._failed, job._new = False, None, []
+    with pytest.raises(DistributedError, match="no input was sent for 0 s"):
+        job._more(0.01)  # nothing sent, nothing failed, inputs left: a stuck cluster
+    sent = list(fake.sent)
+    job.cancel()
+    job._finished(Task(f"t{window}"))
+    assert fake.sent == sent  # nothing after cancel
+
+
+def test_gather_takes_futures_sent_later_each_exactly_once(client):
+    """gather_as_completed with `more`: futures that were None at the start arrive when `more`
+    gives them, a future given again (already tracked) is not taken twice, and an empty answer
+    to a waiting call ends the walk."""
+    from ren.distributed.cluster import gather_as_completed
+
+    first = client.submit(abs, -1, pure=False)
+    later = client.submit(abs, -2, pure=False)
+    answers = [[(0, first), (1, later)]]  # `first` again: it was in the list from the start
+    asked = []
+
+    def more(wait):
+        asked.append(wait)
+        return answers.pop(0) if answers and wait != 0 else []
+
+    got = list(gather_as_completed(client, [first, None], "x", 30, more=more))
+    assert sorted(got) == [(0, 1), (1, 2)]
+    assert asked[-1] is not None and asked[-1] > 0  # the waiting calls carry the time left
+
+
+def test_results_that_finished_together_are_fetched_in_one_call(client, monkeypatch):
+    """The futures that complete together are gathered in one call (one message per worker),
+    and a batch whose gather fails is taken future by future, each result still once."""
+    from ren.distributed.cluster import gather_as_completed
+
+    futures = client.map(abs, [-1, -2, -3, -4], pure=False)
+    distributed.wait(futures)
+    calls = []
+    real = client.gather
+
+    def counting(fs, *args, **kwargs):
+        calls.append(len(fs))
+        return real(fs, *args, **kwargs)
+
+    monkeypatch.setattr(client, "gather", counting)
+    assert sorted(gather_as_completed(client, list(futures), "x", 30)) == \
+        [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert calls == [4]
+
+    def failing(fs, *args, **kwargs):
+        calls.append(len(fs))
+        raise OSError("lost on the way")
+
+    monkeypatch.setattr(client, "gather", failing)
+    futures = client.map(abs, [-5, -6, -7], pure=False)
+    distributed.wait(futures)
+    assert sorted(gather_as_completed(client, list(futures), "x", 30)) == \
+        [(0, 5), (1, 6), (2, 7)]
+    assert calls[-1] == 3
 
 
 def test_a_cluster_without_workers_is_refused(ckks):

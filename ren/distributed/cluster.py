@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -65,8 +66,26 @@ def resolve_client(client: Any = None) -> Any:
             "is the default client") from None
 
 
+def _completed(client: Any, done: Any) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """(future, values fetched with it) for each future of `done` (a distributed.as_completed)
+    as it completes.  The results of the futures that finished together are fetched in one
+    call (one message per worker instead of one per result); when that fails (a task that
+    raised, a result lost on the way) the dict is empty and each is fetched on its own."""
+    for batch in done.batches():
+        ready: dict[str, Any] = {}
+        finished = [f for f in batch if f.status == "finished"]
+        if len(finished) > 1:
+            try:
+                ready = dict(zip([f.key for f in finished], client.gather(finished)))
+            except Exception:  # each future is taken on its own below
+                ready = {}
+        for fut in batch:
+            yield fut, ready
+
+
 def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: float | None,
-                        resubmit: Callable[[int], Any] | None = None
+                        resubmit: Callable[[int], Any] | None = None,
+                        more: Callable[[float | None], list[tuple[int, Any]]] | None = None
                         ) -> Iterator[tuple[int, Any]]:
     """(index, value) of every future of `futures` as it completes, each exactly once.
 
@@ -75,43 +94,64 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
     scattered input died with a worker) is replaced by ``resubmit(index)`` (in `futures` too)
     when that gives a future, else raises DistributedError.  A task that raised cancels the
     others and raises TaskError naming "`what` `index`"; `timeout` seconds without every
-    result cancel the rest and raise DistributedError."""
+    result cancel the rest and raise DistributedError.
+
+    `futures` may hold None for inputs not sent yet: ``more(wait)`` gives the (index, future)
+    pairs sent since it was last asked, waiting up to `wait` seconds (None: no limit) for some
+    when asked with a wait, and [] when nothing more will be sent."""
     distributed = dask_distributed()
-    index = {f.key: i for i, f in enumerate(futures)}
+    index = {f.key: i for i, f in enumerate(futures) if f is not None}
     arrived = [False] * len(futures)
-    done = distributed.as_completed(futures, timeout=timeout)
+    done = distributed.as_completed([f for f in futures if f is not None], timeout=timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def take(new: list[tuple[int, Any]]) -> None:
+        for j, fut in new:
+            if index.get(fut.key) == j:
+                continue  # tracked already (`futures` had it when the walk began)
+            futures[j] = fut
+            index[fut.key] = j
+            done.add(fut)
+
     try:
-        for fut in done:
-            i = index[fut.key]
-            if fut.status in ("pending", "lost"):  # lost with its worker: being recomputed
-                done.add(fut)
-                continue
-            try:
-                value = fut.result()
-            except distributed.client.FutureCancelledError as e:  # type: ignore[attr-defined]
-                new = resubmit(i) if resubmit is not None and not arrived[i] else None
-                if new is None:
-                    raise DistributedError(f"{what} {i}: its task was cancelled") from e
-                futures[i] = new
-                index[new.key] = i
-                done.add(new)
-                continue
-            except distributed.KilledWorker as e:
-                raise TaskError(f"{what} {i} killed its worker too many times (too little memory "
-                                "for it, or a crash in a kernel)", i, e) from e
-            except Exception as e:
-                raise TaskError(f"{what} {i} failed on a worker with {type(e).__name__}: {e}",
-                                i, e) from e
-            if arrived[i]:
-                raise DistributedError(f"the result of {what} {i} arrived twice")
-            arrived[i] = True
-            yield i, value
+        while True:
+            for fut, ready in _completed(client, done):
+                i = index[fut.key]
+                if fut.status in ("pending", "lost"):  # lost with its worker: being recomputed
+                    done.add(fut)
+                    continue
+                try:
+                    value = ready[fut.key] if fut.key in ready else fut.result()
+                except distributed.client.FutureCancelledError as e:  # type: ignore[attr-defined]
+                    new = resubmit(i) if resubmit is not None and not arrived[i] else None
+                    if new is None:
+                        raise DistributedError(f"{what} {i}: its task was cancelled") from e
+                    take([(i, new)])
+                    continue
+                except distributed.KilledWorker as e:
+                    raise TaskError(f"{what} {i} killed its worker too many times (too little "
+                                    "memory for it, or a crash in a kernel)", i, e) from e
+                except Exception as e:
+                    raise TaskError(f"{what} {i} failed on a worker with {type(e).__name__}: "
+                                    f"{e}", i, e) from e
+                if arrived[i]:
+                    raise DistributedError(f"the result of {what} {i} arrived twice")
+                arrived[i] = True
+                yield i, value
+                if more is not None:
+                    take(more(0))
+            # every future sent so far has arrived: wait for the next ones, if any will come
+            new = [] if more is None else more(
+                None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if not new:
+                break
+            take(new)
     except distributed.TimeoutError as e:
         late = arrived.count(False)
         raise DistributedError(f"{late} of {len(futures)} results ({what}s) did not arrive "
                                f"within {timeout} s; the rest is cancelled") from e
     finally:
-        client.cancel([f for f in futures if not f.done()])
+        client.cancel([f for f in futures if f is not None and not f.done()])
     missing = [i for i, a in enumerate(arrived) if not a]
     if missing:
         raise DistributedError(f"the results of {what}s {missing[:10]} never arrived")

@@ -107,8 +107,9 @@ def realize_tree(tree: Any) -> None:
         realize_polys(pending)
 
 
-def run_item(context_key: str, context_blob: bytes, program_key: str, program_blob: bytes,
-             plan_index: int | None, item: Any, index: int) -> tuple[Any, dict[str, Any]]:
+def run_item(plan_index: int | None, item: Any, index: int, *, context_key: str,
+             context_blob: bytes, program_key: str, program_blob: bytes
+             ) -> tuple[Any, dict[str, Any]]:
     """One input of a map job (module doc): (the wire result, timings in seconds)."""
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:

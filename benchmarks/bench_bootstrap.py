@@ -7,9 +7,11 @@ and neither's memory (a N = 2^16 key set is GBs) counts against the other.
 
 Presets: ``small`` (`bootstrap_params_small`: N = 256, INSECURE, seconds; ``--log-n 10..12``
 for the same shape at N = 2^10..2^12) and ``n16``
-(`bootstrap_params_n16`: N = 2^16, 2^15 slots, 128-bit by the HE-standard table with a sparse
-secret of weight 192; minutes and ~15 GB for Ren's keys and transforms, DESILO ~6 GB).  DESILO
-only runs its own full-slot parameters (N = 2^16), so it is skipped at ``small``.
+(`bootstrap_params_n16`: N = 2^16, 2^15 slots, 128-bit by the HE-standard table with a dense
+ternary secret, bootstrapped through sparse-secret encapsulation; ``--secret sparse`` for the
+sparse h = 192 secret instead; minutes and ~16 GB for Ren's keys and transforms, DESILO
+~6 GB).  DESILO only runs its own full-slot parameters (N = 2^16), so it is skipped at
+``small``.
 
 The first call: ``--first-call schedule`` (default) turns the plan cache off in Ren's process
 (REN_PLAN_CACHE=0), so it traces, schedules, plans, lowers and runs; ``--first-call plan-cache``
@@ -20,6 +22,7 @@ kernels come from the compile cache either way (an empty one adds the compiler's
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
                                             [--first-call schedule|plan-cache] [--log-n 8]
+                                            [--secret preset|dense|sparse]
 """
 
 from __future__ import annotations
@@ -51,17 +54,20 @@ def _bits(got: np.ndarray, want: np.ndarray) -> float:
     return bits(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
 
 
-def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int = 8) -> dict:
+def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int = 8,
+            secret: str = "preset") -> dict:
     import ren
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
     from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
     from ren.kernel import COMPUTE
 
+    sparse = ("sparse", 192) if preset == "n16" else ("sparse", 16)
+    chosen = {"preset": {}, "dense": {"secret": "ternary"}, "sparse": {"secret": sparse}}[secret]
     if preset == "n16":
-        params = bootstrap_params_n16(device)
+        params = bootstrap_params_n16(device, **chosen)
         shape = dict(cts_levels=3, stc_levels=3)
     else:
-        params, shape = bootstrap_params_small(device, N=1 << log_n), {}
+        params, shape = bootstrap_params_small(device, N=1 << log_n, **chosen), {}
     out: dict = {"library": "ren", "params": repr(params)}
     t0 = time.perf_counter()
     bt = Bootstrapper(params, **shape)
@@ -70,11 +76,14 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     with ren.random.seeded(1):  # reproducible (insecure) keys: a benchmark
         kg = KeyGenerator(params)
         keys = bt.keys(kg)
+        # a dense secret: the two keys of sparse-secret encapsulation
+        ek = bt.encapsulation_keys(kg) if bt.encapsulation is not None else None
         ev = Evaluator(params, kg.relin_key(), keys)
         encryptor = Encryptor(params, kg.public_key())
     out["keygen_s"] = time.perf_counter() - t0
-    out["key_bytes"] = keys.nbytes + ev.relin_key.nbytes
+    out["key_bytes"] = keys.nbytes + ev.relin_key.nbytes + (ek.nbytes if ek else 0)
     out["galois_keys"] = len(keys)
+    out["encapsulation"] = bt.ephemeral_weight
     enc, dec = Encoder(params), Decryptor(params, kg.secret_key())
     rng = np.random.default_rng(2)
 
@@ -85,7 +94,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         return x, ct
 
     def boot(c):
-        return bt.bootstrap(ev, c)
+        return bt.bootstrap(ev, c, ek)
 
     fn = boot if eager else ren.jit(boot)  # eager: "again" replays realization's template
     x, ct = fresh()
@@ -172,7 +181,9 @@ def _report(rows: list[dict]) -> None:
               f"(inputs uniform in [-1, 1]); {r['levels_left']} levels left after bootstrapping")
         if r["library"] == "ren":
             print(f"  {r['shape']}: {r['levels_used']} of {r['depth']} levels")
-            print(f"  keys: {r['galois_keys']} Galois keys + relinearization, "
+            encapsulated = (f" + 2 encapsulation keys (ephemeral secret of weight "
+                            f"{r['encapsulation']})") if r.get("encapsulation") else ""
+            print(f"  keys: {r['galois_keys']} Galois keys + relinearization{encapsulated}, "
                   f"{r['key_bytes'] / 2**30:.2f} GiB; prepare {r['prepare_s']:.1f} s, keygen "
                   f"{r['keygen_s']:.1f} s")
             print(f"  mode: {r['mode']}")
@@ -212,10 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-call", default="schedule", choices=("schedule", "plan-cache"),
                     help="schedule: Ren's first call schedules (plan cache off); plan-cache: "
                          "run Ren twice, report the second, which loads the first's template")
+    ap.add_argument("--secret", default="preset", choices=("preset", "dense", "sparse"),
+                    help="Ren's secret: the preset's (n16: dense, bootstrapped through "
+                         "sparse-secret encapsulation; small: sparse h = 16), dense ternary, "
+                         "or sparse (h = 192 at n16, 16 at small)")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
     if args.only == "ren":
-        print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager, args.log_n)))
+        print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager, args.log_n,
+                                 args.secret)))
         return 0
     if args.only == "desilo":
         print(json.dumps(run_desilo(args.reps)))
@@ -231,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.preset != "small" and args.log_n != 8:
         ap.error("--log-n is for --preset small (n16 is N = 2^16)")
     common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps),
-              "--log-n", str(args.log_n)]
+              "--log-n", str(args.log_n), "--secret", args.secret]
     rows = []
     cached = args.first_call == "plan-cache"
     ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else [])]

@@ -8,9 +8,11 @@ one the rotation-key planner finds in the bootstrapping itself.
 
 ``--small`` (the default) is the small preset (N = 256, INSECURE: a toy ring for learning and
 tests, seconds); the N = 2^16 preset runs in `benchmarks/bench_bootstrap.py --preset n16`
-(minutes, ~23 GB).
+(minutes, ~16 GB).  ``--dense`` draws a dense ternary secret, as the N = 2^16 preset does: the
+bootstrapping then switches to an ephemeral sparse secret around ModRaise (sparse-secret
+encapsulation, two more keys) and uses one level more (the preset has one more).
 
-Run:  python examples/ckks_bootstrap.py --small
+Run:  python examples/ckks_bootstrap.py --small [--dense]
 """
 
 from __future__ import annotations
@@ -42,19 +44,28 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ap.add_argument("--small", action="store_true", default=True,
                     help="the small insecure preset (the only one so far)")
     ap.add_argument("--device", default="python", choices=("python", "cpu"))
+    ap.add_argument("--dense", action="store_true",
+                    help="a dense ternary secret, bootstrapped through sparse-secret "
+                         "encapsulation")
     args = ap.parse_args(argv)
-    params = bootstrap_params_small(args.device)
+    params = bootstrap_params_small(args.device, **({"secret": "ternary"} if args.dense else {}))
     print(f"{params!r}")
     t0 = time.perf_counter()
     bt = Bootstrapper(params)
-    plan = plan_rotation_keys(lambda ev, ct: bt.bootstrap(ev, ct), params, 1)
+    with ren.random.seeded(1):  # reproducible (insecure) keys: this is a demonstration
+        kg = KeyGenerator(params)
+        # a dense secret: the two keys of sparse-secret encapsulation (not Galois keys)
+        ek = bt.encapsulation_keys(kg) if bt.encapsulation is not None else None
+    plan = plan_rotation_keys(lambda ev, ct: bt.bootstrap(ev, ct, ek), params, 1)
     print(f"bootstrapping uses {bt.levels_used} of {params.depth} levels (CoeffToSlot "
           f"{bt.cts_levels}, EvalMod {bt.evalmod_levels}, SlotToCoeff {bt.stc_levels}) and leaves "
           f"{bt.output_level}; EvalMod: degree "
           f"{bt.degree} Chebyshev and {bt.double_angles} double angles over |I| <= {bt.K}")
     print(f"keys: {plan.summary().splitlines()[0]}")
-    with ren.random.seeded(1):  # reproducible (insecure) keys: this is a demonstration
-        kg = KeyGenerator(params)
+    if ek is not None:
+        print(f"encapsulation: an ephemeral sparse secret of weight {ek.weight}, two keys of "
+              f"{ek.nbytes / 2**10:.0f} KiB")
+    with ren.random.seeded(2):
         ev = Evaluator(params, kg.relin_key(), plan.generate(kg))
         encryptor = Encryptor(params, kg.public_key())
     enc, dec = Encoder(params), Decryptor(params, kg.secret_key())
@@ -70,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     before = bits(enc.decode(dec.decrypt(ct)), want)
     print(f"computed to level {ct.level}: {before:.1f} bits")
     t0 = time.perf_counter()
-    fresh = bt.bootstrap(ev, ct)
+    fresh = bt.bootstrap(ev, ct, ek)
     after = bits(enc.decode(dec.decrypt(fresh)), want)
     print(f"bootstrapped in {time.perf_counter() - t0:.1f} s: level {fresh.level} regained, "
           f"{after:.1f} bits")

@@ -34,6 +34,13 @@ def test_the_report_compares_in_one_run(capsys):
     assert "ren/desilo, bootstrapping again (one thread): 0.26x the time, +8.0 bits" in out
     assert "21.6..21.7 bits" in out and "9 levels left" in out
     assert "first call 252.8 s; again 56.20 s (median), 4.5x" in out
+    assert "39 Galois keys + relinearization, 8.20 GiB" in out
+
+
+def test_the_report_names_the_encapsulation_keys(capsys):
+    bench._report([{**REN, "encapsulation": 32}])
+    assert "39 Galois keys + relinearization + 2 encapsulation keys (ephemeral secret of " \
+        "weight 32), 8.20 GiB" in capsys.readouterr().out
 
 
 def test_the_report_says_how_the_first_call_was_compiled(capsys):

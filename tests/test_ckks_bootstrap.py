@@ -283,16 +283,24 @@ def test_centred_lift_edges_and_bad_rings():
         centred_lift(Poly.from_coefficients(edges, big), small)
 
 
-def test_the_n16_preset_is_128_bit_and_leaves_nine_levels():
+def test_the_n16_preset_is_128_bit_and_leaves_ten_levels():
     from ren.ckks.bootstrap import bootstrap_params_n16
 
     params = bootstrap_params_n16()
     assert params.N == 2**16 and params.log2_QP <= 1772 and params.security_bits >= 128
-    assert params.hamming_weight == 192 and bound_K(params) == 29
-    assert default_message_ratio_bits(params.N) == 8 and default_message_ratio_bits(256) == 12
-    # the level count without preparing the transforms (that takes GBs): 3 + (5 + 5) + 3
-    assert 3 + (5 + math.ceil(math.log2(2 * math.pi * 30 / 9))) + 3 == 16
-    assert params.depth - 16 == 9
+    # a dense ternary secret (the HE standard's assumption): encapsulation bounds I by the
+    # ephemeral secret's weight, 32
+    assert params.hamming_weight is None and bound_K(params, 32) == 13
+    assert default_message_ratio_bits(params.N) == 6 and default_message_ratio_bits(256) == 12
+    assert [default_message_ratio_bits(1 << k) for k in range(8, 17)] == \
+        [12, 11, 11, 10, 9, 9, 8, 7, 6]
+    # the level count without preparing the transforms (that takes GBs): 3 + (5 + r) + 3
+    double_angles = math.ceil(math.log2(2 * math.pi * (13 + 1) / 9))
+    assert 3 + (5 + double_angles) + 3 == 15 and params.depth - 15 == 10
+    # the sparse h = 192 choice: no encapsulation, one double angle more
+    sparse = bootstrap_params_n16(secret=("sparse", 192))
+    assert sparse.hamming_weight == 192 and bound_K(sparse) == 29
+    assert math.ceil(math.log2(2 * math.pi * 30 / 9)) == double_angles + 1
 
 
 def test_the_inspect_program_file_loads():

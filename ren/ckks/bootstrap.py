@@ -25,7 +25,7 @@ Chebyshev fit on [−1, 1] of cos(2π(y/K_0 − 1/4)/2^r), then r double-angle s
 cos 2θ = 2cos²θ − 1 (sin = cos shifted by a quarter period).  The sine is within (2π·y/K_0)²/6
 of the identity relative to y, and y is a *coefficient*: slots uniform in [−1, 1] give
 coefficients of about √(2/N), so K_0 can be small (`default_message_ratio_bits`: 2^12 at
-N = 256, 2^8 at N = 2^16), and every bit less of K_0 is a bit more precision (below).
+N = 256, 2^6 at N = 2^16), and every bit less of K_0 is a bit more precision (below).
 **SlotToCoeff** puts the coefficients back: v_lo + i·v_hi through U (again factored, into
 `stc_levels` transforms, with the constant K_0/2π folded in): the slots are the message's.
 
@@ -38,16 +38,21 @@ any device, and `ren.jit` can capture it.
 and SlotToCoeff adds log2 √(N/2) bits of error growth.  Measured (slots uniform in [−1, 1]):
 28.4 bits at N = 256 (h = 16, K_0 = 2^12); at N = 4096 with the n16 preset's shape (h = 192,
 58-bit scale, 3 + 3 transform levels) 18.9 bits with K_0 = 2^15, 24.5 with 2^9; at N = 2^16
-(`bootstrap_params_n16`, K_0 = 2^8) 21.5–21.7 bits, in 20–29 s on one core (by machine; 0.15×
-DESILO's time in the same run: benchmarks/README.md).
+(`bootstrap_params_n16`, K_0 = 2^6, a dense secret with encapsulation) 21.3 bits, 23.2 with
+a sparse h = 192 secret, in 20–29 s on one core (by machine; 0.15× DESILO's time in the same
+run: benchmarks/README.md).
 
 **Range.**  The small default K_0 assumes spread-out slots: a message whose coefficients are
-large (a constant vector x has coefficient 0 equal to x) loses (2π·|y|/K_0)²/6 relatively, 13
-bits for |y| = 1 at K_0 = 2^8; pass ``message_ratio_bits=15`` for such data (2^-27).  Messages
+large (a constant vector x has coefficient 0 equal to x) loses (2π·|y|/K_0)²/6 relatively, 9
+bits for |y| = 1 at K_0 = 2^6; pass ``message_ratio_bits=15`` for such data (2^-27).  Messages
 must stay within |x| ≤ 1 at Δ_in (m/Q_0 small for the sine), and |I| ≤ K
 holds with overwhelming probability, not surely: beyond it EvalMod returns garbage, which no
-check can see without the secret key.  **Not yet** (issue 19): the arcsine correction and
-sparse-secret encapsulation.
+check can see without the secret key.  **Not yet** (issue 19): the arcsine correction.
+
+**Secrets.**  ModRaise's |I| grows with the secret's Hamming weight: a dense ternary secret (the
+HE standard's assumption, `bootstrap_params_n16`'s) is switched to an ephemeral sparse one just
+for ModRaise (sparse-secret encapsulation, `ren.ckks.encapsulation`, on by default for a dense
+secret: `bootstrap` then needs `encapsulation_keys(keygen)`); a sparse secret is used as it is.
 """
 
 from __future__ import annotations
@@ -60,65 +65,86 @@ from fractions import Fraction
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, settle_scale
-from ren.ckks.errors import InsecureParametersWarning, OutOfLevelsError, ScaleMismatchError
+from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation, EncapsulationKeys
+from ren.ckks.errors import (
+    InsecureParametersWarning,
+    MissingKeyError,
+    OutOfLevelsError,
+    ScaleMismatchError,
+)
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.lintrans import LinearTransform
 from ren.ckks.operations import operation
 from ren.ckks.params import CKKSParams, log2_exact
 from ren.ckks.polyeval import chebyshev_coefficients, depth_of
 from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
-from ren.errors import ParameterError
+from ren.errors import ParameterError, is_int
 from ren.poly import Poly
 from ren.ring.ringspec import RingSpec
 from ren.rlwe.keygen import KeyGenerator
 from ren.rlwe.keys import GaloisKeys
 
 
-def bootstrap_params_small(device: str = "python", N: int = 256) -> CKKSParams:
+def bootstrap_params_small(device: str = "python", N: int = 256,
+                           secret: str | tuple[str, int] = ("sparse", 16)) -> CKKSParams:
     """The small bootstrapping preset: N = 256 (128 slots; `N` up to 4096), a 60-bit scale,
     14 levels, a sparse secret of weight 16.  **INSECURE** (a toy ring): bootstraps in seconds,
-    for tests and examples.  A bootstrapping uses 12 levels of it: 2 are left after each."""
+    for tests and examples.  A bootstrapping uses 12 levels of it: 2 are left after each.
+    ``secret="ternary"`` makes the secret dense, as at N = 2^16: `Bootstrapper` then
+    encapsulates (`ren.ckks.encapsulation`) and uses 13 levels, so the preset has 15 and
+    leaves 2 again."""
     if N not in SMALL_RING_DEGREES:
         raise ParameterError(f"bootstrap_params_small: N must be one of {SMALL_RING_DEGREES}, "
                              f"got {N!r}; bootstrap_params_n16() is the N = 2^16 preset")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
-        return CKKSParams(N=N, depth=14, scale_bits=60, first_bits=62,
-                          secret=("sparse", 16), insecure=True, device=device)
+        return CKKSParams(N=N, depth=15 if secret == "ternary" else 14, scale_bits=60,
+                          first_bits=62, secret=secret, insecure=True, device=device)
 
 
 #: the ring degrees `bootstrap_params_small` takes
 SMALL_RING_DEGREES = (256, 512, 1024, 2048, 4096)
 
 
-def bootstrap_params_n16(device: str = "python") -> CKKSParams:
+def bootstrap_params_n16(device: str = "python",
+                         secret: str | tuple[str, int] = "ternary") -> CKKSParams:
     """The N = 2^16 bootstrapping preset (2^15 slots): a 58-bit scale, 25 levels, 8 special
     primes: log2(QP) ≤ 1772, the HE-standard bound for 128-bit security with a uniform ternary
-    secret.  The secret is **sparse, h = 192** (what bootstrapping needs to keep |I| small):
-    that is below the standard's assumption; sparse secrets are open to hybrid attacks, and
-    the lattice estimator puts h = 192 at N = 2^16 with this modulus somewhat below 128 bits
-    (Lattigo's defaults use h = 192 with a smaller log2(QP) for this reason).  With
-    `Bootstrapper(params, cts_levels=3, stc_levels=3)`, bootstrapping uses 16 levels and leaves
-    9 to the user."""
+    secret, which is what the preset draws.  `Bootstrapper(params, cts_levels=3,
+    stc_levels=3)` then encapsulates (an ephemeral sparse secret of weight 32, only inside
+    bootstrapping and only modulo Q_0·P': `ren.ckks.encapsulation`), uses 15 levels and leaves
+    10 to the user; measured 21.3 bits for slots uniform in [−1, 1].
+
+    ``secret=("sparse", 192)`` is the older choice: no encapsulation, 16 levels used and 9
+    left, 23.2 bits (the sparse secret's smaller rounding noise), but h = 192 is below the
+    standard's assumption: sparse secrets are open to hybrid attacks, and the lattice
+    estimator puts h = 192 at N = 2^16 with this modulus somewhat below 128 bits (Lattigo's
+    sparse defaults use a smaller log2(QP) for this reason)."""
     return CKKSParams(N=1 << 16, depth=25, scale_bits=58, first_bits=62, special_primes=8,
-                      secret=("sparse", 192), device=device)
+                      secret=secret, device=device)
 
 
 def default_message_ratio_bits(N: int) -> int:
-    """log2 K_0 for slots in [−1, 1] at ring degree N: 16 − log2(N)/2 (at least 8).  The sine's
-    error grows as (y/K_0)² with coefficients y ~ √(2/N), the error CoeffToSlot passes on as
-    K_0: this balances them (measured optimum 2^12 at N = 256, 2^9–2^10 at N = 4096)."""
-    return max(8, 16 - (N.bit_length() - 1) // 2)
+    """log2 K_0 for slots in [−1, 1] at ring degree N: round(17.6 − 0.7·log2 N), 12 at N = 256
+    down to 6 at N = 2^16.  The sine's error grows as (y/K_0)² with coefficients y ~ √(2/N);
+    the errors before EvalMod grow as K_0 (CoeffToSlot's, and the rescales' rounding noise
+    at its input): the rule is fitted to the measured optima, 2^12 at N = 256, 2^9–2^10 at
+    N = 4096 and 2^5–2^6 at N = 2^16 (a sparse h = 192 secret: 21.6 bits at 2^8, 23.2 at 2^6;
+    a dense one with encapsulation: 19.4 at 2^8, 21.3 at 2^6 and 2^5)."""
+    return (176 - 7 * (N.bit_length() - 1) + 5) // 10  # rounded half up, in integers
 
 
-def bound_K(params: CKKSParams) -> int:
-    """A bound on |I| in t = m + Q_0·I after ModRaise.  The parts are lifted to their centred
-    representatives, so each coefficient of c_1·s is a sum of h terms ±c_1,k with c_1,k about
-    uniform in [−Q_0/2, Q_0/2): mean 0, standard deviation Q_0·√(h/12).  Seven of those plus one
-    for c_0 and the rounding fail with probability about 2^-38 per coefficient (a normal tail).
+def bound_K(params: CKKSParams, weight: int | None = None) -> int:
+    """A bound on |I| in t = m + Q_0·I after ModRaise, for a secret of Hamming weight
+    `weight` (default: the parameters' secret's; 2N/3 for a dense ternary one).  The parts are
+    lifted to their centred representatives, so each coefficient of c_1·s is a sum of h terms
+    ±c_1,k with c_1,k about uniform in [−Q_0/2, Q_0/2): mean 0, standard deviation Q_0·√(h/12).
+    Seven of those plus one for c_0 and the rounding fail with probability about 2^-38 per
+    coefficient (a normal tail).
     (Without the centring, the fast basis extension's lift to [0, 2Q_0) gives a mean of
     (Σ s_k)·Q_0 and twice the deviation: measured |I| = 39 at h = 64, N = 1024.)"""
-    h = params.hamming_weight if params.hamming_weight is not None else 2 * params.N // 3
+    h = weight if weight else params.hamming_weight
+    h = h if h is not None else 2 * params.N // 3
     return math.ceil(1 + 7 * math.sqrt(h / 12))
 
 
@@ -163,13 +189,27 @@ class Bootstrapper:
         K: the bound on |I| EvalMod covers (default `bound_K`).
         message_ratio_bits: log2 of K_0 = Q_0/Δ_in, Δ_in the scale the input must have at
             level 0 (`input_scale`); default `default_message_ratio_bits(N)`.
+        ephemeral_weight: the Hamming weight of the ephemeral sparse secret of sparse-secret
+            encapsulation (`ren.ckks.encapsulation`; 0: none).  Default: 32 when the
+            parameters' secret is dense (ternary), 0 when it is sparse already.  With it,
+            `bootstrap` needs the keys of `encapsulation_keys`.
     """
 
     def __init__(self, params: CKKSParams, degree: int = 31, double_angles: int | None = None,
                  K: int | None = None, cts_levels: int = 2, stc_levels: int = 2,
-                 message_ratio_bits: int | None = None) -> None:
+                 message_ratio_bits: int | None = None,
+                 ephemeral_weight: int | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Bootstrapper needs CKKSParams, got {type(params).__name__}")
+        if ephemeral_weight is None:
+            ephemeral_weight = DEFAULT_WEIGHT if params.hamming_weight is None else 0
+        if not is_int(ephemeral_weight) or not 0 <= ephemeral_weight <= params.N:
+            raise ParameterError(f"Bootstrapper: ephemeral_weight must be an int in [0, "
+                                 f"{params.N}] (0: no encapsulation), got {ephemeral_weight!r}")
+        #: sparse-secret encapsulation (None: ModRaise under the parameters' own secret)
+        self.encapsulation = Encapsulation(params, ephemeral_weight) if ephemeral_weight \
+            else None
+        self.ephemeral_weight = int(ephemeral_weight)
         stages = params.slots.bit_length() - 1
         for name, v in (("cts_levels", cts_levels), ("stc_levels", stc_levels)):
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= stages:
@@ -177,7 +217,7 @@ class Bootstrapper:
                                      f"(log2 of the {params.slots} slots), got {v!r}")
         self.params, self.degree = params, degree
         self.cts_levels, self.stc_levels = cts_levels, stc_levels
-        self.K = bound_K(params) if K is None else K
+        self.K = bound_K(params, self.ephemeral_weight) if K is None else K
         if double_angles is None:
             double_angles = max(0, math.ceil(math.log2(2 * math.pi * (self.K + 1) / 9)))
         self.double_angles = double_angles
@@ -274,6 +314,15 @@ class Bootstrapper:
         return keygen.rotation_keys(self.rotation_steps, conjugate=True,
                                     progress=progress)
 
+    def encapsulation_keys(self, keygen: KeyGenerator) -> EncapsulationKeys:
+        """The two switching keys of sparse-secret encapsulation (a fresh ephemeral secret),
+        for a bootstrapper that encapsulates (`ephemeral_weight` > 0)."""
+        if self.encapsulation is None:
+            raise ParameterError("Bootstrapper.encapsulation_keys: this bootstrapper does not "
+                                 "encapsulate (ephemeral_weight=0: the parameters' secret is "
+                                 "sparse); it needs no such keys")
+        return self.encapsulation.keys(keygen)
+
     # -- the four stages --------------------------------------------------------------------------
     @operation
     def mod_raise(self, ct: Ciphertext) -> Ciphertext:
@@ -329,13 +378,25 @@ class Bootstrapper:
         return settle_scale(out, self.params.scale(out.level))
 
     @operation
-    def bootstrap(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
+    def bootstrap(self, ev: Evaluator, ct: Ciphertext,
+                  encapsulation_keys: EncapsulationKeys | None = None) -> Ciphertext:
         """`ct` refreshed to `output_level`.  EvalMod's period is K_0 = Q_0/Δ_in, so the input
         must reach level 0 at exactly Δ_in = `input_scale`: from a higher level it gets there
         for free (an integer product and a rescale from level 1); a level-0 ciphertext at
-        another scale raises ScaleMismatchError."""
+        another scale raises ScaleMismatchError.  A bootstrapper that encapsulates needs
+        `encapsulation_keys` (`Bootstrapper.encapsulation_keys(keygen)`)."""
         if not isinstance(ev, Evaluator) or ev.params != self.params:
             raise ParameterError("bootstrap: needs an Evaluator of the bootstrapper's parameters")
+        enc = self.encapsulation
+        if enc is not None and encapsulation_keys is None:
+            raise MissingKeyError(
+                f"bootstrap: missing the sparse-secret encapsulation keys (to_sparse, to_dense): "
+                f"this bootstrapper encapsulates with an ephemeral secret of weight "
+                f"{self.ephemeral_weight}; make them once with "
+                "bt.encapsulation_keys(keygen) and pass encapsulation_keys=")
+        if enc is None and encapsulation_keys is not None:
+            raise ParameterError("bootstrap: this bootstrapper does not encapsulate "
+                                 "(ephemeral_weight=0); pass no encapsulation_keys")
         ct = ev._ct(ct)
         if ct.size != 2:
             ct = ev.relinearize(ct)
@@ -351,7 +412,13 @@ class Bootstrapper:
                 f"fitted to 2^{math.log2(target):.4f} (Bootstrapper.input_scale); bootstrap it "
                 "from a higher level (it is brought to that scale for free) or encode at "
                 "input_scale")
+        if enc is not None:
+            assert encapsulation_keys is not None
+            ct = enc.to_sparse(ct, encapsulation_keys)
         raised = self.mod_raise(ct)
+        if enc is not None:
+            assert encapsulation_keys is not None
+            raised = enc.to_dense(raised, encapsulation_keys)
         first, second = self.coeff_to_slot(ev, raised)
         return self.slot_to_coeff(ev, self.eval_mod(ev, first), self.eval_mod(ev, second))
 

@@ -24,6 +24,7 @@ from ren.ckks import (
     OutOfLevelsError,
 )
 from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small, bound_K
+from ren.ckks.ciphertext import Ciphertext
 from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation, EncapsulationKeys
 from ren.ckks.encoder import embed_inverse
 from ren.ckks.params import CKKSParams
@@ -148,8 +149,10 @@ def test_bad_inputs(dense):
     for bad in (-1, params.N + 1, 2.5, "32", True):
         with pytest.raises(ParameterError, match="ephemeral_weight must be an int"):
             Bootstrapper(params, ephemeral_weight=bad)
-    with pytest.raises(ParameterError, match="weight must be an int"):
-        Encapsulation(params, 0)
+    for bad in (0, params.N + 1, True):
+        with pytest.raises(ParameterError, match=r"sparse secret weight must be an int in "
+                                                 r"\[1, 256\]"):
+            Encapsulation(params, bad)
     with pytest.raises(ParameterError, match="needs CKKSParams"):
         Encapsulation(params.key_ring, 32)
     enc = bt.encapsulation
@@ -162,6 +165,18 @@ def test_bad_inputs(dense):
         other.to_dense(ct, ek)
     with pytest.raises(ParameterError, match="same parameters"):
         enc.keys(KeyGenerator(bootstrap_params_small()))
+    cube = Ciphertext((*ct.parts, ct.c1), ct.scale, ct.level, params)  # relinearize first
+    for bad in (cube, encryptor.encrypt(encoder.encode([0.5], level=0)).c0):
+        with pytest.raises(ParameterError, match="two-part ciphertext"):
+            enc.to_dense(bad, ek)
+    with pytest.raises(ParameterError, match="two-part ciphertext"):  # other parameters
+        small = bootstrap_params_small()
+        enc.to_dense(Encryptor(small, KeyGenerator(small).public_key()).encrypt(
+            Encoder(small).encode([0.5])), ek)
+    # the small ring of insecure parameters is insecure too, without a second warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Encapsulation(params, 32)
 
 
 def test_the_example_runs_with_a_dense_secret(capsys):

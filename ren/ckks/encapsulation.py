@@ -40,7 +40,7 @@ from ren.ckks.ciphertext import Ciphertext
 from ren.ckks.errors import InsecureParametersWarning, OutOfLevelsError
 from ren.ckks.operations import operation
 from ren.ckks.params import CKKSParams
-from ren.errors import ParameterError, is_int
+from ren.errors import ParameterError
 from ren.poly import Poly
 from ren.rlwe.keygen import KeyGenerator
 from ren.rlwe.keys import SwitchingKey
@@ -80,10 +80,7 @@ class Encapsulation:
     def __init__(self, params: CKKSParams, weight: int = DEFAULT_WEIGHT) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Encapsulation needs CKKSParams, got {type(params).__name__}")
-        if not is_int(weight) or not 1 <= weight <= params.N:
-            raise ParameterError(f"Encapsulation: weight must be an int in [1, N = {params.N}] "
-                                 f"(the ephemeral secret's nonzero coefficients), got {weight!r}")
-        self.params, self.weight = params, int(weight)
+        self.params = params
         q0 = params.ring(0).moduli
         used = set(params.key_ring.moduli)
         special = largest_primes(params.N, math.log2(max(q0)) + 1, len(q0), used)
@@ -92,8 +89,10 @@ class Encapsulation:
                 warnings.simplefilter("ignore", InsecureParametersWarning)
             #: Q_0 and its fresh special primes P': the ring of the dense-to-sparse key
             self.small = RLWEParams(params.N, q0, special, levels=(len(q0),), dnum=1,
-                                    secret=("sparse", self.weight), sigma=params.sigma,
+                                    secret=("sparse", weight), sigma=params.sigma,
                                     insecure=params.insecure, device=params.device)
+        #: the ephemeral secret's Hamming weight (checked by the small parameters)
+        self.weight: int = weight
 
     def keys(self, keygen: KeyGenerator) -> EncapsulationKeys:
         """Draw an ephemeral sparse secret s' and make both keys with `keygen`'s secret s (the

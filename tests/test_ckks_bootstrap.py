@@ -293,7 +293,7 @@ def test_the_n16_preset_is_128_bit_and_leaves_ten_levels():
     assert params.hamming_weight is None and bound_K(params, 32) == 13
     assert default_message_ratio_bits(params.N) == 6 and default_message_ratio_bits(256) == 12
     assert [default_message_ratio_bits(1 << k) for k in range(8, 17)] == \
-        [12, 11, 11, 10, 9, 9, 8, 7, 6]
+        [12, 12, 11, 11, 10, 9, 8, 7, 6]
     # the level count without preparing the transforms (that takes GBs): 3 + (5 + r) + 3
     double_angles = math.ceil(math.log2(2 * math.pi * (13 + 1) / 9))
     assert 3 + (5 + double_angles) + 3 == 15 and params.depth - 15 == 10

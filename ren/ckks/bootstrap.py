@@ -125,13 +125,15 @@ def bootstrap_params_n16(device: str = "python",
 
 
 def default_message_ratio_bits(N: int) -> int:
-    """log2 K_0 for slots in [−1, 1] at ring degree N: round(17.6 − 0.7·log2 N), 12 at N = 256
-    down to 6 at N = 2^16.  The sine's error grows as (y/K_0)² with coefficients y ~ √(2/N);
-    the errors before EvalMod grow as K_0 (CoeffToSlot's, and the rescales' rounding noise
-    at its input): the rule is fitted to the measured optima, 2^12 at N = 256, 2^9–2^10 at
-    N = 4096 and 2^5–2^6 at N = 2^16 (a sparse h = 192 secret: 21.6 bits at 2^8, 23.2 at 2^6;
-    a dense one with encapsulation: 19.4 at 2^8, 21.3 at 2^6 and 2^5)."""
-    return (176 - 7 * (N.bit_length() - 1) + 5) // 10  # rounded half up, in integers
+    """log2 K_0 for slots in [−1, 1] at ring degree N: 16 − ⌊log2(N)/2⌋ up to N = 2^12, then
+    one less per doubling, down to 6 at N = 2^16.  The sine's error grows as (y/K_0)² with
+    coefficients y ~ √(2/N); the errors before EvalMod grow as K_0 (CoeffToSlot's, and the
+    rescales' rounding noise at its input): this follows the measured optima, 2^12 at N = 256
+    and 2^10 at N = 2^12 (the small preset: 27.7 bits, 26.1 at 2^9), 2^5–2^6 at N = 2^16 (a
+    sparse h = 192 secret: 21.6 bits at 2^8, 23.2 at 2^6; a dense one with encapsulation:
+    19.4 at 2^8, 21.3 at 2^6 and 2^5); 2^13..2^15 in between, not measured."""
+    log_n = N.bit_length() - 1
+    return 16 - log_n // 2 if log_n <= 12 else 22 - log_n
 
 
 def bound_K(params: CKKSParams, weight: int | None = None) -> int:

@@ -1,6 +1,7 @@
 """ren.distributed: a jitted CKKS multiply + relinearize + rescale over a batch on a LocalCluster.
 
-At N = 2^14 (the 128-bit preset "N14", "python" device) the script:
+At N = 2^14 (the 128-bit preset "N14", the "python" device; ``--device cpu`` for the compiled
+one, whose replay is ~20x faster, so the distributed path's own cost shows) the script:
 
 * captures the jitted function on the client and times it locally, replay by replay
   (`local`: the operation itself, no distribution);
@@ -22,6 +23,7 @@ The batch cycles through `--distinct` fresh encryptions (encrypting 64 at N = 2^
 while and is not what is measured).  The machine is often shared: run it on a quiet one.
 
 Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
+                                             [--device python|cpu]
 """
 
 from __future__ import annotations
@@ -59,21 +61,21 @@ def square(ct, keys):
     return ev.rescale(ev.multiply(ct, ct))
 
 
-def make_params(log_n: int) -> CKKSParams:
+def make_params(log_n: int, device: str = "python") -> CKKSParams:
     if log_n == 14:
-        return CKKSParams.preset("N14")
+        return CKKSParams.preset("N14", device=device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
-        return CKKSParams(N=1 << log_n, depth=7, scale_bits=40, first_bits=58,
+        return CKKSParams(N=1 << log_n, depth=7, scale_bits=40, first_bits=58, device=device,
                           special_primes=3, insecure=True)
 
 
-def _replay_in_a_process(log_n: int, repeat: int, barrier: Any, out: Any) -> None:
+def _replay_in_a_process(log_n: int, device: str, repeat: int, barrier: Any, out: Any) -> None:
     """One plain process (no Dask): make keys, capture, wait for the others, time replays.
     Its allocator is tuned as a worker's is (`tune_allocator`): untuned, a replay here took
     2.7x a worker's, and the ceiling measured page faults rather than the cores."""
     tune_allocator()
-    params = make_params(log_n)
+    params = make_params(log_n, device)
     keygen = KeyGenerator(params)
     rlk = keygen.relin_key()
     ct = Encryptor(params, keygen.public_key()).encrypt(Encoder(params).encode(np.zeros(4)))
@@ -85,12 +87,12 @@ def _replay_in_a_process(log_n: int, repeat: int, barrier: Any, out: Any) -> Non
     out.put((time.perf_counter() - t0) / repeat)
 
 
-def ceiling(log_n: int, processes: int, repeat: int) -> float:
+def ceiling(log_n: int, device: str, processes: int, repeat: int) -> float:
     """Seconds per replay when `processes` plain processes replay at once: what the machine
     gives to any way of running them side by side (cores, caches, memory bandwidth)."""
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(processes), ctx.Queue()
-    procs = [ctx.Process(target=_replay_in_a_process, args=(log_n, repeat, barrier, out))
+    procs = [ctx.Process(target=_replay_in_a_process, args=(log_n, device, repeat, barrier, out))
              for _ in range(processes)]
     for p in procs:
         p.start()
@@ -103,13 +105,16 @@ def ceiling(log_n: int, processes: int, repeat: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log-n", type=int, default=14)
+    ap.add_argument("--device", default="python", choices=("python", "cpu"),
+                    help="where the workers replay (cpu: the compiled device, ~20x faster, so "
+                         "the distributed path's own cost shows)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--distinct", type=int, default=8, help="fresh encryptions the batch cycles")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--local-repeat", type=int, default=8)
     args = ap.parse_args()
 
-    params = make_params(args.log_n)
+    params = make_params(args.log_n, args.device)
     keygen = KeyGenerator(params)
     pk, rlk = keygen.public_key(), keygen.relin_key()
     encoder, encryptor = Encoder(params), Encryptor(params, pk)
@@ -170,7 +175,7 @@ def main() -> None:
     if 1 in results and 2 in results:
         print(f"speedup 2 workers / 1: {results[1][0] / results[2][0]:.2f}x (goal >= 1.8x on a "
               "2-core machine)")
-        one, two = ceiling(args.log_n, 1, 6), ceiling(args.log_n, 2, 6)
+        one, two = ceiling(args.log_n, args.device, 1, 6), ceiling(args.log_n, args.device, 2, 6)
         print(f"the machine's ceiling, plain processes without Dask: one replays in "
               f"{one * 1e3:.1f} ms, two side by side in {two * 1e3:.1f} ms each: "
               f"{2 * one / two:.2f}x")

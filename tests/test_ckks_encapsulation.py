@@ -6,6 +6,7 @@ rings, and bad inputs."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 
@@ -190,3 +191,40 @@ def test_the_example_runs_with_a_dense_secret(capsys):
     assert "encapsulation: an ephemeral sparse secret of weight 32" in out
     assert "uses 13 of 15 levels" in out and "level 2 regained" in out
     assert res["levels"] == 2 and res["after"] > 25 and res["again"] > 23
+
+
+def test_the_keys_serialize_and_travel(dense):
+    """dumps/loads (full and compact) give keys that bootstrap bit for bit like the originals,
+    the ren.distributed wire carries them, and bad containers are refused."""
+    from ren.ckks import dumps, loads
+    from ren.ckks.serialize import serialized_size
+    from ren.distributed.wire import Codec
+    from ren.errors import SerializationError
+
+    params, bt, kg, _ev, ek, encoder, encryptor, _dec = dense
+    assert ek.params is params
+    with ren.random.seeded(12):
+        ct = encryptor.encrypt(encoder.encode([0.25, -0.5], level=0, scale=bt.input_scale))
+    enc = bt.encapsulation
+    want = enc.to_dense(enc.to_sparse(ct, ek), ek)
+    full, compact = dumps(ek), dumps(ek, compact=True)
+    assert len(compact) < len(full) / 1.8 and serialized_size(ek) == len(full)
+    for blob in (full, compact, dumps(ek, form="montgomery")):
+        back = loads(blob, params)
+        assert isinstance(back, EncapsulationKeys) and back.weight == 32
+        assert back.to_sparse.params == enc.small and back.to_dense.params == params
+        got = enc.to_dense(enc.to_sparse(ct, back), back)
+        assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(got.parts, want.parts))
+    codec = Codec()
+    wire = codec.encode({"ek": ek}, "keys")
+    assert dumps(Codec(codec.params).decode(wire)["ek"]) == full
+    def resealed(blob: bytes, old: bytes, new: bytes) -> bytes:  # a forged, valid container
+        body = blob[:-16].replace(old, new)
+        return body + hashlib.sha256(body).digest()[:16]
+
+    with pytest.raises(SerializationError, match=r"'weight' must be an int in \[1, 256\]"):
+        loads(resealed(full, b'"weight":32', b'"weight":-1'), params)
+    with pytest.raises(SerializationError, match="checksum mismatch"):
+        loads(full.replace(b'"weight":32', b'"weight":16'), params)
+    other = dumps(Bootstrapper(params, ephemeral_weight=16).encapsulation_keys(kg))
+    assert loads(other, params).to_sparse.params.hamming_weight == 16

@@ -61,6 +61,12 @@ class EncapsulationKeys:
     weight: int
 
     @property
+    def params(self) -> CKKSParams:
+        """The CKKS parameters (the dense-to-sparse key's ring follows from them and the
+        weight: `Encapsulation(params, weight).small`)."""
+        return self.to_dense.params  # type: ignore[return-value]
+
+    @property
     def nbytes(self) -> int:
         return self.to_sparse.nbytes + self.to_dense.nbytes
 

@@ -5,11 +5,13 @@ Layout (little-endian)::
     magic     8   b"RENCKKS\\x00"
     version   2   u16: 1, or 2 when a polynomial is stored as its seed (compact form)
     kind      1   u8: 1 Plaintext, 2 Ciphertext, 3 SecretKey, 4 PublicKey, 5 RelinKey,
-                      6 GaloisKey, 7 GaloisKeys
+                      6 GaloisKey, 7 GaloisKeys, 8 EncapsulationKeys (the dense-to-sparse
+                      key's rows over its small ring, then the sparse-to-dense key's)
     reserved  1   0
     params   16   the parameters' fingerprint (`CKKSParams.fingerprint`)
     meta_len  4   u32 length of the metadata
-    meta          UTF-8 JSON object (level and exact scale, Galois elements)
+    meta          UTF-8 JSON object (level and exact scale, Galois elements, the ephemeral
+                  secret's weight)
     count     4   u32 number of polynomials
     polys         each: u64 length, then `Poly.tobytes()` (its own header and checksum), or
                   (version 2) a seed record: b"RENSEED\\x00", u8 domain (1 = NTT), 32-byte seed
@@ -38,6 +40,7 @@ from fractions import Fraction
 from typing import Any
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.encapsulation import Encapsulation, EncapsulationKeys
 from ren.ckks.params import CKKSParams
 from ren.errors import ParameterError, RenError, SerializationError
 from ren.poly import Poly
@@ -60,7 +63,7 @@ MAX_META = 1 << 16
 MAX_SCALE_DIGITS = 700  # scales keep at most 1024-bit numerators and denominators
 
 KINDS = {Plaintext: 1, Ciphertext: 2, SecretKey: 3, PublicKey: 4, RelinKey: 5, GaloisKey: 6,
-         GaloisKeys: 7}
+         GaloisKeys: 7, EncapsulationKeys: 8}
 _NAMES = {v: k.__name__ for k, v in KINDS.items()}
 
 
@@ -90,6 +93,9 @@ def _parts(obj: Any) -> tuple[dict, list[Poly]]:
         elements = sorted(obj.keys)
         return {"elements": elements}, [p for g in elements for p in (*obj.keys[g].b,
                                                                       *obj.keys[g].a)]
+    if isinstance(obj, EncapsulationKeys):  # the small ring follows from params and weight
+        return {"weight": obj.weight}, [*obj.to_sparse.b, *obj.to_sparse.a, *obj.to_dense.b,
+                                        *obj.to_dense.a]
     raise ParameterError(f"ren.ckks.dumps: cannot serialize a {type(obj).__name__}; expected a "
                          "Plaintext, Ciphertext or key")
 
@@ -270,6 +276,15 @@ def _build(kind: int, meta: dict, count: int, r: _Reader, p: CKKSParams) -> Any:
             return RelinKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p)
         g = _galois(meta.get("galois"), p)
         return GaloisKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p, galois=g)
+    if kind == 8:
+        small = Encapsulation(p, _int(meta, "weight", 1, p.N)).small
+        d = len(small.digits)
+        _expect_count(count, 2 * d + 2 * dnum, kind)
+        sparse = _read_polys(r, 2 * d, small.key_ring, p.device)
+        dense = _read_polys(r, 2 * dnum, p.key_ring, p.device)
+        return EncapsulationKeys(SwitchingKey(tuple(sparse[:d]), tuple(sparse[d:]), small),
+                                 SwitchingKey(tuple(dense[:dnum]), tuple(dense[dnum:]), p),
+                                 meta["weight"])
     elements = meta.get("elements")
     if not isinstance(elements, list) or len(elements) > p.N:
         raise _fail("metadata field 'elements' must be a list of Galois elements")

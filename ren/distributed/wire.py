@@ -2,9 +2,9 @@
 
 Ren objects travel in Ren's own versioned, checksummed formats, never as pickled Python objects:
 
-* a CKKS `Ciphertext`, `Plaintext`, `PublicKey`, `RelinKey`, `GaloisKey` or `GaloisKeys` as the
-  bytes of `ren.ckks.dumps` (keys in the compact form: every uniform half as its 32-byte seed),
-  tagged with its parameters' fingerprint;
+* a CKKS `Ciphertext`, `Plaintext`, `PublicKey`, `RelinKey`, `GaloisKey`, `GaloisKeys` or
+  `EncapsulationKeys` as the bytes of `ren.ckks.dumps` (keys in the compact form: every uniform
+  half as its 32-byte seed), tagged with its parameters' fingerprint;
 * a `Poly` as `Poly.tobytes()` and its device.
 
 Both ends are Ren, so polynomials travel in the Montgomery form Ren stores them in
@@ -40,6 +40,7 @@ import numpy as np
 
 from ren.ckks import dumps, loads
 from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.encapsulation import EncapsulationKeys
 from ren.ckks.encrypt import Decryptor as CKKSDecryptor
 from ren.ckks.encrypt import Encryptor as CKKSEncryptor
 from ren.ckks.params import CKKSParams
@@ -54,8 +55,8 @@ from ren.rlwe.params import RLWEParams
 from ren.tree import flatten
 
 #: CKKS objects that travel as `ren.ckks.dumps` bytes (keys in the compact form)
-CKKS_OBJECTS = (Ciphertext, Plaintext, PublicKey, SwitchingKey, GaloisKeys)
-_KEYS = (PublicKey, SwitchingKey, GaloisKeys)
+CKKS_OBJECTS = (Ciphertext, Plaintext, PublicKey, SwitchingKey, GaloisKeys, EncapsulationKeys)
+_KEYS = (PublicKey, SwitchingKey, GaloisKeys, EncapsulationKeys)
 _SCALARS = (type(None), bool, numbers.Number, str, bytes, Fraction, np.generic)
 #: the form of the polynomials on the wire (see the module doc)
 WIRE_FORM = "montgomery"

@@ -7,11 +7,11 @@ rings, and bad inputs."""
 from __future__ import annotations
 
 import hashlib
-import math
 import warnings
 
 import numpy as np
 import pytest
+from ckks_helpers import precision_bits
 
 import ren
 from ren.ckks import (
@@ -56,10 +56,6 @@ def dense():
         ek = bt.encapsulation_keys(kg)
         encryptor = Encryptor(params, kg.public_key())
     return params, bt, kg, ev, ek, Encoder(params), encryptor, Decryptor(params, kg.secret_key())
-
-
-def _bits(got, want) -> float:
-    return -math.log2(float(np.max(np.abs(np.asarray(got) - np.asarray(want)))))
 
 
 def test_a_dense_secret_encapsulates_by_default_and_saves_a_level(dense):
@@ -107,7 +103,7 @@ def test_the_key_switches_round_trip_and_bound_I(dense):
         ct = encryptor.encrypt(encoder.encode(x, level=0, scale=bt.input_scale))
     back = enc.to_dense(enc.to_sparse(ct, ek), ek)
     assert back.level == 0 and back.scale == ct.scale
-    assert _bits(encoder.decode(dec.decrypt(back)), x) > 35
+    assert precision_bits(encoder.decode(dec.decrypt(back)), x) > 35
     m = embed_inverse(x.astype(complex), params.N)
 
     def largest_I(raised) -> float:
@@ -129,11 +125,11 @@ def test_bootstrapping_a_dense_secret_and_computing_after_it(dense):
     fn = ren.jit(lambda c: bt.bootstrap(ev, c, ek))
     bx, by = fn(cx), fn(cy)  # the second is a replay
     assert fn.hits == 1 and bx.level == by.level == bt.output_level == 1
-    assert _bits(encoder.decode(dec.decrypt(bx)), x) > 24
+    assert precision_bits(encoder.decode(dec.decrypt(bx)), x) > 24
     eager = bt.bootstrap(ev, cy, ek)
     assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(by.parts, eager.parts))
     prod = ev.rescale(ev.multiply(bx, by))
-    assert prod.level == 0 and _bits(encoder.decode(dec.decrypt(prod)), x * y) > 22
+    assert prod.level == 0 and precision_bits(encoder.decode(dec.decrypt(prod)), x * y) > 22
 
 
 def test_bad_inputs(dense):

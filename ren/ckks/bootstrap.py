@@ -39,8 +39,8 @@ and SlotToCoeff adds log2 √(N/2) bits of error growth.  Measured (slots unifor
 28.4 bits at N = 256 (h = 16, K_0 = 2^12); at N = 4096 with the n16 preset's shape (h = 192,
 58-bit scale, 3 + 3 transform levels) 18.9 bits with K_0 = 2^15, 24.5 with 2^9; at N = 2^16
 (`bootstrap_params_n16`, K_0 = 2^6, a dense secret with encapsulation) 21.3 bits, 23.2 with
-a sparse h = 192 secret, in 20–29 s on one core (by machine; 0.15× DESILO's time in the same
-run: benchmarks/README.md).
+a sparse h = 192 secret, in 20–29 s on one core (by machine; 0.13–0.15× DESILO's time in the
+same run: benchmarks/README.md).
 
 **Range.**  The small default K_0 assumes spread-out slots: a message whose coefficients are
 large (a constant vector x has coefficient 0 equal to x) loses (2π·|y|/K_0)²/6 relatively, 9

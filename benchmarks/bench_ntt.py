@@ -19,6 +19,12 @@ moduli sizes (default 30,31).  Goal lines at N = 2^16 × 16 limbs: the best path
 against 0.3 ns per butterfly, and avx512 against avx2 (goal: 1.5× faster).  The compiled paths
 are timed in turns (one call of each per round), so load on a shared machine hits them alike.
 
+"In registers": each path's forward butterfly alone (`ren_cpu_fly_regs`: the NTT's own lazy
+butterfly code, q < 2^30, on 8 independent vector pairs with no load, store or shuffle), the
+rate the arithmetic reaches on this CPU.  Its avx512/avx2 ratio is what the wider vectors can
+gain on the butterfly itself (an Intel core runs 512-bit integer work on two ports, 256-bit on
+three); the NTT's figure against it is what the transform's memory and shuffles cost.
+
 Run:  python benchmarks/bench_ntt.py [--repeat 15] [--bits 30,31] [--isa avx512,avx2,scalar]
 """
 
@@ -30,6 +36,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one thread, read when the libraries load
 
 import argparse  # noqa: E402
+import ctypes  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -110,6 +117,49 @@ def paths(wanted: str) -> tuple[list[tuple[str, Callable]], str]:
     return makers, "; ".join(skipped)
 
 
+#: a modulus below 2^30 and a twiddle for the register-only butterfly
+FLY_Q, FLY_W = 1073479681, 12345678
+
+
+def fly_in_registers(isa: str, x: np.ndarray, rounds: int, q: int = FLY_Q,
+                     w: int = FLY_W) -> int:
+    """Run `rounds` of path `isa`'s forward lazy butterfly on the words of `x` in place
+    (uint32, ``2 * pairs * lanes`` words in [0, 4q): X words first, then Y), with no memory
+    traffic in the loop; returns the butterflies done."""
+    from ren.backend import cpu
+
+    lib = cpu.ring_library(isa)
+    lanes = max(1, lib.ren_cpu_vector_bits() // 32)
+    words = 2 * lib.ren_cpu_fly_pairs() * lanes
+    if x.dtype != np.uint32 or x.shape != (words,) or not x.flags.c_contiguous:
+        raise ValueError(f"{isa}: x must be {words} contiguous uint32 words, got {x.dtype} "
+                         f"{x.shape}")
+    if not 2 < q < 1 << 30 or not 0 <= w < q:
+        raise ValueError(f"the register butterfly needs 2 < q < 2^30 and 0 <= w < q, got "
+                         f"q={q}, w={w}")
+    fn = lib.ren_cpu_fly_regs
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_uint32, ctypes.c_uint32,
+                   ctypes.c_uint32]
+    fn.restype = ctypes.c_longlong
+    return int(fn(x.ctypes.data, rounds, q, w, (w << 32) // q))
+
+
+def register_rates(names: Sequence[str], repeat: int, rounds: int = 1 << 16) -> dict[str, float]:
+    """ns per butterfly of each path's butterfly in registers (`fly_in_registers`), timed in
+    turns."""
+    from ren.backend import cpu
+
+    runs, done = {}, {}
+    for name in names:
+        lib = cpu.ring_library(name)
+        words = 2 * lib.ren_cpu_fly_pairs() * max(1, lib.ren_cpu_vector_bits() // 32)
+        x = np.random.default_rng(3).integers(0, 4 * FLY_Q, words, dtype=np.uint32)
+        done[name] = fly_in_registers(name, x, rounds)
+        runs[name] = (lambda name=name, x=x: fly_in_registers(name, x, rounds))
+    times = interleaved_medians(runs, repeat)
+    return {name: times[name] * 1e9 / done[name] for name in names}
+
+
 def bench(N: int, limbs: int, bits: int, repeat: int,
           makers: Sequence[tuple[str, Callable]]) -> dict:
     ring = RingSpec.generate(N, limbs, bits)
@@ -182,6 +232,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if names:
         print(f"every path's outputs bit-identical to ren.ring.ntt / ren.ring.intt: checked "
               f"(assert); 'vs numpy': NumPy's NTT time over {names[0]}'s")
+    # the vector paths only: the compiler turns the scalar path's loops into SSE code of its
+    # own, so its register butterfly says nothing of its NTT
+    vector = [n for n in names if n != "scalar"]
+    fly = register_rates(vector, 4 * args.repeat) if vector else {}
+    if fly:
+        print("in registers (the forward butterfly alone, q < 2^30), ns per butterfly: "
+              + ", ".join(f"{n} {ns:.3f}" for n, ns in fly.items()))
+        if {"avx512", "avx2"} <= set(fly):
+            print(f"  avx512 / avx2 on the butterfly itself: {fly['avx2'] / fly['avx512']:.2f}x "
+                  f"(what the wider vectors can gain on this CPU's arithmetic)")
+        for r in rows:
+            if r["bits"] < 31:
+                print(f"  N={r['N']} x {r['limbs']}: the NTT runs at " + ", ".join(
+                    f"{n} {100 * ns / _ns(r, n + ' ntt'):.0f}%" for n, ns in fly.items())
+                    + " of its path's rate in registers")
     for r in rows:
         if (r["N"], r["limbs"]) != GOAL_SHAPE or not names:
             continue

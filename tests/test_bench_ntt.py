@@ -69,3 +69,66 @@ def test_compiled_mismatch_is_caught(monkeypatch) -> None:
     monkeypatch.setattr(bench, "compiled", lambda isa: broken)
     with pytest.raises(AssertionError, match="compiled"):
         bench.main(["--shapes", "1024x2", "--repeat", "1", "--isa", "scalar"])
+
+
+def _lazy_butterflies(x, rounds: int, q: int, w: int, pairs_words: int):
+    """The forward lazy butterfly (Harvey, words in [0, 4q)) in Python integers: what
+    ren_cpu_fly_regs computes on every X, Y word pair, `rounds` times."""
+    ws, mask = (w << 32) // q, (1 << 32) - 1
+    X, Y = [int(v) for v in x[:pairs_words]], [int(v) for v in x[pairs_words:]]
+    for _ in range(rounds):
+        for k in range(pairs_words):
+            a = min(X[k], (X[k] - 2 * q) & mask)
+            t = (Y[k] * w - ((Y[k] * ws) >> 32) * q) & mask
+            X[k], Y[k] = (a + t) & mask, (a - t + 2 * q) & mask
+    return X + Y
+
+
+def test_the_register_butterfly_of_every_path_is_the_ntts_butterfly() -> None:
+    import numpy as np
+
+    c_host = pytest.importorskip("ren.backend.c_host", reason="no compiled device in checkout")
+    if c_host.find_cc() is None:
+        pytest.skip("no C compiler: the 'cpu' device cannot run")
+    from ren.backend import cpu
+
+    q, w = bench.FLY_Q, bench.FLY_W
+    for isa in cpu.available_isas():
+        lib = cpu.ring_library(isa)
+        words = 2 * lib.ren_cpu_fly_pairs() * max(1, lib.ren_cpu_vector_bits() // 32)
+        x = np.random.default_rng(7).integers(0, 4 * q, words, dtype=np.uint32)
+        x[:2] = 4 * q - 1, 0  # the range's edges
+        x[-1] = 4 * q - 1
+        want = _lazy_butterflies(x, 3, q, w, words // 2)
+        assert bench.fly_in_registers(isa, x, 3) == 3 * words // 2
+        assert x.tolist() == want, isa
+        # and it is the butterfly: X + wY, X - wY mod q, words below 4q
+        y = np.random.default_rng(8).integers(0, q, words, dtype=np.uint32)
+        before = [int(v) for v in y]
+        bench.fly_in_registers(isa, y, 1)
+        half = words // 2
+        for k in range(half):
+            assert int(y[k]) % q == (before[k] + w * before[half + k]) % q
+            assert int(y[half + k]) % q == (before[k] - w * before[half + k]) % q
+        assert int(y.max()) < 4 * q
+    with pytest.raises(ValueError, match="uint32"):
+        bench.fly_in_registers("scalar", np.zeros(3, np.uint32), 1)
+    with pytest.raises(ValueError, match="2 < q < 2\\^30"):
+        bench.fly_in_registers("scalar", np.zeros(16, np.uint32), 1, q=(1 << 30) + 3)
+
+
+def test_the_report_gives_the_register_rates(capsys) -> None:
+    c_host = pytest.importorskip("ren.backend.c_host", reason="no compiled device in checkout")
+    if c_host.find_cc() is None:
+        pytest.skip("no C compiler: the 'cpu' device cannot run")
+    from ren.backend import cpu
+
+    vector = [p for p in cpu.available_isas() if p != "scalar"]
+    if not vector:
+        pytest.skip("this machine runs no vector path")
+    rates = bench.register_rates(vector, 1, rounds=64)
+    assert set(rates) == set(vector) and all(ns > 0 for ns in rates.values())
+    bench.main(["--shapes", "1024x1", "--repeat", "1", "--bits", "30"])
+    out = capsys.readouterr().out
+    assert "in registers" in out and f"{vector[0]} " in out.split("in registers")[1]
+    assert "of its path's rate in registers" in out

@@ -23,6 +23,8 @@ Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ren import contracts
 from ren.contracts import Contract, Forbid, Require
 from ren.errors import ScheduleError
@@ -128,15 +130,45 @@ def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)
 
 
-def _kernel_problem(n: Node) -> str | None:
-    """What is wrong with a KERNEL node (see the module docstring), or None."""
-    k = n.arg
+@dataclass(frozen=True)
+class _BodyFacts:
+    """What a kernel's check finds in its AST alone: kernels of one shape (a bootstrapping has
+    ~4,500 kernels of ~600 shapes) share one hash-consed AST, so `_bad_kernel` walks each AST
+    once.  The problems are message tails (the kernel's name goes in front)."""
+
+    bad_ops: str | None  # ops the kind does not allow
+    slots: dict[int, Slot]  # the SLOTs the body uses, by index
+    late: str | None  # the kind's own form (a ring call's shapes, an elementwise store)
+
+
+def _body_facts(k: Kernel) -> _BodyFacts:
     allowed = BODY_OPS.get(k.kind, GroupOp.RING_BODY)
     body = toposort(k.ast)
     bad = {b.op.name for b in body if b.op not in allowed}
-    if bad:
-        return f"{k.name} ({k.kind}) contains {sorted(bad)}"
     slots = {b.arg.index: b.arg for b in body if b.op is Op.SLOT}
+    if bad:
+        return _BodyFacts(f" ({k.kind}) contains {sorted(bad)}", slots, None)
+    late = None
+    if k.kind in RING_KINDS:
+        late = _ring_call_problem(k, slots) if 0 in slots else None
+    elif k.kind == ELEMENTWISE:
+        late = _elementwise_problem(k, body)
+    return _BodyFacts(None, slots, late)
+
+
+def _kernel_problem(n: Node, facts: dict[tuple, _BodyFacts] | None = None) -> str | None:
+    """What is wrong with a KERNEL node (see the module docstring), or None.  `facts` memoizes
+    `_body_facts` by (AST, kind, space) across the kernels of one check."""
+    k = n.arg
+    key = (k.ast, k.kind, k.space)
+    f = facts.get(key) if facts is not None else None
+    if f is None:
+        f = _body_facts(k)
+        if facts is not None:
+            facts[key] = f
+    if f.bad_ops is not None:
+        return k.name + f.bad_ops
+    slots = f.slots
     if sorted(slots) != list(range(len(n.src))) or k.nslots != len(n.src):
         return f"{k.name} slots {sorted(slots)} != sources {len(n.src)}"
     if any(s.op not in GroupOp.STORAGE for s in n.src):
@@ -146,19 +178,19 @@ def _kernel_problem(n: Node) -> str | None:
             return f"{k.name} slot {i} is {slots[i]} but its buffer is {storage_buffer(s)}"
     if k.space != slots[0].shape:
         return f"{k.name} iterates over {k.space}, its output is {slots[0].shape}"
-    if k.kind in RING_KINDS:
-        return _ring_call_problem(k, slots)
-    if k.kind != ELEMENTWISE:
-        return None
+    return None if f.late is None else k.name + f.late
+
+
+def _elementwise_problem(k: Kernel, body: list[Node]) -> str | None:
     target = k.ast.src[0]
     if k.ast.op is not Op.STORE or target.op is not Op.INDEX or \
             target.src[1:] != (gidx(0), gidx(1)) or target.src[0].op is not Op.SLOT or \
             target.src[0].arg.index != 0:
-        return f"{k.name} must store to INDEX(SLOT0, GIDX0, GIDX1)"
+        return " must store to INDEX(SLOT0, GIDX0, GIDX1)"
     for b in body:
         if b.op in GroupOp.MOD_ARITH and (b.src[-1].op is not Op.MODULUS or
                                           len(b.src[-1].arg) != k.space[0]):
-            return f"{k.name}: {b.op.name} lacks its MODULUS operand"
+            return f": {b.op.name} lacks its MODULUS operand"
     return None
 
 
@@ -166,21 +198,22 @@ def _ring_call_problem(k: Kernel, slots: dict[int, Slot]) -> str | None:
     call_node = k.ast.src[1] if k.ast.op is Op.STORE else None
     if call_node is None or call_node.op is not Op.RING_CALL or k.ast.src[0].op is not Op.SLOT \
             or call_node.arg.kind.value != k.kind:
-        return f"{k.name} must be STORE(SLOT0, RING_CALL) of {k.kind}"
+        return f" must be STORE(SLOT0, RING_CALL) of {k.kind}"
     call = call_node.arg
     if slots[0].shape != (len(call.dst), call.n):
-        return f"{k.name} writes {slots[0].shape}, its call produces {(len(call.dst), call.n)}"
+        return f" writes {slots[0].shape}, its call produces {(len(call.dst), call.n)}"
     want = call.input_shape()
     got = tuple(s.arg.shape for s in call_node.src)
     if got != ((want,) if want else ()):
-        return f"{k.name} reads {got}, its call needs {want}"
+        return f" reads {got}, its call needs {want}"
     return None
 
 
 def _bad_kernel(sink: Node, ctx) -> tuple[str, Node] | None:
+    facts: dict[tuple, _BodyFacts] = {}
     for n in toposort(sink):
         if n.op is Op.KERNEL:
-            problem = _kernel_problem(n)
+            problem = _kernel_problem(n, facts)
             if problem is not None:
                 return problem, n
     return None

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ren import settings
-from ren.device import Buffer
+from ren.device import Buffer, get_device
 from ren.errors import RealizeError
 from ren.ir import as_ring, const_node, is_const, is_realized, storage_buffer
 from ren.kernel import COPY, VIEW, ScheduledKernel
@@ -52,7 +52,6 @@ from ren.ops import DType, Op
 from ren.replay import Template, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
-from ren.sampling import sample
 from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
 
 
@@ -241,7 +240,8 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
         if n.op is Op.AS_RING and n.src and n.src[0].op is Op.RANDOM:
             ring, domain = n.arg
             spec = n.src[0].arg
-            buf = Buffer(spec.device, (ring.limbs, ring.N)).copyin(sample(spec, ring))
+            values = get_device(spec.device).sample(spec, ring)
+            buf = Buffer(spec.device, (ring.limbs, ring.N)).copyin(values)
             stored = as_ring(Node(Op.BUFFER, DType.U32, (), buf), ring, domain)
             out[n] = Node(Op.MUL, DType.U32, (stored, const_node(1 << 32, ring, domain,
                                                                  spec.device)))

@@ -39,13 +39,18 @@ def _stream(seed: bytes, purpose: str, nbytes: int) -> bytes:
     return hashlib.shake_256(b"ren-sample\0" + purpose.encode() + b"\0" + seed).digest(nbytes)
 
 
+#: what a uniform limb's SHAKE-128 input starts with: UNIFORM_PREFIX || limb (4 bytes, little
+#: endian) || seed.  The "cpu" device samples the same streams in C (cpu_ring_sample.c)
+UNIFORM_PREFIX = b"ren-sample\0uniform\0"
+
+
 def _uniform_row(seed: bytes, limb: int, q: int, n: int) -> np.ndarray:
     """n residues uniform in [0, q), by rejection from a SHAKE-128 stream of 32-bit words."""
     bound = ((1 << 32) // q) * q
     keep = bound / float(1 << 32)  # the chance a word is kept
     count = int(n / keep * 1.02) + 64
     while True:
-        raw = hashlib.shake_128(b"ren-sample\0uniform\0" + limb.to_bytes(4, "little")
+        raw = hashlib.shake_128(UNIFORM_PREFIX + limb.to_bytes(4, "little")
                                 + seed).digest(4 * count)
         words = np.frombuffer(raw, dtype="<u4")
         kept = words[words < np.uint32(bound)] if bound < 1 << 32 else words
@@ -132,6 +137,10 @@ def sample(spec: RandomSpec, ring: RingSpec) -> np.ndarray:
                          for i, qi in enumerate(ring.moduli)])
     coeffs = sample_signed(spec, ring.N)
     if len(coeffs) and int(np.max(np.abs(coeffs))) < min(ring.moduli):  # small: no division
-        c = coeffs[None, :]
-        return np.where(c < 0, c + q.astype(np.int64), c).astype(np.uint32)
+        # c mod q_i is c, or c + q_i for c < 0; in u32 a negative c wraps to 2^32 + c and adding
+        # q_i wraps back to c + q_i: two u32 passes over the (L, N) rows, no int64 temporaries
+        # (what a key ring of ~50 limbs spent most of its small-coefficient sampling on)
+        neg = np.where(coeffs < 0, np.uint32(0xFFFFFFFF), np.uint32(0))
+        q32 = np.array(ring.moduli, dtype=np.uint32)[:, None]
+        return coeffs.astype(np.uint32)[None, :] + (q32 & neg[None, :])
     return (coeffs[None, :] % q.astype(np.int64)).astype(np.uint32)

@@ -50,6 +50,9 @@ import numpy as np
 from ren.device import device_factory, device_kinds, get_device, register_device
 from ren.errors import DeviceError
 from ren.kernel import ScheduledKernel
+from ren.random import RandomSpec
+from ren.ring import RingSpec
+from ren.sampling import sample
 
 #: A runnable kernel: called with the backend arrays bound to its slots (slot 0 is the output).
 KernelFn = Callable[[Sequence[Any]], None]
@@ -167,6 +170,12 @@ class Device:
         change from run to run — where ``patches`` lists each such (call, slot, index into the
         per-run arrays).  The default: no graph runner (None)."""
         return None
+
+    def sample(self, spec: RandomSpec, ring: RingSpec) -> np.ndarray:
+        """The standard-form residues (L, N) u32 of the RANDOM node `spec` in `ring`, which
+        `ren.sampling.sample` defines; a device may compute the same words faster (the "cpu"
+        device samples uniform limbs in C, on its threads)."""
+        return sample(spec, ring)
 
     def clear_cache(self) -> None:
         self._cache.clear()

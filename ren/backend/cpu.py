@@ -83,12 +83,14 @@ from ren.backend.cpu_cache import (
     index_library,
     indexed_library,
 )
+from ren.backend.cpu_sampling import sample_uniform
 from ren.backend.malloc import tune_allocator
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
 from ren.errors import DeviceError, KernelCompileError, RealizeError
 from ren.kernel import ELEMENTWISE, LIGHT_KINDS, RingCall, ScheduledKernel
-from ren.ring import RingKernel
+from ren.random import RandomSpec
+from ren.ring import RingKernel, RingSpec
 
 #: a compiled entry point: void f(void** args)
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))
@@ -442,6 +444,15 @@ class CpuDevice(Device):
         # programs `prepare` rendered, by item key, for `build` to take instead of rendering again
         self._rendered: dict[Any, Program] = {}
         ring_library(self.isa).ren_set_threads(threads())
+
+    def sample(self, spec: RandomSpec, ring: RingSpec) -> np.ndarray:
+        """`Device.sample`: uniform limbs in C on this device's threads (`cpu_sampling`), the
+        same words as `ren.sampling.sample`; other kinds (N small coefficients) in Python."""
+        if spec.kind == "uniform":
+            values = sample_uniform(ring_library(self.isa), spec, ring)
+            if values is not None:
+                return values
+        return super().sample(spec, ring)
 
     def set_threads(self, n: int) -> None:
         """Use `n` OpenMP threads in the library kernels from now on (1: none); `n` must be in

@@ -11,6 +11,10 @@
   at encoding and key generation only, are `ren.backend.ring_c`'s programs in the same C dialect
   (RANDOM expands its seed on the host, so it is bit-identical to the NumPy device by
   construction).
+* Sampling (`CpuDevice.sample`, what realization asks for a random polynomial): uniform limbs
+  come from the ring library's own SHAKE-128 and rejection sampler (`cpu_ring_sample.c`,
+  `ren.backend.cpu_sampling`), one limb per thread: `ren.sampling`'s words, without hashlib's
+  GIL, so key generation uses ``REN_CPU_THREADS``.
 * Vector unit: one path per device, chosen when it opens (`ren.backend.cpu_isa`,
   ``REN_CPU_ISA``: auto, avx512, avx2, scalar): the path's flags go after the base ones and its
   name heads every source, so libraries of different paths never share a cache entry.  The

@@ -104,10 +104,14 @@ def test_the_device_samples_uniform_limbs_in_c_and_the_rest_in_python(monkeypatc
         spec = RandomSpec(kind, params, b"kinds", "cpu")
         assert np.array_equal(dev.sample(spec, ring), sample(spec, ring)), kind
     assert calls == ["uniform"]
-    # a seed longer than the C sampler takes: Python samples it, the same words
+    # the longest seed the C sampler takes (1024 bytes of input in all), and one byte more:
+    # Python samples that one, the same words
     lib = cpu.ring_library(dev.isa)
-    long_seed = b"x" * (lib.ren_cpu_sample_max_input() - len(UNIFORM_PREFIX) - 3)
-    spec = RandomSpec("uniform", (), long_seed, "cpu")
+    assert lib.ren_cpu_sample_max_input() == 1024
+    longest = b"x" * (1024 - len(UNIFORM_PREFIX) - 4)
+    spec = RandomSpec("uniform", (), longest, "cpu")
+    assert np.array_equal(real(lib, spec, ring), sample(spec, ring))
+    spec = RandomSpec("uniform", (), longest + b"y", "cpu")
     assert real(lib, spec, ring) is None
     assert np.array_equal(dev.sample(spec, ring), sample(spec, ring))
     with pytest.raises(ValueError, match="not uniform"):

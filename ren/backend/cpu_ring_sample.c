@@ -98,14 +98,17 @@ static void uniform_row(const u8* msg, i64 len, u32 q, i64 n, u32* out) {
   }
 }
 
-/* the longest prefix || limb || seed the sampler takes (the caller checks; Ren's are ~55) */
+/* the longest prefix || limb || seed the sampler takes (Ren's are ~55 bytes) */
 #define REN_SAMPLE_MAX_INPUT 1024
 int ren_cpu_sample_max_input(void) { return REN_SAMPLE_MAX_INPUT; }
 
 /* out (L x n, row-major): ren.sampling.sample's uniform residues for moduli[0..L) from
-   prefix || limb || seed (at most REN_SAMPLE_MAX_INPUT bytes), one limb per thread */
-void ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i64 seed_len,
-                            const u32* moduli, i64 L, i64 n, u32* out) {
+   prefix || limb || seed, one limb per thread.  Returns 0, or 1 (nothing written) when that
+   input is longer than REN_SAMPLE_MAX_INPUT bytes: the caller then samples another way. */
+int ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i64 seed_len,
+                           const u32* moduli, i64 L, i64 n, u32* out) {
+  if (prefix_len < 0 || seed_len < 0 || prefix_len + 4 + seed_len > REN_SAMPLE_MAX_INPUT)
+    return 1;
   REN_PARALLEL_FOR(L * n * 8)
   for (i64 l = 0; l < L; ++l) {
     u8 msg[REN_SAMPLE_MAX_INPUT];
@@ -114,4 +117,5 @@ void ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i6
     memcpy(msg + prefix_len + 4, seed, (size_t)seed_len);
     uniform_row(msg, prefix_len + 4 + seed_len, moduli[l], n, out + l * n);
   }
+  return 0;
 }

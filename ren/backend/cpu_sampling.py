@@ -25,7 +25,7 @@ def _bind(lib: ctypes.CDLL) -> None:
     # idempotent: the same argument types on every call
     lib.ren_cpu_sample_uniform.argtypes = [_u8p, _i64, _u8p, _i64, ctypes.c_void_p, _i64, _i64,
                                            ctypes.c_void_p]
-    lib.ren_cpu_sample_uniform.restype = None
+    lib.ren_cpu_sample_uniform.restype = ctypes.c_int
     lib.ren_cpu_shake128.argtypes = [_u8p, _i64, ctypes.c_void_p, _i64]
     lib.ren_cpu_shake128.restype = None
 
@@ -38,14 +38,13 @@ def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.nda
     if spec.kind != "uniform":
         raise ValueError(f"sample_uniform: a {spec.kind!r} spec is not uniform")
     seed = bytes(spec.seed)
-    if len(UNIFORM_PREFIX) + 4 + len(seed) > lib.ren_cpu_sample_max_input():
-        return None
     _bind(lib)
     out = np.empty((ring.limbs, ring.N), dtype=np.uint32)
     moduli = np.array(ring.moduli, dtype=np.uint32)
-    lib.ren_cpu_sample_uniform(UNIFORM_PREFIX, len(UNIFORM_PREFIX), seed, len(seed),
-                               moduli.ctypes.data, ring.limbs, ring.N, out.ctypes.data)
-    return out
+    too_long = lib.ren_cpu_sample_uniform(UNIFORM_PREFIX, len(UNIFORM_PREFIX), seed, len(seed),
+                                          moduli.ctypes.data, ring.limbs, ring.N,
+                                          out.ctypes.data)
+    return None if too_long else out
 
 
 def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int) -> bytes:

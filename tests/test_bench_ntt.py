@@ -115,6 +115,12 @@ def test_the_register_butterfly_of_every_path_is_the_ntts_butterfly() -> None:
         bench.fly_in_registers("scalar", np.zeros(3, np.uint32), 1)
     with pytest.raises(ValueError, match="2 < q < 2\\^30"):
         bench.fly_in_registers("scalar", np.zeros(16, np.uint32), 1, q=(1 << 30) + 3)
+    with pytest.raises(ValueError, match="0 <= w < q"):
+        bench.fly_in_registers("scalar", np.zeros(16, np.uint32), 1, q=97, w=97)
+    # the smallest odd modulus and the twiddle 0 are fine: Y's product vanishes
+    z = np.arange(16, dtype=np.uint32)
+    assert bench.fly_in_registers("scalar", z, 2, q=3, w=0) == 16
+    assert z.tolist() == _lazy_butterflies(np.arange(16, dtype=np.uint32), 2, 3, 0, 8)
 
 
 def test_the_report_gives_the_register_rates(capsys) -> None:
@@ -127,7 +133,8 @@ def test_the_report_gives_the_register_rates(capsys) -> None:
     if not vector:
         pytest.skip("this machine runs no vector path")
     rates = bench.register_rates(vector, 1, rounds=64)
-    assert set(rates) == set(vector) and all(ns > 0 for ns in rates.values())
+    # ns per butterfly: a vector butterfly takes a few cycles for 8 or 16 of them
+    assert set(rates) == set(vector) and all(0 < ns < 100 for ns in rates.values()), rates
     bench.main(["--shapes", "1024x1", "--repeat", "1", "--bits", "30"])
     out = capsys.readouterr().out
     assert "in registers" in out and f"{vector[0]} " in out.split("in registers")[1]

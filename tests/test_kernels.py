@@ -365,3 +365,79 @@ def test_a_subring_read_inside_a_kernel_is_an_offset_or_a_table():
                 assert limb.src == (gidx(0), iconst(1))
         expected = evaluate((x + y).to_ring(sub) * 3)[0]
         assert np.array_equal(((x + y).to_ring(sub) * 3).numpy(), expected)
+
+
+def _shared_shape(sink, kind: str) -> list[Node]:
+    """Kernels of `kind` that share one hash-consed AST (the check walks it once)."""
+    groups: dict = {}
+    for k in _kernel_nodes(sink):
+        groups.setdefault((k.arg.ast, k.arg.kind, k.arg.space), []).append(k)
+    return next(g for (_, kd, _), g in groups.items() if kd == kind and len(g) > 1)
+
+
+def _problem(sink) -> str:
+    with pytest.raises(ScheduleError) as err:
+        p12_kernelize.check(sink)
+    return str(err.value)
+
+
+def test_kernelize_check_names_each_kernels_own_problem():
+    """Every way a KERNEL can fail to describe itself is reported with that kernel's name, also
+    when kernels share one AST (the check's facts about an AST are found once per shape)."""
+    from dataclasses import replace
+
+    from ren.node import substitute
+
+    sink = run_passes(*build("keyswitch_ntt")).sink
+    p12_kernelize.check(sink)
+    first, second = _shared_shape(sink, "elementwise")[:2]
+    assert len(first.src) >= 2 and first.arg.ast is second.arg.ast
+    name = second.arg.name
+    # sources: a non-storage one; one whose buffer differs from its slot; one too many slots
+    odd = second.replace(src=(second.src[0], iconst(3), *second.src[2:]))
+    msg = _problem(substitute(sink, {second: odd}))
+    assert msg.count(f"{name} has a non-storage source") == 1
+    from ren.ir import storage_buffer
+
+    shape = storage_buffer(second.src[1]).shape
+    other = next(s for k in _kernel_nodes(sink) for s in k.src
+                 if s.op is Op.BUFFER and storage_buffer(s).shape != shape)
+    wrong_buffer = second.replace(src=(second.src[0], other, *second.src[2:]))
+    assert f"{name} slot 1 is" in _problem(substitute(sink, {second: wrong_buffer}))
+    more = _swap_kernel(sink, second, nslots=second.arg.nslots + 1)
+    assert f"{name} slots {list(range(len(second.src)))} != sources" in _problem(more)
+    # the first kernel of that shape is still fine: only the second is reported
+    assert first.arg.name not in _problem(substitute(sink, {second: odd}))
+    # the AST: a store to another index
+    target = second.arg.ast.src[0]
+    flipped = target.replace(src=(target.src[0], gidx(1), gidx(0)))
+    ast = substitute(second.arg.ast, {target: flipped})
+    assert f"{name} must store to INDEX(SLOT0, GIDX0, GIDX1)" in _problem(
+        _swap_kernel(sink, second, ast=ast))
+    # ring kernels: another kind's call; a call writing another shape (random: one slot only)
+    ntt_k = next(k for k in _kernel_nodes(sink) if k.arg.kind == "ntt")
+    assert f"{ntt_k.arg.name} must be STORE(SLOT0, RING_CALL) of intt" in _problem(
+        _swap_kernel(sink, ntt_k, kind="intt"))
+    rnd = next(k for k in _kernel_nodes(sink) if k.arg.kind == "random")
+    call = rnd.arg.ast.src[1]
+    fewer = call.replace(arg=replace(call.arg, dst=call.arg.dst[:-1]))
+    assert f"{rnd.arg.name} writes" in _problem(
+        _swap_kernel(sink, rnd, ast=substitute(rnd.arg.ast, {call: fewer})))
+
+
+def test_kernelize_check_walks_each_kernel_shape_once(monkeypatch):
+    from ren.ir import storage_buffer
+
+    sink = run_passes(*build("keyswitch_ntt")).sink
+    kernels = _kernel_nodes(sink)
+    shapes = {(k.arg.ast, k.arg.kind, k.arg.space) for k in kernels}
+    walked = []
+    real = p12_kernelize._body_facts
+    monkeypatch.setattr(p12_kernelize, "_body_facts", lambda k: walked.append(k) or real(k))
+    p12_kernelize.check(sink)
+    assert len(walked) == len(shapes) < len(kernels)
+    # and a space that disagrees with the output slot names both
+    ew = next(k for k in kernels if k.arg.kind == "elementwise")
+    out = storage_buffer(ew.src[0]).shape
+    assert f"{ew.arg.name} iterates over (1, 16), its output is {out}" in _problem(
+        _swap_kernel(sink, ew, space=(1, 16)))

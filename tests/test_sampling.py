@@ -26,3 +26,13 @@ def test_small_coefficients_lift_to_c_mod_q(seed: bytes, ring: RingSpec, kind) -
     got = sample(spec, ring)
     assert got.dtype == np.uint32 and got.shape == (ring.limbs, ring.N)
     assert got.tolist() == [[v % q for v in c] for q in ring.moduli]
+
+
+def test_coefficients_equal_to_the_smallest_modulus_are_reduced() -> None:
+    """|c| = min(q_i) is the first value the division path takes: c = ±q_0 must come out 0 on
+    that limb, not q_0 (a u32 wrap alone would leave it unreduced)."""
+    ring = RINGS[0]
+    q0 = min(ring.moduli)
+    for c in (q0, -q0, q0 - 1, -(q0 - 1)):
+        got = sample(RandomSpec("uniform_on_interval", (c, c), b"edge", "python"), ring)
+        assert got.tolist() == [[c % q] * ring.N for q in ring.moduli]

@@ -27,6 +27,7 @@ unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 from ren.alu import fold_index
 from ren.contracts import Contract, Forbid
@@ -44,23 +45,35 @@ def _at(e: Node, l: Node, j: Node) -> Node:
     return substitute(e, {gidx(0): l, gidx(1): j})
 
 
-def _limb_map(x: Node, target, l: Node) -> Node:
-    src = need_spec(x).ring
+@lru_cache(maxsize=4096)
+def _subring_rows(src: RingSpec, target: RingSpec) -> int | tuple[int, ...]:
+    """Where `target`'s limbs sit in `src`: the first row of a contiguous run, else each row.
+    A pure function of two rings, and a kernel of a bootstrapping asks it for the same few
+    pairs thousands of times: cached."""
     first = target.offset_in(src)
-    if first is not None:
-        return idx(Op.IADD, l, iconst(first))
-    return idx(Op.TABLE, l, arg=tuple(src.index(q) for q in target.moduli))
+    return first if first is not None else tuple(src.index(q) for q in target.moduli)
+
+
+def _limb_map(x: Node, target, l: Node) -> Node:
+    rows = _subring_rows(need_spec(x).ring, target)
+    if isinstance(rows, int):
+        return idx(Op.IADD, l, iconst(rows))
+    return idx(Op.TABLE, l, arg=rows)
+
+
+@lru_cache(maxsize=4096)
+def _concat_tables(target: tuple[int, ...], rings: tuple[tuple[int, ...], ...]
+                   ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    first = tuple(int(q in rings[0]) for q in target)
+    return first, [tuple(r.index(q) if q in r else 0 for q in target) for r in rings]
 
 
 def _concat_maps(n: Node, l: Node) -> tuple[Node, list[Node]]:
     """For CONCAT: (which source holds limb l: 1 for the first, 0 for the second, as TABLE[l]),
     and per source its limb index TABLE (rows it lacks clamped to 0, read and discarded)."""
-    target = n.arg.moduli
-    rings = [need_ring(s).moduli for s in n.src]  # (a broadcast 0 is a VCONST by now)
-    first = idx(Op.TABLE, l, arg=tuple(int(q in rings[0]) for q in target))
-    maps = [idx(Op.TABLE, l, arg=tuple(r.index(q) if q in r else 0 for q in target))
-            for r in rings]
-    return first, maps
+    # (a broadcast 0 is a VCONST by now)
+    first, maps = _concat_tables(n.arg.moduli, tuple(need_ring(s).moduli for s in n.src))
+    return idx(Op.TABLE, l, arg=first), [idx(Op.TABLE, l, arg=m) for m in maps]
 
 
 def _children(n: Node, l: Node, j: Node) -> list[tuple[Node, Node, Node]]:

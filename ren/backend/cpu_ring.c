@@ -112,7 +112,7 @@ int ren_cpu_vector_bits(void) { return REN_AVX512 ? 512 : REN_AVX2 ? 256 : 0; }
    independent pairs of this build's widest vectors (16, 8 or 1 words), with no load, store or
    shuffle in the loop: the rate the butterfly's arithmetic alone reaches on this CPU.  The
    NTT's rate against it is what the transform's memory traffic and shuffles cost, and the ratio
-   of two paths' rates bounds what the wider path can gain.  x: 2 * FLY_PAIRS * lanes words in
+   of two paths' rates is what the wider path gains on the butterfly itself.  x: 2 * FLY_PAIRS * lanes words in
    [0, 4q), the X words first, then the Y words; both are written back, so a test can check the
    arithmetic.  Returns the number of butterflies done. */
 #define FLY_PAIRS 8
@@ -137,12 +137,16 @@ i64 ren_cpu_fly_regs(u32* x, i64 rounds, u32 q, u32 w, u32 ws) {
   const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
   const v8 W = _mm256_set1_epi32((int)w), WS = _mm256_set1_epi32((int)ws);
   v8 X[FLY_PAIRS], Y[FLY_PAIRS];
-  for (int k = 0; k < FLY_PAIRS; ++k) { X[k] = LD(x + 8 * k); Y[k] = LD(x + 8 * (FLY_PAIRS + k)); }
+  for (int k = 0; k < FLY_PAIRS; ++k) {
+    X[k] = LD(x + 8 * k); Y[k] = LD(x + 8 * (FLY_PAIRS + k));
+  }
   for (i64 r = 0; r < rounds; ++r) {
 #pragma GCC unroll 8
     for (int k = 0; k < FLY_PAIRS; ++k) v_ct(&X[k], &Y[k], W, WS, vq, vq2);
   }
-  for (int k = 0; k < FLY_PAIRS; ++k) { ST(x + 8 * k, X[k]); ST(x + 8 * (FLY_PAIRS + k), Y[k]); }
+  for (int k = 0; k < FLY_PAIRS; ++k) {
+    ST(x + 8 * k, X[k]); ST(x + 8 * (FLY_PAIRS + k), Y[k]);
+  }
   return rounds * FLY_PAIRS * 8;
 #else
   const u32 q2 = 2 * q;

@@ -163,7 +163,7 @@ ZINLINE void z_small_twiddles(const u32* const* w, const u32* const* ws, const z
    one's, one butterfly; the last stage moves them back to memory order (the forward transform
    fully reducing them first).  Stage by stage over the block rather than all four stages on
    one group: a group's four stages are one dependent chain (~100 cycles), and the groups of
-   one stage are independent, which measured 4-5 % faster overall (N = 2^12, 2^16) than
+   one stage are independent, which measured 3-5 % faster overall (N = 2^12, 2^16) than
    chaining them; the extra loads and stores stay in L1 and use the load/store ports. */
 ZINLINE void z_small_stage(u32* x, i64 len, const u32* const* w, const u32* const* ws,
                            const zsmall* P, zq m, int big, int gs, int s) {

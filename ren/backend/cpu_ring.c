@@ -112,9 +112,9 @@ int ren_cpu_vector_bits(void) { return REN_AVX512 ? 512 : REN_AVX2 ? 256 : 0; }
    independent pairs of this build's widest vectors (16, 8 or 1 words), with no load, store or
    shuffle in the loop: the rate the butterfly's arithmetic alone reaches on this CPU.  The
    NTT's rate against it is what the transform's memory traffic and shuffles cost, and the ratio
-   of two paths' rates is what the wider path gains on the butterfly itself.  x: 2 * FLY_PAIRS * lanes words in
-   [0, 4q), the X words first, then the Y words; both are written back, so a test can check the
-   arithmetic.  Returns the number of butterflies done. */
+   of two paths' rates is what the wider path gains on the butterfly itself.  x: 2 * FLY_PAIRS
+   * lanes words in [0, 4q), the X words first, then the Y words; both are written back, so a
+   test can check the arithmetic.  Returns the number of butterflies done. */
 #define FLY_PAIRS 8
 int ren_cpu_fly_pairs(void) { return FLY_PAIRS; }
 i64 ren_cpu_fly_regs(u32* x, i64 rounds, u32 q, u32 w, u32 ws) {

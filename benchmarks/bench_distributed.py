@@ -11,6 +11,9 @@ one, whose replay is ~20x faster, so the distributed path's own cost shows) the 
   wall time, throughput, and per ciphertext the worker's replay (`run`), its decode + encode,
   and the whole distributed path.
 
+With ``--rounds R`` it runs R such jobs per worker count, the counts taking turns, and reports
+the median of the rounds (a shared machine's load varies from one job to the next).
+
 It prints the speedup of 2 workers over 1 (goal >= 1.8× on a 2-core machine) and the
 per-ciphertext overhead of the distributed path with one worker: (wall per ciphertext − the
 worker's replay per ciphertext) / the replay (goal <= 10 %): serialization on both sides,
@@ -23,7 +26,7 @@ The batch cycles through `--distinct` fresh encryptions (encrypting 64 at N = 2^
 while and is not what is measured).  The machine is often shared: run it on a quiet one.
 
 Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
-                                             [--device python|cpu]
+                                             [--device python|cpu] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import logging
 import multiprocessing
+import queue
 import statistics
 import time
 import warnings
@@ -87,6 +91,10 @@ def _replay_in_a_process(log_n: int, device: str, repeat: int, barrier: Any, out
     out.put((time.perf_counter() - t0) / repeat)
 
 
+#: seconds the ceiling waits for its plain processes (key generation and a capture each)
+CEILING_TIMEOUT = 600
+
+
 def ceiling(log_n: int, device: str, processes: int, repeat: int) -> float:
     """Seconds per replay when `processes` plain processes replay at once: what the machine
     gives to any way of running them side by side (cores, caches, memory bandwidth)."""
@@ -96,13 +104,42 @@ def ceiling(log_n: int, device: str, processes: int, repeat: int) -> float:
              for _ in range(processes)]
     for p in procs:
         p.start()
-    times = [out.get() for _ in procs]
+    try:  # a process that died (it could not import this file, say) never answers
+        times = [out.get(timeout=CEILING_TIMEOUT) for _ in procs]
+    except queue.Empty:
+        for p in procs:
+            p.kill()
+        raise RuntimeError(f"ceiling: {processes} plain replay process(es) gave no time within "
+                           f"{CEILING_TIMEOUT} s (see their output above)") from None
     for p in procs:
         p.join()
     return statistics.mean(times)
 
 
-def main() -> None:
+def _time_job(w: int, batch: list, rlk: Any, label: str) -> tuple[float, float]:
+    """One timed job on a fresh `w`-worker LocalCluster (after a warm-up job): its wall time
+    and the workers' median replay per ciphertext; prints the job's figures."""
+    with local_client(workers=w, silence_logs=logging.CRITICAL) as client:
+        t0 = time.perf_counter()
+        submit(square, batch[: 2 * w], keys=rlk, client=client).result()
+        warm_s = time.perf_counter() - t0
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        job = submit(square, batch, keys=rlk, client=client)
+        job.result()
+        wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    n = len(batch)
+    run = statistics.median(t["run"] for t in job.timings)
+    wire = statistics.median(t["decode"] + t["encode"] for t in job.timings)
+    print(f"{w} worker(s){label}: {wall:.2f} s for {n}, {n / wall:.2f} ciphertexts/s, "
+          f"{wall / n * 1e3:.1f} ms each; per ciphertext on a worker: replay {run * 1e3:.1f} ms, "
+          f"decode+encode {wire * 1e3:.1f} ms; warm-up (keys {size(job.keys_bytes)} and plan "
+          f"{size(job.program_bytes)} to each worker, {2 * w} inputs) {warm_s:.2f} s; the client "
+          f"process (encoding, decoding, Dask's scheduler) used {client_cpu:.2f} s of CPU "
+          "meanwhile")
+    return wall, run
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log-n", type=int, default=14)
     ap.add_argument("--device", default="python", choices=("python", "cpu"),
@@ -112,7 +149,12 @@ def main() -> None:
     ap.add_argument("--distinct", type=int, default=8, help="fresh encryptions the batch cycles")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--local-repeat", type=int, default=8)
-    args = ap.parse_args()
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="jobs per worker count, the counts taking turns; the speedup is the "
+                         "median of the rounds' (a shared machine's load varies)")
+    args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
 
     params = make_params(args.log_n, args.device)
     keygen = KeyGenerator(params)
@@ -145,36 +187,25 @@ def main() -> None:
           f"encode {client_encode * 1e3:.1f} ms ({size(len(blob))}), decode of a result "
           f"{client_decode * 1e3:.1f} ms")
 
-    results = {}
-    for w in args.workers:
-        with local_client(workers=w, silence_logs=logging.CRITICAL) as client:
-            t0 = time.perf_counter()
-            warm = submit(square, batch[: 2 * w], keys=rlk, client=client)
-            warm.result()
-            warm_s = time.perf_counter() - t0
-            t0, cpu0 = time.perf_counter(), time.process_time()
-            job = submit(square, batch, keys=rlk, client=client)
-            job.result()
-            wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        n = len(batch)
-        run = statistics.median(t["run"] for t in job.timings)
-        wire = statistics.median(t["decode"] + t["encode"] for t in job.timings)
-        results[w] = (wall, run)
-        print(f"{w} worker(s): {wall:.2f} s for {n}, {n / wall:.2f} ciphertexts/s, "
-              f"{wall / n * 1e3:.1f} ms each; per ciphertext on a worker: replay "
-              f"{run * 1e3:.1f} ms, decode+encode {wire * 1e3:.1f} ms; warm-up (keys "
-              f"{size(job.keys_bytes)} and plan {size(job.program_bytes)} to each worker, "
-              f"{2 * w} inputs) {warm_s:.2f} s; the client process (encoding, decoding, Dask's "
-              f"scheduler) used {client_cpu:.2f} s of CPU meanwhile")
+    # per worker count, one (wall, replay per ciphertext) per round; the counts take turns
+    # within a round, so a burst of load elsewhere hits them alike
+    results: dict[int, list[tuple[float, float]]] = {w: [] for w in args.workers}
+    for r in range(args.rounds):
+        for w in args.workers:
+            results[w].append(_time_job(w, batch, rlk, f" (round {r + 1})" * (args.rounds > 1)))
     if 1 in results:
-        wall1, run1 = results[1]
-        per = wall1 / len(batch)
-        print(f"overhead of the distributed path (1 worker): {(per - run1) / run1 * 100:.1f} % "
-              f"of the replay ({per * 1e3:.1f} vs {run1 * 1e3:.1f} ms per ciphertext; goal <= "
-              f"10 %); against the local replay: {(per - op) / op * 100:.1f} %")
+        pers = [wall / len(batch) for wall, _ in results[1]]
+        over = statistics.median((per - run) / run for per, (_, run) in zip(pers, results[1]))
+        per, run1 = statistics.median(pers), statistics.median(run for _, run in results[1])
+        print(f"overhead of the distributed path (1 worker): {over * 100:.1f} % of the replay "
+              f"({per * 1e3:.1f} vs {run1 * 1e3:.1f} ms per ciphertext; goal <= 10 %); against "
+              f"the local replay: {(per - op) / op * 100:.1f} %")
     if 1 in results and 2 in results:
-        print(f"speedup 2 workers / 1: {results[1][0] / results[2][0]:.2f}x (goal >= 1.8x on a "
-              "2-core machine)")
+        ups = [one[0] / two[0] for one, two in zip(results[1], results[2])]
+        spread = f" (median of {len(ups)} rounds: {', '.join(f'{u:.2f}' for u in ups)})" \
+            if len(ups) > 1 else ""
+        print(f"speedup 2 workers / 1: {statistics.median(ups):.2f}x{spread} (goal >= 1.8x on "
+              "a 2-core machine)")
         one, two = ceiling(args.log_n, args.device, 1, 6), ceiling(args.log_n, args.device, 2, 6)
         print(f"the machine's ceiling, plain processes without Dask: one replays in "
               f"{one * 1e3:.1f} ms, two side by side in {two * 1e3:.1f} ms each: "

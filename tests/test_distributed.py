@@ -530,3 +530,33 @@ def test_a_closed_client_is_refused(client, ckks):
     c.close()
     with pytest.raises(DistributedError, match="the Dask client is closed"):
         dmap(square, batch(ckks, 1), keys=ckks.ev.relin_key, client=c)
+
+
+def test_the_benchmark_takes_the_median_of_its_rounds(capsys, monkeypatch) -> None:
+    """benchmarks/bench_distributed.py at a toy size: two rounds of 1 and 2 workers, taking
+    turns; the speedup line is the median of the rounds' ratios and lists them."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    # importable by name: its ceiling runs a function of it in spawned processes
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = importlib.import_module("bench_distributed")
+    monkeypatch.setattr(bench, "CEILING_TIMEOUT", 120)  # an error, not a hang, if one dies
+    bench.main(["--log-n", "10", "--batch", "4", "--distinct", "2", "--local-repeat", "2",
+                "--rounds", "2"])
+    out = capsys.readouterr().out
+    jobs = re.findall(r"^(\d) worker\(s\) \(round (\d)\): ([\d.]+) s", out, re.M)
+    assert [(w, r) for w, r, _ in jobs] == [("1", "1"), ("2", "1"), ("1", "2"), ("2", "2")]
+    walls = {(w, r): float(t) for w, r, t in jobs}
+    line = re.search(r"speedup 2 workers / 1: ([\d.]+)x \(median of 2 rounds: ([\d.]+), "
+                     r"([\d.]+)\)", out)
+    assert line is not None, out
+    median, *rounds = (float(g) for g in line.groups())
+    assert median == pytest.approx(sum(rounds) / 2, abs=0.011)
+    # each round's ratio is its two jobs' (walls printed to 10 ms, hence the tolerance)
+    for r, up in zip("12", rounds):
+        assert up == pytest.approx(walls[("1", r)] / walls[("2", r)], rel=0.25)
+    assert "overhead of the distributed path (1 worker)" in out
+    with pytest.raises(SystemExit):
+        bench.main(["--rounds", "0"])

@@ -63,9 +63,10 @@ def _limb_map(x: Node, target, l: Node) -> Node:
 
 @lru_cache(maxsize=4096)
 def _concat_tables(target: tuple[int, ...], rings: tuple[tuple[int, ...], ...]
-                   ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+                   ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    # (tuples all the way down: the cache hands the same value to every caller)
     first = tuple(int(q in rings[0]) for q in target)
-    return first, [tuple(r.index(q) if q in r else 0 for q in target) for r in rings]
+    return first, tuple(tuple(r.index(q) if q in r else 0 for q in target) for r in rings)
 
 
 def _concat_maps(n: Node, l: Node) -> tuple[Node, list[Node]]:

@@ -153,3 +153,19 @@ def test_ckks_keys_and_ciphertexts_match_the_python_device() -> None:
             ct = Encryptor(params, kg.public_key()).encrypt(Encoder(params).encode([0.5, -1]))
         out[device] = [p.tolist() for p in (*ct.parts, *rlk.b, *rlk.a)]
     assert out["cpu"] == out["python"]
+
+
+def test_device_sampling_mode_uses_the_c_sampler_too(monkeypatch) -> None:
+    """REN_DEVICE_SAMPLING=1: the RANDOM kernel expands its seed itself; on "cpu" its uniform
+    values come from the same C sampler, and they are the "python" device's words."""
+    from ren.backend import cpu
+
+    used = []
+    real = cpu.sample_uniform
+    monkeypatch.setattr(cpu, "sample_uniform", lambda *a: used.append(1) or real(*a))
+    ring = RINGS[2]
+    words = {}
+    for device in ("python", "cpu"):
+        with ren.settings.override(REN_DEVICE_SAMPLING=1), ren.random.seeded(12):
+            words[device] = ren.Poly.uniform(ring, device=device).realize().tolist()
+    assert words["cpu"] == words["python"] and used

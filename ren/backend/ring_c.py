@@ -44,10 +44,11 @@ from ren.backend.render_c import (
     finish_kernel,
     signature,
 )
+from ren.device import get_device
 from ren.errors import RealizeError
 from ren.kernel import RingCall
 from ren.ring import RingKernel
-from ren.sampling import sample, sample_signed, validate
+from ren.sampling import sample_signed, validate
 
 #: the largest chunk an NTT block keeps in shared memory (4096 u32 = 16 KiB)
 SHARED_CHUNK = 1 << 12
@@ -340,8 +341,9 @@ def _random_program(call: RingCall, name: str) -> Program:
     def prepare() -> dict[str, np.ndarray]:
         ring = call.dst_ring()
         validate(spec.kind, spec.params, ring)
-        if uniform:
-            return {"values": np.ascontiguousarray(sample(spec, ring), dtype=np.uint32)}
+        if uniform:  # the device's sampler: the "cpu" device's runs in C on its threads
+            values = get_device(spec.device).sample(spec, ring)
+            return {"values": np.ascontiguousarray(values, dtype=np.uint32)}
         return {"coeffs": np.ascontiguousarray(sample_signed(spec, N), dtype=np.int64)}
 
     return Program(name, (k,), (_launch(k, *_grid(L * N)),), _used(tables, params), prepare)

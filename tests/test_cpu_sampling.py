@@ -41,6 +41,22 @@ def _with_threads(lib, n: int, fn):
         lib.ren_set_threads(cpu.threads())
 
 
+@pytest.fixture
+def c_sampler_calls(monkeypatch) -> list[str]:
+    """The kinds of the specs the cpu device's C sampler is asked for, while a test runs."""
+    from ren.backend import cpu, cpu_sampling
+
+    calls: list[str] = []
+    real = cpu_sampling.sample_uniform
+
+    def counted(lib, spec, ring):
+        calls.append(spec.kind)
+        return real(lib, spec, ring)
+
+    monkeypatch.setattr(cpu, "sample_uniform", counted)
+    return calls
+
+
 @pytest.mark.parametrize("length", [0, 1, 54, 166, 167, 168, 169, 335, 336, 337, 600])
 def test_shake128_is_hashlib(length: int) -> None:
     from ren.backend.cpu_sampling import shake128
@@ -86,22 +102,16 @@ def test_every_thread_count_gives_the_same_words() -> None:
     assert int(want.max()) < max(ring.moduli) and len(np.unique(want[0])) > 4000
 
 
-def test_the_device_samples_uniform_limbs_in_c_and_the_rest_in_python(monkeypatch) -> None:
+def test_the_device_samples_uniform_limbs_in_c_and_the_rest_in_python(monkeypatch,
+                                                                     c_sampler_calls) -> None:
+    import ren.backend
     from ren.backend import cpu, cpu_sampling, get_device
 
     dev = get_device("cpu")
     ring = RINGS[2]
-    calls = []
+    calls = c_sampler_calls
     real = cpu_sampling.sample_uniform
-
-    def counted(lib, spec, ring):
-        calls.append(spec.kind)
-        return real(lib, spec, ring)
-
-    import ren.backend
-
     in_python = []
-    monkeypatch.setattr(cpu, "sample_uniform", counted)
     monkeypatch.setattr(ren.backend, "sample", lambda spec, ring: in_python.append(spec.kind)
                         or sample(spec, ring))
     for kind, params in [("uniform", ()), ("gaussian", (3.2,)), ("ternary", ()),
@@ -123,12 +133,8 @@ def test_the_device_samples_uniform_limbs_in_c_and_the_rest_in_python(monkeypatc
         real(lib, RandomSpec("ternary", (), b"", "cpu"), ring)
 
 
-def test_random_polynomials_and_keys_match_the_python_device(monkeypatch) -> None:
-    from ren.backend import cpu
-
-    used = []
-    real = cpu.sample_uniform
-    monkeypatch.setattr(cpu, "sample_uniform", lambda *a: used.append(1) or real(*a))
+def test_random_polynomials_and_keys_match_the_python_device(c_sampler_calls) -> None:
+    used = c_sampler_calls
     ring = RINGS[2]
     words = {}
     for device in ("python", "cpu"):
@@ -155,14 +161,10 @@ def test_ckks_keys_and_ciphertexts_match_the_python_device() -> None:
     assert out["cpu"] == out["python"]
 
 
-def test_device_sampling_mode_uses_the_c_sampler_too(monkeypatch) -> None:
+def test_device_sampling_mode_uses_the_c_sampler_too(c_sampler_calls) -> None:
     """REN_DEVICE_SAMPLING=1: the RANDOM kernel expands its seed itself; on "cpu" its uniform
     values come from the same C sampler, and they are the "python" device's words."""
-    from ren.backend import cpu
-
-    used = []
-    real = cpu.sample_uniform
-    monkeypatch.setattr(cpu, "sample_uniform", lambda *a: used.append(1) or real(*a))
+    used = c_sampler_calls
     ring = RINGS[2]
     words = {}
     for device in ("python", "cpu"):

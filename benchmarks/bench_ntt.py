@@ -121,6 +121,12 @@ def paths(wanted: str) -> tuple[list[tuple[str, Callable]], str]:
 FLY_Q, FLY_W = 1073479681, 12345678
 
 
+def fly_words(lib: ctypes.CDLL) -> int:
+    """The words `ren_cpu_fly_regs` of ring library `lib` works on: an X and a Y vector (or
+    word, on the scalar path) per pair."""
+    return 2 * lib.ren_cpu_fly_pairs() * max(1, lib.ren_cpu_vector_bits() // 32)
+
+
 def fly_in_registers(isa: str, x: np.ndarray, rounds: int, q: int = FLY_Q,
                      w: int = FLY_W) -> int:
     """Run `rounds` of path `isa`'s forward lazy butterfly on the words of `x` in place
@@ -129,8 +135,7 @@ def fly_in_registers(isa: str, x: np.ndarray, rounds: int, q: int = FLY_Q,
     from ren.backend import cpu
 
     lib = cpu.ring_library(isa)
-    lanes = max(1, lib.ren_cpu_vector_bits() // 32)
-    words = 2 * lib.ren_cpu_fly_pairs() * lanes
+    words = fly_words(lib)
     if x.dtype != np.uint32 or x.shape != (words,) or not x.flags.c_contiguous:
         raise ValueError(f"{isa}: x must be {words} contiguous uint32 words, got {x.dtype} "
                          f"{x.shape}")
@@ -151,8 +156,7 @@ def register_rates(names: Sequence[str], repeat: int, rounds: int = 1 << 16) -> 
 
     runs, done = {}, {}
     for name in names:
-        lib = cpu.ring_library(name)
-        words = 2 * lib.ren_cpu_fly_pairs() * max(1, lib.ren_cpu_vector_bits() // 32)
+        words = fly_words(cpu.ring_library(name))
         x = np.random.default_rng(3).integers(0, 4 * FLY_Q, words, dtype=np.uint32)
         done[name] = fly_in_registers(name, x, rounds)
         runs[name] = (lambda name=name, x=x: fly_in_registers(name, x, rounds))

@@ -52,7 +52,7 @@ from ren.ops import DType, Op
 from ren.replay import Template, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
-from ren.schedule import ScheduleContext, as_sink, linearize, run_passes
+from ren.schedule import ScheduleContext, as_sink, gc_paused, linearize, run_passes
 
 
 @dataclass
@@ -208,7 +208,8 @@ def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
     template = templates.get(key) if key is not None else None
     timings = RealizeTimings(extra={"replayed": template is not None})
     if template is None:
-        template = compile_template(*parameterize(todo, inputs), timings=timings)
+        with gc_paused():  # planning and lowering allocate per node too (see ren.jit's capture)
+            template = compile_template(*parameterize(todo, inputs), timings=timings)
         if key is not None:
             templates.put(key, template)
     t0 = time.perf_counter()

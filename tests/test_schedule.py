@@ -262,3 +262,56 @@ def test_an_extension_undone_by_a_selection_costs_nothing():
     z = x.to_ring(RING_QP).to_ring(RING.sub(1, 3))  # a view of x, copied out as the output
     assert [k.kind for k in compute_kernels([z])] == ["elementwise"]
     assert np.array_equal(evaluate(z)[0], x.numpy()[1:3])
+
+
+def test_gc_paused_nests_and_restores_the_collector():
+    import gc
+
+    from ren.schedule import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause still holds
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()  # restored on the way out of an exception too
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a collector that was off stays off
+    finally:
+        gc.enable()
+
+
+def test_captures_and_eager_compiles_run_with_the_collector_paused(monkeypatch):
+    """The whole jit capture (trace, passes, memory plan, lowering, first run) and an eager
+    realization's compile run without full collections; the collector is back on after."""
+    import gc
+
+    import ren.realization as realization
+
+    seen: dict[str, bool] = {}
+
+    @ren.jit
+    def f(a, b):
+        seen["trace"] = gc.isenabled()
+        return a * b
+
+    a, b = realized(1), realized(2)
+    f(a, b).realize()
+    assert seen["trace"] is False and gc.isenabled()
+
+    compile_template = realization.compile_template
+
+    def spy(*args, **kw):
+        seen["eager"] = gc.isenabled()
+        return compile_template(*args, **kw)
+
+    monkeypatch.setattr(realization, "compile_template", spy)
+    ((a - b) * b).realize()
+    assert seen["eager"] is False and gc.isenabled()

@@ -15,7 +15,6 @@ import threading
 import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]  # private: not in typeshed
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ren.ops import DType, Op
@@ -27,16 +26,28 @@ if TYPE_CHECKING:  # for the annotation only: ren.spec imports this module
 #: Python-level KeyedRef construction, which cost ~5% of scheduling time).  When a node dies its
 #: reference's callback drops the entry, since the key holds the node's sources.
 _refs: dict[tuple, weakref.ref] = {}
-_ref = weakref.ref
 _replace_lock = threading.Lock()
 
 
-def _drop(key: tuple, _wr: weakref.ref, _table: dict = _refs,
-          _remove: Callable = _remove_dead_weakref) -> None:
+class _Ref(weakref.ref):
+    """The table's weak reference to a node, carrying the node's key for `_drop` (a slot set
+    after construction: no Python-level __init__, and no `functools.partial` per node)."""
+
+    __slots__ = ("key",)
+    key: tuple
+
+
+def _drop(wr: _Ref, _table: dict = _refs, _remove: Callable = _remove_dead_weakref) -> None:
     # only if the entry is still dead (it may have been replaced); the table and the remover are
     # bound as defaults so that nodes dying at interpreter exit, after module globals are
     # cleared, still work.  `_remove_dead_weakref` is what WeakValueDictionary uses (atomic, in C)
-    _remove(_table, key)
+    _remove(_table, wr.key)
+
+
+def _keyed_ref(node: Node, key: tuple) -> _Ref:
+    ref = _Ref(node, _drop)
+    ref.key = key
+    return ref
 
 
 def _replace_dead(key: tuple, node: Node) -> Node:
@@ -48,7 +59,7 @@ def _replace_dead(key: tuple, node: Node) -> Node:
         other = cur() if cur is not None else None
         if other is not None:
             return other
-        _refs[key] = _ref(node, partial(_drop, key))
+        _refs[key] = _keyed_ref(node, key)
         return node
 
 
@@ -73,16 +84,17 @@ class Node:
             node = ref()
             if node is not None:
                 return node
-        node = object.__new__(cls)
-        set_ = object.__setattr__
-        set_(node, "op", op)
-        set_(node, "dtype", dtype)
-        set_(node, "src", src)
-        set_(node, "arg", arg)
-        set_(node, "_spec", None)
+        node = _new_object(cls)
+        # the slots' own setters (__setattr__ refuses): ~25 % faster than object.__setattr__
+        _set_op(node, op)
+        _set_dtype(node, dtype)
+        _set_src(node, src)
+        _set_arg(node, arg)
+        _set_spec(node, None)
         # one atomic setdefault: when two threads build the same key, both get the node of
         # whichever inserted first
-        ref = _ref(node, partial(_drop, key))
+        ref = _Ref(node, _drop)
+        ref.key = key
         first = _refs.setdefault(key, ref)
         if first is ref:
             return node
@@ -108,6 +120,11 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name} {self.dtype.value} src={len(self.src)} arg={self.arg!r}>"
+
+
+_new_object = object.__new__
+_set_op, _set_dtype, _set_src, _set_arg, _set_spec = (
+    getattr(Node, name).__set__ for name in ("op", "dtype", "src", "arg", "_spec"))
 
 
 def toposort(*roots: Node) -> list[Node]:

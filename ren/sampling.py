@@ -31,6 +31,12 @@ from ren.errors import ParameterError, is_int
 from ren.random import RandomSpec
 from ren.ring import RingSpec
 
+
+def gaussian_bound(sigma: float) -> int:
+    """The largest magnitude a ``gaussian(sigma)`` coefficient takes (samples are clipped to it)."""
+    return math.ceil(6 * sigma)
+
+
 U64 = np.uint64
 KINDS = ("uniform", "uniform_on_interval", "ternary", "sparse_ternary", "gaussian")
 
@@ -123,7 +129,7 @@ def sample_signed(spec: RandomSpec, N: int) -> np.ndarray:
         u1 = (u[:N].astype(np.float64) + 1.0) / float(1 << 53)  # in (0, 1]
         u2 = u[N:].astype(np.float64) / float(1 << 53)
         normal = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-        bound = math.ceil(6 * sigma)
+        bound = gaussian_bound(sigma)
         return np.clip(np.rint(normal * sigma), -bound, bound).astype(np.int64)
     raise ParameterError(f"{kind!r} is not a small-coefficient distribution")
 

@@ -31,8 +31,11 @@ def test_encryption_uses_random_and_constants():
     sk_ct = c.sk_encryptor.encrypt(c.enc.encode([0.5]))
     assert {n.arg.kind for n in nodes_of(sk_ct) if n.op is Op.RANDOM} == {"uniform", "gaussian"}
     assert ops_of(ct)[Op.TO_RNS] == 1  # the plaintext enters through Poly.from_coefficients
-    # public-key encryption works over Q·P and divides by P (RESCALE by the special primes)
-    assert {n.arg for n in nodes_of(ct) if n.op is Op.RESCALE} == {c.params.special_moduli}
+    # public-key encryption works over Q·P' and divides by P' (RESCALE by the first special
+    # primes: here 1 of the 3)
+    p = c.params
+    assert len(p.special_moduli) == 3 and p.encryption_special_moduli == p.special_moduli[:1]
+    assert {n.arg for n in nodes_of(ct) if n.op is Op.RESCALE} == {p.encryption_special_moduli}
     const = c.ev.add_scalar(ct, 0.5)
     assert any(n.op is Op.CONST for n in nodes_of(const))
     assert any(n.op is Op.CONST for n in nodes_of(c.ev.multiply(ct, 7)))
@@ -61,7 +64,7 @@ def test_key_switching_is_modup_inner_product_moddown():
 
 def test_rescale_by_one_modulus_with_a_single_prime_scale():
     c = context(N=32, depth=2, scale_bits=25, first_bits=40, dnum=3, steps=(1, -1, 3))
-    x = c.encrypt([0.5]).realize()  # (fresh encryption divides by P: another RESCALE)
+    x = c.encrypt([0.5]).realize()  # (fresh encryption divides by P': another RESCALE)
     r = c.ev.rescale(c.ev.multiply_plain(x, c.enc.encode([0.5])))
     drops = {n.arg for n in nodes_of(r) if n.op is Op.RESCALE}
     assert drops == {c.params.rescale_moduli(2)} and len(c.params.rescale_moduli(2)) == 1
@@ -105,6 +108,7 @@ def test_every_seed_op_appears_in_one_ckks_program():
         assert seen[op] > 0, f"{op.name} missing from the CKKS graph"
     kinds = {(is_extension(n), is_view_candidate(n)) for n in nodes_of(y) if n.op is Op.TO_RING}
     assert (True, False) in kinds and (False, True) in kinds  # basis conversion and view
-    assert {len(n.arg) for n in nodes_of(y) if n.op is Op.RESCALE} == {2, 3}
+    # by P' after encrypting (1 prime), by a level's primes (2), by P after key switching (3)
+    assert {len(n.arg) for n in nodes_of(y) if n.op is Op.RESCALE} == {1, 2, 3}
     got = c.decrypt(y)
     assert np.isfinite(got).all()

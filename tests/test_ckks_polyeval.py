@@ -80,7 +80,7 @@ def _lost_bits(c, values, coeffs, basis="power", interval=None) -> float:
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 8, 16, 31])
 def test_power_basis_matches_numpy(c, x, d):
     """About 1 bit from the best possible up to degree 3; each further level's rescale adds a
-    rounding noise as large as the fresh one (public-key encryption divides by P, so the fresh
+    rounding noise as large as the fresh one (public-key encryption divides by P', so the fresh
     noise is itself a rounding noise), so up to 2–2.5 bits by degree 31 (measured over six
     encryption seeds: 0.2–1.6 bits lost for d ≤ 3, 0.8–2.6 for d = 5…31)."""
     coeffs = np.random.default_rng(d).uniform(-1, 1, d + 1) / np.arange(1, d + 2) ** 2

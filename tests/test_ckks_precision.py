@@ -4,8 +4,9 @@ The acceptance figure: at N = 2^14 with a 40-bit composite scale, one multiply +
 rescale keeps at least the precision SEAL reaches for the same operation at a 40-bit scale
 (measured with benchmarks/bench_ckks.py on this kind of machine: SEAL fresh 25.4–25.8 bits,
 multiply+relin+rescale 25.1–25.7, rotate 19.0–21.5; Ren 27.0 / 26.2 / 26.8 at the seed below).
-Ren, like SEAL, encrypts under the public key over Q·P and divides by P, so a fresh ciphertext
-carries rounding noise only.
+Ren, like SEAL, encrypts under the public key over a larger ring and divides (over Q·P' with
+P' the first special primes, enough to hide the noise), so a fresh ciphertext carries rounding
+noise only.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pytest
 from ckks_helpers import context
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import ren
 from ren.ckks import CKKSParams
@@ -179,7 +181,7 @@ def test_encrypt_decrypt_small_polynomial(keys, mode):
             assert isinstance(ct, Ciphertext) and ct.level == level and ct.size == 2
             q = math.prod(p.ring(level).moduli)
             e = noise(dec.decrypt(ct).coefficients(), m.coefficients(), q)
-            # secret key: one Gaussian error; public key: the error divided by P (rounding)
+            # secret key: one Gaussian error; public key: the error divided by P' (rounding)
             assert e <= (6 * p.sigma + 1 if mode == "secret" else 2 * N)
         zero = enc.encrypt(level=1)  # an encryption of zero
         assert zero.level == 1
@@ -331,3 +333,53 @@ def test_ckks_ciphertext_is_an_rlwe_ciphertext_with_a_scale():
     assert type(ct).from_rlwe(r, ct.scale).scale == ct.scale
     m = Decryptor(c.params, c.keygen.secret_key()).decrypt(r)
     assert np.array_equal(m.numpy(), c.dec.decrypt(ct).poly.numpy())
+
+
+# -- public-key encryption over Q·P' --------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(log_n=st.integers(5, 16), sigma=st.floats(0.5, 20), sparse=st.booleans(),
+       bits=st.lists(st.integers(20, 45), min_size=1, max_size=6))
+@example(log_n=16, sigma=3.2, sparse=True, bits=[41, 30])  # sparse: one prime; dense: two
+@example(log_n=16, sigma=3.2, sparse=False, bits=[41, 30])
+def test_encryption_special_moduli_are_the_fewest_that_hide_the_noise(log_n, sigma, sparse, bits):
+    """P' is the shortest prefix of P whose product exceeds 2^20 × the largest |v·e + e0 + e1·s|
+    ((N + ||s||_1 + 1) × the Gaussian's clip), or all of P when none does."""
+    from ren.sampling import gaussian_bound
+
+    n = 1 << log_n
+    p = make()  # only the rule is under test: give it these N, P, sigma and secret
+    p.N, p.sigma = n, sigma
+    p.hamming_weight = 16 if sparse else None
+    p.special_moduli = tuple((1 << b) - 1 for b in bits)  # sizes are all the rule looks at
+    h = 16 if sparse else n
+    need = ((n + h + 1) * gaussian_bound(sigma)) << 20
+    chosen = RLWEParams.encryption_special_moduli.func(p)
+    assert chosen == p.special_moduli[:len(chosen)] and chosen
+    if math.prod(chosen) <= need:
+        assert chosen == p.special_moduli  # not enough in all of P: all of it
+    else:
+        assert math.prod(chosen[:-1]) <= need  # one fewer would not do
+
+
+def test_public_key_encryption_carries_rounding_noise_only():
+    """At N = 1024 with four special primes, encryption uses two of them (a ring of Q and those
+    two) and a fresh encryption of zero decrypts to rounding noise (r0 + r1·s, r uniform in
+    ±1/2: a few times sqrt(N/18)); without the division the error v·e + e0 + e1·s shows."""
+    n = 1024
+    primes = RingSpec.generate(n, 6).moduli
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        p = RLWEParams(n, moduli=primes[:2], special_moduli=primes[2:], insecure=True)
+    assert p.encryption_special_moduli == p.special_moduli[:2]
+    assert p.ring_encryption(1).moduli == p.ring(1).moduli + p.special_moduli[:2]
+    with ren.random.seeded(11):
+        kg = KeyGenerator(p)
+        enc, dec = Encryptor(p, kg.public_key()), Decryptor(p, kg.secret_key())
+        q = math.prod(p.ring(1).moduli)
+        rounding = 8 * math.sqrt(n / 18) + 2
+        fresh = noise(dec.decrypt(enc.encrypt(level=1)).coefficients(), [0] * n, q)
+        assert fresh <= rounding
+        p.__dict__["encryption_special_moduli"] = ()  # no division: the RLWE error itself
+        p._cache.clear()
+        raw = noise(dec.decrypt(enc.encrypt(level=1)).coefficients(), [0] * n, q)
+        assert raw > 2 * rounding

@@ -68,8 +68,9 @@ class KeyGenerator:
 
     def public_key(self) -> PublicKey:
         """A fresh public key (b, a) = (-a·s + e, a) over the key ring QP (the top level and
-        the special primes): encryption works there and divides by P, so a fresh ciphertext
-        carries only rounding noise (the encryption noise shrinks by the factor P)."""
+        the special primes): encryption works over Q·P' (P' the first of the special primes,
+        `RLWEParams.encryption_special_moduli`) and divides by P', so a fresh ciphertext carries
+        only rounding noise (the encryption noise shrinks by the factor P')."""
         p = self.params
         ring = p.key_ring
         s = self._sk.poly.to_ring(ring)

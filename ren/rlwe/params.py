@@ -22,6 +22,7 @@ from ren.ring import RingSpec
 from ren.ring.ringspec import MAX_LOG_N
 from ren.rlwe.errors import warn_insecure
 from ren.rlwe.gadget import balanced_digits
+from ren.sampling import gaussian_bound
 
 #: Homomorphic Encryption Standard, 128-bit classical security, ternary secret: max log2(QP).
 HE_STANDARD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14: 438,
@@ -201,6 +202,32 @@ class RLWEParams:
         if ("QP", level) not in self._cache:
             self._cache["QP", level] = self.ring(level).extend(self.special_moduli)
         return self._cache["QP", level]
+
+    @cached_property
+    def encryption_special_moduli(self) -> tuple[int, ...]:
+        """The special primes P' that public-key encryption works over before dividing by them
+        (`ren.rlwe.Encryptor`): the fewest of P, from the first, whose product exceeds 2^20 times
+        the largest |v·e + e0 + e1·s| can be (v and s ternary or sparse, the errors clipped to
+        `gaussian_bound`).  Dividing by P' leaves under 2^-20 of that noise, so a fresh
+        ciphertext carries the division's rounding noise only, as when dividing by all of P,
+        over fewer limbs (N = 2^16 with 17 special primes of 31 bits: 2 of them).  All of P when
+        even that is not enough."""
+        h = self.hamming_weight if self.hamming_weight is not None else self.N
+        need = ((self.N + h + 1) * gaussian_bound(self.sigma)) << 20
+        chosen, product = [], 1
+        for p in self.special_moduli:
+            if product > need:
+                break
+            chosen.append(p)
+            product *= p
+        return tuple(chosen)
+
+    def ring_encryption(self, level: int | None = None) -> RingSpec:
+        """The ring of `level` extended by `encryption_special_moduli`."""
+        level = self.depth if level is None else self.check_level(level)
+        if ("QP'", level) not in self._cache:
+            self._cache["QP'", level] = self.ring(level).extend(self.encryption_special_moduli)
+        return self._cache["QP'", level]
 
     @property
     def key_ring(self) -> RingSpec:

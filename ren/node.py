@@ -44,12 +44,6 @@ def _drop(wr: _Ref, _table: dict = _refs, _remove: Callable = _remove_dead_weakr
     _remove(_table, wr.key)
 
 
-def _keyed_ref(node: Node, key: tuple) -> _Ref:
-    ref = _Ref(node, _drop)
-    ref.key = key
-    return ref
-
-
 def _replace_dead(key: tuple, node: Node) -> Node:
     """Rare path: the entry for `key` holds a dead node whose callback has not run yet (e.g. a
     Python weakref callback of that node is building the same key again).  Replace it, unless
@@ -59,7 +53,9 @@ def _replace_dead(key: tuple, node: Node) -> Node:
         other = cur() if cur is not None else None
         if other is not None:
             return other
-        _refs[key] = _keyed_ref(node, key)
+        ref = _Ref(node, _drop)
+        ref.key = key
+        _refs[key] = ref
         return node
 
 

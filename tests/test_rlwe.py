@@ -379,7 +379,9 @@ def test_public_key_encryption_carries_rounding_noise_only():
         rounding = 8 * math.sqrt(n / 18) + 2
         fresh = noise(dec.decrypt(enc.encrypt(level=1)).coefficients(), [0] * n, q)
         assert fresh <= rounding
-        p.__dict__["encryption_special_moduli"] = ()  # no division: the RLWE error itself
-        p._cache.clear()
-        raw = noise(dec.decrypt(enc.encrypt(level=1)).coefficients(), [0] * n, q)
-        assert raw > 2 * rounding
+        # the same encryption over Q alone, not divided: the RLWE error itself
+        ring, pk = p.ring(1), kg.public_key()
+        v = Poly.ternary(ring)
+        e0, e1 = (Poly.gaussian(ring, p.sigma).ntt() for _ in range(2))
+        raw = Ciphertext((v * pk.b.to_ring(ring) + e0, v * pk.a.to_ring(ring) + e1), 1, p)
+        assert noise(dec.decrypt(raw).coefficients(), [0] * n, q) > 2 * rounding

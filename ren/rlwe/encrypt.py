@@ -62,14 +62,13 @@ class Encryptor:
         if isinstance(self.key, PublicKey):
             # over Q·P' and divided by P' (P' a few of the special primes: enough to make the
             # noise v·e + e0 + e1·s vanish in the division, `encryption_special_moduli`)
-            qp = p.ring_encryption(level)
-            b, a = self.key.b.to_ring(qp), self.key.a.to_ring(qp)
-            v = Poly.ternary(qp, device=p.device)
+            ring = p.ring_encryption(level)
+            b, a = self.key.b.to_ring(ring), self.key.a.to_ring(ring)
+            v = Poly.ternary(ring, device=p.device)
             special = p.encryption_special_moduli
-            e0, e1 = (Poly.gaussian(qp, p.sigma, device=p.device).ntt() for _ in range(2))
-            c0, c1 = v * b + e0, v * a + e1
-            if special:
-                c0, c1 = c0.rescale(special), c1.rescale(special)
+            e0, e1 = (Poly.gaussian(ring, p.sigma, device=p.device).ntt() for _ in range(2))
+            c0 = (v * b + e0).rescale(special)
+            c1 = (v * a + e1).rescale(special)
         else:
             s = self.key.poly.to_ring(p.ring(level))
             c1 = Poly.uniform(p.ring(level), device=p.device, domain="NTT")

@@ -198,10 +198,7 @@ class RLWEParams:
 
     def ring_qp(self, level: int | None = None) -> RingSpec:
         """The ring of `level` extended by the special primes (where key switching works)."""
-        level = self.depth if level is None else self.check_level(level)
-        if ("QP", level) not in self._cache:
-            self._cache["QP", level] = self.ring(level).extend(self.special_moduli)
-        return self._cache["QP", level]
+        return self._extended("QP", level, self.special_moduli)
 
     @cached_property
     def encryption_special_moduli(self) -> tuple[int, ...]:
@@ -224,10 +221,13 @@ class RLWEParams:
 
     def ring_encryption(self, level: int | None = None) -> RingSpec:
         """The ring of `level` extended by `encryption_special_moduli`."""
+        return self._extended("QP'", level, self.encryption_special_moduli)
+
+    def _extended(self, name: str, level: int | None, moduli: tuple[int, ...]) -> RingSpec:
         level = self.depth if level is None else self.check_level(level)
-        if ("QP'", level) not in self._cache:
-            self._cache["QP'", level] = self.ring(level).extend(self.encryption_special_moduli)
-        return self._cache["QP'", level]
+        if (name, level) not in self._cache:
+            self._cache[name, level] = self.ring(level).extend(moduli)
+        return self._cache[name, level]
 
     @property
     def key_ring(self) -> RingSpec:

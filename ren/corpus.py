@@ -134,7 +134,7 @@ def device_copy() -> tuple[Poly, ...]:
     """A copy to a second host device and arithmetic there."""
     a, b = poly(15), poly(16)
     moved = (a + b).to("python:1")
-    return (moved * 2, moved + Poly.from_coefficients(coeffs(17), RING, device="python:1"))
+    return (moved * 2, moved + Poly.from_coefficients(coeffs(17), RING).to("python:1"))
 
 
 @program

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ren import random as ren_random
-from ren.device import Buffer, canonical_device
+from ren.device import Buffer, canonical_device, get_device
 from ren.errors import (
     DeviceError,
     DomainError,
@@ -105,6 +105,15 @@ def _unsupported(symbol: str, hint: str) -> Any:
     return method
 
 
+
+def _in_host_memory(device: str) -> bool:
+    """Whether `device` is available here and keeps its storage in host memory (as "python"
+    and "cpu" do: one allocator), so a kernel of it can read a host array where it lies."""
+    try:
+        return get_device(device).allocator is get_device("python").allocator
+    except DeviceError:
+        return False
+
 class Poly:
     """A lazy polynomial: a handle on an IR node whose value is a (limbs × N) residue array.
 
@@ -177,7 +186,10 @@ class Poly:
         """A polynomial from N signed integer coefficients of any size (coefficient domain).
 
         The integers are packed into u32 words (two's complement), stored in a host BUFFER and
-        reduced into the ring's RNS basis by TO_RNS when realized.
+        reduced into the ring's RNS basis by TO_RNS when realized.  On a device whose storage is
+        host memory ("cpu") the words buffer is that device's, so the device reduces them with
+        its own kernel; on others (and on a device not available here) "python" reduces them
+        and the residues are copied (COPY).
         """
         ring = _check_ring(ring)
         device = canonical_device(device)
@@ -209,11 +221,11 @@ class Poly:
                     raise ShapeError(f"coefficients must be ints, found {type(c).__name__} "
                                      f"{c!r}")
             words = pack_words(coeffs)
-        buf = Buffer("python", words.shape)
+        buf = Buffer(device if _in_host_memory(device) else "python", words.shape)
         buf.attach(np.ascontiguousarray(words))
         node = Node(Op.TO_RNS, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
                     (ring, words.shape[1]))
-        if device != "python":
+        if device != buf.device:
             node = Node(Op.COPY, DType.U32, (node,), device)
         return cls(node)
 

@@ -31,6 +31,7 @@ from ren.backend import c_host as c_host_mod
 from ren.backend.c_host import find_cc
 from ren.errors import DeviceError
 from ren.kernel import RingCall
+from ren.ops import Op
 from ren.ring import (
     RingKernel,
     RingSpec,
@@ -173,15 +174,15 @@ def test_jit_plan_runs_as_one_c_loop():
 
 
 def test_a_host_constant_keeps_the_compiled_runner():
-    """`Poly.from_coefficients(..., device="cpu")` reduces its words on "python" and copies them
-    to "cpu": one memory, so the plan still gets the compiled runner (the host calls run between
-    its C loops), and replays give the reference words."""
+    """A polynomial reduced on "python" and copied to "cpu" (``.to("cpu")``): one memory, so the
+    plan still gets the compiled runner (the host calls run between its C loops), and replays
+    give the reference words."""
     ring = RingSpec.generate(64, 3)
     coeffs = [(-1) ** i * (i << 40) for i in range(64)]
 
     @ren.jit
     def f(a):
-        return a * ren.Poly.from_coefficients(coeffs, ring, device="cpu").ntt() + 1
+        return a * ren.Poly.from_coefficients(coeffs, ring).to("cpu").ntt() + 1
 
     for seed in range(2):
         with ren.random.seeded(seed):
@@ -584,3 +585,23 @@ def test_two_memories_get_no_graph_runner():
         assert devices == {"python", "python:1"}
     finally:
         unregister_device("othermem")
+
+
+def test_coefficients_for_cpu_are_reduced_by_cpu():
+    """`Poly.from_coefficients(..., device="cpu")`: the packed words are a "cpu" buffer (host
+    memory, no copy) and TO_RNS is the device's compiled kernel, with the reference's words;
+    a device with memory of its own, or not available here, keeps the host reduction and a COPY
+    (lazy, as before)."""
+    from ren.schedule import schedule
+
+    ring = RingSpec.generate(64, 3)
+    coeffs = [(-1) ** i * (i << 50) + i for i in range(64)]
+    p = ren.Poly.from_coefficients(coeffs, ring, device="cpu")
+    assert p.node.op is Op.TO_RNS and p.node.src[0].arg.device == "cpu"
+    plan_kinds = [k.kind for k in schedule(p.ntt())]
+    assert "to_rns" in plan_kinds and "copy" not in plan_kinds
+    want = ren.Poly.from_coefficients(coeffs, ring).ntt()
+    assert same_words([p.ntt().numpy()], [want.numpy()])
+    far = ren.Poly.from_coefficients(coeffs, ring, device="cuda")  # own memory, or absent
+    assert far.node.op is Op.COPY and far.node.src[0].op is Op.TO_RNS
+

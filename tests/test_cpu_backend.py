@@ -605,3 +605,21 @@ def test_coefficients_for_cpu_are_reduced_by_cpu():
     far = ren.Poly.from_coefficients(coeffs, ring, device="cuda")  # own memory, or absent
     assert far.node.op is Op.COPY and far.node.src[0].op is Op.TO_RNS
 
+
+
+@given(data=st.data(), words=st.integers(1, 4))
+def test_compiled_to_rns_matches_big_integers(data, words):
+    """The "cpu" TO_RNS kernel (Horner over the words, the two's-complement wrap) against
+    Python's big integers: c mod q_i for signed coefficients of up to 32·words bits, including
+    0, ±1, the extremes of the two's-complement range and multiples of q."""
+    ring = RingSpec.generate(16, 3)
+    top = 1 << (32 * words - 1)
+    edge = st.sampled_from([0, 1, -1, top - 1, -top, -top + 1, ring.moduli[0],
+                            -ring.moduli[1] * 5, (1 << 31) - 1])
+    coeffs = data.draw(st.lists(st.one_of(st.integers(-top, top - 1), edge), min_size=16,
+                                max_size=16))
+    coeffs[-1] = top - 1 if words > 1 else coeffs[-1]  # the widest value sets the word count
+    p = ren.Poly.from_coefficients(coeffs, ring, device="cpu")
+    assert p.node.src[0].arg.shape[1] >= words or words == 1
+    got = p.numpy()
+    assert got.tolist() == [[c % q for c in coeffs] for q in ring.moduli]

@@ -157,12 +157,12 @@ def test_the_cpu_device_gives_the_same_words(bs, stages):
     got = btc.bootstrap(ev, moved)
     assert all(np.array_equal(a.numpy(), b.numpy())
                for a, b in zip(got.parts, out.parts, strict=True))
-    # jitted on "cpu": a constant's words are reduced on the host ("python", TO_RNS) and
-    # copied, and the plan still replays through the compiled graph runner (one memory)
+    # jitted on "cpu": a constant's words are a "cpu" buffer that the device reduces itself
+    # (TO_RNS), and the plan replays through the compiled graph runner
     fn = ren.jit(lambda c: btc.bootstrap(ev, c))
     fn(moved)
     template = fn.plans[0].template
-    assert {b.device for b in template.roles} == {"cpu", "python"}
+    assert {b.device for b in template.roles} == {"cpu"}
     assert template.runner_kind == "cpu-compiled"
     assert all(np.array_equal(a.numpy(), b.numpy())
                for a, b in zip(fn(moved).parts, out.parts, strict=True))

@@ -165,8 +165,9 @@ class TestLazy:
         assert ren.ring.unpack_words(b.node.src[0].arg.array()) == list(range(8))
         c = Poly.from_coefficients(range(8), r)
         assert c.ring == r
+        # a device in host memory holds the words itself and reduces them (no COPY)
         d = Poly.from_coefficients(list(range(8)), r, device="python:1")
-        assert d.node.op is Op.COPY and d.device == "python:1"
+        assert d.node.op is Op.TO_RNS and d.node.src[0].arg.device == d.device == "python:1"
 
 
 # ================================================================================================

@@ -252,11 +252,11 @@ class RingSpec:
             raise RingMismatchError(
                 f"drop_last({k}): the ring has {self.limbs} moduli; can drop 0..{self.limbs - 1}"
             )
-        return RingSpec(self.N, self.moduli[: self.limbs - k]) if k else self
+        return derived_ring(self.N, self.moduli[: self.limbs - k]) if k else self
 
     def extend(self, moduli: Iterable[int]) -> RingSpec:
         """The ring with extra moduli appended (a super-basis, e.g. Q ∪ P for key switching)."""
-        return RingSpec(self.N, self.moduli + _int_tuple(moduli, "extend: moduli"))
+        return derived_ring(self.N, self.moduli + _int_tuple(moduli, "extend: moduli"))
 
     def sub(self, start: int, stop: int | None = None) -> RingSpec:
         """The ring on the contiguous slice moduli[start:stop]."""
@@ -265,7 +265,7 @@ class RingSpec:
         moduli = self.moduli[start:stop]
         if not moduli:
             raise RingMismatchError(f"sub({start}, {stop}) selects no moduli of {self}")
-        return RingSpec(self.N, moduli)
+        return derived_ring(self.N, moduli)
 
     def select(self, moduli: Sequence[int]) -> RingSpec:
         """The ring on the given moduli, which must all belong to this ring."""
@@ -273,7 +273,7 @@ class RingSpec:
         missing = [q for q in moduli if q not in self.moduli]
         if missing:
             raise RingMismatchError(f"select: moduli {missing} are not in {self}")
-        return RingSpec(self.N, moduli)
+        return derived_ring(self.N, moduli)
 
     def index(self, q: int) -> int:
         """The position of modulus `q` in this ring."""
@@ -285,7 +285,11 @@ class RingSpec:
     def is_subring_of(self, other: RingSpec) -> bool:
         """True when every modulus of self is a modulus of `other` (same N)."""
         other = _check_other(other, "is_subring_of")
-        return self.N == other.N and set(self.moduli) <= set(other.moduli)
+        return self is other or (self.N == other.N and self._moduli_set <= other._moduli_set)
+
+    @cached_property
+    def _moduli_set(self) -> frozenset[int]:
+        return frozenset(self.moduli)
 
     def offset_in(self, other: RingSpec) -> int | None:
         """If self's moduli are a contiguous run of other's moduli (same order), the index of the
@@ -307,6 +311,14 @@ class RingSpec:
 
     def __repr__(self) -> str:
         return f"RingSpec(N={self.N}, moduli={self.moduli})"
+
+
+@lru_cache(maxsize=1 << 12)
+def derived_ring(N: int, moduli: tuple[int, ...]) -> RingSpec:
+    """`RingSpec(N, moduli)`, built and validated once per (N, moduli): the rings a program
+    derives (a level's, Q·P, a rescale's target) recur thousands of times while scheduling,
+    and each construction checks every modulus.  The same object comes back each time."""
+    return RingSpec(N, moduli)
 
 
 def _check_other(other: object, what: str) -> RingSpec:

@@ -235,6 +235,22 @@ class TestRingSpecBases:
             with pytest.raises(RingMismatchError):
                 r.drop_last(k)
 
+    def test_derived_rings_are_built_once_and_still_validated(self):
+        r = ring(16, 4)
+        # the same object each time (scheduling derives these rings thousands of times)
+        assert r.drop_last(2) is r.drop_last(2) is r.sub(0, 2) is r.select(r.moduli[:2])
+        assert r.sub(0, 2).extend(r.moduli[2:]) is r.extend(()) is r.drop_last(1).extend(
+            r.moduli[3:])
+        # a bad extension is refused every time (an error is never cached)
+        for _ in range(2):
+            with pytest.raises(ParameterError, match="distinct"):
+                r.extend(r.moduli[:1])
+            with pytest.raises(ParameterError, match="not prime"):
+                r.extend((15,))
+        assert r.is_subring_of(r) and r.drop_last(1).is_subring_of(r)
+        assert not r.is_subring_of(r.drop_last(1))
+        assert not r.is_subring_of(ring(32, 4))  # same count, another N
+
     def test_extend(self):
         r = ring(16, 2)
         extra = ring(16, 2, 31).moduli

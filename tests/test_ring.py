@@ -248,6 +248,8 @@ class TestRingSpecBases:
             with pytest.raises(ParameterError, match="not prime"):
                 r.extend((15,))
         assert r.is_subring_of(r) and r.drop_last(1).is_subring_of(r)
+        twin = r.extend(())  # equal moduli, another object: the set comparison decides
+        assert twin is not r and twin.is_subring_of(r) and r.is_subring_of(twin)
         assert not r.is_subring_of(r.drop_last(1))
         assert not r.is_subring_of(ring(32, 4))  # same count, another N
 

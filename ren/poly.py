@@ -105,7 +105,6 @@ def _unsupported(symbol: str, hint: str) -> Any:
     return method
 
 
-
 def _in_host_memory(device: str) -> bool:
     """Whether `device` is available here and keeps its storage in host memory (as "python"
     and "cpu" do: one allocator), so a kernel of it can read a host array where it lies."""
@@ -113,6 +112,7 @@ def _in_host_memory(device: str) -> bool:
         return get_device(device).allocator is get_device("python").allocator
     except DeviceError:
         return False
+
 
 class Poly:
     """A lazy polynomial: a handle on an IR node whose value is a (limbs × N) residue array.

@@ -60,6 +60,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
     from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
     from ren.kernel import COMPUTE
+    from ren.node import toposort
 
     sparse = ("sparse", 192) if preset == "n16" else ("sparse", 16)
     chosen = {"preset": {}, "dense": {"secret": "ternary"}, "sparse": {"secret": sparse}}[secret]
@@ -110,6 +111,11 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         out["kernels"] = sum(1 for u in plan.units if u.kind == COMPUTE)
         out["arena_bytes"] = plan.memory.arena_bytes if plan.memory is not None else 0
         out["peak_live_bytes"] = plan.memory.peak_live_bytes if plan.memory is not None else 0
+        # the graph the first call scheduled: the same bootstrapping built lazily (untimed;
+        # nothing runs until a value is needed), counted node by node
+        lazy = boot(fresh()[1])
+        out["graph_nodes"] = len(toposort(*(p.node for p in lazy.parts)))
+        del lazy
     bits = [_bits(enc.decode(dec.decrypt(res)), x)]
     replays = []
     for _ in range(reps):
@@ -188,8 +194,10 @@ def _report(rows: list[dict]) -> None:
                   f"{r['keygen_s']:.1f} s")
             print(f"  mode: {r['mode']}")
             if "units" in r:
-                print(f"  JIT plan: {r['units']} exec units ({r['kernels']} kernels); arena "
-                      f"{r['arena_bytes'] / 2**20:.0f} MiB against "
+                traced = (f" from a traced graph of {r['graph_nodes']:,} nodes"
+                          if "graph_nodes" in r else "")
+                print(f"  JIT plan: {r['units']} exec units ({r['kernels']} kernels){traced}; "
+                      f"arena {r['arena_bytes'] / 2**20:.0f} MiB against "
                       f"{r['peak_live_bytes'] / 2**20:.0f} MiB peak-live "
                       f"({r['arena_bytes'] / max(r['peak_live_bytes'], 1):.3f}x)")
         else:

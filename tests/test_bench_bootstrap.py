@@ -43,6 +43,13 @@ def test_the_report_names_the_encapsulation_keys(capsys):
         "weight 32), 8.20 GiB" in capsys.readouterr().out
 
 
+def test_the_report_gives_the_traced_graph_and_its_plan(capsys):
+    bench._report([{**REN, "units": 5944, "kernels": 4842, "graph_nodes": 60123,
+                    "arena_bytes": 1522 * 2**20, "peak_live_bytes": 1510 * 2**20}])
+    assert "JIT plan: 5944 exec units (4842 kernels) from a traced graph of 60,123 nodes; " \
+        "arena 1522 MiB against 1510 MiB peak-live (1.008x)" in capsys.readouterr().out
+
+
 def test_the_report_says_how_the_first_call_was_compiled(capsys):
     bench._report([{**REN, "compiled_by": "plan cache", "first_s": 0.66, "replay_s": 0.018}])
     out = capsys.readouterr().out

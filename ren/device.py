@@ -94,6 +94,15 @@ def get_device(device: str) -> Any:
     return dev
 
 
+def in_host_memory(device: str) -> bool:
+    """Whether `device` is available here and keeps its storage in host memory (as "python"
+    and "cpu" do: one allocator), so a kernel of it can read a host array where it lies."""
+    try:
+        return get_device(device).allocator is get_device("python").allocator
+    except DeviceError:
+        return False
+
+
 _buffer_ids = itertools.count()
 
 

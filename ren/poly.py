@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ren import random as ren_random
-from ren.device import Buffer, canonical_device, get_device
+from ren.device import Buffer, canonical_device, in_host_memory
 from ren.errors import (
     DeviceError,
     DomainError,
@@ -103,15 +103,6 @@ def _unsupported(symbol: str, hint: str) -> Any:
 
     method.__name__ = f"unsupported {symbol}"
     return method
-
-
-def _in_host_memory(device: str) -> bool:
-    """Whether `device` is available here and keeps its storage in host memory (as "python"
-    and "cpu" do: one allocator), so a kernel of it can read a host array where it lies."""
-    try:
-        return get_device(device).allocator is get_device("python").allocator
-    except DeviceError:
-        return False
 
 
 class Poly:
@@ -221,7 +212,7 @@ class Poly:
                     raise ShapeError(f"coefficients must be ints, found {type(c).__name__} "
                                      f"{c!r}")
             words = pack_words(coeffs)
-        buf = Buffer(device if _in_host_memory(device) else "python", words.shape)
+        buf = Buffer(device if in_host_memory(device) else "python", words.shape)
         buf.attach(np.ascontiguousarray(words))
         node = Node(Op.TO_RNS, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
                     (ring, words.shape[1]))

@@ -590,3 +590,19 @@ def test_the_benchmark_takes_the_median_of_its_rounds(capsys, monkeypatch) -> No
     assert "overhead of the distributed path (1 worker)" in out
     with pytest.raises(SystemExit):
         bench.main(["--rounds", "0"])
+
+
+def test_jobs_of_one_program_scatter_their_keys_and_plan_under_their_own_names(client, ckks):
+    """Two jobs of one program share the workers' cache (the content names) but not Dask's
+    keys: a job's scatter never waits on, or races, the release of another job's copy."""
+    cts = batch(ckks, 2)
+    rlk = ckks.ev.relin_key
+    first = submit(square, cts, keys=rlk, client=client)
+    second = submit(square, cts, keys=rlk, client=client)
+    a, b = first._sender, second._sender
+    assert (a.context_key, a.program_key) == (b.context_key, b.program_key)  # one cache entry
+    names = {f.key for f in (*a.shared.values(), *b.shared.values())}
+    assert len(names) == 4  # four Dask keys
+    del first, a  # the first job's copies go while the second still runs
+    got = second.result(timeout=60)
+    assert [dumps(g) for g in got] == [dumps(square(ct, keys=rlk)) for ct in cts]

@@ -354,7 +354,12 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any =
                  _submitted=time.perf_counter(), _inputs=[None] * len(items),
                  _attempts=[0] * len(items))
     if items:
-        shared = client.scatter({ck: context_blob, pk: program_blob}, broadcast=True)
+        # ck and pk name the content (the workers' cache of loaded keys and plans); the Dask
+        # keys are the job's own: two jobs of one program scattering the same key raced the
+        # scheduler releasing it for the earlier job (a KeyError in Dask's replicate)
+        scattered = client.scatter({f"{ck}-{job_id}": context_blob,
+                                    f"{pk}-{job_id}": program_blob}, broadcast=True)
+        shared = {ck: scattered[f"{ck}-{job_id}"], pk: scattered[f"{pk}-{job_id}"]}
         job._sender = _Sender(client, items, codec, shared, ck, pk, which, job_id, addresses)
         with job._cond:
             # one input to each worker first, so that every worker starts at once; then the

@@ -30,7 +30,7 @@ from ren.kernel import VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes import PASSES
-from ren.rewrite import Provenance
+from ren.rewrite import Provenance, RuleSet, rewrite
 
 
 @dataclass
@@ -45,6 +45,9 @@ class ScheduleContext:
     # pass 4 elides transforms around rescales and mod-ups (REN_NO_ELISION=1 turns it off)
     elide: bool = field(default_factory=lambda: not settings.get("REN_NO_ELISION"))
     provenance: Provenance | None = None  # set while tracing: the rewrite driver records into it
+    #: run each row of FUSABLE passes as one walk when nothing watches the graphs between them
+    #: (`ren.passes`; False runs every pass on its own, as tracing and REN_CHECK do)
+    fuse: bool = True
 
 
 @dataclass
@@ -131,8 +134,13 @@ def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | Non
     debug = settings.get("REN_DEBUG")
     if trace:
         result.graphs.append((f"{start - 1:02d}_input", sink))
-    for num, name, mod in PASSES:
-        if num < start or num > upto:
+    fuse = ctx.fuse and not trace and not ctx.check and debug < 3
+    for group in _rows(start, upto, fuse):
+        num, name, mod = group[-1]
+        if len(group) > 1:
+            sink = _run_fused(sink, ctx, tuple(group))
+            if num == last:  # the backends rely on the last contract: always checked
+                contracts.check(sink, mod.CONTRACT, f"{num:02d}_{name}", ctx)
             continue
         before = sink
         if trace:
@@ -158,6 +166,57 @@ def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | Non
             contracts.check(sink, mod.CONTRACT, f"{num:02d}_{name}", ctx)
     result.sink = sink
     return result
+
+
+_Pass = tuple[int, str, Any]  # (number, name, module), as in PASSES
+
+
+def _rows(start: int, upto: int, fuse: bool) -> list[list[_Pass]]:
+    """Passes start..upto in order, grouped: with `fuse`, each row of adjacent FUSABLE passes is
+    one group; every other pass is a group of its own."""
+    groups: list[list[_Pass]] = []
+    for entry in PASSES:
+        if not start <= entry[0] <= upto:
+            continue
+        if fuse and groups and _fusable(entry) and _fusable(groups[-1][-1]):
+            groups[-1].append(entry)
+        else:
+            groups.append([entry])
+    return groups
+
+
+def _fusable(entry: _Pass) -> bool:
+    """FUSABLE, and still running its own rules: a pass whose ``run`` was replaced (a variant
+    of the user's, a test's stub) runs on its own."""
+    mod = entry[2]
+    return bool(getattr(mod, "FUSABLE", False)) and \
+        getattr(mod.run, "__module__", None) == mod.__name__
+
+
+def _fused_rules(group: tuple[_Pass, ...]) -> tuple[RuleSet, dict[str, str]]:
+    """The rules of a row of passes in pass order, and each rule's pass name (for the stats)."""
+    owner: dict[str, str] = {}
+    for _, name, mod in group:
+        for r in mod.rules.rules:
+            if r.name in owner:  # (the stats could not tell the two apart)
+                raise ScheduleError(f"passes {owner[r.name]} and {name} both have a rule named "
+                                    f"{r.name!r}; fused passes need rule names of their own")
+            owner[r.name] = name
+    return RuleSet([r for _, _, mod in group for r in mod.rules.rules]), owner
+
+
+def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Pass, ...]) -> Node:
+    """A row of FUSABLE passes as one walk (`ren.passes`); each firing is counted under the pass
+    its rule belongs to, as if the passes had run one by one."""
+    rules, owner = _fused_rules(group)
+    key = "+".join(name for _, name, _ in group)
+    sink = rewrite(sink, rules, ctx, name=key)
+    fired = ctx.stats.pop(key, Counter())
+    for _, name, _ in group:
+        ctx.stats.setdefault(name, Counter())
+    for rule_name, count in fired.items():
+        ctx.stats[owner[rule_name]][rule_name] += count
+    return sink
 
 
 def linearize(sink: Node) -> list[ScheduledKernel]:

@@ -59,5 +59,9 @@ CONTRACT = Contract(8, forbid=(
            P(Op.REINDEX, where=lambda n: n.src[1].dtype is not DType.INDEX)),))
 
 
+#: `run` is one walk of `rules`: the scheduler may fuse it with its neighbours (`ren.passes`)
+FUSABLE = True
+
+
 def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)

@@ -72,5 +72,9 @@ CONTRACT = Contract(9, forbid=(
 ), checks=(CONST_UNDER_AS_RING,))
 
 
+#: `run` is one walk of `rules`: the scheduler may fuse it with its neighbours (`ren.passes`)
+FUSABLE = True
+
+
 def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)

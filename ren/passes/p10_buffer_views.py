@@ -47,5 +47,9 @@ CONTRACT = Contract(10, forbid=(
            P(Op.TO_RING, X("x", where=is_storage), where=is_view_candidate)),))
 
 
+#: `run` is one walk of `rules`: the scheduler may fuse it with its neighbours (`ren.passes`)
+FUSABLE = True
+
+
 def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)

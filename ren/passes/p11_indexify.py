@@ -215,5 +215,9 @@ CONTRACT = Contract(11, forbid=(
 ))
 
 
+#: `run` is one walk of `rules`: the scheduler may fuse it with its neighbours (`ren.passes`)
+FUSABLE = True
+
+
 def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)

@@ -126,6 +126,10 @@ def kernelize(store: Node, ctx=None) -> Node:
 rules = RuleSet([(P(Op.STORE, name="store"), kernelize, "kernelize")])
 
 
+#: `run` is one walk of `rules`: the scheduler may fuse it with its neighbours (`ren.passes`)
+FUSABLE = True
+
+
 def run(sink: Node, ctx=None) -> Node:
     return rewrite(sink, rules, ctx, name=NAME)
 

@@ -1,0 +1,159 @@
+"""Fused passes (`ren.passes`, `ren.schedule`): a row of FUSABLE passes run as one walk gives
+the same final graph, node for node (hash-consing makes that an identity but for the view
+buffers pass 10 makes afresh), and the same rule
+counts per pass as running them one by one; tracing, REN_CHECK and a replaced pass turn fusion
+off.  (A bootstrapping's graph is compared in `tests/test_ckks_bootstrap.py`.)"""
+
+from __future__ import annotations
+
+import pytest
+import random_programs as rp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ren
+from ren.corpus import PROGRAMS, build
+from ren.device import Buffer
+from ren.dump import dump
+from ren.errors import ScheduleError
+from ren.node import Node, toposort
+from ren.ops import Op
+from ren.passes import PASSES, get_pass
+from ren.rewrite import P, RuleSet
+from ren.schedule import ScheduleContext, _rows, _run_fused, as_sink, run_passes
+
+FUSED = [num for num, _, mod in PASSES if getattr(mod, "FUSABLE", False)]
+RANGES = [(8, 12), (8, 10), (9, 12), (10, 11)]
+
+
+def assert_fusion_changes_nothing(outputs, ranges=RANGES) -> None:
+    """From the graph after pass 7 (made once, so both runs see the same buffers), each range
+    of passes fused and one by one: the same graph object, the same counts, the same kernels."""
+    for start, upto in ranges:
+        ctx0 = ScheduleContext(fuse=False)
+        base = run_passes(*outputs, upto=start - 1, ctx=ctx0).sink
+        alone = ScheduleContext(fuse=False, outputs=ctx0.outputs, kernel_count=5)
+        fused = ScheduleContext(outputs=ctx0.outputs, kernel_count=5)
+        a = run_passes(base, start=start, upto=upto, ctx=alone).sink
+        b = run_passes(base, start=start, upto=upto, ctx=fused).sink
+        assert_same_graph(a, b, (start, upto))
+        assert alone.kernel_count == fused.kernel_count
+        assert fused.stats == alone.stats, (start, upto)
+
+
+def assert_same_graph(a: Node, b: Node, where) -> None:
+    """Node for node the same graph.  Pass 10 makes a new view Buffer each time it runs (a
+    buffer is an object, not a value), so views are matched one to one by what they describe;
+    every other node must be the very same object."""
+    order_a, order_b = toposort(a), toposort(b)
+    assert len(order_a) == len(order_b), where
+    views: dict[Buffer, Buffer] = {}
+    pos_a = {n: i for i, n in enumerate(order_a)}
+    pos_b = {n: i for i, n in enumerate(order_b)}
+    for x, y in zip(order_a, order_b, strict=True):
+        if x is y:
+            continue
+        assert (x.op, x.dtype) == (y.op, y.dtype), (where, x, y)
+        assert [pos_a[s] for s in x.src] == [pos_b[s] for s in y.src], (where, x, y)
+        if x.op is Op.BUFFER_VIEW:
+            u, v = x.arg, y.arg
+            assert (u.device, u.shape, u.base, u.offset) == (v.device, v.shape, v.base,
+                                                             v.offset), where
+            assert views.setdefault(u, v) is v, where
+        else:  # a node above a view: the same but for its sources
+            assert x.arg == y.arg, (where, x, y)
+    assert len(set(views.values())) == len(views), where
+    assert dump(a) == dump(b), where
+
+
+def test_passes_8_to_12_are_the_fusable_row():
+    assert FUSED == [8, 9, 10, 11, 12]
+    assert [[n for n, _, _ in g] for g in _rows(1, 12, fuse=True)] == \
+        [[1], [2], [3], [4], [5], [6], [7], [8, 9, 10, 11, 12]]
+    assert [[n for n, _, _ in g] for g in _rows(9, 11, fuse=True)] == [[9, 10, 11]]
+    assert all(len(g) == 1 for g in _rows(1, 12, fuse=False))
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_the_corpus_fused_and_one_by_one(program: str):
+    assert_fusion_changes_nothing(build(program))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_programs_fused_and_one_by_one(data):
+    prog = rp.build(rp.DrawChooser(data.draw))
+    assert_fusion_changes_nothing(prog.outputs, [(8, 12)])
+
+
+def test_a_schedule_runs_the_row_as_one_walk(monkeypatch):
+    """Without a watcher, passes 8-12 never run on their own; each rule is counted under its
+    pass."""
+    calls: list[str] = []
+    for num in FUSED:
+        mod = get_pass(num)
+        monkeypatch.setattr(mod.rules, "apply", _counting(mod.rules.apply, calls, mod.NAME))
+    ctx = ScheduleContext()
+    run_passes(*build("rotations"), ctx=ctx)
+    assert ctx.stats["lower_automorphisms"]["automorph_to_index_map"] >= 1
+    assert ctx.stats["kernelize"]["kernelize"] == ctx.kernel_count >= 1
+    assert calls == []  # the fused RuleSet was asked, not the passes' own
+
+
+def _counting(fn, calls, name):
+    def apply(*args, **kwargs):
+        calls.append(name)
+        return fn(*args, **kwargs)
+    return apply
+
+
+@pytest.mark.parametrize("watch", ["trace", "check", "debug", "replaced"])
+def test_watching_or_replacing_a_pass_runs_each_on_its_own(monkeypatch, watch):
+    """Whoever looks at the graph between passes (a trace, REN_CHECK, REN_DEBUG=3 dumps) or
+    replaces a pass's run gets each pass on its own."""
+    ran: list[int] = []
+    for num in FUSED:
+        mod = get_pass(num)
+        own = mod.run
+        if watch == "replaced" and num == 10:
+            def own(sink, ctx=None, _run=mod.run):  # a user's variant of pass 10
+                return _run(sink, ctx)
+        monkeypatch.setattr(mod, "run", _recording(own, ran, num))
+        if not (watch == "replaced" and num == 10):  # the recorder passes for the module's own
+            monkeypatch.setattr(mod.run, "__module__", mod.__name__)
+    outputs = build("rotations")
+    if watch == "trace":
+        run_passes(*outputs, trace=True)
+    elif watch == "check":
+        run_passes(*outputs, ctx=ScheduleContext(check=True))
+    elif watch == "debug":
+        with ren.settings.override(REN_DEBUG=3):
+            run_passes(*outputs)
+    else:
+        run_passes(*outputs)
+    assert ran == ([10] if watch == "replaced" else FUSED)
+
+
+def _recording(fn, ran, num):
+    def run(sink, ctx=None):
+        ran.append(num)
+        return fn(sink, ctx)
+    return run
+
+
+def test_the_module_own_run_is_fused(monkeypatch):
+    ran: list[int] = []
+    mod = get_pass(9)
+    monkeypatch.setattr(mod, "run", _recording(mod.run, ran, 9))
+    monkeypatch.setattr(mod.run, "__module__", mod.__name__)
+    run_passes(*build("constants"))
+    assert ran == []
+
+
+def test_fused_passes_need_rule_names_of_their_own(monkeypatch):
+    """The counts per pass come from the rule names: two passes with one name cannot fuse."""
+    clash = RuleSet([(P(Op.STORE, name="store"), lambda store: None, "kernelize")])
+    monkeypatch.setattr(get_pass(11), "rules", clash)
+    with pytest.raises(ScheduleError, match="both have a rule named 'kernelize'"):
+        _run_fused(as_sink(*build("elementwise_chain")), ScheduleContext(),
+                   tuple(e for e in PASSES if e[0] in (11, 12)))

@@ -146,18 +146,20 @@ CONTRACT = Contract(5, checks=(
 def run(sink: Node, ctx=None) -> Node:
     stats: Counter = Counter()
     # 1. contiguous requests become BUFFERIZE markers
+    order = toposort(sink)
     done: dict[Node, Node] = {}
-    for n in toposort(sink):
-        src = tuple(done[s] for s in n.src)
-        if n.op is Op.CONTIGUOUS:
-            done[n] = _contiguous(n, src)
-            stats["contiguous"] += 1
-        else:
-            done[n] = n if src == n.src else n.replace(src=src)
-    sink = done[sink]
+    if any(n.op is Op.CONTIGUOUS for n in order):  # (most graphs have none: no rebuild)
+        for n in order:
+            src = tuple(done[s] for s in n.src)
+            if n.op is Op.CONTIGUOUS:
+                done[n] = _contiguous(n, src)
+                stats["contiguous"] += 1
+            else:
+                done[n] = n if src == n.src else n.replace(src=src)
+        sink = done[sink]
+        order = toposort(sink)
 
     # 2. which values must be materialized
-    order = toposort(sink)
     users = consumers(order)
     must: set[Node] = set()
 

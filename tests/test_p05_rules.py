@@ -118,3 +118,23 @@ def test_a_constant_output_is_stored_for_the_sink_and_ring_kernels_only():
     stored_product, stored_transform = sink_src[0].src[0], sink_src[2].src[0]
     assert stored_product.src[1] is c  # the scalar, not BUFFERIZE(c)
     assert stored_transform.src[0].op is Op.BUFFERIZE and stored_transform.src[0].src[0] is c
+
+
+def test_a_contiguous_request_becomes_a_buffer():
+    """CONTIGUOUS(x) of a computed x is BUFFERIZE(x); of a buffer, the buffer itself; a graph
+    without CONTIGUOUS is not rebuilt for it."""
+    buf = storage()
+    y = pnode(Op.ADD, buf, storage(seed=1))
+    out = pnode(Op.NEG, pnode(Op.CONTIGUOUS, y))
+    ctx = ScheduleContext(outputs=(out,))
+    graph = p05_materialize.run(Node(Op.SINK, DType.VOID, (out,)), ctx)
+    ops = [n.op for n in toposort(graph)]
+    assert Op.CONTIGUOUS not in ops and y in bufferized(graph)
+    assert ctx.stats["materialize"]["contiguous"] == 1
+    plain = pnode(Op.NEG, pnode(Op.CONTIGUOUS, buf))
+    graph = materialize(plain)
+    assert Op.CONTIGUOUS not in [n.op for n in toposort(graph)]
+    assert bufferized(graph) == {pnode(Op.NEG, buf)}  # the output only: buf is read in place
+    ctx = ScheduleContext(outputs=(y,))
+    p05_materialize.run(Node(Op.SINK, DType.VOID, (y,)), ctx)
+    assert "contiguous" not in ctx.stats["materialize"]

@@ -85,7 +85,7 @@ def rescale_in_ntt(x: Node, r: Node) -> Node:
     weight = 1
     for m in range(k, 0, -1):
         p = special.moduli[m - 1]
-        d = _to_ring(z, RingSpec(ring.N, (p,)))  # the digit d_m in [0, p_m)
+        d = _to_ring(z, special.select((p,)))  # the digit d_m in [0, p_m)
         # one exact conversion lifts d_m to Q and to the limbs still to be reduced
         lifted = pnode(Op.TO_RING, d, arg=ring.drop_last(k - m + 1))
         terms.append(_scale(_to_ring(lifted, keep), weight))
@@ -115,7 +115,7 @@ def mod_up_in_ntt(x: Node, t: Node) -> Node | None:
     if not new:
         return _to_ring(x, ext)
     kept = _to_ring(x, src.select(shared))
-    converted = pnode(Op.NTT, pnode(Op.TO_RING, pnode(Op.INTT, x), arg=RingSpec(ext.N, new)))
+    converted = pnode(Op.NTT, pnode(Op.TO_RING, pnode(Op.INTT, x), arg=ext.select(new)))
     return pnode(Op.CONCAT, kept, converted, arg=ext)
 
 

@@ -297,7 +297,7 @@ def ring_convert_mont(x: np.ndarray, src: RingSpec, dst: RingSpec) -> np.ndarray
         if p in src.moduli:
             out[j] = x[src.index(p)]
     if new:
-        target = RingSpec(dst.N, tuple(dst.moduli[j] for j in new))
+        target = dst.select([dst.moduli[j] for j in new])
         out[new] = fast_basis_convert_mont(x, src, target)
     return out
 

@@ -158,32 +158,19 @@ def _tlsf(p: _Problem, members: list[int], limit: int) -> Offsets | None:
 
 
 def _first_fit(p: _Problem, order: Iterable[int], limit: int) -> Offsets | None:
-    """Each buffer in turn at the lowest offset clear of its already placed rivals.
-
-    Each buffer keeps the spans of its placed rivals sorted as they are placed (one insertion
-    per pair of rivals), rather than sorting them all when its turn comes."""
+    """Each buffer in turn at the lowest offset clear of its already placed rivals."""
     off: Offsets = {}
     size, rivals = p.size, p.rivals
     assert rivals is not None
-    spans: dict[int, list[tuple[int, int]]] = {}
     for k in order:
         at, s = 0, size[k]
-        for lo, hi in spans.pop(k, ()):
+        for lo, hi in sorted((off[a], off[a] + size[a]) for a in rivals[k] if a in off):
             if at + s <= lo:
                 break
-            if hi > at:
-                at = hi
+            at = max(at, hi)
         if at + s >= limit:
             return None
         off[k] = at
-        span = (at, at + s)
-        for a in rivals[k]:
-            if a not in off:
-                sp = spans.get(a)
-                if sp is None:
-                    spans[a] = [span]
-                else:
-                    insort(sp, span)
     return off
 
 

@@ -541,34 +541,6 @@ def test_search_places_validly(spans, slack):
                 assert found[a] + size[a] <= found[b] or found[b] + size[b] <= found[a]
 
 
-def _first_fit_by_definition(p, order, limit):
-    """First fit as its docstring says it: each buffer at the lowest offset clear of the spans
-    of its rivals placed so far (sorted afresh every time)."""
-    off = {}
-    for k in order:
-        at = 0
-        for lo, hi in sorted((off[a], off[a] + p.size[a]) for a in p.rivals[k] if a in off):
-            if at + p.size[k] <= lo:
-                break
-            at = max(at, hi)
-        if at + p.size[k] >= limit:
-            return None
-        off[k] = at
-    return off
-
-
-@given(interval_problems(), st.randoms(use_true_random=False), st.integers(1, 40))
-def test_first_fit_places_each_buffer_at_its_lowest_clear_offset(spans, rnd, limit):
-    """The incremental first fit (sorted spans kept per buffer) against the definition, in any
-    order, with and without a limit that makes it give up."""
-    first, last, size = (list(x) for x in zip(*spans, strict=True))
-    p = memory._Problem(first, last, size)
-    order = list(range(len(size)))
-    rnd.shuffle(order)
-    for cap in (1 << 62, limit):
-        assert memory._first_fit(p, order, cap) == _first_fit_by_definition(p, order, cap)
-
-
 def test_components_are_placed_separately():
     """Two runs of the schedule no live range crosses: each may pick its own placement."""
     spans = HARD["tiling"] + [(f + 20, last + 20, g) for f, last, g in HARD["chain"]]

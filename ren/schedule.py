@@ -29,8 +29,8 @@ from ren.ir import storage_buffer
 from ren.kernel import VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
-from ren.passes import PASSES
-from ren.rewrite import Provenance, RuleSet, rewrite
+from ren.passes import PASSES, SHORTCUTS
+from ren.rewrite import Provenance, Rule, RuleSet, rewrite
 
 
 @dataclass
@@ -193,29 +193,42 @@ def _fusable(entry: _Pass) -> bool:
         getattr(mod.run, "__module__", None) == mod.__name__
 
 
-def _fused_rules(group: tuple[_Pass, ...]) -> tuple[RuleSet, dict[str, str]]:
-    """The rules of a row of passes in pass order, and each rule's pass name (for the stats)."""
-    owner: dict[str, str] = {}
+def _fused_rules(group: tuple[_Pass, ...]) -> tuple[RuleSet, dict[str, list[tuple[str, str]]]]:
+    """The rules of a row of passes in pass order, with the shortcuts of `ren.passes.SHORTCUTS`
+    in place of the rules they stand for, and what each rule's firing counts as: (pass name,
+    rule name) pairs, for the stats."""
+    counts: dict[str, list[tuple[str, str]]] = {}
+    rules: list[Rule] = []
+    names = {name for _, name, _ in group}
+    shortcuts = [s for s in SHORTCUTS if {p for p, _ in s.stands_for} <= names]
     for _, name, mod in group:
+        for s in shortcuts:
+            if s.stands_for[0][0] == name:  # the shortcut goes where its first pass's rules go
+                for r in s.rules():
+                    rules.append(r)
+                    counts[r.name] = list(s.stands_for)
         for r in mod.rules.rules:
-            if r.name in owner:  # (the stats could not tell the two apart)
-                raise ScheduleError(f"passes {owner[r.name]} and {name} both have a rule named "
-                                    f"{r.name!r}; fused passes need rule names of their own")
-            owner[r.name] = name
-    return RuleSet([r for _, _, mod in group for r in mod.rules.rules]), owner
+            if r.name in counts:  # (the stats could not tell the two apart)
+                raise ScheduleError(f"passes {counts[r.name][0][0]} and {name} both have a rule "
+                                    f"named {r.name!r}; fused passes need rule names of their own")
+            rules.append(r)
+            counts[r.name] = [(name, r.name)]
+    # (the rules a shortcut stands for stay after it, for what it leaves to them: ring kernels)
+    return RuleSet(rules), counts
 
 
 def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Pass, ...]) -> Node:
     """A row of FUSABLE passes as one walk (`ren.passes`); each firing is counted under the pass
     its rule belongs to, as if the passes had run one by one."""
-    rules, owner = _fused_rules(group)
+    rules, counts = _fused_rules(group)
     key = "+".join(name for _, name, _ in group)
     sink = rewrite(sink, rules, ctx, name=key)
     fired = ctx.stats.pop(key, Counter())
     for _, name, _ in group:
         ctx.stats.setdefault(name, Counter())
     for rule_name, count in fired.items():
-        ctx.stats[owner[rule_name]][rule_name] += count
+        for pass_name, stands_for in counts[rule_name]:
+            ctx.stats[pass_name][stands_for] += count
     return sink
 
 

@@ -12,15 +12,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ren
-from ren.corpus import PROGRAMS, build
+from ren.corpus import PROGRAMS, build, poly
 from ren.device import Buffer
 from ren.dump import dump
 from ren.errors import ScheduleError
+from ren.ir import storage_buffer
 from ren.node import Node, toposort
 from ren.ops import Op
-from ren.passes import PASSES, get_pass
+from ren.passes import PASSES, get_pass, kernel_shapes
 from ren.rewrite import P, RuleSet
-from ren.schedule import ScheduleContext, _rows, _run_fused, as_sink, run_passes
+from ren.schedule import (
+    ScheduleContext,
+    _fused_rules,
+    _rows,
+    _run_fused,
+    as_sink,
+    run_passes,
+)
 
 FUSED = [num for num, _, mod in PASSES if getattr(mod, "FUSABLE", False)]
 RANGES = [(8, 12), (8, 10), (9, 12), (10, 11)]
@@ -154,6 +162,99 @@ def test_fused_passes_need_rule_names_of_their_own(monkeypatch):
     """The counts per pass come from the rule names: two passes with one name cannot fuse."""
     clash = RuleSet([(P(Op.STORE, name="store"), lambda store: None, "kernelize")])
     monkeypatch.setattr(get_pass(11), "rules", clash)
-    with pytest.raises(ScheduleError, match="both have a rule named 'kernelize'"):
+    with pytest.raises(ScheduleError, match="passes indexify and kernelize both have a rule "
+                                            "named 'kernelize'"):
         _run_fused(as_sink(*build("elementwise_chain")), ScheduleContext(),
                    tuple(e for e in PASSES if e[0] in (11, 12)))
+
+
+# -- kernel shapes: passes 11 and 12 lower each shape once (`ren.passes.kernel_shapes`) ---------
+def _kernels(graph: Node) -> list[Node]:
+    return [n for n in toposort(graph) if n.op is Op.KERNEL]
+
+
+def test_kernels_of_one_shape_are_lowered_once(monkeypatch):
+    """Two kernels computing the same expression of different buffers share one AST (lowered
+    once), and each reads its own buffers; renaming back gives every kernel its real storage."""
+    monkeypatch.setattr(kernel_shapes, "_shapes", {})
+    lowered: list[Node] = []
+    real = kernel_shapes.indexify_store
+    monkeypatch.setattr(kernel_shapes, "indexify_store",
+                        lambda store: lowered.append(store) or real(store))
+    (own,) = get_pass(11).rules.rules  # pass 11's own rule: left the ring kernels only
+
+    def ring_kernels_only(store):
+        assert not kernel_shapes._is_elementwise(store), "the shortcut did not take it"
+        return own_fn(store)
+
+    own_fn = own.fn
+    monkeypatch.setattr(own, "fn", ring_kernels_only)
+    a, b, c, d = (poly(i) for i in range(4))
+    outs = ((a + b) * 3, (c + d) * 3, (a - d) * 3)
+    graph = run_passes(*outs).sink
+    ew = [k for k in _kernels(graph) if k.arg.kind == "elementwise"]
+    assert len(ew) == 3 and len(lowered) == 2  # (a+b)*3 and (c+d)*3: one shape
+    by_ast: dict[Node, list[Node]] = {}
+    for k in ew:
+        by_ast.setdefault(k.arg.ast, []).append(k)
+    (one, two), (other,) = sorted(by_ast.values(), key=len, reverse=True)
+    assert len({one.arg.name, two.arg.name, other.arg.name}) == 3
+    reads = [{storage_buffer(s) for s in k.src[1:]} for k in (one, two)]
+    assert reads[0].isdisjoint(reads[1]) and len(reads[0]) == len(reads[1]) == 2
+    monkeypatch.undo()  # (pass 11 on its own again, for the comparison)
+    assert_fusion_changes_nothing(outs, [(8, 12)])
+
+
+def test_stand_ins_keep_views_and_repeated_reads(monkeypatch):
+    """A view becomes a view of its base's stand-in at the same offset; a storage node read
+    twice is one stand-in; distinct nodes get distinct stand-ins."""
+    outputs = build("ring_views")
+    base = run_passes(*outputs, upto=10, ctx=ScheduleContext(fuse=False)).sink
+    stores = [n for n in toposort(base) if n.op is Op.STORE]
+    views = 0
+    for store in stores:
+        to, back = kernel_shapes.rename(store)
+        assert len(set(to.values())) == len(to)  # a bijection
+        assert all(back[v] is k for k, v in to.items())
+        for real, stand in to.items():
+            assert storage_buffer(stand).shape == storage_buffer(real).shape
+            if real.op is Op.BUFFER_VIEW:
+                views += 1
+                assert stand.op is Op.BUFFER_VIEW and stand.src[0] is to[real.src[0]]
+                assert stand.arg.offset == real.arg.offset
+            else:
+                assert stand.op is Op.BUFFER
+    assert views >= 1
+    assert_fusion_changes_nothing(outputs, [(8, 12), (11, 12)])
+
+
+def test_the_shape_table_is_bounded(monkeypatch):
+    monkeypatch.setattr(kernel_shapes, "_shapes", {})
+    monkeypatch.setattr(kernel_shapes, "SHAPES_KEPT", 1)
+    assert_fusion_changes_nothing(build("elementwise_chain") + build("rotations"), [(8, 12)])
+    assert len(kernel_shapes._shapes) == 1
+
+
+def test_the_shortcut_counts_as_both_rules():
+    """Each elementwise kernel counts once for indexify and once for kernelize, as if the two
+    passes had run one by one; ring kernels are kernelized by pass 12's own rule."""
+    outs = build("ntt_product")
+    fused, alone = ScheduleContext(), ScheduleContext(fuse=False)
+    run_passes(*outs, ctx=fused)
+    run_passes(*outs, ctx=alone)
+    assert fused.stats["indexify"] == alone.stats["indexify"]
+    assert fused.stats["kernelize"] == alone.stats["kernelize"]
+    assert 0 < fused.stats["indexify"]["indexify_store"] < fused.stats["kernelize"]["kernelize"]
+
+
+def test_the_shortcut_joins_rows_that_hold_both_its_passes():
+    """It goes where pass 11's rules go, before them (they keep the ring kernels), and only into
+    a row that has passes 11 and 12."""
+    def names(*nums: int) -> list[str]:
+        rules, _ = _fused_rules(tuple(e for e in PASSES if e[0] in nums))
+        return [r.name for r in rules.rules]
+
+    assert names(11, 12) == [kernel_shapes.NAME, "indexify_store", "kernelize"]
+    row = names(8, 9, 10, 11, 12)
+    assert row.index(kernel_shapes.NAME) + 1 == row.index("indexify_store")
+    assert kernel_shapes.NAME not in names(8, 9, 10, 11) + names(12)

@@ -10,10 +10,16 @@ name=NAME)``) and whose rules look only at a node and its sources sets ``FUSABLE
 (passes 8-12).  When nothing watches the graphs between them (no trace, no ``REN_CHECK``, no
 ``REN_DEBUG=3`` dumps), `ren.schedule` runs a row of such passes as one walk with their rules in
 pass order: the same final graph, node for node, and the same rule counts per pass (tested over
-the corpus and a bootstrapping), without rebuilding the whole graph once per pass.
+the corpus and a bootstrapping), without rebuilding the whole graph once per pass.  In a fused
+row, a `Shortcut` may do the work of several passes' rules at once (`SHORTCUTS`: passes 11 and
+12 lower each kernel shape once, `ren.passes.kernel_shapes`).
 """
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ren.passes import kernel_shapes
 
 _MODULES = (
     "p01_simplify",
@@ -35,6 +41,21 @@ PASSES = [(i + 1, m.NAME, m) for i, m in
           enumerate(importlib.import_module(f"ren.passes.{name}") for name in _MODULES)]
 
 PASS_NAMES = [f"{num:02d}_{name}" for num, name, _ in PASSES]
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """Rules that do the work of several fused passes' rules at once, with the same result:
+    when a fused row holds every pass of ``stands_for`` ((pass name, rule name) pairs), the
+    scheduler puts ``rules()`` where the first of those passes' rules go, and counts each
+    firing as one of every rule it stands for."""
+
+    stands_for: tuple[tuple[str, str], ...]
+    rules: Callable[[], list]
+
+
+#: indexify + kernelize once per kernel shape (`ren.passes.kernel_shapes`)
+SHORTCUTS = [Shortcut(kernel_shapes.STANDS_FOR, kernel_shapes.rules)]
 
 #: the stage after which the becomes_map is known (dumps show it beside that stage's graph)
 BECOMES_MAP_STAGE = next(f"{num:02d}_{name}" for num, name, mod in PASSES

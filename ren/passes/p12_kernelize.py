@@ -102,7 +102,9 @@ def slot_node(index: int, storage: Node) -> Node:
     return Node(Op.SLOT, slot.dtype, (), slot)
 
 
-def kernelize(store: Node, ctx=None) -> Node:
+def kernel_body(store: Node) -> tuple[str, Node, tuple[Node, ...]]:
+    """A STORE's kernel kind, its AST (SLOTs for storage) and the storage the SLOTs stand for
+    (the output first)."""
     target = store.src[0]
     out = target.src[0] if target.op is Op.INDEX else target
     kind = kind_of(store)
@@ -114,13 +116,22 @@ def kernelize(store: Node, ctx=None) -> Node:
     else:
         reads = _reads(store)
         ast = substitute(store, {s: slot_node(i, s) for i, s in enumerate((out, *reads))})
+    return kind, ast, (out, *reads)
+
+
+def kernel_node(store: Node, kind: str, ast: Node, storage: tuple[Node, ...], ctx=None) -> Node:
+    """The KERNEL node of `store` (see `kernel_body`), named by the context's kernel count."""
     counter = getattr(ctx, "kernel_count", 0) if ctx is not None else 0
     if ctx is not None:
         ctx.kernel_count = counter + 1
     ring = store.arg[0] if store.arg else None
-    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, 1 + len(reads),
-                    storage_buffer(out).shape)
-    return Node(Op.KERNEL, DType.VOID, (out, *reads), kernel)
+    kernel = Kernel(f"k{counter}_{kind}", kind, ast, ring, len(storage),
+                    storage_buffer(storage[0]).shape)
+    return Node(Op.KERNEL, DType.VOID, storage, kernel)
+
+
+def kernelize(store: Node, ctx=None) -> Node:
+    return kernel_node(store, *kernel_body(store), ctx)
 
 
 rules = RuleSet([(P(Op.STORE, name="store"), kernelize, "kernelize")])

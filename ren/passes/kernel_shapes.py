@@ -1,0 +1,113 @@
+"""Indexify and kernelize each kernel shape once: a shortcut for passes 11 and 12 run fused.
+
+A bootstrapping has ~1,800 elementwise kernels but a few hundred shapes: the same body over
+other buffers (every key switch at one level, every rotation by one automorphism).  Passes 11
+and 12 lower a body without asking which buffers it reads: only their shapes, the offsets of
+views, and which reads are the same storage node.  So, when the two passes run as one walk
+(`ren.passes`, `ren.schedule`), an elementwise STORE is
+
+1. renamed: each storage node it reads (and its target) becomes a stand-in BUFFER, numbered in
+   order of first use; a view becomes the same view (shape, offset) of its base's stand-in;
+2. lowered and kernelized once per distinct renamed STORE (nodes are hash-consed, so the renamed
+   STORE is the memo key): pass 11's `indexify_store`, then pass 12's `kernel_body`;
+3. renamed back: the KERNEL's sources are the real storage nodes, its name takes the context's
+   kernel count, as pass 12 names it.
+
+The result is the KERNEL node that the two passes make one after the other (tested node for
+node over the corpus, random programs and a bootstrapping).  Ring kernels (NTT, basis
+conversion, ...) are cheap to kernelize and take the passes' own rules.
+"""
+
+from __future__ import annotations
+
+from ren.device import Buffer
+from ren.ir import is_ring_kernel, storage_buffer
+from ren.node import Node, substitute
+from ren.ops import DType, GroupOp, Op
+from ren.passes.p11_indexify import indexify_store
+from ren.passes.p12_kernelize import kernel_body, kernel_node
+from ren.rewrite import P, Rule, rule
+
+#: what one firing of the shortcut stands for: (pass name, rule name) of each rule it replaces
+STANDS_FOR = (("indexify", "indexify_store"), ("kernelize", "kernelize"))
+NAME = "indexify_store+kernelize"
+
+#: (index, device, shape, no_opt) -> a stand-in BUFFER node; (index, base stand-in, shape,
+#: offset) -> a stand-in view.  Distinct storage nodes get distinct stand-ins (the index), and
+#: stand-ins are never allocated: their kernels only borrow their shapes.
+_stand_ins: dict[tuple, Node] = {}
+#: renamed STORE -> (kind, AST, renamed storage): bounded, cleared when full
+_shapes: dict[Node, tuple[str, Node, tuple[Node, ...]]] = {}
+SHAPES_KEPT = 1 << 12
+
+
+def _is_elementwise(store: Node) -> bool:
+    """What `indexify_store` lowers: a STORE into a BUFFER of a value that is no ring kernel."""
+    return store.src[0].op is Op.BUFFER and not is_ring_kernel(store.src[1])
+
+
+def _stand_in(index: int, buf: Buffer) -> Node:
+    key = (index, buf.device, buf.shape, buf.no_opt)
+    node = _stand_ins.get(key)
+    if node is None:
+        node = _stand_ins[key] = Node(Op.BUFFER, DType.U32, (), Buffer(
+            buf.device, buf.shape, no_opt=buf.no_opt))
+    return node
+
+
+def _stand_in_view(index: int, base: Node, view: Buffer) -> Node:
+    key = (index, base, view.shape, view.offset)
+    node = _stand_ins.get(key)
+    if node is None:
+        node = _stand_ins[key] = Node(Op.BUFFER_VIEW, DType.U32, (base,), Buffer(
+            view.device, view.shape, base=base.arg, offset=view.offset))
+    return node
+
+
+def rename(store: Node) -> tuple[dict[Node, Node], dict[Node, Node]]:
+    """(storage node -> stand-in, stand-in -> storage node) for the storage `store` touches."""
+    to: dict[Node, Node] = {}
+    back: dict[Node, Node] = {}
+
+    def base(s: Node) -> Node:
+        if s not in to:
+            to[s] = stand = _stand_in(len(back), storage_buffer(s))
+            back[stand] = s
+        return to[s]
+
+    seen: set[Node] = set()
+    stack = [store.src[0], store.src[1]]
+    while stack:  # depth first, sources in order: first use decides the numbering
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op is Op.BUFFER_VIEW:
+            stand = _stand_in_view(len(back), base(n.src[0]), n.arg)
+            to[n], back[stand] = stand, n
+        elif n.op in GroupOp.STORAGE:
+            base(n)
+        else:
+            stack.extend(reversed(n.src))
+    return to, back
+
+
+def _indexify_and_kernelize(store: Node, ctx=None) -> Node:
+    to, back = rename(store)
+    renamed = substitute(store, to)
+    shape = _shapes.get(renamed)
+    if shape is None:
+        lowered = indexify_store(renamed)
+        assert lowered is not None  # (the rule's pattern admits only what pass 11 lowers)
+        shape = kernel_body(lowered)
+        if len(_shapes) >= SHAPES_KEPT:
+            _shapes.clear()
+        _shapes[renamed] = shape
+    kind, ast, storage = shape
+    return kernel_node(store, kind, ast, tuple(back[s] for s in storage), ctx)
+
+
+def rules() -> list[Rule]:
+    """The shortcut's rule: it takes the place of pass 11's and pass 12's in a fused walk."""
+    return [rule(P(Op.STORE, name="store", where=_is_elementwise), _indexify_and_kernelize,
+                 NAME)]

@@ -452,6 +452,14 @@ class TestNTT:
             assert min(odd_powers) == psi
             assert all(pow(w, N, q) == q - 1 for w in odd_powers)
 
+    def test_primitive_root_of_a_prime_beyond_u32(self):
+        """(Not a RingSpec modulus, but the function is public: big integers past 2^32.)"""
+        q, N = 3 * (1 << 41) + 1, 1 << 10  # a prime ≡ 1 mod 2N, past 2^42
+        assert is_prime(q)
+        psi = primitive_root_2n(q, N)
+        assert pow(psi, N, q) == q - 1
+        assert psi == min(pow(psi, k, q) for k in range(1, 2 * N, 2))
+
     def test_primitive_root_brute_force_small_q(self):
         for N, q in [(2, 5), (4, 17), (8, 17), (8, 97), (16, 97), (16, 193), (32, 193)]:
             expect = min(w for w in range(2, q) if pow(w, N, q) == q - 1)

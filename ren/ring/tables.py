@@ -35,7 +35,12 @@ def primitive_root_2n(q: int, N: int) -> int:
             break
     else:  # pragma: no cover - impossible for a valid NTT-friendly prime
         raise ValueError(f"no primitive {2 * N}-th root of unity mod {q}")
-    # The primitive 2N-th roots are c^k for odd k; take the smallest.
+    # The primitive 2N-th roots are c^k for odd k: c·(c²)^i for i < N; take the smallest (all N
+    # at once when products of two residues fit in u64, i.e. for every RingSpec modulus)
+    if q < 1 << 32:
+        qcol = np.array([[q]], dtype=U64)
+        odd = _powers(np.array([c * c % q], dtype=U64), qcol, N)[0] * U64(c) % U64(q)
+        return int(odd.min())
     best, c2, x = c, c * c % q, c
     for _ in range(N - 1):
         x = x * c2 % q

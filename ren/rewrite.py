@@ -5,6 +5,9 @@ A `Pat` describes a node: its op (or a set of ops), optionally its sources (a tu
 tried in both orders when ``commutative``), its arg and a predicate; ``name`` binds the matched
 node for the replacement function.  A rule is ``(Pat, fn)``; ``fn`` receives the bindings as
 keyword arguments (and ``ctx`` when it asks for it) and returns a replacement Node or None.
+``fn`` may also ask for ``orig``: the node as the walk met it, before its sources were
+rewritten.  Its spec is the node's declared one even where the rules of a later pass, fused into
+the same walk (`ren.passes`), have lowered the sources into ops that no longer carry one.
 
 `rewrite(root, rules, ctx, name)` visits every node once, sources first; after a rule fires the
 replacement is rewritten again (its new nodes included) until no rule matches.  A node that is
@@ -122,15 +125,22 @@ class Rule:
     fn: Callable[..., Node | None]
     name: str
     wants_ctx: bool = field(init=False)
+    wants_orig: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.wants_ctx = "ctx" in inspect.signature(self.fn).parameters
+        params = inspect.signature(self.fn).parameters
+        self.wants_ctx = "ctx" in params
+        self.wants_orig = "orig" in params
 
-    def apply(self, n: Node, ctx: Any) -> Node | None:
-        env: dict[str, Node] = {}
+    def apply(self, n: Node, ctx: Any, orig: Node | None = None) -> Node | None:
+        env: dict[str, Any] = {}
         if not self.pat.match(n, env):
             return None
-        return self.fn(ctx=ctx, **env) if self.wants_ctx else self.fn(**env)
+        if self.wants_ctx:
+            env["ctx"] = ctx
+        if self.wants_orig:
+            env["orig"] = n if orig is None else orig
+        return self.fn(**env)
 
 
 def rule(pat: Pat, fn: Callable[..., Node | None], name: str | None = None) -> Rule:
@@ -163,9 +173,9 @@ class RuleSet:
     def candidates(self, op: Op) -> list[Rule]:
         return list(self._candidates.get(op, ()))
 
-    def apply(self, n: Node, ctx: Any) -> tuple[Node, Rule] | None:
+    def apply(self, n: Node, ctx: Any, orig: Node | None = None) -> tuple[Node, Rule] | None:
         for r in self._candidates.get(n.op, ()):
-            out = r.apply(n, ctx)
+            out = r.apply(n, ctx, orig)
             if out is not None and out is not n:
                 return out, r
         return None
@@ -269,7 +279,7 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
             if new in done:  # (its result has new's spec, which is n's)
                 done[n] = done[new]
                 continue
-        hit = rs.apply(new, ctx) if new.op in candidates else None
+        hit = rs.apply(new, ctx, n) if new.op in candidates else None
         if hit is None:
             done[n] = new
             done.setdefault(new, new)

@@ -172,25 +172,33 @@ _Pass = tuple[int, str, Any]  # (number, name, module), as in PASSES
 
 
 def _rows(start: int, upto: int, fuse: bool) -> list[list[_Pass]]:
-    """Passes start..upto in order, grouped: with `fuse`, each row of adjacent FUSABLE passes is
-    one group; every other pass is a group of its own."""
+    """Passes start..upto in order, grouped: with `fuse`, each row of adjacent FUSABLE passes
+    (and the RECORDS_ONLY passes between or after them) is one group; every other pass is a
+    group of its own."""
     groups: list[list[_Pass]] = []
     for entry in PASSES:
         if not start <= entry[0] <= upto:
             continue
-        if fuse and groups and _fusable(entry) and _fusable(groups[-1][-1]):
-            groups[-1].append(entry)
+        kind = _fusion_kind(entry) if fuse else None
+        row = groups[-1] if groups else []
+        if kind is not None and any(_fusion_kind(e) == "walk" for e in row) and \
+                all(_fusion_kind(e) is not None for e in row):
+            row.append(entry)
         else:
             groups.append([entry])
     return groups
 
 
-def _fusable(entry: _Pass) -> bool:
-    """FUSABLE, and still running its own rules: a pass whose ``run`` was replaced (a variant
-    of the user's, a test's stub) runs on its own."""
+def _fusion_kind(entry: _Pass) -> str | None:
+    """"walk" for a FUSABLE pass, "record" for a RECORDS_ONLY one (`ren.passes`), None for the
+    rest, and for a pass whose ``run`` was replaced (a variant of the user's, a test's stub):
+    it runs on its own."""
     mod = entry[2]
-    return bool(getattr(mod, "FUSABLE", False)) and \
-        getattr(mod.run, "__module__", None) == mod.__name__
+    if getattr(mod.run, "__module__", None) != mod.__name__:
+        return None
+    if getattr(mod, "FUSABLE", False):
+        return "walk"
+    return "record" if getattr(mod, "RECORDS_ONLY", False) else None
 
 
 def _fused_rules(group: tuple[_Pass, ...]) -> tuple[RuleSet, dict[str, list[tuple[str, str]]]]:
@@ -199,9 +207,10 @@ def _fused_rules(group: tuple[_Pass, ...]) -> tuple[RuleSet, dict[str, list[tupl
     rule name) pairs, for the stats."""
     counts: dict[str, list[tuple[str, str]]] = {}
     rules: list[Rule] = []
-    names = {name for _, name, _ in group}
+    walks = [e for e in group if _fusion_kind(e) == "walk"]
+    names = {name for _, name, _ in walks}
     shortcuts = [s for s in SHORTCUTS if {p for p, _ in s.stands_for} <= names]
-    for _, name, mod in group:
+    for _, name, mod in walks:
         for s in shortcuts:
             if s.stands_for[0][0] == name:  # the shortcut goes where its first pass's rules go
                 for r in s.rules():
@@ -224,11 +233,15 @@ def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Pass, ...]) -> No
     key = "+".join(name for _, name, _ in group)
     sink = rewrite(sink, rules, ctx, name=key)
     fired = ctx.stats.pop(key, Counter())
-    for _, name, _ in group:
-        ctx.stats.setdefault(name, Counter())
+    for entry in group:
+        if _fusion_kind(entry) == "walk":
+            ctx.stats.setdefault(entry[1], Counter())
     for rule_name, count in fired.items():
         for pass_name, stands_for in counts[rule_name]:
             ctx.stats[pass_name][stands_for] += count
+    for entry in group:  # what they record is the same on the row's final graph
+        if _fusion_kind(entry) == "record" and entry[2].run(sink, ctx) is not sink:
+            raise ScheduleError(f"pass {entry[1]} is RECORDS_ONLY but changed the graph")
     return sink
 
 

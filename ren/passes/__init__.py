@@ -6,11 +6,14 @@ leave), ``CONTRACT`` (that invariant as data, checked: `ren.contracts`) and
 rebuilt from networkx).
 
 A pass whose ``run`` is exactly one walk of its module's ``rules`` (``rewrite(sink, rules, ctx,
-name=NAME)``) and whose rules look only at a node and its sources sets ``FUSABLE = True``
-(passes 8-12).  When nothing watches the graphs between them (no trace, no ``REN_CHECK``, no
-``REN_DEBUG=3`` dumps), `ren.schedule` runs a row of such passes as one walk with their rules in
-pass order: the same final graph, node for node, and the same rule counts per pass (tested over
-the corpus and a bootstrapping), without rebuilding the whole graph once per pass.  In a fused
+name=NAME)``) and whose rules look only at a node, its sources and the node as the walk met it
+(``orig``, `ren.rewrite`) sets ``FUSABLE = True`` (passes 6 and 8-12); a pass that only records
+what it finds, the same on the graphs the later passes of its row make, sets ``RECORDS_ONLY =
+True`` (pass 7).  When nothing watches the graphs between them (no trace, no ``REN_CHECK``, no
+``REN_DEBUG=3`` dumps), `ren.schedule` runs such a row as one walk with the rules in pass order,
+then the recorders: the same final graph, node for node, the same records and the same rule
+counts per pass (tested over the corpus, random programs and a bootstrapping), without
+rebuilding the whole graph once per pass.  In a fused
 row, a `Shortcut` may do the work of several passes' rules at once (`SHORTCUTS`: passes 11 and
 12 lower each kernel shape once, `ren.passes.kernel_shapes`).
 """

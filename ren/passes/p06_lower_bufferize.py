@@ -22,8 +22,10 @@ from ren.spec import need_spec
 NAME = "lower_bufferize"
 
 
-def lower(x: Node) -> Node:
-    spec = need_spec(x)
+def lower(x: Node, orig: Node) -> Node:
+    # the marker's spec as pass 5 made it: in a walk fused with passes 8-12, x may already be
+    # lowered into ops without one (a VCONST, say)
+    spec = need_spec(orig)
     buf = Node(Op.BUFFER, DType.U32, (), Buffer(spec.device, (spec.ring.limbs, spec.ring.N)))
     store = Node(Op.STORE, DType.VOID, (buf, x), (spec.ring, spec.domain))
     return as_ring(Node(Op.AFTER, DType.U32, (buf, store)), spec.ring, spec.domain)
@@ -50,6 +52,10 @@ CONTRACT = Contract(6, forbid=(
            P(Op.AFTER, where=lambda n: n.src[1].op is not Op.STORE
              or n.src[1].src[0] is not n.src[0])),
 ), checks=(Require("every BUFFER is stored at most once", _stored_twice),))
+
+
+#: `run` is one walk of `rules`: the scheduler may fuse it with its neighbours (`ren.passes`)
+FUSABLE = True
 
 
 def run(sink: Node, ctx=None) -> Node:

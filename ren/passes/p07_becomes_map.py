@@ -43,6 +43,11 @@ CONTRACT = Contract(7, checks=(
     Require("every requested output has a becomes_map entry", _unmapped),))
 
 
+#: `run` leaves the graph as it is and only records; what it records (each output's buffer) is
+#: the same on the graph passes 8-12 make, so a fused row runs it after its walk (`ren.passes`)
+RECORDS_ONLY = True
+
+
 def run(sink: Node, ctx=None) -> Node:
     if ctx is None:
         return sink

@@ -43,10 +43,10 @@ placed from offset 0 on its own, and the arena is the largest one's.
 
 ``auto`` keeps per component the smallest arena (the earlier placement on ties), stopping at the
 first that reaches the bound.  A component of more than ``LARGE_COMPONENT`` buffers (a
-bootstrapping's) tries the cheap placements first (`LARGE_ORDER`: first fit and TLSF, ~0.2 s on
-4,400 buffers, against ~1.3 s for each lowest-first) and stops within ``GOOD_ENOUGH`` (2 %) of
-the bound; ``plan.policies[device]`` names the placement of the component that sets the
-device's arena.  A named ``policy`` uses that placement alone.
+bootstrapping's) tries the cheap placements first (`LARGE_ORDER`: TLSF, ~0.02 s on 4,500
+buffers, then first fit, ~0.1 s, against ~0.5 s for each lowest-first) and stops within
+``GOOD_ENOUGH`` (2 %) of the bound; ``plan.policies[device]`` names the placement of the
+component that sets the device's arena.  A named ``policy`` uses that placement alone.
 Past ``MAX_RIVALS`` rival pairs only ``tlsf`` runs (the others need the pairs).
 
 On 900 random Poly programs as `ren.schedule` lowers them (the slow survey of
@@ -65,6 +65,7 @@ from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 
 from ren.device import Buffer
@@ -78,11 +79,12 @@ SEARCH_NODES = 1000  # search nodes per device (tens of microseconds each)
 SEARCH_NODES_PER_TARGET = 500
 SEARCH_MAX_BUFFERS = 128  # larger components are not searched (it rarely pays off there)
 #: a component of more buffers than this tries LARGE_ORDER and stops at the first placement
-#: within GOOD_ENOUGH of the bound: on the small bootstrapping's 4,400 buffers each lowest-first
-#: costs ~1.3 s and none beat by_area (1.012x), so trying them first spent 6 of 9.6 s
+#: within GOOD_ENOUGH of the bound: on the small bootstrapping's 4,500 buffers (N = 2^12) TLSF
+#: takes 0.02 s for 1.0025x the bound, by_size 0.11 s for 1.000x, each lowest-first ~0.5 s, so
+#: the cheapest goes first (a first call spends the difference before its first kernel)
 LARGE_COMPONENT = 2000
 GOOD_ENOUGH = 1.02
-LARGE_ORDER = ("by_size", "by_area", "tlsf", "lowest_by_start", "lowest_by_end",
+LARGE_ORDER = ("tlsf", "by_size", "by_area", "lowest_by_start", "lowest_by_end",
                "lowest_by_area", "lowest_by_life", "lowest_by_size")
 
 
@@ -98,7 +100,6 @@ class _Problem:
 
     def __init__(self, first: list[int], last: list[int], size: list[int]):
         self.first, self.last, self.size = first, last, size
-        self.rivals = self._rivals()  # k -> the buffers whose live range meets k's (None: too many)
         self.components: list[list[int]] = []  # runs of k no live range crosses between
         end = -1
         for k in range(len(size)):
@@ -106,6 +107,12 @@ class _Problem:
                 self.components.append([])
             self.components[-1].append(k)
             end = max(end, last[k])
+
+    @cached_property
+    def rivals(self) -> list[list[int]] | None:
+        """k -> the buffers whose live range meets k's (None: too many pairs).  Made when first
+        asked: TLSF, which a large component tries first, does without them."""
+        return self._rivals()
 
     def _rivals(self) -> list[list[int]] | None:
         rivals: list[list[int]] = [[] for _ in self.size]
@@ -325,20 +332,20 @@ PLACEMENTS: dict[str, Placement] = {
 def _place_device(p: _Problem, policy: str) -> tuple[Offsets, int, str]:
     """Offsets (granules) of every buffer of one device, the arena (granules), the winner."""
     names = list(PLACEMENTS) if policy == "auto" else [policy]
-    if p.rivals is None:
-        names = [n for n in names if n == "tlsf"]
-        if not names:
-            raise MemoryPlanError(f"{policy} placement: more than {MAX_RIVALS} pairs of "
-                                  "simultaneously live buffers; use policy='tlsf' or 'auto'")
+    if policy not in ("auto", "tlsf") and p.rivals is None:
+        raise MemoryPlanError(f"{policy} placement: more than {MAX_RIVALS} pairs of "
+                              "simultaneously live buffers; use policy='tlsf' or 'auto'")
     bound = p.peak()
     nodes = SEARCH_NODES
     offsets: Offsets = {}
     arena, winner = 0, names[0]
     for comp in p.components:
         best: tuple[int, str, Offsets] | None = None
-        large = len(comp) > LARGE_COMPONENT and policy == "auto" and p.rivals is not None
+        large = len(comp) > LARGE_COMPONENT and policy == "auto"
         enough = bound * GOOD_ENOUGH if large else bound
         for name in (LARGE_ORDER if large else names):
+            if name != "tlsf" and p.rivals is None:
+                continue  # too many pairs for the others: TLSF alone
             off = PLACEMENTS[name](p, comp, best[0] if best else 1 << 62)
             if off is not None:
                 best = (p.top(off, comp), name, off)
@@ -346,8 +353,8 @@ def _place_device(p: _Problem, policy: str) -> tuple[Offsets, int, str]:
                     break
         assert best is not None
         target = bound  # search: first the bound, then one granule below the best so far
-        while (policy == "auto" and best[0] > bound and nodes > 0 and p.rivals is not None
-               and len(comp) <= SEARCH_MAX_BUFFERS):
+        while (policy == "auto" and best[0] > bound and nodes > 0
+               and len(comp) <= SEARCH_MAX_BUFFERS and p.rivals is not None):
             found, used = _search(p, comp, target, min(nodes, SEARCH_NODES_PER_TARGET))
             nodes -= used
             if found is not None:

@@ -562,6 +562,24 @@ def test_by_size_gives_up_on_huge_overlap(monkeypatch):
         plan_memory(items, outs, policy="by_size")
 
 
+def test_tlsf_good_enough_needs_no_rival_pairs(monkeypatch):
+    """When TLSF places a large component well enough, the rival pairs (quadratic in the worst
+    case: 383,540 of them for a bootstrapping's 4,526 buffers) are never built."""
+    made: list[int] = []
+    real = memory._Problem._rivals
+    monkeypatch.setattr(memory._Problem, "_rivals", lambda self: made.append(1) or real(self))
+    monkeypatch.setattr(memory, "LARGE_COMPONENT", 1)
+    monkeypatch.setattr(memory, "SEARCH_MAX_BUFFERS", 0)
+    monkeypatch.setattr(memory, "GOOD_ENOUGH", 10.0)
+    items, outs = from_intervals(HARD["tiling"])
+    plan = plan_memory(items, outs)
+    check_plan(plan, items, outs)
+    assert plan.policies == {"python": "tlsf"} and made == []
+    monkeypatch.setattr(memory, "GOOD_ENOUGH", 1.0)  # not good enough: the others run
+    check_plan(plan_memory(items, outs), items, outs)
+    assert made == [1]  # built once, for all of them
+
+
 # -- the TLSF arena itself -------------------------------------------------------------------------
 def test_tlsf_split_coalesce_and_grow():
     arena = TLSFArena()
@@ -599,10 +617,10 @@ def test_tlsf_classes_are_ordered(sizes):
 
 def test_large_components_try_the_cheap_placements_first(monkeypatch):
     """Past LARGE_COMPONENT buffers auto runs LARGE_ORDER (every placement, cheap ones first) and
-    stops at the first within GOOD_ENOUGH of the bound: the lowest-first ones never run when first
-    fit already reaches it."""
+    stops at the first within GOOD_ENOUGH of the bound: nothing runs after TLSF when it already
+    reaches it."""
     assert sorted(memory.LARGE_ORDER) == sorted(PLACEMENTS)
-    assert memory.LARGE_ORDER[:2] == ("by_size", "by_area")
+    assert memory.LARGE_ORDER[:3] == ("tlsf", "by_size", "by_area")
     items, outs = from_intervals(HARD["tiling"])  # nothing but the search reaches 28
     ran: list[str] = []
     for name, place in list(PLACEMENTS.items()):
@@ -614,7 +632,7 @@ def test_large_components_try_the_cheap_placements_first(monkeypatch):
     monkeypatch.setattr(memory, "GOOD_ENOUGH", 10.0)  # anything placed is good enough
     large = plan_memory(items, outs)
     check_plan(large, items, outs)
-    assert ran == ["by_size"]  # (then the search, as for any small component above the bound)
+    assert ran == ["tlsf"]  # (then the search, as for any small component above the bound)
     assert small_ran == list(PLACEMENTS) and small.arena_bytes <= large.arena_bytes
     ran[:] = []
     monkeypatch.setattr(memory, "GOOD_ENOUGH", 1.0)  # no placement reaches the bound: all run

@@ -27,6 +27,9 @@ _DEVICE_RE = re.compile(r"^(?P<kind>[a-z]+)(?::(?P<index>\d+))?$")
 _FACTORIES: dict[str, Callable[[str], Any]] = {}
 #: canonical name -> device object, made on first use
 _OPEN: dict[str, Any] = {}
+#: device name as given -> its canonical name, for the kinds registered now (cleared when they
+#: change): every Buffer checks its device, and a bootstrapping's capture makes ~7,000 of them
+_CANONICAL: dict[str, str] = {}
 _lock = threading.Lock()
 
 
@@ -37,6 +40,7 @@ def register_device(kind: str, factory: Callable[[str], Any]) -> None:
         raise DeviceError(f"device kind must be lowercase letters, got {kind!r}")
     with _lock:
         _FACTORIES[kind] = factory
+        _CANONICAL.clear()
         for name in [n for n in _OPEN if device_kind(n) == kind]:
             del _OPEN[name]
 
@@ -50,6 +54,7 @@ def unregister_device(kind: str) -> None:
     """Forget a device kind (for tests that register a temporary backend)."""
     with _lock:
         _FACTORIES.pop(kind, None)
+        _CANONICAL.clear()
         for name in [n for n in _OPEN if device_kind(n) == kind]:
             del _OPEN[name]
 
@@ -61,6 +66,9 @@ def device_kinds() -> tuple[str, ...]:
 
 def canonical_device(device: str) -> str:
     """Normalise a device name: ``"PYTHON"`` and ``"python:0"`` -> ``"python"``."""
+    known = _CANONICAL.get(device) if type(device) is str else None
+    if known is not None:
+        return known
     if not isinstance(device, str):
         raise DeviceError(f"device must be a string such as 'python', got {device!r}")
     m = _DEVICE_RE.match(device.strip().lower())
@@ -71,7 +79,10 @@ def canonical_device(device: str) -> str:
             "(optionally with an index, e.g. 'python:1' or 'cuda:0')"
         )
     index = int(m.group("index") or 0)
-    return m.group("kind") if index == 0 else f"{m.group('kind')}:{index}"
+    name = m.group("kind") if index == 0 else f"{m.group('kind')}:{index}"
+    if len(_CANONICAL) < 1024:  # (bounded: names are few, but any string can be asked)
+        _CANONICAL[device] = name
+    return name
 
 
 def device_kind(device: str) -> str:

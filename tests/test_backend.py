@@ -61,10 +61,15 @@ def test_registry_is_the_source_of_device_kinds():
 
 def test_registering_a_backend_adds_its_name(fakedev):
     assert canonical_device("FakeDev:2") == "fakedev:2"
+    assert canonical_device("FakeDev:2") == "fakedev:2"  # (the second time from the memo)
+    assert canonical_device("fakedev") == "fakedev"
     assert get_device("fakedev").allocator is fakedev
     unregister_device("fakedev")
-    with pytest.raises(DeviceError, match="unknown device"):
-        canonical_device("fakedev")
+    for name in ("fakedev", "FakeDev:2"):  # the memo forgets an unregistered kind
+        with pytest.raises(DeviceError, match="unknown device"):
+            canonical_device(name)
+    with pytest.raises(DeviceError, match="must be a string"):
+        canonical_device(7)
 
 
 def test_host_devices_share_one_allocator():

@@ -162,10 +162,6 @@ _ring_lock = threading.Lock()
 def ring_library(isa: str | None = None) -> ctypes.CDLL:
     """The compiled ring kernels (`cpu_ring.c`) for path `isa` (default: `resolve_isa()`);
     each path's library is loaded once and never closed."""
-    if isa is not None:  # a path loaded before was resolved then (resolving looks up $CC on PATH)
-        lib = _ring_libs.get(isa)
-        if lib is not None:
-            return lib
     isa = resolve_isa(isa)
     with _ring_lock:
         lib = _ring_libs.get(isa)

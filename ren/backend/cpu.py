@@ -279,10 +279,12 @@ def _sizes(*values: int) -> np.ndarray:
     return np.array(values, dtype=np.int64)
 
 
-def library_call(call: RingCall, isa: str | None = None) -> CpuCall | None:
+def library_call(call: RingCall, isa: str | None = None,
+                 lib: ctypes.CDLL | None = None) -> CpuCall | None:
     """The library CpuCall of a ring call on path `isa` (default: `resolve_isa()`), or None for
-    the kinds run as rendered programs."""
-    lib = ring_library(isa)
+    the kinds run as rendered programs.  `lib`: that path's ring library when the caller holds
+    it already (resolving a path looks $CC up on PATH: a device builds thousands of calls)."""
+    lib = lib if lib is not None else ring_library(isa)
     t = call.tables()
     N = call.n
     kind = call.kind
@@ -447,13 +449,15 @@ class CpuDevice(Device):
             [source_head(self.isa) + _HEADER, *self.flags, *compiler()]).encode()).hexdigest()
         # programs `prepare` rendered, by item key, for `build` to take instead of rendering again
         self._rendered: dict[Any, Program] = {}
-        ring_library(self.isa).ren_set_threads(threads())
+        #: this device's ring library (its path resolved once, here)
+        self.ring_lib = ring_library(self.isa)
+        self.ring_lib.ren_set_threads(threads())
 
     def sample(self, spec: RandomSpec, ring: RingSpec) -> np.ndarray:
         """`Device.sample`: uniform limbs in C on this device's threads (`cpu_sampling`), the
         same words as `ren.sampling.sample`; other kinds (N small coefficients) in Python."""
         if spec.kind == "uniform":
-            values = sample_uniform(ring_library(self.isa), spec, ring)
+            values = sample_uniform(self.ring_lib, spec, ring)
             if values is not None:
                 return values
         return super().sample(spec, ring)
@@ -624,7 +628,7 @@ class CpuDevice(Device):
     def build(self, item: ScheduledKernel) -> KernelFn:
         call = item.ring_call
         if call is not None:
-            fn = library_call(call, self.isa)
+            fn = library_call(call, self.isa, self.ring_lib)
             if fn is not None:
                 return _RingInput(fn)
         with self._build_lock:

@@ -248,7 +248,8 @@ def test_dense_transform_at_n_2_14():
     rng = np.random.default_rng(5)
     m, x = rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, n)
     values = np.tile(x, params.slots // n)
-    ct = encryptor.encrypt(enc.encode(values.astype(complex)))
+    with ren.random.seeded(6):  # (the loss varies with the noise: 0.9-1.5 bits over runs)
+        ct = encryptor.encrypt(enc.encode(values.astype(complex)))
     noisy = enc.decode(dec.decrypt(ct)).real
     out = ev.linear_transform(ct, LinearTransform(params, m))
     got = enc.decode(dec.decrypt(out))

@@ -16,6 +16,7 @@ scheduling run ends.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import threading
 from collections import Counter
@@ -202,21 +203,28 @@ def _fusion_kind(entry: _Pass) -> str | None:
 
 
 def _fused_rules(group: tuple[_Pass, ...]) -> tuple[RuleSet, dict[str, list[tuple[str, str]]]]:
-    """The rules of a row of passes in pass order, with the shortcuts of `ren.passes.SHORTCUTS`
-    in place of the rules they stand for, and what each rule's firing counts as: (pass name,
-    rule name) pairs, for the stats."""
+    """The rules of a row's walking passes in pass order, with the shortcuts of
+    `ren.passes.SHORTCUTS` in place of the rules they stand for, and what each rule's firing
+    counts as: (pass name, rule name) pairs, for the stats."""
+    return _rules_of_row(tuple((e[1], e[2].rules) for e in group if _fusion_kind(e) == "walk"))
+
+
+@functools.lru_cache(maxsize=16)
+def _rules_of_row(walks: tuple[tuple[str, RuleSet], ...]
+                  ) -> tuple[RuleSet, dict[str, list[tuple[str, str]]]]:
+    # (cached by the passes' RuleSet objects: a run schedules in well under a millisecond for a
+    # small program, and indexing the rules by op costs a tenth of that)
     counts: dict[str, list[tuple[str, str]]] = {}
     rules: list[Rule] = []
-    walks = [e for e in group if _fusion_kind(e) == "walk"]
-    names = {name for _, name, _ in walks}
+    names = {name for name, _ in walks}
     shortcuts = [s for s in SHORTCUTS if {p for p, _ in s.stands_for} <= names]
-    for _, name, mod in walks:
+    for name, pass_rules in walks:
         for s in shortcuts:
             if s.stands_for[0][0] == name:  # the shortcut goes where its first pass's rules go
                 for r in s.rules():
                     rules.append(r)
                     counts[r.name] = list(s.stands_for)
-        for r in mod.rules.rules:
+        for r in pass_rules.rules:
             if r.name in counts:  # (the stats could not tell the two apart)
                 raise ScheduleError(f"passes {counts[r.name][0][0]} and {name} both have a rule "
                                     f"named {r.name!r}; fused passes need rule names of their own")

@@ -177,16 +177,16 @@ def _rows(start: int, upto: int, fuse: bool) -> list[list[_Pass]]:
     (and the RECORDS_ONLY passes between or after them) is one group; every other pass is a
     group of its own."""
     groups: list[list[_Pass]] = []
+    open_row = False  # the last group is a row that began with a walking pass
     for entry in PASSES:
         if not start <= entry[0] <= upto:
             continue
         kind = _fusion_kind(entry) if fuse else None
-        row = groups[-1] if groups else []
-        if kind is not None and any(_fusion_kind(e) == "walk" for e in row) and \
-                all(_fusion_kind(e) is not None for e in row):
-            row.append(entry)
+        if kind is not None and open_row:
+            groups[-1].append(entry)
         else:
             groups.append([entry])
+            open_row = kind == "walk"
     return groups
 
 

@@ -288,6 +288,47 @@ def test_gc_paused_nests_and_restores_the_collector():
         gc.enable()
 
 
+def test_gc_paused_ages_what_the_block_kept_without_a_collection():
+    """What a pause kept goes to the oldest generation when it ends (no young collection
+    scans it); a program's own frozen objects stay frozen."""
+    import gc
+
+    from ren.schedule import gc_paused
+
+    def oldest(o) -> bool:
+        return any(x is o for x in gc.get_objects(generation=2))
+
+    class Kept:
+        pass
+
+    collections: list[int] = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        with gc_paused():
+            kept = [Kept() for _ in range(3000)]  # past the young generation's threshold
+        assert oldest(kept) and oldest(kept[-1])
+        young = [Kept()]  # the next allocations find the young generation empty
+        assert collections == []
+        assert not oldest(young)
+    finally:
+        gc.callbacks.remove(count)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            later = [Kept()]
+        assert gc.get_freeze_count() == frozen  # not unfrozen by the pause
+        assert not oldest(later)  # (and nothing aged: that would have unfrozen them)
+    finally:
+        gc.unfreeze()
+
+
 def test_captures_and_eager_compiles_run_with_the_collector_paused(monkeypatch):
     """The whole jit capture (trace, passes, memory plan, lowering, first run) and an eager
     realization's compile run without full collections; the collector is back on after."""

@@ -55,6 +55,8 @@ def is_prime(n: int) -> bool:
 def _int_tuple(values: object, what: str) -> tuple[int, ...]:
     """`values` (a list, tuple or 1-D array of ints) as a tuple of Python ints; never coerces
     floats or strings, which would silently change a modulus."""
+    if type(values) is tuple and all(type(q) is int for q in values):
+        return values  # (the common case, on every rewrite that selects rows: nothing to check)
     # sets and dicts have no reliable order, and the order of the moduli is the RNS basis
     unordered = isinstance(values, str | bytes | AbstractSet | Mapping)
     try:

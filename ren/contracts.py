@@ -74,7 +74,16 @@ class Contract:
         """Each broken condition with the node that breaks it (every node of a forbidden op
         or shape; the first offender of each whole-graph check)."""
         allowed = self.ops
-        for n in toposort(sink):
+        order = toposort(sink)
+        _orders[sink] = order  # the checks walk the same graph (`graph_order`)
+        try:
+            yield from self._violations(sink, order, allowed, ctx)
+        finally:
+            _orders.pop(sink, None)
+
+    def _violations(self, sink: Node, order: list[Node], allowed: frozenset[Op],
+                    ctx: Any) -> Iterator[tuple[str, Node]]:
+        for n in order:
             if n.op not in allowed:
                 yield (f"{n.op.name} may not appear after pass {self.stage} (op table: made by "
                        f"pass {n.op.info.introduced_by}, lowered by pass {n.op.info.lowered_by})",
@@ -100,6 +109,17 @@ class Contract:
         return "\n".join(lines)
 
 
+#: the graphs being checked now -> their toposort (a whole-graph check walks the same order)
+_orders: dict[Node, list[Node]] = {}
+
+
+def graph_order(sink: Node) -> list[Node]:
+    """`toposort(sink)`, shared with the contract check in progress on `sink` (do not change
+    the list)."""
+    order = _orders.get(sink)
+    return order if order is not None else toposort(sink)
+
+
 # -- conditions several passes state -----------------------------------------------------------
 def fixed_point(rules: RuleSet, what: str = "") -> Require:
     """No rule of `rules` rewrites any node: the pass ran its rules to a fixed point.  (The
@@ -107,7 +127,7 @@ def fixed_point(rules: RuleSet, what: str = "") -> Require:
     names = ", ".join(dict.fromkeys(r.name for r in rules.rules))
 
     def find(sink: Node, ctx: Any) -> Finding:
-        for n in toposort(sink):
+        for n in graph_order(sink):
             if rules.has_rules(n.op):
                 hit = rules.apply(n, ctx)
                 if hit is not None:
@@ -118,7 +138,7 @@ def fixed_point(rules: RuleSet, what: str = "") -> Require:
 
 
 def _stray_const(sink: Node, ctx: Any) -> Finding:
-    users = consumers(toposort(sink))
+    users = consumers(graph_order(sink))
     for n, us in users.items():
         if n.op is Op.CONST and any(u.op is not Op.AS_RING for u in us):
             return n

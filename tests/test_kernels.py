@@ -425,6 +425,35 @@ def test_kernelize_check_names_each_kernels_own_problem():
         _swap_kernel(sink, rnd, ast=substitute(rnd.arg.ast, {call: fewer})))
 
 
+def test_kernelize_check_rejects_a_slot_no_buffer_binds():
+    """A slot with the right shape but other strides is no buffer's slot: named, like a slot of
+    another shape."""
+    from dataclasses import replace
+
+    from ren.node import substitute
+
+    sink = run_passes(*build("keyswitch_ntt")).sink
+    k = next(k for k in _kernel_nodes(sink) if k.arg.kind == "elementwise" and len(k.src) >= 2)
+    slot = next(b for b in k.arg.ast.toposort() if b.op is Op.SLOT and b.arg.index == 1)
+    strided = slot.replace(arg=replace(slot.arg, strides=(slot.arg.strides[0] * 2, 1)))
+    ast = substitute(k.arg.ast, {slot: strided})
+    assert f"{k.arg.name} slot 1 is" in _problem(_swap_kernel(sink, k, ast=ast))
+
+
+def test_the_last_contract_walks_the_graph_once(monkeypatch):
+    """The whole-graph checks of a contract share the check's walk of the graph."""
+    from ren import contracts
+
+    sink = run_passes(*build("keyswitch_ntt")).sink
+    walks = []
+    real = contracts.toposort
+    monkeypatch.setattr(contracts, "toposort", lambda *roots: walks.append(roots) or real(*roots))
+    p12_kernelize.check(sink)
+    assert walks == [(sink,)]
+    assert contracts.graph_order(sink) == real(sink)  # (and after the check: a walk of its own)
+    assert len(walks) == 2 and not contracts._orders
+
+
 def test_kernelize_check_walks_each_kernel_shape_once(monkeypatch):
     from ren.ir import storage_buffer
 

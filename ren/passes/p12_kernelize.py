@@ -24,6 +24,7 @@ Leaves: KERNEL nodes (the schedule, in dependency order) and BUFFER_VIEW items.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from ren import contracts
 from ren.contracts import Contract, Forbid, Require
@@ -155,6 +156,18 @@ class _BodyFacts:
     slots: dict[int, Slot]  # the SLOTs the body uses, by index
     late: str | None  # the kind's own form (a ring call's shapes, an elementwise store)
 
+    @cached_property
+    def numbered(self) -> bool:
+        """The slots are numbered 0, 1, ... without a gap."""
+        return sorted(self.slots) == list(range(len(self.slots)))
+
+    @cached_property
+    def shapes(self) -> tuple[tuple[int, int] | None, ...]:
+        """Slot i's shape if it is the contiguous slot of that shape (what a buffer binds),
+        else None (no buffer's slot): slot i fits a buffer exactly when the shapes are equal."""
+        return tuple(s.shape if s == Slot.contiguous(i, s.shape) else None
+                     for i, s in sorted(self.slots.items()))
+
 
 def _body_facts(k: Kernel) -> _BodyFacts:
     allowed = BODY_OPS.get(k.kind, GroupOp.RING_BODY)
@@ -184,12 +197,14 @@ def _kernel_problem(n: Node, facts: dict[tuple, _BodyFacts] | None = None) -> st
     if f.bad_ops is not None:
         return k.name + f.bad_ops
     slots = f.slots
-    if sorted(slots) != list(range(len(n.src))) or k.nslots != len(n.src):
+    if not f.numbered or len(slots) != len(n.src) or k.nslots != len(n.src):
         return f"{k.name} slots {sorted(slots)} != sources {len(n.src)}"
-    if any(s.op not in GroupOp.STORAGE for s in n.src):
-        return f"{k.name} has a non-storage source"
-    for i, s in enumerate(n.src):
-        if slots[i] != Slot.contiguous(i, storage_buffer(s).shape):
+    storage = GroupOp.STORAGE
+    for s in n.src:
+        if s.op not in storage:
+            return f"{k.name} has a non-storage source"
+    for i, (s, shape) in enumerate(zip(n.src, f.shapes)):
+        if shape is None or storage_buffer(s).shape != shape:
             return f"{k.name} slot {i} is {slots[i]} but its buffer is {storage_buffer(s)}"
     if k.space != slots[0].shape:
         return f"{k.name} iterates over {k.space}, its output is {slots[0].shape}"
@@ -226,7 +241,7 @@ def _ring_call_problem(k: Kernel, slots: dict[int, Slot]) -> str | None:
 
 def _bad_kernel(sink: Node, ctx) -> tuple[str, Node] | None:
     facts: dict[tuple, _BodyFacts] = {}
-    for n in toposort(sink):
+    for n in contracts.graph_order(sink):
         if n.op is Op.KERNEL:
             problem = _kernel_problem(n, facts)
             if problem is not None:

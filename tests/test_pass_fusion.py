@@ -17,8 +17,8 @@ from ren.device import Buffer
 from ren.dump import dump
 from ren.errors import ScheduleError
 from ren.ir import pnode, storage_buffer
-from ren.node import Node, toposort
-from ren.ops import DType, Op
+from ren.node import Node, substitute, toposort
+from ren.ops import DType, GroupOp, Op
 from ren.passes import PASSES, get_pass, kernel_shapes
 from ren.rewrite import P, RuleSet, rewrite
 from ren.schedule import (
@@ -233,9 +233,11 @@ def test_stand_ins_keep_views_and_repeated_reads(monkeypatch):
     stores = [n for n in toposort(base) if n.op is Op.STORE]
     views = 0
     for store in stores:
-        to, back = kernel_shapes.rename(store)
-        assert len(set(to.values())) == len(to)  # a bijection
-        assert all(back[v] is k for k, v in to.items())
+        renamed, back = kernel_shapes.rename(store)
+        to = {real: stand for stand, real in back.items()}
+        assert len(to) == len(back)  # a bijection
+        assert renamed is substitute(store, to)  # the store over the stand-ins, nothing else
+        assert all(n in back for n in toposort(renamed) if n.op in GroupOp.STORAGE)
         for real, stand in to.items():
             assert storage_buffer(stand).shape == storage_buffer(real).shape
             if real.op is Op.BUFFER_VIEW:

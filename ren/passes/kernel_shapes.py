@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ren.device import Buffer
 from ren.ir import is_ring_kernel, storage_buffer
-from ren.node import Node, substitute
+from ren.node import Node
 from ren.ops import DType, GroupOp, Op
 from ren.passes.p11_indexify import indexify_store
 from ren.passes.p12_kernelize import kernel_body, kernel_node
@@ -64,37 +64,43 @@ def _stand_in_view(index: int, base: Node, view: Buffer) -> Node:
     return node
 
 
-def rename(store: Node) -> tuple[dict[Node, Node], dict[Node, Node]]:
-    """(storage node -> stand-in, stand-in -> storage node) for the storage `store` touches."""
-    to: dict[Node, Node] = {}
+def rename(store: Node) -> tuple[Node, dict[Node, Node]]:
+    """`store` with the storage it touches renamed to stand-ins, and stand-in -> storage node.
+
+    One walk, depth first: storage is numbered in order of first use, the STORE's value before
+    its target (the value's reads come first), and each node is rebuilt once its sources are."""
     back: dict[Node, Node] = {}
+    done: dict[Node, Node] = {}  # node -> renamed
+    storage = GroupOp.STORAGE
 
     def base(s: Node) -> Node:
-        if s not in to:
-            to[s] = stand = _stand_in(len(back), storage_buffer(s))
+        stand = done.get(s)
+        if stand is None:
+            done[s] = stand = _stand_in(len(back), storage_buffer(s))
             back[stand] = s
-        return to[s]
+        return stand
 
-    seen: set[Node] = set()
-    stack = [store.src[0], store.src[1]]
-    while stack:  # depth first, sources in order: first use decides the numbering
-        n = stack.pop()
-        if n in seen:
+    stack: list[tuple[Node, bool]] = [(store, True), (store.src[0], False), (store.src[1], False)]
+    while stack:
+        n, ready = stack.pop()
+        if n in done:
             continue
-        seen.add(n)
         if n.op is Op.BUFFER_VIEW:
             stand = _stand_in_view(len(back), base(n.src[0]), n.arg)
-            to[n], back[stand] = stand, n
-        elif n.op in GroupOp.STORAGE:
+            done[n], back[stand] = stand, n
+        elif n.op in storage:
             base(n)
+        elif not ready:
+            stack.append((n, True))
+            stack.extend((s, False) for s in reversed(n.src) if s not in done)
         else:
-            stack.extend(reversed(n.src))
-    return to, back
+            src = tuple(done[s] for s in n.src)
+            done[n] = n if src == n.src else n.replace(src=src)
+    return done[store], back
 
 
 def _indexify_and_kernelize(store: Node, ctx=None) -> Node:
-    to, back = rename(store)
-    renamed = substitute(store, to)
+    renamed, back = rename(store)
     shape = _shapes.get(renamed)
     if shape is None:
         lowered = indexify_store(renamed)

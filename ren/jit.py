@@ -61,7 +61,7 @@ from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
 from ren.node import Node, toposort
 from ren.ops import DType, Op
-from ren.plan_cache import compile_cached
+from ren.plan_cache import compile_cached_and_run
 from ren.poly import Poly, realize_polys
 from ren.realization import Recorder, is_realized, parameter, recording
 from ren.replay import Template
@@ -323,7 +323,10 @@ class JitPlan:
     def run(self, call: _Call) -> Any:
         """Run the template on a checked call whose inputs are realized and distinct; returns
         the function's result (new Polys in the output structure)."""
-        nodes = self.template.run(call.buffers(self.leaf_of_param))
+        return self.result(self.template.run(call.buffers(self.leaf_of_param)))
+
+    def result(self, nodes: list[Node]) -> Any:
+        """The function's result from a run's output nodes (`Template.run`)."""
         return unflatten(self.out_structure, iter([Poly(n) for n in nodes]),
                          iter(self.out_scalars))
 
@@ -488,8 +491,9 @@ class Jitted:
                 "Polys, and compute anything else outside the function")
         nodes = [p.node for p in out_polys]
         _refuse_random(self.name, nodes)
-        template, compiled_by = compile_cached(nodes, params)
-        template.build_runner()
+        # the first call runs the template like every replay (starting while it is lowered)
+        template, compiled_by, first = compile_cached_and_run(nodes, params,
+                                                              call.buffers(leaf_of_param))
         in_paths, scalar_paths = call.paths()
         plan = JitPlan(
             name=self.name, signature=self.signature, static_argnames=self.static_argnames,
@@ -497,7 +501,7 @@ class Jitted:
             scalars=[(path, _freeze(v)) for path, v in zip(scalar_paths, call.scalars)],
             template=template, leaf_of_param=leaf_of_param, out_structure=out_structure,
             out_scalars=out_scalars, compiled_by=compiled_by)
-        result = plan.run(call)  # the first call runs the template like every replay
+        result = plan.result(first)
         plan.capture_seconds = time.perf_counter() - t0
         return plan, result
 

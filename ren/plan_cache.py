@@ -52,9 +52,16 @@ from ren import settings
 from ren.backend.c_host import write_atomically
 from ren.backend.cpu_cache import cache_root
 from ren.device import Buffer
+from ren.kernel import ScheduledKernel
+from ren.memory import MemoryPlan
 from ren.node import Node
-from ren.realization import compile_template, parameterize
-from ren.replay import Template, structure_key
+from ren.realization import (
+    compile_and_run,
+    compile_template,
+    parameterize,
+    schedule_and_plan,
+)
+from ren.replay import Template, lower_and_run, structure_key
 from ren.runtime import make_exec_units
 
 #: bumped when an entry's layout changes (older entries then miss)
@@ -181,33 +188,64 @@ def compile_cached(nodes: Sequence[Node], params: Sequence[Buffer]) -> tuple[Tem
     """`compile_template(nodes, params, own_outputs=True)` (every other leaf baked in as a
     constant), through the plan cache: (the template, how it was made: `SCHEDULED` or
     `LOADED`).  `params` are `parameter` buffers (leaves of the graph); they are detached."""
+    template, how, _ = _compile(nodes, params, None)
+    return template, how
+
+
+def compile_cached_and_run(nodes: Sequence[Node], params: Sequence[Buffer],
+                           inputs: Sequence[Buffer]) -> tuple[Template, str, list[Node]]:
+    """`compile_cached(nodes, params)` with the template's graph runner, and its first run on
+    `inputs` (`Template.run`'s result).  A template scheduled here (no entry yet, or the cache
+    off) starts running while it is lowered (`ren.replay.lower_and_run`)."""
+    template, how, results = _compile(nodes, params, inputs)
+    assert results is not None  # (a run was asked for)
+    return template, how, results
+
+
+def _compile(nodes: Sequence[Node], params: Sequence[Buffer], inputs: Sequence[Buffer] | None
+             ) -> tuple[Template, str, list[Node] | None]:
     found = structure_key(nodes) if enabled() else None
     name = entry_key(found[0]) if found is not None else None
     if found is None or name is None:
-        return compile_template(nodes, params, own_outputs=True), SCHEDULED
+        if inputs is None:
+            return compile_template(nodes, params, own_outputs=True), SCHEDULED, None
+        return _scheduled(*compile_and_run(nodes, params, inputs, own_outputs=True))
     leaves = found[1]
     path = plans_dir() / f"{name}.plan"
     try:
         template = _load(path, leaves, params)
         if template is not None:
             stats.hits += 1
-            return template, LOADED
+            if inputs is None:
+                return template, LOADED, None
+            template.build_runner()
+            return template, LOADED, template.run(inputs)
         stats.misses += 1
-        # every leaf a parameter: the stored template holds no leaf's data
+        # every leaf a parameter: the stored entry holds no leaf's data
         slots_nodes, slots = parameterize(nodes, leaves)
-        compiled = compile_template(slots_nodes, slots, own_outputs=True)
-        _store(path, compiled)
-        return _bind(compiled.units, compiled.plan, compiled.outputs, slots, leaves,
-                     params), SCHEDULED
+        try:
+            items, plan, outputs = schedule_and_plan(slots_nodes, own_outputs=True)
+        finally:
+            for s in slots:  # (detached: what is stored, and what a hit starts from)
+                s.release()
+        _store(path, items, plan, slots, outputs)
+        ordered = _bind(slots, leaves, params)
+        if inputs is None:
+            return Template(make_exec_units(items), plan, ordered, outputs), SCHEDULED, None
+        return _scheduled(*lower_and_run(items, plan, ordered, outputs, inputs))
     finally:
         for p in params:  # the inputs' stand-ins keep no input storage (as compile_template)
             p.release()
 
 
-def _bind(units: list, plan: Any, outputs: list[Node], slots: Sequence[Buffer],
-          leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Template:
-    """The template over `units` whose parameters stand for `params` and whose other slots hold
-    the constants' storage (slot i stands for leaf i)."""
+def _scheduled(template: Template, results: list[Node]) -> tuple[Template, str, list[Node]]:
+    return template, SCHEDULED, results
+
+
+def _bind(slots: Sequence[Buffer], leaves: Sequence[Buffer], params: Sequence[Buffer]
+          ) -> list[Buffer]:
+    """The template parameters that stand for `params`; every other slot now holds its
+    constant's storage (slot i stands for leaf i)."""
     is_param = {id(p): k for k, p in enumerate(params)}
     ordered: list[Buffer | None] = [None] * len(params)
     for slot, leaf in zip(slots, leaves, strict=True):
@@ -217,15 +255,14 @@ def _bind(units: list, plan: Any, outputs: list[Node], slots: Sequence[Buffer],
         else:
             slot.attach(leaf.array())  # baked in: shares the constant's storage
     # a parameter the graph never reads still has a slot (the template binds every input)
-    ordered = [s if s is not None else Buffer(p.device, p.shape, no_opt=p.no_opt)
-               for s, p in zip(ordered, params, strict=True)]
-    return Template(units, plan, list(ordered), outputs)  # type: ignore[arg-type]
+    return [s if s is not None else Buffer(p.device, p.shape, no_opt=p.no_opt)
+            for s, p in zip(ordered, params, strict=True)]
 
 
-def _store(path: Path, template: Template) -> None:
-    items = [dataclasses.replace(u.item, node=None) for u in template.units]
-    state = {"format": FORMAT, "items": items,
-             "plan": template.plan, "slots": template.params, "outputs": template.outputs}
+def _store(path: Path, items: list[ScheduledKernel], plan: MemoryPlan | None,
+           slots: list[Buffer], outputs: list[Node]) -> None:
+    state = {"format": FORMAT, "items": [dataclasses.replace(i, node=None) for i in items],
+             "plan": plan, "slots": slots, "outputs": outputs}
     try:
         blob = pickle.dumps(state, protocol=5)
     except Exception:  # an item that does not pickle: this graph is scheduled every time
@@ -270,7 +307,7 @@ def _load(path: Path, leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Tem
         _bad(path, f"its items do not lower ({type(e).__name__}: {e})")
         return None
     os.utime(path)  # a use: the entry is among the newest when the folder is trimmed
-    return _bind(units, state["plan"], state["outputs"], slots, leaves, params)
+    return Template(units, state["plan"], _bind(slots, leaves, params), state["outputs"])
 
 
 def _bad(path: Path, why: str) -> None:
@@ -303,4 +340,5 @@ def clear() -> int:
 
 
 __all__ = ["LOADED", "MAX_ENTRIES", "SCHEDULED", "PlanCacheWarning", "clear", "compile_cached",
+           "compile_cached_and_run",
            "enabled", "entry_key", "plans_dir", "source_fingerprint", "stats"]

@@ -46,10 +46,10 @@ from ren.device import Buffer, get_device
 from ren.errors import RealizeError
 from ren.ir import as_ring, const_node, is_const, is_realized, storage_buffer
 from ren.kernel import COPY, VIEW, ScheduledKernel
-from ren.memory import plan_memory
+from ren.memory import MemoryPlan, plan_memory
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
-from ren.replay import Template, structure_key, templates
+from ren.replay import Template, lower_and_run, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
 from ren.schedule import ScheduleContext, as_sink, gc_paused, linearize, run_passes
@@ -133,30 +133,58 @@ def compile_template(nodes: Sequence[Node], params: Sequence[Buffer] = (), *,
     """
     timings = timings if timings is not None else RealizeTimings()
     try:
+        items, plan, outputs = schedule_and_plan(nodes, own_outputs, timings)
         t0 = time.perf_counter()
-        todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
-        items: list[ScheduledKernel] = []
-        becomes = {n: n for n in nodes}
-        if todo:
-            ctx = ScheduleContext(outputs=tuple(todo), check=bool(settings.get("REN_CHECK")))
-            items = linearize(run_passes(as_sink(*todo), ctx=ctx).sink)
-            becomes.update(ctx.becomes_map)
-        outputs = [becomes[n] for n in nodes]
-        if own_outputs:
-            outputs = _copy_borrowed_outputs(items, outputs)
-        t1 = time.perf_counter()
-        plan = None
-        if not settings.get("REN_NO_MEMPLAN"):
-            plan = plan_memory(items, outputs={storage_buffer(o) for o in outputs
-                                               if o.src[0].op is Op.BUFFER})
-        t2 = time.perf_counter()
         units = make_exec_units(items)
-        timings.schedule, timings.plan = t1 - t0, t2 - t1
-        timings.lower = time.perf_counter() - t2
+        timings.lower = time.perf_counter() - t0
     finally:
         for p in params:
             p.release()
     return Template(units, plan, list(params), outputs)
+
+
+def compile_and_run(nodes: Sequence[Node], params: Sequence[Buffer], inputs: Sequence[Buffer],
+                    *, own_outputs: bool = False, timings: RealizeTimings | None = None
+                    ) -> tuple[Template, list[Node]]:
+    """`compile_template(nodes, params, ...)` with its graph runner, and its first run on
+    `inputs` (`Template.run`'s result); a large schedule starts running while it is still
+    being lowered (`ren.replay.lower_and_run`).  The first call of a `ren.jit` function."""
+    timings = timings if timings is not None else RealizeTimings()
+    try:
+        items, plan, outputs = schedule_and_plan(nodes, own_outputs, timings)
+        t0 = time.perf_counter()
+        template, results = lower_and_run(items, plan, list(params), outputs, inputs)
+        timings.lower = time.perf_counter() - t0  # (and the run, which it overlaps)
+    finally:
+        for p in params:
+            p.release()
+    return template, results
+
+
+def schedule_and_plan(nodes: Sequence[Node], own_outputs: bool = False,
+                      timings: RealizeTimings | None = None
+                      ) -> tuple[list[ScheduledKernel], MemoryPlan | None, list[Node]]:
+    """The schedule of `nodes` (linearized), its memory plan and the output nodes (with
+    `own_outputs`, see `compile_template`): what a template is lowered from."""
+    timings = timings if timings is not None else RealizeTimings()
+    t0 = time.perf_counter()
+    todo = [n for n in dict.fromkeys(nodes) if not is_realized(n)]
+    items: list[ScheduledKernel] = []
+    becomes = {n: n for n in nodes}
+    if todo:
+        ctx = ScheduleContext(outputs=tuple(todo), check=bool(settings.get("REN_CHECK")))
+        items = linearize(run_passes(as_sink(*todo), ctx=ctx).sink)
+        becomes.update(ctx.becomes_map)
+    outputs = [becomes[n] for n in nodes]
+    if own_outputs:
+        outputs = _copy_borrowed_outputs(items, outputs)
+    t1 = time.perf_counter()
+    plan = None
+    if not settings.get("REN_NO_MEMPLAN"):
+        plan = plan_memory(items, outputs={storage_buffer(o) for o in outputs
+                                           if o.src[0].op is Op.BUFFER})
+    timings.schedule, timings.plan = t1 - t0, time.perf_counter() - t1
+    return items, plan, outputs
 
 
 def _copy_borrowed_outputs(items: list[ScheduledKernel], outputs: list[Node]) -> list[Node]:
@@ -299,5 +327,6 @@ def host_residues(n: Node, montgomery: bool = False) -> np.ndarray:
     return words if montgomery else from_mont(words, get_tables(ring))
 
 
-__all__ = ["Recorder", "compile_template", "current_recorder", "host_residues", "is_realized",
-           "parameter", "parameterize", "realize_nodes", "recording", "sample_random_leaves"]
+__all__ = ["Recorder", "compile_and_run", "compile_template", "current_recorder", "host_residues",
+           "is_realized", "parameter", "parameterize", "realize_nodes", "recording",
+           "sample_random_leaves", "schedule_and_plan"]

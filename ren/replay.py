@@ -27,18 +27,21 @@ cache is small (``MAX_TEMPLATES``, oldest out first).
 
 from __future__ import annotations
 
+import queue
 import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ren.backend import GraphRunner, get_device
+import numpy as np
+
+from ren.backend import Device, GraphRunner, get_device
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
-from ren.kernel import COMPUTE, VIEW
+from ren.kernel import LIGHT_KINDS, VIEW, ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node
 from ren.ops import DType, Op
@@ -57,9 +60,9 @@ class Template:
     """
 
     def __init__(self, units: list[ExecUnit], plan: MemoryPlan | None, params: list[Buffer],
-                 outputs: list[Node]):
+                 outputs: list[Node], roles: dict[Buffer, str] | None = None):
         self.units, self.plan, self.params, self.outputs = units, plan, params, outputs
-        self.roles = _roles(units, plan, params, outputs)
+        self.roles = roles if roles is not None else _roles(units, plan, params, outputs)
         self.lock = threading.Lock()  # runs share the arena, and the runner's storage
         self.runner: GraphRunner | None = None
         self._dynamic: list[Buffer] = []  # with a runner: what each run binds, in array order
@@ -84,23 +87,17 @@ class Template:
                 bound = self._bind(params, self._dynamic)
                 self.runner([bound[b].allocate().array() for b in self._dynamic])
                 note_units(self.units)
+        return self._results(bound)
+
+    def _results(self, bound: dict[Buffer, Buffer]) -> list[Node]:
+        """Each output's node over a run's buffers (`bound`: template buffer -> the run's)."""
         return [o if b is None else as_ring(Node(Op.BUFFER, DType.U32, (), bound.get(b, b)),
                                             *o.arg)  # const outputs are not rebound
                 for o, b in zip(self.outputs, self._out_bufs)]
 
     def _bind(self, params: Sequence[Buffer], buffers: Iterable[Buffer]) -> dict[Buffer, Buffer]:
         """The buffer each of `buffers` (bases before views) stands for in a run on `params`."""
-        bound = dict(zip(self.params, params, strict=True))
-        for b in buffers:
-            role = self.roles[b]
-            if role is OUTPUT or role is TEMP:
-                bound[b] = b.fresh_like()
-            elif role is VIEW:
-                assert b.base is not None  # a view has a base
-                bound[b] = Buffer(b.device, b.shape, base=bound[b.base], offset=b.offset)
-            elif role is not PARAM:  # const; arena: run_exec_units places it
-                bound[b] = b
-        return bound
+        return _bind(self.params, self.roles, params, buffers)
 
     # -- the backend graph runner ----------------------------------------------------------------
     def build_runner(self) -> GraphRunner | None:
@@ -114,43 +111,12 @@ class Template:
             return self.runner
 
     def _graph(self) -> tuple[GraphRunner | None, list[Buffer]]:
-        devices = {b.device for b in self.roles}
-        backends = [get_device(d) for d in devices]
-        if not self.units or (len({type(d) for d in backends}) != 1
-                              and len({id(d.allocator) for d in backends}) != 1):
-            return None, []  # a graph spans one backend, or devices of one memory
-        # devices of one memory ("python" words reduced on the host, then copied to "cpu"):
-        # the runner of the device that runs the most kernels runs the others' calls too
-        work = Counter(u.bufs[0].device for u in self.units if u.kind == COMPUTE)
-        runner_device = max(sorted(devices), key=lambda d: work[d])
-        plan = self.plan
-        arenas = {dev: get_device(dev).allocator.arena(max(n, 4) // 4)
-                  for dev, n in plan.arenas.items()} if plan is not None else {}
-        kept: dict[Buffer, Any] = {}  # arrays that are the same in every run
-        dynamic: list[Buffer] = []
-        for b, role in self.roles.items():
-            if role is VIEW:
-                _check_view(b)  # once here: views are rebuilt without a view unit
-            if role is ARENA:
-                assert plan is not None  # only a memory plan places buffers in an arena
-                kept[b] = b.allocator.view(arenas[b.device], plan.offset(b) // 4, b.shape)
-            elif role is TEMP:
-                kept[b] = b.allocator.alloc(b.shape)
-            elif role is CONST:
-                kept[b] = b.array()
-            elif role is VIEW and b.base in kept:
-                kept[b] = b.allocator.view(kept[b.base], b.offset, b.shape)
-            else:  # param, output, a view of one
-                dynamic.append(b)
-        index = {b: i for i, b in enumerate(dynamic)}
-        calls: list[tuple[Any, list]] = []
-        patches: list[tuple[int, int, int]] = []
-        for u in self.units:
-            if u.kind != VIEW:
-                patches += [(len(calls), slot, index[b]) for slot, b in enumerate(u.bufs)
-                            if b in index]
-                calls.append((u.fn, [kept.get(b) for b in u.bufs]))
-        return get_device(runner_device).graph(calls, patches), dynamic
+        storage = _runner_storage(self.units, self.plan, self.roles)
+        if storage is None:
+            return None, []
+        dynamic = storage.dynamic
+        calls, patches = _calls(self.units, storage.kept, {b: i for i, b in enumerate(dynamic)})
+        return get_device(storage.device).graph(calls, patches), dynamic
 
     def retained_bytes(self) -> int:
         """Bytes a graph runner keeps allocated between runs: the arenas and the temps."""
@@ -182,8 +148,191 @@ class Template:
         return f"<Template {len(self.params)} params, {len(self.units)} units, {self.runner_kind}>"
 
 
-def _roles(units: list[ExecUnit], plan: MemoryPlan | None, params: list[Buffer],
-           outputs: list[Node]) -> dict[Buffer, str]:
+# -- the first run, while the schedule is lowered --------------------------------------------------
+#: a schedule of at least this many items has its first run overlapped with its lowering
+#: (`lower_and_run`); smaller ones lower first, then run
+PIPELINE_ITEMS = 1024
+#: the first chunk lowered and run; each next chunk is twice as large
+FIRST_CHUNK = 128
+
+
+def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params: list[Buffer],
+                  outputs: list[Node], inputs: Sequence[Buffer]) -> tuple[Template, list[Node]]:
+    """The template of a schedule with its graph runner (`Template.build_runner`), and its first
+    run on `inputs` (`Template.run`'s result), as ``Template(make_exec_units(items), ...)``
+    followed by ``build_runner()`` and ``run(inputs)`` would give them.
+
+    For a large schedule on a device with a graph runner, the run starts before the lowering
+    ends: the items are lowered in chunks (128, 256, 512, ... items), and each chunk, once
+    lowered, runs as a graph runner of its own on a worker thread, in order, over the same kept
+    storage as the template's runner (built last), while this thread lowers the next chunk.
+    Compiled kernels run without the GIL, so on a machine with a second core the lowering
+    (rendering, compiling, tables: ~0.2 s of a bootstrapping at N = 2^12) hides behind the
+    kernels.  The same kernels run in the same order on the same memory: the results are the
+    sequential run's, bit for bit."""
+    roles = _roles(items, plan, params, outputs)
+    storage = _pipeline_storage(items, plan, roles)
+    if storage is None:
+        template = Template(make_exec_units(items), plan, params, outputs, roles)
+        template.build_runner()
+        return template, template.run(inputs)
+    device_name, kept, dynamic = storage.device, storage.kept, storage.dynamic
+    device = get_device(device_name)
+    index = {b: i for i, b in enumerate(dynamic)}
+    bound = _bind(params, roles, inputs, dynamic)
+    arrays = [bound[b].allocate().array() for b in dynamic]
+    # a first run faults its new pages in; with this thread allocating and freeing memory at the
+    # same time, each fault waits for the process's memory map and the first chunks ran 3-7x
+    # slower (a bootstrapping at N = 2^12: 0.37 s instead of 0.14 s).  So fault them in first.
+    for a in (*storage.scratch, *(arrays[i] for i, b in enumerate(dynamic)
+                                  if roles[b] is OUTPUT)):
+        _fault_in(a)
+    chunks: queue.SimpleQueue[GraphRunner | None] = queue.SimpleQueue()
+    failed: list[BaseException] = []
+
+    def run_chunks() -> None:
+        while (runner := chunks.get()) is not None:
+            if not failed:  # after a failure the rest is only drained
+                try:
+                    runner(arrays)
+                except BaseException as e:  # (re-raised by the lowering thread)
+                    failed.append(e)
+
+    worker = threading.Thread(target=run_chunks, name="ren-first-run", daemon=True)
+    worker.start()
+    units: list[ExecUnit] = []
+    try:
+        start, size = 0, FIRST_CHUNK
+        while start < len(items) and not failed:
+            chunk = make_exec_units(items[start:start + size])
+            units += chunk
+            calls, patches = _calls(chunk, kept, index)
+            if calls:
+                runner = device.graph(calls, patches)
+                if runner is None:
+                    raise RealizeError(f"device {device_name} gave no graph runner for a part "
+                                       "of a schedule after giving one for all of it")
+                chunks.put(runner)
+            start, size = start + size, size * 2
+        if not failed:  # the template's own runner, built while the last chunks run
+            template = Template(units, plan, params, outputs, roles)
+            calls, patches = _calls(units, kept, index)
+            template.runner, template._dynamic = device.graph(calls, patches), dynamic
+    except BaseException:
+        failed.append(RealizeError("the lowering failed"))  # (stops the worker's next chunks)
+        raise
+    finally:
+        chunks.put(None)
+        worker.join()
+    if failed:
+        raise failed[0]
+    template.runs = 1
+    note_units(units)
+    return template, template._results(bound)
+
+
+#: u32 words per page of host memory (4 KiB): one write per page faults it in
+_WORDS_PER_PAGE = 1024
+
+
+def _fault_in(array: Any) -> None:
+    """Write a zero into every page of a host scratch array (no-op for device arrays): the pages
+    are mapped now, not by the first kernel that writes them."""
+    if isinstance(array, np.ndarray) and array.flags.c_contiguous and array.size:
+        array.reshape(-1)[::_WORDS_PER_PAGE] = 0
+
+
+def _pipeline_storage(items: list[ScheduledKernel], plan: MemoryPlan | None,
+                      roles: dict[Buffer, str]
+                      ) -> _RunnerStorage | None:
+    """The runner storage of a schedule worth running while it is lowered (`lower_and_run`), or
+    None: a small one, or one whose device has no graph runner."""
+    if len(items) < PIPELINE_ITEMS:
+        return None
+    storage = _runner_storage(items, plan, roles)
+    if storage is None or type(get_device(storage.device)).graph is Device.graph:
+        return None  # (the base class's `graph`: no runner)
+    return storage
+
+
+def _bind(template_params: Sequence[Buffer], roles: dict[Buffer, str], params: Sequence[Buffer],
+          buffers: Iterable[Buffer]) -> dict[Buffer, Buffer]:
+    """The buffer each of `buffers` (bases before views) stands for in a run on `params`."""
+    bound = dict(zip(template_params, params, strict=True))
+    for b in buffers:
+        role = roles[b]
+        if role is OUTPUT or role is TEMP:
+            bound[b] = b.fresh_like()
+        elif role is VIEW:
+            assert b.base is not None  # a view has a base
+            bound[b] = Buffer(b.device, b.shape, base=bound[b.base], offset=b.offset)
+        elif role is not PARAM:  # const; arena: run_exec_units places it
+            bound[b] = b
+    return bound
+
+
+@dataclass
+class _RunnerStorage:
+    """What a graph runner keeps (module doc)."""
+
+    device: str  # the device whose runner runs the calls
+    kept: dict[Buffer, Any]  # template buffer -> the array it is in every run
+    dynamic: list[Buffer]  # the buffers each run binds, in the order of its arrays
+    scratch: list[Any]  # the arenas and the temps (what `kept` views of them live in)
+
+
+def _runner_storage(units: Sequence[ExecUnit | ScheduledKernel], plan: MemoryPlan | None,
+                    roles: dict[Buffer, str]) -> _RunnerStorage | None:
+    """What a graph runner over `units` keeps, or None when no one runner can run them.
+    Allocates the arenas and the temps."""
+    devices = {b.device for b in roles}
+    backends = [get_device(d) for d in devices]
+    if not units or (len({type(d) for d in backends}) != 1
+                     and len({id(d.allocator) for d in backends}) != 1):
+        return None  # a graph spans one backend, or devices of one memory
+    # devices of one memory ("python" words reduced on the host, then copied to "cpu"):
+    # the runner of the device that runs the most kernels runs the others' calls too
+    work = Counter(u.bufs[0].device for u in units if u.kind not in LIGHT_KINDS)  # computes
+    runner_device = max(sorted(devices), key=lambda d: work[d])
+    arenas = {dev: get_device(dev).allocator.arena(max(n, 4) // 4)
+              for dev, n in plan.arenas.items()} if plan is not None else {}
+    kept: dict[Buffer, Any] = {}  # arrays that are the same in every run
+    dynamic: list[Buffer] = []
+    scratch: list[Any] = list(arenas.values())
+    for b, role in roles.items():
+        if role is VIEW:
+            _check_view(b)  # once here: views are rebuilt without a view unit
+        if role is ARENA:
+            assert plan is not None  # only a memory plan places buffers in an arena
+            kept[b] = b.allocator.view(arenas[b.device], plan.offset(b) // 4, b.shape)
+        elif role is TEMP:
+            kept[b] = b.allocator.alloc(b.shape)
+            scratch.append(kept[b])
+        elif role is CONST:
+            kept[b] = b.array()
+        elif role is VIEW and b.base in kept:
+            kept[b] = b.allocator.view(kept[b.base], b.offset, b.shape)
+        else:  # param, output, a view of one
+            dynamic.append(b)
+    return _RunnerStorage(runner_device, kept, dynamic, scratch)
+
+
+def _calls(units: Sequence[ExecUnit], kept: dict[Buffer, Any], index: dict[Buffer, int]
+           ) -> tuple[list[tuple[Any, list]], list[tuple[int, int, int]]]:
+    """The (kernel, slot arrays) calls of `units` for `Device.graph`, with the patches that put
+    each run's arrays (`index`: buffer -> its place in them) into the slots."""
+    calls: list[tuple[Any, list]] = []
+    patches: list[tuple[int, int, int]] = []
+    for u in units:
+        if u.kind != VIEW:
+            patches += [(len(calls), slot, index[b]) for slot, b in enumerate(u.bufs)
+                        if b in index]
+            calls.append((u.fn, [kept.get(b) for b in u.bufs]))
+    return calls, patches
+
+
+def _roles(units: Sequence[ExecUnit | ScheduledKernel], plan: MemoryPlan | None,
+           params: list[Buffer], outputs: list[Node]) -> dict[Buffer, str]:
     """The role of every buffer of a template (module doc), bases before their views."""
     planned = set(plan.planned) if plan is not None else set()
     written = {u.bufs[0] for u in units if u.kind != VIEW}

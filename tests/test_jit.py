@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ren
-from ren import realization, runtime
+from ren import realization, replay, runtime
 from ren import settings as ren_settings
 from ren.backend import Device, get_device
 from ren.corpus import PROGRAMS, build
@@ -192,6 +192,8 @@ def test_replay_does_not_schedule_or_lower(monkeypatch, ckks):
     monkeypatch.setattr(realization, "make_exec_units",
                         counting("lower", realization.make_exec_units))
     monkeypatch.setattr(runtime, "make_exec_units", counting("lower", runtime.make_exec_units))
+    # (a capture lowers through ren.replay.lower_and_run)
+    monkeypatch.setattr(replay, "make_exec_units", counting("lower", replay.make_exec_units))
     monkeypatch.setattr(Device, "compile", counting("compile", Device.compile))
     mrr(*inputs[0])
     assert calls["passes"] == 1 and calls["lower"] == 1 and calls["compile"] > 0  # counted
@@ -204,15 +206,18 @@ def test_replay_does_not_schedule_or_lower(monkeypatch, ckks):
 
 
 def test_capture_and_replay_run_the_realization_pipeline(monkeypatch):
-    """A capture compiles the outputs as realize() does (`compile_template`), and its first call
-    is the template's first run; a replay is one more run of the same template."""
+    """A capture schedules and plans the outputs as realize() does (`schedule_and_plan`), and
+    its first call is the template's first run (a schedule this small lowers, then runs; a large
+    one runs while it is lowered: tests/test_first_run.py); a replay is one more run of the same
+    template."""
     from ren import plan_cache
     from ren.replay import Template
 
     compiled, runs = [], []
-    compile_template, run = plan_cache.compile_template, Template.run
-    monkeypatch.setattr(plan_cache, "compile_template",
-                        lambda *a, **k: compiled.append(1) or compile_template(*a, **k))
+    schedule_and_plan, run = realization.schedule_and_plan, Template.run
+    for module in (plan_cache, realization):  # (the plan cache's miss, or the cache off)
+        monkeypatch.setattr(module, "schedule_and_plan",
+                            lambda *a, **k: compiled.append(1) or schedule_and_plan(*a, **k))
     monkeypatch.setattr(Template, "run", lambda t, params: runs.append(t) or run(t, params))
     f = ren.jit(lambda x, y: x * y + 1)
     for seed in range(3):

@@ -153,7 +153,7 @@ class Template:
 #: (`lower_and_run`); smaller ones lower first, then run
 PIPELINE_ITEMS = 1024
 #: the first chunk lowered and run; each next chunk is twice as large
-FIRST_CHUNK = 128
+FIRST_CHUNK = 32
 
 
 def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params: list[Buffer],
@@ -163,7 +163,7 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     followed by ``build_runner()`` and ``run(inputs)`` would give them.
 
     For a large schedule on a device with a graph runner, the run starts before the lowering
-    ends: the items are lowered in chunks (128, 256, 512, ... items), and each chunk, once
+    ends: the items are lowered in chunks (32, 64, 128, ... items), and each chunk, once
     lowered, runs as a graph runner of its own on a worker thread, in order, over the same kept
     storage as the template's runner (built last), while this thread lowers the next chunk.
     Compiled kernels run without the GIL, so on a machine with a second core the lowering
@@ -183,7 +183,8 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     arrays = [bound[b].allocate().array() for b in dynamic]
     # a first run faults its new pages in; with this thread allocating and freeing memory at the
     # same time, each fault waits for the process's memory map and the first chunks ran 3-7x
-    # slower (a bootstrapping at N = 2^12: 0.37 s instead of 0.14 s).  So fault them in first.
+    # slower (a bootstrapping at N = 2^12: 0.37 s instead of 0.14 s).  So fault them in first
+    # (faulting them on the worker while this thread lowers the first chunk was as slow).
     for a in (*storage.scratch, *(arrays[i] for i, b in enumerate(dynamic)
                                   if roles[b] is OUTPUT)):
         _fault_in(a)

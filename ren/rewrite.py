@@ -91,6 +91,8 @@ class Pat:
                         return False
             else:
                 for order in (src, src[::-1]):
+                    if any(p._ops is not None and s.op not in p._ops for p, s in zip(pats, order)):
+                        continue  # (an operand of another op: no copy of the bindings to try)
                     trial = dict(env)
                     if all(p.match(s, trial) for p, s in zip(pats, order)):
                         env.update(trial)

@@ -11,12 +11,16 @@ same object, without taking a lock on the hot path.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+import warnings
 import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]  # private: not in typeshed
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ren import settings
 from ren.ops import DType, Op
 
 if TYPE_CHECKING:  # for the annotation only: ren.spec imports this module
@@ -59,7 +63,65 @@ def _replace_dead(key: tuple, node: Node) -> Node:
         return node
 
 
-class Node:
+def _compiled() -> Any:
+    """`ren._node` (Node's constructor in C), or None: not built, built from another version of
+    ren/_node.c, or turned off with ``REN_PY_NODES=1`` (for comparisons)."""
+    if settings.get("REN_PY_NODES"):
+        return None
+    try:
+        from ren import _node  # type: ignore[attr-defined]  # (compiled, when built)
+    except ImportError:
+        return None
+    source = Path(__file__).with_name("_node.c")  # (a checkout; a wheel ships no source)
+    if getattr(_node, "ABI", None) != _C_ABI or (source.exists() and getattr(
+            _node, "SOURCE", "") != hashlib.sha256(source.read_bytes()).hexdigest()):
+        warnings.warn("ren/_node.c changed since ren._node was built: nodes are made in Python "
+                      "(slower) until you run `pip install -e .` again", RuntimeWarning,
+                      stacklevel=2)
+        return None
+    return _node
+
+
+#: the ABI of ren/_node.c this module drives (`setup`'s arguments)
+_C_ABI = 2
+_node = _compiled()
+_Base: type = object if _node is None else _node.NodeBase
+#: a bare instance of a Node class (slots unset): what `_py_new` fills in
+_new_object: Callable[[type], Any] = object.__new__ if _node is None else _node.alloc
+
+
+def _py_new(cls: type[Node], op: Op, dtype: DType = DType.U32, src: Iterable[Node] = (),
+            arg: Any = None) -> Node:
+    """Node's constructor in Python: the reference for the compiled one (ren/_node.c, which does
+    the same), and what runs when that is not built."""
+    src = tuple(src)
+    # types are part of the key (1 == True == 1.0 in Python), one level into tuple args too
+    key = (op, dtype, src, type(arg), arg,
+           tuple(map(type, arg)) if type(arg) is tuple else None)
+    ref = _refs.get(key)
+    if ref is not None:
+        node = ref()
+        if node is not None:
+            return node
+    node = _new_object(cls)
+    # the slots' own setters (__setattr__ refuses): ~25 % faster than object.__setattr__
+    _set_op(node, op)
+    _set_dtype(node, dtype)
+    _set_src(node, src)
+    _set_arg(node, arg)
+    _set_spec(node, None)
+    # one atomic setdefault: when two threads build the same key, both get the node of
+    # whichever inserted first
+    ref = _Ref(node, _drop)
+    ref.key = key
+    first = _refs.setdefault(key, ref)
+    if first is ref:
+        return node
+    other = first()
+    return other if other is not None else _replace_dead(key, node)
+
+
+class Node(_Base):  # type: ignore[misc,valid-type]
     """An IR node: ``op``, ``dtype``, ``src`` (a tuple of Nodes) and hashable ``arg``."""
 
     __slots__ = ("__weakref__", "_spec", "arg", "dtype", "op", "src")
@@ -69,33 +131,8 @@ class Node:
     arg: Any
     _spec: PolySpec | None  # set once by `ren.spec.spec_of` (its cache)
 
-    def __new__(cls, op: Op, dtype: DType = DType.U32, src: Iterable[Node] = (),
-                arg: Any = None) -> Node:
-        src = tuple(src)
-        # types are part of the key (1 == True == 1.0 in Python), one level into tuple args too
-        key = (op, dtype, src, type(arg), arg,
-               tuple(map(type, arg)) if type(arg) is tuple else None)
-        ref = _refs.get(key)
-        if ref is not None:
-            node = ref()
-            if node is not None:
-                return node
-        node = _new_object(cls)
-        # the slots' own setters (__setattr__ refuses): ~25 % faster than object.__setattr__
-        _set_op(node, op)
-        _set_dtype(node, dtype)
-        _set_src(node, src)
-        _set_arg(node, arg)
-        _set_spec(node, None)
-        # one atomic setdefault: when two threads build the same key, both get the node of
-        # whichever inserted first
-        ref = _Ref(node, _drop)
-        ref.key = key
-        first = _refs.setdefault(key, ref)
-        if first is ref:
-            return node
-        other = first()
-        return other if other is not None else _replace_dead(key, node)
+    if _Base is object:  # (compiled: NodeBase's constructor, the same in C)
+        __new__ = _py_new  # type: ignore[assignment]
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Node is immutable; build a new node instead")
@@ -118,9 +155,15 @@ class Node:
         return f"<Node {self.op.name} {self.dtype.value} src={len(self.src)} arg={self.arg!r}>"
 
 
-_new_object = object.__new__
 _set_op, _set_dtype, _set_src, _set_arg, _set_spec = (
     getattr(Node, name).__set__ for name in ("op", "dtype", "src", "arg", "_spec"))
+if _node is not None:
+    _node.setup(_refs, _Ref, _node.drop, _replace_dead, Node.op, Node.dtype, Node.src, Node.arg,
+                Node._spec, _Ref.key, DType.U32, _remove_dead_weakref)
+
+#: whether nodes are made by the compiled constructor (ren/_node.c, built when the package is
+#: installed; ``REN_PY_NODES=1`` turns it off) or by `_py_new`; both give the same nodes
+C_CONSTRUCTOR = _node is not None
 
 
 def toposort(*roots: Node) -> list[Node]:

@@ -1,4 +1,5 @@
-/* ren._node: the hash-consing constructor of `ren.node.Node`, in C.
+/* ren._node: the IR's core in C: the hash-consing constructor of `ren.node.Node`, and the walk
+ * of the rewrite driver (`rewrite_walk`, at the end; `ren.rewrite._walk` is its reference).
  *
  * It does exactly what `ren.node._py_new` does (that function is the reference and the fallback
  * when this extension is not built): build the key
@@ -12,8 +13,9 @@
  * `ren.node` once; `ABI` is checked there, so a stale build is never used. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h> /* T_OBJECT_EX: the slots' member type */
 
-#define REN_NODE_ABI 2 /* bump when setup()'s arguments change */
+#define REN_NODE_ABI 3 /* bump when setup()'s arguments or the functions change */
 #ifndef REN_NODE_SOURCE
 #define REN_NODE_SOURCE "" /* setup.py passes the SHA-256 of this file */
 #endif
@@ -26,6 +28,8 @@ static PyObject *set_op, *set_dtype, *set_src, *set_arg, *set_spec, *set_key; /*
 static PyObject *remove_dead;  /* _weakref._remove_dead_weakref(dict, key) */
 static PyObject *empty;        /* () */
 static PyObject *default_dtype; /* DType.U32 */
+static Py_ssize_t op_at, dtype_at, src_at, arg_at; /* the slots' offsets in a Node */
+static PyObject *name_str;     /* "name" (a Rule's) */
 
 static int put(PyObject *descr, PyObject *obj, PyObject *value) {
     return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
@@ -194,6 +198,16 @@ static PyObject *setup(PyObject *module, PyObject *args) {
             return NULL;
         }
     }
+    PyObject *members[] = {o, dt, s, a};
+    Py_ssize_t *offsets[] = {&op_at, &dtype_at, &src_at, &arg_at};
+    for (int i = 0; i < 4; i++) {
+        if (!Py_IS_TYPE(members[i], &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)members[i])->d_member->type != T_OBJECT_EX) {
+            PyErr_SetString(PyExc_TypeError, "ren._node.setup: a Node slot is not a member");
+            return NULL;
+        }
+        *offsets[i] = ((PyMemberDescrObject *)members[i])->d_member->offset;
+    }
     Py_XSETREF(table, Py_NewRef(t));
     Py_XSETREF(ref_type, Py_NewRef(r));
     Py_XSETREF(drop, Py_NewRef(d));
@@ -209,9 +223,253 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+
+/* -- the rewrite driver (ren.rewrite) --------------------------------------------------------- */
+#define SLOT(node, at) (*(PyObject **)((char *)(node) + (at)))
+
+typedef struct {
+    PyObject *node, *origin, *trail; /* owned (origin may be NULL) */
+    int phase;
+} Entry;
+
+typedef struct {
+    Entry *at;
+    Py_ssize_t len, cap;
+} Stack;
+
+static int push(Stack *st, PyObject *node, int phase, PyObject *origin, PyObject *trail) {
+    if (st->len == st->cap) {
+        Py_ssize_t cap = st->cap ? 2 * st->cap : 1024;
+        Entry *more = PyMem_Realloc(st->at, (size_t)cap * sizeof(Entry));
+        if (more == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        st->at = more;
+        st->cap = cap;
+    }
+    Entry *e = &st->at[st->len++];
+    e->node = Py_NewRef(node);
+    e->origin = Py_XNewRef(origin);
+    e->trail = Py_NewRef(trail);
+    e->phase = phase;
+    return 0;
+}
+
+static void forget(Entry *e) {
+    Py_DECREF(e->node);
+    Py_XDECREF(e->origin);
+    Py_DECREF(e->trail);
+}
+
+/* counts[key] += 1 */
+static int count(PyObject *counts, PyObject *key) {
+    PyObject *was = PyDict_GetItemWithError(counts, key); /* borrowed */
+    if (was == NULL && PyErr_Occurred())
+        return -1;
+    Py_ssize_t before = was == NULL ? 0 : PyLong_AsSsize_t(was);
+    if (before == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *now = PyLong_FromSsize_t(before + 1);
+    if (now == NULL)
+        return -1;
+    int r = PyDict_SetItem(counts, key, now);
+    Py_DECREF(now);
+    return r;
+}
+
+/* done[key], borrowed; a KeyError (as the Python driver's look-up) when missing */
+static PyObject *lookup(PyObject *done, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(done, key);
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_SetObject(PyExc_KeyError, key);
+    return v;
+}
+
+/* One visit of the walk (see `rewrite_walk`); 0 or -1 with an exception set. */
+static int visit(Stack *st, Entry *e, PyObject *done, PyObject *candidates, PyObject *apply,
+                 PyObject *ctx, PyObject *enter, PyObject *keep_rebuilt, PyObject *keep_fired,
+                 PyObject *on_cycle, PyObject *stats, PyObject *keep_domain, Py_ssize_t most) {
+    PyObject *n = e->node, *trail = e->trail;
+    if (e->phase == 2) { /* link the replaced node to its replacement's result */
+        PyObject *v = lookup(done, n);
+        return v == NULL ? -1 : PyDict_SetItem(done, e->origin, v);
+    }
+    int seen = PyDict_Contains(done, n);
+    if (seen != 0)
+        return seen < 0 ? -1 : 0;
+    if (enter != Py_None) { /* a boundary: kept as it is, its sources not visited */
+        PyObject *r = PyObject_CallOneArg(enter, n);
+        if (r == NULL)
+            return -1;
+        int in = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (in <= 0)
+            return in < 0 ? -1 : PyDict_SetItem(done, n, n);
+    }
+    PyObject *src = SLOT(n, src_at);
+    if (src == NULL || !PyTuple_CheckExact(src)) {
+        PyErr_SetString(PyExc_TypeError, "rewrite: a node's src is not a tuple");
+        return -1;
+    }
+    Py_ssize_t k = PyTuple_GET_SIZE(src);
+    if (e->phase == 0) { /* sources first, then this node again */
+        if (push(st, n, 1, NULL, trail) < 0)
+            return -1;
+        for (Py_ssize_t i = k - 1; i >= 0; i--) {
+            PyObject *s = PyTuple_GET_ITEM(src, i);
+            int has = PyDict_Contains(done, s);
+            if (has < 0 || (!has && push(st, s, 0, NULL, trail) < 0))
+                return -1;
+        }
+        return 0;
+    }
+    /* rebuild the node on its rewritten sources (the same node when none changed) */
+    PyObject *newsrc = NULL;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *s = PyTuple_GET_ITEM(src, i), *v = lookup(done, s);
+        if (v == NULL) {
+            Py_XDECREF(newsrc);
+            return -1;
+        }
+        if (v != s && newsrc == NULL) {
+            if ((newsrc = PyTuple_New(k)) == NULL)
+                return -1;
+            for (Py_ssize_t j = 0; j < i; j++)
+                PyTuple_SET_ITEM(newsrc, j, Py_NewRef(PyTuple_GET_ITEM(src, j)));
+        }
+        if (newsrc != NULL)
+            PyTuple_SET_ITEM(newsrc, i, Py_NewRef(v));
+    }
+    PyObject *op = SLOT(n, op_at), *made;
+    if (newsrc == NULL) {
+        made = Py_NewRef(n);
+    } else {
+        made = intern(Py_TYPE(n), op, SLOT(n, dtype_at), newsrc, SLOT(n, arg_at));
+        Py_DECREF(newsrc);
+        if (made == NULL)
+            return -1;
+    }
+    int rc = -1;
+    PyObject *hit = NULL, *out = NULL, *name = NULL, *longer = NULL;
+    if (made != n) {
+        if (keep_rebuilt != Py_None) {
+            PyObject *fixed = PyObject_CallFunctionObjArgs(keep_rebuilt, n, made, NULL);
+            if (fixed == NULL)
+                goto end;
+            if (fixed != made) { /* the rebuilt node infers another domain: restore it */
+                rc = count(stats, keep_domain) < 0 || push(st, fixed, 2, n, trail) < 0 ||
+                     push(st, fixed, 0, NULL, trail) < 0 ? -1 : 0;
+                Py_DECREF(fixed);
+                goto end;
+            }
+            Py_DECREF(fixed);
+        }
+        PyObject *v = PyDict_GetItemWithError(done, made);
+        if (v != NULL) {
+            rc = PyDict_SetItem(done, n, v);
+            goto end;
+        }
+        if (PyErr_Occurred())
+            goto end;
+    }
+    int has_rules = PyDict_Contains(candidates, SLOT(made, op_at));
+    if (has_rules < 0)
+        goto end;
+    if (has_rules) {
+        PyObject *a[3] = {made, ctx, n};
+        hit = PyObject_Vectorcall(apply, a, 3, NULL);
+        if (hit == NULL)
+            goto end;
+    }
+    if (!has_rules || hit == Py_None) {
+        rc = PyDict_SetItem(done, n, made) < 0 || PyDict_SetDefault(done, made, made) == NULL
+                 ? -1 : 0;
+        goto end;
+    }
+    if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 2) {
+        PyErr_SetString(PyExc_TypeError, "rewrite: the rules' apply must give (node, rule)");
+        goto end;
+    }
+    PyObject *rule = PyTuple_GET_ITEM(hit, 1);
+    out = keep_fired == Py_None
+              ? Py_NewRef(PyTuple_GET_ITEM(hit, 0))
+              : PyObject_CallFunctionObjArgs(keep_fired, made, PyTuple_GET_ITEM(hit, 0), rule,
+                                             NULL);
+    if (out == NULL || (name = PyObject_GetAttr(rule, name_str)) == NULL ||
+        count(stats, name) < 0)
+        goto end;
+    /* the rules fired on the way here, inherited by the replacement: a cycle keeps growing it */
+    Py_ssize_t t = PyTuple_GET_SIZE(trail);
+    if ((longer = PyTuple_New(t + 1)) == NULL)
+        goto end;
+    for (Py_ssize_t i = 0; i < t; i++)
+        PyTuple_SET_ITEM(longer, i, Py_NewRef(PyTuple_GET_ITEM(trail, i)));
+    PyTuple_SET_ITEM(longer, t, Py_NewRef(name));
+    if (t + 1 > most) {
+        PyObject *r = PyObject_CallFunctionObjArgs(on_cycle, n, longer, NULL);
+        Py_XDECREF(r);
+        if (r != NULL)
+            PyErr_SetString(PyExc_RuntimeError, "rewrite: on_cycle returned");
+        goto end;
+    }
+    rc = push(st, out, 2, n, longer) < 0 || push(st, out, 0, NULL, longer) < 0 ? -1 : 0;
+end:
+    Py_DECREF(made);
+    Py_XDECREF(hit);
+    Py_XDECREF(out);
+    Py_XDECREF(name);
+    Py_XDECREF(longer);
+    return rc;
+}
+
+/* rewrite_walk(root, candidates, apply, ctx, enter, keep_rebuilt, keep_fired, on_cycle, stats,
+ *              max_rewrites) -> what root became.
+ * The loop of ren.rewrite's Python driver (`_walk`, its reference), step for step: the same
+ * stack of (node, phase, origin, trail), the same look-ups and callbacks, the same firings
+ * counted in `stats`.  None for enter/keep_rebuilt/keep_fired means "not asked for". */
+static PyObject *rewrite_walk(PyObject *module, PyObject *args) {
+    PyObject *root, *candidates, *apply, *ctx, *enter, *keep_rebuilt, *keep_fired, *on_cycle,
+        *stats;
+    Py_ssize_t most;
+    if (!PyArg_ParseTuple(args, "OO!OOOOOOO!n:rewrite_walk", &root, &PyDict_Type, &candidates,
+                          &apply, &ctx, &enter, &keep_rebuilt, &keep_fired, &on_cycle,
+                          &PyDict_Type, &stats, &most))
+        return NULL;
+    if (table == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ren._node: setup() was not called");
+        return NULL;
+    }
+    PyObject *keep_domain = PyUnicode_InternFromString("keep_domain");
+    PyObject *done = PyDict_New(), *result = NULL;
+    Stack st = {NULL, 0, 0};
+    if (keep_domain == NULL || done == NULL || push(&st, root, 0, NULL, empty) < 0)
+        goto end;
+    while (st.len > 0) {
+        Entry e = st.at[--st.len]; /* (its references are this loop's now) */
+        int rc = visit(&st, &e, done, candidates, apply, ctx, enter, keep_rebuilt, keep_fired,
+                       on_cycle, stats, keep_domain, most);
+        forget(&e);
+        if (rc < 0)
+            goto end;
+    }
+    result = lookup(done, root);
+    Py_XINCREF(result);
+end:
+    while (st.len > 0)
+        forget(&st.at[--st.len]);
+    PyMem_Free(st.at);
+    Py_XDECREF(done);
+    Py_XDECREF(keep_domain);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"alloc", alloc, METH_O, "alloc(cls): a bare instance of a NodeBase subclass"},
     {"drop", drop_entry, METH_O, "drop(ref): the table's weak reference callback"},
+    {"rewrite_walk", rewrite_walk, METH_VARARGS,
+     "rewrite_walk(root, candidates, apply, ctx, enter, keep_rebuilt, keep_fired, on_cycle, "
+     "stats, max_rewrites): ren.rewrite's walk"},
     {"setup", setup, METH_VARARGS,
      "setup(table, Ref, drop, replace_dead, descriptors..., U32, remove_dead)"},
     {NULL, NULL, 0, NULL},
@@ -224,7 +482,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__node(void) {
     empty = PyTuple_New(0);
-    if (empty == NULL)
+    name_str = PyUnicode_InternFromString("name");
+    if (empty == NULL || name_str == NULL)
         return NULL;
     if (PyType_Ready(&NodeBase) < 0)
         return NULL;

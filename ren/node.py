@@ -64,26 +64,31 @@ def _replace_dead(key: tuple, node: Node) -> Node:
 
 
 def _compiled() -> Any:
-    """`ren._node` (Node's constructor in C), or None: not built, built from another version of
-    ren/_node.c, or turned off with ``REN_PY_NODES=1`` (for comparisons)."""
-    if settings.get("REN_PY_NODES"):
+    """`ren._node` (Node's constructor and the rewrite walk in C), or None: not built, built from
+    another version of ren/_node.c, or turned off with ``REN_PY_CORE=1`` (for comparisons)."""
+    if settings.get("REN_PY_CORE"):
         return None
     try:
         from ren import _node  # type: ignore[attr-defined]  # (compiled, when built)
-    except ImportError:
+    except ModuleNotFoundError:
+        return None  # not built (no C compiler at install): the Python core, silently
+    except ImportError as e:  # built, but it does not load (a symbol this Python lacks, say)
+        warnings.warn(f"ren._node does not load ({e}): the IR core runs in Python (slower); "
+                      "run `pip install -e .` again", RuntimeWarning, stacklevel=2)
         return None
     source = Path(__file__).with_name("_node.c")  # (a checkout; a wheel ships no source)
     if getattr(_node, "ABI", None) != _C_ABI or (source.exists() and getattr(
             _node, "SOURCE", "") != hashlib.sha256(source.read_bytes()).hexdigest()):
-        warnings.warn("ren/_node.c changed since ren._node was built: nodes are made in Python "
+        warnings.warn("ren/_node.c changed since ren._node was built: the IR core runs in Python "
                       "(slower) until you run `pip install -e .` again", RuntimeWarning,
                       stacklevel=2)
         return None
     return _node
 
 
-#: the ABI of ren/_node.c this module drives (`setup`'s arguments)
-_C_ABI = 2
+#: the ABI of ren/_node.c that this module and `ren.rewrite` drive (`setup`'s arguments,
+#: `rewrite_walk`'s)
+_C_ABI = 3
 _node = _compiled()
 _Base: type = object if _node is None else _node.NodeBase
 #: a bare instance of a Node class (slots unset): what `_py_new` fills in
@@ -161,9 +166,10 @@ if _node is not None:
     _node.setup(_refs, _Ref, _node.drop, _replace_dead, Node.op, Node.dtype, Node.src, Node.arg,
                 Node._spec, _Ref.key, DType.U32, _remove_dead_weakref)
 
-#: whether nodes are made by the compiled constructor (ren/_node.c, built when the package is
-#: installed; ``REN_PY_NODES=1`` turns it off) or by `_py_new`; both give the same nodes
-C_CONSTRUCTOR = _node is not None
+#: whether the IR's core runs compiled (ren/_node.c, built when the package is installed;
+#: ``REN_PY_CORE=1`` turns it off): nodes made by its constructor rather than `_py_new`, and
+#: `ren.rewrite`'s walk by its `rewrite_walk`; both give the same nodes
+C_CORE = _node is not None
 
 
 def toposort(*roots: Node) -> list[Node]:

@@ -43,6 +43,7 @@ from typing import Any
 from ren.errors import ScheduleError
 from ren.ir import as_ring, is_const, pnode
 from ren.node import Node
+from ren.node import _node as _core  # the compiled walk, or None
 from ren.ops import DType, Op
 from ren.ring import Domain
 from ren.spec import spec_of
@@ -238,11 +239,48 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
     `enter(n)` False makes n a boundary: it is kept as it is and its sources are not visited
     (used to rewrite one kernel body without walking the graph upstream of it).
     `keep_specs` restores a domain a rewrite would change (see the module docstring).
+
+    The walk runs compiled (`ren._node.rewrite_walk`, the same steps as `_walk`) where that is
+    built, and in Python (`_walk`) when a `Provenance` records it.
     """
     rs = rules if isinstance(rules, RuleSet) else RuleSet(rules)
     prov: Provenance | None = getattr(ctx, "provenance", None)
-    stats: Counter = Counter()
-    done: dict[Node, Node] = {}
+    keep_rebuilt = keep_fired = None
+    if keep_specs:
+        def keep_rebuilt(n: Node, new: Node) -> Node:
+            return keep_spec(n, new, name)
+
+        def keep_fired(new: Node, out: Node, r: Rule) -> Node:
+            return keep_spec(new, out, f"{name}: rule {r.name}")
+
+    def on_cycle(n: Node, trail: tuple[str, ...]) -> None:
+        cycle = ", ".join(dict.fromkeys(trail[-8:]))
+        raise ScheduleError(f"{name}: rewriting did not reach a fixed point after "
+                            f"{MAX_REWRITES} steps at a {n.op.name} node; rules cycling: {cycle}")
+
+    stats: dict[str, int] = {}
+    if prov is None and _core is not None:
+        out = _core.rewrite_walk(root, rs._candidates, rs.apply, ctx, enter, keep_rebuilt,
+                                 keep_fired, on_cycle, stats, MAX_REWRITES)
+    else:
+        done: dict[Node, Node] = {}
+        out = _walk(root, rs, ctx, enter, keep_rebuilt, keep_fired, on_cycle, stats, done, prov,
+                    name)
+        if prov is not None:
+            prov.became.update((k, v) for k, v in done.items() if k is not v)
+    if ctx is not None and hasattr(ctx, "stats"):
+        ctx.stats.setdefault(name, Counter()).update(stats)
+    return out
+
+
+def _walk(root: Node, rs: RuleSet, ctx: Any, enter: Callable[[Node], bool] | None,
+          keep_rebuilt: Callable[[Node, Node], Node] | None,
+          keep_fired: Callable[[Node, Node, Rule], Node] | None,
+          on_cycle: Callable[[Node, tuple[str, ...]], None], stats: dict[str, int],
+          done: dict[Node, Node], prov: Provenance | None, name: str) -> Node:
+    """`rewrite`'s walk in Python: the reference for ren/_node.c's `rewrite_walk`, which takes the
+    same steps (without `prov`), and what runs when that is not built or a `Provenance` records
+    the firings.  Fills `done` (every visited node -> what it became) and `stats`."""
     # explicit stack of (node, phase, origin, trail): phase 0 visits sources, 1 rebuilds the node
     # and applies rules, 2 links an original node to the result of its replacement.  `trail`
     # holds the rules fired on the way to this node (replacements inherit it), so a cycle of
@@ -270,13 +308,13 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
         src = tuple(map(lookup, n.src))
         new = n if src == n.src else Node(n.op, n.dtype, src, n.arg)
         if new is not n:
-            fixed = keep_spec(n, new, name) if keep_specs else new
+            fixed = keep_rebuilt(n, new) if keep_rebuilt is not None else new
             if fixed is not new:  # the rebuilt node infers another domain: restore it
-                stats["keep_domain"] += 1
+                stats["keep_domain"] = stats.get("keep_domain", 0) + 1
                 if prov is not None:
                     prov.firings.append(Firing(name, "keep_domain", n, fixed))
-                stack.append((fixed, 2, n, trail))
-                stack.append((fixed, 0, None, trail))
+                push((fixed, 2, n, trail))
+                push((fixed, 0, None, trail))
                 continue
             if new in done:  # (its result has new's spec, which is n's)
                 done[n] = done[new]
@@ -287,22 +325,14 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
             done.setdefault(new, new)
             continue
         out, r = hit
-        if keep_specs:
-            out = keep_spec(new, out, f"{name}: rule {r.name}")
-        stats[r.name] += 1
+        if keep_fired is not None:
+            out = keep_fired(new, out, r)
+        stats[r.name] = stats.get(r.name, 0) + 1
         if prov is not None:
             prov.firings.append(Firing(name, r.name, n, out))
         trail = (*trail, r.name)
         if len(trail) > MAX_REWRITES:
-            cycle = ", ".join(dict.fromkeys(trail[-8:]))
-            raise ScheduleError(f"{name}: rewriting did not reach a fixed point after "
-                                f"{MAX_REWRITES} steps at a {n.op.name} node; rules cycling: "
-                                f"{cycle}")
-        stack.append((out, 2, n, trail))
-        stack.append((out, 0, None, trail))
-    if ctx is not None and hasattr(ctx, "stats"):
-        ctx.stats.setdefault(name, Counter()).update(stats)
-    if prov is not None:
-        prov.became.update((k, v) for k, v in done.items() if k is not v)
+            on_cycle(n, trail)
+        push((out, 2, n, trail))
+        push((out, 0, None, trail))
     return done[root]
-

@@ -96,9 +96,10 @@ SWITCHES = {s.name: s for s in (
     Switch("REN_NO_ELISION", 0, "1: pass 4 keeps the NTT/INTT round trips around NTT-domain "
                                 "rescales and mod-ups (no transform elision), for comparisons"),
     Switch("REN_JIT", 1, "0: run jitted functions eagerly (no capture or replay)"),
-    Switch("REN_PY_NODES", 0, "1: IR nodes are made by the Python constructor even where the "
-                              "compiled one (ren/_node.c) is built; read once, when ren.node is "
-                              "imported (the two give the same nodes: for comparisons)"),
+    Switch("REN_PY_CORE", 0, "1: the IR's core (the node constructor, the rewrite driver's "
+                             "walk) runs in Python even where the compiled one (ren/_node.c) is "
+                             "built; read once, when ren.node is imported (the two give the "
+                             "same nodes and graphs: for comparisons)"),
     Switch("REN_PLAN_CACHE", 1, "0: every ren.jit capture schedules its graph; 1: a capture of "
                                 "a graph compiled before (any process, this version of Ren) "
                                 "loads its schedule from the plan cache (REN_CACHE_DIR/plans)"),

@@ -24,7 +24,7 @@ OUT_OF_RANGE = {
     "REN_NO_MEMPLAN": (-1, 2),
     "REN_NO_ELISION": (-1, 2),
     "REN_JIT": (-1, 2),
-    "REN_PY_NODES": (-1, 2),
+    "REN_PY_CORE": (-1, 2),
     "REN_PLAN_CACHE": (-1, 2),
     "REN_DEVICE_SAMPLING": (-1, 2),
     "REN_INSPECT_DEBUG": (-1, 2),

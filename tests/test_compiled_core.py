@@ -1,0 +1,260 @@
+"""Node's two constructors: the compiled one (`ren._node`, ren/_node.c, built by the install) and
+the Python reference (`ren.node._py_new`) share one table, so each must find what the other
+made, and both must refuse the same bad input.  The hash-consing tests of test_ir.py and the
+table tests of test_threads.py run again with the Python one in a process of its own."""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ren
+import ren.node as node_mod
+import ren.random
+import ren.rewrite as rewrite_mod
+from ren.ckks import CKKSParams, Encoder, Encryptor, Evaluator, KeyGenerator
+from ren.errors import ScheduleError
+from ren.node import Node, _py_new, toposort
+from ren.ops import DType, Op
+from ren.passes import get_pass
+from ren.rewrite import P, Provenance, RuleSet, X
+from ren.schedule import ScheduleContext, as_sink
+
+ROOT = Path(__file__).resolve().parents[1]
+compiled = pytest.mark.skipif(not node_mod.C_CORE,
+                              reason="ren._node is not built (no C compiler at install)")
+
+args = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False)
+    | st.text(max_size=3),
+    lambda inner: st.tuples(inner, inner) | st.tuples(inner),
+    max_leaves=4)
+
+
+@compiled
+@given(op=st.sampled_from([Op.CONST, Op.ICONST, Op.TABLE]),
+       dtype=st.sampled_from([DType.U32, DType.INDEX]), arg=args,
+       python_first=st.booleans())
+def test_each_constructor_finds_what_the_other_made(op, dtype, arg, python_first):
+    if python_first:
+        leaf = _py_new(Node, op, dtype, (), arg)
+        assert Node(op, dtype, (), arg) is leaf
+    else:
+        leaf = Node(op, dtype, (), arg)
+        assert _py_new(Node, op, dtype, (), arg) is leaf
+    assert (leaf.op, leaf.dtype, leaf.src, leaf.arg, leaf._spec) == (op, dtype, (), arg, None)
+    assert type(leaf.arg) is type(arg)
+    user = Node(Op.NEG, dtype, [leaf], arg)  # a list of sources becomes the tuple
+    assert user.src == (leaf,) and type(user.src) is tuple
+    assert _py_new(Node, Op.NEG, dtype, (leaf,), arg) is user
+
+
+@compiled
+def test_the_compiled_constructor_takes_keywords_and_defaults():
+    a = Node(Op.ICONST, DType.INDEX, (), 7)
+    n = Node(Op.NEG, DType.INDEX, (a,))
+    assert Node(op=Op.NEG, dtype=DType.INDEX, src=(a,), arg=None) is n
+    assert Node(Op.NEG, DType.INDEX, src=iter([a])) is n
+    bare = Node(Op.SINK)
+    assert (bare.dtype, bare.src, bare.arg) == (DType.U32, (), None)
+    assert bare is _py_new(Node, Op.SINK)
+
+
+@compiled
+@pytest.mark.parametrize("bad", [
+    lambda make: make(Node),  # no op
+    lambda make: make(Node, Op.NEG, DType.U32, 5),  # sources not iterable
+    lambda make: make(Node, Op.CONST, DType.U32, (), [1, 2]),  # an unhashable arg
+])
+def test_both_constructors_refuse_the_same_input(bad):
+    for make in (lambda cls, *a, **k: cls(*a, **k), _py_new):
+        with pytest.raises(TypeError):
+            bad(make)
+
+
+@compiled
+def test_the_compiled_constructor_is_what_node_runs_and_its_entries_leave():
+    import gc
+
+    assert Node.__new__ is node_mod._node.NodeBase.__new__  # (not a Python __new__)
+    gc.collect()
+    before = len(node_mod._refs)
+    keep = [Node(Op.CONST, DType.U32, (), ("compiled-leaf", i)) for i in range(100)]
+    assert len(node_mod._refs) == before + 100
+    del keep
+    assert len(node_mod._refs) == before  # the compiled weak-reference callback dropped them
+
+
+def test_a_stale_build_is_not_used(monkeypatch):
+    """A build whose recorded source digest is not ren/_node.c's is refused, with a warning."""
+    if node_mod._node is None:
+        pytest.skip("ren._node is not built")
+    monkeypatch.setattr(node_mod._node, "SOURCE", "0" * 64)
+    with pytest.warns(RuntimeWarning, match="changed since ren._node was built"):
+        assert node_mod._compiled() is None
+    monkeypatch.undo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert node_mod._compiled() is node_mod._node
+
+
+def test_the_node_tests_pass_with_the_python_constructor():
+    env = {**os.environ, "REN_PY_CORE": "1"}
+    check = subprocess.run([sys.executable, "-c", "import ren.node as n; "
+                            "print(n.C_CORE, n.Node.__new__ is n._py_new)"],
+                           env=env, capture_output=True, text=True, cwd=ROOT)
+    assert check.stdout.split() == ["False", "True"], check.stderr
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/test_ir.py", "tests/test_threads.py", "-k",
+                          "HashConsing or Immutability or node or dead"],
+                         env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+
+# -- the rewrite walk: ren._node.rewrite_walk against ren.rewrite._walk ------------------------
+def _index_rules() -> RuleSet:
+    """Small INDEX algebra: folds, identities, and a rule whose result is rewritten again."""
+    def fold(a, b, n):
+        f = {Op.IADD: int.__add__, Op.IMUL: int.__mul__}[n.op]
+        return Node(Op.ICONST, DType.INDEX, (), f(a.arg, b.arg))
+
+    const = P(Op.ICONST, name="c")
+    return RuleSet([
+        (P({Op.IADD, Op.IMUL}, P(Op.ICONST, name="a"), P(Op.ICONST, name="b"), name="n"), fold,
+         "fold"),
+        (P(Op.IADD, X("x"), P(Op.ICONST, arg=0), commutative=True), lambda x: x, "add_zero"),
+        (P(Op.IMUL, X("x"), P(Op.ICONST, arg=1), commutative=True), lambda x: x, "mul_one"),
+        # x*c -> c*x for a constant c on the right (then mul_one/fold may fire on the result)
+        (P(Op.IMUL, X("x", where=lambda n: n.op is not Op.ICONST), const),
+         lambda x, c: Node(Op.IMUL, DType.INDEX, (c, x)), "const_left"),
+    ])
+
+
+leaves = st.sampled_from([("c", 0), ("c", 1), ("c", 2), ("c", 3), ("g", 0), ("g", 1)])
+exprs = st.recursive(leaves, lambda inner: st.tuples(st.sampled_from(["+", "*"]), inner, inner),
+                     max_leaves=24)
+
+
+def _build(e) -> Node:
+    if e[0] == "c":
+        return Node(Op.ICONST, DType.INDEX, (), e[1])
+    if e[0] == "g":
+        return Node(Op.GIDX, DType.INDEX, (), e[1])
+    op = Op.IADD if e[0] == "+" else Op.IMUL
+    return Node(op, DType.INDEX, (_build(e[1]), _build(e[2])))
+
+
+def _both(root: Node, rs: RuleSet, enter=None, most: int = rewrite_mod.MAX_REWRITES,
+          walks=("c", "py")):
+    """(result, stats) from the compiled walk and from the Python one, same arguments."""
+    def on_cycle(n, trail):
+        raise ScheduleError(f"cycling: {', '.join(dict.fromkeys(trail[-8:]))}")
+
+    got = []
+    for walk in walks:
+        stats: dict = {}
+        if walk == "c":
+            out = node_mod._node.rewrite_walk(root, rs._candidates, rs.apply, None, enter, None,
+                                              None, on_cycle, stats, most)
+        else:
+            out = rewrite_mod._walk(root, rs, None, enter, None, None, on_cycle, stats, {}, None,
+                                    "t")
+        got.append((out, stats))
+    return got
+
+
+@compiled
+@given(e=exprs)
+def test_the_compiled_walk_takes_the_python_walks_steps(e):
+    root = Node(Op.SINK, DType.INDEX, (_build(e),))
+    (c_out, c_stats), (py_out, py_stats) = _both(root, _index_rules())
+    assert c_out is py_out  # hash-consed: the same graph is the same node
+    assert c_stats == py_stats
+    # and the rules did reach their fixed point: nothing left to fold
+    assert all(not (n.op in (Op.IADD, Op.IMUL) and all(s.op is Op.ICONST for s in n.src))
+               for n in toposort(c_out))
+
+
+@compiled
+def test_the_compiled_walk_keeps_boundaries_counts_and_raises_as_python_does():
+    g0, g1 = (Node(Op.GIDX, DType.INDEX, (), i) for i in range(2))
+    zero, one = (Node(Op.ICONST, DType.INDEX, (), v) for v in (0, 1))
+    inner = Node(Op.IADD, DType.INDEX, (g0, zero))
+    root = Node(Op.SINK, DType.INDEX, (Node(Op.IMUL, DType.INDEX, (inner, one)), inner))
+    rs = _index_rules()
+    # `enter` False: a boundary is kept as it is, its sources not visited
+    (c_out, c_stats), (py_out, py_stats) = _both(root, rs, enter=lambda n: n is not inner)
+    assert c_out is py_out and c_out.src == (inner, inner) and c_stats == py_stats == {
+        "mul_one": 1}
+    # a rule that raises: the same exception out of both walks
+    boom = RuleSet([(P(Op.IADD, name="n"), lambda n: 1 // 0, "boom")])
+    for walk in ("c", "py"):
+        with pytest.raises(ZeroDivisionError):
+            _both(root, boom, walks=(walk,))
+    # rules that cycle: both stop after `most` firings, naming them
+    flip = RuleSet([(P(Op.IADD, X("a"), X("b")),
+                     lambda a, b: Node(Op.IADD, DType.INDEX, (b, a)), "flip")])
+    expr = Node(Op.IADD, DType.INDEX, (g0, g1))
+    with pytest.raises(ScheduleError, match="cycling: flip"):
+        node_mod._node.rewrite_walk(expr, flip._candidates, flip.apply, None, None, None, None,
+                                    lambda n, t: _raise(ScheduleError(f"cycling: {t[-1]}")), {},
+                                    5)
+    with pytest.raises(ScheduleError, match="rewriting did not reach a fixed point after "
+                                            r"\d+ steps at a IADD node; rules cycling: flip"):
+        rewrite_mod.rewrite(expr, flip)  # (the public driver, compiled here)
+
+
+def _raise(e: BaseException):
+    raise e
+
+
+@compiled
+@pytest.mark.parametrize("num", [1, 2, 3, 4])
+def test_the_passes_give_the_same_graph_and_counts_either_walk(num):
+    """Passes 1-4 (`keep_specs`: domain restorations) on a CKKS multiply, compiled walk (no
+    provenance) against the Python walk (a Provenance asks for it)."""
+    params = CKKSParams(N=16, depth=2, scale_bits=24, device="python", insecure=True)
+    with ren.random.seeded(3):
+        kg = KeyGenerator(params)
+        ev = Evaluator(params, kg.relin_key())
+        enc = Encryptor(params, kg.public_key())
+        ct = enc.encrypt(Encoder(params).encode(np.full(params.slots, 0.5)))
+        prod = ev.rescale(ev.multiply(ct, ct))
+    a, b = prod.parts
+    # folds (x*1, a double negation), round trips, automorphisms, rescales: rules of each pass
+    twice = -a
+    out = (a * b).intt().ntt() - a * 1 + (-twice) + b.intt().rotate(3).conjugate().ntt()
+    sink = as_sink(out.node, b.node)
+    for earlier in range(1, num):
+        sink = get_pass(earlier).run(sink, ScheduleContext(outputs=sink.src))
+    runs = []
+    for prov in (None, Provenance()):
+        ctx = ScheduleContext(outputs=sink.src)
+        ctx.provenance = prov
+        runs.append((get_pass(num).run(sink, ctx), dict(ctx.stats)))
+    assert runs[0][0] is runs[1][0] and runs[0][1] == runs[1][1]
+    assert sum(sum(c.values()) for c in runs[0][1].values()) > 0  # (rules did fire)
+
+
+def test_a_build_that_does_not_load_warns(monkeypatch):
+    """A ren._node that fails to load (not one that is missing) is said, not silently skipped."""
+    class Broken(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "ren._node":
+                raise ImportError("undefined symbol: _PyLong_GetOne")
+            return None
+
+    monkeypatch.delattr(ren, "_node", raising=False)
+    monkeypatch.delitem(sys.modules, "ren._node", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
+    with pytest.warns(RuntimeWarning, match="ren._node does not load.*undefined symbol"):
+        assert node_mod._compiled() is None

@@ -43,7 +43,7 @@ from ren.errors import RealizeError
 from ren.node import Node
 from ren.ops import DType, Op
 from ren.random import RandomSpec
-from ren.ring import RingKernel, RingSpec, kernel_tables
+from ren.ring import RingKernel, RingSpec, kernel_tables, twiddle_rows
 
 #: the kinds of a scheduled item (`Kernel.kind`, `ScheduledKernel.kind`): spell them by these
 #: names, never as string literals
@@ -103,9 +103,16 @@ class RingCall:
             return (self.n, self.words)
         return (len(self.src), self.n)
 
-    def tables(self) -> dict[str, np.ndarray]:
-        """The call's constants as named NumPy arrays (`ren.ring.kernel_tables`)."""
-        return kernel_tables(self.kind, self.n, self.src, self.dst, self.words, self.dropped)
+    def tables(self, twiddles: bool = True) -> dict[str, np.ndarray]:
+        """The call's constants as named NumPy arrays (`ren.ring.kernel_tables`; without the
+        stacked twiddle tables when `twiddles` is False: see `twiddle_rows`)."""
+        return kernel_tables(self.kind, self.n, self.src, self.dst, self.words, self.dropped,
+                             twiddles)
+
+    def twiddle_rows(self) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        """An NTT's or INTT's twiddle rows and their Shoup rows, one per destination modulus
+        (`ren.ring.twiddle_rows`)."""
+        return twiddle_rows(self.kind, self.n, self.dst)
 
     def src_ring(self) -> RingSpec:
         """The ring of the input limbs (not for to_rns and random, whose `src` is empty)."""

@@ -125,6 +125,25 @@ def test_ntt_and_intt_match_ren_ring(N, bits):
     assert np.array_equal(y, fwd)
 
 
+def test_ntt_and_intt_on_limb_sets_that_share_moduli_read_each_ones_rows():
+    """The library NTT takes a pointer per limb to its modulus' own twiddle row: a limb set that
+    is not a prefix (other order, a subset) transforms each limb with its own modulus' rows, and
+    a call outlives the caches that made its rows (it keeps them)."""
+    from ren.ring.ring_kernels import _power_row
+
+    full = RingSpec.generate(256, 5)
+    picked = (full.moduli[4], full.moduli[1], full.moduli[3])
+    ring = RingSpec(256, picked)
+    x = _residues(ring, np.random.default_rng(7))
+    fwd_call = _call(RingKernel.NTT, 256, picked, picked)
+    inv_call = _call(RingKernel.INTT, 256, picked, picked)
+    _power_row.cache_clear()  # (the calls hold their rows)
+    fwd, inv = np.empty_like(x), np.empty_like(x)
+    fwd_call([fwd, x])
+    inv_call([inv, fwd])
+    assert np.array_equal(fwd, ntt(x, ring)) and np.array_equal(inv, x)
+
+
 @given(st.sampled_from([(8, 2, 30), (16, 4, 30), (64, 3, 31), (32, 5, 30), (16, 6, 20),
                          (8, 5, 31), (256, 4, 30), (512, 10, 31)]),  # (the rescale's blocks:
        st.integers(1, 8), st.integers(0, 2**32 - 1))                  # 128 coefficients)

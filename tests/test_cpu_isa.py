@@ -164,10 +164,13 @@ def test_a_wrong_ntt_is_caught_on_every_path(isa):
     lib = compile_source(broken, cpu.isa_flags(isa), None)
     ring = RingSpec.generate(1024, 2)
     x = _residues(ring, np.random.default_rng(1))
-    t = RingCall(RingKernel.NTT, 1024, ring.moduli, ring.moduli).tables()
+    call = RingCall(RingKernel.NTT, 1024, ring.moduli, ring.moduli)
+    rows, companions = call.twiddle_rows()
     out = np.empty_like(x)
     fn = cpu.CpuCall("broken", ctypes.cast(lib.ren_cpu_ntt, ctypes.c_void_p).value, 2,
-                     [np.array([1024, 2], np.int64), t["q"], t["twiddles"], t["twiddles_shoup"]])
+                     [np.array([1024, 2], np.int64), call.tables()["q"],
+                      cpu._row_pointers(rows), cpu._row_pointers(companions)],
+                     keep=(rows, companions))
     fn([out, x])
     assert not np.array_equal(out, ntt(x, ring))
 

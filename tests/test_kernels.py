@@ -260,6 +260,25 @@ def test_ntt_tables_drive_a_textbook_ntt():
     assert np.array_equal(intt(ntt(x, r), r), x)
 
 
+@pytest.mark.parametrize("kind", [RingKernel.NTT, RingKernel.INTT])
+def test_twiddle_rows_are_the_stacked_tables_rows_one_per_modulus(kind):
+    """`twiddle_rows` gives the rows of the (L, N) tables unstacked, one shared read-only row per
+    modulus: calls over other limb sets holding the same prime get the same array."""
+    r = ring(32, 4)
+    name = "twiddles" if kind is RingKernel.NTT else "inv_twiddles"
+    call = RingCall(kind, r.N, r.moduli, r.moduli)
+    t = call.tables()
+    rows, companions = call.twiddle_rows()
+    assert np.array_equal(np.stack(rows), t[name])
+    assert np.array_equal(np.stack(companions), t[f"{name}_shoup"])
+    assert not any(a.flags.writeable for a in (*rows, *companions))
+    lean = call.tables(twiddles=False)
+    assert name not in lean and f"{name}_shoup" not in lean
+    assert all(np.array_equal(lean[k], t[k]) for k in lean)
+    other = RingCall(kind, r.N, (r.moduli[2], r.moduli[0]), (r.moduli[2], r.moduli[0]))
+    assert other.twiddle_rows()[0][0] is rows[2] and other.twiddle_rows()[1][1] is companions[0]
+
+
 def test_conversion_rescale_and_to_rns_tables():
     qp = ring(16, 5)
     src, dst = qp.moduli[:2], qp.moduli

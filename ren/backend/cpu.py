@@ -236,14 +236,16 @@ def _pointer(arr: np.ndarray) -> int:
 class CpuCall:
     """A KernelFn: one compiled entry point, its `nslots` slot arrays (given per call) followed
     by constant arrays (`extra`: sizes and tables, kept alive here).  `owner`: the library the
-    entry point lives in, kept loaded while this call lives."""
+    entry point lives in, kept loaded while this call lives; `keep`: what the tables point into
+    (the twiddle rows behind an array of row pointers), kept alive while this call lives."""
 
-    __slots__ = ("_extra_ptrs", "address", "extra", "fn", "name", "nslots", "owner")
+    __slots__ = ("_extra_ptrs", "address", "extra", "fn", "keep", "name", "nslots", "owner")
 
     def __init__(self, name: str, address: int, nslots: int, extra: Sequence[np.ndarray] = (),
-                 owner: ctypes.CDLL | None = None):
+                 owner: ctypes.CDLL | None = None, keep: Any = None):
         self.name = name
         self.owner = owner
+        self.keep = keep
         self.address = address
         self.fn = _ENTRY(address)
         self.nslots = nslots
@@ -279,22 +281,33 @@ def _sizes(*values: int) -> np.ndarray:
     return np.array(values, dtype=np.int64)
 
 
+def _row_pointers(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """The addresses of `rows` (C-contiguous arrays the caller keeps alive), as a C array of
+    pointers."""
+    return np.array([_pointer(r) for r in rows], dtype=np.uintp)
+
+
 def library_call(call: RingCall, isa: str | None = None,
                  lib: ctypes.CDLL | None = None) -> CpuCall | None:
     """The library CpuCall of a ring call on path `isa` (default: `resolve_isa()`), or None for
     the kinds run as rendered programs.  `lib`: that path's ring library when the caller holds
     it already (resolving a path looks $CC up on PATH: a device builds thousands of calls)."""
     lib = lib if lib is not None else ring_library(isa)
-    t = call.tables()
     N = call.n
     kind = call.kind
-    if kind is RingKernel.NTT:
-        extra = [_sizes(N, len(call.dst)), t["q"], t["twiddles"], t["twiddles_shoup"]]
-        return CpuCall("ntt", _address(lib, "ren_cpu_ntt"), 2, extra, lib)
-    if kind is RingKernel.INTT:
-        extra = [_sizes(N, len(call.dst)), t["q"], t["inv_twiddles"], t["inv_twiddles_shoup"],
-                 t["n_inv"], t["n_inv_shoup"]]
-        return CpuCall("intt", _address(lib, "ren_cpu_intt"), 2, extra, lib)
+    if kind in (RingKernel.NTT, RingKernel.INTT):
+        # a pointer per limb to its modulus' own twiddle row (shared by every call over that
+        # prime) rather than a stacked (L, N) copy per limb set: a bootstrapping's ~120
+        # distinct limb sets stacked ~90 MB of copies of 66 rows
+        t = call.tables(twiddles=False)
+        rows, companions = call.twiddle_rows()
+        extra = [_sizes(N, len(call.dst)), t["q"], _row_pointers(rows), _row_pointers(companions)]
+        if kind is RingKernel.NTT:
+            return CpuCall("ntt", _address(lib, "ren_cpu_ntt"), 2, extra, lib,
+                           (rows, companions))
+        return CpuCall("intt", _address(lib, "ren_cpu_intt"), 2,
+                       [*extra, t["n_inv"], t["n_inv_shoup"]], lib, (rows, companions))
+    t = call.tables()
     if kind is RingKernel.BASIS_CONVERT:
         extra = [_sizes(N, len(call.src), len(call.dst)), t["src_q"], t["src_qneg"],
                  t["qhat_inv"], t["q"], t["qneg"], t["bconv"], t["copy_from"]]

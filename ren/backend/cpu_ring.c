@@ -279,34 +279,40 @@ static void intt_limb(u32* restrict x, const u32* restrict w, const u32* restric
   }
 }
 
-/* a: out, in, sizes {N, L}, q, twiddles, twiddles_shoup */
+/* a: out, in, sizes {N, L}, q, twiddle rows, Shoup rows (a pointer per limb to its modulus' own
+   row of N words: rows are shared between calls, not stacked per limb set) */
 void ren_cpu_ntt(void** a) {
   u32* out = (u32*)a[0];
   const u32* in = (const u32*)a[1];
   const i64* sz = (const i64*)a[2];
-  const u32 *q = (const u32*)a[3], *w = (const u32*)a[4], *ws = (const u32*)a[5];
+  const u32* q = (const u32*)a[3];
+  const u32* const* w = (const u32* const*)a[4];
+  const u32* const* ws = (const u32* const*)a[5];
   const i64 n = sz[0], L = sz[1];
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)  /* log2(n) butterfly passes per word: weighted x4 */
   for (i64 l = 0; l < L; ++l) {
     u32* x = out + l * n;
     if (x != in + l * n) memcpy(x, in + l * n, (size_t)n * sizeof(u32));
-    ntt_limb(x, w + l * n, ws + l * n, q[l], n);
+    ntt_limb(x, w[l], ws[l], q[l], n);
   }
 }
 
-/* a: out, in, sizes {N, L}, q, inv_twiddles, inv_twiddles_shoup, n_inv, n_inv_shoup */
+/* a: out, in, sizes {N, L}, q, inverse twiddle rows, Shoup rows (pointers per limb, as for
+   ren_cpu_ntt), n_inv, n_inv_shoup */
 void ren_cpu_intt(void** a) {
   u32* out = (u32*)a[0];
   const u32* in = (const u32*)a[1];
   const i64* sz = (const i64*)a[2];
-  const u32 *q = (const u32*)a[3], *w = (const u32*)a[4], *ws = (const u32*)a[5];
+  const u32* q = (const u32*)a[3];
+  const u32* const* w = (const u32* const*)a[4];
+  const u32* const* ws = (const u32* const*)a[5];
   const u32 *ni = (const u32*)a[6], *nis = (const u32*)a[7];
   const i64 n = sz[0], L = sz[1];
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)
   for (i64 l = 0; l < L; ++l) {
     u32* x = out + l * n;
     if (x != in + l * n) memcpy(x, in + l * n, (size_t)n * sizeof(u32));
-    intt_limb(x, w + l * n, ws + l * n, q[l], ni[l], nis[l], n);
+    intt_limb(x, w[l], ws[l], q[l], ni[l], nis[l], n);
   }
 }
 

@@ -26,7 +26,7 @@ from ren.ring.modarith import (
     to_mont,
 )
 from ren.ring.ntt import intt, ntt
-from ren.ring.ring_kernels import RingKernel, kernel_tables
+from ren.ring.ring_kernels import RingKernel, kernel_tables, twiddle_rows
 from ren.ring.ringspec import Domain, RingSpec, is_prime
 from ren.ring.rns import (
     crt_lift,
@@ -75,5 +75,6 @@ __all__ = [
     "ring_convert",
     "ring_convert_mont",
     "to_mont",
+    "twiddle_rows",
     "unpack_words",
 ]

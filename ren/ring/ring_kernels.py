@@ -16,6 +16,8 @@ converts standard form to Montgomery form).  Per kind:
   ``twiddles_shoup`` floor(w·2^32 / q);
 * INTT — ``inv_twiddles`` psi^-brv(k), ``inv_twiddles_shoup``, ``n_inv`` N^-1 mod q and
   ``n_inv_shoup``;
+  `twiddle_rows(kind, N, moduli)` gives the same rows unstacked: one shared read-only row per
+  modulus (the "cpu" device passes a pointer per limb to it instead of a stacked copy);
 * TO_RNS — ``word_weights`` (L, W): 2^(32k) mod q for word k, ``wrap`` 2^(32W) mod q (subtract
   it from negative, two's-complement inputs);
 * BASIS_CONVERT — ``src_q``, ``src_qneg``, ``qhat_inv`` [(Q/q_i)^-1]_{q_i}, ``bconv``
@@ -81,27 +83,43 @@ def _power_row(w: int, q: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     return tw, companion
 
 
-def _powers_brv(roots: list[int], moduli: tuple[int, ...], N: int) -> tuple[np.ndarray, ...]:
-    rows = [_power_row(w, q, N) for w, q in zip(roots, moduli)]
-    return (np.array([r[0] for r in rows], dtype=U32).reshape(len(rows), N),
-            np.array([r[1] for r in rows], dtype=U32).reshape(len(rows), N))
+def twiddle_rows(kind: RingKernel, N: int, moduli: tuple[int, ...]
+                 ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The twiddle rows of an NTT (or INTT) over `moduli`, one read-only row per modulus, and
+    their Shoup rows: the rows of ``twiddles``/``twiddles_shoup`` (``inv_twiddles``/...)
+    without stacking them.  A row is one modulus' own, shared by every call whose moduli hold
+    that prime, so a backend that takes a row per limb (the "cpu" device) keeps one copy."""
+    kind = RingKernel(kind)
+    psi = [primitive_root_2n(q, N) for q in moduli]
+    if kind is RingKernel.INTT:
+        psi = [pow(p, -1, q) for p, q in zip(psi, moduli)]
+    elif kind is not RingKernel.NTT:
+        raise ValueError(f"twiddle_rows: {kind} has no twiddles")
+    rows = [_power_row(w, q, N) for w, q in zip(psi, moduli)]
+    return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
+
+
+def _stacked(rows: tuple[np.ndarray, ...], N: int) -> np.ndarray:
+    return np.array(rows, dtype=U32).reshape(len(rows), N)
 
 
 @lru_cache(maxsize=256)
 def kernel_tables(kind: RingKernel, N: int, src: tuple[int, ...], dst: tuple[int, ...],
-                  words: int = 0, dropped: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
+                  words: int = 0, dropped: tuple[int, ...] = (), twiddles: bool = True
+                  ) -> dict[str, np.ndarray]:
     """The constant tables of one ring-kernel call (see the module docstring).  The arrays are
-    read-only and shared between calls with the same parameters."""
+    read-only and shared between calls with the same parameters.  ``twiddles=False`` leaves the
+    (L, N) twiddle tables of an NTT or INTT out, for a backend that takes `twiddle_rows`."""
     kind = RingKernel(kind)
     out = _montgomery(dst)
     if kind in (RingKernel.NTT, RingKernel.INTT):
         psi = [primitive_root_2n(q, N) for q in dst]
         out["psi"] = _u32(psi)
-        if kind is RingKernel.NTT:
-            out["twiddles"], out["twiddles_shoup"] = _powers_brv(psi, dst, N)
-        else:
-            inv = [pow(p, -1, q) for p, q in zip(psi, dst)]
-            out["inv_twiddles"], out["inv_twiddles_shoup"] = _powers_brv(inv, dst, N)
+        name = "twiddles" if kind is RingKernel.NTT else "inv_twiddles"
+        if twiddles:
+            tw, companions = twiddle_rows(kind, N, dst)
+            out[name], out[f"{name}_shoup"] = _stacked(tw, N), _stacked(companions, N)
+        if kind is RingKernel.INTT:
             n_inv = [pow(N, -1, q) for q in dst]
             out["n_inv"] = _u32(n_inv)
             out["n_inv_shoup"] = _u32([(v << 32) // q for v, q in zip(n_inv, dst)])
@@ -142,4 +160,4 @@ def kernel_tables(kind: RingKernel, N: int, src: tuple[int, ...], dst: tuple[int
     return out
 
 
-__all__ = ["RingKernel", "kernel_tables"]
+__all__ = ["RingKernel", "kernel_tables", "twiddle_rows"]

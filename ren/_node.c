@@ -15,7 +15,7 @@
 #include <Python.h>
 #include <structmember.h> /* T_OBJECT_EX: the slots' member type */
 
-#define REN_NODE_ABI 3 /* bump when setup()'s arguments or the functions change */
+#define REN_NODE_ABI 4 /* bump when setup()'s arguments or the functions change */
 #ifndef REN_NODE_SOURCE
 #define REN_NODE_SOURCE "" /* setup.py passes the SHA-256 of this file */
 #endif
@@ -30,6 +30,7 @@ static PyObject *empty;        /* () */
 static PyObject *default_dtype; /* DType.U32 */
 static Py_ssize_t op_at, dtype_at, src_at, arg_at; /* the slots' offsets in a Node */
 static PyObject *name_str;     /* "name" (a Rule's) */
+static PyObject *ctx_str, *orig_str; /* the keyword arguments a rule's function may ask for */
 
 static int put(PyObject *descr, PyObject *obj, PyObject *value) {
     return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
@@ -224,8 +225,146 @@ static PyObject *setup(PyObject *module, PyObject *args) {
 }
 
 
+
+/* -- patterns and rules (ren.rewrite's Pat.match, Rule.apply, RuleSet.apply) ------------------- */
+/* A compiled pattern (`Pat._c`): (ops or None, has_arg, arg, sub-patterns or None, name or None,
+ * where or None, commutative); a compiled rule (`Rule._c`): (pattern, fn, wants_ctx,
+ * wants_orig, the Rule). */
+#define AT(t, i) PyTuple_GET_ITEM((t), (i))
+#define SLOT(node, at) (*(PyObject **)((char *)(node) + (at))) /* a Node's slot */
+
+static int match(PyObject *pat, PyObject *n, PyObject *env);
+
+/* the sub-patterns against n's sources in one order (reversed: the commutative other one) */
+static int match_sources(PyObject *pats, PyObject *src, int reversed, PyObject *env) {
+    Py_ssize_t k = PyTuple_GET_SIZE(pats);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int r = match(AT(pats, i), AT(src, reversed ? k - 1 - i : i), env);
+        if (r <= 0)
+            return r;
+    }
+    return 1;
+}
+
+/* whether each operand's op is one its sub-pattern can match (before copying the bindings) */
+static int ops_fit(PyObject *pats, PyObject *src, int reversed) {
+    Py_ssize_t k = PyTuple_GET_SIZE(pats);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *ops = AT(AT(pats, i), 0);
+        if (ops == Py_None)
+            continue;
+        int in = PySet_Contains(ops, SLOT(AT(src, reversed ? k - 1 - i : i), op_at));
+        if (in <= 0)
+            return in;
+    }
+    return 1;
+}
+
+/* Pat.match: 1, 0, or -1 with an exception set; bindings go into env */
+static int match(PyObject *pat, PyObject *n, PyObject *env) {
+    PyObject *ops = AT(pat, 0);
+    if (ops != Py_None) {
+        int in = PySet_Contains(ops, SLOT(n, op_at));
+        if (in <= 0)
+            return in;
+    }
+    if (AT(pat, 1) == Py_True) {
+        PyObject *ne = PyObject_RichCompare(SLOT(n, arg_at), AT(pat, 2), Py_NE);
+        if (ne == NULL)
+            return -1;
+        int differ = PyObject_IsTrue(ne);
+        Py_DECREF(ne);
+        if (differ != 0)
+            return differ < 0 ? -1 : 0;
+    }
+    PyObject *pats = AT(pat, 3);
+    if (pats != Py_None) {
+        PyObject *src = SLOT(n, src_at);
+        if (PyTuple_GET_SIZE(pats) != PyTuple_GET_SIZE(src))
+            return 0;
+        if (AT(pat, 6) != Py_True) {
+            int r = match_sources(pats, src, 0, env);
+            if (r <= 0)
+                return r;
+        } else { /* each order in a copy of the bindings; the first that matches keeps its own */
+            int found = 0;
+            for (int reversed = 0; reversed < 2 && !found; reversed++) {
+                int fit = ops_fit(pats, src, reversed);
+                if (fit < 0)
+                    return -1;
+                if (!fit)
+                    continue;
+                PyObject *trial = PyDict_Copy(env);
+                if (trial == NULL)
+                    return -1;
+                int r = match_sources(pats, src, reversed, trial);
+                if (r > 0 && PyDict_Update(env, trial) < 0)
+                    r = -1;
+                Py_DECREF(trial);
+                if (r < 0)
+                    return -1;
+                found = r;
+            }
+            if (!found)
+                return 0;
+        }
+    }
+    PyObject *name = AT(pat, 4);
+    if (name != Py_None) {
+        PyObject *bound = PyDict_GetItemWithError(env, name);
+        if (bound != NULL && bound != n)
+            return 0; /* the same name twice must be the same node */
+        if ((bound == NULL && PyErr_Occurred()) || PyDict_SetItem(env, name, n) < 0)
+            return -1;
+    }
+    PyObject *where = AT(pat, 5);
+    if (where == Py_None)
+        return 1;
+    PyObject *ok = PyObject_CallOneArg(where, n);
+    if (ok == NULL)
+        return -1;
+    int r = PyObject_IsTrue(ok);
+    Py_DECREF(ok);
+    return r;
+}
+
+/* RuleSet.apply over one op's compiled rules: (replacement, Rule) for the first rule whose
+ * pattern matches and whose function gives a node other than n (None and n mean "no"), else
+ * None; NULL with an exception set */
+static PyObject *apply_rules(PyObject *rules, PyObject *n, PyObject *ctx, PyObject *orig) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rules); i++) {
+        PyObject *rule = AT(rules, i);
+        PyObject *env = PyDict_New();
+        if (env == NULL)
+            return NULL;
+        int m = match(AT(rule, 0), n, env);
+        if (m > 0 && AT(rule, 2) == Py_True && PyDict_SetItem(env, ctx_str, ctx) < 0)
+            m = -1;
+        if (m > 0 && AT(rule, 3) == Py_True &&
+            PyDict_SetItem(env, orig_str, orig == Py_None ? n : orig) < 0)
+            m = -1;
+        PyObject *out = m > 0 ? PyObject_Call(AT(rule, 1), empty, env) : NULL;
+        Py_DECREF(env);
+        if (m < 0 || (m > 0 && out == NULL))
+            return NULL;
+        if (out != NULL && out != Py_None && out != n) {
+            PyObject *hit = PyTuple_Pack(2, out, AT(rule, 4));
+            Py_DECREF(out);
+            return hit;
+        }
+        Py_XDECREF(out);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_apply_rules(PyObject *module, PyObject *args) {
+    PyObject *rules, *n, *ctx, *orig;
+    if (!PyArg_ParseTuple(args, "O!OOO:apply_rules", &PyTuple_Type, &rules, &n, &ctx, &orig))
+        return NULL;
+    return apply_rules(rules, n, ctx, orig);
+}
+
 /* -- the rewrite driver (ren.rewrite) --------------------------------------------------------- */
-#define SLOT(node, at) (*(PyObject **)((char *)(node) + (at)))
 
 typedef struct {
     PyObject *node, *origin, *trail; /* owned (origin may be NULL) */
@@ -287,8 +426,7 @@ static PyObject *lookup(PyObject *done, PyObject *key) {
 }
 
 /* One visit of the walk (see `rewrite_walk`); 0 or -1 with an exception set. */
-static int visit(Stack *st, Entry *e, PyObject *done, PyObject *candidates, PyObject *apply,
-                 PyObject *ctx, PyObject *enter, PyObject *keep_rebuilt, PyObject *keep_fired,
+static int visit(Stack *st, Entry *e, PyObject *done, PyObject *candidates, PyObject *ctx, PyObject *enter, PyObject *keep_rebuilt, PyObject *keep_fired,
                  PyObject *on_cycle, PyObject *stats, PyObject *keep_domain, Py_ssize_t most) {
     PyObject *n = e->node, *trail = e->trail;
     if (e->phase == 2) { /* link the replaced node to its replacement's result */
@@ -373,22 +511,20 @@ static int visit(Stack *st, Entry *e, PyObject *done, PyObject *candidates, PyOb
         if (PyErr_Occurred())
             goto end;
     }
-    int has_rules = PyDict_Contains(candidates, SLOT(made, op_at));
-    if (has_rules < 0)
+    PyObject *rules = PyDict_GetItemWithError(candidates, SLOT(made, op_at)); /* borrowed */
+    if (rules == NULL && PyErr_Occurred())
         goto end;
-    if (has_rules) {
-        PyObject *a[3] = {made, ctx, n};
-        hit = PyObject_Vectorcall(apply, a, 3, NULL);
-        if (hit == NULL)
+    if (rules != NULL) {
+        if (!PyTuple_CheckExact(rules)) {
+            PyErr_SetString(PyExc_TypeError, "rewrite: an op's rules must be a tuple");
+            goto end;
+        }
+        if ((hit = apply_rules(rules, made, ctx, n)) == NULL)
             goto end;
     }
-    if (!has_rules || hit == Py_None) {
+    if (rules == NULL || hit == Py_None) {
         rc = PyDict_SetItem(done, n, made) < 0 || PyDict_SetDefault(done, made, made) == NULL
                  ? -1 : 0;
-        goto end;
-    }
-    if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 2) {
-        PyErr_SetString(PyExc_TypeError, "rewrite: the rules' apply must give (node, rule)");
         goto end;
     }
     PyObject *rule = PyTuple_GET_ITEM(hit, 1);
@@ -423,18 +559,18 @@ end:
     return rc;
 }
 
-/* rewrite_walk(root, candidates, apply, ctx, enter, keep_rebuilt, keep_fired, on_cycle, stats,
+/* rewrite_walk(root, candidates, ctx, enter, keep_rebuilt, keep_fired, on_cycle, stats,
  *              max_rewrites) -> what root became.
  * The loop of ren.rewrite's Python driver (`_walk`, its reference), step for step: the same
  * stack of (node, phase, origin, trail), the same look-ups and callbacks, the same firings
- * counted in `stats`.  None for enter/keep_rebuilt/keep_fired means "not asked for". */
+ * counted in `stats`; `candidates` maps an op to its compiled rules (`RuleSet._compiled`),
+ * applied as RuleSet.apply does.  None for enter/keep_rebuilt/keep_fired: "not asked for". */
 static PyObject *rewrite_walk(PyObject *module, PyObject *args) {
-    PyObject *root, *candidates, *apply, *ctx, *enter, *keep_rebuilt, *keep_fired, *on_cycle,
-        *stats;
+    PyObject *root, *candidates, *ctx, *enter, *keep_rebuilt, *keep_fired, *on_cycle, *stats;
     Py_ssize_t most;
-    if (!PyArg_ParseTuple(args, "OO!OOOOOOO!n:rewrite_walk", &root, &PyDict_Type, &candidates,
-                          &apply, &ctx, &enter, &keep_rebuilt, &keep_fired, &on_cycle,
-                          &PyDict_Type, &stats, &most))
+    if (!PyArg_ParseTuple(args, "OO!OOOOOO!n:rewrite_walk", &root, &PyDict_Type, &candidates,
+                          &ctx, &enter, &keep_rebuilt, &keep_fired, &on_cycle, &PyDict_Type,
+                          &stats, &most))
         return NULL;
     if (table == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "ren._node: setup() was not called");
@@ -447,7 +583,7 @@ static PyObject *rewrite_walk(PyObject *module, PyObject *args) {
         goto end;
     while (st.len > 0) {
         Entry e = st.at[--st.len]; /* (its references are this loop's now) */
-        int rc = visit(&st, &e, done, candidates, apply, ctx, enter, keep_rebuilt, keep_fired,
+        int rc = visit(&st, &e, done, candidates, ctx, enter, keep_rebuilt, keep_fired,
                        on_cycle, stats, keep_domain, most);
         forget(&e);
         if (rc < 0)
@@ -468,8 +604,10 @@ static PyMethodDef methods[] = {
     {"alloc", alloc, METH_O, "alloc(cls): a bare instance of a NodeBase subclass"},
     {"drop", drop_entry, METH_O, "drop(ref): the table's weak reference callback"},
     {"rewrite_walk", rewrite_walk, METH_VARARGS,
-     "rewrite_walk(root, candidates, apply, ctx, enter, keep_rebuilt, keep_fired, on_cycle, "
-     "stats, max_rewrites): ren.rewrite's walk"},
+     "rewrite_walk(root, candidates, ctx, enter, keep_rebuilt, keep_fired, on_cycle, stats, "
+     "max_rewrites): ren.rewrite's walk"},
+    {"apply_rules", py_apply_rules, METH_VARARGS,
+     "apply_rules(rules, node, ctx, orig): RuleSet.apply over compiled rules"},
     {"setup", setup, METH_VARARGS,
      "setup(table, Ref, drop, replace_dead, descriptors..., U32, remove_dead)"},
     {NULL, NULL, 0, NULL},
@@ -483,7 +621,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__node(void) {
     empty = PyTuple_New(0);
     name_str = PyUnicode_InternFromString("name");
-    if (empty == NULL || name_str == NULL)
+    ctx_str = PyUnicode_InternFromString("ctx");
+    orig_str = PyUnicode_InternFromString("orig");
+    if (empty == NULL || name_str == NULL || ctx_str == NULL || orig_str == NULL)
         return NULL;
     if (PyType_Ready(&NodeBase) < 0)
         return NULL;

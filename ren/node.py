@@ -87,8 +87,8 @@ def _compiled() -> Any:
 
 
 #: the ABI of ren/_node.c that this module and `ren.rewrite` drive (`setup`'s arguments,
-#: `rewrite_walk`'s)
-_C_ABI = 3
+#: `rewrite_walk`'s, `apply_rules`')
+_C_ABI = 4
 _node = _compiled()
 _Base: type = object if _node is None else _node.NodeBase
 #: a bare instance of a Node class (slots unset): what `_py_new` fills in

@@ -63,12 +63,19 @@ class Pat:
     where: Callable[[Node], bool] | None = None
     commutative: bool = False
     _ops: frozenset[Op] | None = field(init=False, repr=False, compare=False)
+    #: the pattern as plain data for the compiled matcher (ren/_node.c's `match`)
+    _c: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the op set once: `match` runs for every candidate node of every pass
         ops = None if self.op is None else \
             self.op if isinstance(self.op, frozenset) else frozenset({self.op})
         object.__setattr__(self, "_ops", ops)
+        has_arg = self.arg is not _ANY
+        object.__setattr__(self, "_c", (
+            ops, has_arg, self.arg if has_arg else None,
+            None if self.src is None else tuple(p._c for p in self.src), self.name, self.where,
+            bool(self.commutative)))
 
     def ops(self) -> frozenset[Op] | None:
         return self._ops
@@ -169,6 +176,10 @@ class RuleSet:
             op: tuple(r for r in self.rules if (ops := r.pat.ops()) is None or op in ops)
             for op in Op}
         self._candidates = {op: rs for op, rs in self._candidates.items() if rs}
+        # the same, as plain data for the compiled walk (ren/_node.c's `apply_rules`)
+        self._compiled: dict[Op, tuple[tuple, ...]] = {
+            op: tuple((r.pat._c, r.fn, r.wants_ctx, r.wants_orig, r) for r in rs)
+            for op, rs in self._candidates.items()}
 
     def has_rules(self, op: Op) -> bool:
         return op in self._candidates
@@ -260,8 +271,8 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
 
     stats: dict[str, int] = {}
     if prov is None and _core is not None:
-        out = _core.rewrite_walk(root, rs._candidates, rs.apply, ctx, enter, keep_rebuilt,
-                                 keep_fired, on_cycle, stats, MAX_REWRITES)
+        out = _core.rewrite_walk(root, rs._compiled, ctx, enter, keep_rebuilt, keep_fired,
+                                 on_cycle, stats, MAX_REWRITES)
     else:
         done: dict[Node, Node] = {}
         out = _walk(root, rs, ctx, enter, keep_rebuilt, keep_fired, on_cycle, stats, done, prov,

@@ -136,7 +136,19 @@ def _index_rules() -> RuleSet:
         # x*c -> c*x for a constant c on the right (then mul_one/fold may fire on the result)
         (P(Op.IMUL, X("x", where=lambda n: n.op is not Op.ICONST), const),
          lambda x, c: Node(Op.IMUL, DType.INDEX, (c, x)), "const_left"),
+        # x + x -> 2*x: one name bound twice must be one node
+        (P(Op.IADD, X("x"), X("x")),
+         lambda x: Node(Op.IMUL, DType.INDEX, (Node(Op.ICONST, DType.INDEX, (), 2), x)), "twice"),
+        # (g + c) with g an index: asks for ctx and orig (the node as the walk met it)
+        (P(Op.IADD, P(Op.GIDX, name="g"), P(Op.ICONST, name="c"), commutative=True),
+         _add_to_index, "index_plus"),
     ])
+
+
+def _add_to_index(g, c, ctx, orig):
+    """Declines (None) unless the node was met with those very operands; then folds g + 3 only."""
+    assert ctx is None and isinstance(orig, Node)
+    return Node(Op.GIDX, DType.INDEX, (), g.arg + 10) if c.arg == 3 else None
 
 
 leaves = st.sampled_from([("c", 0), ("c", 1), ("c", 2), ("c", 3), ("g", 0), ("g", 1)])
@@ -163,8 +175,8 @@ def _both(root: Node, rs: RuleSet, enter=None, most: int = rewrite_mod.MAX_REWRI
     for walk in walks:
         stats: dict = {}
         if walk == "c":
-            out = node_mod._node.rewrite_walk(root, rs._candidates, rs.apply, None, enter, None,
-                                              None, on_cycle, stats, most)
+            out = node_mod._node.rewrite_walk(root, rs._compiled, None, enter, None, None,
+                                              on_cycle, stats, most)
         else:
             out = rewrite_mod._walk(root, rs, None, enter, None, None, on_cycle, stats, {}, None,
                                     "t")
@@ -205,7 +217,7 @@ def test_the_compiled_walk_keeps_boundaries_counts_and_raises_as_python_does():
                      lambda a, b: Node(Op.IADD, DType.INDEX, (b, a)), "flip")])
     expr = Node(Op.IADD, DType.INDEX, (g0, g1))
     with pytest.raises(ScheduleError, match="cycling: flip"):
-        node_mod._node.rewrite_walk(expr, flip._candidates, flip.apply, None, None, None, None,
+        node_mod._node.rewrite_walk(expr, flip._compiled, None, None, None, None,
                                     lambda n, t: _raise(ScheduleError(f"cycling: {t[-1]}")), {},
                                     5)
     with pytest.raises(ScheduleError, match="rewriting did not reach a fixed point after "
@@ -258,3 +270,16 @@ def test_a_build_that_does_not_load_warns(monkeypatch):
     monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
     with pytest.warns(RuntimeWarning, match="ren._node does not load.*undefined symbol"):
         assert node_mod._compiled() is None
+
+
+@compiled
+@given(e=exprs)
+def test_the_compiled_rules_match_and_apply_as_the_python_ones(e):
+    """`apply_rules` (compiled patterns) against RuleSet.apply (Pat.match) on every node of a
+    random graph: the same (replacement, rule) or None."""
+    rs = _index_rules()
+    for n in toposort(_build(e)):
+        rules = rs._compiled.get(n.op)
+        want = rs.apply(n, None, n)
+        got = None if rules is None else node_mod._node.apply_rules(rules, n, None, n)
+        assert got == want

@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -27,7 +29,9 @@ from ren.node import Node, _py_new, toposort
 from ren.ops import DType, Op
 from ren.passes import get_pass
 from ren.rewrite import P, Provenance, RuleSet, X
+from ren.ring import Domain, RingSpec
 from ren.schedule import ScheduleContext, as_sink
+from ren.spec import spec_of
 
 ROOT = Path(__file__).resolve().parents[1]
 compiled = pytest.mark.skipif(not node_mod.C_CORE,
@@ -142,6 +146,7 @@ def _index_rules() -> RuleSet:
         # (g + c) with g an index: asks for ctx and orig (the node as the walk met it)
         (P(Op.IADD, P(Op.GIDX, name="g"), P(Op.ICONST, name="c"), commutative=True),
          _add_to_index, "index_plus"),
+        (P(Op.GIDX, name="n"), lambda n: n, "keeps"),  # gives its own node: not a firing
     ])
 
 
@@ -166,20 +171,22 @@ def _build(e) -> Node:
 
 
 def _both(root: Node, rs: RuleSet, enter=None, most: int = rewrite_mod.MAX_REWRITES,
-          walks=("c", "py")):
-    """(result, stats) from the compiled walk and from the Python one, same arguments."""
+          walks=("c", "py"), keeps=None):
+    """(result, stats) from the compiled walk and from the Python one, same arguments;
+    `keeps()` gives each walk its (keep_rebuilt, keep_fired) callbacks."""
     def on_cycle(n, trail):
         raise ScheduleError(f"cycling: {', '.join(dict.fromkeys(trail[-8:]))}")
 
     got = []
     for walk in walks:
         stats: dict = {}
+        rebuilt, fired = keeps() if keeps is not None else (None, None)
         if walk == "c":
-            out = node_mod._node.rewrite_walk(root, rs._compiled, None, enter, None, None,
+            out = node_mod._node.rewrite_walk(root, rs._compiled, None, enter, rebuilt, fired,
                                               on_cycle, stats, most)
         else:
-            out = rewrite_mod._walk(root, rs, None, enter, None, None, on_cycle, stats, {}, None,
-                                    "t")
+            out = rewrite_mod._walk(root, rs, None, enter, rebuilt, fired, on_cycle, stats, {},
+                                    None, "t")
         got.append((out, stats))
     return got
 
@@ -223,6 +230,9 @@ def test_the_compiled_walk_keeps_boundaries_counts_and_raises_as_python_does():
     with pytest.raises(ScheduleError, match="rewriting did not reach a fixed point after "
                                             r"\d+ steps at a IADD node; rules cycling: flip"):
         rewrite_mod.rewrite(expr, flip)  # (the public driver, compiled here)
+    # a ctx without `stats` (any object the rules want) is passed through, not counted into
+    folded = rewrite_mod.rewrite(Node(Op.IMUL, DType.INDEX, (g0, one)), rs, ctx=SimpleNamespace())
+    assert folded is g0
 
 
 def _raise(e: BaseException):
@@ -283,3 +293,96 @@ def test_the_compiled_rules_match_and_apply_as_the_python_ones(e):
         want = rs.apply(n, None, n)
         got = None if rules is None else node_mod._node.apply_rules(rules, n, None, n)
         assert got == want
+
+
+def _product_folding_to_a_constant() -> Node:
+    """a·(b·0): a product of two polynomials (NTT) whose operand folds to a constant, so the
+    rebuilt product would infer a's COEFF domain: the driver restores NTT (keep_domain)."""
+    ring = RingSpec.generate(16, 2)
+    a, b = (ren.Poly.from_coefficients(list(range(i, i + 16)), ring) for i in (1, 5))
+    return as_sink((a * (b * 0) + a.ntt()).node)
+
+
+def test_both_walks_restore_domains_and_the_python_one_records_provenance():
+    sink = _product_folding_to_a_constant()
+    runs = []
+    for prov in (None, Provenance()):  # the compiled walk where built; the Python one
+        ctx = ScheduleContext(outputs=sink.src)
+        ctx.provenance = prov
+        runs.append((get_pass(1).run(sink, ctx), dict(ctx.stats["simplify"])))
+    (c_out, c_stats), (py_out, py_stats) = runs
+    assert c_out is py_out and c_stats == py_stats and py_stats["keep_domain"] >= 1
+    assert spec_of(c_out.src[0]).domain is Domain.NTT  # (the product's declared domain)
+    firings = Counter(f.rule for f in prov.firings)
+    assert firings == Counter(py_stats) and all(f.rules == "simplify" for f in prov.firings)
+    assert all(prov.final(f.replaced) is not f.replaced for f in prov.firings)
+    # specs are invariant: every firing's product has what it replaced's domain (restored)
+    assert all(spec_of(f.product).domain is spec_of(f.replaced).domain for f in prov.firings)
+
+
+@pytest.mark.parametrize("walk", ["c", "py"])
+def test_a_chain_of_exactly_max_rewrites_firings_is_no_cycle(walk):
+    """A rule that counts an ICONST down fires k times in a row at one node: k = MAX_REWRITES is
+    allowed, one more is the cycle error."""
+    if walk == "c" and not node_mod.C_CORE:
+        pytest.skip("ren._node is not built")
+    down = RuleSet([(P(Op.ICONST, name="c", where=lambda n: n.arg > 0),
+                     lambda c: Node(Op.ICONST, DType.INDEX, (), c.arg - 1), "down")])
+    most = rewrite_mod.MAX_REWRITES
+    for k, ok in ((most, True), (most + 1, False)):
+        root = Node(Op.SINK, DType.INDEX, (Node(Op.ICONST, DType.INDEX, (), k),))
+        if ok:
+            (out, stats), = _both(root, down, walks=(walk,))
+            assert out.src[0].arg == 0 and stats == {"down": most}
+        else:
+            with pytest.raises(ScheduleError, match="cycling: down"):
+                _both(root, down, walks=(walk,))
+
+
+def test_rewrite_takes_the_compiled_walk_unless_provenance_is_recorded(monkeypatch):
+    if not node_mod.C_CORE:
+        pytest.skip("ren._node is not built")
+    calls = []
+    real = node_mod._node.rewrite_walk
+    monkeypatch.setattr(rewrite_mod, "_core", SimpleNamespace(
+        rewrite_walk=lambda *a: calls.append(a) or real(*a)))
+    sink = _product_folding_to_a_constant()
+    get_pass(1).run(sink, ScheduleContext(outputs=sink.src))
+    assert len(calls) == 1
+    traced = ScheduleContext(outputs=sink.src)
+    traced.provenance = Provenance()
+    get_pass(1).run(sink, traced)
+    assert len(calls) == 1 and traced.provenance.firings
+
+
+@compiled
+@given(e=exprs)
+def test_both_walks_call_the_keep_callbacks_alike_and_take_what_they_give(e):
+    """keep_rebuilt (a rebuilt node's restoration: counted as keep_domain) and keep_fired (a
+    rule's result's) are called with the same nodes in the same order by both walks, and what
+    they return stands in for the node."""
+    zero = Node(Op.ICONST, DType.INDEX, (), 0)
+    logs: list[list] = []
+
+    def keeps():
+        log: list = []
+        logs.append(log)
+
+        def rebuilt(n, new):
+            log.append(("rebuilt", n, new))
+            return Node(Op.IADD, DType.INDEX, (new, zero)) if new.op is Op.IMUL else new
+
+        def fired(new, out, rule):
+            log.append(("fired", new, out, rule.name))
+            if rule.name == "fold" and out.arg < 50:
+                return Node(Op.GIDX, DType.INDEX, (), 100 + out.arg)
+            return out
+        return rebuilt, fired
+
+    root = Node(Op.SINK, DType.INDEX, (_build(e),))
+    (c_out, c_stats), (py_out, py_stats) = _both(root, _index_rules(), keeps=keeps)
+    assert c_out is py_out and c_stats == py_stats and logs[0] == logs[1]
+    if "fold" in c_stats:  # keep_fired's stand-ins for folded constants are in the graph
+        assert any(n.op is Op.GIDX and n.arg >= 100 for n in toposort(c_out))
+    if any(x[0] == "rebuilt" and x[2].op is Op.IMUL for x in logs[0]):
+        assert c_stats["keep_domain"] >= 1

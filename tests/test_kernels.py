@@ -26,7 +26,17 @@ from ren.node import Node
 from ren.ops import Op
 from ren.passes import p12_kernelize
 from ren.reference import evaluate, intt_limb, ntt_limb, root_of_unity
-from ren.ring import Domain, RingKernel, RingSpec, get_tables, intt, ntt, to_mont
+from ren.ring import (
+    Domain,
+    RingKernel,
+    RingSpec,
+    get_tables,
+    intt,
+    kernel_tables,
+    ntt,
+    to_mont,
+    twiddle_rows,
+)
 from ren.runtime import make_exec_units, run_exec_units
 from ren.sampling import sample
 from ren.schedule import run_passes, schedule
@@ -277,6 +287,9 @@ def test_twiddle_rows_are_the_stacked_tables_rows_one_per_modulus(kind):
     assert all(np.array_equal(lean[k], t[k]) for k in lean)
     other = RingCall(kind, r.N, (r.moduli[2], r.moduli[0]), (r.moduli[2], r.moduli[0]))
     assert other.twiddle_rows()[0][0] is rows[2] and other.twiddle_rows()[1][1] is companions[0]
+    assert np.array_equal(kernel_tables(kind, r.N, r.moduli, r.moduli)[name], t[name])
+    with pytest.raises(ValueError, match="has no twiddles"):
+        twiddle_rows(RingKernel.RESCALE, r.N, r.moduli)
 
 
 def test_conversion_rescale_and_to_rns_tables():

@@ -209,18 +209,12 @@ static PyObject *setup(PyObject *module, PyObject *args) {
         }
         *offsets[i] = ((PyMemberDescrObject *)members[i])->d_member->offset;
     }
-    Py_XSETREF(table, Py_NewRef(t));
-    Py_XSETREF(ref_type, Py_NewRef(r));
-    Py_XSETREF(drop, Py_NewRef(d));
-    Py_XSETREF(replace_dead, Py_NewRef(rd));
-    Py_XSETREF(set_op, Py_NewRef(o));
-    Py_XSETREF(set_dtype, Py_NewRef(dt));
-    Py_XSETREF(set_src, Py_NewRef(s));
-    Py_XSETREF(set_arg, Py_NewRef(a));
-    Py_XSETREF(set_spec, Py_NewRef(sp));
-    Py_XSETREF(set_key, Py_NewRef(k));
-    Py_XSETREF(default_dtype, Py_NewRef(dd));
-    Py_XSETREF(remove_dead, Py_NewRef(rm));
+    PyObject **kept[] = {&table,   &ref_type, &drop,     &replace_dead,  &set_op,     &set_dtype,
+                         &set_src, &set_arg,  &set_spec, &set_key,       &default_dtype,
+                         &remove_dead};
+    PyObject *given[] = {t, r, d, rd, o, dt, s, a, sp, k, dd, rm};
+    for (int i = 0; i < 12; i++)
+        Py_XSETREF(*kept[i], Py_NewRef(given[i]));
     Py_RETURN_NONE;
 }
 

@@ -252,7 +252,8 @@ def rewrite(root: Node, rules: RuleSet | Iterable, ctx: Any = None, name: str = 
     `keep_specs` restores a domain a rewrite would change (see the module docstring).
 
     The walk runs compiled (`ren._node.rewrite_walk`, the same steps as `_walk`) where that is
-    built, and in Python (`_walk`) when a `Provenance` records it.
+    built, and in Python (`_walk`) where it is not (or ``REN_PY_CORE=1``) or a `Provenance`
+    records the firings.
     """
     rs = rules if isinstance(rules, RuleSet) else RuleSet(rules)
     prov: Provenance | None = getattr(ctx, "provenance", None)

@@ -76,14 +76,25 @@ def _compiled() -> Any:
         warnings.warn(f"ren._node does not load ({e}): the IR core runs in Python (slower); "
                       "run `pip install -e .` again", RuntimeWarning, stacklevel=2)
         return None
-    source = Path(__file__).with_name("_node.c")  # (a checkout; a wheel ships no source)
-    if getattr(_node, "ABI", None) != _C_ABI or (source.exists() and getattr(
-            _node, "SOURCE", "") != hashlib.sha256(source.read_bytes()).hexdigest()):
-        warnings.warn("ren/_node.c changed since ren._node was built: the IR core runs in Python "
-                      "(slower) until you run `pip install -e .` again", RuntimeWarning,
+    if getattr(_node, "ABI", None) != _C_ABI or getattr(_node, "SOURCE", "") != (
+            _source_digest() or getattr(_node, "SOURCE", "")):
+        warnings.warn("ren/_*.c or ren/_*.h changed since ren._node was built: the IR core runs "
+                      "in Python (slower) until you run `pip install -e .` again", RuntimeWarning,
                       stacklevel=2)
         return None
     return _node
+
+
+def _source_digest() -> str | None:
+    """SHA-256 of the extension's files (ren/_*.c and ren/_*.h in name order, as setup.py hashes
+    them), or None where there are none (a wheel ships no sources)."""
+    files = sorted(Path(__file__).parent.glob("_*.[ch]"), key=lambda p: p.name)
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.read_bytes())
+    return digest.hexdigest()
 
 
 #: the ABI of ren/_node.c that this module and `ren.rewrite` drive (`setup`'s arguments,

@@ -102,6 +102,10 @@ def test_a_stale_build_is_not_used(monkeypatch):
     """A build whose recorded source digest is not ren/_node.c's is refused, with a warning."""
     if node_mod._node is None:
         pytest.skip("ren._node is not built")
+    # setup.py and ren.node hash the same files the same way: the build's digest is the tree's
+    assert node_mod._source_digest() == node_mod._node.SOURCE
+    assert {p.name for p in Path(node_mod.__file__).parent.glob("_*.[ch]")} == {
+        "_core.h", "_node.c", "_rewrite.c"}
     monkeypatch.setattr(node_mod._node, "SOURCE", "0" * 64)
     with pytest.warns(RuntimeWarning, match="changed since ren._node was built"):
         assert node_mod._compiled() is None

@@ -65,7 +65,7 @@ def _replace_dead(key: tuple, node: Node) -> Node:
 
 def _compiled() -> Any:
     """`ren._node` (Node's constructor and the rewrite walk in C), or None: not built, built from
-    another version of ren/_node.c, or turned off with ``REN_PY_CORE=1`` (for comparisons)."""
+    other sources than ren/_*.c and ren/_*.h are now, or turned off with ``REN_PY_CORE=1``."""
     if settings.get("REN_PY_CORE"):
         return None
     try:
@@ -76,8 +76,9 @@ def _compiled() -> Any:
         warnings.warn(f"ren._node does not load ({e}): the IR core runs in Python (slower); "
                       "run `pip install -e .` again", RuntimeWarning, stacklevel=2)
         return None
-    if getattr(_node, "ABI", None) != _C_ABI or getattr(_node, "SOURCE", "") != (
-            _source_digest() or getattr(_node, "SOURCE", "")):
+    digest = _source_digest()  # (None in a wheel, which ships no sources: only the ABI counts)
+    if getattr(_node, "ABI", None) != _C_ABI or (
+            digest is not None and getattr(_node, "SOURCE", "") != digest):
         warnings.warn("ren/_*.c or ren/_*.h changed since ren._node was built: the IR core runs "
                       "in Python (slower) until you run `pip install -e .` again", RuntimeWarning,
                       stacklevel=2)
@@ -97,7 +98,7 @@ def _source_digest() -> str | None:
     return digest.hexdigest()
 
 
-#: the ABI of ren/_node.c that this module and `ren.rewrite` drive (`setup`'s arguments,
+#: the ABI of ren._node that this module and `ren.rewrite` drive (`setup`'s arguments,
 #: `rewrite_walk`'s, `apply_rules`')
 _C_ABI = 4
 _node = _compiled()
@@ -177,7 +178,7 @@ if _node is not None:
     _node.setup(_refs, _Ref, _node.drop, _replace_dead, Node.op, Node.dtype, Node.src, Node.arg,
                 Node._spec, _Ref.key, DType.U32, _remove_dead_weakref)
 
-#: whether the IR's core runs compiled (ren/_node.c, built when the package is installed;
+#: whether the IR's core runs compiled (ren/_*.c, built when the package is installed;
 #: ``REN_PY_CORE=1`` turns it off): nodes made by its constructor rather than `_py_new`, and
 #: `ren.rewrite`'s walk by its `rewrite_walk`; both give the same nodes
 C_CORE = _node is not None

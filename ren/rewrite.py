@@ -63,7 +63,7 @@ class Pat:
     where: Callable[[Node], bool] | None = None
     commutative: bool = False
     _ops: frozenset[Op] | None = field(init=False, repr=False, compare=False)
-    #: the pattern as plain data for the compiled matcher (ren/_node.c's `match`)
+    #: the pattern as plain data for the compiled matcher (ren/_rewrite.c's `match`)
     _c: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -176,7 +176,7 @@ class RuleSet:
             op: tuple(r for r in self.rules if (ops := r.pat.ops()) is None or op in ops)
             for op in Op}
         self._candidates = {op: rs for op, rs in self._candidates.items() if rs}
-        # the same, as plain data for the compiled walk (ren/_node.c's `apply_rules`)
+        # the same, as plain data for the compiled walk (ren/_rewrite.c's `apply_rules`)
         self._compiled: dict[Op, tuple[tuple, ...]] = {
             op: tuple((r.pat._c, r.fn, r.wants_ctx, r.wants_orig, r) for r in rs)
             for op, rs in self._candidates.items()}
@@ -290,9 +290,9 @@ def _walk(root: Node, rs: RuleSet, ctx: Any, enter: Callable[[Node], bool] | Non
           keep_fired: Callable[[Node, Node, Rule], Node] | None,
           on_cycle: Callable[[Node, tuple[str, ...]], None], stats: dict[str, int],
           done: dict[Node, Node], prov: Provenance | None, name: str) -> Node:
-    """`rewrite`'s walk in Python: the reference for ren/_node.c's `rewrite_walk`, which takes the
-    same steps (without `prov`), and what runs when that is not built or a `Provenance` records
-    the firings.  Fills `done` (every visited node -> what it became) and `stats`."""
+    """`rewrite`'s walk in Python: the reference for ren/_rewrite.c's `rewrite_walk`, which takes
+    the same steps (without `prov`), and what runs when that is not built or a `Provenance`
+    records the firings.  Fills `done` (every visited node -> what it became) and `stats`."""
     # explicit stack of (node, phase, origin, trail): phase 0 visits sources, 1 rebuilds the node
     # and applies rules, 2 links an original node to the result of its replacement.  `trail`
     # holds the rules fired on the way to this node (replacements inherit it), so a cycle of

@@ -97,7 +97,7 @@ SWITCHES = {s.name: s for s in (
                                 "rescales and mod-ups (no transform elision), for comparisons"),
     Switch("REN_JIT", 1, "0: run jitted functions eagerly (no capture or replay)"),
     Switch("REN_PY_CORE", 0, "1: the IR's core (the node constructor, the rewrite driver's "
-                             "walk) runs in Python even where the compiled one (ren/_node.c) is "
+                             "walk) runs in Python even where the compiled one (ren/_*.c) is "
                              "built; read once, when ren.node is imported (the two give the "
                              "same nodes and graphs: for comparisons)"),
     Switch("REN_PLAN_CACHE", 1, "0: every ren.jit capture schedules its graph; 1: a capture of "

@@ -302,11 +302,11 @@ def library_call(call: RingCall, isa: str | None = None,
         t = call.tables(twiddles=False)
         rows, companions = call.twiddle_rows()
         extra = [_sizes(N, len(call.dst)), t["q"], _row_pointers(rows), _row_pointers(companions)]
+        keep = (rows, companions)
         if kind is RingKernel.NTT:
-            return CpuCall("ntt", _address(lib, "ren_cpu_ntt"), 2, extra, lib,
-                           (rows, companions))
+            return CpuCall("ntt", _address(lib, "ren_cpu_ntt"), 2, extra, lib, keep)
         return CpuCall("intt", _address(lib, "ren_cpu_intt"), 2,
-                       [*extra, t["n_inv"], t["n_inv_shoup"]], lib, (rows, companions))
+                       [*extra, t["n_inv"], t["n_inv_shoup"]], lib, keep)
     t = call.tables()
     if kind is RingKernel.BASIS_CONVERT:
         extra = [_sizes(N, len(call.src), len(call.dst)), t["src_q"], t["src_qneg"],

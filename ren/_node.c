@@ -43,10 +43,8 @@ static int put(PyObject *descr, PyObject *obj, PyObject *value) {
 
 PyObject *ren_intern(PyTypeObject *cls, PyObject *op, PyObject *dtype, PyObject *src,
                         PyObject *arg) {
-    if (table == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "ren._node: setup() was not called");
+    if (!ren_ready())
         return NULL;
-    }
     PyObject *srct = src == NULL ? Py_NewRef(ren_empty) : PySequence_Tuple(src);
     if (srct == NULL)
         return NULL;
@@ -149,10 +147,7 @@ static PyObject *node_new(PyTypeObject *cls, PyObject *args, PyObject *kwargs) {
                                          &arg))
             return NULL;
     }
-    if (dtype == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "ren._node: setup() was not called");
-        return NULL;
-    }
+    /* (dtype's default comes from setup(), which ren_intern checks was called first) */
     return ren_intern(cls, op, dtype, src, arg);
 }
 

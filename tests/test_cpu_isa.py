@@ -67,20 +67,25 @@ def _call(kind: RingKernel, N: int, isa: str, src=(), dst=(), dropped=()) -> cpu
 
 # -- every path gives ren.ring's words ------------------------------------------------------------
 # N: the scalar fallbacks (2, 8), AVX2's smallest (16), AVX-512's smallest (32), then shapes that
-# take each single / paired stage inside a block (64, 128, 2048) and above it (8192, 32768)
-@pytest.mark.parametrize("N", [2, 8, 16, 32, 64, 128, 2048, 8192, 32768])
+# take each single / paired stage inside a block (64, 128, 2048), one whole block (4096) and
+# above it (8192, 32768)
+@pytest.mark.parametrize("N", [2, 8, 16, 32, 64, 128, 2048, 4096, 8192, 32768])
 @pytest.mark.parametrize("bits", [30, 31])
 def test_ntt_and_intt_match_ren_ring_on_every_path(isa, N, bits):
     ring = RingSpec.generate(N, 2, bits=bits)
     x = _residues(ring, np.random.default_rng(N * 7 + bits))
+    kept = x.copy()
     fwd, inv = np.empty_like(x), np.empty_like(x)
     _call(RingKernel.NTT, N, isa, ring.moduli, ring.moduli)([fwd, x])
     _call(RingKernel.INTT, N, isa, ring.moduli, ring.moduli)([inv, x])
+    # the first pass reads the input row directly (no copy first): it must stay untouched
+    assert np.array_equal(x, kept), f"{isa}: an out-of-place transform wrote to its input"
     assert np.array_equal(fwd, ntt(x, ring)), f"{isa}: NTT differs from ren.ring.ntt"
     assert np.array_equal(inv, intt(x, ring)), f"{isa}: INTT differs from ren.ring.intt"
-    y = x.copy()  # in place (output = input)
-    _call(RingKernel.INTT, N, isa, ring.moduli, ring.moduli)([y, y])
-    assert np.array_equal(y, inv)
+    for kind, want in ((RingKernel.NTT, fwd), (RingKernel.INTT, inv)):
+        y = x.copy()  # in place (output = input)
+        _call(kind, N, isa, ring.moduli, ring.moduli)([y, y])
+        assert np.array_equal(y, want), f"{isa}: in-place {kind.name} differs"
 
 
 @pytest.mark.parametrize("bits", [20, 30, 31])

@@ -127,7 +127,7 @@ i64 ren_cpu_fly_regs(u32* x, i64 rounds, u32 q, u32 w, u32 ws) {
   }
   for (i64 r = 0; r < rounds; ++r) {
 #pragma GCC unroll 8
-    for (int k = 0; k < FLY_PAIRS; ++k) z_ct(&X[k], &Y[k], W, WS, m, 0);
+    for (int k = 0; k < FLY_PAIRS; ++k) z_ct(&X[k], &Y[k], W, WS, z_odd(WS), m, 0);
   }
   for (int k = 0; k < FLY_PAIRS; ++k) {
     ZST(x + 16 * k, X[k]); ZST(x + 16 * (FLY_PAIRS + k), Y[k]);
@@ -189,24 +189,28 @@ i64 ren_cpu_fly_regs(u32* x, i64 rounds, u32 q, u32 w, u32 ws) {
     }                                                                                \
   }
 
-static void ntt_limb(u32* restrict x, const u32* restrict w, const u32* restrict ws, u32 q,
-                     i64 n) {
+/* x: the limb's output row; src: its input row (x itself when in place; never a partial
+   overlap).  The vector paths read src in their first pass instead of copying it first. */
+static void ntt_limb(u32* x, const u32* src, const u32* restrict w, const u32* restrict ws,
+                     u32 q, i64 n) {
 #if REN_AVX512
-  if (n >= 32) { ntt_limb_avx512(x, w, ws, q, n); return; }
+  if (n >= 32) { ntt_limb_avx512(x, src, w, ws, q, n); return; }
 #endif
   const u32 q2 = 2 * q;
+  const int lazy = q < (1u << 30);
   i64 m = 1, t = n >> 1;
-  if (q < (1u << 30)) {
 #if REN_AVX2
-    if (n >= 16) ntt_limb_avx2(x, w, ws, q, n); else
+  if (lazy && n >= 16) ntt_limb_avx2(x, src, w, ws, q, n);
+  else
 #endif
-    { NTT_STAGES(CT_LAZY) }
+  {
+    if (x != src) memcpy(x, src, (size_t)n * sizeof(u32));
+    if (lazy) { NTT_STAGES(CT_LAZY) } else { NTT_STAGES(CT_EXACT) }
+  }
+  if (lazy)
     for (i64 j = 0; j < n; ++j) {  /* [0, 4q) -> [0, q) */
       u32 v = x[j]; v = umin(v, v - q2); x[j] = umin(v, v - q);
     }
-  } else {
-    NTT_STAGES(CT_EXACT)
-  }
 }
 
 /* ---- inverse NTT: Gentleman-Sande from the smallest butterflies, then N^-1 ----------------- */
@@ -259,19 +263,21 @@ static void ntt_limb(u32* restrict x, const u32* restrict w, const u32* restrict
       }                                                                              \
   }
 
-static void intt_limb(u32* restrict x, const u32* restrict w, const u32* restrict ws, u32 q,
-                      u32 ninv, u32 ninv_s, i64 n) {
+/* x, src: as for ntt_limb */
+static void intt_limb(u32* x, const u32* src, const u32* restrict w, const u32* restrict ws,
+                      u32 q, u32 ninv, u32 ninv_s, i64 n) {
 #if REN_AVX512
-  if (n >= 32) { intt_limb_avx512(x, w, ws, q, ninv, ninv_s, n); return; }
+  if (n >= 32) { intt_limb_avx512(x, src, w, ws, q, ninv, ninv_s, n); return; }
 #endif
   const u32 q2 = 2 * q;
-  if (q < (1u << 30)) {
+  const int lazy = q < (1u << 30);
 #if REN_AVX2
-    if (n >= 16) intt_limb_avx2(x, w, ws, q, n); else
+  if (lazy && n >= 16) intt_limb_avx2(x, src, w, ws, q, n);
+  else
 #endif
-    INTT_STAGES(GS_LAZY)
-  } else {
-    INTT_STAGES(GS_EXACT)
+  {
+    if (x != src) memcpy(x, src, (size_t)n * sizeof(u32));
+    if (lazy) INTT_STAGES(GS_LAZY) else INTT_STAGES(GS_EXACT)
   }
   for (i64 j = 0; j < n; ++j) {  /* times N^-1, then [0, 2q) -> [0, q) */
     const u32 v = shoup(x[j], ninv, ninv_s, q);
@@ -291,9 +297,7 @@ void ren_cpu_ntt(void** a) {
   const i64 n = sz[0], L = sz[1];
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)  /* log2(n) butterfly passes per word: weighted x4 */
   for (i64 l = 0; l < L; ++l) {
-    u32* x = out + l * n;
-    if (x != in + l * n) memcpy(x, in + l * n, (size_t)n * sizeof(u32));
-    ntt_limb(x, w[l], ws[l], q[l], n);
+    ntt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], n);
   }
 }
 
@@ -310,9 +314,7 @@ void ren_cpu_intt(void** a) {
   const i64 n = sz[0], L = sz[1];
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)
   for (i64 l = 0; l < L; ++l) {
-    u32* x = out + l * n;
-    if (x != in + l * n) memcpy(x, in + l * n, (size_t)n * sizeof(u32));
-    intt_limb(x, w[l], ws[l], q[l], ni[l], nis[l], n);
+    intt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], ni[l], nis[l], n);
   }
 }
 

@@ -27,14 +27,16 @@ static inline void v_gs(v8* X, v8* Y, v8 w, v8 ws, v8 q, v8 q2) {
 }
 #define LD(p) _mm256_loadu_si256((const v8*)(p))
 #define ST(p, v) _mm256_storeu_si256((v8*)(p), (v))
-/* one stage with half-size t >= 8: blocks of 2t, the inner loop 8 coefficients at a time */
-#define V_WIDE(FLY, xp, t, cnt, widx)                                              \
+/* one stage with half-size t >= 8: blocks of 2t, the inner loop 8 coefficients at a time; the
+   words come from sp (xp itself, or the input row in a transform's first pass: no copy pass) */
+#define V_WIDE(FLY, xp, sp, t, cnt, widx)                                          \
   for (i64 i = 0; i < (cnt); ++i) {                                                \
     const v8 W = _mm256_set1_epi32((int)w[(widx) + i]);                            \
     const v8 WS = _mm256_set1_epi32((int)ws[(widx) + i]);                          \
     u32* X = (xp) + 2 * i * (t); u32* Y = X + (t);                                 \
+    const u32* SX = (sp) + 2 * i * (t); const u32* SY = SX + (t);                  \
     for (i64 j = 0; j < (t); j += 8) {                                             \
-      v8 a = LD(X + j), b = LD(Y + j);                                             \
+      v8 a = LD(SX + j), b = LD(SY + j);                                           \
       FLY(&a, &b, W, WS, vq, vq2);                                                 \
       ST(X + j, a); ST(Y + j, b);                                                  \
     }                                                                              \
@@ -67,10 +69,11 @@ static inline void v_gs(v8* X, v8* Y, v8 w, v8 ws, v8 q, v8 q2) {
     FLY(&a, &b, W, WS, vq, vq2);                                                   \
     ST(p, _mm256_unpacklo_epi64(a, b)); ST(p + 8, _mm256_unpackhi_epi64(a, b));    \
   }
-#define V_T1(FLY, xp, cnt, widx)                                                   \
+/* (V_T1 reads its words from sp, as V_WIDE does) */
+#define V_T1(FLY, xp, sp, cnt, widx)                                               \
   for (i64 i = 0; i < (cnt); i += 8) {                                             \
-    u32* p = (xp) + 2 * i;                                                         \
-    const __m256 f0 = _mm256_castsi256_ps(LD(p)), f1 = _mm256_castsi256_ps(LD(p + 8)); \
+    u32* p = (xp) + 2 * i; const u32* sq = (sp) + 2 * i;                           \
+    const __m256 f0 = _mm256_castsi256_ps(LD(sq)), f1 = _mm256_castsi256_ps(LD(sq + 8)); \
     v8 a = _mm256_castps_si256(_mm256_shuffle_ps(f0, f1, _MM_SHUFFLE(2, 0, 2, 0)));  \
     v8 b = _mm256_castps_si256(_mm256_shuffle_ps(f0, f1, _MM_SHUFFLE(3, 1, 3, 1)));  \
     const v8 idx = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);                      \
@@ -80,39 +83,42 @@ static inline void v_gs(v8* X, v8* Y, v8 w, v8 ws, v8 q, v8 q2) {
     ST(p, _mm256_unpacklo_epi32(a, b)); ST(p + 8, _mm256_unpackhi_epi32(a, b));    \
   }
 
-/* N >= 16 and q < 2^30: output in [0, 4q) (reduced by the caller) */
-static void ntt_limb_avx2(u32* x, const u32* w, const u32* ws, u32 q, i64 n) {
+/* N >= 16 and q < 2^30: output in [0, 4q) (reduced by the caller); src: the input row (x itself
+   when in place), read by the first pass */
+static void ntt_limb_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n) {
   const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
   i64 m = 1, t = n >> 1;
-  for (; 2 * t > BLK; m <<= 1, t >>= 1) { V_WIDE(v_ct, x, t, m, m) }
+  for (; 2 * t > BLK; m <<= 1, t >>= 1, src = x) { V_WIDE(v_ct, x, src, t, m, m) }
   const i64 blk = n < BLK ? n : BLK;
   for (i64 k = 0; k < n / blk; ++k) {
     u32* xb = x + k * blk;
+    const u32* sb = src + k * blk;  /* the input block, for the first pass over it */
     i64 mb = m, tb = t;  /* global block count and half-size at this stage */
-    for (; tb >= 8; mb <<= 1, tb >>= 1) {
+    for (; tb >= 8; mb <<= 1, tb >>= 1, sb = xb) {
       const i64 cnt = blk / (2 * tb);
-      V_WIDE(v_ct, xb, tb, cnt, mb + k * cnt)
+      V_WIDE(v_ct, xb, sb, tb, cnt, mb + k * cnt)
     }
     V_T4(v_ct, xb, blk / 8, mb + k * (blk / 8)) mb <<= 1;
     V_T2(v_ct, xb, blk / 4, mb + k * (blk / 4)) mb <<= 1;
-    V_T1(v_ct, xb, blk / 2, mb + k * (blk / 2))
+    V_T1(v_ct, xb, xb, blk / 2, mb + k * (blk / 2))
   }
 }
-/* N >= 16 and q < 2^30: output in [0, 2q) before the N^-1 step */
-static void intt_limb_avx2(u32* x, const u32* w, const u32* ws, u32 q, i64 n) {
+/* N >= 16 and q < 2^30: output in [0, 2q) before the N^-1 step; src: the input row (x itself
+   when in place), read by the first pass */
+static void intt_limb_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n) {
   const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
   const i64 blk = n < BLK ? n : BLK;
   for (i64 k = 0; k < n / blk; ++k) {
     u32* xb = x + k * blk;
     i64 mb = n >> 1;
-    V_T1(v_gs, xb, blk / 2, mb + k * (blk / 2)) mb >>= 1;
+    V_T1(v_gs, xb, src + k * blk, blk / 2, mb + k * (blk / 2)) mb >>= 1;
     V_T2(v_gs, xb, blk / 4, mb + k * (blk / 4)) mb >>= 1;
     V_T4(v_gs, xb, blk / 8, mb + k * (blk / 8)) mb >>= 1;
     for (i64 tb = 8; 2 * tb <= blk; mb >>= 1, tb <<= 1) {
       const i64 cnt = blk / (2 * tb);
-      V_WIDE(v_gs, xb, tb, cnt, mb + k * cnt)
+      V_WIDE(v_gs, xb, xb, tb, cnt, mb + k * cnt)
     }
   }
   i64 m = n / (2 * blk);
-  for (i64 t = blk; m >= 1; m >>= 1, t <<= 1) { V_WIDE(v_gs, x, t, m, m) }
+  for (i64 t = blk; m >= 1; m >>= 1, t <<= 1) { V_WIDE(v_gs, x, x, t, m, m) }
 }

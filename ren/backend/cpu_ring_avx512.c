@@ -10,9 +10,10 @@
      at the price of one more min per butterfly.
    The stages over large blocks run two at a time (radix 4: four vectors loaded, two butterfly
    stages in registers, four stored), which halves the loads and stores; the four stages of
-   half-size 8, 4, 2, 1 shuffle 32 words across two vectors with vpermt2d, a stage at a time.
-   The forward transform fully reduces its words in its last stage, the inverse in its N^-1
-   step. */
+   half-size 8, 4, 2, 1 shuffle 32 words across two vectors with vpermt2d, a stage at a time,
+   into layouts whose twiddles are one broadcast load.  The forward transform fully reduces its
+   words in its last stage, the inverse in its N^-1 step.  The first pass of a transform reads
+   the input row, so an out-of-place call needs no copy pass. */
 #include <immintrin.h>
 typedef __m512i v16;
 #define ZLD(p) _mm512_loadu_si512((const void*)(p))
@@ -22,16 +23,19 @@ typedef __m512i v16;
 ZINLINE v16 z_min(v16 a, v16 b) { return _mm512_min_epu32(a, b); }
 ZINLINE v16 z_sub(v16 a, v16 b) { return _mm512_sub_epi32(a, b); }
 ZINLINE v16 z_add(v16 a, v16 b) { return _mm512_add_epi32(a, b); }
-ZINLINE v16 z_mulhi(v16 a, v16 b) {  /* high halves of the sixteen u32 products */
+/* high halves of the sixteen u32 products a * b; bo holds b's odd lanes in the even ones (b >> 32
+   per 64-bit lane), which the caller often has for free (hoisted out of a loop, or loaded) */
+ZINLINE v16 z_mulhi(v16 a, v16 b, v16 bo) {
   const v16 even = _mm512_mul_epu32(a, b);  /* lane 2k's high half sits in word 2k + 1 */
-  const v16 odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
+  const v16 odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), bo);
   /* one masked word swap moves even's high halves down into the even lanes of odd's (where
      AVX2 needs a shift and a blend) */
   return _mm512_mask_shuffle_epi32(odd, (__mmask16)0x5555, even, _MM_PERM_CDAB);
 }
-/* y*w mod q in [0, 2q) for any u32 y (Shoup) */
-ZINLINE v16 z_shoup(v16 y, v16 w, v16 ws, v16 q) {
-  return z_sub(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(z_mulhi(y, ws), q));
+ZINLINE v16 z_odd(v16 v) { return _mm512_srli_epi64(v, 32); }
+/* y*w mod q in [0, 2q) for any u32 y (Shoup; ws = floor(w 2^32 / q), wso = z_odd(ws)) */
+ZINLINE v16 z_shoup(v16 y, v16 w, v16 ws, v16 wso, v16 q) {
+  return z_sub(_mm512_mullo_epi32(y, w), _mm512_mullo_epi32(z_mulhi(y, ws, wso), q));
 }
 
 /* The modulus of a limb: q, the lazy bound r (2q when q < 2^30, else q), and big = q >= 2^30
@@ -39,28 +43,28 @@ ZINLINE v16 z_shoup(v16 y, v16 w, v16 ws, v16 q) {
 typedef struct { v16 q, r; } zq;
 
 /* Cooley-Tukey: q < 2^30: X, Y in [0, 4q) -> [0, 4q); big: X in [0, 2q) -> [0, 2q) */
-ZINLINE void z_ct(v16* X, v16* Y, v16 w, v16 ws, zq m, int big) {
+ZINLINE void z_ct(v16* X, v16* Y, v16 w, v16 ws, v16 wso, zq m, int big) {
   const v16 a = z_min(*X, z_sub(*X, m.r));
-  v16 t = z_shoup(*Y, w, ws, m.q);
+  v16 t = z_shoup(*Y, w, ws, wso, m.q);
   if (big) t = z_min(t, z_sub(t, m.q));
   *X = z_add(a, t);
   *Y = z_add(z_sub(a, t), m.r);
 }
 /* Gentleman-Sande: X, Y in [0, 2q) -> [0, 2q) */
-ZINLINE void z_gs(v16* X, v16* Y, v16 w, v16 ws, zq m, int big) {
+ZINLINE void z_gs(v16* X, v16* Y, v16 w, v16 ws, v16 wso, zq m, int big) {
   v16 a = *X, b = *Y;
   if (big) { a = z_min(a, z_sub(a, m.q)); b = z_min(b, z_sub(b, m.q)); }
   const v16 s = z_add(a, b);
   *X = big ? s : z_min(s, z_sub(s, m.r));
-  *Y = z_shoup(z_add(z_sub(a, b), m.r), w, ws, m.q);
+  *Y = z_shoup(z_add(z_sub(a, b), m.r), w, ws, wso, m.q);
 }
 /* a forward transform's word -> [0, q) */
 ZINLINE v16 z_reduce(v16 v, zq m, int big) {
   v = z_min(v, z_sub(v, m.r));
   return big ? v : z_min(v, z_sub(v, m.q));
 }
-ZINLINE void z_fly(v16* X, v16* Y, v16 w, v16 ws, zq m, int big, int gs) {
-  if (gs) z_gs(X, Y, w, ws, m, big); else z_ct(X, Y, w, ws, m, big);
+ZINLINE void z_fly(v16* X, v16* Y, v16 w, v16 ws, v16 wso, zq m, int big, int gs) {
+  if (gs) z_gs(X, Y, w, ws, wso, m, big); else z_ct(X, Y, w, ws, wso, m, big);
 }
 #define Z1(p) _mm512_set1_epi32((int)(p))
 
@@ -71,44 +75,48 @@ typedef struct { v16 ni, nis, wl, wls; } zlast;
 ZINLINE void z_gs_last(v16* X, v16* Y, const zlast* L, zq m, int big) {
   v16 a = *X, b = *Y;
   if (big) { a = z_min(a, z_sub(a, m.q)); b = z_min(b, z_sub(b, m.q)); }
-  const v16 x = z_shoup(z_add(a, b), L->ni, L->nis, m.q);  /* any u32 in: [0, 2q) out */
-  const v16 y = z_shoup(z_add(z_sub(a, b), m.r), L->wl, L->wls, m.q);
+  const v16 x = z_shoup(z_add(a, b), L->ni, L->nis, z_odd(L->nis), m.q);  /* [0, 2q) out */
+  const v16 y = z_shoup(z_add(z_sub(a, b), m.r), L->wl, L->wls, z_odd(L->wls), m.q);
   *X = z_min(x, z_sub(x, m.q));
   *Y = z_min(y, z_sub(y, m.q));
 }
 
-/* one stage of half-size t >= 16 over cnt blocks of 2t; twiddle i of block i */
-ZINLINE void z_stage(u32* x, i64 t, i64 cnt, const u32* w, const u32* ws, zq m, int big,
-                     int gs, const zlast* last) {
+/* one stage of half-size t >= 16 over cnt blocks of 2t; twiddle i of block i.  The words come
+   from src (x itself, or the input row in a transform's first pass: no copy pass before it). */
+ZINLINE void z_stage(u32* x, const u32* src, i64 t, i64 cnt, const u32* w, const u32* ws, zq m,
+                     int big, int gs, const zlast* last) {
   for (i64 i = 0; i < cnt; ++i) {
-    const v16 W = Z1(w[i]), WS = Z1(ws[i]);
+    const v16 W = Z1(w[i]), WS = Z1(ws[i]), WSO = z_odd(WS);
     u32* X = x + 2 * i * t; u32* Y = X + t;
+    const u32* SX = src + 2 * i * t; const u32* SY = SX + t;
     for (i64 j = 0; j < t; j += 16) {
-      v16 a = ZLD(X + j), b = ZLD(Y + j);
-      if (last) z_gs_last(&a, &b, last, m, big); else z_fly(&a, &b, W, WS, m, big, gs);
+      v16 a = ZLD(SX + j), b = ZLD(SY + j);
+      if (last) z_gs_last(&a, &b, last, m, big); else z_fly(&a, &b, W, WS, WSO, m, big, gs);
       ZST(X + j, a); ZST(Y + j, b);
     }
   }
 }
 /* two stages over cnt blocks of 2t (t >= 32): the stage of half-size t (twiddles w1[i]) and
-   the one of half-size t/2 (twiddles w2[2i], w2[2i+1]); forward runs t first, inverse t/2 */
-ZINLINE void z_stage2(u32* x, i64 t, i64 cnt, const u32* w1, const u32* ws1, const u32* w2,
-                      const u32* ws2, zq m, int big, int gs, const zlast* last) {
+   the one of half-size t/2 (twiddles w2[2i], w2[2i+1]); forward runs t first, inverse t/2;
+   the words come from src, as in z_stage */
+ZINLINE void z_stage2(u32* x, const u32* src, i64 t, i64 cnt, const u32* w1, const u32* ws1,
+                      const u32* w2, const u32* ws2, zq m, int big, int gs, const zlast* last) {
   const i64 h = t >> 1;
   for (i64 i = 0; i < cnt; ++i) {
-    const v16 W = Z1(w1[i]), WS = Z1(ws1[i]);
-    const v16 W0 = Z1(w2[2 * i]), WS0 = Z1(ws2[2 * i]);
-    const v16 W1 = Z1(w2[2 * i + 1]), WS1 = Z1(ws2[2 * i + 1]);
+    const v16 W = Z1(w1[i]), WS = Z1(ws1[i]), WSO = z_odd(WS);
+    const v16 W0 = Z1(w2[2 * i]), WS0 = Z1(ws2[2 * i]), WSO0 = z_odd(WS0);
+    const v16 W1 = Z1(w2[2 * i + 1]), WS1 = Z1(ws2[2 * i + 1]), WSO1 = z_odd(WS1);
     u32* A = x + 2 * i * t;
+    const u32* S = src + 2 * i * t;
     for (i64 j = 0; j < h; j += 16) {
-      v16 a = ZLD(A + j), b = ZLD(A + j + h), c = ZLD(A + j + t), d = ZLD(A + j + t + h);
+      v16 a = ZLD(S + j), b = ZLD(S + j + h), c = ZLD(S + j + t), d = ZLD(S + j + t + h);
       if (gs) {
-        z_gs(&a, &b, W0, WS0, m, big); z_gs(&c, &d, W1, WS1, m, big);
+        z_gs(&a, &b, W0, WS0, WSO0, m, big); z_gs(&c, &d, W1, WS1, WSO1, m, big);
         if (last) { z_gs_last(&a, &c, last, m, big); z_gs_last(&b, &d, last, m, big); }
-        else { z_gs(&a, &c, W, WS, m, big); z_gs(&b, &d, W, WS, m, big); }
+        else { z_gs(&a, &c, W, WS, WSO, m, big); z_gs(&b, &d, W, WS, WSO, m, big); }
       } else {
-        z_ct(&a, &c, W, WS, m, big); z_ct(&b, &d, W, WS, m, big);
-        z_ct(&a, &b, W0, WS0, m, big); z_ct(&c, &d, W1, WS1, m, big);
+        z_ct(&a, &c, W, WS, WSO, m, big); z_ct(&b, &d, W, WS, WSO, m, big);
+        z_ct(&a, &b, W0, WS0, WSO0, m, big); z_ct(&c, &d, W1, WS1, WSO1, m, big);
       }
       ZST(A + j, a); ZST(A + j + h, b); ZST(A + j + t, c); ZST(A + j + t + h, d);
     }
@@ -116,47 +124,59 @@ ZINLINE void z_stage2(u32* x, i64 t, i64 cnt, const u32* w1, const u32* ws1, con
 }
 
 /* The four stages of half-size 8, 4, 2, 1 run on 32 words held in two vectors, in registers.
-   Layout t (a stage's): lane k of the X vector holds word p_k = k + (k & ~(t-1)) of the 32, the
-   Y vector word p_k + t, and lane k's twiddle is number k / t of the 16 / t of those words;
-   layout 0 is memory order (words 0..15, 16..31).  Between two stages one vpermt2d per vector
-   moves the words from one layout to the next. */
+   Layout t (a stage's): the 32 words form 16 / t blocks of 2t, and lane k of the X vector holds
+   word j of block b, k = j (16 / t) + b, the Y vector word j + t of it, so lane k's twiddle is
+   the block's, number k mod (16 / t): the twiddles of a group are one broadcast load, with no
+   permute.  Layout 0 is memory order (words 0..15, 16..31).  Between two stages one vpermt2d
+   per vector moves the words from one layout to the next. */
 static int z_lane(int t, int p) {  /* where word p sits in layout t: 0..15 X, 16..31 Y */
   if (t == 0) return p;
-  return ((p >> 1) & ~(t - 1)) + (p & (t - 1)) + ((p & t) ? 16 : 0);
+  const int blocks = 16 / t, b = p / (2 * t), r = p % (2 * t);
+  return (r % t) * blocks + b + (r >= t ? 16 : 0);
 }
 /* the vpermt2d index taking layout `from` to the X (y = 0) or Y (y = 1) vector of layout `to`
    (to = 0: the low or high half of memory order) */
 static v16 z_index(int from, int to, int y) {
   int idx[16];
-  for (int k = 0; k < 16; ++k)
-    idx[k] = z_lane(from, to ? k + (k & ~(to - 1)) + (y ? to : 0) : k + 16 * y);
+  for (int k = 0; k < 16; ++k) {
+    int p = k + 16 * y;  /* the word lane k of that vector holds */
+    if (to) {
+      const int blocks = 16 / to, b = k % blocks, j = k / blocks;
+      p = b * 2 * to + j + (y ? to : 0);
+    }
+    idx[k] = z_lane(from, p);
+  }
   return _mm512_loadu_si512((const void*)idx);
 }
-typedef struct { v16 x[5], y[5], wi[4]; } zsmall;  /* 5 moves, 4 stages */
+typedef struct { v16 x[5], y[5]; } zsmall;  /* 5 moves, 4 stages */
 static zsmall z_small_plan(int gs) {
   zsmall P;
   int layout[6] = {0, 8, 4, 2, 1, 0};
   if (gs) { layout[1] = 1; layout[2] = 2; layout[3] = 4; layout[4] = 8; }
-  const v16 k = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (int s = 0; s < 5; ++s) {
     P.x[s] = z_index(layout[s], layout[s + 1], 0);
     P.y[s] = z_index(layout[s], layout[s + 1], 1);
   }
-  for (int s = 0; s < 4; ++s)
-    P.wi[s] = _mm512_srlv_epi32(k, Z1(__builtin_ctz((unsigned)layout[s + 1])));
   return P;
 }
-/* stage s's twiddles for group g (16 / t of them, spread to the lanes of layout t) */
-ZINLINE void z_small_twiddles(const u32* const* w, const u32* const* ws, const zsmall* P,
-                              int s, int t, i64 g, v16* W, v16* WS) {
-  const i64 at = g * (16 / t);
-  if (t == 1) {
-    *W = ZLD(w[s] + at); *WS = ZLD(ws[s] + at);
-  } else {  /* 16 / t twiddles (a masked load: never past the table's end) */
-    const __mmask16 wm = (__mmask16)((1u << (16 / t)) - 1u);
-    *W = _mm512_permutexvar_epi32(P->wi[s], _mm512_maskz_loadu_epi32(wm, w[s] + at));
-    *WS = _mm512_permutexvar_epi32(P->wi[s], _mm512_maskz_loadu_epi32(wm, ws[s] + at));
+/* 16 / t consecutive words from p, repeated over the sixteen lanes (one load, no shuffle) */
+ZINLINE v16 z_repeat(const u32* p, int t) {
+  switch (t) {
+    case 8: { u64 v; memcpy(&v, p, 8); return _mm512_set1_epi64((long long)v); }
+    case 4: return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)p));
+    case 2: return _mm512_broadcast_i32x8(_mm256_loadu_si256((const __m256i*)p));
+    default: return ZLD(p);
   }
+}
+/* stage s's twiddles for group g (16 / t of them, in the lanes of layout t); WSO: the odd
+   lanes' Shoup constants in the even ones, loaded one word on (t > 1: that word is still in the
+   twiddle table, the next stage's or this one's) instead of shifted */
+ZINLINE void z_small_twiddles(const u32* const* w, const u32* const* ws, int s, int t, i64 g,
+                              v16* W, v16* WS, v16* WSO) {
+  const i64 at = g * (16 / t);
+  *W = z_repeat(w[s] + at, t);
+  *WS = z_repeat(ws[s] + at, t);
+  *WSO = t > 1 ? z_repeat(ws[s] + at + 1, t) : z_odd(*WS);
 }
 /* one of the stages of half-size 8..1 over len words (stage s of 4: t = 8 >> s forward,
    1 << s inverse), group of 32 by group: move the words from the last stage's layout to this
@@ -164,18 +184,19 @@ ZINLINE void z_small_twiddles(const u32* const* w, const u32* const* ws, const z
    fully reducing them first).  Stage by stage over the block rather than all four stages on
    one group: a group's four stages are one dependent chain (~100 cycles), and the groups of
    one stage are independent, which measured 3-5 % faster overall (N = 2^12, 2^16) than
-   chaining them; the extra loads and stores stay in L1 and use the load/store ports. */
-ZINLINE void z_small_stage(u32* x, i64 len, const u32* const* w, const u32* const* ws,
-                           const zsmall* P, zq m, int big, int gs, int s) {
+   chaining them; the extra loads and stores stay in L1 and use the load/store ports.  The
+   words come from src, as in z_stage. */
+ZINLINE void z_small_stage(u32* x, const u32* src, i64 len, const u32* const* w,
+                           const u32* const* ws, const zsmall* P, zq m, int big, int gs, int s) {
   const int t = gs ? 1 << s : 8 >> s;  /* a constant once inlined */
   for (i64 o = 0, g = 0; o < len; o += 32, ++g) {
-    v16 a = ZLD(x + o), b = ZLD(x + o + 16);
+    v16 a = ZLD(src + o), b = ZLD(src + o + 16);
     const v16 a2 = _mm512_permutex2var_epi32(a, P->x[s], b);
     b = _mm512_permutex2var_epi32(a, P->y[s], b);
     a = a2;
-    v16 W, WS;
-    z_small_twiddles(w, ws, P, s, t, g, &W, &WS);
-    z_fly(&a, &b, W, WS, m, big, gs);
+    v16 W, WS, WSO;
+    z_small_twiddles(w, ws, s, t, g, &W, &WS, &WSO);
+    z_fly(&a, &b, W, WS, WSO, m, big, gs);
     if (s < 3) {
       ZST(x + o, a); ZST(x + o + 16, b);
       continue;
@@ -185,58 +206,62 @@ ZINLINE void z_small_stage(u32* x, i64 len, const u32* const* w, const u32* cons
     ZST(x + o + 16, _mm512_permutex2var_epi32(a, P->y[4], b));
   }
 }
-/* the stages of half-size 8..1 (forward, also fully reducing) or 1..8 (inverse) over len words;
-   w[s], ws[s]: stage s's twiddles for these words */
-ZINLINE void z_small(u32* x, i64 len, const u32* const* w, const u32* const* ws,
+/* the stages of half-size 8..1 (forward, also fully reducing) or 1..8 (inverse) over len words,
+   the first reading src; w[s], ws[s]: stage s's twiddles for these words */
+ZINLINE void z_small(u32* x, const u32* src, i64 len, const u32* const* w, const u32* const* ws,
                      const zsmall* P, zq m, int big, int gs) {
-  z_small_stage(x, len, w, ws, P, m, big, gs, 0);
-  z_small_stage(x, len, w, ws, P, m, big, gs, 1);
-  z_small_stage(x, len, w, ws, P, m, big, gs, 2);
-  z_small_stage(x, len, w, ws, P, m, big, gs, 3);
+  z_small_stage(x, src, len, w, ws, P, m, big, gs, 0);
+  z_small_stage(x, x, len, w, ws, P, m, big, gs, 1);
+  z_small_stage(x, x, len, w, ws, P, m, big, gs, 2);
+  z_small_stage(x, x, len, w, ws, P, m, big, gs, 3);
 }
 
-/* forward, N >= 32: output fully reduced */
-ZINLINE void z_ntt(u32* x, const u32* w, const u32* ws, u32 q, i64 n, int big) {
+/* forward, N >= 32: output fully reduced; src: the input row (x itself when in place), read by
+   the first pass */
+ZINLINE void z_ntt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n, int big) {
   const zq m = { Z1(q), Z1(big ? q : 2 * q) };
   const zsmall P = z_small_plan(0);
   i64 mm = 1, t = n >> 1;
   while (2 * t > BLK) {  /* blocks larger than BLK: over the whole limb, two stages a pass */
     if (t > BLK) {
-      z_stage2(x, t, mm, w + mm, ws + mm, w + 2 * mm, ws + 2 * mm, m, big, 0, NULL);
+      z_stage2(x, src, t, mm, w + mm, ws + mm, w + 2 * mm, ws + 2 * mm, m, big, 0, NULL);
       mm <<= 2; t >>= 2;
     } else {
-      z_stage(x, t, mm, w + mm, ws + mm, m, big, 0, NULL);
+      z_stage(x, src, t, mm, w + mm, ws + mm, m, big, 0, NULL);
       mm <<= 1; t >>= 1;
     }
+    src = x;
   }
   const i64 blk = n < BLK ? n : BLK;
   for (i64 k = 0; k < n / blk; ++k) {
     u32* xb = x + k * blk;
+    const u32* sb = src + k * blk;  /* the input block, for the first pass over it */
     i64 mb = mm, tb = t;  /* global twiddle base and half-size at this stage */
     while (tb >= 16) {
       const i64 cnt = blk / (2 * tb), base = mb + k * cnt;
       if (tb >= 32) {
-        z_stage2(xb, tb, cnt, w + base, ws + base, w + 2 * base, ws + 2 * base, m, big, 0,
+        z_stage2(xb, sb, tb, cnt, w + base, ws + base, w + 2 * base, ws + 2 * base, m, big, 0,
                  NULL);
         mb <<= 2; tb >>= 2;
       } else {
-        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 0, NULL);
+        z_stage(xb, sb, tb, cnt, w + base, ws + base, m, big, 0, NULL);
         mb <<= 1; tb >>= 1;
       }
+      sb = xb;
     }
     const u32 *sw[4], *sws[4];
     for (int s = 0; s < 4; ++s, mb <<= 1) {  /* t = 8, 4, 2, 1 */
       const i64 base = mb + k * (blk / (2 * (8 >> s)));
       sw[s] = w + base; sws[s] = ws + base;
     }
-    z_small(xb, blk, sw, sws, &P, m, big, 0);
+    z_small(xb, xb, blk, sw, sws, &P, m, big, 0);
   }
 }
 
 /* inverse, N >= 32: output fully reduced, times N^-1 (in the last stage, a block of n words
-   with the twiddle w[1]) */
-ZINLINE void z_intt(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ninv_s, i64 n,
-                    int big) {
+   with the twiddle w[1]); src: the input row (x itself when in place), read by the first pass */
+ZINLINE void z_intt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, u32 ninv,
+                    u32 ninv_s, i64 n, int big) {
   const zq m = { Z1(q), Z1(big ? q : 2 * q) };
   const u32 wl = (u32)((u64)w[1] * ninv % q);
   const zlast L = { Z1(ninv), Z1(ninv_s), Z1(wl), Z1((u32)(((u64)wl << 32) / q)) };
@@ -250,17 +275,17 @@ ZINLINE void z_intt(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ni
       const i64 base = mb + k * (blk / (2 << s));
       sw[s] = w + base; sws[s] = ws + base;
     }
-    z_small(xb, blk, sw, sws, &P, m, big, 1);
+    z_small(xb, src + k * blk, blk, sw, sws, &P, m, big, 1);
     for (i64 tb = 16; 2 * tb <= blk;) {  /* stage tb (twiddle base mb), then 2 tb (mb / 2) */
       const i64 cnt = blk / (2 * tb), base = mb + k * cnt;
       if (4 * tb <= blk) {
         const i64 base1 = mb / 2 + k * (cnt / 2);
         const zlast* last = 4 * tb == n ? &L : NULL;
-        z_stage2(xb, 2 * tb, cnt / 2, w + base1, ws + base1, w + base, ws + base, m, big, 1,
+        z_stage2(xb, xb, 2 * tb, cnt / 2, w + base1, ws + base1, w + base, ws + base, m, big, 1,
                  last);
         mb >>= 2; tb <<= 2;
       } else {
-        z_stage(xb, tb, cnt, w + base, ws + base, m, big, 1, 2 * tb == n ? &L : NULL);
+        z_stage(xb, xb, tb, cnt, w + base, ws + base, m, big, 1, 2 * tb == n ? &L : NULL);
         mb >>= 1; tb <<= 1;
       }
     }
@@ -268,21 +293,21 @@ ZINLINE void z_intt(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ni
   i64 mm = n / (2 * blk);
   for (i64 t = blk; mm >= 1;) {
     if (mm >= 2) {
-      z_stage2(x, 2 * t, mm / 2, w + mm / 2, ws + mm / 2, w + mm, ws + mm, m, big, 1,
+      z_stage2(x, x, 2 * t, mm / 2, w + mm / 2, ws + mm / 2, w + mm, ws + mm, m, big, 1,
                mm == 2 ? &L : NULL);
       mm >>= 2; t <<= 2;
     } else {
-      z_stage(x, t, mm, w + mm, ws + mm, m, big, 1, &L);
+      z_stage(x, x, t, mm, w + mm, ws + mm, m, big, 1, &L);
       mm >>= 1; t <<= 1;
     }
   }
 }
 
-static void ntt_limb_avx512(u32* x, const u32* w, const u32* ws, u32 q, i64 n) {
-  if (q < (1u << 30)) z_ntt(x, w, ws, q, n, 0); else z_ntt(x, w, ws, q, n, 1);
+static void ntt_limb_avx512(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n) {
+  if (q < (1u << 30)) z_ntt(x, src, w, ws, q, n, 0); else z_ntt(x, src, w, ws, q, n, 1);
 }
-static void intt_limb_avx512(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ninv_s,
-                             i64 n) {
-  if (q < (1u << 30)) z_intt(x, w, ws, q, ninv, ninv_s, n, 0);
-  else z_intt(x, w, ws, q, ninv, ninv_s, n, 1);
+static void intt_limb_avx512(u32* x, const u32* src, const u32* w, const u32* ws, u32 q,
+                             u32 ninv, u32 ninv_s, i64 n) {
+  if (q < (1u << 30)) z_intt(x, src, w, ws, q, ninv, ninv_s, n, 0);
+  else z_intt(x, src, w, ws, q, ninv, ninv_s, n, 1);
 }

@@ -68,8 +68,11 @@ class ArenaSpy:
                 owner = root(arr)
                 self.owners.setdefault(buf.device, {})[id(owner)] = owner
                 # the kernel's array is the buffer's slot of the arena: right place, right size
-                assert owner.nbytes >= plan.arenas[buf.device], f"{buf} is not in an arena"
-                assert address(arr) - address(owner) == plan.offset(buf), buf
+                # (the arena starts on a cache line inside its block: offsets count from there)
+                arena = next(a for a in self.binds[-1] if a.device == buf.device)
+                assert owner is root(arena.data), f"{buf} is not in this run's arena"
+                assert arena.data.nbytes >= plan.arenas[buf.device]
+                assert address(arr) - address(arena.data) == plan.offset(buf), buf
                 assert arr.nbytes == buf.nbytes and arr.flags.c_contiguous
                 assert np.shares_memory(arr, owner)
                 self.seen[buf] = self.seen.get(buf, 0) + 1
@@ -92,7 +95,7 @@ def check_run(spy: ArenaSpy) -> None:
         assert len(owners) == 1, f"{dev}: planned buffers in {len(owners)} allocations, not one"
         (owner,) = owners.values()
         assert owner is root(by_device[dev].data)  # the arena bind_arenas made for this run
-        assert owner.nbytes >= plan.arenas[dev]
+        assert by_device[dev].data.nbytes >= plan.arenas[dev]
     assert set(spy.seen) == set(plan.planned)  # every planned buffer was used from its slot
     for buf in plan.planned:  # and detached afterwards, so that the arena can be freed
         assert not buf.is_allocated
@@ -192,11 +195,27 @@ def test_host_allocator_keeps_the_largest_spare_arena():
     host.recycle(small)
     host.recycle(big)
     host.recycle(np.zeros((2, 3), dtype=np.uint32))  # not an arena: ignored
-    assert host.spare_bytes() == big.nbytes
+    assert host.spare_bytes() == root(big).nbytes
     inner = host.arena(500)  # fits in the spare: a view of it, and taken out of the pool
-    assert root(inner) is big and inner.size == 500 and host.spare_bytes() == 0
-    assert root(host.arena(2000)) is not big  # nothing to reuse: a fresh one
+    assert root(inner) is root(big) and inner.size == 500 and host.spare_bytes() == 0
+    assert root(host.arena(2000)) is not root(big)  # nothing to reuse: a fresh one
     host.recycle(inner)
-    assert host.spare_bytes() == big.nbytes
+    assert host.spare_bytes() == root(big).nbytes
     host.drop_spare()
     assert host.spare_bytes() == 0
+
+
+@pytest.mark.parametrize("words", [1, 7, 1000, 1 << 18])  # 1 MiB: NumPy mmaps it, 16 B off a line
+def test_host_arrays_start_on_a_cache_line(words):
+    """Arenas, buffers and an arena reused from a spare all start on HOST_ALIGN bytes, so the
+    compiled kernels' 512-bit accesses never straddle two cache lines."""
+    from ren.backend.numpy_backend import HOST_ALIGN, HostAllocator
+    host = HostAllocator()
+    arena, buf = host.arena(words), host.alloc((2, words))
+    assert arena.size == words and buf.shape == (2, words) and buf.flags.c_contiguous
+    host.recycle(arena)
+    again = host.arena(max(1, words - 3))
+    assert root(again) is root(arena)
+    for a in (arena, buf, again):
+        assert a.ctypes.data % HOST_ALIGN == 0
+        assert a.dtype == np.uint32

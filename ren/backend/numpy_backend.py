@@ -231,8 +231,30 @@ def compile_kernel(item: ScheduledKernel) -> KernelFn:
 
 
 # -- device ------------------------------------------------------------------------------------
+#: where host arrays start: on a cache line, so a row's 512-bit loads and stores never straddle
+#: two lines.  NumPy starts a large array 16 bytes past a line (its mmap'd block's header), which
+#: made every AVX-512 access of the compiled NTT a split one: 20 % of its time at N = 2^16
+#: (benchmarks/README.md, bench_ntt.py, stop 36).
+HOST_ALIGN = 64
+
+
+def host_empty(shape: int | tuple[int, ...]) -> np.ndarray:
+    """An uninitialized uint32 array of `shape` whose data start on a HOST_ALIGN boundary (a
+    view into a slightly larger block; `host_aligned` finds it again in that block)."""
+    n = int(np.prod(shape))
+    return host_aligned(np.empty(n + HOST_ALIGN // 4, dtype=U32), n).reshape(shape)
+
+
+def host_aligned(block: np.ndarray, n: int) -> np.ndarray | None:
+    """The first n words of 1-D uint32 `block` from its first HOST_ALIGN boundary, or None when
+    fewer than n words follow that boundary."""
+    start = (-block.ctypes.data % HOST_ALIGN) // 4
+    return block[start:start + n] if block.size - start >= n else None
+
+
 class HostAllocator(Allocator):
-    """Host memory: backend arrays are C-contiguous (rows × cols) uint32 NumPy arrays.
+    """Host memory: backend arrays are C-contiguous (rows × cols) uint32 NumPy arrays, each
+    starting on a cache line (`host_empty`).
 
     It keeps the largest arena handed back (`recycle`) for the next `arena` call that fits in it:
     a fresh arena is fresh pages, which the kernels fault in (and the kernel zeroes) on first
@@ -243,16 +265,17 @@ class HostAllocator(Allocator):
         self._lock = threading.Lock()
 
     def alloc(self, shape: tuple[int, int]) -> np.ndarray:
-        return np.empty(shape, dtype=U32)
+        return host_empty(shape)
 
     def arena(self, nwords: int) -> np.ndarray:
         n = max(int(nwords), 1)
         with self._lock:
             spare = self._spare
-            if spare is not None and spare.size >= n:
+            fit = None if spare is None else host_aligned(spare, n)
+            if fit is not None:
                 self._spare = None
-                return spare[:n]
-        return np.empty(n, dtype=U32)
+                return fit
+        return host_empty(n)
 
     def recycle(self, arena: np.ndarray) -> None:
         owner = arena if arena.base is None else arena.base

@@ -58,10 +58,16 @@ ZINLINE void z_gs(v16* X, v16* Y, v16 w, v16 ws, v16 wso, zq m, int big) {
   *X = big ? s : z_min(s, z_sub(s, m.r));
   *Y = z_shoup(z_add(z_sub(a, b), m.r), w, ws, wso, m.q);
 }
-/* a forward transform's word -> [0, q) */
-ZINLINE v16 z_reduce(v16 v, zq m, int big) {
-  v = z_min(v, z_sub(v, m.r));
-  return big ? v : z_min(v, z_sub(v, m.q));
+/* the forward transform's last butterfly: as z_ct, but both words come out fully reduced (a
+   and t are reduced before they are combined: one uop fewer than reducing X and Y after) */
+ZINLINE void z_ct_last(v16* X, v16* Y, v16 w, v16 ws, v16 wso, zq m, int big) {
+  v16 a = z_min(*X, z_sub(*X, m.r));  /* [0, 2q) (big: [0, q)) */
+  if (!big) a = z_min(a, z_sub(a, m.q));
+  v16 t = z_shoup(*Y, w, ws, wso, m.q);
+  t = z_min(t, z_sub(t, m.q));  /* [0, q) */
+  const v16 s = z_add(a, t), d = z_sub(a, t);
+  *X = z_min(s, z_sub(s, m.q));
+  *Y = z_min(d, z_add(d, m.q));  /* a < t: d wrapped, d + q is the word */
 }
 ZINLINE void z_fly(v16* X, v16* Y, v16 w, v16 ws, v16 wso, zq m, int big, int gs) {
   if (gs) z_gs(X, Y, w, ws, wso, m, big); else z_ct(X, Y, w, ws, wso, m, big);
@@ -176,7 +182,8 @@ ZINLINE void z_small_twiddles(const u32* const* w, const u32* const* ws, int s, 
   const i64 at = g * (16 / t);
   *W = z_repeat(w[s] + at, t);
   *WS = z_repeat(ws[s] + at, t);
-  *WSO = t > 1 ? z_repeat(ws[s] + at + 1, t) : z_odd(*WS);
+  *WSO = t > 1 ? z_repeat(ws[s] + at + 1, t)  /* t = 1: the even lanes of words at + 1.. */
+               : _mm512_maskz_loadu_epi32((__mmask16)0x5555, ws[s] + at + 1);
 }
 /* one of the stages of half-size 8..1 over len words (stage s of 4: t = 8 >> s forward,
    1 << s inverse), group of 32 by group: move the words from the last stage's layout to this
@@ -196,12 +203,12 @@ ZINLINE void z_small_stage(u32* x, const u32* src, i64 len, const u32* const* w,
     a = a2;
     v16 W, WS, WSO;
     z_small_twiddles(w, ws, s, t, g, &W, &WS, &WSO);
-    z_fly(&a, &b, W, WS, WSO, m, big, gs);
+    if (s < 3 || gs) z_fly(&a, &b, W, WS, WSO, m, big, gs);
+    else z_ct_last(&a, &b, W, WS, WSO, m, big);
     if (s < 3) {
       ZST(x + o, a); ZST(x + o + 16, b);
       continue;
     }
-    if (!gs) { a = z_reduce(a, m, big); b = z_reduce(b, m, big); }
     ZST(x + o, _mm512_permutex2var_epi32(a, P->x[4], b));
     ZST(x + o + 16, _mm512_permutex2var_epi32(a, P->y[4], b));
   }

@@ -242,7 +242,10 @@ def host_empty(shape: int | tuple[int, ...]) -> np.ndarray:
     """An uninitialized uint32 array of `shape` whose data start on a HOST_ALIGN boundary (a
     view into a slightly larger block; `host_aligned` finds it again in that block)."""
     n = int(np.prod(shape))
-    return host_aligned(np.empty(n + HOST_ALIGN // 4, dtype=U32), n).reshape(shape)
+    block = np.empty(n + HOST_ALIGN // 4, dtype=U32)  # room for any start within a line
+    view = host_aligned(block, n)
+    assert view is not None  # HOST_ALIGN // 4 spare words always leave n after the boundary
+    return view.reshape(shape)
 
 
 def host_aligned(block: np.ndarray, n: int) -> np.ndarray | None:

@@ -219,3 +219,20 @@ def test_host_arrays_start_on_a_cache_line(words):
     for a in (arena, buf, again):
         assert a.ctypes.data % HOST_ALIGN == 0
         assert a.dtype == np.uint32
+
+
+def test_a_spare_arena_is_reused_up_to_its_last_aligned_word():
+    """The spare block serves any arena that fits after its first aligned word, and no larger
+    one: one word more gets a fresh arena of the size asked for."""
+    from ren.backend.numpy_backend import HOST_ALIGN, HostAllocator
+    host = HostAllocator()
+    first = host.arena(1000)
+    block = root(first)
+    fits = block.size - (-block.ctypes.data % HOST_ALIGN) // 4  # words after the boundary
+    host.recycle(first)
+    whole = host.arena(fits)
+    assert root(whole) is block and whole.size == fits
+    host.recycle(whole)
+    bigger = host.arena(fits + 1)
+    assert root(bigger) is not block and bigger.size == fits + 1
+    assert bigger.ctypes.data % HOST_ALIGN == 0

@@ -135,23 +135,17 @@ ZINLINE void z_stage2(u32* x, const u32* src, i64 t, i64 cnt, const u32* w1, con
    the block's, number k mod (16 / t): the twiddles of a group are one broadcast load, with no
    permute.  Layout 0 is memory order (words 0..15, 16..31).  Between two stages one vpermt2d
    per vector moves the words from one layout to the next. */
-static int z_lane(int t, int p) {  /* where word p sits in layout t: 0..15 X, 16..31 Y */
-  if (t == 0) return p;
-  const int blocks = 16 / t, b = p / (2 * t), r = p % (2 * t);
-  return (r % t) * blocks + b + (r >= t ? 16 : 0);
+static int z_word(int t, int l) {  /* the word lane l (0..15 X, 16..31 Y) holds in layout t */
+  if (t == 0) return l;
+  const int blocks = 16 / t, k = l & 15;
+  return (k % blocks) * 2 * t + k / blocks + (l >= 16 ? t : 0);
 }
 /* the vpermt2d index taking layout `from` to the X (y = 0) or Y (y = 1) vector of layout `to`
    (to = 0: the low or high half of memory order) */
 static v16 z_index(int from, int to, int y) {
-  int idx[16];
-  for (int k = 0; k < 16; ++k) {
-    int p = k + 16 * y;  /* the word lane k of that vector holds */
-    if (to) {
-      const int blocks = 16 / to, b = k % blocks, j = k / blocks;
-      p = b * 2 * to + j + (y ? to : 0);
-    }
-    idx[k] = z_lane(from, p);
-  }
+  int lane_of[32], idx[16];  /* lane_of: where each word sits in layout `from` */
+  for (int l = 0; l < 32; ++l) lane_of[z_word(from, l)] = l;
+  for (int k = 0; k < 16; ++k) idx[k] = lane_of[z_word(to, k + 16 * y)];
   return _mm512_loadu_si512((const void*)idx);
 }
 typedef struct { v16 x[5], y[5]; } zsmall;  /* 5 moves, 4 stages */

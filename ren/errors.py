@@ -120,3 +120,132 @@ def check_real(value: Any, what: str, error: type[RenError] = ParameterError) ->
         raise error(f"{what} must be a finite real number (int or float), got "
                     f"{type(value).__name__} {value!r}")
     return float(value)
+
+
+# Every public function of ren.ckks, ren.rlwe, ren.distributed and the circuits checks its
+# arguments with these few functions, so that a wrong type, NaN, a negative count or a size that
+# would run for hours is one clear ParameterError (or the subclass the caller names), never a bare
+# TypeError from deep inside NumPy.  tests/test_api_fuzz.py walks the public API to keep it so.
+def _fail(error: type[RenError], what: str, expected: str, value: Any, hint: str) -> RenError:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return error(f"{what} must be {expected}, got {type(value).__name__} {shown}"
+                 + (f"; {hint}" if hint else ""))
+
+
+def check_int_range(value: Any, what: str, lo: int | None = None, hi: int | None = None,
+                    error: type[RenError] = ParameterError, hint: str = "") -> int:
+    """`check_int`, then lo <= value <= hi (either bound may be None).  The bounds are part of
+    the message, so a caller learns the allowed range from the error alone."""
+    if lo is not None and hi is not None:
+        expected = f"an int in [{lo}, {hi}]"
+    elif lo is not None:
+        expected = f"an int >= {lo}"
+    elif hi is not None:
+        expected = f"an int <= {hi}"
+    else:
+        expected = "an int"
+    if not is_int(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise _fail(error, what, expected, value, hint)
+    return int(value)
+
+
+def check_real_range(value: Any, what: str, lo: float | None = None, hi: float | None = None,
+                     error: type[RenError] = ParameterError, hint: str = "",
+                     lo_open: bool = False) -> float:
+    """`check_real`, then lo <= value <= hi (lo < value with `lo_open`)."""
+    low = "" if lo is None else (f"> {lo}" if lo_open else f">= {lo}")
+    high = "" if hi is None else f"<= {hi}"
+    expected = "a finite real number" + (f" {low}" if low else "") + (
+        f"{' and' if low and high else ''} {high}" if high else "")
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and math.isfinite(value))
+    if ok and lo is not None:
+        ok = value > lo if lo_open else value >= lo
+    if ok and hi is not None:
+        ok = value <= hi
+    if not ok:
+        raise _fail(error, what, expected, value, hint)
+    return float(value)
+
+
+def check_number(value: Any, what: str, error: type[RenError] = ParameterError,
+                 hint: str = "") -> complex:
+    """A finite int, float or complex (NumPy scalars included) as a Python complex.  One rule for
+    every coefficient and value Ren takes: bool is a flag and str is text, so both are refused,
+    like NaN and infinity."""
+    if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Number):
+        raise _fail(error, what, "a finite int, float or complex number", value, hint)
+    try:
+        z = complex(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _fail(error, what, "a finite int, float or complex number", value, hint) from None
+    if not (math.isfinite(z.real) and math.isfinite(z.imag)):
+        raise _fail(error, what, "a finite int, float or complex number", value, hint)
+    return z
+
+
+def check_bool(value: Any, what: str, error: type[RenError] = ParameterError) -> bool:
+    """A real bool (NumPy's too); 0/1 or a string are refused rather than read as a flag."""
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":
+        raise _fail(error, what, "True or False", value, "")
+    return bool(value)
+
+
+def check_choice(value: Any, what: str, choices: Any,
+                 error: type[RenError] = ParameterError) -> Any:
+    """`value` if it is one of `choices` (compared with ==, unhashable values refused)."""
+    try:
+        ok = any(type(value) is type(c) and value == c for c in choices)
+    except Exception:  # an odd __eq__ is a wrong value, not a crash
+        ok = False
+    if not ok:
+        listed = ", ".join(repr(c) for c in choices)
+        raise _fail(error, what, f"one of {listed}", value, "")
+    return value
+
+
+def check_callable(value: Any, what: str, error: type[RenError] = ParameterError,
+                   hint: str = "") -> Any:
+    """`value` if it can be called."""
+    if not callable(value):
+        raise _fail(error, what, "callable", value, hint)
+    return value
+
+
+def check_instance(value: Any, cls: type | tuple[type, ...], what: str,
+                   error: type[RenError] = ParameterError, hint: str = "") -> Any:
+    """`value` if it is an instance of `cls` (a class or a tuple of classes)."""
+    if not isinstance(value, cls):
+        names = (" or ".join(c.__name__ for c in cls) if isinstance(cls, tuple)
+                 else cls.__name__)
+        raise _fail(error, what, f"a {names}", value, hint)
+    return value
+
+
+def check_interval(value: Any, what: str, error: type[RenError] = ParameterError) -> tuple[
+        float, float]:
+    """A pair (a, b) of finite reals with a < b, as floats."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise _fail(error, what, "a pair (a, b) of finite reals with a < b", value, "")
+    a = check_real(value[0], f"{what}[0]", error)
+    b = check_real(value[1], f"{what}[1]", error)
+    if not a < b:
+        raise _fail(error, what, "a pair (a, b) of finite reals with a < b", value, "")
+    return a, b
+
+
+def check_sequence(value: Any, what: str, min_len: int = 0, max_len: int | None = None,
+                   error: type[RenError] = ParameterError, hint: str = "") -> list[Any]:
+    """`value` as a list: any sized iterable except str/bytes/dict (a string is not a list of
+    characters here), with min_len <= len <= max_len."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or not hasattr(
+            value, "__iter__"):
+        raise _fail(error, what, "a list or tuple", value, hint)
+    items = list(value)
+    if len(items) < min_len or (max_len is not None and len(items) > max_len):
+        size = (f"at least {min_len}" if max_len is None else
+                f"between {min_len} and {max_len}")
+        raise _fail(error, what, f"a sequence of {size} items (has {len(items)})", value, hint)
+    return items

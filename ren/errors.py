@@ -178,7 +178,7 @@ def check_number(value: Any, what: str, error: type[RenError] = ParameterError,
     if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Number):
         raise _fail(error, what, "a finite int, float or complex number", value, hint)
     try:
-        z = complex(value)
+        z = complex(value)  # type: ignore[call-overload]  # any Number; failures caught
     except (TypeError, ValueError, OverflowError):
         raise _fail(error, what, "a finite int, float or complex number", value, hint) from None
     if not (math.isfinite(z.real) and math.isfinite(z.imag)):

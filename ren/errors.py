@@ -71,6 +71,12 @@ class ContractError(ScheduleError):
     that skipped an earlier pass.  The message names the pass, the condition and the node."""
 
 
+class PipelineError(ParameterError):
+    """A pipeline (`ren.passes.Pipeline`) that cannot be built or read: an unknown pass name, a
+    required pass removed (the message names the later pass that needs it), a bad text spec, two
+    passes of one name, a user pass that is not a `ren.passes.Pass`."""
+
+
 class MemoryPlanError(RenError, RuntimeError):
     """The memory planner found an inconsistent schedule (e.g. a buffer used before it is
     written)."""

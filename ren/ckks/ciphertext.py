@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError
 from ren.poly import Poly
@@ -55,6 +57,33 @@ class Plaintext:
 
     def realize(self) -> Plaintext:
         self.poly.realize()
+        return self
+
+    @property
+    def values(self) -> np.ndarray | None:
+        """The N/2 slot values this plaintext was encoded from (a read-only copy), or None when
+        only its words are known (decrypted, deserialized, built from a Poly, rebuilt by the JIT,
+        or its poly, scale or level changed since).  Not a dataclass field: the JIT and
+        serialization carry the words only.  Auto mode re-encodes from these values to meet a
+        ciphertext's level and scale, exactly and for free."""
+        kept = self.__dict__.get("_encoded_from")
+        if kept is None or kept[1] is not self.poly or kept[2] != (self.scale, self.level):
+            return None
+        z = kept[0]
+        if z.ndim == 0:  # one number for every slot
+            z = np.full(self.params.slots, z, dtype=np.complex128)
+        elif len(z) < self.params.slots:  # the leading slots, the rest zero
+            z = np.concatenate([z, np.zeros(self.params.slots - len(z), dtype=np.complex128)])
+        z.flags.writeable = False
+        return z
+
+    def keep_values(self, values: np.ndarray) -> Plaintext:
+        """Remember `values` (complex slots; a 0-d array for one number in every slot, or the
+        leading slots) as what this plaintext encodes, for `values`: `Encoder.encode` calls it.
+        Returns self."""
+        z = np.array(values, dtype=np.complex128)  # a copy: later edits of `values` do not leak
+        z.flags.writeable = False
+        self.__dict__["_encoded_from"] = (z, self.poly, (self.scale, self.level))
         return self
 
     @property

@@ -163,8 +163,10 @@ class Encoder:
             raise ScaleOutOfBoundsError(
                 f"encode: the scaled values reach 2^{bound.bit_length()}, beyond Q/2 at level "
                 f"{level} (2^{ring.Q.bit_length() - 1}); use a smaller scale or a higher level")
-        return Plaintext(Poly.from_coefficients(coeffs, ring, device=p.device).ntt(), scale,
-                         level, p)
+        pt = Plaintext(Poly.from_coefficients(coeffs, ring, device=p.device).ntt(), scale, level,
+                       p)
+        return pt.keep_values(values if isinstance(values, Number) else  # (checked above)
+                              np.asarray(values, dtype=np.complex128))
 
     def decode(self, pt: Plaintext) -> np.ndarray:
         """The N/2 complex slots of a Plaintext (realizes it)."""

@@ -36,6 +36,7 @@ from ren.errors import (
 )
 from ren.node import Node, toposort
 from ren.ops import DType, Op
+from ren.passes.pipeline import using as pipeline
 from ren.poly import Poly
 from ren.poly import realize_polys as realize
 from ren.ring import Domain, RingSpec
@@ -72,6 +73,7 @@ __all__ = [
     "canonical_device",
     "errors",
     "jit",
+    "pipeline",
     "random",
     "realize",
     "run_passes",

@@ -59,16 +59,18 @@ class Require:
 
 @dataclass(frozen=True)
 class Contract:
-    """The post-condition of pass `stage` (1..12)."""
+    """The post-condition of pass `stage` (1..12).  A user pass may leave ``stage`` None: its
+    pipeline then checks it at the built-in stage the pass follows (`ren.passes.Pipeline`)."""
 
-    stage: int
+    stage: int | None = None
     forbid: tuple[Forbid, ...] = ()
     checks: tuple[Require, ...] = ()
 
     @cached_property
     def ops(self) -> frozenset[Op]:
-        """The ops the graph may hold after this pass (from the op table)."""
-        return ops_after(self.stage)
+        """The ops the graph may hold after this pass (from the op table; every op when the
+        stage is not known yet)."""
+        return frozenset(Op) if self.stage is None else ops_after(self.stage)
 
     def violations(self, sink: Node, ctx: Any = None) -> Iterator[tuple[str, Node]]:
         """Each broken condition with the node that breaks it (every node of a forbidden op

@@ -61,6 +61,8 @@ from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
 from ren.node import Node, toposort
 from ren.ops import DType, Op
+from ren.passes.pipeline import Pipeline, current_pipeline
+from ren.passes.pipeline import using as using_pipeline
 from ren.plan_cache import compile_cached_and_run
 from ren.poly import Poly, realize_polys
 from ren.realization import Recorder, is_realized, parameter, recording
@@ -113,7 +115,7 @@ class _Call:
     __slots__ = ("bound", "key", "leaves", "name", "scalars", "structure")
 
     def __init__(self, name: str, signature: inspect.Signature, static: tuple[str, ...],
-                 args: tuple, kwargs: dict):
+                 args: tuple, kwargs: dict, pipeline: Pipeline | None = None):
         self.name = name
         try:
             bound = signature.bind(*args, **kwargs)
@@ -139,7 +141,10 @@ class _Call:
         children = tuple(flatten(v, leaves, scalars, seen, JitError) for v in arguments.values())
         self.structure = ("args", tuple(arguments), children)
         self.leaves, self.scalars = leaves, scalars
-        self.key = (self.structure, tuple(_leaf_key(p) for p in leaves), tuple(statics))
+        # the pipeline is in the key: a plan scheduled under one never replays under another
+        pipe_key = (pipeline or current_pipeline()).key
+        self.key = (self.structure, tuple(_leaf_key(p) for p in leaves), tuple(statics),
+                    pipe_key)
 
     def paths(self) -> tuple[list[str], list[str]]:
         return leaf_paths(self.structure)
@@ -380,9 +385,11 @@ class Jitted:
     installs a plan (e.g. unpickled in a worker process); `clear` forgets every plan."""
 
     def __init__(self, fn: Callable, *, capture: bool = True,
-                 static_argnames: Sequence[str] = ()):
+                 static_argnames: Sequence[str] = (), pipeline: Pipeline | str | None = None):
         if not callable(fn):
             raise JitError(f"ren.jit wraps a function, got {type(fn).__name__}")
+        #: the scheduling pipeline its captures use (None: the one in force at each call)
+        self.pipeline = None if pipeline is None else Pipeline.parse(pipeline)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = getattr(fn, "__qualname__", repr(fn))
@@ -418,7 +425,8 @@ class Jitted:
         """The plan a call with these arguments would replay, or None where it would capture
         (nothing runs, nothing is realized).  A matching plan whose frozen scalars differ from
         the arguments raises JitError, as the call would (`ren.distributed` ships the plan)."""
-        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs,
+                     self.pipeline)
         plan = self._plans.get(call.key)
         if plan is not None:
             plan.check(call, key_checked=True)
@@ -438,7 +446,8 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not settings.get("REN_JIT") or _tracing.get():
             return self.fn(*args, **kwargs)  # eager, or inline inside another capture
-        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs,
+                     self.pipeline)
         plan = self._plans.get(call.key)
         if plan is not None:
             plan.check(call, key_checked=True)  # found by its key
@@ -461,7 +470,7 @@ class Jitted:
         # the collector paused for the whole capture, not only the passes: the trace, the
         # memory plan, the exec units and the runner allocate per node too, and full
         # collections over a large graph were 9 % of a bootstrapping's first call (N = 2^12)
-        with gc_paused():
+        with gc_paused(), using_pipeline(self.pipeline or current_pipeline()):
             return self._capture_unpaused(call)
 
     def _capture_unpaused(self, call: _Call) -> tuple[JitPlan, Any]:
@@ -516,17 +525,20 @@ class Jitted:
 
 
 def jit(fn: Callable | None = None, *, capture: bool = True,
-        static_argnames: Sequence[str] = ()) -> Any:
+        static_argnames: Sequence[str] = (), pipeline: Pipeline | str | None = None) -> Any:
     """Wrap `fn` for capture and replay (see the module doc).  ``@ren.jit`` or
     ``@ren.jit(capture=False, static_argnames=("k",))``.
 
     `capture`: when False, a call whose inputs match no plan raises JitError (plans come from
     `Jitted.add_plan`).  `static_argnames`: arguments whose (hashable) values are part of the
-    cache key — one plan per value — instead of frozen scalars.
+    cache key — one plan per value — instead of frozen scalars.  `pipeline`: the scheduling
+    pipeline its captures use (`ren.passes.Pipeline` or its text form); default: the one in
+    force at each call (``with ren.pipeline(...)``, REN_PIPELINE).  Plans are keyed by it.
     """
     if fn is None:
-        return lambda f: Jitted(f, capture=capture, static_argnames=static_argnames)
-    return Jitted(fn, capture=capture, static_argnames=static_argnames)
+        return lambda f: Jitted(f, capture=capture, static_argnames=static_argnames,
+                                pipeline=pipeline)
+    return Jitted(fn, capture=capture, static_argnames=static_argnames, pipeline=pipeline)
 
 
 class _CallableModule(types.ModuleType):

@@ -49,6 +49,7 @@ from ren.kernel import COPY, VIEW, ScheduledKernel
 from ren.memory import MemoryPlan, plan_memory
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
+from ren.passes.pipeline import current_pipeline
 from ren.replay import Template, lower_and_run, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
@@ -292,9 +293,9 @@ def _template_key(todo: list[Node]) -> tuple[tuple | None, list[Buffer]]:
     found = structure_key(todo)
     if found is None:
         return None, []
-    # the switches that change the schedule are part of the key
+    # the switches that change the schedule, and the pipeline, are part of the key
     return (found[0], bool(settings.get("REN_NO_MEMPLAN")),
-            bool(settings.get("REN_NO_ELISION"))), found[1]
+            bool(settings.get("REN_NO_ELISION")), current_pipeline().key), found[1]
 
 
 def _record(timings: RealizeTimings, outputs: int) -> None:

@@ -30,7 +30,8 @@ from ren.ir import storage_buffer
 from ren.kernel import VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
-from ren.passes import PASSES, SHORTCUTS
+from ren.passes import SHORTCUTS
+from ren.passes.pipeline import Pass, Pipeline, current_pipeline
 from ren.rewrite import Provenance, Rule, RuleSet, rewrite
 
 
@@ -49,6 +50,9 @@ class ScheduleContext:
     #: run each row of FUSABLE passes as one walk when nothing watches the graphs between them
     #: (`ren.passes`; False runs every pass on its own, as tracing and REN_CHECK do)
     fuse: bool = True
+    #: the passes this run applies (`ren.passes.Pipeline`): by default the one in force where
+    #: the context is made (``with ren.pipeline(...)``, REN_PIPELINE, else the twelve)
+    pipeline: Pipeline = field(default_factory=current_pipeline)
 
 
 @dataclass
@@ -125,104 +129,104 @@ def age_survivors() -> None:
         gc.unfreeze()
 
 
-def run_passes(*outputs: Any, upto: int = 12, start: int = 1, ctx: ScheduleContext | None = None,
-               trace: bool = False) -> ScheduleTrace:
-    """Run passes `start`..`upto` (1-based, inclusive) on a SINK (or Polys)."""
-    last = len(PASSES)
-    upto = check_int(upto, "run_passes: upto")
+def run_passes(*outputs: Any, upto: int | None = None, start: int = 1,
+               ctx: ScheduleContext | None = None, trace: bool = False,
+               pipeline: Pipeline | str | None = None) -> ScheduleTrace:
+    """Run passes `start`..`upto` (1-based, inclusive; `upto` None: to the end) of the pipeline
+    (`pipeline`, else ``ctx.pipeline``, else the one in force) on a SINK (or Polys)."""
+    if ctx is None:
+        ctx = ScheduleContext()
+    if pipeline is not None:
+        ctx.pipeline = Pipeline.parse(pipeline)
+    last = len(ctx.pipeline)
+    upto = last if upto is None else check_int(upto, "run_passes: upto")
     start = check_int(start, "run_passes: start")
     if not 0 <= upto <= last:
         raise ParameterError(f"run_passes: upto must be a pass number in 0..{last} (0 runs no "
                              f"pass), got {upto}")
-    if not 1 <= start <= last:
+    if not 1 <= start <= max(last, 1):
         raise ParameterError(f"run_passes: start must be a pass number in 1..{last}, got {start}")
     with gc_paused():
         return _run_passes(*outputs, upto=upto, start=start, ctx=ctx, trace=trace)
 
 
-def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext | None,
+def _run_passes(*outputs: Any, upto: int, start: int, ctx: ScheduleContext,
                 trace: bool) -> ScheduleTrace:
     sink = as_sink(*outputs)
-    ctx = ctx or ScheduleContext()
     if not ctx.outputs:
         ctx.outputs = sink.src
     result = ScheduleTrace(sink, ctx)
-    last = len(PASSES)
+    pipe = ctx.pipeline
+    last = len(pipe)
     debug = settings.get("REN_DEBUG")
     if trace:
         result.graphs.append((f"{start - 1:02d}_input", sink))
     fuse = ctx.fuse and not trace and not ctx.check and debug < 3
-    for group in _rows(start, upto, fuse):
-        num, name, mod = group[-1]
+    for group in _rows(pipe, start, upto, fuse):
+        num, p = group[-1]
+        stage = f"{num:02d}_{p.name}"
         if len(group) > 1:
             sink = _run_fused(sink, ctx, tuple(group))
             if num == last:  # the backends rely on the last contract: always checked
-                contracts.check(sink, mod.CONTRACT, f"{num:02d}_{name}", ctx)
+                _check_contract(sink, pipe, num, ctx)
             continue
         before = sink
         if trace:
             ctx.provenance = Provenance()
         try:
-            sink = mod.run(sink, ctx)
+            sink = p.run(sink, ctx)
         finally:
             if trace:
-                result.provenance.append((f"{num:02d}_{name}", ctx.provenance or Provenance()))
+                result.provenance.append((stage, ctx.provenance or Provenance()))
                 ctx.provenance = None
         if debug >= 3:
             from ren.dump import dump
 
-            print(f"[ren] after pass {num:02d}_{name}:\n{dump(sink)}")
+            print(f"[ren] after pass {stage}:\n{dump(sink)}")
         if trace:
-            result.graphs.append((f"{num:02d}_{name}", sink))
+            result.graphs.append((stage, sink))
         if ctx.check:
             from ren.interpret import check_pass
 
-            contracts.check(sink, mod.CONTRACT, f"{num:02d}_{name}", ctx)
-            check_pass(before, sink, ctx, f"{num:02d}_{name}")
+            _check_contract(sink, pipe, num, ctx)
+            check_pass(before, sink, ctx, stage)
         elif num == last:  # the backends rely on the last contract: always checked
-            contracts.check(sink, mod.CONTRACT, f"{num:02d}_{name}", ctx)
+            _check_contract(sink, pipe, num, ctx)
     result.sink = sink
     return result
 
 
-_Pass = tuple[int, str, Any]  # (number, name, module), as in PASSES
+def _check_contract(sink: Node, pipe: Pipeline, num: int, ctx: ScheduleContext) -> None:
+    """Check pass `num`'s (1-based) contract, as its pipeline makes it concrete."""
+    contract = pipe.contract_at(num - 1)
+    if contract is not None:
+        contracts.check(sink, contract, f"{num:02d}_{pipe.passes[num - 1].name}", ctx)
 
 
-def _rows(start: int, upto: int, fuse: bool) -> list[list[_Pass]]:
-    """Passes start..upto in order, grouped: with `fuse`, each row of adjacent FUSABLE passes
-    (and the RECORDS_ONLY passes between or after them) is one group; every other pass is a
+_Entry = tuple[int, Pass]  # (1-based number in the pipeline, pass)
+
+
+def _rows(pipe: Pipeline, start: int, upto: int, fuse: bool) -> list[list[_Entry]]:
+    """Passes start..upto in order, grouped: with `fuse`, each row of adjacent fusable passes
+    (and the records-only passes between or after them) is one group; every other pass is a
     group of its own."""
-    groups: list[list[_Pass]] = []
+    groups: list[list[_Entry]] = []
     open_row = False  # the last group is a row that began with a walking pass
-    for entry in PASSES:
-        if not start <= entry[0] <= upto:
-            continue
-        kind = _fusion_kind(entry) if fuse else None
+    for num, p in enumerate(pipe.passes[start - 1:upto], start):
+        kind = p.fusion_kind if fuse else None
         if kind is not None and open_row:
-            groups[-1].append(entry)
+            groups[-1].append((num, p))
         else:
-            groups.append([entry])
+            groups.append([(num, p)])
             open_row = kind == "walk"
     return groups
 
 
-def _fusion_kind(entry: _Pass) -> str | None:
-    """"walk" for a FUSABLE pass, "record" for a RECORDS_ONLY one (`ren.passes`), None for the
-    rest, and for a pass whose ``run`` was replaced (a variant of the user's, a test's stub):
-    it runs on its own."""
-    mod = entry[2]
-    if getattr(mod.run, "__module__", None) != mod.__name__:
-        return None
-    if getattr(mod, "FUSABLE", False):
-        return "walk"
-    return "record" if getattr(mod, "RECORDS_ONLY", False) else None
-
-
-def _fused_rules(group: tuple[_Pass, ...]) -> tuple[RuleSet, dict[str, list[tuple[str, str]]]]:
+def _fused_rules(group: tuple[_Entry, ...]) -> tuple[RuleSet, dict[str, list[tuple[str, str]]]]:
     """The rules of a row's walking passes in pass order, with the shortcuts of
     `ren.passes.SHORTCUTS` in place of the rules they stand for, and what each rule's firing
     counts as: (pass name, rule name) pairs, for the stats."""
-    return _rules_of_row(tuple((e[1], e[2].rules) for e in group if _fusion_kind(e) == "walk"))
+    return _rules_of_row(tuple((p.name, p.rules) for _, p in group if p.fusion_kind == "walk"))
 
 
 @functools.lru_cache(maxsize=16)
@@ -250,22 +254,22 @@ def _rules_of_row(walks: tuple[tuple[str, RuleSet], ...]
     return RuleSet(rules), counts
 
 
-def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Pass, ...]) -> Node:
-    """A row of FUSABLE passes as one walk (`ren.passes`); each firing is counted under the pass
+def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Entry, ...]) -> Node:
+    """A row of fusable passes as one walk (`ren.passes`); each firing is counted under the pass
     its rule belongs to, as if the passes had run one by one."""
     rules, counts = _fused_rules(group)
-    key = "+".join(name for _, name, _ in group)
+    key = "+".join(p.name for _, p in group)
     sink = rewrite(sink, rules, ctx, name=key)
     fired = ctx.stats.pop(key, Counter())
-    for entry in group:
-        if _fusion_kind(entry) == "walk":
-            ctx.stats.setdefault(entry[1], Counter())
+    for _, p in group:
+        if p.fusion_kind == "walk":
+            ctx.stats.setdefault(p.name, Counter())
     for rule_name, count in fired.items():
         for pass_name, stands_for in counts[rule_name]:
             ctx.stats[pass_name][stands_for] += count
-    for entry in group:  # what they record is the same on the row's final graph
-        if _fusion_kind(entry) == "record" and entry[2].run(sink, ctx) is not sink:
-            raise ScheduleError(f"pass {entry[1]} is RECORDS_ONLY but changed the graph")
+    for _, p in group:  # what they record is the same on the row's final graph
+        if p.fusion_kind == "record" and p.run(sink, ctx) is not sink:
+            raise ScheduleError(f"pass {p.name} is records-only but changed the graph")
     return sink
 
 
@@ -285,6 +289,8 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
     return items
 
 
-def schedule(*outputs: Any, ctx: ScheduleContext | None = None) -> list[ScheduledKernel]:
-    """Schedule the outputs (a SINK, or Polys/Nodes): the list of kernels to run, in order."""
-    return linearize(run_passes(*outputs, ctx=ctx).sink)
+def schedule(*outputs: Any, ctx: ScheduleContext | None = None,
+             pipeline: Pipeline | str | None = None) -> list[ScheduledKernel]:
+    """Schedule the outputs (a SINK, or Polys/Nodes) with `pipeline` (default: the one in force,
+    `ren.passes.current_pipeline`): the list of kernels to run, in order."""
+    return linearize(run_passes(*outputs, ctx=ctx, pipeline=pipeline).sink)

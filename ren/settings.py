@@ -40,6 +40,8 @@ class Switch:
     default: int | str
     doc: str
     allowed: range | tuple[str, ...] | None = range(0, 2)
+    #: with ``allowed`` None: free text read by its user (e.g. a pipeline spec), not a path
+    text: bool = False
 
     @property
     def is_path(self) -> bool:
@@ -54,7 +56,8 @@ class Switch:
         ``one of auto|avx512|avx2|scalar``."""
         r = self.allowed
         if r is None:
-            return "a folder path (empty: the default)"
+            return "a text spec (empty: the default)" if self.text else \
+                "a folder path (empty: the default)"
         if isinstance(r, tuple):
             return "one of " + "|".join(r)
         return f"{r[0]}..{r[-1]}"
@@ -63,6 +66,9 @@ class Switch:
         """`value` if this switch allows it (a path as str), else SettingsError; `where` says
         where the value came from (for the message)."""
         if self.allowed is None:
+            if self.text and not isinstance(value, str):
+                raise SettingsError(f"{where}: {self.name} must be a str, got "
+                                    f"{type(value).__name__} {value!r}")
             if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
                 raise SettingsError(f"{where}: {self.name} must be a folder path (str), got "
                                     f"{type(value).__name__} {value!r}")
@@ -123,6 +129,11 @@ SWITCHES = {s.name: s for s in (
                               "best this CPU has), avx512, avx2 or scalar; a path the CPU lacks "
                               "is a DeviceError when the device opens",
            ("auto", "avx512", "avx2", "scalar")),
+    Switch("REN_PIPELINE", "", "the scheduling pipeline realization uses (`ren.passes.Pipeline`"
+                               "'s text form, e.g. 'default,-simplify_domains' or 'default,"
+                               "+mypkg.passes:my_pass@after=lower_ring_ops'); empty: the "
+                               "default twelve passes; read when a realization starts",
+           None, text=True),
     Switch("REN_CACHE_DIR", "", "folder of Ren's caches: the 'cpu' device's compiled "
                                 "libraries (in its cpu/ subfolder) and the plan cache (plans/); "
                                 "empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren; an "

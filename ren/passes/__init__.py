@@ -1,6 +1,11 @@
-"""The twelve scheduling passes, in pipeline order.
+"""The twelve scheduling passes, in pipeline order, and the pipeline they make.
 
-Each module has ``NAME``, a docstring (what it rewrites, the invariant after it, the ops it may
+The passes a scheduling run applies are a value, `Pipeline` (`ren.passes.pipeline`):
+`default_pipeline()` is the twelve below; a researcher inserts, replaces or removes passes (a
+`Pass` of their own: a name, a docstring, a `Contract` and rules in the pattern DSL — `P`, `X`,
+`Rule`, `RuleSet`, `rewrite`, all exported here — or a ``run`` function) and gets a new one.
+
+Each built-in pass module has ``NAME``, a docstring (what it rewrites, the invariant after it, the ops it may
 leave), ``CONTRACT`` (that invariant as data, checked: `ren.contracts`) and
 ``run(sink, ctx) -> sink``.  Each runs on its own on the graph the previous pass made (or on one
 rebuilt from networkx).
@@ -18,32 +23,24 @@ row, a `Shortcut` may do the work of several passes' rules at once (`SHORTCUTS`:
 12 lower each kernel shape once, `ren.passes.kernel_shapes`).
 """
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ren.contracts import Contract, Forbid, Require
 from ren.passes import kernel_shapes
-
-_MODULES = (
-    "p01_simplify",
-    "p02_lower_ring_ops",
-    "p03_inject_domains",
-    "p04_simplify_domains",
-    "p05_materialize",
-    "p06_lower_bufferize",
-    "p07_becomes_map",
-    "p08_lower_automorphisms",
-    "p09_lower_constants",
-    "p10_buffer_views",
-    "p11_indexify",
-    "p12_kernelize",
+from ren.passes.pipeline import (
+    Pass,
+    Pipeline,
+    current_pipeline,
+    default_pipeline,
+    load_pass,
 )
+from ren.rewrite import P, Pat, Rule, RuleSet, X, rewrite
 
-#: (number, name, module) in pipeline order
-PASSES = [(i + 1, m.NAME, m) for i, m in
-          enumerate(importlib.import_module(f"ren.passes.{name}") for name in _MODULES)]
+#: (number, name, module) of the default pipeline's passes, in order
+PASSES = [(p.number, p.name, p.module) for p in default_pipeline() if p.module is not None]
 
-PASS_NAMES = [f"{num:02d}_{name}" for num, name, _ in PASSES]
+PASS_NAMES = default_pipeline().stage_names
 
 
 @dataclass(frozen=True)
@@ -61,13 +58,18 @@ class Shortcut:
 SHORTCUTS = [Shortcut(kernel_shapes.STANDS_FOR, kernel_shapes.rules)]
 
 #: the stage after which the becomes_map is known (dumps show it beside that stage's graph)
-BECOMES_MAP_STAGE = next(f"{num:02d}_{name}" for num, name, mod in PASSES
-                         if mod.__name__.endswith("p07_becomes_map"))
+BECOMES_MAP_STAGE = next(f"{num:02d}_{name}" for num, name, _ in PASSES if name == "becomes_map")
 
 
 def get_pass(which: int | str):
-    """A pass module by number (1..12) or name ("simplify", "03_inject_domains", …)."""
+    """A built-in pass module by number (1..12) or name ("simplify", "03_inject_domains", …)."""
     for num, name, mod in PASSES:
         if which in (num, name, f"{num:02d}_{name}"):
             return mod
     raise KeyError(f"no pass {which!r}; passes are {PASS_NAMES}")
+
+
+__all__ = ["BECOMES_MAP_STAGE", "PASSES", "PASS_NAMES", "SHORTCUTS", "Contract", "Forbid", "P",
+           "Pass", "Pat", "Pipeline", "Require", "Rule", "RuleSet", "Shortcut", "X",
+           "current_pipeline", "default_pipeline", "get_pass", "load_pass",
+           "rewrite"]

@@ -28,6 +28,8 @@ from ren.rewrite import P, RuleSet, X, rewrite
 from ren.spec import need_spec
 
 NAME = "simplify"
+#: the pipeline computes the same values without this pass (`ren.passes.Pipeline.without`)
+OPTIONAL = True
 
 
 def _compose_to_ring(x: Node, inner: Node, outer: Node) -> Node | None:

@@ -27,6 +27,11 @@ from ren.ring import Domain
 from ren.spec import need_spec
 
 NAME = "inject_domains"
+#: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
+REQUIRED_BECAUSE = (
+    "pass simplify_domains and the ring kernels expect every MUL and AUTOMORPH to read NTT-"
+    "domain values and every RESCALE and basis extension COEFF-domain ones, which "
+    "inject_domains arranges")
 
 
 def _domain(n: Node) -> Domain:

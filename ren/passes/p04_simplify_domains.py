@@ -41,6 +41,8 @@ from ren.passes.folding import CONSTANT_RULES
 from ren.rewrite import P, RuleSet, X, rewrite
 
 NAME = "simplify_domains"
+#: the pipeline computes the same values without this pass (`ren.passes.Pipeline.without`)
+OPTIONAL = True
 
 _ROUND_TRIPS = [
     (P(Op.NTT, P(Op.INTT, X("x"))), lambda x: x, "ntt_of_intt"),

@@ -43,6 +43,10 @@ from ren.ops import DType, GroupOp, Op
 from ren.spec import need_spec, spec_of
 
 NAME = "materialize"
+#: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
+REQUIRED_BECAUSE = (
+    "lower_bufferize and the later passes need the BUFFERIZE boundaries it marks (outputs, "
+    "conversions, copies): without them no value is stored")
 
 
 def _plain(n: Node) -> bool:

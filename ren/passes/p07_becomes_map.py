@@ -18,6 +18,10 @@ from ren.node import Node
 from ren.ops import Op
 
 NAME = "becomes_map"
+#: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
+REQUIRED_BECAUSE = (
+    "realization maps each requested output through ctx.becomes_map, which only becomes_map "
+    "fills")
 
 
 def buffer_backed(o: Node) -> Node:

@@ -23,6 +23,10 @@ from ren.rewrite import P, RuleSet, rewrite
 from ren.ring import Domain, RingSpec, mont_words
 
 NAME = "lower_constants"
+#: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
+REQUIRED_BECAUSE = (
+    "indexify lowers only explicit per-limb constants (VCONST); a symbolic CONST inside a "
+    "kernel has no words until lower_constants gives them")
 
 
 def vconst(value: int, ring: RingSpec) -> Node:

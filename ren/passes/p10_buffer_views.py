@@ -22,6 +22,12 @@ from ren.rewrite import P, RuleSet, X, rewrite
 from ren.spec import need_spec
 
 NAME = "buffer_views"
+#: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it): it is no mere
+#: optimisation, because pass 5 relies on it
+REQUIRED_BECAUSE = (
+    "materialize leaves a ring kernel's input that is a TO_RING onto a contiguous run of stored "
+    "moduli uncopied, for buffer_views to turn into a BUFFER_VIEW, and ring kernels read only "
+    "storage (kernelize refuses anything else)")
 
 
 def to_view(x: Node, n: Node) -> Node:

@@ -38,6 +38,9 @@ from ren.ring import RingKernel
 from ren.spec import need_spec
 
 NAME = "kernelize"
+#: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
+REQUIRED_BECAUSE = ("the backends run only the KERNEL items kernelize makes (its contract is the "
+                    "one every realization checks): without it a schedule has no kernels")
 
 #: ops allowed inside kernel ASTs, by kind (ring kernels: the rest; the op table's ``body``)
 BODY_OPS = {ELEMENTWISE: GroupOp.ELEMENTWISE_BODY, COPY: GroupOp.COPY_BODY}

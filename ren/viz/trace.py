@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from ren.dump import _lines, _Names, dump, format_arg
 from ren.errors import InspectError
 from ren.node import Node, toposort
-from ren.passes import BECOMES_MAP_STAGE, PASSES, get_pass
+from ren.passes import BECOMES_MAP_STAGE
+from ren.passes.pipeline import Pipeline
 from ren.rewrite import Provenance
 from ren.ring import RingSpec
 from ren.schedule import ScheduleContext, as_sink, run_passes
@@ -118,7 +119,7 @@ class PassTrace:
     def golden_text(self, stage: Stage) -> str:
         """The stage's canonical dump, exactly as in tests/golden (the becomes_map goes with
         pass 7)."""
-        becomes = self.ctx.becomes_map if stage.name == BECOMES_MAP_STAGE else None
+        becomes = self.ctx.becomes_map if stage.name[3:] == BECOMES_MAP_STAGE[3:] else None
         return dump(stage.graph, becomes)
 
     def golden_texts(self) -> dict[str, str]:
@@ -155,15 +156,18 @@ def _stage(index: int, name: str, graph: Node, prev: Stage | None, prov: Provena
                  ch.rule, ch.replaces, ch.replaced_by), next_number
 
 
-def trace_passes(*outputs: object) -> PassTrace:
-    """Run the twelve passes one at a time on the outputs (Polys, Nodes or a SINK), keeping the
-    graph after each and the rules each fired (with their rule-set name when it is not the
-    pass's own)."""
+def trace_passes(*outputs: object, pipeline: Pipeline | str | None = None) -> PassTrace:
+    """Run the passes of `pipeline` (default: the one in force) one at a time on the outputs
+    (Polys, Nodes or a SINK), keeping the graph after each and the rules each fired (with their
+    rule-set name when it is not the pass's own)."""
     sink = as_sink(*outputs)
     ctx = ScheduleContext()
+    if pipeline is not None:
+        ctx.pipeline = Pipeline.parse(pipeline)
     first, next_number = _stage(0, "00_input", sink, None, None, 0)
     stages = [first]
-    for num, name, mod in PASSES:
+    for num, mod in enumerate(ctx.pipeline, 1):
+        name = mod.name
         before = {k: Counter(v) for k, v in ctx.stats.items()}
         t0 = time.perf_counter()
         run = run_passes(sink, start=num, upto=num, ctx=ctx, trace=True)
@@ -173,8 +177,8 @@ def trace_passes(*outputs: object) -> PassTrace:
         stage, next_number = _stage(num, f"{num:02d}_{name}", sink, stages[-1], prov,
                                     next_number)
         stage.seconds = seconds
-        stage.doc = first_sentence(mod.__doc__)
-        stage.full_doc = (mod.__doc__ or "").strip()
+        stage.doc = first_sentence(mod.doc)
+        stage.full_doc = mod.doc
         for key, counts in ctx.stats.items():
             for rule, k in (counts - before.get(key, Counter())).items():
                 stage.rules[rule if key == name else f"{key}.{rule}"] += k
@@ -296,7 +300,9 @@ def trace_text(trace: PassTrace, which: int | str | None = None) -> str:
         return stage_text(stage, names=names)
     prev = trace.stages[stage.index - 1]
     before = stage_text(prev, marks=False, names=names)
-    contract = "# " + get_pass(stage.index).CONTRACT.describe().replace("\n", "\n# ") + "\n"
+    found = trace.ctx.pipeline.contract_at(stage.index - 1)
+    contract = "" if found is None else \
+        "# " + found.describe().replace("\n", "\n# ") + "\n"
     return before + "\n" + stage_text(stage, prev, names=names) + contract
 
 

@@ -7,8 +7,6 @@ import pickle
 
 import numpy as np
 import pytest
-
-import ren
 from pipeline_user_passes import (
     canonical_mul,
     canonical_mul_alone,
@@ -16,6 +14,8 @@ from pipeline_user_passes import (
     drop_double_neg,
     kernelize_again,
 )
+
+import ren
 from ren import corpus, settings
 from ren.dump import dump
 from ren.errors import PipelineError
@@ -101,7 +101,8 @@ def test_removing_a_required_pass_names_the_pass_that_needs_it(name):
 
 
 def test_lowering_passes_name_the_contract_that_breaks():
-    with pytest.raises(PipelineError, match="inject_domains's contract allows no CONJUGATE, ROTATE"):
+    with pytest.raises(PipelineError,
+                       match="inject_domains's contract allows no CONJUGATE, ROTATE"):
         default_pipeline().without("lower_ring_ops")
     with pytest.raises(PipelineError, match="allows no BUFFERIZE"):
         default_pipeline().without("lower_bufferize")
@@ -174,8 +175,9 @@ def test_schedule_and_run_passes_take_a_pipeline():
 
 def _double_negations():
     a, b = corpus.poly(31), corpus.poly(32, domain=ren.Domain.NTT)
-    c = -(-(a * a))
-    return (-(-(c + b)), (-(-b)) * b, c.rotate(1), -(-(a.ntt() * b)), -(-a) + a)
+    c = -(-(a * a))  # noqa: B002 - a double negation on purpose
+    return (-(-(c + b)), (-(-b)) * b, c.rotate(1), -(-(a.ntt() * b)),  # noqa: B002
+            -(-a) + a)  # noqa: B002
 
 
 @pytest.mark.parametrize("where", ["lower_bufferize", "lower_automorphisms", "lower_constants"])

@@ -5,8 +5,8 @@ The passes a scheduling run applies are a value, `Pipeline` (`ren.passes.pipelin
 `Pass` of their own: a name, a docstring, a `Contract` and rules in the pattern DSL — `P`, `X`,
 `Rule`, `RuleSet`, `rewrite`, all exported here — or a ``run`` function) and gets a new one.
 
-Each built-in pass module has ``NAME``, a docstring (what it rewrites, the invariant after it, the ops it may
-leave), ``CONTRACT`` (that invariant as data, checked: `ren.contracts`) and
+Each built-in pass module has ``NAME``, a docstring (what it rewrites, the invariant after it,
+the ops it may leave), ``CONTRACT`` (that invariant as data, checked: `ren.contracts`) and
 ``run(sink, ctx) -> sink``.  Each runs on its own on the graph the previous pass made (or on one
 rebuilt from networkx).
 

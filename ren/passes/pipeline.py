@@ -78,7 +78,8 @@ class Pass:
     (`ren.schedule`).  In that walk its rules meet sources that the row's other passes have
     already lowered, so declare it only when its rules decide the same on either form (they
     match ops no later pass of the row rewrites, as pass 8's AUTOMORPH rule does); the tests
-    compare the fused and the unfused graph.  ``records_only``: it only records what it finds in ``ctx`` (pass 7).
+    compare the fused and the unfused graph.  ``records_only``: it only records what it finds
+    in ``ctx`` (pass 7).
     ``keep_specs``: a rewrite that would change a node's domain is re-tagged (`ren.rewrite`).
     ``contract`` None: the graph after the pass must satisfy what held before it (the contract
     of the built-in pass before it, without its forbidden shapes).

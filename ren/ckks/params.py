@@ -15,6 +15,7 @@ import inspect
 import itertools
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 from functools import cached_property, lru_cache
@@ -23,9 +24,14 @@ from typing import Any, ClassVar
 from ren.ckks import chain as ch
 from ren.ckks.errors import InsecureParametersWarning, ScaleOutOfBoundsError
 from ren.device import canonical_device
-from ren.errors import ParameterError
+from ren.errors import ParameterError, check_real_range
 from ren.ring.ringspec import MAX_GENERATED_MODULI, MAX_LOG_N
-from ren.rlwe.cost import KeySwitchCost, key_switch_cost
+from ren.rlwe.cost import (
+    MAX_NOISE_BITS,
+    KeySwitchCost,
+    key_switch_cost,
+    key_switch_noise_bits,
+)
 from ren.rlwe.params import (
     HE_STANDARD_128,
     RLWEParams,
@@ -239,39 +245,69 @@ class CKKSParams(RLWEParams):
 
     @classmethod
     def key_switching_options(cls, N: int, depth: int, scale_bits: int = 40,
-                              first_bits: int | None = None, **kwargs: Any
+                              first_bits: int | None = None,
+                              max_noise_bits: float | None = MAX_NOISE_BITS, **kwargs: Any
                               ) -> list[tuple[KeySwitchCost, CKKSParams]]:
         """Every key-switching shape for this chain that keeps its security (with
-        ``insecure=True``: up to one digit): for each digit count, the fewest special primes
-        that fit it (`dnum=None`), cheapest first by `ren.rlwe.cost.key_switch_cost` at the
+        ``insecure=True``: up to one digit) and its precision: for each digit count, the fewest
+        special primes that fit it, cheapest first by `ren.rlwe.cost.key_switch_cost` at the
         top level.  Fewer, larger digits need a larger P: fewer transforms and inner-product
-        terms, more conversion work, a larger log2 QP."""
+        terms, more conversion work, a larger log2 QP.
+
+        Precision: a shape is proposed only if its key switch adds no more noise than a rescale
+        (`ren.rlwe.cost.key_switch_noise_bits` at most `max_noise_bits`, default 0; the module
+        docstring there says how it is estimated and measured): for each count of special
+        primes, the fewest digits that keep the noise within the bound (P about k·D·σ·sqrt(N)
+        above a digit D of k primes, where `RLWEParams`' default only asks for P >= D).  A
+        positive `max_noise_bits` trades that many bits of a rotation's precision for speed;
+        None drops the bound (the fewest digits at most P each, the default of `dnum=None`)."""
         if "special_primes" in kwargs or "dnum" in kwargs:
             raise ParameterError("CKKSParams.key_switching_options chooses special_primes and "
                                  "dnum itself; pass the chain's other arguments only")
+        if max_noise_bits is not None:
+            max_noise_bits = check_real_range(
+                max_noise_bits, "CKKSParams.key_switching_options: max_noise_bits (the most "
+                "noise a key switch may add, in bits against a rescale's)", -MAX_NOISE_RANGE,
+                MAX_NOISE_RANGE, hint="0 (the default) adds no more than a rescale; None drops "
+                "the bound")
         out: list[tuple[KeySwitchCost, CKKSParams]] = []
+        built = False  # a chain was built: a later refusal is the security bound
         for alpha in range(1, MAX_GENERATED_MODULI + 1):
             try:
                 params = cls(N, depth, scale_bits, first_bits, special_primes=alpha, **kwargs)
             except ParameterError:
-                if out:
+                if built:
                     break  # past the security bound: a larger P only adds to log2 QP
                 continue
+            built = True
+            quiet = _quiet_enough(params, max_noise_bits)
+            if quiet is None:
+                continue  # no digit count keeps the noise within the bound: a larger P
+            params = quiet
             if not out or params.dnum < out[-1][1].dnum:  # a larger P for as many digits: no
                 out.append((key_switch_cost(params), params))
             if params.dnum == 1:
                 break  # one digit already: a larger P cannot make fewer
         if not out:
+            bound = ("" if max_noise_bits is None else
+                     f" whose key switch adds at most 2^{max_noise_bits:g} of a rescale's noise "
+                     "(max_noise_bits)")
             raise ParameterError(f"CKKSParams.key_switching_options: no special-prime count "
-                                 f"gives secure parameters for N={N}, depth={depth}, "
-                                 f"scale_bits={scale_bits}; {cls._security_advice}")
+                                 f"gives secure parameters{bound} for N={N}, depth={depth}, "
+                                 f"scale_bits={scale_bits}; {cls._security_advice}"
+                                 + ("" if max_noise_bits is None else
+                                    ", or allow more noise (a larger max_noise_bits, or None)"))
         return sorted(out, key=lambda o: (o[0].work, o[1].log2_QP))
 
     @classmethod
     def fastest_key_switching(cls, N: int, depth: int, scale_bits: int = 40,
-                              first_bits: int | None = None, **kwargs: Any) -> CKKSParams:
-        """The parameters of `key_switching_options` whose key switch is cheapest."""
-        return cls.key_switching_options(N, depth, scale_bits, first_bits, **kwargs)[0][1]
+                              first_bits: int | None = None,
+                              max_noise_bits: float | None = MAX_NOISE_BITS,
+                              **kwargs: Any) -> CKKSParams:
+        """The parameters of `key_switching_options` whose key switch is cheapest (among those
+        that add no more noise than a rescale, unless `max_noise_bits` says otherwise)."""
+        return cls.key_switching_options(N, depth, scale_bits, first_bits, max_noise_bits,
+                                         **kwargs)[0][1]
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> CKKSParams:
@@ -405,6 +441,31 @@ class CKKSParams(RLWEParams):
                else ""),
         ]
         return "\n".join(lines)
+
+
+#: `key_switching_options`' max_noise_bits lies in ±this: 2^-64 of a rescale's noise is nothing
+#: (and asks for 64 bits more of P), 2^64 of it is no precision at all.
+MAX_NOISE_RANGE = 64
+
+
+def _quiet_enough(params: CKKSParams, max_noise_bits: float | None) -> CKKSParams | None:
+    """`params` with the fewest digits (at least its own) whose key switch adds at most
+    `max_noise_bits` (`key_switch_noise_bits`; None: `params` as they are), or None when even
+    one prime per digit adds more."""
+    if max_noise_bits is None or key_switch_noise_bits(params) <= max_noise_bits:
+        return params
+    with warnings.catch_warnings():  # the same chain and P as `params`: warned once already
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        for dnum in range(params.dnum + 1, len(params.chain) + 1):
+            more = type(params)(params.N, params.depth, params.scale_bits, params.first_bits,
+                                special_primes=len(params.special_moduli), dnum=dnum,
+                                secret=params.secret if params.hamming_weight is None
+                                else (params.secret, params.hamming_weight),
+                                sigma=params.sigma, insecure=params.insecure,
+                                device=params.device)
+            if key_switch_noise_bits(more) <= max_noise_bits:
+                return more
+    return None
 
 
 def _check_security_early(N: int, depth: int, scale_bits: int) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class Plaintext:
         z.flags.writeable = False
         return z
 
-    def keep_values(self, values: np.ndarray) -> Plaintext:
+    def keep_values(self, values: Any) -> Plaintext:
         """Remember `values` (complex slots; a 0-d array for one number in every slot, or the
         leading slots) as what this plaintext encodes, for `values`: `Encoder.encode` calls it.
         Returns self."""

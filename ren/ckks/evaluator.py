@@ -12,6 +12,17 @@ the product of the dropped primes.  Two modes (``Evaluator(..., mode=)``):
   costs no level of the result.  Only two ciphertexts at the same level with different scales
   cost a level (both move to the next level's default scale).  So ``ev.add(ct1, ct2)`` and
   ``ev.multiply(ev.multiply(a, b), c)`` just work; products are rescaled when next needed.
+  A Plaintext meets a ciphertext the same way, and more cheaply: a plaintext at a lower level
+  is met by the ciphertext (free, as above); one at the ciphertext's level or above follows the
+  ciphertext.  It is re-encoded from the values it was encoded from (`Plaintext.values`), at
+  any level and scale, exactly and for free; when only its words are known (decrypted,
+  deserialized, inside `ren.jit`), it is dropped to the ciphertext's level (a view), reaches a
+  lower level's scale by an integer product and a rescale of its words, or an integer multiple
+  of its scale by an integer product; only words at the ciphertext's own level with a scale no
+  integer reaches cost a level (both move to the next level's default scale), as two
+  ciphertexts would.  Additions need the one scale; a product only the one level, and takes
+  the scale too when the levels differ (so its rescale lands on the next default scale).
+  `align` brings a ciphertext to a requested level and scale by the same free moves.
 * ``"explicit"``: nothing happens by itself.  Operands at different levels are aligned by
   dropping the higher one (a view); additions need equal scales (`adjust_scale` or
   ``multiply_scalar(..., target_scale=)`` make them equal), and rescaling is the caller's.
@@ -29,9 +40,10 @@ Relinearization, rotations and conjugation are the RLWE layer's key switching
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
-from numbers import Complex, Integral
+from numbers import Number
 from typing import Any, overload
 
 import numpy as np
@@ -48,7 +60,17 @@ from ren.ckks.errors import (
 from ren.ckks.lintrans import LinearTransform
 from ren.ckks.operations import OPERATIONS, operation
 from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, rescaled, scale_arg
-from ren.errors import ParameterError
+from ren.errors import (
+    ParameterError,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_int_range,
+    check_number,
+    check_sequence,
+    is_int,
+)
 from ren.poly import Poly
 from ren.ring import conjugation_element, galois_element
 from ren.rlwe.automorphism import automorphism, hoisted_automorphisms
@@ -81,6 +103,8 @@ class Evaluator:
     relinearize           a size-3 ciphertext back to size 2 (needs the relinearization key)
     rescale               divide by the level's primes: level − 1, scale / their product (exact)
     drop_level            move to a lower level without changing the scale (a view)
+    align                 move to a lower level and exactly a given scale at no cost to the
+                          result's level (a view, or an integer product and a rescale)
     adjust_scale          rescale to exactly a requested scale (uses one level)
     rotate                slots rotated left by k (negative: right); needs the key for k mod N/2
     conjugate             complex conjugate of every slot (needs the conjugation key)
@@ -95,19 +119,17 @@ class Evaluator:
 
     def __init__(self, params: CKKSParams, relin_key: RelinKey | None = None,
                  rotation_keys: GaloisKeys | None = None, mode: str = "auto") -> None:
-        if not isinstance(params, CKKSParams):
-            raise ParameterError(f"Evaluator needs CKKSParams, got {type(params).__name__}")
-        if mode not in MODES:
-            raise ParameterError(f"Evaluator: mode must be one of {MODES}, got {mode!r}")
+        check_instance(params, CKKSParams, "Evaluator: params",
+                       hint="make them with ren.ckks.CKKSParams(...) or CKKSParams.preset(...)")
         self.params = params
-        self.mode = mode
-        for key, kind, name in ((relin_key, RelinKey, "relin_key"),
-                                (rotation_keys, GaloisKeys, "rotation_keys")):
+        self.mode = check_choice(mode, "Evaluator: mode", MODES)
+        for key, kind, name, make in (
+                (relin_key, RelinKey, "relin_key", "relin_key()"),
+                (rotation_keys, GaloisKeys, "rotation_keys", "rotation_keys([...])")):
             if key is None:
                 continue
-            if not isinstance(key, kind):
-                raise ParameterError(f"Evaluator: {name} must be a {kind.__name__}, got "
-                                     f"{type(key).__name__}")
+            check_instance(key, kind, f"Evaluator: {name}",
+                           hint=f"make it with KeyGenerator(params).{make}")
             if key.params != params:
                 raise ParamsMismatchError(f"Evaluator: {name} was made under other CKKSParams")
         self.relin_key = relin_key
@@ -126,21 +148,31 @@ class Evaluator:
         return _explicit_view(self)
 
     # -- checks and alignment -------------------------------------------------------------------
-    def _ct(self, ct, what: str = "operand") -> Ciphertext:
+    def _ct(self, ct: Any, what: str = "ciphertext", op: str = "") -> Ciphertext:
+        """`ct` if it is a Ciphertext of these parameters; `op` names the calling method."""
+        where = f"{op}: the {what}" if op else f"the {what}"
         if not isinstance(ct, Ciphertext):
-            raise ParameterError(f"expected a Ciphertext as {what}, got {type(ct).__name__}")
+            check_instance(ct, Ciphertext, where, hint=(
+                "put the ciphertext first: ev.add(ct, pt), ev.multiply(ct, pt)"
+                if isinstance(ct, Plaintext) else "encrypt values with an Encryptor first"))
         if ct.params != self.params:
-            raise ParamsMismatchError(f"the {what} was made under other CKKSParams than the "
+            raise ParamsMismatchError(f"{where} was made under other CKKSParams than the "
                                       "evaluator's; use objects from one parameter set")
         return ct
 
-    def _pt(self, pt) -> Plaintext:
-        if not isinstance(pt, Plaintext):
-            raise ParameterError(f"expected a Plaintext, got {type(pt).__name__}")
+    def _pt(self, pt: Any, op: str = "") -> Plaintext:
+        where = f"{op}: the plaintext" if op else "the plaintext"
+        check_instance(pt, Plaintext, where,
+                       hint="encode values with the evaluator's encoder (ev.encoder.encode)")
         if pt.params != self.params:
-            raise ParamsMismatchError("the plaintext was made under other CKKSParams than the "
+            raise ParamsMismatchError(f"{where} was made under other CKKSParams than the "
                                       "evaluator's; encode with an Encoder of these parameters")
         return pt
+
+    @staticmethod
+    def _scale_arg(value: Any, what: str) -> Fraction:
+        """A scale argument as an exact Fraction (NumPy integers read as ints)."""
+        return scale_arg(int(value) if is_int(value) else value, what)
 
     @overload
     def drop_level(self, x: Ciphertext, level: int | None = None) -> Ciphertext: ...
@@ -151,8 +183,13 @@ class Evaluator:
                    ) -> Ciphertext | Plaintext:
         """`x` at the lower `level` (default: one below), same scale: a view of a prefix of its
         primes, no computation."""
-        level = x.level - 1 if level is None else level
-        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= x.level:
+        check_instance(x, (Ciphertext, Plaintext), "drop_level: x",
+                       hint="drop_level moves a ciphertext or a plaintext to a lower level")
+        if x.params != self.params:
+            raise ParamsMismatchError(f"drop_level: the {type(x).__name__.lower()} was made "
+                                      "under other CKKSParams than the evaluator's")
+        level = x.level - 1 if level is None else check_int(level, "drop_level: level")
+        if not 0 <= level <= x.level:
             raise OutOfLevelsError(f"drop_level: cannot move from level {x.level} to {level!r}; "
                                    f"pick a level in [0, {x.level}]")
         if level == x.level:
@@ -162,8 +199,50 @@ class Evaluator:
             "instead (it divides the scale too) or drop fewer levels"))
         ring = self.params.ring(level)
         if isinstance(x, Plaintext):
-            return Plaintext(x.poly.to_ring(ring), x.scale, level, x.params)
+            values = x.values
+            out = Plaintext(x.poly.to_ring(ring), x.scale, level, x.params)
+            return out if values is None else out.keep_values(values)
         return Ciphertext(tuple(c.to_ring(ring) for c in x.parts), x.scale, level, x.params)
+
+    def align(self, ct: Ciphertext, level: int | None = None,
+              scale: Fraction | float | None = None) -> Ciphertext:
+        """`ct` at `level` (default: its own) with exactly `scale` (default: its own), at no cost
+        to the result's level: a view when only the level changes; dropped to level + 1, an
+        integer product aimed at `scale` and a rescale when the scale changes too; at its own
+        level, a scale that is an integer multiple of its own (an exact integer product).  Any
+        other scale at its own level needs a level (`adjust_scale`): ScaleMismatchError.
+
+        In auto mode an unrescaled product that has to move is rescaled first (then ``scale``
+        defaults to the rescaled scale).  This is what auto mode does to meet another operand,
+        offered to code that needs an input at a given level and scale (transforms,
+        bootstrapping, your own algorithms)."""
+        ct = self._ct(ct, op="align")
+        if level is not None:
+            level = check_int(level, "align: level", hint="levels are ints in [0, depth]")
+        target = None if scale is None else self._scale_arg(scale, "align: scale")
+        if (level is None or level == ct.level) and (target is None or target == ct.scale):
+            return ct
+        ct = self._ready(ct)
+        level = ct.level if level is None else level
+        target = ct.scale if target is None else target
+        if not 0 <= level <= ct.level:
+            raise OutOfLevelsError(
+                f"align: cannot move a ciphertext at level {ct.level} to level {level}: levels "
+                f"only go down (pick a level in [0, {ct.level}]); bootstrap to raise one")
+        if target == ct.scale:
+            return self.drop_level(ct, level)
+        target = self.params.check_scale(target, level, "align", fix=lambda: (
+            f"the requested scale must fit level {level}; ask for another one"))
+        if level < ct.level:
+            return self._reach(ct, level, target)
+        ratio = target / ct.scale
+        if ratio.denominator != 1:
+            raise ScaleMismatchError(
+                f"align: at its own level {level} a ciphertext reaches only an integer multiple "
+                f"of its scale for free, and {_scale_difference(target, ct.scale)} is none; "
+                "align to a lower level (free), or use adjust_scale (it costs a level)")
+        out = self.multiply_int(ct, ratio.numerator)
+        return Ciphertext(out.parts, target, level, self.params)
 
     def _align(self, a, b):
         level = min(a.level, b.level)
@@ -189,7 +268,8 @@ class Evaluator:
     def _reach(self, ct: Ciphertext, level: int, scale: Fraction) -> Ciphertext:
         """`ct` (above `level`) at `level` with exactly `scale`, at no cost to the result's
         level: dropped to level + 1, an integer product aimed at `scale`, one rescale (the one
-        place that does this: auto mode's meeting of operands, transforms, bootstrapping)."""
+        place that does this: auto mode's meeting of operands, `align`, transforms,
+        bootstrapping)."""
         ct = self.drop_level(ct, level + 1)
         return settle_scale(self.rescale(self.multiply_scalar(ct, 1.0, target_scale=scale)),
                             scale)
@@ -213,13 +293,65 @@ class Evaluator:
             high = self.drop_level(high, low.level)
         return (low, high) if a is low else (high, low)
 
+    def _plain_at(self, pt: Plaintext, level: int, scale: Fraction, op: str
+                  ) -> Plaintext | None:
+        """`pt` at `level` (at most its own unless its values are known) with exactly `scale`,
+        for free: re-encoded from its values; or its words dropped (equal scales), multiplied
+        by an integer aimed at `scale` and rescaled from level + 1 (a lower level), or
+        multiplied by the integer scale / pt.scale (its own level).  None when only the last
+        could do and the ratio is no integer."""
+        if (pt.level, pt.scale) == (level, scale):
+            return pt
+        values = pt.values
+        if values is not None:
+            return self.encoder.encode(values, level, scale)
+        if scale == pt.scale:
+            return self.drop_level(pt, level)
+        p = self.params
+        if level < pt.level:
+            pt = self.drop_level(pt, level + 1)
+            moduli = p.rescale_moduli(level + 1)
+            enc = normalize_scale(scale * _prod(moduli) / pt.scale)
+            p.check_scale(enc, level + 1, f"{op}: the plaintext's integer factor",
+                          fix_small=lambda: (
+                              f"its scale 2^{pt.log2_scale:.2f} is more than one level's primes "
+                              f"above the ciphertext's 2^{log2_exact(scale):.2f}; encode it at "
+                              "a scale near the ciphertext's"))
+            self._product_scale(pt.scale * enc, level + 1, op)
+            poly = (pt.poly * round(enc)).rescale(moduli)
+            return Plaintext(poly, scale, level, p)
+        ratio = scale / pt.scale
+        if level != pt.level or ratio.denominator != 1:
+            return None
+        p.check_scale(scale, level, op, fix="the ciphertext's scale does not fit its level")
+        return Plaintext(pt.poly * ratio.numerator, scale, level, p)
+
+    def _meet_plain(self, ct: Ciphertext, pt: Plaintext, op: str
+                    ) -> tuple[Ciphertext, Plaintext]:
+        """Auto mode: a (ready) ciphertext and a plaintext at one level and exact scale (see
+        the module docstring): a lower plaintext is met by the ciphertext, any other follows
+        it."""
+        if ct.level > pt.level:
+            if ct.scale != pt.scale:
+                ct = self._reach(ct, pt.level, pt.scale)
+            return self.drop_level(ct, pt.level), pt
+        moved = self._plain_at(pt, ct.level, ct.scale, op)
+        if moved is not None:
+            return ct, moved
+        if ct.level == 0:
+            self._same_scale(ct, pt, op)  # nothing left to adjust with: the explicit error
+        target = self.params.scale(ct.level - 1)
+        moved = self._plain_at(pt, ct.level - 1, target, op)
+        assert moved is not None  # a lower level is always reachable
+        return self.adjust_scale(ct, target), moved
+
     @staticmethod
     def _same_scale(a, b, op: str) -> None:
         if a.scale != b.scale:
             raise ScaleMismatchError(
                 f"{op}: the operands' scales differ: {_scale_difference(a.scale, b.scale)}; "
                 "bring one to the other's with evaluator.adjust_scale(ct, other.scale) (uses a "
-                "level), or encode plaintexts with scale=ct.scale")
+                "level), or encode plaintexts with scale=ct.scale (auto mode does this itself)")
 
     # -- addition ---------------------------------------------------------------------------------
     def add(self, a: Ciphertext, b: Operand) -> Ciphertext:
@@ -231,10 +363,11 @@ class Evaluator:
         return self._addsub(a, b, -1)
 
     def _addsub(self, a, b, sign: int) -> Ciphertext:
-        a = self._ct(a, "first operand")
         op = "add" if sign > 0 else "sub"
+        a = self._ct(a, "first operand", op)
+        _check_operand(b, op)
         if isinstance(b, Ciphertext):
-            b = self._ct(b, "second operand")
+            b = self._ct(b, "second operand", op)
             if self.auto and (a.level, a.scale) != (b.level, b.scale):
                 # (equal ones add as they are: a sum of products needs one rescale, later)
                 a, b = self._meet(self._ready(a), self._ready(b), op)
@@ -251,31 +384,36 @@ class Evaluator:
             return Ciphertext(tuple(parts), a.scale, a.level, self.params)
         if isinstance(b, Plaintext):
             return self._add_plain(a, b, sign)
-        if isinstance(b, Complex) and not isinstance(b, bool):
-            return self._add_scalar(a, complex(b) * sign)
+        if isinstance(b, Number):
+            return self._add_scalar(a, _number(b, op) * sign)
         return self._add_plain(a, self._encode_like(a, b), sign)
 
     def add_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
-        return self._add_plain(self._ct(ct), pt, +1)
+        """ct + pt (auto mode meets levels and scales; explicit mode needs equal scales)."""
+        return self._add_plain(self._ct(ct, op="add_plain"), pt, +1)
 
     def sub_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
-        return self._add_plain(self._ct(ct), pt, -1)
+        """ct − pt (auto mode meets levels and scales; explicit mode needs equal scales)."""
+        return self._add_plain(self._ct(ct, op="sub_plain"), pt, -1)
 
     def _add_plain(self, ct: Ciphertext, pt, sign: int) -> Ciphertext:
-        pt = self._pt(pt)
-        if self.auto and ct.level > pt.level and ct.scale != pt.scale:
-            ct = self._reach(self._ready(ct), pt.level, pt.scale)
+        op = "add_plain" if sign > 0 else "sub_plain"
+        pt = self._pt(pt, op)
+        if self.auto and (ct.level, ct.scale) != (pt.level, pt.scale):
+            # (equal ones add as they are, an unrescaled product too)
+            ct, pt = self._meet_plain(self._ready(ct), pt, op)
         ct, pt = self._align(ct, pt)
-        self._same_scale(ct, pt, "add_plain" if sign > 0 else "sub_plain")
+        self._same_scale(ct, pt, op)
         c0 = ct.c0 + pt.poly if sign > 0 else ct.c0 - pt.poly
         return Ciphertext((c0, *ct.parts[1:]), ct.scale, ct.level, self.params)
 
     def add_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
         """ct + c in every slot (c encoded at ct's scale, exactly rounded)."""
-        return self._add_scalar(self._ct(ct), _number(c))
+        return self._add_scalar(self._ct(ct, op="add_scalar"), _number(c, "add_scalar"))
 
     def sub_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
-        return self._add_scalar(self._ct(ct), -_number(c))
+        """ct − c in every slot (c encoded at ct's scale, exactly rounded)."""
+        return self._add_scalar(self._ct(ct, op="sub_scalar"), -_number(c, "sub_scalar"))
 
     def _add_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
         if c.imag != 0:  # a complex constant is re + im·X^(N/2): encode it as a vector
@@ -289,7 +427,8 @@ class Evaluator:
         return Ciphertext((ct.c0 + k, *ct.parts[1:]), ct.scale, ct.level, self.params)
 
     def negate(self, ct: Ciphertext) -> Ciphertext:
-        ct = self._ct(ct)
+        """−ct."""
+        ct = self._ct(ct, op="negate")
         return Ciphertext(tuple(-c for c in ct.parts), ct.scale, ct.level, self.params)
 
     # -- multiplication ---------------------------------------------------------------------------
@@ -301,19 +440,25 @@ class Evaluator:
         scale and the level stay, no rescale needed), while ``multiply(ct, 2.0)`` encodes 2.0 at
         the level's scale (`multiply_scalar`: the scale is multiplied by it, and a `rescale`
         afterwards costs a level).  Pass an int whenever the factor is one."""
-        a = self._ct(a, "first operand")
+        a = self._ct(a, "first operand", "multiply")
+        relinearize = check_bool(relinearize, "multiply: relinearize")
+        _check_operand(b, "multiply")
         if isinstance(b, Ciphertext):
-            return self._mul_ct(a, self._ct(b, "second operand"), relinearize)
+            return self._mul_ct(a, self._ct(b, "second operand", "multiply"), relinearize)
         if isinstance(b, Plaintext):
             return self.multiply_plain(a, b)
-        if isinstance(b, Integral) and not isinstance(b, bool):
-            return self.multiply_int(a, int(b))
-        if isinstance(b, Complex) and not isinstance(b, bool):
+        if is_int(b):
+            return self.multiply_int(a, check_int(b, "multiply: the factor"))
+        if isinstance(b, Number):
             return self.multiply_scalar(a, b)
+        a = self._ready(a)  # (the vector is encoded where the product happens)
         return self.multiply_plain(a, self._encode_like(a, b, self.params.scale(a.level)))
 
     def square(self, ct: Ciphertext, relinearize: bool = True) -> Ciphertext:
-        ct = self._ready(self._ct(ct), True)
+        """ct·ct with one fewer product (relinearized unless `relinearize` is False)."""
+        ct = self._ct(ct, op="square")
+        relinearize = check_bool(relinearize, "square: relinearize")
+        ct = self._ready(ct, True)
         self._need_size2(ct, "square")
         c0, c1 = ct.parts
         d = (c0 * c0, (c0 * c1) * 2, c1 * c1)
@@ -353,7 +498,7 @@ class Evaluator:
 
     def relinearize(self, ct: Ciphertext) -> Ciphertext:
         """(d0, d1, d2) -> (d0, d1) + keyswitch(d2 from s² to s)."""
-        ct = self._ct(ct)
+        ct = self._ct(ct, op="relinearize")
         if ct.size == 2:
             return ct
         if self.relin_key is None:
@@ -364,17 +509,20 @@ class Evaluator:
                           self.params)
 
     def multiply_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
-        """ct·pt; the scale becomes ct.scale·pt.scale."""
-        ct, pt = self._align(self._ready(self._ct(ct)), self._pt(pt))
+        """ct·pt; the scale becomes ct.scale·pt.scale.  In auto mode operands at different levels
+        meet as two ciphertexts would (one level, and the lower one's scale)."""
+        ct = self._ready(self._ct(ct, op="multiply_plain"))
+        pt = self._pt(pt, "multiply_plain")
+        if self.auto and ct.level != pt.level:
+            ct, pt = self._meet_plain(ct, pt, "multiply_plain")
+        ct, pt = self._align(ct, pt)
         scale = self._product_scale(ct.scale * pt.scale, ct.level, "multiply_plain")
         return Ciphertext(tuple(c * pt.poly for c in ct.parts), scale, ct.level, self.params)
 
     def multiply_int(self, ct: Ciphertext, k: int) -> Ciphertext:
         """ct·k for an integer k; scale and level unchanged."""
-        ct = self._ct(ct)
-        if isinstance(k, bool) or not isinstance(k, Integral):
-            raise ParameterError(f"multiply_int: k must be an int, got {k!r}")
-        k = int(k)
+        ct = self._ct(ct, op="multiply_int")
+        k = check_int(k, "multiply_int: k", hint="for a fractional factor use multiply_scalar")
         self._product_scale(ct.scale, ct.level, "multiply_int", message=abs(k))
         if k == 0:  # the zero ciphertext (a constant, so no x·0 graph is built) on ct's device
             zero = Poly.const(0, self.params.ring(ct.level), "NTT", device=ct.c0.device)
@@ -389,13 +537,13 @@ class Evaluator:
         ct.scale·scale.  With `target_scale`, the encoding scale is target·P_l/ct.scale, so the
         next `rescale` gives exactly `target_scale` (c is rounded to an integer multiple of
         1/scale, a relative error below 1/(2·|c|·scale))."""
-        ct = self._ready(self._ct(ct))
-        c = _number(c)
+        ct = self._ready(self._ct(ct, op="multiply_scalar"))
+        c = _number(c, "multiply_scalar")
         p = self.params
         if target_scale is not None:
             if scale is not None:
                 raise ParameterError("multiply_scalar: give scale or target_scale, not both")
-            target = scale_arg(target_scale, "multiply_scalar: target_scale")
+            target = self._scale_arg(target_scale, "multiply_scalar: target_scale")
             if ct.level == 0:
                 raise OutOfLevelsError("multiply_scalar(target_scale=): a level-0 ciphertext "
                                        "cannot be rescaled afterwards")
@@ -406,7 +554,7 @@ class Evaluator:
                 f"{ct.log2_scale:.2f} is more than one level's primes above the target; "
                 "rescale first, or choose a larger target"))
         elif scale is not None:
-            enc_scale = p.check_scale(scale_arg(scale, "multiply_scalar: scale"), ct.level,
+            enc_scale = p.check_scale(self._scale_arg(scale, "multiply_scalar: scale"), ct.level,
                                       "multiply_scalar: the encoding scale")
         else:
             enc_scale = p.scale(ct.level)
@@ -425,7 +573,7 @@ class Evaluator:
     # -- levels -----------------------------------------------------------------------------------
     def rescale(self, ct: Ciphertext) -> Ciphertext:
         """Divide by the level's primes (exact rounding): one level down, scale / their product."""
-        ct = self._ct(ct)
+        ct = self._ct(ct, op="rescale")
         if ct.level == 0:
             raise OutOfLevelsError("rescale: the ciphertext is at level 0 (no primes left to "
                                    "divide by); use larger parameters (more depth) or bootstrap")
@@ -441,8 +589,8 @@ class Evaluator:
     def adjust_scale(self, ct: Ciphertext, target_scale: Fraction | float) -> Ciphertext:
         """ct with exactly `target_scale`, one level lower (multiply by an integer close to
         target·P_l/scale, then rescale)."""
-        ct = self._ct(ct)
-        target = scale_arg(target_scale, "adjust_scale: target_scale")
+        ct = self._ct(ct, op="adjust_scale")
+        target = self._scale_arg(target_scale, "adjust_scale: target_scale")
         if ct.level == 0:
             raise OutOfLevelsError("adjust_scale: the ciphertext is at level 0, and adjusting "
                                    "the scale spends a level; adjust it before it reaches level "
@@ -455,18 +603,17 @@ class Evaluator:
     # -- automorphisms ----------------------------------------------------------------------------
     def rotate(self, ct: Ciphertext, k: int) -> Ciphertext:
         """Slots rotated left by k (right for negative k): slot j gets slot j + k."""
-        ct = self._ct(ct)
-        if isinstance(k, bool) or not isinstance(k, Integral):
-            raise ParameterError(f"rotate: k must be an int, got {k!r}")
-        if int(k) % self.params.slots == 0:
+        ct = self._ct(ct, op="rotate")
+        k = check_int(k, "rotate: k", hint="a rotation step (negative: to the right)")
+        if k % self.params.slots == 0:
             return ct
-        g = galois_element(self.params.N, int(k))
+        g = galois_element(self.params.N, k)
         return self._automorph(ct, g, f"rotation step {k} (Galois element {g})",
-                               lambda p: p.rotate(int(k)))
+                               lambda p: p.rotate(k))
 
     def conjugate(self, ct: Ciphertext) -> Ciphertext:
         """The complex conjugate of every slot."""
-        ct = self._ct(ct)
+        ct = self._ct(ct, op="conjugate")
         g = conjugation_element(self.params.N)
         return self._automorph(ct, g, "conjugation (pass conjugate=True to rotation_keys)",
                                lambda p: p.conjugate())
@@ -475,16 +622,17 @@ class Evaluator:
         """ct rotated left by each of `steps`, the rotations sharing one decomposition of ct
         (`ren.rlwe.hoisted_automorphisms`): one INTT, basis conversion and NTT per digit in all
         instead of per rotation.  Returns {step: Ciphertext}; a step ≡ 0 (mod N/2) is ct."""
-        ct = self._ct(ct)
+        ct = self._ct(ct, op="rotate_hoisted")
+        items = check_sequence(steps, "rotate_hoisted: steps",
+                               hint="a list of rotation steps, e.g. [1, 2, 4]")
         out: dict[int, Ciphertext] = {}
         todo: dict[int, int] = {}  # step -> Galois element
-        for k in steps:
-            if isinstance(k, bool) or not isinstance(k, Integral):
-                raise ParameterError(f"rotate_hoisted: steps must be ints, got {k!r}")
-            if int(k) % self.params.slots == 0:
-                out[int(k)] = ct
+        for i, k in enumerate(items):
+            k = check_int(k, f"rotate_hoisted: steps[{i}]", hint="steps must be ints")
+            if k % self.params.slots == 0:
+                out[k] = ct
             else:
-                todo[int(k)] = galois_element(self.params.N, int(k))
+                todo[k] = galois_element(self.params.N, k)
         if todo:
             sigmas = [lambda p, k=k: p.rotate(k) for k in todo]
             whats = [f"rotation step {k} (Galois element {g})" for k, g in todo.items()]
@@ -523,8 +671,8 @@ class Evaluator:
         (``basis="chebyshev"``, x mapped from `interval` onto [-1, 1] first, one more level).
         Consumes exactly ⌈log2(degree+1)⌉ levels; the result has its level's default scale
         (`ren.ckks.polyeval`, which also fits Chebyshev coefficients to a function)."""
-        return polyeval.evaluate_polynomial(self.explicit(), self._ready(self._ct(ct), True),
-                                            coeffs, basis, interval)
+        ct = self._ready(self._ct(ct, op="evaluate_polynomial"), True)
+        return polyeval.evaluate_polynomial(self.explicit(), ct, coeffs, basis, interval)
 
     def linear_transform(self, ct: Ciphertext, transform: Any,
                          hoisted: bool = True) -> Ciphertext:
@@ -532,7 +680,8 @@ class Evaluator:
         size divides N/2, or a dict {i: diagonal i}; uses one level, and the rotation keys of
         the transform's `rotation_steps` (baby-step giant-step, baby steps hoisted unless
         `hoisted` is False).  The result has its level's default scale."""
-        ct = self._ct(ct)
+        ct = self._ct(ct, op="linear_transform")
+        hoisted = check_bool(hoisted, "linear_transform: hoisted")
         if not isinstance(transform, LinearTransform):
             ct = self._ready(ct, True)
             transform = LinearTransform(self.params, transform, ct.level, ct.scale)
@@ -545,10 +694,12 @@ class Evaluator:
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the
         total of all slots in every slot.  n must be a power of two; uses log2(n) rotations."""
+        ct = self._ct(ct, op="rotate_sum")
         slots = self.params.slots
-        n = slots if n is None else n
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n & (n - 1) or n > slots:
-            raise ParameterError(f"rotate_sum: n must be a power of two in [1, {slots}], got {n!r}")
+        hint = f"n must be a power of two in [1, {slots}] (N/2)"
+        n = slots if n is None else check_int_range(n, "rotate_sum: n", 1, slots, hint=hint)
+        if n & (n - 1):
+            raise ParameterError(f"rotate_sum: {hint}, got {n}")
         step = 1
         while step < n:
             ct = self.add(ct, self.rotate(ct, step))
@@ -575,21 +726,29 @@ def _explicit_view(ev: Evaluator) -> Evaluator:
     return view
 
 
-def _number(c) -> complex:
-    if isinstance(c, bool) or not isinstance(c, Complex):
-        raise ParameterError(f"expected a real or complex number, got {c!r}")
-    c = complex(c)
-    if not (np.isfinite(c.real) and np.isfinite(c.imag)):
-        raise ParameterError(f"expected a finite number, got {c!r}")
-    return c
+def _number(c: Any, op: str) -> complex:
+    return check_number(c, f"{op}: the constant",
+                        hint="a number for every slot; pass a vector or a Plaintext otherwise")
+
+
+def _check_operand(b: Any, op: str) -> None:
+    """The second operand of add/sub/multiply is one of the kinds they take."""
+    check_instance(b, (Ciphertext, Plaintext, Number, np.ndarray, list, tuple),
+                   f"{op}: the second operand", hint=(
+                       "a Ciphertext, a Plaintext, a number (every slot) or a vector of numbers "
+                       "(list, tuple or 1-D array, slot by slot)"))
 
 
 def _scale_difference(a: Fraction, b: Fraction) -> str:
     """Two unequal scales, written so the difference shows (both print as 2^30.000000 when they
-    differ in the 12th digit): exactly when short, and their ratio."""
+    differ in the 12th digit): exactly when short, else in as many significant digits as it
+    takes to tell them apart (up to 100), and their ratio."""
     digits = max(len(str(v)) for v in (a.numerator, a.denominator, b.numerator, b.denominator))
-    both = (f"{a} vs {b}" if digits <= 60
-            else f"2^{log2_exact(a):.6f} vs 2^{log2_exact(b):.6f}")
+    if digits <= 60:
+        both = f"{a} vs {b}"
+    else:
+        k = next((k for k in range(7, 101) if _significant(a, k) != _significant(b, k)), 100)
+        both = f"{_significant(a, k)} vs {_significant(b, k)}"
     ratio = a / b
     if abs(ratio - 1) < Fraction(1, 1000):
         d = ratio - 1
@@ -597,6 +756,20 @@ def _scale_difference(a: Fraction, b: Fraction) -> str:
     else:
         rel = f"the first is 2^{log2_exact(ratio):.4f} × the second"
     return f"{both} ({rel})"
+
+
+def _significant(x: Fraction, k: int) -> str:
+    """Positive `x` in scientific notation with `k` significant digits, rounded exactly."""
+    e = math.floor(log2_exact(x) * math.log10(2))
+    m = round(x * Fraction(10) ** (k - 1 - e))
+    if m >= 10 ** k:  # the estimate of the exponent was one short
+        e += 1
+        m = round(x * Fraction(10) ** (k - 1 - e))
+    elif m < 10 ** (k - 1):
+        e -= 1
+        m = round(x * Fraction(10) ** (k - 1 - e))
+    text = str(m)
+    return f"{text[0]}.{text[1:]}e{e}"
 
 
 def _prod(xs) -> int:

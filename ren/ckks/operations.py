@@ -38,7 +38,7 @@ from ren.tree import leaves
 OPERATIONS = (
     "add", "sub", "add_plain", "sub_plain", "add_scalar", "sub_scalar", "negate", "multiply",
     "square", "multiply_plain", "multiply_scalar", "multiply_int", "relinearize", "rescale",
-    "drop_level", "adjust_scale", "rotate", "conjugate", "rotate_sum", "rotate_hoisted",
+    "drop_level", "align", "adjust_scale", "rotate", "conjugate", "rotate_sum", "rotate_hoisted",
     "evaluate_polynomial", "linear_transform",
 )
 

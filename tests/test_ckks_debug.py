@@ -160,6 +160,7 @@ def test_every_shadow_matches_the_operation(c):
         "relinearize": lambda ev, a, b: ev.relinearize(ev.multiply(a, b, relinearize=False)),
         "rescale": lambda ev, a, b: ev.rescale(ev.multiply(a, b)),
         "drop_level": lambda ev, a, b: ev.drop_level(a, 1),
+        "align": lambda ev, a, b: ev.align(a, 1, c.params.scale(1)),
         "adjust_scale": lambda ev, a, b: ev.adjust_scale(a, c.params.scale(3)),
         "rotate": lambda ev, a, b: ev.rotate(a, 1),
         "conjugate": lambda ev, a, b: ev.conjugate(ev.add_scalar(a, 0.5j)),

@@ -388,6 +388,7 @@ def test_every_evaluator_method_on_cpu(cpu):
         "relinearize": (lambda: ev.rescale(ev.relinearize(ev.multiply(cx, cy, False))), x * y),
         "rescale": (lambda: m, x * y),
         "drop_level": (lambda: ev.drop_level(cx, 0), x),
+        "align": (lambda: ev.align(cx, 1, d2), x),
         "adjust_scale": (lambda: ev.adjust_scale(cx, d2), x),
         "rotate": (lambda: ev.rotate(cx, 2), np.roll(x, -2)),
         "conjugate": (lambda: ev.conjugate(cx), np.conj(x)),

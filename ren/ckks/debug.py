@@ -94,6 +94,7 @@ SHADOWS: dict[str, Callable[..., Any]] = {
     "relinearize": lambda V, a: V(a),
     "rescale": lambda V, a: V(a),
     "drop_level": lambda V, a, level=None: V(a),
+    "align": lambda V, a, level=None, scale=None: V(a),
     "adjust_scale": lambda V, a, target_scale: V(a),
     "rotate": lambda V, a, k: np.roll(V(a), -int(k)),
     "conjugate": lambda V, a: np.conj(V(a)),

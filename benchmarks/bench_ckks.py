@@ -18,9 +18,11 @@ prints the parameters actually used, then the median wall time (ms) of:
             call, then each timed call is a replay (binds the inputs, runs the captured kernels,
             returns new, realized output buffers)
 
-and the precision, in bits (−log2 of the max abs error against NumPy, inputs uniform in [-1, 1]),
-of mul and of rotate, eager and replayed (and of a fresh encryption, which shows the scale
-really used); then Ren's time over the fastest matched peer's, per op.  Ren runs once per
+each beside its precision, in bits (−log2 of the max abs error against NumPy, inputs uniform in
+[-1, 1]) where the op has one: "ms / bits" for encrypt (a fresh encryption, which shows the scale
+really used), mul and rotate, eager and replayed, and the programs; then Ren's time over the
+fastest matched peer's, per op, with Ren's precision minus that peer's (a faster Ren that is
+noisier says so in the same cell).  Ren runs once per
 --device: "python" (NumPy kernels) and "cpu" (kernels compiled by the C compiler, ring kernels
 from its C library; REN_CPU_THREADS, default 1).  The last table sums up every N: Ren eager and
 JIT per device, SEAL, DESILO (ms and bits, mul and rotate) and Ren cpu JIT over SEAL.
@@ -29,10 +31,15 @@ Matching: SEAL gets the modulus chain [first_bits] + [scale_bits]·depth + [spec
 special prime and a decomposition into the depth + 1 ciphertext primes; Ren gets the same log2 Q
 (its limbs are < 2^31, so each level above 31 bits is two primes and the first modulus two 30-bit
 primes) and, by default, the key-switching shape its cost model finds cheapest among the secure
-ones (`CKKSParams.fastest_key_switching`: fewer, larger digits and a larger P, still within the
-HE-standard 128-bit bound; at N = 2^16, depth 20: dnum 2 and 17 special primes); with
---key-switching seal, SEAL's shape: a 60-bit P (two 30-bit special primes) and dnum = depth + 1.
-Each library's chain (log2 Q, log2 QP, the key-switching shape) is printed beside its figures.
+ones whose key switch adds no more noise than a rescale (`CKKSParams.fastest_key_switching`:
+fewer, larger digits and a larger P, still within the HE-standard 128-bit bound, and P well
+above every digit; at N = 2^14, depth 7: dnum 9 and 2 special primes; at N = 2^16, depth 20:
+dnum 2 and 17 special primes); with --key-switching seal, SEAL's shape: a 60-bit P (two 30-bit
+special primes) and dnum = depth + 1; with --key-switching unbounded, the cheapest secure shape
+whatever its noise (`max_noise_bits=None`: the fewest digits at most P each, which loses bits of
+rotation precision: 8 at N = 2^14, depth 7).  Each library's chain (log2 Q, log2 QP, the
+key-switching shape and, for Ren, its key-switching noise estimate against a rescale's,
+`ren.rlwe.cost.key_switch_noise_bits`) is printed beside its figures.
 DESILO exposes only max_level: it picks N and its modulus chain itself (it
 is not visible through its API), so the table shows its N, its depth and its ciphertext size, and
 marks it unmatched (and leaves it out of the ratios) when its N differs from the others'.
@@ -48,7 +55,7 @@ product, automorphism, other elementwise; ckks_breakdown.py) against the replay 
 Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--device python,cpu]
                                       [--sizes 14,16 | --big] [--depth 7] [--scale-bits 40]
                                       [--threads 1,2] [--breakdown] [--profile]
-                                      [--key-switching fast|seal]
+                                      [--key-switching fast|seal|unbounded]
 
 --threads 1,2,...: Ren's "cpu" device once per thread count (REN_CPU_THREADS), columns
 ren-cpux1, ren-cpux2, ...; the peers stay on one thread.  Compare wall and CPU time: on a
@@ -225,6 +232,7 @@ def _run_ren(cfg: Config) -> Result:
             KeyGenerator,
             LinearTransform,
         )
+        from ren.rlwe.cost import key_switch_noise_bits
     except ImportError as e:
         raise Skipped(f"ren: ren.ckks is not available in this checkout ({e})") from e
     name = f"ren-{cfg.device}"
@@ -236,7 +244,10 @@ def _run_ren(cfg: Config) -> Result:
             params = CKKSParams(**chain, special_primes=max(1, round(cfg.special_bits / 30)),
                                 dnum=cfg.depth + 1)
             shape = "SEAL's shape"
-        else:  # the same chain Q, the key-switching shape Ren's cost model finds cheapest
+        elif cfg.key_switching == "unbounded":  # the cheapest, whatever its noise
+            params = CKKSParams.fastest_key_switching(**chain, max_noise_bits=None)
+            shape = "fastest_key_switching, max_noise_bits=None"
+        else:  # the same chain Q, the cheapest shape that adds no more noise than a rescale
             params = CKKSParams.fastest_key_switching(**chain)
             shape = "CKKSParams.fastest_key_switching"
     except ren.RenError as e:
@@ -250,6 +261,7 @@ def _run_ren(cfg: Config) -> Result:
         "log2_QP": log2_qp if log2_qp is not None else "?",
         "key_switching": f"P: {len(params.special_moduli)} primes "
                          f"({params.log2_P:.0f} bits), dnum = {params.dnum} ({shape})",
+        "key_switching_noise": f"2^{key_switch_noise_bits(params):.1f} of a rescale's",
         "device": cfg.device if cfg.device == "python"
         else f"{cfg.device}, {ren.settings.get('REN_CPU_THREADS')} thr"}, device=cfg.device)
     if isinstance(log2_qp, int | float):
@@ -355,8 +367,12 @@ mul jit / rotate jit: Ren's replay of a ren.jit plan captured on the first call 
 poly: a degree-7 polynomial (sigmoid's Taylor terms, power basis) of a ciphertext; lintrans: a
 dense 64x64 matrix times a vector repeated over the slots (Ren: LinearTransform, baby-step
 giant-step, hoisted; SEAL: TenSEAL's CKKSVector.matmul; DESILO has no matrix-vector product).
-Precision: -log2 of the max abs error against NumPy, inputs uniform in [-1, 1]; "fresh" is
-encrypt then decrypt, which shows the scale a library really encodes at.
+"ms / bits": the median time and the precision of the same op's result (-log2 of the max abs
+error against NumPy, inputs uniform in [-1, 1]); encrypt's is a fresh encryption decrypted, which
+shows the scale a library really encodes at.  "Nx ±b (peer)": Ren's time over the fastest
+matched peer's, and Ren's precision minus that peer's (negative: Ren is noisier; "!" past a bit).
+DESILO encodes at its own, larger scale (its "fresh" bits), so its precision is not a target a
+40-bit scale can meet; SEAL runs Ren's scale and chain.
 Wall times on a shared machine are noisy; CPU time (all threads of the process) is steadier, and
 would exceed wall time if a library used more than one thread."""
 
@@ -379,6 +395,7 @@ def _ms(v: float, width: int = 12) -> str:
 def param_table(results: list[Result]) -> str:
     rows = [("N", "N"), ("depth", "depth"), ("scale bits", "scale_bits"),
             ("log2 Q", "log2_Q"), ("log2 QP", "log2_QP"), ("key switching", "key_switching"),
+            ("key-switch noise", "key_switching_noise"),
             ("ciphertext bytes", "ct_bytes"), ("device", "device"), ("version", "version")]
     width = max(18, *(len(_fmt(r.params.get(k, "-"))) + 2 for r in results for _, k in rows))
     head = "parameter".ljust(18) + "".join(r.name.rjust(width) for r in results)
@@ -391,36 +408,65 @@ def param_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+#: A Ren result noisier than the peer it is compared with by more than this many bits is marked.
+NOISIER_BITS = 1.0
+
+
+def _cell(r: Result, op_name: str, cpu: bool = False) -> str:
+    """'ms / bits' (the median time, the precision of the op's result), 'ms' for an op without
+    a precision (keygen, add, decrypt), '-' for one that did not run."""
+    ms = r.median_ms(op_name, cpu)
+    if math.isnan(ms):
+        return "-"
+    if op_name not in r.precision:
+        return f"{ms:.2f}"
+    return f"{ms:.2f} / {r.precision[op_name]:.1f}"
+
+
+def _versus(ren: Result, ren_op: str, peer: Result, peer_op: str, ratio: float,
+            digits: int = 1) -> str:
+    """'Nx' and, where both have a precision for the op, Ren's bits minus the peer's, marked '!'
+    when Ren is noisier by more than NOISIER_BITS."""
+    mine, theirs = ren.precision.get(ren_op), peer.precision.get(peer_op)
+    if mine is None or theirs is None or math.isinf(mine) or math.isinf(theirs):
+        return f"{ratio:.{digits}f}x"
+    diff = mine - theirs
+    return f"{ratio:.{digits}f}x {diff:+.1f} b" + ("!" if diff < -NOISIER_BITS else "")
+
+
 def time_table(results: list[Result], cpu: bool = False) -> str:
-    """Median wall ms per op (or process-CPU ms), each Ren over the fastest matched peer (a
-    replayed op over the peer's op), precision."""
+    """Per op, 'median ms / precision bits' (or process-CPU ms) of each library, and each Ren
+    over the fastest matched peer (a replayed op over the peer's op) with Ren's precision minus
+    that peer's: a faster but noisier Ren shows it in the same cell."""
     peers = [r for r in results if r.lib != "ren" and r.matched]
     rens = [r for r in results if r.lib == "ren"]
     cols = [r.name + ("" if r.matched else "*") for r in results]
-    labels = [f"  {r.name}/fastest peer" for r in rens] if rens and peers else []
-    title = "median CPU ms" if cpu else "median ms"
-    head = title.ljust(22) + "".join(c.rjust(12) for c in cols) + "".join(labels)
+    # each wide enough for "12.3x -10.5 b! (desilo)" after two spaces
+    labels = [f"{r.name}/fastest peer".rjust(25) for r in rens] if rens and peers else []
+    title = "median CPU ms / bits" if cpu else "median ms / bits"
+    width = 17
+    head = title.ljust(22) + "".join(c.rjust(width) for c in cols) + "".join(labels)
     lines = [head, "-" * len(head)]
     ops = OPS + tuple(o for o in (*PROGRAM_OPS, *JIT_OPS) if any(o in r.times for r in results))
+    noisier = False
     for op_name in ops:
-        line = op_name.ljust(22) + "".join(_ms(r.median_ms(op_name, cpu)) for r in results)
+        line = op_name.ljust(22) + "".join(_cell(r, op_name, cpu).rjust(width) for r in results)
         base = op_name.removesuffix(" jit")
         have = [r for r in peers if not math.isnan(r.median_ms(base, cpu))]
         if labels and have:
             best = min(have, key=lambda r: r.median_ms(base, cpu))
             for r, label in zip(rens, labels):
                 ratio = r.median_ms(op_name, cpu) / best.median_ms(base, cpu)
-                cell = "-" if math.isnan(ratio) else f"{ratio:.1f}x ({best.lib})"
+                cell = ("-" if math.isnan(ratio) else
+                        _versus(r, op_name, best, base, ratio) + f" ({best.lib})")
+                noisier |= "!" in cell
                 line += cell.rjust(len(label))
         lines.append(line)
-    if not cpu:
-        for op_name in ("encrypt", "mul", "rotate", *PROGRAM_OPS, *JIT_OPS):
-            if not any(op_name in r.precision for r in results):
-                continue
-            label = "fresh" if op_name == "encrypt" else op_name
-            lines.append(f"{label} precision".ljust(22) + "".join(
-                ("-" if op_name not in r.precision else f"{r.precision[op_name]:.1f} b").rjust(12)
-                for r in results))
+    lines.append("(ms / bits: time / precision of the result; Nx ±b: Ren's time and bits "
+                 "against the peer's)")
+    if noisier:
+        lines.append(f"! Ren's result is more than {NOISIER_BITS:g} bit noisier than the "
+                     "peer's: that ratio compares unequal precision")
     return "\n".join(lines)
 
 
@@ -454,9 +500,13 @@ def summary_table(by_n: dict[int, list[Result]]) -> str:
                 ren_r = next((r for r in results if r.lib == "ren" and r.device == ratio_dev),
                              None)
                 seal = next((r for r in results if r.lib == "seal"), None)
-                ratio = (ren_r.median_ms(f"{op_name} jit") / seal.median_ms(op_name)
-                         if ren_r is not None and seal is not None else math.nan)
-                line += ("-" if math.isnan(ratio) else f"{ratio:.2f}x").rjust(len(ratio_label) + 2)
+                if ren_r is None or seal is None:
+                    cell = "-"
+                else:
+                    ratio = ren_r.median_ms(f"{op_name} jit") / seal.median_ms(op_name)
+                    cell = ("-" if math.isnan(ratio) else
+                            _versus(ren_r, f"{op_name} jit", seal, op_name, ratio, 2))
+                line += cell.rjust(len(ratio_label) + 2)
             lines.append(line)
     return "\n".join(lines)
 
@@ -522,10 +572,11 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
     ap.add_argument("--threads", default=None,
                     help="Ren cpu: comma list of REN_CPU_THREADS values run one after the other, "
                          "e.g. 1,2 (default: REN_CPU_THREADS, else 1)")
-    ap.add_argument("--key-switching", default="fast", choices=("fast", "seal"),
+    ap.add_argument("--key-switching", default="fast", choices=("fast", "seal", "unbounded"),
                     help="Ren's key-switching shape: the cheapest secure one by its cost model "
-                         "(CKKSParams.fastest_key_switching, default) or SEAL's (dnum = depth "
-                         "+ 1, a 60-bit P)")
+                         "that adds no more noise than a rescale (CKKSParams."
+                         "fastest_key_switching, default), SEAL's (dnum = depth + 1, a 60-bit "
+                         "P) or the cheapest whatever its noise (max_noise_bits=None)")
     ap.add_argument("--insecure", action="store_true", help=argparse.SUPPRESS)  # smoke tests
     args = ap.parse_args(argv)
     libs = _csv(args.only)

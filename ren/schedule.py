@@ -269,7 +269,7 @@ def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Entry, ...]) -> N
             ctx.stats[pass_name][stands_for] += count
     for _, p in group:  # what they record is the same on the row's final graph
         if p.fusion_kind == "record" and p.run(sink, ctx) is not sink:
-            raise ScheduleError(f"pass {p.name} is records-only but changed the graph")
+            raise ScheduleError(f"pass {p.name} is RECORDS_ONLY but changed the graph")
     return sink
 
 

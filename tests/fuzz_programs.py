@@ -18,11 +18,8 @@ import contextlib
 import sys
 import time
 import traceback
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # random_programs, beside this file
-
-import random_programs
+from ren import random_programs
 
 
 def backend(kind: str) -> contextlib.AbstractContextManager:

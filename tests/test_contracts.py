@@ -9,12 +9,12 @@ import re
 from collections.abc import Callable
 
 import pytest
-import random_programs as rp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ren
 from ren import contracts
+from ren import random_programs as rp
 from ren.contracts import Contract, Forbid
 from ren.corpus import PROGRAMS, build
 from ren.errors import ContractError, ScheduleError

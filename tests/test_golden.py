@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ren import contracts
 from ren.corpus import PROGRAMS, build
-from ren.dump import dump
-from ren.passes import BECOMES_MAP_STAGE, PASS_NAMES, get_pass
-from ren.schedule import run_passes
+from ren.passes import PASS_NAMES
+from ren.testing import stage_texts
 
 GOLDEN = Path(__file__).parent / "golden"
 STAGES = ["00_input", *PASS_NAMES]
@@ -28,15 +26,9 @@ STAGES = ["00_input", *PASS_NAMES]
 
 @cache
 def stages(program: str) -> dict[str, str]:
-    outputs = build(program)
-    trace = run_passes(*outputs, trace=True)
-    texts = {}
-    for number, (stage, graph) in enumerate(trace.graphs):
-        if number:  # 00_input has no contract
-            contracts.check(graph, get_pass(number).CONTRACT, stage, trace.ctx)
-        becomes = trace.ctx.becomes_map if stage == BECOMES_MAP_STAGE else None
-        texts[stage] = dump(graph, becomes)
-    return texts
+    """Every stage's dump, each checked against its contract (`ren.testing`, the code behind
+    the ren_golden fixture that users' own golden tests use)."""
+    return stage_texts(build(program))
 
 
 @pytest.mark.parametrize("stage", STAGES)

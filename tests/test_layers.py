@@ -22,12 +22,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine", ("ren.rewrite", "ren.contracts", "ren.passes", "ren.schedule", "ren.interpret",
                 "ren.tlsf", "ren.memory", "ren.backend", "ren.runtime", "ren.replay",
                 "ren.realization", "ren.plan_cache")),
-    ("frontend", ("ren.poly", "ren.tree", "ren.corpus", "ren")),
+    ("frontend", ("ren.poly", "ren.tree", "ren.corpus", "ren.random_programs", "ren")),
     ("jit", ("ren.jit",)),
     ("rlwe", ("ren.rlwe",)),
     ("ckks", ("ren.ckks",)),
     ("distributed", ("ren.distributed",)),
     ("viz", ("ren.viz",)),
+    ("passdev", ("ren.passdev", "ren.testing")),
     ("cli", ("ren_cli",)),
 ]
 

@@ -7,11 +7,11 @@ off.  (A bootstrapping's graph is compared in `tests/test_ckks_bootstrap.py`.)""
 from __future__ import annotations
 
 import pytest
-import random_programs as rp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ren
+from ren import random_programs as rp
 from ren.corpus import PROGRAMS, build, poly
 from ren.device import Buffer
 from ren.dump import dump
@@ -19,7 +19,7 @@ from ren.errors import ScheduleError
 from ren.ir import pnode, storage_buffer
 from ren.node import Node, substitute, toposort
 from ren.ops import DType, GroupOp, Op
-from ren.passes import PASSES, get_pass, kernel_shapes
+from ren.passes import PASSES, default_pipeline, get_pass, kernel_shapes
 from ren.rewrite import P, RuleSet, rewrite
 from ren.schedule import (
     ScheduleContext,
@@ -31,6 +31,11 @@ from ren.schedule import (
 )
 
 FUSED = [num for num, _, mod in PASSES if getattr(mod, "FUSABLE", False)]
+
+
+def _entries(*nums: int) -> tuple:
+    """(number, Pass) of the default pipeline's passes `nums`, as the scheduler's rows hold."""
+    return tuple((i, p) for i, p in enumerate(default_pipeline(), 1) if i in nums)
 RANGES = [(6, 12), (8, 12), (6, 7), (6, 9), (7, 12), (9, 12), (10, 11)]
 
 
@@ -94,12 +99,13 @@ def assert_same_graph(a: Node, b: Node, where) -> dict[Buffer, Buffer]:
 
 def test_passes_6_and_8_to_12_are_the_fusable_row():
     assert FUSED == [6, 8, 9, 10, 11, 12]
-    assert [[n for n, _, _ in g] for g in _rows(1, 12, fuse=True)] == \
+    pipe = default_pipeline()
+    assert [[n for n, _ in g] for g in _rows(pipe, 1, 12, fuse=True)] == \
         [[1], [2], [3], [4], [5], [6, 7, 8, 9, 10, 11, 12]]
-    assert [[n for n, _, _ in g] for g in _rows(9, 11, fuse=True)] == [[9, 10, 11]]
-    assert [[n for n, _, _ in g] for g in _rows(7, 9, fuse=True)] == [[7], [8, 9]]
-    assert [[n for n, _, _ in g] for g in _rows(6, 7, fuse=True)] == [[6, 7]]
-    assert all(len(g) == 1 for g in _rows(1, 12, fuse=False))
+    assert [[n for n, _ in g] for g in _rows(pipe, 9, 11, fuse=True)] == [[9, 10, 11]]
+    assert [[n for n, _ in g] for g in _rows(pipe, 7, 9, fuse=True)] == [[7], [8, 9]]
+    assert [[n for n, _ in g] for g in _rows(pipe, 6, 7, fuse=True)] == [[6, 7]]
+    assert all(len(g) == 1 for g in _rows(pipe, 1, 12, fuse=False))
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
@@ -184,8 +190,7 @@ def test_fused_passes_need_rule_names_of_their_own(monkeypatch):
     monkeypatch.setattr(get_pass(11), "rules", clash)
     with pytest.raises(ScheduleError, match="passes indexify and kernelize both have a rule "
                                             "named 'kernelize'"):
-        _run_fused(as_sink(*build("elementwise_chain")), ScheduleContext(),
-                   tuple(e for e in PASSES if e[0] in (11, 12)))
+        _run_fused(as_sink(*build("elementwise_chain")), ScheduleContext(), _entries(11, 12))
 
 
 # -- kernel shapes: passes 11 and 12 lower each shape once (`ren.passes.kernel_shapes`) ---------
@@ -273,7 +278,7 @@ def test_the_shortcut_joins_rows_that_hold_both_its_passes():
     """It goes where pass 11's rules go, before them (they keep the ring kernels), and only into
     a row that has passes 11 and 12."""
     def names(*nums: int) -> list[str]:
-        rules, _ = _fused_rules(tuple(e for e in PASSES if e[0] in nums))
+        rules, _ = _fused_rules(_entries(*nums))
         return [r.name for r in rules.rules]
 
     assert names(11, 12) == [kernel_shapes.NAME, "indexify_store", "kernelize"]

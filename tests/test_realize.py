@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import random_programs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ren
+from ren import random_programs
 from ren import settings as ren_settings
 from ren.corpus import PROGRAMS, build
 from ren.ops import Op

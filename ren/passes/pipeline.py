@@ -104,7 +104,7 @@ class Pass:
         if fusable and rules is None:
             raise PipelineError(f"Pass {name!r}: only a pass made of rules can be fusable")
         self.name = name
-        self.rules = None if rules is None else (
+        self._rules = None if rules is None else (
             rules if isinstance(rules, RuleSet) else RuleSet(rules))
         self._run = run
         self.contract = contract
@@ -122,7 +122,7 @@ class Pass:
         up on the module at each call, so a test may replace it."""
         p = cls.__new__(cls)
         p.name, p.module = mod.NAME, mod
-        p.rules = getattr(mod, "rules", None)
+        p._rules = None
         p._run, p.contract = None, getattr(mod, "CONTRACT", None)
         p.doc = (mod.__doc__ or "").strip()
         p.optional = getattr(mod, "OPTIONAL", optional)
@@ -133,6 +133,13 @@ class Pass:
         p.number = p.contract.stage if isinstance(p.contract, Contract) and p.contract.stage \
             else 0
         return p
+
+    @property
+    def rules(self) -> RuleSet | None:
+        """The pass's rules (a built-in pass's are looked up on its module, like ``run``)."""
+        if self.module is not None:
+            return getattr(self.module, "rules", None)
+        return self._rules
 
     # -- running ------------------------------------------------------------------------------
     def run(self, sink: Node, ctx: Any = None) -> Node:

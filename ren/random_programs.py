@@ -1,8 +1,9 @@
 """Random Poly programs for differential tests against the big-integer oracle (`ren.reference`).
 
-One generator, two drivers: `tests/test_realize.py` draws programs through hypothesis (which
-shrinks a failure to a small program), and `tests/fuzz_programs.py` draws thousands from a seeded
-`random.Random` (the long runs behind issue 16's acceptance counts).  The generator sees only a
+One generator, three drivers: `tests/test_realize.py` draws programs through hypothesis (which
+shrinks a failure to a small program), `tests/fuzz_programs.py` draws thousands from a seeded
+`random.Random` (the long runs behind issue 16's acceptance counts), and `ren.passdev.check`
+runs a user's pass on seeded ones.  The generator sees only a
 `Chooser`, so both drivers build exactly the same kinds of programs.
 
 A program is a pool of Polys grown step by step (inputs, arithmetic, domain and ring changes,

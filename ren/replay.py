@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ren.backend import Device, GraphRunner, get_device
+from ren.backend import Device, GraphRunner, get_device, on_backend_change
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -437,6 +437,7 @@ class TemplateCache:
 
 
 templates = TemplateCache()
+on_backend_change(templates.clear)  # their units hold the kernels of the backend they ran on
 
 
 # -- the cache key ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,3 +112,55 @@ def test_layer_check_catches_an_upward_import(tmp_path: Path) -> None:
     found = [t for _, t in imports(path, "ren.passes.p01_simplify")]
     assert "ren.poly" in found
     assert layer_of("ren.poly") > layer_of("ren.passes.p01_simplify")
+
+
+# -- no import circles between packages ----------------------------------------------------------
+def _package(module: str) -> str:
+    """The package a module belongs to: itself for a package, else its parent."""
+    path = ROOT / Path(*module.split("."))
+    if module.startswith("ren_cli"):
+        path = ROOT / "cli" / Path(*module.split("."))
+    return module if path.is_dir() else module.rpartition(".")[0]
+
+
+def import_graph(sources: list[Path] = SOURCES) -> nx.DiGraph:
+    """Module -> the Ren modules it imports (at any depth, functions included).  ``from ren
+    import x`` is an edge to ren.x when x is a module and to ren otherwise."""
+    modules = {module_name(p): p for p in sources}
+    g = nx.DiGraph()
+    g.add_nodes_from(modules)
+    for module, path in modules.items():
+        for _, target in imports(path, module):
+            if target in modules and target != module:
+                g.add_edge(module, target)
+    # `imports` adds both `ren` and `ren.x` for `from ren import x`: keep only the real one
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in ("ren", "ren_cli") and \
+                    all(f"{node.module}.{a.name}" in modules for a in node.names) and \
+                    g.has_edge(module, node.module):
+                g.remove_edge(module, node.module)
+    return g
+
+
+def circles_between_packages(g: nx.DiGraph) -> list[list[str]]:
+    """Each strongly connected set of modules that spans more than one package."""
+    return [sorted(c) for c in nx.strongly_connected_components(g)
+            if len(c) > 1 and len({_package(m) for m in c}) > 1]
+
+
+def test_no_import_circle_outside_one_package() -> None:
+    """A circle of imports inside one package is its own business; one that crosses packages
+    (e.g. ren.backend -> ren.replay -> ren.runtime -> ren.backend) means two layers know each
+    other: a hook or a helper one layer down breaks it."""
+    found = circles_between_packages(import_graph())
+    assert not found, "import circles across packages:\n" + "\n".join(map(str, found))
+
+
+def test_the_circle_check_can_fail() -> None:
+    """The check itself finds a circle: the old backend_override importing ren.replay."""
+    g = import_graph()
+    g.add_edge("ren.backend", "ren.replay")
+    assert any({"ren.backend", "ren.replay", "ren.runtime"} <= set(c)
+               for c in circles_between_packages(g))

@@ -232,26 +232,39 @@ def copy_fn(dst_device: str, src_device: str) -> KernelFn:
     return copy_through_host
 
 
+#: called with no argument whenever `backend_override` swaps a backend: caches of compiled work
+#: one layer up register here (the eager replay templates: `ren.replay`), so this layer needs to
+#: know none of them
+_on_backend_change: list[Callable[[], None]] = []
+
+
+def on_backend_change(fn: Callable[[], None]) -> Callable[[], None]:
+    """Register `fn` to run when `backend_override` enters or leaves (returns `fn`)."""
+    _on_backend_change.append(fn)
+    return fn
+
+
 @contextlib.contextmanager
 def backend_override(kind: str, factory: Callable[[str], Device]) -> Iterator[None]:
     """Inside the block, devices of `kind` are opened by `factory` (e.g. run everything that
     names ``"python"`` — all of `ren.ckks` — through the host C shim or on a GPU, for
     differential tests and benchmarks).  Devices opened before are dropped, and so are captured
-    replay templates (their units hold the other backend's kernels), on entry and on exit.
-    Buffers realized outside the block keep arrays of the other backend: make inputs inside."""
-    from ren.replay import templates
-
+    replay templates (their units hold the other backend's kernels: `on_backend_change`), on
+    entry and on exit.  Buffers realized outside the block keep arrays of the other backend:
+    make inputs inside."""
     previous = device_factory(kind)
     if previous is None:
         raise DeviceError(f"backend_override: no device kind {kind!r} is registered")
-    templates.clear()
+    for fn in _on_backend_change:
+        fn()
     register_device(kind, factory)
     try:
         yield
     finally:
-        templates.clear()
+        for fn in _on_backend_change:
+            fn()
         register_device(kind, previous)
 
 
 __all__ = ["BACKENDS", "Allocator", "Device", "GraphRunner", "KernelFn", "Unavailable",
-           "backend_override", "copy_fn", "device_kinds", "get_device"]
+           "backend_override", "copy_fn", "device_kinds", "get_device", "on_backend_change"]

@@ -246,3 +246,18 @@ def test_eager_graph_runner_budget(budget, monkeypatch):
     templates.clear()
     gc.collect()
     assert replay.retained_graph_bytes() == before
+
+
+def test_a_backend_override_drops_the_templates_on_entry_and_exit():
+    """Their units hold the other backend's kernels (`ren.backend.on_backend_change`)."""
+    from ren.backend import backend_override, get_device
+    from ren.device import device_factory
+
+    templates.clear()
+    (fresh(seed=1) * fresh(seed=2)).realize()
+    assert len(templates) == 1
+    with backend_override("python", device_factory("python")):
+        assert len(templates) == 0
+        (fresh(seed=1) * fresh(seed=2)).realize()
+        assert len(templates) == 1
+    assert len(templates) == 0 and get_device("python") is not None

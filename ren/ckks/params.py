@@ -24,7 +24,13 @@ from typing import Any, ClassVar
 from ren.ckks import chain as ch
 from ren.ckks.errors import InsecureParametersWarning, ScaleOutOfBoundsError
 from ren.device import canonical_device
-from ren.errors import ParameterError, check_real_range
+from ren.errors import (
+    ParameterError,
+    check_int_range,
+    check_real,
+    check_real_range,
+    check_sequence,
+)
 from ren.ring.ringspec import MAX_GENERATED_MODULI, MAX_LOG_N
 from ren.rlwe.cost import (
     MAX_NOISE_BITS,
@@ -52,6 +58,8 @@ SCALE_KEEP_BITS = 512
 #: The smallest scale a ciphertext or plaintext may carry: below 1, encoding rounds every value
 #: smaller than 1/(2·scale) > 1/2 to zero, so not even the integer part survives.
 MIN_SCALE = 1
+#: The base modulus Q_0 holds at most 8 primes of 31 bits.
+MAX_FIRST_BITS = 31 * 8
 
 PRESETS: dict[str, dict[str, Any]] = {
     "N12": dict(N=1 << 12, depth=1, scale_bits=30, first_bits=40, special_primes=1),
@@ -66,7 +74,7 @@ def normalize_scale(x: Fraction | int) -> Fraction:
     """`x` as a positive Fraction, exact unless it outgrew SCALE_CAP_BITS (then rounded to
     SCALE_KEEP_BITS significant bits: a relative change below 2^-500)."""
     if type(x) is not Fraction:
-        x = Fraction(x)
+        return scale_arg(x)  # checked: a positive finite number (never a str or bool)
     if x <= 0:
         raise ParameterError(f"a scale must be positive, got {x}")
     num, den = x.numerator, x.denominator
@@ -105,12 +113,35 @@ def scale_arg(value: object, what: str = "scale") -> Fraction:
 def log2_exact(x: Fraction) -> float:
     """log2 of a positive Fraction of any size (math.log2 would first convert it to a float,
     which overflows past 2^1024)."""
+    if type(x) is not Fraction:
+        x = scale_arg(x, "log2_exact: x")
+    elif x <= 0:
+        raise ParameterError(f"log2_exact: x must be positive, got {x}")
     return math.log2(x.numerator) - math.log2(x.denominator)
+
+
+def scale_difference(a: Fraction, b: Fraction) -> str:
+    """Two unequal scales written so that the difference shows (both print as 2^30.0000 when
+    they differ in the 12th digit): exactly when short, else log2 to 12 digits, and their ratio.
+    For error messages of scale mismatches."""
+    a, b = normalize_scale(a), normalize_scale(b)
+    digits = max(len(str(v)) for v in (a.numerator, a.denominator, b.numerator, b.denominator))
+    both = (f"{a} vs {b}" if digits <= 60
+            else f"2^{log2_exact(a):.12f} vs 2^{log2_exact(b):.12f}")
+    ratio = a / b
+    if abs(ratio - 1) < Fraction(1, 1000):
+        d = ratio - 1
+        rel = f"the first is the second × (1 {'+' if d > 0 else '−'} {float(abs(d)):.3e})"
+    else:
+        rel = f"the first is 2^{log2_exact(ratio):.4f} × the second"
+    return f"{both} ({rel})"
 
 
 def rescaled(scale: Fraction, moduli: tuple[int, ...]) -> Fraction:
     """The exact scale after dividing by the product of `moduli`."""
-    return normalize_scale(Fraction(scale) / math.prod(moduli))
+    divisor = math.prod(check_int_range(q, "rescaled: a modulus", 2)
+                        for q in check_sequence(moduli, "rescaled: moduli"))
+    return normalize_scale(normalize_scale(scale) / divisor)
 
 
 @lru_cache(maxsize=64)
@@ -204,9 +235,9 @@ class CKKSParams(RLWEParams):
                  special_primes: int | None = None, dnum: int | None = None,
                  secret: str | tuple[str, int] = "ternary", sigma: float = 3.2,
                  insecure: bool = False, device: str = "python") -> None:
-        for name, v, lo in (("N", N, 2), ("depth", depth, 0), ("scale_bits", scale_bits, 8)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ParameterError(f"CKKSParams: {name} must be an int >= {lo}, got {v!r}")
+        N = check_int_range(N, "CKKSParams: N", 2)
+        depth = check_int_range(depth, "CKKSParams: depth", 0)
+        scale_bits = check_int_range(scale_bits, "CKKSParams: scale_bits", 8)
         if N & (N - 1) or N < 4 or N > 1 << MAX_LOG_N:
             raise ParameterError(f"CKKSParams: N must be a power of two in [4, 2^{MAX_LOG_N}] "
                                  f"(Ren's rings stop at 2^{MAX_LOG_N}), got {N}")
@@ -217,17 +248,26 @@ class CKKSParams(RLWEParams):
         if scale_bits > 62:
             raise ParameterError(f"CKKSParams: scale_bits={scale_bits} is too large; a level holds"
                                  " at most two u32 primes, so use scale_bits <= 62")
+        # level 0 holds Q_0 ≈ 2^first_bits and its default scale ≈ 2^scale_bits: a message of
+        # magnitude 1 needs scale < Q_0/2, so first_bits = scale_bits + 1 leaves level 0 unusable
         first_bits = scale_bits + 20 if first_bits is None else first_bits
-        if isinstance(first_bits, bool) or not isinstance(first_bits, int) or \
-                not scale_bits < first_bits <= 31 * 8:
-            raise ParameterError(f"CKKSParams: first_bits must be an int in (scale_bits="
-                                 f"{scale_bits}, 248], got {first_bits!r}")
+        first_bits = check_int_range(
+            first_bits, "CKKSParams: first_bits", scale_bits + 2, MAX_FIRST_BITS,
+            hint=f"Q_0 needs 2 bits above the scale (2^{scale_bits}) so that level 0 holds a "
+                 "message of magnitude 1 below Q_0/2; the base modulus is at most 8 primes")
         if special_primes is None:
             special_primes = math.ceil(max(first_bits, scale_bits) / 31) + 1
-        if isinstance(special_primes, bool) or not isinstance(special_primes, int) or \
-                special_primes < 1:
-            raise ParameterError(f"CKKSParams: special_primes must be an int >= 1, got "
-                                 f"{special_primes!r}")
+        # bounded before the prime search (10^6 special primes searched for over a minute, 8192
+        # take 0.4 s): with one digit (about as many special primes as the chain has, plus one)
+        # key switching is as cheap as it gets, and a larger P only adds to log2 QP
+        special_primes = check_int_range(
+            special_primes, "CKKSParams: special_primes", 1, MAX_GENERATED_MODULI,
+            hint="a P larger than the chain's Q (one digit) brings nothing")
+        chain_primes = max(1, math.ceil(first_bits / 31)) + depth * (1 if scale_bits <= 31 else 2)
+        if dnum is not None:
+            check_int_range(dnum, "CKKSParams: dnum", 1, chain_primes,
+                            hint=f"the chain has {chain_primes} primes; None picks the fewest "
+                                 "digits the special primes allow")
         check_sigma("CKKSParams", sigma)
         if not check_insecure("CKKSParams", insecure):
             _check_security_early(N, depth, scale_bits)
@@ -376,6 +416,8 @@ class CKKSParams(RLWEParams):
         if message == 1:
             bn = bd = 1
         else:
+            if not isinstance(message, Fraction):
+                check_real(message, f"{op}: the message bound")  # a number; not NaN or inf
             bound = max(Fraction(1), abs(Fraction(message)))
             bn, bd = bound.numerator, bound.denominator
         q = self._level_Q[self.check_level(level)]
@@ -484,4 +526,4 @@ def _check_security_early(N: int, depth: int, scale_bits: int) -> None:
 
 __all__ = ["HE_STANDARD_128", "MIN_SCALE", "PRESETS", "CKKSParams", "InsecureParametersWarning",
            "estimated_security", "log2_exact", "max_log_qp", "normalize_scale", "rescaled",
-           "scale_arg"]
+           "scale_arg", "scale_difference"]

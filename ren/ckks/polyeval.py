@@ -33,22 +33,41 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, settle_scale
-from ren.ckks.errors import OutOfLevelsError
-from ren.errors import ParameterError
+from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError
+from ren.ckks.params import log2_exact, scale_difference
+from ren.errors import (
+    ParameterError,
+    check_callable,
+    check_choice,
+    check_instance,
+    check_int_range,
+    check_interval,
+    check_number,
+    check_sequence,
+)
 
 if TYPE_CHECKING:  # the evaluator imports this module
     from ren.ckks.evaluator import Evaluator
 
 BASES = ("power", "chebyshev")
+#: The largest degree `evaluate_polynomial` and `chebyshev_coefficients` take: 2^12 − 1 (depth
+#: 12, about 4096 ciphertext products; the fit's interpolation matrix is then 128 MiB).
+MAX_DEGREE = (1 << 12) - 1
+_MAX_DEGREE_WHY = ("a degree-4095 polynomial already needs 12 levels and about 4096 ciphertext "
+                   "products (and its fit a 128 MiB matrix)")
+#: log2 of how much `evaluate_polynomial` lets an input scale off its level's default (after the
+#: free integer correction) multiply the powers' rounding noise before it refuses the input.
+SCALE_SLACK_BITS = 1.0
 
 
 def depth_of(degree: int) -> int:
     """Levels a polynomial of `degree` consumes (without an interval change)."""
+    degree = check_int_range(degree, "depth_of: degree", 0)
     return math.ceil(math.log2(degree + 1)) if degree > 0 else 0
 
 
 def _trim(coeffs: Sequence[complex]) -> list[complex]:
-    c = [complex(x) for x in coeffs]
+    c = list(coeffs)
     while len(c) > 1 and c[-1] == 0:
         c.pop()
     return c
@@ -111,37 +130,78 @@ class _PolyEval:
         return self.ev.add_scalar(out, r[0]) if r[0] else out
 
 
+def _coefficients(coeffs: Any) -> list[complex]:
+    """`coeffs` checked (a sequence of at most MAX_DEGREE + 1 finite numbers, one rule for all:
+    `ren.errors.check_number`) and trimmed of trailing zeros."""
+    hint = "give a sequence of numbers, lowest degree first, with at least one finite coefficient"
+    items = check_sequence(coeffs, "evaluate_polynomial: coeffs", 1, MAX_DEGREE + 1, hint=hint)
+    c = [check_number(v, f"evaluate_polynomial: coeffs[{i}]") for i, v in enumerate(items)]
+    return _trim(c)
+
+
+def _at_default_scale(ev: Evaluator, x: Ciphertext, degree: int) -> Ciphertext:
+    """`x` brought to its level's default scale Δ_l, or a ScaleMismatchError.
+
+    Every squaring of the powers squares the ratio Δ_l/x.scale (and with it the relative
+    rounding noise of the powers): an input at 2^33 under a 40-bit chain kept 8.6 of 33 bits of
+    a degree-7 result, one at 2^39.5 kept 2.7 bits of a degree-127 one, one at 2^40.3 none.  A
+    scale below the default is raised for free: an integer product by k = round(Δ_l/x.scale)
+    multiplies the encrypted value and the scale alike, so the value is unchanged and the scale
+    is within a factor 1 ± 1/(2k) of Δ_l.  What is left of the ratio ρ is amplified to about
+    ρ^(2^m) by the m squarings of the highest power (m = ⌊log2 degree⌋): when that multiplies
+    the rounding noise by more than 2^SCALE_SLACK_BITS the evaluation is refused, with the fix
+    (one `adjust_scale` to the default; it costs a level).  (An upper bound: where the input's
+    own noise times p' dominates, less is lost; a scale above the default loses more, since
+    the pieces are then computed into scales below their level's.)"""
+    p = ev.params
+    default = p.scale(x.level)
+    if x.scale == default or degree < 2:  # no squarings: no amplification
+        return x
+    k = round(default / x.scale)
+    if k >= 2:
+        raised = ev.multiply_int(x, k)
+        x = Ciphertext(raised.parts, x.scale * k, x.level, p)
+    squarings = degree.bit_length() - 1
+    lost = ((1 << squarings) - 1) * abs(log2_exact(default / x.scale))
+    if lost > SCALE_SLACK_BITS:
+        raise ScaleMismatchError(
+            f"evaluate_polynomial: the input's scale differs from level {x.level}'s default "
+            f"params.scale({x.level}): {scale_difference(x.scale, default)}; the {squarings} "
+            f"squarings of a degree-{degree} polynomial raise that ratio to its "
+            f"{1 << squarings}th power, which would multiply the powers' rounding noise by up to "
+            f"2^{lost:.1f} (an integer product only corrects a scale at least 1.5× below the "
+            "default, free of levels); bring it "
+            f"to the default first with ev.adjust_scale(ct, params.scale({x.level - 1})) (one "
+            "level), or encode at the default scale")
+    return x
+
+
 def evaluate_polynomial(ev: Evaluator, ct: Ciphertext, coeffs: Sequence[Any],
                         basis: str = "power",
                         interval: tuple[float, float] | None = None) -> Ciphertext:
     """p(ct) for p = Σ coeffs[i]·B_i (B_i = x^i, or T_i for ``basis="chebyshev"``, with x first
     mapped from `interval` onto [-1, 1]); see the module docstring.  The result is at level
-    ct.level − depth and at that level's default scale."""
-    if basis not in BASES:
-        raise ParameterError(f"evaluate_polynomial: basis must be one of {BASES}, got {basis!r}")
-    if isinstance(coeffs, str | bytes) or not isinstance(coeffs, Sequence | np.ndarray):
-        raise ParameterError("evaluate_polynomial: coeffs must be a sequence of numbers, lowest "
-                             f"degree first, got {type(coeffs).__name__}")
-    try:
-        c = _trim(coeffs)
-    except TypeError as e:
-        raise ParameterError(f"evaluate_polynomial: coeffs must be numbers ({e})") from e
-    if not c or not all(math.isfinite(z.real) and math.isfinite(z.imag) for z in c):
-        raise ParameterError("evaluate_polynomial: give at least one finite coefficient")
-    if interval is not None and basis != "chebyshev":
-        raise ParameterError("evaluate_polynomial: interval= goes with basis='chebyshev'")
+    ct.level − depth and at that level's default scale.  An input whose scale is below its
+    level's default is first raised to it by an integer product (free); one that cannot be
+    brought close enough raises ScaleMismatchError (see `_at_default_scale`)."""
+    from ren.ckks.evaluator import Evaluator  # (the evaluator imports this module)
+
+    ev = check_instance(ev, Evaluator, "evaluate_polynomial: ev").explicit()  # places its own
+    check_choice(basis, "evaluate_polynomial: basis", BASES)
+    c = _coefficients(coeffs)
+    if interval is not None:
+        if basis != "chebyshev":
+            raise ParameterError("evaluate_polynomial: interval= goes with basis='chebyshev'")
+        a, b = check_interval(interval, "evaluate_polynomial: interval")
     ct = ev._ct(ct)
     x = ct
-    if interval is not None and tuple(interval) != (-1, 1):
-        a, b = (float(v) for v in interval)
-        if not (math.isfinite(a) and math.isfinite(b) and a < b):
-            raise ParameterError(f"evaluate_polynomial: interval must be (a, b) with a < b, got "
-                                 f"{interval!r}")
+    d = len(c) - 1
+    if interval is not None and (a, b) != (-1.0, 1.0):
         if ct.level == 0:
             raise OutOfLevelsError("evaluate_polynomial: the interval change needs a level")
+        # lands on the next level's default scale exactly, whatever ct's scale
         x = ev.add_scalar(ev.rescale(ev.multiply_scalar(
             ct, 2 / (b - a), target_scale=ev.params.scale(ct.level - 1))), -(a + b) / (b - a))
-    d = len(c) - 1
     need = depth_of(d)
     if need > x.level:
         raise OutOfLevelsError(
@@ -151,6 +211,7 @@ def evaluate_polynomial(ev: Evaluator, ct: Ciphertext, coeffs: Sequence[Any],
     level = x.level - need
     if d == 0:  # a constant: 0·x + c0 at the input's level
         return ev.add_scalar(ev.multiply_int(x, 0), c[0])
+    x = _at_default_scale(ev, x, d)
     return _PolyEval(ev, x, basis).evaluate(c, level, ev.params.scale(level))
 
 
@@ -158,16 +219,38 @@ def chebyshev_coefficients(fn: Callable[[np.ndarray], np.ndarray], degree: int,
                            interval: tuple[float, float] = (-1.0, 1.0)) -> np.ndarray:
     """Chebyshev coefficients (lowest first) of the degree-`degree` interpolant of `fn` on
     `interval` at the Chebyshev points (NumPy's `chebinterpolate`); evaluate with
-    ``basis="chebyshev", interval=interval``."""
-    if isinstance(degree, bool) or not isinstance(degree, int) or degree < 0:
-        raise ParameterError(f"chebyshev_coefficients: degree must be an int >= 0, got "
-                             f"{degree!r}")
-    a, b = (float(v) for v in interval)
-    if not a < b:
-        raise ParameterError(f"chebyshev_coefficients: interval must be (a, b) with a < b, got "
-                             f"{interval!r}")
-    return np.polynomial.chebyshev.chebinterpolate(
-        lambda t: fn((b - a) / 2 * t + (a + b) / 2), degree)
+    ``basis="chebyshev", interval=interval``.  `fn` takes a NumPy array of points and returns
+    one finite number per point; degree is at most MAX_DEGREE."""
+    check_callable(fn, "chebyshev_coefficients: fn", hint="e.g. np.tanh or lambda x: 1 / (1 + "
+                   "np.exp(-x))")
+    degree = check_int_range(degree, "chebyshev_coefficients: degree", 0, MAX_DEGREE,
+                             hint=_MAX_DEGREE_WHY)
+    a, b = check_interval(interval, "chebyshev_coefficients: interval")
+
+    def values(t: np.ndarray) -> np.ndarray:
+        pts = (b - a) / 2 * t + (a + b) / 2
+        try:
+            y = np.asarray(fn(pts))
+        except Exception as e:  # the user's function: say what it was called with
+            raise ParameterError(
+                f"chebyshev_coefficients: fn raised {type(e).__name__} ({e}) when called with a "
+                f"NumPy array of {len(pts)} points; fn must take an array and return one value "
+                "per point (np.sin, not math.sin; or np.vectorize(fn))") from e
+        if y.shape != pts.shape:
+            raise ParameterError(
+                f"chebyshev_coefficients: fn returned shape {y.shape} for {len(pts)} points; "
+                "it must return one value per point (for a constant c: np.full_like(x, c))")
+        if y.dtype == np.bool_ or not np.issubdtype(y.dtype, np.number):
+            raise ParameterError(f"chebyshev_coefficients: fn must return numbers, got dtype "
+                                 f"{y.dtype}")
+        bad = ~np.isfinite(y)
+        if np.any(bad):
+            raise ParameterError(
+                f"chebyshev_coefficients: fn is not finite at x = {pts[bad][0]!r} (in "
+                f"{interval!r}): {y[bad][0]!r}; fit it on an interval where it is finite")
+        return y
+
+    return np.polynomial.chebyshev.chebinterpolate(values, degree)
 
 
-__all__ = ["BASES", "chebyshev_coefficients", "depth_of", "evaluate_polynomial"]
+__all__ = ["BASES", "MAX_DEGREE", "chebyshev_coefficients", "depth_of", "evaluate_polynomial"]

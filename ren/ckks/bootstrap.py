@@ -70,17 +70,18 @@ from ren.ckks.errors import (
     InsecureParametersWarning,
     MissingKeyError,
     OutOfLevelsError,
+    ParamsMismatchError,
     ScaleMismatchError,
 )
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.lintrans import LinearTransform
 from ren.ckks.operations import operation
-from ren.ckks.params import CKKSParams, log2_exact
-from ren.ckks.polyeval import chebyshev_coefficients, depth_of
+from ren.ckks.params import CKKSParams, log2_exact, scale_difference
+from ren.ckks.polyeval import MAX_DEGREE, chebyshev_coefficients, depth_of
 from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
-from ren.errors import ParameterError, is_int
-from ren.poly import Poly
-from ren.ring.ringspec import RingSpec
+from ren.errors import ParameterError, check_bool, check_instance, check_int_range
+from ren.poly import Domain, Poly
+from ren.ring.ringspec import MAX_LOG_N, RingSpec
 from ren.rlwe.keygen import KeyGenerator
 from ren.rlwe.keys import GaloisKeys
 
@@ -132,6 +133,9 @@ def default_message_ratio_bits(N: int) -> int:
     and 2^10 at N = 2^12 (the small preset: 27.7 bits, 26.1 at 2^9), 2^5–2^6 at N = 2^16 (a
     sparse h = 192 secret: 21.6 bits at 2^8, 23.2 at 2^6; a dense one with encapsulation:
     19.4 at 2^8, 21.3 at 2^6 and 2^5); 2^13..2^15 in between, not measured."""
+    N = check_int_range(N, "default_message_ratio_bits: N", 4, 1 << MAX_LOG_N)
+    if N & (N - 1):
+        raise ParameterError(f"default_message_ratio_bits: N must be a power of two, got {N}")
     log_n = N.bit_length() - 1
     return 16 - log_n // 2 if log_n <= 12 else 22 - log_n
 
@@ -145,6 +149,10 @@ def bound_K(params: CKKSParams, weight: int | None = None) -> int:
     coefficient (a normal tail).
     (Without the centring, the fast basis extension's lift to [0, 2Q_0) gives a mean of
     (Σ s_k)·Q_0 and twice the deviation: measured |I| = 39 at h = 64, N = 1024.)"""
+    check_instance(params, CKKSParams, "bound_K: params")
+    if weight is not None:
+        check_int_range(weight, "bound_K: weight", 0, params.N,
+                        hint="0 or None: the parameters' own secret's")
     h = weight if weight else params.hamming_weight
     h = h if h is not None else 2 * params.N // 3
     return math.ceil(1 + 7 * math.sqrt(h / 12))
@@ -157,7 +165,13 @@ def centred_lift(x: Poly, ring: RingSpec) -> Poly:
     a lift from one modulus is exact, so this goes limb by limb (Garner's mixed radix:
     x = v_1 + q_1·(v_2 + q_2·(…)), each digit v_i an exact lift from q_i), after adding ⌊Q/2⌋
     to every coefficient (and taking it off again in `ring`)."""
+    check_instance(x, Poly, "centred_lift: x")
+    check_instance(ring, RingSpec, "centred_lift: ring")
+    if x.domain is not Domain.COEFF:
+        raise ParameterError("centred_lift: x must be in the COEFF domain (lift x.intt())")
     src = x.ring
+    if src.N != ring.N:
+        raise ParameterError(f"centred_lift: the target ring has N={ring.N}, x has N={src.N}")
     if not set(src.moduli) <= set(ring.moduli):
         raise ParameterError("centred_lift: the target ring must contain the source's moduli")
     half = [src.Q // 2] * src.N
@@ -175,6 +189,51 @@ def centred_lift(x: Poly, ring: RingSpec) -> Poly:
     assert acc is not None
     # ⌊Q/2⌋ made in `ring` itself: its TO_RING would not be exact either
     return acc - Poly.from_coefficients(half, ring, device=x.device)
+
+
+#: EvalMod's fit has at least this degree: a constant or a line cannot follow a cosine.
+MIN_EVALMOD_DEGREE = 2
+#: Bits the EvalMod fit must leave: its error on [-1, 1], times 4 per double-angle step (the
+#: derivative of 2c² − 1) and SlotToCoeff's K_0/2π, must stay below 2^-FIT_BITS in slot units.
+#: (The default degree-31 fit leaves about 30; below 10 the bootstrapping returns noise.)
+FIT_BITS = 10
+
+
+def _fit_evalmod(K: int, K0: float, r: int, degree: int, levels_left: int) -> np.ndarray:
+    """The Chebyshev coefficients of EvalMod's cosine, cos(2π(u·(K + 1) − 1/4)/2^r) on [-1, 1],
+    at `degree`; a ParameterError when the fit is too coarse for a meaningful bootstrapping
+    (`FIT_BITS`): a degree or double-angle count too small for the range K gives garbage
+    silently otherwise.  The message names the smallest degree of the form 2^k − 1 that fits
+    (within `levels_left` levels), or asks for more double angles."""
+    half = (K + 1) * K0
+
+    def fn(u: np.ndarray) -> np.ndarray:
+        return np.cos(2 * np.pi * (u * half / K0 - 0.25) / 2 ** r)
+
+    def lost(d: int) -> tuple[np.ndarray, float]:
+        c = chebyshev_coefficients(fn, d)
+        u = np.linspace(-1.0, 1.0, max(2001, 4 * (d + 1) + 1))
+        err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(u, c) - fn(u))))
+        return c, err * 4.0 ** r * K0 / (2 * np.pi)
+
+    coeffs, err = lost(degree)
+    if err <= 2.0 ** -FIT_BITS:
+        return coeffs
+    better = None
+    for k in range(2, min(levels_left, 10) + 1):  # 3, 7, …, 1023: each fit cheap
+        if (1 << k) - 1 > degree and lost((1 << k) - 1)[1] <= 2.0 ** -FIT_BITS:
+            better = (1 << k) - 1
+            break
+    width = 2 * math.pi * (K + 1) / 2 ** r
+    fix = (f"use degree={better}" if better is not None else
+           "no degree up to 1023 fits in the levels left")
+    raise ParameterError(
+        f"Bootstrapper: a degree-{degree} fit of EvalMod's cosine (its argument spans ±"
+        f"{width:.3g} radians with K={K} and double_angles={r}) is off by 2^"
+        f"{math.log2(err) if err > 0 else -math.inf:.1f} in slot units after the {r} double "
+        f"angle(s) and SlotToCoeff's K_0/2π, more than 2^-{FIT_BITS}: the bootstrapping would "
+        f"return noise; {fix}, or more double_angles (each halves the argument and costs a "
+        "level)")
 
 
 class Bootstrapper:
@@ -203,20 +262,41 @@ class Bootstrapper:
                  ephemeral_weight: int | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Bootstrapper needs CKKSParams, got {type(params).__name__}")
+        # every argument is checked before any work (the fit, the transforms' encodings)
         if ephemeral_weight is None:
             ephemeral_weight = DEFAULT_WEIGHT if params.hamming_weight is None else 0
-        if not is_int(ephemeral_weight) or not 0 <= ephemeral_weight <= params.N:
-            raise ParameterError(f"Bootstrapper: ephemeral_weight must be an int in [0, "
-                                 f"{params.N}] (0: no encapsulation), got {ephemeral_weight!r}")
+        ephemeral_weight = check_int_range(ephemeral_weight, "Bootstrapper: ephemeral_weight", 0,
+                                           params.N, hint="0: no encapsulation")
+        stages = params.slots.bit_length() - 1
+        for name, v in (("cts_levels", cts_levels), ("stc_levels", stc_levels)):
+            check_int_range(v, f"Bootstrapper: {name}", 1, stages,
+                            hint=f"log2 of the {params.slots} slots is the most")
+        degree = check_int_range(
+            degree, "Bootstrapper: degree", MIN_EVALMOD_DEGREE, MAX_DEGREE,
+            hint="EvalMod fits a cosine: a constant or a line cannot follow it, and above "
+                 f"{MAX_DEGREE} the fit and the evaluation (about degree ciphertext products) "
+                 "are out of proportion; 31 is the default")
+        if K is not None:
+            K = check_int_range(
+                K, "Bootstrapper: K", 1, params.N,
+                hint="K bounds |I| in t = m + Q_0·I after ModRaise, at most h/2 + 1 <= N/2 + 1 "
+                     "for a secret of weight h; the default bound_K(params) covers it with "
+                     "overwhelming probability")
+        if double_angles is not None:
+            double_angles = check_int_range(
+                double_angles, "Bootstrapper: double_angles", 0, params.depth,
+                hint="each double-angle step takes one level; None picks the fewest that keep "
+                     "the cosine's argument within ±9 radians")
+        if message_ratio_bits is None:
+            message_ratio_bits = default_message_ratio_bits(params.N)
+        top_bits = params.ring(0).Q.bit_length() - 20
+        message_ratio_bits = check_int_range(
+            message_ratio_bits, "Bootstrapper: message_ratio_bits", 4, top_bits,
+            hint=f"Q_0 has {top_bits + 20} bits and the input scale needs 20 at least")
         #: sparse-secret encapsulation (None: ModRaise under the parameters' own secret)
         self.encapsulation = Encapsulation(params, ephemeral_weight) if ephemeral_weight \
             else None
-        self.ephemeral_weight = int(ephemeral_weight)
-        stages = params.slots.bit_length() - 1
-        for name, v in (("cts_levels", cts_levels), ("stc_levels", stc_levels)):
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= stages:
-                raise ParameterError(f"Bootstrapper: {name} must be an int in [1, {stages}] "
-                                     f"(log2 of the {params.slots} slots), got {v!r}")
+        self.ephemeral_weight = ephemeral_weight
         self.params, self.degree = params, degree
         self.cts_levels, self.stc_levels = cts_levels, stc_levels
         self.K = bound_K(params, self.ephemeral_weight) if K is None else K
@@ -232,25 +312,17 @@ class Bootstrapper:
                 f"parameters have {params.depth}; use more depth or fewer transform levels")
         self.output_level = params.depth - self.levels_used
         self.Q0 = params.ring(0).Q
-        if message_ratio_bits is None:
-            message_ratio_bits = default_message_ratio_bits(params.N)
         self.message_ratio_bits = message_ratio_bits
-        if isinstance(message_ratio_bits, bool) or not isinstance(message_ratio_bits, int) or \
-                not 4 <= message_ratio_bits <= self.Q0.bit_length() - 20:
-            raise ParameterError(
-                f"Bootstrapper: message_ratio_bits must be an int in [4, "
-                f"{self.Q0.bit_length() - 20}] (Q_0 has {self.Q0.bit_length()} bits and the "
-                f"input scale needs 20 at least), got {message_ratio_bits!r}")
         #: the scale a level-0 input must have (`bootstrap` brings higher levels to it)
         self.input_scale = Fraction(round(Fraction(self.Q0, 1 << message_ratio_bits)))
         self.K0 = float(Fraction(self.Q0) / self.input_scale)
         #: EvalMod's input range in slot units: y = t/Δ_0 with |t| <= (K + 1)·Q_0
         half = (self.K + 1) * self.K0
         self.interval = (-half, half)
-        r, K0 = double_angles, self.K0
         # fitted on [-1, 1]: CoeffToSlot already divides by `half` (no level for the change)
-        self.coeffs = chebyshev_coefficients(
-            lambda u: np.cos(2 * np.pi * (u * half / K0 - 0.25) / 2 ** r), degree)
+        self.coeffs = _fit_evalmod(self.K, self.K0, double_angles, degree, params.depth
+                                   - cts_levels - stc_levels - double_angles)
+        K0 = self.K0
         # CoeffToSlot: U⁻¹ (bit-reversed output) / (2·half); the 1/2 because Re and Im are
         # then w' ± conj(w')
         top = params.depth
@@ -311,19 +383,40 @@ class Bootstrapper:
 
     def keys(self, keygen: KeyGenerator, progress: bool = False) -> GaloisKeys:
         """The Galois keys of `rotation_steps` and conjugation."""
+        check_instance(keygen, KeyGenerator, "Bootstrapper.keys: keygen",
+                       hint="pass KeyGenerator(params)")
+        progress = check_bool(progress, "Bootstrapper.keys: progress")
         if keygen.params != self.params:
-            raise ParameterError("Bootstrapper.keys: the key generator has other parameters")
+            raise ParamsMismatchError("Bootstrapper.keys: the key generator has other "
+                                      "parameters than the bootstrapper")
         return keygen.rotation_keys(self.rotation_steps, conjugate=True,
                                     progress=progress)
 
     def encapsulation_keys(self, keygen: KeyGenerator) -> EncapsulationKeys:
         """The two switching keys of sparse-secret encapsulation (a fresh ephemeral secret),
         for a bootstrapper that encapsulates (`ephemeral_weight` > 0)."""
+        check_instance(keygen, KeyGenerator, "Bootstrapper.encapsulation_keys: keygen",
+                       hint="pass KeyGenerator(params)")
         if self.encapsulation is None:
             raise ParameterError("Bootstrapper.encapsulation_keys: this bootstrapper does not "
                                  "encapsulate (ephemeral_weight=0: the parameters' secret is "
                                  "sparse); it needs no such keys")
         return self.encapsulation.keys(keygen)
+
+    def _evaluator(self, ev: Evaluator, op: str) -> Evaluator:
+        """`ev` (an Evaluator of these parameters) in explicit mode: the stages place their own
+        rescales."""
+        if not isinstance(ev, Evaluator) or ev.params != self.params:
+            raise ParameterError(f"{op}: needs an Evaluator of the bootstrapper's parameters, got "
+                                 f"{type(ev).__name__}")
+        return ev.explicit()
+
+    def _ciphertext(self, ct: Ciphertext, op: str) -> Ciphertext:
+        check_instance(ct, Ciphertext, f"{op}: ct")
+        if ct.params != self.params:
+            raise ParamsMismatchError(f"{op}: the ciphertext was made under other CKKSParams "
+                                      "than the bootstrapper's")
+        return ct
 
     # -- the four stages --------------------------------------------------------------------------
     @operation
@@ -331,6 +424,7 @@ class Bootstrapper:
         """The level-0 ciphertext read modulo the whole chain: it encrypts m + Q_0·I.  Each part
         is lifted exactly to its centred representative in [−Q_0/2, Q_0/2) (`centred_lift`),
         so I is as small as the secret allows (`bound_K`)."""
+        ct = self._ciphertext(ct, "mod_raise")
         if ct.level != 0:
             raise OutOfLevelsError(f"mod_raise: expects a level-0 ciphertext, got level "
                                    f"{ct.level} (drop it to level 0 first)")
@@ -353,8 +447,8 @@ class Bootstrapper:
         """Two ciphertexts whose slots are the raised plaintext's coefficients t/Δ_0 divided
         by EvalMod's range (K + 1)·K_0: the first N/2 and the last N/2, real, each in
         bit-reversed order."""
-        ev = ev.explicit()
-        w = raised
+        ev = self._evaluator(ev, "coeff_to_slot")
+        w = self._ciphertext(raised, "coeff_to_slot")
         for lt in self._cts_for(raised.scale):
             w = ev.linear_transform(w, lt)
         conj = ev.conjugate(w)
@@ -363,7 +457,8 @@ class Bootstrapper:
     @operation
     def eval_mod(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
         """Slots u = y/((K + 1)·K_0) -> sin(2π·y/K_0) (the factor K_0/2π is SlotToCoeff's)."""
-        ev = ev.explicit()
+        ev = self._evaluator(ev, "eval_mod")
+        ct = self._ciphertext(ct, "eval_mod")
         v = ev.evaluate_polynomial(ct, list(self.coeffs), basis="chebyshev")
         for _ in range(self.double_angles):  # cos 2θ = 2cos²θ − 1
             v = ev.add_scalar(ev.multiply_int(ev.rescale(ev.square(v)), 2), -1)
@@ -373,7 +468,9 @@ class Bootstrapper:
     def slot_to_coeff(self, ev: Evaluator, first: Ciphertext, second: Ciphertext) -> Ciphertext:
         """The ciphertext whose coefficients are the slot values of (first, second) (bit-
         reversed halves), times K_0/2π: its slots are the message's again."""
-        ev = ev.explicit()
+        ev = self._evaluator(ev, "slot_to_coeff")
+        first = self._ciphertext(first, "slot_to_coeff")
+        second = self._ciphertext(second, "slot_to_coeff")
         out = ev.add(first, self._times_i(second, 1))
         for lt in self._stc:
             out = ev.linear_transform(out, lt)
@@ -387,8 +484,10 @@ class Bootstrapper:
         for free (an integer product and a rescale from level 1); a level-0 ciphertext at
         another scale raises ScaleMismatchError.  A bootstrapper that encapsulates needs
         `encapsulation_keys` (`Bootstrapper.encapsulation_keys(keygen)`)."""
-        if not isinstance(ev, Evaluator) or ev.params != self.params:
-            raise ParameterError("bootstrap: needs an Evaluator of the bootstrapper's parameters")
+        self._evaluator(ev, "bootstrap")
+        if encapsulation_keys is not None:
+            check_instance(encapsulation_keys, EncapsulationKeys, "bootstrap: encapsulation_keys",
+                           hint="make them with bt.encapsulation_keys(keygen)")
         enc = self.encapsulation
         if enc is not None and encapsulation_keys is None:
             raise MissingKeyError(
@@ -410,8 +509,8 @@ class Bootstrapper:
             ct = x._reach(ct, 0, target)
         if ct.scale != target:
             raise ScaleMismatchError(
-                f"bootstrap: the level-0 ciphertext has scale 2^{ct.log2_scale:.4f}, EvalMod is "
-                f"fitted to 2^{math.log2(target):.4f} (Bootstrapper.input_scale); bootstrap it "
+                f"bootstrap: the level-0 ciphertext's scale is not the one EvalMod is fitted to "
+                f"(Bootstrapper.input_scale): {scale_difference(ct.scale, target)}; bootstrap it "
                 "from a higher level (it is brought to that scale for free) or encode at "
                 "input_scale")
         if enc is not None:

@@ -100,6 +100,11 @@ def test_scale_helpers_check_their_arguments():
     with pytest.raises(ParameterError, match="a modulus must be an int >= 2"):
         rescaled(Fraction(2**40), (0,))  # was a ZeroDivisionError
     assert log2_exact(8) == 3 and rescaled(Fraction(2**40), (2**10,)) == 2**30
+    # NumPy integers are integers: exact Python ints inside (were an AttributeError, and an
+    # OverflowError as a message bound)
+    assert normalize_scale(np.int64(3)) == 3 and type(normalize_scale(np.int64(3))) is Fraction
+    assert log2_exact(np.int64(8)) == 3
+    assert p.check_scale(p.scale(1), 1, "op", message=np.int64(3)) == p.scale(1)
 
 
 def test_scale_difference_shows_the_difference():

@@ -30,6 +30,7 @@ from ren.errors import (
     check_real,
     check_real_range,
     check_sequence,
+    is_int,
 )
 from ren.ring.ringspec import MAX_GENERATED_MODULI, MAX_LOG_N
 from ren.rlwe.cost import (
@@ -107,6 +108,8 @@ def scale_arg(value: object, what: str = "scale") -> Fraction:
             raise ParameterError(f"{what} must be finite, got {value!r}")
     if value <= 0:
         raise ParameterError(f"{what} must be positive, got {value!r}")
+    if isinstance(value, numbers.Rational) and type(value) not in (int, Fraction):
+        value = Fraction(int(value.numerator), int(value.denominator))  # NumPy's: Python ints
     return normalize_scale(Fraction(value))
 
 
@@ -416,8 +419,10 @@ class CKKSParams(RLWEParams):
         if message == 1:
             bn = bd = 1
         else:
-            if not isinstance(message, Fraction):
-                check_real(message, f"{op}: the message bound")  # a number; not NaN or inf
+            if is_int(message):
+                message = int(message)  # exact (NumPy's too), however large
+            elif not isinstance(message, Fraction):
+                message = check_real(message, f"{op}: the message bound")  # not NaN or inf
             bound = max(Fraction(1), abs(Fraction(message)))
             bn, bd = bound.numerator, bound.denominator
         q = self._level_Q[self.check_level(level)]

@@ -286,13 +286,19 @@ def test_ren_default_shape_is_as_precise_as_seal() -> None:
     default key-switching shape rotates at least as precisely as SEAL, and its shape's noise
     estimate is printed.  (Before, the cheapest shape lost about 5 bits of rotation precision:
     --key-switching unbounded still picks it.)  mul's noise is the final rescale's rounding with
-    any shape (the key switch's is divided by the scale), so the two agree there within chance."""
+    any shape (the key switch's is divided by the scale), so the two agree there within chance
+    (±0.35 bits over 8 runs): within bench.NOISIER_BITS, the table's own mark."""
     pytest.importorskip("tenseal", reason="SEAL peer not installed (pip install -e '.[bench]')")
     pytest.importorskip("ren.ckks", reason="ren.ckks is not in this checkout yet")
     cfg = bench.Config(n=1 << 13, depth=2, reps=1, keygen_reps=1)
     ren, seal = bench.run_ren(cfg), bench.run_seal(cfg)
     assert ren.precision["rotate"] >= seal.precision["rotate"], (ren.precision, seal.precision)
-    assert ren.precision["mul"] >= seal.precision["mul"] - 0.5, (ren.precision, seal.precision)
+    # and its rotation costs at most about a bit against a fresh ciphertext (the fresh and the
+    # mod-down roundings, and a key switch no noisier than one; the cheapest shape whatever its
+    # noise, the old default, lost 3-6 bits here, as SEAL's shape does)
+    assert ren.precision["rotate"] >= ren.precision["encrypt"] - 1.5, ren.precision
+    assert ren.precision["mul"] >= seal.precision["mul"] - bench.NOISIER_BITS, (
+        ren.precision, seal.precision)
     assert ren.params["key_switching_noise"].startswith("2^-")  # below a rescale's
     table = bench.param_table([ren, seal])
     assert "key-switch noise" in table and "CKKSParams.fastest_key_switching" in table

@@ -69,6 +69,16 @@ def test_first_bits_must_leave_room_for_a_message_at_level_0():
     assert np.allclose(enc.decode(enc.encode([0.5], level=0))[0], 0.5)  # level 0 works
 
 
+def test_a_base_modulus_smaller_than_asked_is_refused_when_level_0_cannot_hold_a_message():
+    """first_bits=33 at N=4096 asks for two 16.5-bit primes ≡ 1 mod 8192: only 65537 and 40961
+    are left, Q_0 = 2^31.3 under a 2^31 default scale, and level 0 was silently unusable."""
+    with pytest.raises(ParameterError, match=r"Q_0 came out at 2\^31\.32.*scarce at N=4096.*"
+                                             r"use first_bits >= 34"):
+        make_params(N=4096, depth=1, scale_bits=31, first_bits=33, insecure=True)
+    p = make_params(N=4096, depth=1, scale_bits=31, first_bits=34, insecure=True)
+    assert 2 * p.scale(0) < p.ring(0).Q
+
+
 def test_no_preset_or_default_first_bits_is_refused():
     for name in ("N12", "N13", "N14"):
         CKKSParams.preset(name)

@@ -285,6 +285,32 @@ class CKKSParams(RLWEParams):
         super().__init__(N, self.base_moduli + tuple(q for g in self.level_moduli for q in g),
                          special, levels=tuple(sizes), dnum=dnum, secret=secret, sigma=sigma,
                          insecure=insecure, device=device)
+        self._check_level_0()
+
+    def _check_level_0(self) -> None:
+        """first_bits is a request: where NTT-friendly primes of first_bits/k bits are scarce
+        (q ≡ 1 mod 2N, large N) the base modulus comes out smaller, and may leave level 0 unable
+        to hold its default scale with a message of magnitude 1 (2·scale < Q_0)."""
+        q0, s0 = self._level_Q[0], self.scale(0)
+        if 2 * s0 < q0:
+            return
+        used = {q for g in self.level_moduli for q in g}
+        fix = ""
+        for fb in range(self.first_bits + 1, MAX_FIRST_BITS + 1):
+            k = max(1, math.ceil(fb / 31))
+            try:
+                if 2 * s0 < math.prod(ch.largest_primes(self.N, fb / k, k, used)):
+                    fix = f"use first_bits >= {fb}"
+                    break
+            except ParameterError:
+                continue
+        k0 = len(self.base_moduli)
+        raise ParameterError(
+            f"CKKSParams: the base modulus Q_0 came out at 2^{math.log2(q0):.2f}: first_bits="
+            f"{self.first_bits} asks for {k0} NTT-friendly prime(s) (q ≡ 1 mod 2N={2 * self.N}) "
+            f"of about {self.first_bits / k0:.1f} bits, and those are scarce at N={self.N}; "
+            f"level 0 cannot hold its default scale 2^{log2_exact(s0):.2f} (a message of "
+            f"magnitude 1 needs Q_0 > 2·scale); {fix or 'use a smaller N or scale_bits'}")
 
     @classmethod
     def key_switching_options(cls, N: int, depth: int, scale_bits: int = 40,

@@ -24,7 +24,9 @@ memory plan, outputs and one detached parameter per leaf — structure only, nev
 graph's buffers (baked in, as a fresh capture bakes them) and the inputs' parameters are the
 template's.  Entries are written atomically; a file that does not load (truncated, corrupted,
 another format, leaves that do not match) gives a `PlanCacheWarning`, is removed and the graph
-is scheduled as if it were new: a bad entry costs time, never a wrong answer.  At most
+is scheduled as if it were new: a bad entry costs time, never a wrong answer.  A folder this
+process cannot write (another user's, read-only) is still read: a hit loads as usual (its
+"use" stamp is best effort) and a miss is scheduled, not stored (a `PlanCacheWarning`).  At most
 `MAX_ENTRIES` are kept (the oldest go first).  Loading an entry unpickles it: the folder is
 trusted as the compile cache's is (it loads compiled libraries from the same root).
 
@@ -306,7 +308,10 @@ def _load(path: Path, leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Tem
     except Exception as e:
         _bad(path, f"its items do not lower ({type(e).__name__}: {e})")
         return None
-    os.utime(path)  # a use: the entry is among the newest when the folder is trimmed
+    # a use: the entry is among the newest when the folder is trimmed.  Best effort: a cache
+    # another user owns, or a read-only one, is still read (only its trimming order is off)
+    with contextlib.suppress(OSError):
+        os.utime(path)
     return Template(units, state["plan"], _bind(slots, leaves, params), state["outputs"])
 
 

@@ -13,7 +13,8 @@ compiled-CPU backend (the plain `C` dialect).
   or the first of cc, gcc, clang; a `DeviceError` says which compiler was tried and why not.
 * `cached_library(source, flags, folder)` — a library's path in a disk cache folder, verified
   against the digest file written beside it after a complete build, rebuilt when it is missing
-  or fails verification (a truncated, flipped, emptied or swapped file is never loaded).
+  or fails verification (a truncated, flipped, emptied or swapped file is never loaded); one
+  that cannot be written there is built in the folder a `fallback` names, if any.
 * `HostShimDevice` — a `Device` on host memory (the NumPy allocator) whose kernels are rendered,
   compiled and run this way.  `prepare(items)` compiles many kernels in one compiler run;
   `build` compiles whatever is still missing.  Tests open it for the ``"python"`` kind with
@@ -24,14 +25,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -211,10 +214,16 @@ def write_atomically(path: str, data: str | bytes, folder: str, mode: int = 0o64
         raise
 
 
-def cached_library(source: str, flags: Sequence[str], folder: str) -> str:
+def cached_library(source: str, flags: Sequence[str], folder: str,
+                   fallback: Callable[[str, OSError], str | None] | None = None) -> str:
     """The path of the shared library of `source` (with `flags` and this `compiler()`) in the
     cache `folder`: loaded as is only when it verifies against the stamp written beside it
-    after its build (``<key>.sha256``), otherwise built again (see `build_library`)."""
+    after its build (``<key>.sha256``), otherwise built again (see `build_library`).
+
+    When the library cannot be written into `folder` (something other than a file where it or
+    its stamp goes, the folder read-only or full), `fallback(folder, error)` names another
+    folder to build it in (`ren.backend.cpu_cache` gives a private one); without one, or when it
+    returns None, that is a DeviceError."""
     cc = compiler()
     key = hashlib.sha256("\0".join([source, *flags, *cc]).encode()).hexdigest()
     so = os.path.join(folder, key[:24] + ".so")
@@ -222,17 +231,40 @@ def cached_library(source: str, flags: Sequence[str], folder: str) -> str:
     if _verified(so, stamp, key):
         return so
     global compiler_invocations
-    compiler_invocations += 1
     try:
+        # what would make the build fail, found before the compiler runs
+        blocked = _not_a_file(so) or _not_a_file(stamp)
+        if blocked is not None:  # (it would fail at the rename)
+            raise blocked
         os.makedirs(folder, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "the folder cannot be written", folder)
+        compiler_invocations += 1
         digest = build_library(cc, source, flags, so)
         # the stamp goes in last, by a rename: a stamp always names a library that was complete
         write_atomically(stamp, _stamp_text(key, digest), folder)
     except OSError as e:
+        other = fallback(folder, e) if fallback is not None else None
+        if other is not None and other != folder:
+            return cached_library(source, flags, other)
         raise DeviceError(f"a compiled library cannot be written to the cache folder {folder} "
                           f"({type(e).__name__}: {e}); free space there or set REN_CACHE_DIR to "
                           "a writable folder") from None
     return so
+
+
+def _not_a_file(path: str) -> OSError | None:
+    """The error a rename over `path` would meet when something other than a file (a folder,
+    a socket) is there, else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return IsADirectoryError(errno.EISDIR, "a folder is where the file goes", path)
+    return FileExistsError(errno.EEXIST, "something other than a file is where it goes", path)
 
 
 def open_library(path: str) -> ctypes.CDLL:

@@ -24,8 +24,9 @@
   ``$REN_CACHE_DIR/cpu``, else ``~/.cache/ren/cpu``), so a second process compiles nothing.
   Each library is checked against the digest written beside it after its build before it is
   loaded (`c_host.cached_library`), so a damaged file is rebuilt, never loaded.  A cache folder
-  that cannot be created or written falls back to a private temporary one (one `CacheWarning`);
-  the folder is `ren.backend.cpu_cache`'s.
+  that cannot be created falls back to a private temporary one, and a library that cannot be
+  written into it (a read-only shared cache, a folder in its place) is built in one (one
+  `CacheWarning`); the folder is `ren.backend.cpu_cache`'s.
 * Loaded libraries are owned by what points into them: a `CpuCall` (and so a `CompiledPlan`,
   a JIT plan, a replay template) holds its library, which is closed (dlclose) once the last
   holder is gone.  Each device keeps its ``REN_CPU_LIBRARIES`` most recently used libraries
@@ -67,7 +68,6 @@ from ren import settings
 from ren.backend import Device, GraphRunner, KernelFn
 from ren.backend.c_host import (
     HostRunner,
-    cached_library,
     compiler,
     host_function,
     open_library,
@@ -83,6 +83,7 @@ from ren.backend.cpu_build import (
 from ren.backend.cpu_cache import (
     CacheWarning,
     cache_dir,
+    cached_library,
     configured_cache_dir,
     index_library,
     indexed_library,

@@ -1,11 +1,15 @@
 """The ``"cpu"`` device's cache folder: where its compiled libraries are kept between processes.
 
 `cache_dir()` is ``$REN_CACHE_DIR/cpu``, else ``$XDG_CACHE_HOME/ren/cpu``, else
-``~/.cache/ren/cpu`` (`configured_cache_dir()`).  A folder that cannot be created or written falls
-back to a private temporary one removed at exit, with one `CacheWarning` per configured folder and
-process.  Opening a folder sweeps the build folders and stamps a killed process left there (older
-than an hour).  What goes into the folder, and how a library in it is verified before it is
-loaded, is `ren.backend.c_host.cached_library`'s job.
+``~/.cache/ren/cpu`` (`configured_cache_dir()`).  A folder that cannot be created falls back to a
+private temporary one removed at exit, with one `CacheWarning` per configured folder and
+process.  A folder that exists but cannot be written (another user's, read-only) is still read:
+its libraries load, and what this process compiles goes to a private folder.  So does any
+library that cannot be written where it belongs (the folder read-only or full, a folder standing
+where the library or its stamp goes): `cached_library`, one `CacheWarning` per folder and
+process.  Opening a writable folder sweeps the build folders and stamps a killed
+process left there (older than an hour).  What goes into the folder, and how a library in it is
+verified before it is loaded, is `ren.backend.c_host.cached_library`'s job.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 
 from ren import settings
+from ren.backend import c_host
 from ren.backend.c_host import TEMP_PREFIX, library_key, library_verifies, write_atomically
 from ren.errors import DeviceError
 
@@ -30,6 +36,7 @@ class CacheWarning(UserWarning):
 
 
 _cache_dirs: dict[str, str] = {}  # configured folder -> the folder used (itself or a private one)
+_write_dirs: dict[str, str] = {}  # a folder that cannot be written -> where its libraries go
 _cache_dirs_lock = threading.Lock()
 #: build folders and stamps older than this are a crashed process's leftovers
 _STALE_SECONDS = 3600
@@ -67,12 +74,52 @@ def _open_cache(folder: str) -> str:
         os.close(fd)
         os.remove(probe)
     except OSError as e:
+        if _readable_folder(folder):  # read it; what this process compiles goes elsewhere
+            return folder
         return _private_cache(folder, e)
     _sweep(folder)
     return folder
 
 
+def _readable_folder(folder: str) -> bool:
+    """Whether `folder` is an existing folder whose files can be listed and read."""
+    try:
+        os.listdir(folder)
+    except OSError:
+        return False
+    return os.path.isdir(folder) and os.access(folder, os.R_OK | os.X_OK)
+
+
+def cached_library(source: str, flags: Sequence[str], folder: str) -> str:
+    """`ren.backend.c_host.cached_library` in the cache `folder`; a library that cannot be
+    written there (read-only, full, a folder where the library or its stamp goes) is built in
+    this process's private folder for `folder` instead (one `CacheWarning` per folder)."""
+    return c_host.cached_library(source, flags, folder, fallback=_write_elsewhere)
+
+
+def _write_elsewhere(folder: str, error: OSError) -> str:
+    with _cache_dirs_lock:
+        got = _write_dirs.get(folder)
+        if got is None:
+            got = _write_dirs[folder] = _private_folder(folder, error, (
+                "the 'cpu' device cannot write a compiled library into {folder} ({origin}; "
+                "{error}); this process builds the libraries it cannot write there in the "
+                "private temporary folder {private} instead, so the next one compiles them "
+                "again.  Remove what is in the way or set REN_CACHE_DIR to a folder you can "
+                "write."))
+    return got
+
+
 def _private_cache(folder: str, error: OSError) -> str:
+    return _private_folder(folder, error, (
+        "the 'cpu' device cannot keep compiled libraries in {folder} ({origin}; {error}); this "
+        "process uses the private temporary folder {private} instead, so the next one compiles "
+        "them again.  Set REN_CACHE_DIR to a folder you can write."))
+
+
+def _private_folder(folder: str, error: OSError, message: str) -> str:
+    """A new private temporary folder (removed at exit) standing in for `folder`, with one
+    CacheWarning (`message` formatted with folder, origin, error and private)."""
     try:
         private = tempfile.mkdtemp(prefix="ren-cpu-cache-")
     except OSError as e:
@@ -82,10 +129,9 @@ def _private_cache(folder: str, error: OSError) -> str:
     atexit.register(shutil.rmtree, private, True)
     origin = (f"REN_CACHE_DIR={settings.get('REN_CACHE_DIR')!r}" if settings.get("REN_CACHE_DIR")
               else "the default cache folder")
-    warnings.warn(f"the 'cpu' device cannot keep compiled libraries in {folder} ({origin}; "
-                  f"{type(error).__name__}: {error}); this process uses the private temporary "
-                  f"folder {private} instead, so the next one compiles them again.  Set "
-                  "REN_CACHE_DIR to a folder you can write.", CacheWarning, stacklevel=4)
+    warnings.warn(message.format(folder=folder, origin=origin, private=private,
+                                 error=f"{type(error).__name__}: {error}"),
+                  CacheWarning, stacklevel=5)
     return private
 
 
@@ -150,7 +196,7 @@ def index_library(folder: str, names: list[str], so: str, context: str) -> None:
     """Record that the cached library `so` holds the kernels `names` (best effort: an index
     that cannot be written only costs a later process a compile)."""
     key = library_key(so)
-    if key is None:
+    if key is None or os.path.dirname(so) != folder:  # (one built elsewhere: not `folder`'s)
         return
     try:
         os.makedirs(os.path.join(folder, _INDEX), exist_ok=True)
@@ -161,5 +207,5 @@ def index_library(folder: str, names: list[str], so: str, context: str) -> None:
         return
 
 
-__all__ = ["CacheWarning", "cache_dir", "cache_root", "configured_cache_dir", "index_library",
-           "indexed_library"]
+__all__ = ["CacheWarning", "cache_dir", "cache_root", "cached_library", "configured_cache_dir",
+           "index_library", "indexed_library"]

@@ -1,9 +1,10 @@
 """``ren-inspect``: look inside Ren — the IR after every pass, the rewrites, arena layouts,
 captured plans and kernels, as text, Graphviz or one self-contained HTML report.
 
-A thin click + rich shell over `ren.viz`.  User mistakes (an unknown program or device, a file
-that does not define what is needed or raises, a bad pass name, an output in a directory that
-does not exist) print one line and exit with status 2; internal errors (a bug) exit with 3.
+A thin click + rich shell over `ren.viz`.  User mistakes (an unknown program, command or device,
+a bad option value, a file that does not define what is needed, raises, exits or returns no
+Poly, a bad pass name, an output in a directory that does not exist or lets no file be created)
+print one line and exit with status 2; internal errors (a bug) exit with 3.
 ``--debug`` (or REN_INSPECT_DEBUG=1) shows the traceback instead; the one-line message points at
 it where a traceback helps (a bug, or an error raised by the program being inspected).  ``diff``
 exits with 1 when a stage differs from its golden snapshot.  An output file's directory must
@@ -60,12 +61,40 @@ def debug_option(f: Callable) -> Callable:
                         help="Show the Python traceback of an error.")(f)
 
 
+class UsageLine(click.ClickException):
+    """A usage mistake (a bad option value, a missing argument, an unknown command) as one line
+    on stderr, exit status 2 — click prints three (usage, a hint, the error)."""
+
+    exit_code = EXIT_USER
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"ren-inspect: error: {self.format_message()}", err=True)
+
+
+def _one_line(e: click.UsageError) -> click.ClickException:
+    """`e` as a UsageLine naming the help to read; no arguments at all still show the help."""
+    if isinstance(e, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        return e
+    text = " ".join(e.format_message().split()).rstrip(".")
+    where = e.ctx.command_path if e.ctx is not None else "ren-inspect"
+    return UsageLine(f"{text} (see '{where} --help')")
+
+
 class InspectGroup(click.Group):
     """Turns errors into one line on stderr and a non-zero exit (unless --debug)."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as e:  # an option of ren-inspect itself
+            raise _one_line(e) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # an unknown command, a command's options and arguments
+            raise _one_line(e) from None
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as e:
@@ -128,7 +157,9 @@ def _require_directory(target: Path, directory: Path) -> None:
 
 
 def check_output_file(output: Path | None) -> None:
-    """Fail before any work when `output` cannot be a file to write (None: stdout)."""
+    """Fail before any work when `output` cannot be a file to write (None: stdout): its
+    directory must exist and let the file be created (tried, then removed) or, for a file that
+    exists, opened for writing (not truncated)."""
     if output is None:
         return
     with _os_errors(output):
@@ -136,6 +167,15 @@ def check_output_file(output: Path | None) -> None:
             raise InspectError(f"cannot write {output}: it is a directory; give a file name "
                                f"(-o {output}/NAME)")
         _require_directory(output, output.parent)
+        try:
+            with open(output, "x"):
+                pass
+        except FileExistsError:
+            if output.is_file():  # (a device or a pipe is opened when it is written, not now)
+                with open(output, "a"):
+                    pass
+        else:
+            output.unlink()
 
 
 def check_output_dir(output: Path) -> None:
@@ -154,7 +194,11 @@ def _os_errors(output: Path) -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        raise InspectError(f"cannot write {output}: {e.strerror or e}") from None
+        why = e.strerror or str(e)
+        if isinstance(e, FileNotFoundError) and output.parent.is_dir():  # e.g. under /proc
+            why = (f"the directory {output.parent} does not let files be created in it ({why}); "
+                   "pick another -o")
+        raise InspectError(f"cannot write {output}: {why}") from None
 
 
 def write_file(output: Path, write: Callable[[Any], None]) -> None:

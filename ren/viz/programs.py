@@ -23,7 +23,9 @@ parameters ``small``.  Inspection only.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import functools
 import importlib.util
 import sys
 import warnings
@@ -72,22 +74,18 @@ class Program:
 
     def outputs(self) -> tuple[Poly, ...]:
         """A fresh build of the program's lazy outputs, flattened to Polys."""
-        tree = self._call("building", self.builder)
-        polys = tuple(poly_leaves(tree))
-        if not polys:
-            raise InspectError(f"{self.name}: the program returned {type(tree).__name__} with no "
-                               "Poly in it; return Polys or CKKS ciphertexts/plaintexts (possibly "
-                               "in a tuple, list, dict or dataclass)")
-        return polys
+        return _result_polys(f"{self.name}: the program", self._call("building", self.builder))
 
     def call(self) -> tuple[Callable[..., Any], tuple] | None:
-        """(function, example inputs) for JIT capture, or None if the program has none."""
+        """(function, example inputs) for JIT capture, or None if the program has none.  The
+        function is guarded: what it raises (besides a RenError) or an exit is an InspectError,
+        and so is a result without a Poly in it."""
         if self.function is None or self.example_inputs is None:
             return None
         args = self._call("building the example inputs of", self.example_inputs)
         if not isinstance(args, tuple):
             args = (args,)
-        return self.function, args
+        return _guarded(self.name, self.function), args
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         try:
@@ -95,8 +93,96 @@ class Program:
                 return fn()
         except RenError as e:
             raise InspectError(f"{what} {self.name} failed: {type(e).__name__}: {e}") from e
-        except Exception as e:  # a user's program may raise anything
-            raise InspectError(f"{what} {self.name} raised {type(e).__name__}: {e}") from e
+        except (Exception, SystemExit) as e:  # a user's program may raise (or exit) anything
+            raise InspectError(f"{what} {self.name} {_raised(e)}") from e
+
+
+def _raised(e: BaseException) -> str:
+    """What a user's code did, in words: "raised KeyError: 'x'", or "exited (SystemExit(0))"
+    for ``sys.exit``."""
+    if isinstance(e, SystemExit):
+        return (f"exited (SystemExit({e.code!r})); a program must return what to inspect, not "
+                "exit")
+    return f"raised {type(e).__name__}: {e}"
+
+
+def _result_polys(what: str, tree: Any) -> tuple[Poly, ...]:
+    """The Polys of `tree`, the result of `what` (e.g. "prog: the program"); InspectError when
+    it has none, contains itself or is nested too deeply to walk."""
+    try:
+        polys = tuple(poly_leaves(tree))
+    except RecursionError:
+        raise InspectError(f"{what} returned a {type(tree).__name__} that cannot be walked: "
+                           f"{_shape_problem(tree)}; return Polys or CKKS ciphertexts in a tree "
+                           "of lists, tuples, dicts or dataclasses without cycles, at most a few "
+                           "hundred levels deep") from None
+    if not polys:
+        raise InspectError(f"{what} returned {type(tree).__name__} with no Poly in it; return "
+                           "Polys or CKKS ciphertexts/plaintexts (possibly in a tuple, list, dict "
+                           "or dataclass)")
+    return polys
+
+
+def _children(x: Any) -> list[Any]:
+    """The values `poly_leaves` walks into (none for a Poly or a leaf)."""
+    if isinstance(x, Poly):
+        return []
+    if isinstance(x, list | tuple):
+        return list(x)
+    if isinstance(x, dict):
+        return list(x.values())
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [getattr(x, f.name) for f in dataclasses.fields(x)]
+    return []
+
+
+def _shape_problem(tree: Any) -> str:
+    """Why walking `tree` recursed too deeply: a container that contains itself (a cycle), or
+    how many containers deep it is (walked without recursion, each container once)."""
+    on_path, done = {id(tree)}, set()
+    stack = [(tree, iter(_children(tree)))]
+    deepest = 1
+    while stack:
+        node, rest = stack[-1]
+        child = next(rest, _END)
+        if child is _END:
+            stack.pop()
+            on_path.discard(id(node))
+            done.add(id(node))
+            continue
+        if id(child) in on_path:
+            return f"a {type(child).__name__} in it contains itself (a cycle)"
+        inner = _children(child)
+        if inner and id(child) not in done:
+            on_path.add(id(child))
+            stack.append((child, iter(inner)))
+            deepest = max(deepest, len(stack))
+    return (f"it is nested {deepest} containers deep, more than Python's recursion limit "
+            f"({sys.getrecursionlimit()}) allows")
+
+
+_END = object()
+
+
+def _guarded(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a plain function, or one wrapped by ren.jit: then the wrapper keeps its
+    `plans`) calling which turns what the user's code raises (a RenError aside) or an exit
+    into an InspectError, as a result without a Poly in it."""
+
+    @functools.wraps(getattr(function, "__wrapped__", function))
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = function(*args, **kwargs)
+        except RenError:
+            raise
+        except (Exception, SystemExit) as e:
+            raise InspectError(f"{name}: function {_raised(e)}") from e
+        _result_polys(f"{name}: function", result)
+        return result
+
+    if hasattr(function, "plans"):  # already jitted: ren.viz.jitplan reads its plans
+        guarded.plans = lambda: function.plans  # type: ignore[attr-defined]
+    return guarded
 
 
 def poly_leaves(tree: Any) -> Iterator[Poly]:
@@ -110,9 +196,11 @@ def as_program(obj: Any, name: str = "program") -> Program:
     tuple, dict or dataclass tree of them) built in Python: its lazy graph as it is now."""
     if isinstance(obj, Program):
         return obj
-    if not any(True for _ in poly_leaves(obj)):
+    try:
+        _result_polys("the object", obj)
+    except InspectError as e:
         raise InspectError(f"expected a ren.viz Program, a Poly or a tree of Polys / CKKS "
-                           f"objects, got {type(obj).__name__}")
+                           f"objects, got {type(obj).__name__} ({e})") from None
     return Program(name, "a lazy graph built in Python", "python", lambda: obj)
 
 
@@ -270,7 +358,7 @@ def load_program(spec: str | Path, ckks: str = DEFAULT_CKKS_PARAMS) -> Program:
         except RenError as e:
             raise InspectError(f"{text} with CKKS parameters {ckks!r}: {e}") from e
     path = Path(text)
-    if path.suffix == ".py" or path.exists() or "/" in text:
+    if text.strip() and (path.suffix == ".py" or path.exists() or "/" in text):
         return load_file(path)
     close = difflib.get_close_matches(text, list(examples()), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -280,6 +368,9 @@ def load_program(spec: str | Path, ckks: str = DEFAULT_CKKS_PARAMS) -> Program:
 
 def load_file(path: Path) -> Program:
     """A program from a Python file following the convention of the module doc."""
+    if path.is_dir():
+        raise InspectError(f"{path} is a directory, not a program file; give the path of a "
+                           "Python file that defines program()")
     if not path.is_file():
         raise InspectError(f"no such program file: {path}")
     name = path.stem
@@ -292,8 +383,8 @@ def load_file(path: Path) -> Program:
     try:
         with ren_random.seeded(f"file:{name}"):
             spec.loader.exec_module(module)
-    except Exception as e:  # the user's module may raise anything while it loads
-        raise InspectError(f"loading {path} raised {type(e).__name__}: {e}") from e
+    except (Exception, SystemExit) as e:  # the user's module may raise (or exit) while it loads
+        raise InspectError(f"loading {path} {_raised(e)}") from e
     finally:
         sys.path.remove(str(path.resolve().parent))
     doc = (module.__doc__ or "").strip()

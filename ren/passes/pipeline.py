@@ -359,6 +359,7 @@ class Pipeline:
             if p.builtin:
                 ref = p.name
             else:
+                p.origin = p.origin or _find_origin(p)
                 if not p.origin or ":" not in p.origin:
                     raise PipelineError(f"pass {p.name!r} has no text form: it was not loaded "
                                         "from MODULE:ATTR (define it at the top level of an "
@@ -431,6 +432,22 @@ def _apply_edit(out: Pipeline, edit: str, spec: str) -> Pipeline:
     raise PipelineError(f"pipeline spec {spec!r}: cannot read {edit!r}; edits are -NAME, "
                         f"+MODULE:ATTR@after=NAME, +MODULE:ATTR@before=NAME, NAME=MODULE:ATTR; "
                         f"pass names: {', '.join(out.names)}")
+
+
+def _find_origin(p: Pass) -> str | None:
+    """``MODULE:ATTR`` of a user pass defined at the top level of a module (found through the
+    module of its ``run`` or of its first rule's function), or None."""
+    import sys
+
+    fn = p._run if p._run is not None else (p.rules.rules[0].fn if p.rules and p.rules.rules
+                                            else None)
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return None  # (__main__ means something else in every process)
+    for attr, value in vars(module).items():
+        if value is p:
+            return f"{module.__name__}:{attr}"
+    return None
 
 
 def as_pass(p: Any) -> Pass:

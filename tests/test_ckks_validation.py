@@ -313,13 +313,13 @@ class TestParams:
                 make_params(N=N, depth=1, scale_bits=30, first_bits=31, insecure=True)
 
     def test_level_0_without_room_for_a_message(self):
-        """first_bits = scale_bits + 1 (allowed: programs that stay above level 0 use it) gives
-        a level 0 whose default scale cannot hold 1: encoding there says so."""
-        p = make_params(N=64, depth=2, scale_bits=40, first_bits=41, insecure=True)
+        """first_bits = scale_bits + 1 would give a level 0 whose default scale cannot hold 1:
+        CKKSParams refuses it (issue 38), naming the bound; scale_bits + 2 encodes at level 0."""
+        with pytest.raises(ParameterError, match=r"first_bits must be an int in \[42, 248\]"):
+            make_params(N=64, depth=2, scale_bits=40, first_bits=41, insecure=True)
+        p = make_params(N=64, depth=2, scale_bits=40, first_bits=42, insecure=True)
         enc = Encoder(p)
-        with pytest.raises(ScaleOutOfBoundsError, match=r"encode: .*first_bits >= scale_bits"):
-            enc.encode([0.5], level=0)
-        assert np.allclose(enc.decode(enc.encode([0.5], level=1))[0], 0.5)
+        assert np.allclose(enc.decode(enc.encode([0.5], level=0))[0], 0.5)
 
     def test_insecure_must_be_a_bool(self):
         with pytest.raises(ParameterError, match="insecure"):

@@ -57,6 +57,7 @@ from ren.device import Buffer
 from ren.kernel import ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node
+from ren.passes.pipeline import current_pipeline
 from ren.realization import (
     compile_and_run,
     compile_template,
@@ -179,8 +180,10 @@ def entry_key(key: tuple) -> str | None:
     """The file name (hex digest) of a graph's structure key, or None when an argument of it
     has no canonical form (such a graph is compiled every time)."""
     try:
+        # the pipeline in force names its passes and digests its user passes' code: a plan
+        # scheduled under one pipeline never loads under another
         form = canonical((FORMAT, sys.version_info[:2], key, bool(settings.get("REN_NO_MEMPLAN")),
-                          bool(settings.get("REN_NO_ELISION"))), {})
+                          bool(settings.get("REN_NO_ELISION")), current_pipeline().key), {})
     except _NoCanonicalForm:
         return None
     return hashlib.sha256(f"{source_fingerprint()}\0{form!r}".encode()).hexdigest()

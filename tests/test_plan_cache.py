@@ -133,6 +133,21 @@ def test_schedule_switches_are_part_of_the_key(switch):
     assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
 
 
+@pytest.mark.parametrize("spec", ["default,-simplify_domains",
+                                  "default,+pipeline_user_passes:canonical_mul@after=simplify"])
+def test_the_pipeline_is_part_of_the_key(spec):
+    """A plan scheduled under one pipeline never loads under another (ren.passes.Pipeline.key:
+    pass names and each user pass's code digest)."""
+    c, x = poly(44), poly(45)
+    ren.jit(program(c))(x)
+    f = ren.jit(program(c), pipeline=spec)
+    assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+    again = ren.jit(program(c), pipeline=spec)
+    again(x)
+    assert again.plans[0].compiled_by == LOADED and len(entries()) == 2
+
+
 def _slots(blob: bytes, change) -> bytes:
     state = pickle.loads(blob)
     for s in state["slots"]:

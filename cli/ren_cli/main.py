@@ -15,6 +15,7 @@ writes a directory of files by design, creates DIR itself.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -26,9 +27,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ren import passdev as pd
 from ren import settings
 from ren.device import canonical_device
 from ren.errors import InspectError, RenError
+from ren.passes.pipeline import Pipeline, current_pipeline
+from ren.passes.pipeline import using as using_pipeline
 from ren.viz import arena as av
 from ren.viz import golden as gd
 from ren.viz import graph as gv
@@ -135,6 +139,30 @@ def program_argument(f: Callable) -> Callable:
                      help="Parameters of the built-in CKKS examples (small: tiny, insecure).")(f)
     f = click.argument("program")(f)
     return debug_option(f)
+
+
+def _pipeline_of(spec: str | None) -> Any:
+    """The `Pipeline` named by a --pipeline spec (the working directory is importable, as
+    for pytest, so ``+mymodule:my_pass@after=NAME`` finds a module beside you)."""
+    import os
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return Pipeline.parse(spec or "default")
+
+
+def pipeline_option(f: Callable) -> Callable:
+    """--pipeline SPEC: run the command's realizations and traces under that pipeline."""
+
+    @functools.wraps(f)
+    def run(*args: Any, pipeline: str | None, **kwargs: Any) -> Any:
+        with using_pipeline(_pipeline_of(pipeline)):
+            return f(*args, **kwargs)
+
+    return click.option("--pipeline", metavar="SPEC", default=None,
+                        help="The scheduling pipeline, e.g. 'default,-simplify_domains' or "
+                             "'default,+mymodule:my_pass@after=lower_ring_ops' (ren.passes."
+                             "Pipeline's text form) [default: default].")(run)
 
 
 def output_option(f: Callable) -> Callable:
@@ -277,14 +305,19 @@ def graph_options(f: Callable) -> Callable:
 @cli.command()
 @program_argument
 @click.option("--pass", "which", metavar="N|NAME",
-              help="One pass (number 0-12 or name, e.g. 3 or inject_domains): before and after.")
+              help="One pass (its number in the pipeline, 0 for the input, or its name, e.g. 3 "
+                   "or inject_domains): before and after.")
 @click.option("--format", "fmt", type=click.Choice(["text", "dot", "svg", "html"]),
               default="text", show_default=True)
+@click.option("--timing", is_flag=True,
+              help="Only the wall time of each pass and the nodes after it (MLIR's "
+                   "--mlir-timing).")
 @output_option
 @graph_options
-def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: Path | None,
-           kernel_bodies: bool, removed: bool, max_nodes: int) -> None:
-    """The graph before and after each of the twelve passes: what each pass added (+),
+@pipeline_option
+def passes(program: str, ckks_params: str, which: str | None, fmt: str, timing: bool,
+           output: Path | None, kernel_bodies: bool, removed: bool, max_nodes: int) -> None:
+    """The graph before and after each pass of the pipeline: what each pass added (+),
     rebuilt (~) and removed (-), and the rules that fired.
 
     dot/svg: one graph per stage; without --pass, -o names a directory (one file per stage).
@@ -294,6 +327,9 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
     else:
         check_output_file(output)
     prog = pg.load_program(program, ckks_params)
+    if timing:
+        emit(pd.pass_timing(prog, current_pipeline()).text(), output)
+        return
     if fmt == "html":
         opts = rp.ReportOptions(sections=("passes",), kernel_bodies=kernel_bodies,
                                 removed=removed, max_nodes=max_nodes)
@@ -337,6 +373,7 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, output: 
 @click.option("--policy", type=click.Choice(["auto", "tlsf", "by_size"]), default="auto",
               show_default=True, help="Placement policy of the memory planner.")
 @output_option
+@pipeline_option
 def arena(program: str, ckks_params: str, fmt: str, policy: str, output: Path | None) -> None:
     """The memory plan as a picture: each planned buffer a rectangle over (schedule step ×
     arena offset), with arena, planned and peak-live bytes and the policy chosen."""
@@ -371,6 +408,7 @@ def arena(program: str, ckks_params: str, fmt: str, policy: str, output: Path | 
 @click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text",
               show_default=True)
 @output_option
+@pipeline_option
 def jit(program: str, ckks_params: str, fmt: str, output: Path | None) -> None:
     """The captured plan: exec units in order (kind, kernel, buffers), the input replacement
     table, the arena, the graph runner kind and the capture time."""
@@ -471,6 +509,7 @@ def show(items: list[Any], output: Path | None) -> None:
               show_default=True, help="svg: the top-level schedule (kernels and buffers).")
 @click.option("--device", help="Render the kernels with this device's renderer, if it has one.")
 @output_option
+@pipeline_option
 def kernels(program: str, ckks_params: str, fmt: str, device: str | None,
             output: Path | None) -> None:
     """Each scheduled kernel's AST and, where a backend renders kernels, its source."""
@@ -513,6 +552,7 @@ def kernels(program: str, ckks_params: str, fmt: str, device: str | None,
 @click.option("--format", "fmt", type=click.Choice(["text", "html"]), default="text",
               show_default=True)
 @output_option
+@pipeline_option
 def diff(program: str, ckks_params: str, golden: Path | None, fmt: str,
          output: Path | None) -> None:
     """The current output of every pass against the golden snapshots, as unified diffs.
@@ -545,6 +585,7 @@ def diff(program: str, ckks_params: str, golden: Path | None, fmt: str,
 @click.option("--policy", type=click.Choice(["auto", "tlsf", "by_size"]), default="auto",
               show_default=True)
 @graph_options
+@pipeline_option
 def report(program: str, ckks_params: str, output: Path, sections: str, golden: Path | None,
            policy: str, kernel_bodies: bool, removed: bool, max_nodes: int) -> None:
     """Everything in one self-contained HTML file (inline SVG, no network): step through the
@@ -557,6 +598,80 @@ def report(program: str, ckks_params: str, output: Path, sections: str, golden: 
                             policy=policy)
     html = rp.report_html(prog, opts)
     emit(html, output, f" in {sum(opts.timings.values()):.1f} s: open it in a browser")
+
+
+# -- pass development ------------------------------------------------------------------------------
+@cli.command()
+@program_argument
+@click.option("--pipeline", "pipelines", metavar="SPEC", multiple=True, required=True,
+              help="A pipeline to compare (repeat: the first is the reference); NAME=SPEC names "
+                   "its row.")
+@click.option("--device", type=click.Choice(["python", "cpu"]), default="python",
+              show_default=True, help="Where the replays run.")
+@click.option("--repeat", type=click.IntRange(1, 1000), default=5, show_default=True,
+              help="Replays timed per pipeline (the median is shown).")
+@click.option("--format", "fmt", type=click.Choice(["text", "svg", "html"]), default="text",
+              show_default=True)
+@output_option
+def compare(program: str, ckks_params: str, pipelines: tuple[str, ...], device: str,
+            repeat: int, fmt: str, output: Path | None) -> None:
+    """The same program under several pipelines, in one run: kernels, NTT/INTT, basis
+    conversions, bytes moved, arena, schedule and replay time, precision (CKKS)."""
+    check_output_file(output)
+    named: dict[str, Any] = {}
+    for i, spec in enumerate(pipelines):
+        name, _, text = spec.partition("=") if "=" in spec.split(",")[0] else ("", "", spec)
+        named[name or (text if len(text) <= 40 else f"pipeline {i + 1}")] = _pipeline_of(text)
+    result = pd.compare(pg.load_program(program, ckks_params), named, device=device,
+                        repeat=repeat)
+    emit({"text": result.text, "svg": result.svg, "html": result.html}[fmt](), output)
+
+
+@cli.command()
+@program_argument
+@click.option("--pipeline", metavar="SPEC", default=None,
+              help="The pipeline to ablate [default: default].")
+@click.option("--device", type=click.Choice(["python", "cpu"]), default="python",
+              show_default=True)
+@click.option("--repeat", type=click.IntRange(1, 1000), default=5, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "svg", "html"]), default="text",
+              show_default=True)
+@output_option
+def ablate(program: str, ckks_params: str, pipeline: str | None, device: str, repeat: int,
+           fmt: str, output: Path | None) -> None:
+    """The pipeline, then the same with each optional pass removed in turn: what each optional
+    pass buys on this program."""
+    check_output_file(output)
+    result = pd.ablate(pg.load_program(program, ckks_params), _pipeline_of(pipeline),
+                       device=device, repeat=repeat)
+    emit({"text": result.text, "svg": result.svg, "html": result.html}[fmt](), output)
+
+
+@cli.command("check-pass")
+@click.argument("pass_ref", metavar="MODULE:PASS")
+@click.option("--after", metavar="NAME", help="Insert it after this pass.")
+@click.option("--before", metavar="NAME", help="Insert it before this pass.")
+@click.option("--pipeline", metavar="SPEC", default=None,
+              help="The pipeline to insert it into (or one that holds it) [default: default].")
+@click.option("--program", "programs", metavar="PROGRAM", multiple=True,
+              help="Check on these programs only (repeat) [default: the corpus and the CKKS "
+                   "examples].")
+@click.option("--random", "random_count", type=click.IntRange(0, 100000), default=20,
+              show_default=True, help="Seeded random programs besides them.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@debug_option
+def check_pass(pass_ref: str, after: str | None, before: str | None, pipeline: str | None,
+               programs: tuple[str, ...], random_count: int, seed: int) -> None:
+    """Check a pass of your own (importable as MODULE:PASS, the working directory included):
+    its contract, the later passes' contracts, its semantics against the reference
+    interpreter and the result, on many programs; the first failure is shrunk to a small
+    graph and shown before and after the pass.  Exit status 1 when it fails."""
+    base = _pipeline_of(pipeline)
+    report = pd.check(pass_ref, pipeline=base, after=after, before=before,
+                      programs=list(programs) or None, random=random_count, seed=seed)
+    print_marked(str(report) + "\n")
+    if not report.ok:
+        sys.exit(1)
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from ren.rlwe import (
     Ciphertext,
     Decryptor,
     Encryptor,
+    GaloisKeys,
     InsecureParametersWarning,
     KeyGenerator,
     MissingKeyError,
@@ -30,9 +31,12 @@ from ren.rlwe import (
     RLWEParams,
     automorphism,
     balanced_digits,
+    check_ntt_polys,
+    decompose,
     hoisted_automorphisms,
     key_switch,
     relinearize,
+    switch_decomposed,
 )
 
 N = 32
@@ -320,7 +324,7 @@ def test_galois_keys_by_step(keys):
     assert galois_element(N, -1) in gk
     with pytest.raises(MissingKeyError, match="rotation steps"):
         gk.for_galois(galois_element(N, 2), "rotation step 2")
-    with pytest.raises(ParameterError, match="needs a Galois key"):
+    with pytest.raises(ParameterError, match="key must be a Galois key"):
         automorphism((None, None), kg.relin_key(), 0)
 
 
@@ -385,3 +389,114 @@ def test_public_key_encryption_carries_rounding_noise_only():
         e0, e1 = (Poly.gaussian(ring, p.sigma).ntt() for _ in range(2))
         raw = Ciphertext((v * pk.b.to_ring(ring) + e0, v * pk.a.to_ring(ring) + e1), 1, p)
         assert noise(dec.decrypt(raw).coefficients(), [0] * n, q) > 2 * rounding
+
+
+# -- issue 38: every public function of the layer checks its arguments (found by tests/api_fuzz.py)
+@pytest.fixture(scope="module")
+def objects(keys):
+    """(params, keygen, a level-2 ciphertext, its size-3 square, rlk, a Galois key)."""
+    p, kg, pk = keys
+    with ren.random.seeded(12):
+        ct = Encryptor(p, pk).encrypt(message(p, 2, np.random.default_rng(3), 1 << 8))
+        rlk = kg.relin_key()
+        gk = kg.galois_key(galois_element(N, 1))
+    c0, c1 = ct.parts
+    return p, kg, ct, (c0 * c0, c0 * c1 * 2, c1 * c1), rlk, gk
+
+
+BAD_ARGUMENTS = {
+    # name: (call(p, kg, ct, parts3, rlk, gk), message)
+    "max_log_qp N": (lambda *o: ren.rlwe.max_log_qp("1024"), r"max_log_qp: N must be an int"),
+    "max_log_qp list": (lambda *o: ren.rlwe.max_log_qp([]), r"max_log_qp: N must be an int"),
+    "estimated_security zero": (lambda *o: ren.rlwe.estimated_security(1024, 0),
+                                r"log_qp must be a finite real number > 0"),
+    "estimated_security str": (lambda *o: ren.rlwe.estimated_security(1024, "x"),
+                               r"log_qp must be a finite real number"),
+    "secret array": (lambda *o: make(secret=np.zeros(2)), r"secret must be 'ternary' or"),
+    "secret sparse array": (lambda *o: make(secret=(np.zeros(2), 4)),
+                            r"secret must be 'ternary' or"),
+    "level_of str": (lambda p, *o: p.level_of("x"), r"level_of: ring must be a RingSpec"),
+    "level_of array": (lambda p, *o: p.level_of(np.zeros(2)), r"level_of: ring must be a"),
+    "balanced_digits bits": (lambda *o: balanced_digits(["x"], 1),
+                             r"balanced_digits: bits\[0\] must be a finite real"),
+    "balanced_digits str": (lambda *o: balanced_digits("30", 1),
+                            r"balanced_digits: bits must be a list or tuple"),
+    "balanced_digits huge dnum": (lambda *o: balanced_digits([30.0, 30.0], 10**12),
+                                  r"dnum must be an int in \[1, 2\]"),
+    "gadget_constants": (lambda *o: ren.rlwe.gadget_constants("x"),
+                         r"gadget_constants: params must be a RLWEParams"),
+    "normalize_steps slots": (lambda *o: ren.rlwe.normalize_steps([1], "16"),
+                              r"normalize_steps: slots must be an int >= 1"),
+    "normalize_steps zero": (lambda *o: ren.rlwe.normalize_steps([1], 0),
+                             r"normalize_steps: slots must be an int >= 1"),
+    "switching_key str": (lambda p, kg, *o: kg.switching_key("x"),
+                          r"switching key: s_from must be a Poly"),
+    "switching_rows None": (lambda p, kg, *o: kg.switching_rows(None),
+                            r"switching key: s_from must be a Poly"),
+    "rotation_keys progress": (lambda p, kg, *o: kg.rotation_keys([1], progress=np.zeros(2)),
+                               r"rotation_keys: progress must be True or False"),
+    "for_galois list": (lambda p, kg, ct, p3, rlk, gk: GaloisKeys({}, p).for_galois([], "x"),
+                        r"for_galois: g must be a Galois element"),
+    "check_ntt_polys polys": (lambda p, kg, ct, *o: check_ntt_polys(
+        None, str, p.ring(2), "r", "f", p), r"check_ntt_polys: polys must be a tuple or list"),
+    "check_ntt_polys where": (lambda p, kg, ct, *o: check_ntt_polys(
+        ct.parts, "x", p.ring(2), "r", "f", p), r"check_ntt_polys: where must be callable"),
+    "check_ntt_polys ring": (lambda p, kg, ct, *o: check_ntt_polys(
+        ct.parts, str, None, "r", "f", p), r"check_ntt_polys: ring must be a RingSpec"),
+    "check_ntt_polys params": (lambda p, kg, ct, *o: check_ntt_polys(
+        ct.parts, str, p.ring(2), "r", "f", "x"), r"check_ntt_polys: params must be a RLWEParams"),
+    "decompose d": (lambda p, kg, ct, *o: decompose("x", p, 2), r"decompose: d must be a Poly"),
+    "decompose params": (lambda p, kg, ct, *o: decompose(ct.c1, None, 2),
+                         r"decompose: params must be a RLWEParams"),
+    "decompose level": (lambda p, kg, ct, *o: decompose(ct.c1, p, 2.0),
+                        r"decompose: level must be an int in \[0, 2\]"),
+    "switch_decomposed ups": (lambda p, kg, ct, p3, rlk, gk: switch_decomposed([], rlk, 2),
+                              r"switch_decomposed: ups must be a sequence of between"),
+    "switch_decomposed key": (lambda p, kg, ct, *o: switch_decomposed(
+        decompose(ct.c1, p, 2), "x", 2), r"switch_decomposed: key must be a SwitchingKey"),
+    "key_switch key": (lambda p, kg, ct, *o: key_switch(ct.c1, None, 2),
+                       r"key_switch: key must be a SwitchingKey"),
+    "relinearize parts": (lambda p, kg, ct, p3, rlk, gk: relinearize("x", rlk, 2),
+                          r"relinearize: parts must be a list or tuple"),
+    "relinearize two parts": (lambda p, kg, ct, p3, rlk, gk: relinearize(ct.parts, rlk, 2),
+                              r"relinearize: parts must be a sequence of between 3 and 3"),
+    "relinearize galois key": (lambda p, kg, ct, p3, rlk, gk: relinearize(p3, gk, 2),
+                               r"relinearize: key must be the relinearization key"),
+    "automorphism key": (lambda p, kg, ct, *o: automorphism(ct.parts, None, 2),
+                         r"automorphism: key must be a SwitchingKey"),
+    "automorphism sigma": (lambda p, kg, ct, p3, rlk, gk: automorphism(ct.parts, gk, 2, 1),
+                           r"automorphism: sigma must be callable"),
+    "automorphism parts": (lambda p, kg, ct, p3, rlk, gk: automorphism(-1, gk, 2),
+                           r"automorphism: parts must be a list or tuple"),
+    "hoisted keys": (lambda p, kg, ct, *o: hoisted_automorphisms(ct.parts, None, 2, []),
+                     r"hoisted_automorphisms: keys must be a list or tuple"),
+    "hoisted sigmas": (lambda p, kg, ct, p3, rlk, gk: hoisted_automorphisms(
+        ct.parts, [gk], 2, ["x"]), r"hoisted_automorphisms: sigmas\[0\] must be callable"),
+    "hoisted parts": (lambda p, kg, ct, p3, rlk, gk: hoisted_automorphisms(
+        None, [gk], 2, [str]), r"hoisted_automorphisms: parts must be a list or tuple"),
+    "decrypt_parts": (lambda p, kg, *o: Decryptor(p, kg.secret_key()).decrypt_parts(None, 2),
+                      r"decrypt_parts: parts must be a list or tuple"),
+    "Encryptor params": (lambda p, kg, *o: Encryptor("x", kg.secret_key()),
+                         r"Encryptor: params must be a RLWEParams"),
+    "Decryptor params": (lambda p, kg, *o: Decryptor(None, kg.secret_key()),
+                         r"Decryptor: params must be a RLWEParams"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))
+def test_bad_arguments_raise_parameter_errors(objects, case):
+    """Issue 38: a wrong type, a NaN or an absurd size is a ParameterError naming the argument
+    (before: AttributeError, TypeError, IndexError, a silently wrong relinearization with a
+    Galois key, or balanced_digits(dnum=10**12) running for hours)."""
+    call, match = BAD_ARGUMENTS[case]
+    with pytest.raises(ParameterError, match=match):
+        call(*objects)
+
+
+def test_numpy_ints_are_ints(objects):
+    """Levels, rotation steps and Galois elements may be NumPy integers (one rule: `is_int`)."""
+    p, _, _, _, _, gk = objects
+    assert p.check_level(np.int64(1)) == 1 and p.ring(np.int64(1)) == p.ring(1)
+    assert ren.rlwe.normalize_steps([np.int64(3), -1], 16) == [3, 15]
+    keys = GaloisKeys({gk.galois: gk}, p)
+    assert keys.for_galois(np.int64(gk.galois), "rotation step 1") is gk

@@ -17,19 +17,38 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ren.errors import ParameterError
+from ren.errors import ParameterError, check_callable, check_instance, check_sequence
 from ren.poly import Poly
-from ren.rlwe.keys import GaloisKey
-from ren.rlwe.keyswitch import decompose, key_switch, switch_decomposed
+from ren.rlwe.errors import ParamsMismatchError
+from ren.rlwe.keys import GaloisKey, SwitchingKey
+from ren.rlwe.keyswitch import (
+    check_ct_parts,
+    check_level,
+    decompose,
+    key_switch,
+    switch_decomposed,
+)
 
 
-def _check(parts: Sequence[Poly], key: GaloisKey) -> int:
-    if key.galois is None:
-        raise ParameterError(f"automorphism needs a Galois key, got {key!r}")
-    if len(parts) != 2:
-        raise ParameterError(f"automorphism: the ciphertext has {len(parts)} parts; relinearize "
-                             "it first")
-    return key.galois
+def _check_key(key: object, what: str) -> GaloisKey:
+    """`key` if it is a Galois key (a switching key with a Galois element)."""
+    checked: SwitchingKey = check_instance(key, SwitchingKey, what, hint="a Galois key: "
+                                           "keygen.rotation_keys([...]).keys[g] or "
+                                           "keygen.galois_key(g)")
+    if checked.galois is None:
+        raise ParameterError(f"{what} must be a Galois key, got {key!r}; use "
+                             "keygen.rotation_keys([...]) or keygen.galois_key(g)")
+    return checked  # type: ignore[return-value]  # a switching key with a Galois element
+
+
+def _check(parts: Sequence[Poly], key: GaloisKey, level: int, who: str) -> int:
+    """`level` after checking `parts` (two Polys at that level: a size-3 ciphertext needs
+    relinearizing first) and `key` (a Galois key of the same parameters)."""
+    if isinstance(parts, tuple | list) and len(parts) == 3:
+        raise ParameterError(f"{who}: the ciphertext has 3 parts; relinearize it first")
+    level = check_level(key.params, level, who)
+    check_ct_parts(parts, key.params, level, who, 2)
+    return level
 
 
 def automorphism(parts: Sequence[Poly], key: GaloisKey, level: int,
@@ -39,10 +58,15 @@ def automorphism(parts: Sequence[Poly], key: GaloisKey, level: int,
 
     `sigma` is the Poly form of the map (default ``Poly.automorph(g)``); a scheme may pass
     ``lambda c: c.rotate(k)`` or ``lambda c: c.conjugate()`` so its graphs name the rotation."""
-    g = _check(parts, key)
+    key = _check_key(key, "automorphism: key")
+    level = _check(parts, key, level, "automorphism")
+    g: int = key.galois  # type: ignore[assignment]  # _check_key: not None
     if sigma is None:
         def sigma(c: Poly) -> Poly:
             return c.automorph(g)
+    else:
+        check_callable(sigma, "automorphism: sigma", hint="a map of Polys, e.g. "
+                       "lambda c: c.automorph(g), or None")
     c0, c1 = (sigma(c) for c in parts)
     u0, u1 = key_switch(c1, key, level)
     return c0 + u0, u1
@@ -53,12 +77,22 @@ def hoisted_automorphisms(parts: Sequence[Poly], keys: Sequence[GaloisKey], leve
     """`automorphism(parts, key, level, sigma)` for each (key, sigma) pair, with one
     decomposition of c1 shared by all of them (see the module docstring).  `sigmas[i]` must be
     the map of ``keys[i].galois``."""
+    who = "hoisted_automorphisms"
+    keys = [_check_key(k, f"{who}: keys[{i}]")
+            for i, k in enumerate(check_sequence(keys, f"{who}: keys"))]
+    sigmas = [check_callable(f, f"{who}: sigmas[{i}]", hint="a map of Polys, e.g. "
+                             "lambda c: c.automorph(g)")
+              for i, f in enumerate(check_sequence(sigmas, f"{who}: sigmas"))]
     if len(keys) != len(sigmas):
-        raise ParameterError(f"hoisted_automorphisms: {len(keys)} keys for {len(sigmas)} maps")
-    for key in keys:
-        _check(parts, key)
+        raise ParameterError(f"{who}: {len(keys)} keys for {len(sigmas)} maps")
     if not keys:
+        check_sequence(parts, f"{who}: parts", 2, 2)
         return []
+    for i, key in enumerate(keys[1:], start=1):
+        if key.params != keys[0].params:
+            raise ParamsMismatchError(f"{who}: keys[{i}] was made under other parameters than "
+                                      "keys[0]")
+    level = _check(parts, keys[0], level, who)
     c0, c1 = parts
     ups = decompose(c1, keys[0].params, level)
     out = []

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ren.errors import DeviceError, DomainError, ParameterError, RingMismatchError
+from ren.errors import (
+    DeviceError,
+    DomainError,
+    ParameterError,
+    RingMismatchError,
+    check_callable,
+    check_instance,
+)
 from ren.poly import Poly
 from ren.ring import Domain, RingSpec
 from ren.rlwe.params import RLWEParams
@@ -22,6 +29,13 @@ def check_ntt_polys(polys: tuple[object, ...], where: Callable[[int], str], ring
     """Every object of `polys` is a Poly over `ring` (called `ring_name`; `ring_fix` says how to
     get there), in the NTT domain, on `params.device`; `where(i)` names object i in the
     messages."""
+    if not isinstance(polys, tuple | list):  # (this runs for every result: checks kept cheap)
+        raise ParameterError(f"check_ntt_polys: polys must be a tuple or list of Polys, got "
+                             f"{type(polys).__name__}")
+    check_callable(where, "check_ntt_polys: where", hint="a function of the index, e.g. "
+                   "lambda i: f'part {i}'")
+    check_instance(ring, RingSpec, "check_ntt_polys: ring")
+    check_instance(params, RLWEParams, "check_ntt_polys: params")
     device = params.device
     for i, p in enumerate(polys):
         if not isinstance(p, Poly):

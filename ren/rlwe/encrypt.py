@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ren.errors import ParameterError
+from ren.errors import ParameterError, check_instance, check_sequence
 from ren.poly import Poly
 from ren.rlwe.ciphertext import Ciphertext, check_ntt_polys
 from ren.rlwe.errors import ParamsMismatchError
@@ -35,6 +35,7 @@ class Encryptor:
     """Encrypts polynomials under a public key (``PublicKey``) or a secret key (``SecretKey``)."""
 
     def __init__(self, params: RLWEParams, key: PublicKey | SecretKey) -> None:
+        check_instance(params, RLWEParams, "Encryptor: params")
         if not isinstance(key, PublicKey | SecretKey):
             raise ParameterError(f"Encryptor needs a PublicKey or SecretKey, got "
                                  f"{type(key).__name__}")
@@ -80,6 +81,7 @@ class Decryptor:
     """Decrypts ciphertexts with the secret key."""
 
     def __init__(self, params: RLWEParams, secret_key: SecretKey) -> None:
+        check_instance(params, RLWEParams, "Decryptor: params")
         if not isinstance(secret_key, SecretKey):
             raise ParameterError(f"Decryptor needs a SecretKey, got {type(secret_key).__name__}")
         check_same_params(params, secret_key, "the secret key")
@@ -90,10 +92,20 @@ class Decryptor:
         if not isinstance(ct, Ciphertext):
             raise ParameterError(f"decrypt expects an RLWE Ciphertext, got {type(ct).__name__}")
         check_same_params(self.params, ct, "the ciphertext")
-        return self.decrypt_parts(ct.parts, ct.level)
+        return self._decrypt_parts(ct.parts, ct.level)
 
     def decrypt_parts(self, parts: Sequence[Poly], level: int) -> Poly:
-        """c0 + c1·s (+ c2·s² …) for `parts` in the ring of `level`, without checks."""
+        """c0 + c1·s (+ c2·s² …) for `parts` (two or more Polys, NTT domain) in the ring of
+        `level`."""
+        p = self.params
+        level = p.check_level(level)
+        items = tuple(check_sequence(parts, "decrypt_parts: parts", 2, hint=(
+            "the parts (c0, c1[, c2, ...]) of a ciphertext, e.g. ct.parts")))
+        check_ntt_polys(items, lambda i: f"decrypt_parts: part {i}", p.ring(level),
+                        f"the ring of level {level}", f"use params.ring({level})", p)
+        return self._decrypt_parts(items, level)
+
+    def _decrypt_parts(self, parts: Sequence[Poly], level: int) -> Poly:
         s = self.secret_key.poly.to_ring(self.params.ring(level))
         m, power = parts[0], s
         for i, c in enumerate(parts[1:]):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ren.errors import check_instance, check_int_range, check_real_range, check_sequence
+
 if TYPE_CHECKING:
     from ren.rlwe.params import RLWEParams
 
@@ -21,7 +23,12 @@ if TYPE_CHECKING:
 def balanced_digits(bits: list[float], dnum: int) -> list[tuple[int, int]]:
     """Split limbs (with these bit sizes, in order) into `dnum` contiguous groups minimizing the
     largest group's total bits (a small dynamic program)."""
+    bits = [check_real_range(b, f"balanced_digits: bits[{i}]", 0, lo_open=True)
+            for i, b in enumerate(check_sequence(bits, "balanced_digits: bits", 1, hint=(
+                "the bit size of each limb, e.g. [math.log2(q) for q in moduli]")))]
     n = len(bits)
+    dnum = check_int_range(dnum, "balanced_digits: dnum", 1, n,
+                           hint="every digit holds at least one limb")
     prefix = [0.0]
     for b in bits:
         prefix.append(prefix[-1] + b)
@@ -47,6 +54,9 @@ def balanced_digits(bits: list[float], dnum: int) -> list[tuple[int, int]]:
 
 def gadget_constants(params: RLWEParams) -> list[int]:
     """G_j = P·B_j mod QP for each key-switching digit j (see the module docstring)."""
+    from ren.rlwe.params import RLWEParams  # (params imports this module)
+
+    check_instance(params, RLWEParams, "gadget_constants: params")
     Q = math.prod(params.chain)
     P = math.prod(params.special_moduli)
     out = []

@@ -159,6 +159,9 @@ class GaloisKeys:
 
     def for_galois(self, g: int, what: str) -> GaloisKey:
         """The key of element `g` (MissingKeyError naming `what` and the keys there are)."""
+        if not is_int(g):
+            raise ParameterError(f"for_galois: g must be a Galois element (an odd int), got "
+                                 f"{type(g).__name__} {g!r}"[:200])
         try:
             return self.keys[g]
         except KeyError:

@@ -16,19 +16,48 @@ The scheduler sees all of it as one graph and fuses it like any other Poly code.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from ren.errors import ParameterError, check_instance, check_int_range, check_sequence
 from ren.poly import Poly
+from ren.rlwe.ciphertext import check_ntt_polys
 from ren.rlwe.keys import RelinKey, SwitchingKey
+from ren.rlwe.params import RLWEParams
 
-if TYPE_CHECKING:
-    from ren.rlwe.params import RLWEParams
+
+# -- argument checks (every function here is public: the schemes call them with checked objects,
+# -- a user may not) ------------------------------------------------------------------------------
+def check_level(params: RLWEParams, level: object, who: str) -> int:
+    """`level` as an int, if it is a level of `params` (ParameterError naming `who`)."""
+    if type(level) is int and 0 <= level <= params.depth:
+        return level
+    return check_int_range(level, f"{who}: level", 0, params.depth)
+
+
+def check_switching_key(key: object, who: str, kind: type = SwitchingKey) -> SwitchingKey:
+    """`key` if it is a switching key (`kind`: e.g. RelinKey, GaloisKey)."""
+    return check_instance(key, kind, f"{who}: key",
+                          hint="make one with KeyGenerator (relin_key, rotation_keys, ...)")
+
+
+def check_ct_parts(parts: object, params: RLWEParams, level: int, who: str, size: int
+                   ) -> tuple[Poly, ...]:
+    """`parts` as a tuple of `size` Polys in the ring of `level` (NTT domain)."""
+    items = tuple(check_sequence(parts, f"{who}: parts", size, size, hint=(
+        "the parts (c0, c1) of a ciphertext, e.g. ct.parts" if size == 2 else
+        "the parts (d0, d1, d2) of a product before relinearization")))
+    check_ntt_polys(items, lambda i: f"{who}: part {i}", params.ring(level),
+                    f"the ring of level {level}", f"use params.ring({level})", params)
+    return items
 
 
 def decompose(d: Poly, params: RLWEParams, level: int) -> tuple[Poly, ...]:
     """Steps 1–2 of the module docstring: d's digits at `level`, each raised to Q_l·P (NTT
     domain).  The decomposition is the expensive half of a key switch (an INTT, a basis
     conversion and an NTT per digit); `hoisted` automorphisms share one between rotations."""
+    check_instance(params, RLWEParams, "decompose: params")
+    level = check_level(params, level, "decompose")
+    check_ntt_polys((d,), lambda _: "decompose: d", params.ring(level),
+                    f"the ring of level {level}", f"use params.ring({level})", params)
     ring, ring_qp = params.ring(level), params.ring_qp(level)
     out = []
     for a, b in params.digits_at(level):
@@ -39,8 +68,15 @@ def decompose(d: Poly, params: RLWEParams, level: int) -> tuple[Poly, ...]:
 
 def switch_decomposed(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
     """Steps 3–4: the inner product of a decomposition with the key rows, then the mod-down."""
-    p = key.params
+    p = check_switching_key(key, "switch_decomposed").params
+    level = check_level(p, level, "switch_decomposed")
+    n = len(p.digits_at(level))
+    ups = check_sequence(ups, "switch_decomposed: ups", n, n,
+                         hint=f"one Poly per key-switching digit at level {level}: "
+                              "decompose(d, params, level)")
     ring_qp = p.ring_qp(level)
+    check_ntt_polys(tuple(ups), lambda i: f"switch_decomposed: ups[{i}]", ring_qp,
+                    f"Q·P at level {level}", f"use params.ring_qp({level})", p)
     top = level == p.depth
     acc0: Poly | None = None
     acc1: Poly | None = None
@@ -57,15 +93,22 @@ def switch_decomposed(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tup
 
 def key_switch(d: Poly, key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
     """(u0, u1) with u0 + u1·s ≈ d·s' mod Q_level (see the module docstring)."""
+    key = check_switching_key(key, "key_switch")
     return switch_decomposed(decompose(d, key.params, level), key, level)
 
 
 def relinearize(parts: Sequence[Poly], key: RelinKey, level: int) -> tuple[Poly, Poly]:
     """(d0, d1, d2) under (1, s, s²) -> (d0 + u0, d1 + u1) under (1, s), with (u0, u1) the key
     switch of d2 from s² to s."""
-    d0, d1, d2 = parts
-    u0, u1 = key_switch(d2, key, level)
+    rk = check_switching_key(key, "relinearize")  # (a RelinKey, or a SwitchingKey from s²)
+    if rk.galois is not None:  # a Galois key would switch from s(X^g): a wrong result
+        raise ParameterError(f"relinearize: key must be the relinearization key (from s² to s), "
+                             f"got {rk!r}; use keygen.relin_key()")
+    level = check_level(rk.params, level, "relinearize")
+    d0, d1, d2 = check_ct_parts(parts, rk.params, level, "relinearize", 3)
+    u0, u1 = key_switch(d2, rk, level)
     return d0 + u0, d1 + u1
 
 
-__all__ = ["decompose", "key_switch", "relinearize", "switch_decomposed"]
+__all__ = ["check_ct_parts", "check_level", "check_switching_key", "decompose", "key_switch",
+           "relinearize", "switch_decomposed"]

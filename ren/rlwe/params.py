@@ -17,7 +17,14 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ren.device import canonical_device
-from ren.errors import ParameterError, RingMismatchError, is_int
+from ren.errors import (
+    ParameterError,
+    RingMismatchError,
+    check_instance,
+    check_int_range,
+    check_real_range,
+    is_int,
+)
 from ren.ring import RingSpec
 from ren.ring.ringspec import MAX_LOG_N
 from ren.rlwe.errors import warn_insecure
@@ -31,6 +38,7 @@ HE_STANDARD_128 = {1 << 10: 27, 1 << 11: 54, 1 << 12: 109, 1 << 13: 218, 1 << 14
 
 def max_log_qp(N: int) -> float:
     """The HE-standard bound for N (extrapolated in proportion to N outside the table)."""
+    N = check_int_range(N, "max_log_qp: N", 1, hint="N is the ring degree, e.g. 2**14")
     if N in HE_STANDARD_128:
         return float(HE_STANDARD_128[N])
     lo, hi = min(HE_STANDARD_128), max(HE_STANDARD_128)
@@ -41,7 +49,10 @@ def max_log_qp(N: int) -> float:
 def estimated_security(N: int, log_qp: float) -> float:
     """A rough estimate of classical security bits: 128 at the table's bound, in inverse
     proportion to log2(QP) (lattice attacks' cost grows with N / log Q)."""
-    return 128.0 * max_log_qp(N) / log_qp
+    bound = max_log_qp(N)
+    log_qp = check_real_range(log_qp, "estimated_security: log_qp", 0, lo_open=True,
+                              hint="log2 of the modulus Q·P, e.g. params.log2_QP")
+    return 128.0 * bound / log_qp
 
 
 # -- argument checks shared with the schemes' parameter classes (`who` names the class) ----------
@@ -68,9 +79,10 @@ def check_insecure(who: str, insecure: Any) -> bool:
 
 def parse_secret(who: str, secret: Any, N: int) -> tuple[str, int | None]:
     """("ternary", None) or ("sparse", h) from ``"ternary"`` or ``("sparse", h)``."""
-    if secret == "ternary":
+    if isinstance(secret, str) and secret == "ternary":  # (== on an array would be elementwise)
         return "ternary", None
-    if isinstance(secret, tuple | list) and len(secret) == 2 and secret[0] == "sparse":
+    if isinstance(secret, tuple | list) and len(secret) == 2 and isinstance(secret[0], str) \
+            and secret[0] == "sparse":
         h = secret[1]
         if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= N:
             raise ParameterError(f"{who}: sparse secret weight must be an int in [1, {N}], "
@@ -181,9 +193,10 @@ class RLWEParams:
         return self.depth
 
     def check_level(self, level: int) -> int:
-        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= self.depth:
-            raise ParameterError(f"level must be an int in [0, {self.depth}], got {level!r}")
-        return level
+        """`level` as an int if it is one of these parameters' levels (ParameterError)."""
+        if type(level) is int and 0 <= level <= self.depth:  # the common case, kept cheap
+            return level
+        return check_int_range(level, "level", 0, self.depth)
 
     def limbs(self, level: int) -> int:
         """Number of chain primes in the ring of `level`."""
@@ -236,6 +249,7 @@ class RLWEParams:
 
     def level_of(self, ring: RingSpec) -> int:
         """The level whose ring is `ring` (RingMismatchError if none is)."""
+        check_instance(ring, RingSpec, "level_of: ring", hint="e.g. params.ring(level)")
         for level in range(self.depth + 1):
             if self.ring(level) == ring:
                 return level

@@ -79,3 +79,12 @@ def test_bad_pipelines_are_one_line_errors(args, says, monkeypatch):
     monkeypatch.syspath_prepend(str(TESTS))
     result = run(*args, code=2)
     assert says in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_report_with_a_pipelines_section(tmp_path):
+    out = tmp_path / "r.html"
+    run("report", "ckks_multiply", "-o", str(out), "--sections", "passes", "--compare",
+        "noelide=default,-simplify_domains")
+    html = out.read_text()
+    assert '<section id="pipelines"' in html and "noelide" in html and "<svg" in html
+    assert 'href="#pipelines"' in html

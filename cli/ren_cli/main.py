@@ -584,23 +584,44 @@ def diff(program: str, ckks_params: str, golden: Path | None, fmt: str,
               help="Snapshots for the diff section [default: as for diff].")
 @click.option("--policy", type=click.Choice(["auto", "tlsf", "by_size"]), default="auto",
               show_default=True)
+@click.option("--compare", "compare_with", metavar="SPEC", multiple=True,
+              help="Add a 'pipelines' section: this program under the report's pipeline and "
+                   "under SPEC (repeat; NAME=SPEC names a row), measured in this run.")
 @graph_options
 @pipeline_option
 def report(program: str, ckks_params: str, output: Path, sections: str, golden: Path | None,
-           policy: str, kernel_bodies: bool, removed: bool, max_nodes: int) -> None:
+           policy: str, compare_with: tuple[str, ...], kernel_bodies: bool, removed: bool,
+           max_nodes: int) -> None:
     """Everything in one self-contained HTML file (inline SVG, no network): step through the
     passes with ← and →, click a node for its op, dtype, arg, ring and domain."""
     check_output_file(output)
     prog = pg.load_program(program, ckks_params)
     chosen = tuple(s.strip() for s in sections.split(",") if s.strip())
+    comparison = None
+    if compare_with:
+        named = {"this report": current_pipeline(), **_named(compare_with)}
+        comparison = pd.compare(prog, named, repeat=3)
     opts = rp.ReportOptions(sections=chosen, kernel_bodies=kernel_bodies, removed=removed,
                             max_nodes=max_nodes, golden=golden or gd.default_golden(),
-                            policy=policy)
+                            policy=policy, comparison=comparison)
     html = rp.report_html(prog, opts)
     emit(html, output, f" in {sum(opts.timings.values()):.1f} s: open it in a browser")
 
 
 # -- pass development ------------------------------------------------------------------------------
+def _named(specs: tuple[str, ...]) -> dict[str, Any]:
+    """Row name -> pipeline for each ``SPEC`` or ``NAME=SPEC`` (a name is a word before '=' in
+    the first item; a spec's own '=' edits come after a comma)."""
+    named: dict[str, Any] = {}
+    for i, spec in enumerate(specs):
+        head = spec.split(",")[0]
+        name, text = (head.split("=", 1)[0], spec.split("=", 1)[1]) if "=" in head and \
+            head.split("=", 1)[0].isidentifier() and head.split("=", 1)[0] not in (
+                "default", "none") else ("", spec)
+        named[name or (text if len(text) <= 40 else f"pipeline {i + 1}")] = _pipeline_of(text)
+    return named
+
+
 @cli.command()
 @program_argument
 @click.option("--pipeline", "pipelines", metavar="SPEC", multiple=True, required=True,
@@ -618,12 +639,8 @@ def compare(program: str, ckks_params: str, pipelines: tuple[str, ...], device: 
     """The same program under several pipelines, in one run: kernels, NTT/INTT, basis
     conversions, bytes moved, arena, schedule and replay time, precision (CKKS)."""
     check_output_file(output)
-    named: dict[str, Any] = {}
-    for i, spec in enumerate(pipelines):
-        name, _, text = spec.partition("=") if "=" in spec.split(",")[0] else ("", "", spec)
-        named[name or (text if len(text) <= 40 else f"pipeline {i + 1}")] = _pipeline_of(text)
-    result = pd.compare(pg.load_program(program, ckks_params), named, device=device,
-                        repeat=repeat)
+    result = pd.compare(pg.load_program(program, ckks_params), _named(pipelines),
+                        device=device, repeat=repeat)
     emit({"text": result.text, "svg": result.svg, "html": result.html}[fmt](), output)
 
 

@@ -28,6 +28,7 @@ from ren.node import Node, toposort
 from ren.ops import Op
 from ren.viz import arena as av
 from ren.viz import jitplan
+from ren.viz.compare import Comparison
 from ren.viz.golden import default_golden, golden_diff
 from ren.viz.graph import (
     MAX_GHOSTS,
@@ -60,6 +61,8 @@ class ReportOptions:
     policy: str = "auto"
     device: str | None = None  # renderer for the kernels section
     timings: dict[str, float] = field(default_factory=dict)
+    #: a measured comparison of pipelines (`ren.passdev.compare`), shown as its own section
+    comparison: Comparison | None = None
 
 
 def _timed(options: ReportOptions, what: str, fn, *args, **kw):
@@ -318,6 +321,9 @@ def report_context(program: Program, options: ReportOptions | None = None) -> di
         ctx["precision"] = _precision(program, meter)
     if "diff" in options.sections:
         ctx["diff"] = _timed(options, "diff", _diff, program, outputs, trace, options)
+    if options.comparison is not None:
+        ctx["pipelines"] = {"device": options.comparison.device,
+                            "html": options.comparison.html()}
     ctx["seconds"] = time.perf_counter() - t0
     return ctx
 

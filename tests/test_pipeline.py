@@ -291,3 +291,32 @@ def test_the_setting_chooses_the_pipeline():
         ren.passes.current_pipeline()
     with ren.pipeline("default,-simplify"), settings.override(REN_PIPELINE="default"):
         assert "simplify" not in ren.passes.current_pipeline().names  # the block wins
+
+
+def test_ckks_evaluators_run_under_the_pipeline_in_force(monkeypatch):
+    """The CKKS layer only builds Poly graphs: a `with ren.pipeline(...)` block schedules its
+    work too, and exact pipelines (no transform elision; a MUL operand reordering) leave every
+    word of the result unchanged."""
+    from ckks_helpers import context
+
+    from ren import realization
+
+    used = []
+    real = realization.run_passes
+
+    def spy(*a, **kw):
+        used.append(kw["ctx"].pipeline.names)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(realization, "run_passes", spy)
+    c = context(N=64, depth=3)
+    x, y = c.encrypt([0.5, -0.25]), c.encrypt([0.75, 0.5])
+    want = c.ev.rescale(c.ev.multiply(x, y))
+    words = [p.numpy() for p in (want.c0, want.c1)]
+    for spec in ("default,-simplify_domains",
+                 "default,+pipeline_user_passes:canonical_mul@after=inject_domains"):
+        with ren.pipeline(spec):
+            got = c.ev.rescale(c.ev.multiply(x, y))
+            assert [np.array_equal(a, p.numpy()) for a, p in zip(words, (got.c0, got.c1))] == \
+                [True, True]
+        assert used[-1] == ren.passes.Pipeline.parse(spec).names

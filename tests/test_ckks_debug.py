@@ -184,3 +184,30 @@ def test_every_shadow_matches_the_operation(c):
     prepared = precision(lambda ev, a: ev.linear_transform(a, lt), x, evaluator=c.ev,
                          secret_key=c.keygen.secret_key())
     assert prepared.steps[-1].bits > 20
+
+
+# -- issue 38: the meter's and the budget's arguments are checked (found by tests/api_fuzz.py) ---
+@pytest.mark.parametrize("fn", [None, "program", 1.5])
+def test_the_program_must_be_callable(c, fn):
+    """Before: a bare TypeError from calling it."""
+    with pytest.raises(ParameterError, match="precision: fn must be callable"):
+        precision(fn, [0.5], evaluator=c.ev, secret_key=c.keygen.secret_key())
+    with pytest.raises(ParameterError, match="budget: fn must be callable"):
+        budget(fn, c.params)
+
+
+@pytest.mark.parametrize("bad", ["x", {}, [0.5, "x"], object(), np.zeros((2, 2)), [[0.5]],
+                                 [0.1] * 100])
+def test_inputs_are_ciphertexts_or_slot_values(c, bad):
+    """Before: ValueError/TypeError from NumPy ("could not convert string to complex", "must be
+    real number, not dict"); a string or a nested list was not refused as such."""
+    with pytest.raises(ParameterError, match="precision: input 1 must be a Ciphertext or slot "
+                                             "values"):
+        precision(program, [0.5], bad, evaluator=c.ev, secret_key=c.keygen.secret_key())
+
+
+def test_a_plaintext_input_is_its_values(c):
+    x = [0.5, -0.25]
+    report = precision(lambda ev, a: ev.negate(a), c.enc.encode(x), evaluator=c.ev,
+                       secret_key=c.keygen.secret_key())
+    assert report.steps[-1].bits > 20

@@ -12,7 +12,7 @@ from ckks_helpers import check_precision, make_params, random_slots
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ren.ckks import Encoder, Plaintext
+from ren.ckks import Encoder, Plaintext, ScaleOutOfBoundsError
 from ren.ckks.encoder import embed, embed_inverse
 from ren.errors import ParameterError, ShapeError
 from ren.ring import Domain
@@ -127,3 +127,39 @@ class TestEncoder:
             Encoder(P64).decode(pt)
         with pytest.raises(ParameterError):
             Encoder(P64).decode("not a plaintext")
+
+
+# -- issue 38: found by tests/api_fuzz.py ---------------------------------------------------------
+def test_values_that_overflow_the_embedding_are_refused():
+    """Before: ValueError "cannot convert NaN to integer ratio" (1e308 is finite, its FFT is
+    not)."""
+    enc = Encoder(P64)
+    for call in (lambda: enc.encode([1e308]), lambda: enc.coefficients(1e308, 2**20)):
+        with pytest.raises(ScaleOutOfBoundsError, match="overflow float64 in the embedding"):
+            call()
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    ("x", ParameterError, r"keep_values: values must be a finite int, float or complex"),
+    ({}, ParameterError, r"keep_values: values must be a finite int, float or complex"),
+    (object(), ParameterError, r"keep_values: values must be a finite"),
+    ([0.5, "x"], ParameterError, r"keep_values: values\[1\] must be a finite"),
+    ([[0.5]], ParameterError, r"keep_values: values\[0\] must be a finite"),
+    (np.zeros((2, 2)), ShapeError, r"keep_values: values must be one number or a 1-D vector"),
+    (np.array([np.nan]), ParameterError, r"keep_values: values must be finite"),
+    (np.zeros(64), ShapeError, r"keep_values: 64 values do not fit 32 slots"),
+])
+def test_keep_values_checks_its_values(bad, error, match):
+    """Before: ValueError/TypeError from NumPy ("could not convert string to complex", "must be
+    real number, not dict"), or a 2-D array or a NaN kept as the plaintext's values."""
+    pt = Encoder(P64).encode([0.5])
+    with pytest.raises(error, match=match):
+        pt.keep_values(bad)
+
+
+def test_from_rlwe_needs_an_rlwe_ciphertext():
+    """Before: AttributeError ("'str' object has no attribute 'params'")."""
+    from ren.ckks import Ciphertext
+
+    with pytest.raises(ParameterError, match=r"Ciphertext\.from_rlwe: ct must be a Ciphertext"):
+        Ciphertext.from_rlwe("ct", 2**40)

@@ -19,6 +19,7 @@ from ren.ckks import (
     plan_rotation_keys,
 )
 from ren.ckks.keyplan import placeholder
+from ren.errors import ParameterError
 
 P = make_params(N=64, depth=3, scale_bits=40, first_bits=55, insecure=True)
 
@@ -128,3 +129,21 @@ def test_the_explicit_view_records_into_the_same_plan():
     plan = plan_rotation_keys(lambda ev, ct: ev.explicit().conjugate(ev.explicit().rotate(ct, 3)),
                               P)
     assert plan.steps == (3,) and plan.conjugate
+
+
+# -- issue 38: the planner's arguments are checked (found by tests/api_fuzz.py) -----------------
+@pytest.mark.parametrize("fn", [None, "rotate", 3, [lambda ev, x: x]])
+def test_the_function_must_be_callable(fn):
+    """Before: a bare TypeError ("'str' object is not callable") from inside the trace."""
+    with pytest.raises(KeyPlanError, match="plan_rotation_keys: fn must be callable"):
+        plan_rotation_keys(fn, P)
+
+
+def test_generate_checks_the_key_generator_and_progress(keygen):
+    """Before: AttributeError ("'str' object has no attribute 'params'"), and NumPy's
+    ambiguous-truth ValueError for progress=array."""
+    plan = plan_rotation_keys(lambda ev, x: ev.rotate(x, 1), P)
+    with pytest.raises(ParameterError, match=r"KeyPlan\.generate: keygen must be a KeyGenerator"):
+        plan.generate("keygen")
+    with pytest.raises(ParameterError, match="rotation_keys: progress must be True or False"):
+        plan.generate(keygen, progress=np.zeros(2))

@@ -224,3 +224,19 @@ def test_non_bytes_input(c):
             loads(bad, c.params)
     with pytest.raises(ParameterError):
         loads(b"", "not params")
+
+
+# -- issue 38: dumps' options are checked (found by tests/api_fuzz.py) ---------------------------
+@pytest.mark.parametrize("option, value, match", [
+    ("compact", np.zeros(2), r"dumps: compact must be True or False"),
+    ("compact", "yes", r"dumps: compact must be True or False"),
+    ("allow_secret", 1, r"dumps: allow_secret must be True or False"),
+    ("form", [], r"dumps: form must be a str, got list \[\]; 'standard' or 'montgomery'"),
+    ("form", np.array(["standard"]), r"dumps: form must be a str"),
+])
+def test_dumps_options_are_checked(c, option, value, match):
+    """Before: NumPy's ambiguous-truth ValueError (compact=array), TypeError "unhashable type"
+    (form=[]), and a truthy string or 1 taken as True."""
+    ct = c.encrypt([0.5])
+    with pytest.raises(ParameterError, match=match):
+        dumps(ct, **{option: value})

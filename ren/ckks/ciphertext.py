@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
-from ren.errors import ParameterError
+from ren.errors import ParameterError, ShapeError, check_instance, check_number
 from ren.poly import Poly
 from ren.rlwe.ciphertext import Ciphertext as RLWECiphertext
 from ren.rlwe.ciphertext import check_ntt_polys, check_parts
@@ -41,6 +41,28 @@ def _check_fields(kind: str, params: object, level: object, scale: object,
         f"a {kind.lower()} at level {level} needs a smaller scale (rescale it, or build it at a "
         "higher level)"))
     return level, scale
+
+
+def _slot_values(values: Any, slots: int) -> np.ndarray:
+    """`values` (one number, or up to `slots` numbers) as a complex array (0-d for one number);
+    a ParameterError for anything else (strings, bools, NaN, nested lists), ShapeError for too
+    many values."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iufc":
+        z = np.array(values, dtype=np.complex128)
+        if z.ndim > 1:
+            raise ShapeError(f"keep_values: values must be one number or a 1-D vector, got "
+                             f"shape {z.shape}")
+        if not np.all(np.isfinite(z)):
+            raise ParameterError("keep_values: values must be finite (no NaN or infinity)")
+    elif isinstance(values, list | tuple):
+        z = np.array([check_number(v, f"keep_values: values[{i}]")
+                      for i, v in enumerate(values)], dtype=np.complex128)
+    else:
+        z = np.array(check_number(values, "keep_values: values", hint="give one number or a "
+                                  "vector of up to N/2 numbers"), dtype=np.complex128)
+    if z.size > slots:
+        raise ShapeError(f"keep_values: {z.size} values do not fit {slots} slots (N/2)")
+    return z
 
 
 @dataclass(eq=False)
@@ -82,7 +104,7 @@ class Plaintext:
         """Remember `values` (complex slots; a 0-d array for one number in every slot, or the
         leading slots) as what this plaintext encodes, for `values`: `Encoder.encode` calls it.
         Returns self."""
-        z = np.array(values, dtype=np.complex128)  # a copy: later edits of `values` do not leak
+        z = _slot_values(values, self.params.slots)  # a copy: later edits do not leak
         z.flags.writeable = False
         self.__dict__["_encoded_from"] = (z, self.poly, (self.scale, self.level))
         return self
@@ -140,6 +162,8 @@ class Ciphertext:
     @classmethod
     def from_rlwe(cls, ct: RLWECiphertext, scale: Fraction) -> Ciphertext:
         """The RLWE ciphertext `ct` (made under CKKSParams) read as an encryption at `scale`."""
+        check_instance(ct, RLWECiphertext, "Ciphertext.from_rlwe: ct",
+                       hint="a ren.rlwe.Ciphertext, e.g. ct.as_rlwe()")
         if not isinstance(ct.params, CKKSParams):
             raise ParameterError(f"Ciphertext.from_rlwe: params must be CKKSParams, got "
                                  f"{type(ct.params).__name__}")

@@ -35,14 +35,14 @@ from typing import Any
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext
-from ren.ckks.encoder import Encoder
+from ren.ckks.encoder import Encoder, _as_slots
 from ren.ckks.encrypt import Decryptor, Encryptor
 from ren.ckks.errors import OutOfLevelsError
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.keyplan import _NoRealize, _PlanningEvaluator, placeholder
 from ren.ckks.lintrans import LinearTransform, _check_diagonals, diagonals_of
 from ren.ckks.params import CKKSParams, log2_exact
-from ren.errors import LevelError, ParameterError, RenError
+from ren.errors import LevelError, ParameterError, RenError, check_callable
 from ren.realization import recording
 from ren.rlwe.keys import SecretKey
 
@@ -263,17 +263,25 @@ def precision(fn: Callable[..., Any], *inputs: Any, evaluator: Evaluator,
     if not isinstance(secret_key, SecretKey):
         raise ParameterError(f"precision: secret_key must be a SecretKey, got "
                              f"{type(secret_key).__name__}")
+    check_callable(fn, "precision: fn", hint="a function fn(ev, ct, ...) of an evaluator and "
+                   "ciphertexts")
     params = evaluator.params
     enc = Encoder(params)
     dec = Decryptor(params, secret_key)
     tracer = _Tracer(evaluator, True, params.slots, enc)
     where = _call_site()
     cts = []
-    for x in inputs:
+    for i, x in enumerate(inputs):
         if isinstance(x, Ciphertext):
             ct, shadow = x, enc.decode(dec.decrypt(x))
         else:
-            shadow = np.full(params.slots, 0j) + tracer._value(x)  # a number fills every slot
+            if isinstance(x, Plaintext):
+                x = enc.decode(x)
+            try:  # slot values: one number for every slot, or up to N/2 of them
+                shadow = _as_slots(x, params.slots)
+            except RenError as e:
+                raise type(e)(f"precision: input {i} must be a Ciphertext or slot values (a "
+                              f"number or up to {params.slots} numbers): {e}") from None
             ct = Encryptor(params, secret_key).encrypt(enc.encode(shadow))
         tracer._add(ct, "input", where, (), shadow, None)
         cts.append(ct)
@@ -297,6 +305,8 @@ def budget(fn: Callable[..., Any], params: CKKSParams, *inputs: Ciphertext | int
     first operation the parameters cannot carry."""
     if not isinstance(params, CKKSParams):
         raise ParameterError(f"budget: params must be CKKSParams, got {type(params).__name__}")
+    check_callable(fn, "budget: fn", hint="a function fn(ev, ct, ...) of an evaluator and "
+                   "ciphertexts")
     tracer = _Tracer(_PlanningEvaluator(params), False, params.slots, None)
     where = _call_site()
     cts = [x if isinstance(x, Ciphertext) else placeholder(params, x) for x in (inputs or (None,))]

@@ -130,8 +130,13 @@ class Encoder:
         ints are made), else exact Python ints."""
         scale = scale_arg(scale, "coefficients: scale")
         z = _as_slots(values, self.params.slots)
-        m = embed_inverse(z, self.params.N)
-        top = float(np.max(np.abs(m), initial=0.0))
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
+            m = embed_inverse(z, self.params.N)
+            top = float(np.max(np.abs(m), initial=0.0))
+        if not math.isfinite(top):  # finite values near float64's limit (1e308) overflow the FFT
+            raise ScaleOutOfBoundsError(
+                f"encode: values up to {float(np.max(np.abs(z))):.3g} overflow float64 in the "
+                "embedding (no modulus could hold them anyway); scale the values down")
         if top == 0 or log2_exact(scale) + math.log2(top) < math.log2(_FLOAT_SAFE):
             scaled = m * float(scale)
             if np.max(np.abs(scaled), initial=0.0) < _INT64_SAFE:

@@ -27,7 +27,7 @@ from ren.ckks.errors import KeyPlanError
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.params import CKKSParams
 from ren.ckks.serialize import serialized_size
-from ren.errors import ParameterError
+from ren.errors import ParameterError, check_callable, check_instance
 from ren.poly import Poly
 from ren.realization import Recorder, recording
 from ren.ring import conjugation_element, galois_element
@@ -72,6 +72,8 @@ class KeyPlan:
 
     def generate(self, keygen: KeyGenerator, progress: bool = False) -> GaloisKeys:
         """Exactly the keys of this plan."""
+        check_instance(keygen, KeyGenerator, "KeyPlan.generate: keygen",
+                       hint="a KeyGenerator of the plan's parameters")
         if keygen.params != self.params:
             raise ParameterError("KeyPlan.generate: the key generator has other parameters than "
                                  "the plan")
@@ -171,6 +173,8 @@ def plan_rotation_keys(fn: Callable[..., Any], params: CKKSParams,
     if not isinstance(params, CKKSParams):
         raise KeyPlanError(f"plan_rotation_keys: params must be CKKSParams, got "
                            f"{type(params).__name__}")
+    check_callable(fn, "plan_rotation_keys: fn", KeyPlanError,
+                   hint="a function fn(ev, ct, ...) of an evaluator and ciphertexts")
     cts = [x if isinstance(x, Ciphertext) else placeholder(params, x) for x in (inputs or (None,))]
     ev = _PlanningEvaluator(params)
     with recording(_NoRealize()):

@@ -42,7 +42,7 @@ from typing import Any
 from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.encapsulation import Encapsulation, EncapsulationKeys
 from ren.ckks.params import CKKSParams
-from ren.errors import ParameterError, RenError, SerializationError
+from ren.errors import ParameterError, RenError, SerializationError, check_bool, check_instance
 from ren.poly import Poly
 from ren.random import RandomSpec
 from ren.ring import Domain, RingSpec
@@ -113,6 +113,9 @@ def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False,
     """The bytes of a CKKS object (realizes its Polys).  Secret keys need allow_secret=True.
     ``compact=True`` stores uniform halves as their seeds (see the module docstring);
     ``form="montgomery"`` writes the polynomials' words as Ren stores them (`Poly.tobytes`)."""
+    allow_secret = check_bool(allow_secret, "ren.ckks.dumps: allow_secret")
+    compact = check_bool(compact, "ren.ckks.dumps: compact")
+    check_instance(form, str, "ren.ckks.dumps: form", hint="'standard' or 'montgomery'")
     if isinstance(obj, SecretKey) and not allow_secret:
         raise ParameterError("ren.ckks.dumps: refusing to serialize a SecretKey; pass "
                              "allow_secret=True if you really mean to write the secret out")

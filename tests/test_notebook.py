@@ -203,3 +203,8 @@ def test_the_tour_notebook_runs(monkeypatch):
     assert streams.count("== before: 02_lower_ring_ops") == 2  # the CLI and trace_text
     assert "keyswitch: memory plan of 17 schedule steps" in streams
     assert "memory plan: 17 items" in streams
+    # 6. write your own pass: checked, its wrong twin caught, measured
+    assert "check karatsuba in default,+custom_pass:karatsuba" in streams
+    assert "all passed" in streams
+    assert "karatsuba_wrong" in streams and "FAILED" in streams
+    assert 'class="ren-repr ren-compare"' in html and "karatsuba" in html

@@ -142,6 +142,13 @@ class Comparison:
                 f"<tbody>{body}</tbody></table>{self.svg()}<ul>{specs}</ul>")
 
 
+    def _repr_html_(self) -> str:  # Jupyter shows the table and the chart
+        return f'<div class="ren-repr ren-compare">{self.html()}</div>'
+
+    def __str__(self) -> str:
+        return self.text()
+
+
 def _unit(attr: str) -> str:
     return next(u for a, _, u, _ in FIGURES if a == attr)
 

@@ -40,6 +40,9 @@ def test_report_under_a_user_pipeline(tmp_path):
         "passes")
     html = out.read_text()
     assert 'data-name="04_canonical_mul_alone"' in html and "mul_operand_order_alone" in html
+    # every stage shows its contract; the user pass's is the one it inherits (after pass 3)
+    assert html.count('<details class="contract">') == 13
+    assert "contract after pass 3 (checked with REN_CHECK=1)" in html
 
 
 def test_passes_timing():

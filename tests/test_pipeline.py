@@ -320,3 +320,18 @@ def test_ckks_evaluators_run_under_the_pipeline_in_force(monkeypatch):
             assert [np.array_equal(a, p.numpy()) for a, p in zip(words, (got.c0, got.c1))] == \
                 [True, True]
         assert used[-1] == ren.passes.Pipeline.parse(spec).names
+
+
+def test_a_user_rule_runs_the_same_on_the_compiled_and_the_python_walk():
+    """Traced runs take the Python walk (it records provenance), others the compiled one
+    (where it is built): a user's rules give the same graph and counts on both."""
+    p = default_pipeline().without("simplify", "simplify_domains").insert(
+        canonical_mul, after="inject_domains").insert(drop_double_neg, after="lower_bufferize")
+    outs = _double_negations()
+    runs = []
+    for trace in (False, True):
+        ctx = ScheduleContext(outputs=tuple(o.node for o in outs), pipeline=p, fuse=False)
+        runs.append((dump(run_passes(*outs, ctx=ctx, trace=trace).sink),
+                     {k: dict(v) for k, v in ctx.stats.items() if sum(v.values())}))
+    assert runs[0] == runs[1]
+    assert runs[0][1]["drop_double_neg"] and runs[0][1]["canonical_mul"]

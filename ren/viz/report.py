@@ -134,9 +134,11 @@ def stage_contexts(trace: PassTrace, options: ReportOptions, groups: Groups | No
                     info["replaced by"] = f"%{num[by]} {by.op.name}"
                 node_data[f"{prefix}r{k}"] = info
         rule_nodes = stage.rule_nodes()
+        contract = trace.ctx.pipeline.contract_at(stage.index - 1) if stage.index else None
         out.append({"index": stage.index, "name": stage.name, "title": stage.title,
                     "counts": stage.counts(), "summary": stage.summary(), "doc": stage.doc,
                     "full_doc": stage.full_doc,
+                    "contract": contract.describe() if contract is not None else "",
                     "rules": [(r, k, len(rule_nodes.get(r, ())))
                               for r, k in sorted(stage.rules.items(),
                                                  key=lambda x: (-x[1], x[0]))],

@@ -40,7 +40,6 @@ Relinearization, rotations and conjugation are the RLWE layer's key switching
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from numbers import Number
@@ -59,7 +58,14 @@ from ren.ckks.errors import (
 )
 from ren.ckks.lintrans import LinearTransform
 from ren.ckks.operations import OPERATIONS, operation
-from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, rescaled, scale_arg
+from ren.ckks.params import (
+    CKKSParams,
+    log2_exact,
+    normalize_scale,
+    rescaled,
+    scale_arg,
+    scale_difference,
+)
 from ren.errors import (
     ParameterError,
     check_bool,
@@ -239,7 +245,7 @@ class Evaluator:
         if ratio.denominator != 1:
             raise ScaleMismatchError(
                 f"align: at its own level {level} a ciphertext reaches only an integer multiple "
-                f"of its scale for free, and {_scale_difference(target, ct.scale)} is none; "
+                f"of its scale for free, and {scale_difference(target, ct.scale)} is none; "
                 "align to a lower level (free), or use adjust_scale (it costs a level)")
         out = self.multiply_int(ct, ratio.numerator)
         return Ciphertext(out.parts, target, level, self.params)
@@ -349,7 +355,7 @@ class Evaluator:
     def _same_scale(a, b, op: str) -> None:
         if a.scale != b.scale:
             raise ScaleMismatchError(
-                f"{op}: the operands' scales differ: {_scale_difference(a.scale, b.scale)}; "
+                f"{op}: the operands' scales differ: {scale_difference(a.scale, b.scale)}; "
                 "bring one to the other's with evaluator.adjust_scale(ct, other.scale) (uses a "
                 "level), or encode plaintexts with scale=ct.scale (auto mode does this itself)")
 
@@ -737,39 +743,6 @@ def _check_operand(b: Any, op: str) -> None:
                    f"{op}: the second operand", hint=(
                        "a Ciphertext, a Plaintext, a number (every slot) or a vector of numbers "
                        "(list, tuple or 1-D array, slot by slot)"))
-
-
-def _scale_difference(a: Fraction, b: Fraction) -> str:
-    """Two unequal scales, written so the difference shows (both print as 2^30.000000 when they
-    differ in the 12th digit): exactly when short, else in as many significant digits as it
-    takes to tell them apart (up to 100), and their ratio."""
-    digits = max(len(str(v)) for v in (a.numerator, a.denominator, b.numerator, b.denominator))
-    if digits <= 60:
-        both = f"{a} vs {b}"
-    else:
-        k = next((k for k in range(7, 101) if _significant(a, k) != _significant(b, k)), 100)
-        both = f"{_significant(a, k)} vs {_significant(b, k)}"
-    ratio = a / b
-    if abs(ratio - 1) < Fraction(1, 1000):
-        d = ratio - 1
-        rel = f"the first is the second × (1 {'+' if d > 0 else '−'} {float(abs(d)):.3e})"
-    else:
-        rel = f"the first is 2^{log2_exact(ratio):.4f} × the second"
-    return f"{both} ({rel})"
-
-
-def _significant(x: Fraction, k: int) -> str:
-    """Positive `x` in scientific notation with `k` significant digits, rounded exactly."""
-    e = math.floor(log2_exact(x) * math.log10(2))
-    m = round(x * Fraction(10) ** (k - 1 - e))
-    if m >= 10 ** k:  # the estimate of the exponent was one short
-        e += 1
-        m = round(x * Fraction(10) ** (k - 1 - e))
-    elif m < 10 ** (k - 1):
-        e -= 1
-        m = round(x * Fraction(10) ** (k - 1 - e))
-    text = str(m)
-    return f"{text[0]}.{text[1:]}e{e}"
 
 
 def _prod(xs) -> int:

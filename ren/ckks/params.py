@@ -124,13 +124,17 @@ def log2_exact(x: Fraction) -> float:
 
 
 def scale_difference(a: Fraction, b: Fraction) -> str:
-    """Two unequal scales written so that the difference shows (both print as 2^30.0000 when
-    they differ in the 12th digit): exactly when short, else log2 to 12 digits, and their ratio.
-    For error messages of scale mismatches."""
+    """Two unequal scales, written so the difference shows (both print as 2^30.000000 when they
+    differ in the 12th digit): exactly when short, else in as many significant digits as it
+    takes to tell them apart (up to 100), and their ratio.  For error messages of scale
+    mismatches."""
     a, b = normalize_scale(a), normalize_scale(b)
     digits = max(len(str(v)) for v in (a.numerator, a.denominator, b.numerator, b.denominator))
-    both = (f"{a} vs {b}" if digits <= 60
-            else f"2^{log2_exact(a):.12f} vs 2^{log2_exact(b):.12f}")
+    if digits <= 60:
+        both = f"{a} vs {b}"
+    else:
+        k = next((k for k in range(7, 101) if _significant(a, k) != _significant(b, k)), 100)
+        both = f"{_significant(a, k)} vs {_significant(b, k)}"
     ratio = a / b
     if abs(ratio - 1) < Fraction(1, 1000):
         d = ratio - 1
@@ -138,6 +142,20 @@ def scale_difference(a: Fraction, b: Fraction) -> str:
     else:
         rel = f"the first is 2^{log2_exact(ratio):.4f} × the second"
     return f"{both} ({rel})"
+
+
+def _significant(x: Fraction, k: int) -> str:
+    """Positive `x` in scientific notation with `k` significant digits, rounded exactly."""
+    e = math.floor(log2_exact(x) * math.log10(2))
+    m = round(x * Fraction(10) ** (k - 1 - e))
+    if m >= 10 ** k:  # the estimate of the exponent was one short
+        e += 1
+        m = round(x * Fraction(10) ** (k - 1 - e))
+    elif m < 10 ** (k - 1):
+        e -= 1
+        m = round(x * Fraction(10) ** (k - 1 - e))
+    text = str(m)
+    return f"{text[0]}.{text[1:]}e{e}"
 
 
 def rescaled(scale: Fraction, moduli: tuple[int, ...]) -> Fraction:

@@ -5,8 +5,8 @@
     ablate("ckks_multiply")              # the default with each optional pass removed in turn
     pass_timing("ckks_multiply")         # wall time of each pass (MLIR's --mlir-timing)
 
-Per pipeline (`Measurement`): nodes after each pass, kernels, NTT/INTT and basis-conversion
-kernels, the bytes the kernels read and write (a static cost: each compute kernel reads its input
+Per pipeline (`Measurement`): nodes after each pass, kernels, NTT/INTT kernels and the rows
+(limbs) they transform, basis-conversion kernels, the bytes the kernels read and write (a static cost: each compute kernel reads its input
 buffers and writes its output once), arena bytes, schedule time, the median replay time of the
 compiled template on the device, and for a CKKS example the precision the meter measures.  Every
 pipeline must compute the same words: `compare` checks the outputs against the first pipeline's
@@ -82,6 +82,7 @@ def measure(program: str | Program, pipeline: Pipeline | str = "default", *,
     compute = [k for k in items if k.kind not in LIGHT_KINDS]
     m.kernels = len(compute)
     m.transforms = sum(k.kind in TRANSFORMS for k in compute)
+    m.transform_rows = sum(k.outputs[0].shape[0] for k in compute if k.kind in TRANSFORMS)
     m.basis_conversions = sum(k.kind in BASIS_CONVERSIONS for k in compute)
     m.bytes_read = sum(b.nbytes for k in compute for b in k.inputs)
     m.bytes_written = sum(b.nbytes for k in compute for b in k.outputs)

@@ -15,6 +15,7 @@ from typing import Any
 FIGURES: tuple[tuple[str, str, str, bool], ...] = (
     ("kernels", "kernels", "", True),
     ("transforms", "NTT/INTT", "", True),
+    ("transform_rows", "NTT rows", "", True),
     ("basis_conversions", "basis conv.", "", True),
     ("bytes_moved", "bytes moved", "B", True),
     ("arena_bytes", "arena", "B", True),
@@ -34,7 +35,8 @@ class Measurement:
     nodes: dict[str, int] = field(default_factory=dict)  # stage name -> nodes after it
     pass_seconds: dict[str, float] = field(default_factory=dict)  # stage name -> wall time
     kernels: int = 0
-    transforms: int = 0
+    transforms: int = 0  # NTT/INTT kernels
+    transform_rows: int = 0  # limbs those kernels transform (what an elision narrows)
     basis_conversions: int = 0
     bytes_read: int = 0
     bytes_written: int = 0

@@ -6,11 +6,12 @@
     pass_timing("ckks_multiply")         # wall time of each pass (MLIR's --mlir-timing)
 
 Per pipeline (`Measurement`): nodes after each pass, kernels, NTT/INTT kernels and the rows
-(limbs) they transform, basis-conversion kernels, the bytes the kernels read and write (a static cost: each compute kernel reads its input
-buffers and writes its output once), arena bytes, schedule time, the median replay time of the
-compiled template on the device, and for a CKKS example the precision the meter measures.  Every
-pipeline must compute the same words: `compare` checks the outputs against the first pipeline's
-and refuses a table that would compare a pipeline which changed the result.
+(limbs) they transform, basis-conversion kernels, the bytes the kernels read and write (a static
+cost: each compute kernel reads its input buffers and writes its output once), arena bytes,
+schedule time, the median replay time of the compiled template on the device, and for a CKKS
+example the precision the meter measures. Every pipeline must compute the same words: `compare`
+checks the outputs against the first pipeline's and refuses a table that would compare a
+pipeline which changed the result.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ the same for any such object it meets while pickling, however deeply it is neste
 over a Decryptor included).  Two checks look at data rather than types, against every
 `SecretKey` alive in the client process (`live_secret_keys`): a Poly over a secret key's
 storage is refused by the codec, and a pickled plan that contains a secret key's residues (a
-function that computes with the secret bakes it in as a constant) by `refuse_secret_data`.
+function that computes with the secret bakes it in as a constant, or a function that closes
+over the secret's Poly, in the NTT or the coefficient domain) by `refuse_secret_data`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import hashlib
 import io
 import numbers
 import pickle
+import weakref
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -256,15 +258,49 @@ def secret_buffers(secrets: list[SecretKey]) -> set[int]:
     return out
 
 
+#: the fragments of each live secret key, computed once per key (an inverse NTT each)
+_FRAGMENTS: weakref.WeakKeyDictionary[SecretKey, list[bytes]] = weakref.WeakKeyDictionary()
+
+
+def _ternary_window(row: np.ndarray, words: int) -> int | None:
+    """The start of the first window of `words` coefficients of a ternary secret's limb (0, 1
+    and q - 1) distinctive enough to look for: at least half nonzero, both signs at least
+    twice.  None when there is none (a sparse secret's coefficients are mostly 0, and a run of
+    zeros is in every blob)."""
+    if len(row) < words:
+        return None
+    windows = np.lib.stride_tricks.sliding_window_view(row, words)
+    ones = (windows == 1).sum(axis=1)
+    nonzero = (windows != 0).sum(axis=1)
+    minus = nonzero - ones
+    good = np.flatnonzero((nonzero >= words // 2) & (ones >= 2) & (minus >= 2))
+    return int(good[0]) if len(good) else None
+
+
 def secret_fragments(sk: SecretKey, words: int = 16) -> list[bytes]:
     """Byte strings that appear wherever the secret's data is stored: the first `words` u32 of
-    every limb, as stored (Montgomery form) and in standard form."""
+    every limb, as stored (Montgomery form) and in standard form; and, in the coefficient
+    domain (`sk.poly.intt()`, standard and Montgomery form), a distinctive window of every
+    limb (`_ternary_window`; none for a sparse secret)."""
     from ren.ir import storage_buffer
 
+    if words == 16 and sk in _FRAGMENTS:
+        return _FRAGMENTS[sk]
     sk.poly.realize()
     stored = np.ascontiguousarray(storage_buffer(sk.poly.node).copyout(), dtype=np.uint32)
     standard = np.ascontiguousarray(sk.poly.numpy(), dtype=np.uint32)
-    return [row[:words].tobytes() for arr in (stored, standard) for row in arr]
+    out = [row[:words].tobytes() for arr in (stored, standard) for row in arr]
+    coefficients = sk.poly.intt()
+    coefficients.realize()
+    c_standard = np.ascontiguousarray(coefficients.numpy(), dtype=np.uint32)
+    c_stored = np.ascontiguousarray(storage_buffer(coefficients.node).copyout(), dtype=np.uint32)
+    for limb, row in enumerate(c_standard):
+        start = _ternary_window(row, words)
+        if start is not None:
+            out += [arr[limb, start:start + words].tobytes() for arr in (c_standard, c_stored)]
+    if words == 16:
+        _FRAGMENTS[sk] = out
+    return out
 
 
 def refuse_secret_data(blob: bytes, secrets: list[SecretKey], where: str) -> None:

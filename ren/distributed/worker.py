@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ren.backend.malloc import tune_allocator
+from ren.distributed.errors import WireError
 from ren.distributed.wire import Codec
 from ren.jit import JitPlan
 from ren.poly import Poly, realize_polys
@@ -84,7 +85,8 @@ def load_context(blob: bytes) -> Context:
 def load_program(blob: bytes) -> Program:
     program = pickle.loads(blob)
     if not isinstance(program, Program):
-        raise TypeError(f"a program blob holds a {type(program).__name__}, not a Program")
+        raise WireError(f"a program blob holds a {type(program).__name__}, not a Program (a "
+                        "client of another ren version?); install the same ren everywhere")
     return program
 
 

@@ -16,9 +16,12 @@
 * `ren.distributed.wire`: what crosses the wire, and the guard that refuses to send a secret key.
 
 Secret keys stay on the client: `map` refuses any input, key, function or plan that carries one
-(`SecretKeyError`).  A sweep makes each point's keys on the worker that runs it and returns only
-measurements.  Importing this package does not import Dask; calling it without the
-`distributed` extra raises `DaskUnavailableError` saying what to install.
+(`SecretKeyError`), by type and by data (a function closing over a secret's Poly included).
+Every call uses the client it is given (`client=`, else Dask's default one); a scheduler lost
+mid-job raises `SchedulerLostError` with the results that had arrived.  A sweep makes each
+point's keys on the worker that runs it and returns only measurements.  Importing this package
+does not import Dask; calling it without the `distributed` extra raises `DaskUnavailableError`
+saying what to install.
 """
 
 from ren.distributed.batch import MapJob, map, submit
@@ -26,6 +29,7 @@ from ren.distributed.cluster import local_client, resolve_client
 from ren.distributed.errors import (
     DaskUnavailableError,
     DistributedError,
+    SchedulerLostError,
     SecretKeyError,
     TaskError,
     WireError,
@@ -36,6 +40,7 @@ __all__ = [
     "DaskUnavailableError",
     "DistributedError",
     "MapJob",
+    "SchedulerLostError",
     "SecretKeyError",
     "TaskError",
     "WireError",

@@ -32,7 +32,15 @@ still on one; a task whose input died with the worker comes back cancelled, and 
 scatters that input again (encoded anew from the batch; at most `MAX_RESENDS` times per
 input).  Every result arrives exactly once.  A task that raises cancels the rest of the job and
 raises `TaskError` with the input's index, the worker's exception as its cause (e.g. a
-`LevelError` for an input with no level left).
+`LevelError` for an input with no level left).  A scheduler lost mid-job (killed, its machine
+gone) ends the job at once with `SchedulerLostError`: which inputs' results had arrived
+(`.completed`) and those results (`.results`); nothing is sent to, or cancelled through, the
+lost scheduler.
+
+**The client.**  Everything goes through the client passed as ``client=`` (else Dask's
+default one): the scatters, the tasks, and the wait for their results (Dask's `as_completed`
+on that client's event loop), so a client made with ``set_as_default=False`` works, beside
+another default client too.
 """
 
 from __future__ import annotations
@@ -41,13 +49,20 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from ren import settings
-from ren.distributed.cluster import gather_as_completed, resolve_client
-from ren.distributed.errors import DistributedError
+from ren.distributed.cluster import (
+    cancel_quietly,
+    check_timeout,
+    gather_as_completed,
+    resolve_client,
+    scheduler_lost,
+)
+from ren.distributed.errors import DistributedError, SchedulerLostError
 from ren.distributed.wire import (
     Codec,
     digest,
@@ -98,9 +113,6 @@ def _program(fn: Any, items: list, keys: Any) -> tuple[Program, list[int | None]
             which.append(j)
         return Program(plans=plans), which
     function = fn.fn if isinstance(fn, Jitted) else fn  # REN_JIT=0: eager on the workers
-    if not callable(function):
-        raise ParameterError(f"map: fn must be a ren.jit function or a callable, got "
-                             f"{type(fn).__name__}")
     return Program(function=function), [None] * len(items)
 
 
@@ -221,7 +233,10 @@ class MapJob:
         self._cond.notify_all()
 
     def _live_workers(self) -> list[str]:
-        addresses = list(self.client.scheduler_info(n_workers=-1)["workers"])
+        if scheduler_lost(self.client):  # asking a lost scheduler waits out the connect timeout
+            # (gather_as_completed turns this into SchedulerLostError, with what arrived)
+            raise DistributedError("map: the Dask scheduler was lost")
+        addresses = list(self.client.scheduler_info(n_workers=-1).get("workers", {}))
         if not addresses:
             raise DistributedError("map: every worker of the cluster is gone; start workers "
                                    "and submit the job again")
@@ -237,9 +252,18 @@ class MapJob:
         """The futures sent since the last call (`gather_as_completed`'s `more`)."""
         with self._cond:
             if wait != 0:
-                waited = self._cond.wait_for(
-                    lambda: self._new or self._failed is not None or self._cancelled or
-                    self._next >= len(self.futures), wait)
+                # in slices: a scheduler lost meanwhile sends nothing and wakes no one
+                deadline = None if wait is None else time.monotonic() + wait
+                while True:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    waited = self._cond.wait_for(
+                        lambda: self._new or self._failed is not None or self._cancelled or
+                        self._next >= len(self.futures) or scheduler_lost(self.client),
+                        0.5 if left is None else max(0.0, min(0.5, left)))
+                    if waited or (left is not None and left <= 0.5):
+                        break
+                if scheduler_lost(self.client):
+                    raise DistributedError("map: the Dask scheduler was lost")
                 if not waited:
                     raise DistributedError(f"map: no input was sent for {wait:.0f} s (the "
                                            "cluster is stuck); the rest is cancelled")
@@ -268,7 +292,9 @@ class MapJob:
 
     def result(self, timeout: float | None = None) -> list[Any]:
         """The results in input order.  A failed task cancels the rest and raises TaskError
-        with its input's index; `timeout` (seconds) raises DistributedError when it passes."""
+        with its input's index; `timeout` (seconds) raises DistributedError when it passes; a
+        lost scheduler raises SchedulerLostError with the results that had arrived."""
+        timeout = check_timeout(timeout, "map: timeout")
         out: list[Any] = [None] * len(self.futures)
         timings: list[dict[str, Any]] = [{}] * len(self.futures)
         try:
@@ -280,6 +306,10 @@ class MapJob:
                 timings[i] = timing
                 self.futures[i].release()  # the worker may drop it (and its input) now
                 self._inputs[i].release()
+        except SchedulerLostError as e:
+            e.results = {i: out[i] for i in e.completed}
+            self.cancel()
+            raise
         except BaseException:
             self.cancel()  # no further input is sent for a job that failed
             raise
@@ -292,7 +322,7 @@ class MapJob:
         with self._cond:
             self._cancelled = True
             self._cond.notify_all()
-        self.client.cancel([f for f in self.futures if f is not None and not f.done()])
+        cancel_quietly(self.client, self.futures)
 
     def describe(self) -> str:
         """What travelled, in a few lines (bytes; per worker where it is sent once each)."""
@@ -327,7 +357,11 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any =
            client: Any = None) -> MapJob:
     """Start `fn` on every input of `batch` (module doc); `MapJob.result()` gathers them."""
     client = resolve_client(client)
-    if isinstance(batch, str | bytes) or not isinstance(batch, Iterable):
+    if not callable(fn.fn if isinstance(fn, Jitted) else fn):
+        raise ParameterError(f"map: fn must be a ren.jit function or a callable, got "
+                             f"{type(fn).__name__} {fn!r:.60}")
+    # (a dict would map over its keys, a set in no particular order: refused, not guessed at)
+    if isinstance(batch, str | bytes | Mapping | AbstractSet) or not isinstance(batch, Iterable):
         raise ParameterError(f"map: batch must be a list of inputs (ciphertexts, Polys or tuples "
                              f"of them), got {type(batch).__name__}")
     items = list(batch)
@@ -339,8 +373,10 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any =
     refuse_secret(fn, "map: fn")
     program, which = _program(fn, items, keys)
     program_blob = guarded_dumps(program, "map: the program (plans or function)")
-    if program.plans:
-        refuse_secret_data(program_blob, secrets, "map: the captured plan")
+    # by data, plans and functions alike: a function that closes over a secret's Poly pickles
+    # its residues (the type guard sees a Poly, not a SecretKey)
+    refuse_secret_data(program_blob, secrets, "map: the captured plan" if program.plans else
+                       "map: the function (with what it closes over)")
     context_blob = guarded_dumps({"params": list(codec.params.values()), "keys": keys_wire,
                                   "has_keys": keys is not None}, "map: keys")
     job_id = f"{os.getpid()}-{next(_job_ids)}"
@@ -377,6 +413,7 @@ def map(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any = No
         client: Any = None, timeout: float | None = None) -> list[Any]:
     """`fn` applied to every input of `batch` on the cluster, results in input order (module
     doc).  ``map(square, cts, keys=rlk)`` calls ``square(ct, keys=rlk)`` for each ciphertext."""
+    check_timeout(timeout, "map: timeout")  # before anything is sent
     return submit(fn, batch, keys=keys, client=client).result(timeout=timeout)
 
 __all__ = ["IN_FLIGHT_PER_WORKER", "MAX_RESENDS", "MapJob", "map", "submit"]

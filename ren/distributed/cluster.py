@@ -12,19 +12,37 @@ the `distributed` extra and says what to install when it is needed.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from ren.distributed.errors import DaskUnavailableError, DistributedError, TaskError
-from ren.errors import ParameterError, check_int
+from ren.distributed.errors import (
+    DaskUnavailableError,
+    DistributedError,
+    SchedulerLostError,
+    TaskError,
+)
+from ren.errors import (
+    ParameterError,
+    check_bool,
+    check_int_range,
+    check_real_range,
+)
 
 INSTALL_HINT = 'pip install -e ".[distributed]" (or pip install "dask[distributed]")'
 
 #: environment of local worker processes: one thread per process for NumPy's libraries too
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: the longest wait a job takes (seconds, about 31 years; None waits without a limit): Python's
+#: thread waits refuse much more (OverflowError), and more is a mistake anyway
+MAX_TIMEOUT = 10**9
+#: the most worker processes, and threads per process, `local_client` starts on one machine
+MAX_LOCAL_WORKERS = 1024
+#: a Dask client whose status is one of these can send and receive
+_LIVE = ("running", "newly-created")
 
 
 def dask_distributed() -> ModuleType:
@@ -45,6 +63,49 @@ def dask_config() -> Any:
     return dask.config
 
 
+def check_timeout(timeout: Any, what: str) -> float | None:
+    """`timeout` as seconds (a finite real > 0, at most `MAX_TIMEOUT`), or None (no limit)."""
+    if timeout is None:
+        return None
+    return check_real_range(timeout, what, 0, MAX_TIMEOUT, lo_open=True,
+                            hint="seconds to wait, or None to wait without a limit")
+
+
+def scheduler_lost(client: Any) -> bool:
+    """True once `client` lost its scheduler (reconnecting, or closed after it gave up)."""
+    return getattr(client, "status", "running") not in _LIVE
+
+
+def cancel_quietly(client: Any, futures: list[Any]) -> None:
+    """Cancel the futures of `futures` not done yet; nothing when the scheduler is lost (Dask
+    cancelled them itself, and a message to a lost scheduler waits out the connect timeout)."""
+    if scheduler_lost(client):
+        return
+    pending = [f for f in futures if f is not None and not f.done()]
+    if not pending:
+        return
+    try:
+        client.cancel(pending)
+    except Exception:
+        if not scheduler_lost(client):  # lost just now: nothing to cancel, nothing to report
+            raise
+
+
+def lost_error(what: str, arrived: list[bool], cause: BaseException | None = None
+               ) -> SchedulerLostError:
+    """SchedulerLostError for a job of `what`s whose results `arrived` marks."""
+    done = [i for i, a in enumerate(arrived) if a]
+    shown = str(done) if len(done) <= 20 else f"{done[:20]} ... ({len(done)} in all)"
+    because = ""  # Dask's own report of the loss (Ren's DistributedErrors only repeat it)
+    if cause is not None and not isinstance(cause, DistributedError):
+        because = f" ({type(cause).__name__}: {(str(cause).splitlines() or [''])[0]})"
+    return SchedulerLostError(
+        f"the Dask scheduler was lost while the job ran{because}: {len(done)} of {len(arrived)} "
+        f"results ({what}s) had arrived ({shown}; the error's .completed and .results), the rest "
+        "is lost with it.  Start the scheduler (or the cluster) again, make a new client and "
+        "submit the rest", done)
+
+
 def resolve_client(client: Any = None) -> Any:
     """`client`, or Dask's current default client; DistributedError when there is none."""
     distributed = dask_distributed()
@@ -52,8 +113,9 @@ def resolve_client(client: Any = None) -> Any:
         if not isinstance(client, distributed.Client):
             raise ParameterError(f"client must be a distributed.Client, got "
                                  f"{type(client).__name__}")
-        if client.status not in ("running", "newly-created"):
-            raise DistributedError(f"the Dask client is {client.status}; make a new one "
+        if client.status not in _LIVE:
+            raise DistributedError(f"the Dask client is {client.status} (it was closed, or it "
+                                   "lost its scheduler); make a new one "
                                    "(ren.distributed.local_client() or distributed.Client(addr))")
         return client
     try:
@@ -102,7 +164,10 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
     distributed = dask_distributed()
     index = {f.key: i for i, f in enumerate(futures) if f is not None}
     arrived = [False] * len(futures)
-    done = distributed.as_completed([f for f in futures if f is not None], timeout=timeout)
+    # the client's own loop: without it Dask takes the default client's, which fails without
+    # one (a client made with set_as_default=False) and may never see another client's futures
+    done = distributed.as_completed([f for f in futures if f is not None], loop=client.loop,
+                                    timeout=timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
 
     def take(new: list[tuple[int, Any]]) -> None:
@@ -123,6 +188,8 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
                 try:
                     value = ready[fut.key] if fut.key in ready else fut.result()
                 except distributed.client.FutureCancelledError as e:  # type: ignore[attr-defined]
+                    if scheduler_lost(client):  # Dask cancelled every future: nothing to resend
+                        raise lost_error(what, arrived, e) from e
                     new = resubmit(i) if resubmit is not None and not arrived[i] else None
                     if new is None:
                         raise DistributedError(f"{what} {i}: its task was cancelled") from e
@@ -146,15 +213,30 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
             if not new:
                 break
             take(new)
-    except distributed.TimeoutError as e:
-        late = arrived.count(False)
-        raise DistributedError(f"{late} of {len(futures)} results ({what}s) did not arrive "
-                               f"within {timeout} s; the rest is cancelled") from e
+    except SchedulerLostError:
+        raise
+    except Exception as e:
+        if scheduler_lost(client):  # whatever failed first (a resend, a fetch): the real cause
+            raise lost_error(what, arrived, e) from e
+        if isinstance(e, distributed.TimeoutError):
+            late = arrived.count(False)
+            raise DistributedError(f"{late} of {len(futures)} results ({what}s) did not arrive "
+                                   f"within {timeout} s; the rest is cancelled") from e
+        raise
     finally:
-        client.cancel([f for f in futures if f is not None and not f.done()])
+        cancel_quietly(client, futures)
     missing = [i for i, a in enumerate(arrived) if not a]
     if missing:
         raise DistributedError(f"the results of {what}s {missing[:10]} never arrived")
+
+
+def _cluster_option_names(distributed: ModuleType) -> set[str]:
+    """The options LocalCluster takes: its own, and those it hands to each Nanny and Worker."""
+    names: set[str] = set()
+    for cls in (distributed.LocalCluster, distributed.Nanny, distributed.Worker):
+        names |= {n for n, p in inspect.signature(cls.__init__).parameters.items()
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return names - {"self", "worker_kwargs", "kwargs"}
 
 
 @contextlib.contextmanager
@@ -164,31 +246,48 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
     NumPy's thread pools at 1; its web server on a free port, logs at warnings) and a Client on
     it (sending and fetching data to and from the workers directly, not through the
     scheduler); both are closed when the block ends.  `cluster_options` go to LocalCluster (e.g.
-    ``memory_limit="4GiB"``, ``dashboard_address=":8787"``).
+    ``memory_limit="4GiB"``, ``dashboard_address=":8787"``); a name LocalCluster (or its
+    nannies and workers) does not take is refused (ParameterError) before anything starts, and
+    a cluster that does not start raises DistributedError with Dask's reason.
 
     ``profile=False`` (the default) switches off Dask's statistical profiler in the workers
     (``distributed.worker.profile.enabled``: a thread that reads every thread's stack every 10
     ms, holding the GIL, for the dashboard's profile page).  Measured in `bench_distributed.py`:
     about 5 % of a worker's CPU and of the job's wall time.  ``profile=True`` keeps it."""
-    workers = check_int(workers, "local_client: workers")
-    threads = check_int(threads_per_worker, "local_client: threads_per_worker")
-    if workers < 1 or threads < 1:
-        raise ParameterError(f"local_client: workers and threads_per_worker must be >= 1, got "
-                             f"{workers} and {threads}")
+    workers = check_int_range(workers, "local_client: workers", 1, MAX_LOCAL_WORKERS)
+    threads = check_int_range(threads_per_worker, "local_client: threads_per_worker", 1,
+                              MAX_LOCAL_WORKERS)
+    profile = check_bool(profile, "local_client: profile")
     distributed = dask_distributed()
+    known = _cluster_option_names(distributed)
+    unknown = sorted(map(str, set(cluster_options) - known))
+    if unknown:
+        raise ParameterError(
+            f"local_client: unknown cluster option(s) {unknown}; the options are those of "
+            f"distributed.LocalCluster, Nanny and Worker (e.g. memory_limit, dashboard_address, "
+            f"local_directory); see help(distributed.LocalCluster)")
     options: dict[str, Any] = dict(n_workers=workers, threads_per_worker=threads, processes=True,
                                    dashboard_address=":0", silence_logs=logging.WARNING,
                                    env=dict(WORKER_ENV))
     options.update(cluster_options)
     # the nannies copy this process's Dask config into their workers when they start
-    worker_config = {"distributed.worker.profile.enabled": bool(profile)}
-    with dask_config().set(worker_config), distributed.LocalCluster(**options) as cluster, \
-            distributed.Client(cluster, direct_to_workers=True) as client:
-        # every worker registered before anything is sent: a broadcast scatter reaches only the
-        # workers the scheduler knows, and data scattered to one worker alone dies with it
-        client.wait_for_workers(workers, timeout=120)
+    worker_config = {"distributed.worker.profile.enabled": profile}
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(dask_config().set(worker_config))
+            cluster = stack.enter_context(distributed.LocalCluster(**options))
+            client = stack.enter_context(distributed.Client(cluster, direct_to_workers=True))
+            # every worker registered before anything is sent: a broadcast scatter reaches only
+            # the workers the scheduler knows, and data scattered to one worker alone dies with it
+            client.wait_for_workers(workers, timeout=120)
+        except Exception as e:
+            options.pop("env")
+            raise DistributedError(
+                f"local_client: the local Dask cluster did not start ({type(e).__name__}: {e}); "
+                f"check the options ({options}) and the workers' log above") from e
         yield client
 
 
-__all__ = ["INSTALL_HINT", "WORKER_ENV", "dask_distributed", "gather_as_completed", "local_client",
-           "resolve_client"]
+__all__ = ["INSTALL_HINT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT", "WORKER_ENV", "cancel_quietly",
+           "check_timeout", "dask_distributed", "gather_as_completed", "local_client",
+           "lost_error", "resolve_client", "scheduler_lost"]

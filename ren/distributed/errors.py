@@ -3,6 +3,8 @@ handler for Ren's errors catches them too."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ren.errors import ParameterError, RenError
 
 
@@ -27,6 +29,23 @@ class WireError(ParameterError):
     them travel to and from workers."""
 
 
+class SchedulerLostError(DistributedError):
+    """The client lost its Dask scheduler (killed, or its machine gone) while a job ran.  The
+    job cannot go on: the scheduler held its tasks and every result not yet fetched.
+    `completed` lists the indices (inputs of a map, points of a sweep) whose results had
+    arrived, `results` maps each of them to its result (decoded), so only the rest needs to run
+    again on a new cluster."""
+
+    def __init__(self, message: str, completed: list[int] | None = None,
+                 results: dict[int, Any] | None = None):
+        super().__init__(message)
+        self.completed = list(completed or [])
+        self.results = dict(results or {})
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (str(self), self.completed, self.results))
+
+
 class TaskError(DistributedError):
     """A task raised on a worker (or was lost with too many workers).  `index` is the input's
     position in the batch (or the point's in a sweep); the worker's exception is `__cause__`
@@ -41,5 +60,5 @@ class TaskError(DistributedError):
         return (type(self), (str(self), self.index, self.original))
 
 
-__all__ = ["DaskUnavailableError", "DistributedError", "SecretKeyError", "TaskError",
-           "WireError"]
+__all__ = ["DaskUnavailableError", "DistributedError", "SchedulerLostError", "SecretKeyError",
+           "TaskError", "WireError"]

@@ -52,6 +52,7 @@ import numpy as np
 import ren
 from ren.backend.malloc import tune_allocator
 from ren.ckks import (
+    Ciphertext,
     CKKSParams,
     Decryptor,
     Encoder,
@@ -63,27 +64,84 @@ from ren.ckks import (
 )
 from ren.ckks.debug import precision
 from ren.ckks.serialize import serialized_size
-from ren.distributed.cluster import gather_as_completed, resolve_client
-from ren.distributed.wire import guarded_dumps
+from ren.distributed.cluster import check_timeout, gather_as_completed, resolve_client
+from ren.distributed.errors import SchedulerLostError
+from ren.distributed.wire import guarded_dumps, live_secret_keys, refuse_secret_data
 from ren.distributed.worker import worker_address
-from ren.errors import ParameterError, check_int
+from ren.errors import (
+    ParameterError,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_instance,
+    check_int,
+    check_int_range,
+    check_sequence,
+)
 from ren.jit import jit
 
 #: the fields a grid point may set: CKKSParams' arguments, and "preset"
 FIELDS = tuple(p for p in inspect.signature(CKKSParams.__init__).parameters if p != "self")
+#: the fields a point without a "preset" must set (N and depth)
+REQUIRED = tuple(n for n, p in inspect.signature(CKKSParams.__init__).parameters.items()
+                 if n != "self" and p.default is inspect.Parameter.empty)
+
+#: the most points one sweep runs (a grid's product past this is a typo, not a study)
+MAX_POINTS = 100_000
+#: the most replays `repeat` asks for per point
+MAX_REPEAT = 10_000
 
 Inputs = Callable[[int], Sequence[Any]]
 Reference = Callable[..., Any]
 
 
+def _check_fields(point: Mapping[str, Any], where: str, complete: bool = True) -> None:
+    """ParameterError for a field CKKSParams does not take, or (`complete`) for a point that
+    sets neither a preset nor every required field."""
+    unknown = sorted(set(point) - set(FIELDS) - {"preset"}, key=repr)
+    if unknown:
+        raise ParameterError(f"{where} sets unknown field(s) {unknown}; the fields are "
+                             f"{sorted(FIELDS)} and 'preset'")
+    missing = [f for f in REQUIRED if f not in point]
+    if complete and "preset" not in point and missing:
+        raise ParameterError(f"{where} sets no {' and no '.join(missing)} (and no 'preset'); "
+                             f"a point needs {', '.join(REQUIRED)} or a preset, e.g. "
+                             "{'N': 64, 'depth': 2, 'insecure': True}")
+
+
+def check_options(where: str, program: Any, inputs: Any, reference: Any, meter: Any,
+                  repeat: Any, seed: Any) -> tuple[bool, int, int | None]:
+    """The arguments `run_point` and `sweep` share, checked (ParameterError naming `where`):
+    (meter, repeat, seed)."""
+    check_callable(program, f"{where}: program", hint="a function fn(ev, *cts) returning a "
+                   "Ciphertext")
+    if inputs is not None:
+        check_callable(inputs, f"{where}: inputs", hint="a function inputs(slots) returning a "
+                       "list of value vectors, or None for one vector uniform in [-1, 1]")
+    if reference is not None:
+        check_callable(reference, f"{where}: reference", hint="a function of the input "
+                       "vectors returning the expected output vector, or None")
+    meter = check_bool(meter, f"{where}: meter")
+    repeat = check_int_range(repeat, f"{where}: repeat", 1, MAX_REPEAT,
+                             hint="the number of timed replays per point")
+    if seed is not None:
+        seed = check_int(seed, f"{where}: seed", hint="an int, or None for the OS CSPRNG")
+    return meter, repeat, seed
+
+
 def expand_grid(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The points of `grid` (module doc), each a dict of CKKSParams fields (or "preset")."""
     if isinstance(grid, Mapping):
+        _check_fields(grid, "sweep: the grid", complete=False)
         names = list(grid)
         choices = [v if isinstance(v, list) else [v] for v in grid.values()]
         if any(not c for c in choices):
             empty = [n for n, c in zip(names, choices) if not c]
             raise ParameterError(f"sweep: grid field(s) {empty} have no choices (an empty list)")
+        count = math.prod(len(c) for c in choices)
+        if count > MAX_POINTS:
+            raise ParameterError(f"sweep: the grid has {count} points (the product of its "
+                                 f"choices), more than {MAX_POINTS}; sweep fewer choices")
         points = [dict(zip(names, combo)) for combo in itertools.product(*choices)]
     elif isinstance(grid, Sequence) and not isinstance(grid, str | bytes) and \
             all(isinstance(p, Mapping) for p in grid):
@@ -93,11 +151,11 @@ def expand_grid(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[d
                              f"of dicts (one per point), got {type(grid).__name__}")
     if not points:
         raise ParameterError("sweep: the grid has no points")
+    if len(points) > MAX_POINTS:
+        raise ParameterError(f"sweep: the grid has {len(points)} points, more than "
+                             f"{MAX_POINTS}; sweep fewer")
     for i, p in enumerate(points):
-        unknown = sorted(set(p) - set(FIELDS) - {"preset"})
-        if unknown:
-            raise ParameterError(f"sweep: point {i} sets unknown field(s) {unknown}; the fields "
-                                 f"are {sorted(FIELDS)} and 'preset'")
+        _check_fields(p, f"sweep: point {i}")
     return points
 
 
@@ -121,6 +179,20 @@ def _bits(got: np.ndarray, want: np.ndarray) -> float:
     return math.inf if err == 0 else -math.log2(err)
 
 
+def _expected(want: Any, slots: int) -> np.ndarray:
+    """`reference`'s result as a vector of at most `slots` complex numbers."""
+    try:
+        vector = np.asarray(want, dtype=complex)
+    except (TypeError, ValueError):
+        vector = None
+    if vector is None or vector.ndim != 1 or not 1 <= len(vector) <= slots:
+        shape = "" if vector is None else f" of shape {vector.shape}"
+        raise ParameterError(f"run_point: reference(*inputs) must return the expected output: "
+                             f"a vector of 1 to {slots} numbers (one per slot), got "
+                             f"{type(want).__name__}{shape}")
+    return vector
+
+
 def _secret_name(params: CKKSParams) -> str:
     return "ternary" if params.secret == "ternary" else f"sparse({params.hamming_weight})"
 
@@ -129,6 +201,11 @@ def run_point(program: Callable[..., Any], point: Mapping[str, Any], *,
               inputs: Inputs | None = None, reference: Reference | None = None,
               meter: bool = False, repeat: int = 3, seed: int | None = None) -> dict[str, Any]:
     """Measure `program` at one grid point, here (module doc: what is measured)."""
+    meter, repeat, seed = check_options("run_point", program, inputs, reference, meter, repeat,
+                                        seed)
+    check_instance(point, Mapping, "run_point: point", hint="a dict of CKKSParams fields (or "
+                   "'preset'), e.g. {'N': 64, 'depth': 2, 'insecure': True}")
+    _check_fields(point, "run_point: point")
     if seed is None:
         return _measure(program, point, inputs, reference, meter, repeat)
     with ren.random.seeded(seed):
@@ -142,7 +219,10 @@ def _measure(program: Callable[..., Any], point: Mapping[str, Any], inputs: Inpu
         "N": params.N, "depth": params.depth, "scale_bits": params.scale_bits,
         "dnum": params.dnum, "secret": _secret_name(params), "log2_QP": round(params.log2_QP, 2),
         "security_bits": round(params.security_bits, 1)}
-    values = [np.asarray(v) for v in (inputs or default_inputs)(params.slots)]
+    given = check_sequence((inputs or default_inputs)(params.slots),
+                           "run_point: inputs(slots)", 1,
+                           hint="a list of value vectors, one per ciphertext the program takes")
+    values = [np.asarray(v) for v in given]
     t0 = time.perf_counter()
     keygen = KeyGenerator(params)
     sk, pk, rlk = keygen.secret_key(), keygen.public_key(), keygen.relin_key()
@@ -163,6 +243,8 @@ def _measure(program: Callable[..., Any], point: Mapping[str, Any], inputs: Inpu
     t0 = time.perf_counter()
     out = jitted(*cts)
     row["capture_seconds"] = time.perf_counter() - t0
+    check_instance(out, Ciphertext, "run_point: the program's result",
+                   hint="program(ev, *cts) must return one Ciphertext")
     best = math.inf
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -175,7 +257,7 @@ def _measure(program: Callable[..., Any], point: Mapping[str, Any], inputs: Inpu
     row["output_log2_scale"] = out.log2_scale
     row["bits"] = math.nan
     if reference is not None:
-        row["bits"] = _bits(got, np.asarray(reference(*values), dtype=complex))
+        row["bits"] = _bits(got, _expected(reference(*values), params.slots))
     if meter or reference is None:
         report = precision(program, *values, evaluator=ev, secret_key=sk)
         worst = report.worst
@@ -235,31 +317,33 @@ def sweep(program: Callable[..., Any], grid: Mapping[str, Any] | Sequence[Mappin
           ) -> Any:
     """Run `program` at every point of `grid`, one task per point (module doc); the table in
     point order.  ``errors="record"`` keeps going past a failing point (its row says why);
-    ``"raise"`` cancels the sweep and raises TaskError with the point's index."""
-    if errors not in ("raise", "record"):
-        raise ParameterError(f"sweep: errors must be 'raise' or 'record', got {errors!r}")
-    if not callable(program):
-        raise ParameterError(f"sweep: program must be a function fn(ev, *cts), got "
-                             f"{type(program).__name__}")
-    repeat = check_int(repeat, "sweep: repeat")
-    if repeat < 1:
-        raise ParameterError(f"sweep: repeat must be >= 1, got {repeat}")
-    if seed is not None:
-        seed = check_int(seed, "sweep: seed")
+    ``"raise"`` cancels the sweep and raises TaskError with the point's index.  A lost
+    scheduler raises SchedulerLostError with the rows that had arrived (`.results`)."""
+    check_choice(errors, "sweep: errors", ("raise", "record"))
+    meter, repeat, seed = check_options("sweep", program, inputs, reference, meter, repeat, seed)
+    if frame is not None:
+        check_bool(frame, "sweep: frame")
+    timeout = check_timeout(timeout, "sweep: timeout")
     points = expand_grid(grid)
     client = resolve_client(client)
-    options = {"inputs": inputs, "reference": reference, "meter": bool(meter), "repeat": repeat,
+    options = {"inputs": inputs, "reference": reference, "meter": meter, "repeat": repeat,
                "seed": seed}
     job_blob = guarded_dumps((program, options), "sweep: the program, inputs and reference")
+    # a program that closes over a secret of this process (a Poly of it) would carry it along
+    refuse_secret_data(job_blob, live_secret_keys(), "sweep: the program, inputs and reference")
     job = f"{os.getpid()}-{time.monotonic_ns()}"
     futures = [client.submit(sweep_task, job_blob, p, i, errors == "record",
                              key=f"ren-sweep-{job}-{i}", pure=False)
                for i, p in enumerate(points)]
     rows: list[dict[str, Any] | None] = [None] * len(points)
-    for i, row in gather_as_completed(client, futures, "sweep: point", timeout):
-        rows[i] = row
+    try:
+        for i, row in gather_as_completed(client, futures, "sweep: point", timeout):
+            rows[i] = row
+    except SchedulerLostError as e:
+        e.results = {i: rows[i] for i in e.completed}
+        raise
     return table([r for r in rows if r is not None], points, frame)
 
 
-__all__ = ["FIELDS", "default_inputs", "expand_grid", "make_params", "run_point", "sweep",
-           "sweep_task", "table"]
+__all__ = ["FIELDS", "MAX_POINTS", "MAX_REPEAT", "check_options", "default_inputs",
+           "expand_grid", "make_params", "run_point", "sweep", "sweep_task", "table"]

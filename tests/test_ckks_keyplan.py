@@ -147,3 +147,21 @@ def test_generate_checks_the_key_generator_and_progress(keygen):
         plan.generate("keygen")
     with pytest.raises(ParameterError, match="rotation_keys: progress must be True or False"):
         plan.generate(keygen, progress=np.zeros(2))
+
+
+@pytest.mark.parametrize("args, match", [
+    (("params", (1,), False), r"KeyPlan: params must be a CKKSParams"),
+    ((P, ("x",), False), r"KeyPlan: steps\[0\] must be an int in \[1, 31\]"),
+    ((P, (0,), False), r"KeyPlan: steps\[0\] must be an int in \[1, 31\]"),
+    ((P, 5, False), r"KeyPlan: steps must be a list or tuple"),
+    ((P, (1,), "no"), r"KeyPlan: conjugate must be True or False"),
+    ((P, (1,), False, {1: -1}), r"KeyPlan: uses\[1\] must be an int >= 0"),
+])
+def test_a_hand_written_plan_is_checked(args, match):
+    """Before: KeyPlan took anything, so KeyPlan(P, (1,), "no").generate(keygen) made the
+    conjugation key as well (a truthy string) and KeyPlan(P, (0,), False) counted a key for
+    step 0."""
+    from ren.ckks import KeyPlan
+
+    with pytest.raises(ParameterError, match=match):
+        KeyPlan(*args)

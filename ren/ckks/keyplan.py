@@ -27,7 +27,14 @@ from ren.ckks.errors import KeyPlanError
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.params import CKKSParams
 from ren.ckks.serialize import serialized_size
-from ren.errors import ParameterError, check_callable, check_instance
+from ren.errors import (
+    ParameterError,
+    check_bool,
+    check_callable,
+    check_instance,
+    check_int_range,
+    check_sequence,
+)
 from ren.poly import Poly
 from ren.realization import Recorder, recording
 from ren.ring import conjugation_element, galois_element
@@ -53,6 +60,19 @@ class KeyPlan:
     steps: tuple[int, ...]  # left-rotation steps in [1, N/2), in first-use order
     conjugate: bool
     uses: dict[int, int] = field(default_factory=dict)  # step -> rotations made with it
+
+    def __post_init__(self) -> None:  # (a plan may be written by hand, then generate()d)
+        check_instance(self.params, CKKSParams, "KeyPlan: params")
+        half = self.params.slots
+        steps = tuple(check_int_range(k, f"KeyPlan: steps[{i}]", 1, half - 1, hint=(
+            "left-rotation steps reduced mod N/2, without 0")) for i, k in enumerate(
+            check_sequence(self.steps, "KeyPlan: steps")))
+        object.__setattr__(self, "steps", steps)  # (frozen: the checked tuple of ints)
+        check_bool(self.conjugate, "KeyPlan: conjugate")
+        check_instance(self.uses, dict, "KeyPlan: uses", hint="step -> rotations made with it")
+        for k, n in self.uses.items():
+            check_int_range(k, "KeyPlan: a step of uses", 1, half - 1)
+            check_int_range(n, f"KeyPlan: uses[{k}]", 0)
 
     @property
     def galois_elements(self) -> list[int]:

@@ -11,6 +11,12 @@ digit's modulus that the basis conversion adds anyway (σ permutes coefficients 
 the digit's own residues map exactly), so σ(ModUp(c1)) is a valid decomposition of σ(c1): each
 further automorphism costs a permutation and an inner product with its key, not an INTT, a basis
 conversion and an NTT per digit.
+
+**Double hoisting** (`hoisted_automorphisms_qp`, Bossuat et al. 2021): the mod-down by P can wait
+too.  Each automorphism is returned as (σ(c0), u0, u1) with u0, u1 the inner products on Q_l·P,
+not yet divided by P: (σ(c0) + mod_down(u0), mod_down(u1)) is `hoisted_automorphisms`'s result,
+and a sum of such terms times plaintexts (a linear transform's baby steps) is divided by P once:
+round((Σ_i pt_i·u_i)/P) instead of Σ_i pt_i·round(u_i/P).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from ren.rlwe.keyswitch import (
     check_ct_parts,
     check_level,
     decompose,
+    inner_product,
     key_switch,
     switch_decomposed,
 )
@@ -72,12 +79,10 @@ def automorphism(parts: Sequence[Poly], key: GaloisKey, level: int,
     return c0 + u0, u1
 
 
-def hoisted_automorphisms(parts: Sequence[Poly], keys: Sequence[GaloisKey], level: int,
-                          sigmas: Sequence[Callable[[Poly], Poly]]) -> list[tuple[Poly, Poly]]:
-    """`automorphism(parts, key, level, sigma)` for each (key, sigma) pair, with one
-    decomposition of c1 shared by all of them (see the module docstring).  `sigmas[i]` must be
-    the map of ``keys[i].galois``."""
-    who = "hoisted_automorphisms"
+def _check_hoisted(parts: Sequence[Poly], keys: Sequence[GaloisKey], level: int,
+                   sigmas: Sequence[Callable[[Poly], Poly]], who: str
+                   ) -> tuple[list[GaloisKey], list[Callable[[Poly], Poly]], int | None]:
+    """The checked keys, maps and level (None: no keys, nothing to do)."""
     keys = [_check_key(k, f"{who}: keys[{i}]")
             for i, k in enumerate(check_sequence(keys, f"{who}: keys"))]
     sigmas = [check_callable(f, f"{who}: sigmas[{i}]", hint="a map of Polys, e.g. "
@@ -87,19 +92,48 @@ def hoisted_automorphisms(parts: Sequence[Poly], keys: Sequence[GaloisKey], leve
         raise ParameterError(f"{who}: {len(keys)} keys for {len(sigmas)} maps")
     if not keys:
         check_sequence(parts, f"{who}: parts", 2, 2)
-        return []
+        return keys, sigmas, None
     for i, key in enumerate(keys[1:], start=1):
         if key.params != keys[0].params:
             raise ParamsMismatchError(f"{who}: keys[{i}] was made under other parameters than "
                                       "keys[0]")
-    level = _check(parts, keys[0], level, who)
+    return keys, sigmas, _check(parts, keys[0], level, who)
+
+
+def hoisted_automorphisms(parts: Sequence[Poly], keys: Sequence[GaloisKey], level: int,
+                          sigmas: Sequence[Callable[[Poly], Poly]]) -> list[tuple[Poly, Poly]]:
+    """`automorphism(parts, key, level, sigma)` for each (key, sigma) pair, with one
+    decomposition of c1 shared by all of them (see the module docstring).  `sigmas[i]` must be
+    the map of ``keys[i].galois``."""
+    keys, sigmas, checked = _check_hoisted(parts, keys, level, sigmas, "hoisted_automorphisms")
+    if checked is None:
+        return []
     c0, c1 = parts
-    ups = decompose(c1, keys[0].params, level)
+    ups = decompose(c1, keys[0].params, checked)
     out = []
     for key, sigma in zip(keys, sigmas, strict=True):
-        u0, u1 = switch_decomposed([sigma(u) for u in ups], key, level)
+        u0, u1 = switch_decomposed([sigma(u) for u in ups], key, checked)
         out.append((sigma(c0) + u0, u1))
     return out
 
 
-__all__ = ["automorphism", "hoisted_automorphisms"]
+def hoisted_automorphisms_qp(parts: Sequence[Poly], keys: Sequence[GaloisKey], level: int,
+                             sigmas: Sequence[Callable[[Poly], Poly]]
+                             ) -> list[tuple[Poly, Poly, Poly]]:
+    """Double hoisting: for each (key, sigma) pair (σ(c0), u0, u1), σ(c0) on Q_l and the inner
+    products u0, u1 on Q_l·P, not divided by P (see the module docstring); one decomposition of
+    c1 shared by all.  ``(σ(c0) + mod_down(u0), mod_down(u1))`` is the automorphism."""
+    keys, sigmas, checked = _check_hoisted(parts, keys, level, sigmas,
+                                           "hoisted_automorphisms_qp")
+    if checked is None:
+        return []
+    c0, c1 = parts
+    ups = decompose(c1, keys[0].params, checked)
+    out = []
+    for key, sigma in zip(keys, sigmas, strict=True):
+        u0, u1 = inner_product([sigma(u) for u in ups], key, checked)
+        out.append((sigma(c0), u0, u1))
+    return out
+
+
+__all__ = ["automorphism", "hoisted_automorphisms", "hoisted_automorphisms_qp"]

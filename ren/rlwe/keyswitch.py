@@ -10,6 +10,12 @@ For d (NTT domain, ring Q_l of a level l) and a switching key from s' to s, `key
 3. inner product with the key rows (restricted to Q_l·P) in the NTT domain;
 4. mod-down: `rescale` by the special primes P (exact rounding of x / P).
 
+The halves are public: `decompose` (steps 1–2), `inner_product` (step 3), `mod_down` (step 4),
+and `switch_decomposed` (3 and 4).  Rounding commutes with adding multiples of P
+(round((x + P·y)/P) = round(x/P) + y), and sums of inner products in Q_l·P are exact, so
+algorithms that add several key switches stay in Q_l·P and divide by P once (double hoisting
+in `ren.ckks.lintrans`).
+
 The scheduler sees all of it as one graph and fuses it like any other Poly code.
 """
 
@@ -66,17 +72,20 @@ def decompose(d: Poly, params: RLWEParams, level: int) -> tuple[Poly, ...]:
     return tuple(out)
 
 
-def switch_decomposed(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
-    """Steps 3–4: the inner product of a decomposition with the key rows, then the mod-down."""
-    p = check_switching_key(key, "switch_decomposed").params
-    level = check_level(p, level, "switch_decomposed")
+def _check_ups(ups: object, p: RLWEParams, level: int, who: str) -> Sequence[Poly]:
+    """`ups` if it is a decomposition at `level`: one Q_l·P Poly (NTT domain) per digit."""
     n = len(p.digits_at(level))
-    ups = check_sequence(ups, "switch_decomposed: ups", n, n,
-                         hint=f"one Poly per key-switching digit at level {level}: "
-                              "decompose(d, params, level)")
-    ring_qp = p.ring_qp(level)
-    check_ntt_polys(tuple(ups), lambda i: f"switch_decomposed: ups[{i}]", ring_qp,
+    items = check_sequence(ups, f"{who}: ups", n, n,
+                           hint=f"one Poly per key-switching digit at level {level}: "
+                                "decompose(d, params, level)")
+    check_ntt_polys(tuple(items), lambda i: f"{who}: ups[{i}]", p.ring_qp(level),
                     f"Q·P at level {level}", f"use params.ring_qp({level})", p)
+    return items
+
+
+def _inner_product(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
+    p = key.params
+    ring_qp = p.ring_qp(level)
     top = level == p.depth
     acc0: Poly | None = None
     acc1: Poly | None = None
@@ -88,6 +97,32 @@ def switch_decomposed(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tup
         acc0 = t0 if acc0 is None else acc0 + t0
         acc1 = t1 if acc1 is None else acc1 + t1
     assert acc0 is not None and acc1 is not None  # every level has at least one digit
+    return acc0, acc1
+
+
+def inner_product(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
+    """Step 3 alone: Σ_j ups[j]·(key.b[j], key.a[j]) on Q_l·P, not yet divided by P.  Its
+    `mod_down` is `switch_decomposed`'s result; several of them (each times a plaintext, say)
+    may be added first, so that one mod-down serves them all."""
+    p = check_switching_key(key, "inner_product").params
+    level = check_level(p, level, "inner_product")
+    return _inner_product(_check_ups(ups, p, level, "inner_product"), key, level)
+
+
+def mod_down(x: Poly, params: RLWEParams, level: int) -> Poly:
+    """Step 4: x (NTT domain, on Q_l·P) divided by P and rounded, exactly: a Poly on Q_l."""
+    check_instance(params, RLWEParams, "mod_down: params")
+    level = check_level(params, level, "mod_down")
+    check_ntt_polys((x,), lambda _: "mod_down: x", params.ring_qp(level),
+                    f"Q·P at level {level}", f"use params.ring_qp({level})", params)
+    return x.rescale(params.special_moduli)
+
+
+def switch_decomposed(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
+    """Steps 3–4: the inner product of a decomposition with the key rows, then the mod-down."""
+    p = check_switching_key(key, "switch_decomposed").params
+    level = check_level(p, level, "switch_decomposed")
+    acc0, acc1 = _inner_product(_check_ups(ups, p, level, "switch_decomposed"), key, level)
     return acc0.rescale(p.special_moduli), acc1.rescale(p.special_moduli)  # mod-down by P
 
 
@@ -110,5 +145,5 @@ def relinearize(parts: Sequence[Poly], key: RelinKey, level: int) -> tuple[Poly,
     return d0 + u0, d1 + u1
 
 
-__all__ = ["check_ct_parts", "check_level", "check_switching_key", "decompose", "key_switch",
-           "relinearize", "switch_decomposed"]
+__all__ = ["check_ct_parts", "check_level", "check_switching_key", "decompose", "inner_product",
+           "key_switch", "mod_down", "relinearize", "switch_decomposed"]

@@ -1,6 +1,7 @@
 """Linear transforms (`ren.ckks.lintrans`): the diagonal method with baby-step giant-step and
 hoisted rotations, against NumPy's M @ x; one level used, the output level's default scale
-exactly; key-switching decompositions counted in the lazy graph (giant steps + 1)."""
+exactly; key-switching decompositions counted in the lazy graph (giant steps + 1).  Double
+hoisting (the default) against single hoisting: tests/test_ckks_double_hoisting.py."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def test_dense_matrix_against_numpy(c):
     m, x = rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, n)
     values = np.tile(x, slots // n)
     ct, noisy = fresh(c, values)
-    lt = LinearTransform(c.params, m)
+    assert LinearTransform(c.params, m).baby_steps == 16  # the planner's n1 (double-hoisted)
+    lt = LinearTransform(c.params, m, baby_steps=8)
     assert lt.baby_steps == 8 and lt.decompositions == 8
     assert lt.rotation_steps == [*range(1, 8), *range(8, 64, 8)]
     out = c.ev.linear_transform(ct, lt)
@@ -148,7 +150,8 @@ def test_diagonals_dict(c):
 
 
 def test_key_planner_sees_the_transform(c):
-    lt = LinearTransform(c.params, np.random.default_rng(3).uniform(-1, 1, (64, 64)))
+    lt = LinearTransform(c.params, np.random.default_rng(3).uniform(-1, 1, (64, 64)),
+                         baby_steps=8)
     plan = plan_rotation_keys(lambda ev, ct: ev.linear_transform(ct, lt), c.params)
     assert sorted(plan.steps) == lt.rotation_steps
     assert sum(plan.uses.values()) == 7 + 7  # 7 hoisted babies, 7 giant steps
@@ -159,11 +162,16 @@ def test_key_planner_sees_the_transform(c):
 
 def test_a_transform_under_the_jit(c):
     """Captured once, replayed with the same words; the prepared diagonals are realized at
-    preparation, so the plan only reads them."""
+    preparation (on Q·P; a plaintext's poly reads their limbs of Q), so the plan only reads
+    them."""
     lt = LinearTransform(c.params, np.random.default_rng(6).uniform(-1, 1, (16, 16)),
                          baby_steps=8)
-    assert all(ren.realization.is_realized(pt.poly.node)
-               for g in lt.plaintexts.values() for pt in g.values())
+    assert all(ren.realization.is_realized(qp.node)
+               for g in lt.extended.values() for qp in g.values())
+    for g, group in lt.plaintexts.items():
+        for b, pt in group.items():
+            view = pt.poly.node
+            assert view.op is Op.TO_RING and view.src[0] is lt.extended[g][b].node
     fn = ren.jit(lambda ct: c.ev.linear_transform(ct, lt))
     x = np.random.default_rng(7).uniform(-1, 1, c.params.slots)
     ct1, ct2 = c.encrypt(x.astype(complex)), c.encrypt((x / 2).astype(complex))

@@ -56,7 +56,7 @@ from ren.ckks.errors import (
     ParamsMismatchError,
     ScaleMismatchError,
 )
-from ren.ckks.lintrans import LinearTransform
+from ren.ckks.lintrans import LinearTransform, hoisting_arg
 from ren.ckks.operations import OPERATIONS, operation
 from ren.ckks.params import (
     CKKSParams,
@@ -119,7 +119,7 @@ class Evaluator:
     rotate_hoisted        several rotations of one ciphertext sharing one key-switching
                           decomposition (a dict step -> Ciphertext)
     evaluate_polynomial   p(ct) in the power or Chebyshev basis, at the optimal depth
-    linear_transform      M·ct for a matrix or its diagonals (baby-step giant-step, hoisted)
+    linear_transform      M·ct for a matrix or its diagonals (baby-step giant-step, double-hoisted)
     ====================  ==========================================================================
     """
 
@@ -681,13 +681,15 @@ class Evaluator:
         return polyeval.evaluate_polynomial(self.explicit(), ct, coeffs, basis, interval)
 
     def linear_transform(self, ct: Ciphertext, transform: Any,
-                         hoisted: bool = True) -> Ciphertext:
+                         hoisted: bool | str = True) -> Ciphertext:
         """M·ct for a `ren.ckks.LinearTransform` (prepared once, reused), a square matrix whose
         size divides N/2, or a dict {i: diagonal i}; uses one level, and the rotation keys of
-        the transform's `rotation_steps` (baby-step giant-step, baby steps hoisted unless
-        `hoisted` is False).  The result has its level's default scale."""
+        the transform's `rotation_steps` (baby-step giant-step; `hoisted`: True or "double"
+        shares one decomposition among the baby steps and divides by P once per giant step,
+        "single" shares the decomposition only, False or "none" hoists nothing:
+        `LinearTransform.apply`).  The result has its level's default scale."""
         ct = self._ct(ct, op="linear_transform")
-        hoisted = check_bool(hoisted, "linear_transform: hoisted")
+        hoisted = hoisting_arg(hoisted, "linear_transform: hoisted")
         if not isinstance(transform, LinearTransform):
             ct = self._ready(ct, True)
             transform = LinearTransform(self.params, transform, ct.level, ct.scale)

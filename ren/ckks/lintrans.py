@@ -5,6 +5,7 @@ rotations.
     lt = LinearTransform(params, {0: d0, 1: d1, -1: dm1})   # or its nonzero diagonals
     y = ev.linear_transform(ct, lt)               # M·x in every n-slot block, one level used
     lt.rotation_steps                             # the Galois keys it needs
+    ys = apply_transforms(ev, ct, [lt1, lt2])     # several of one ct: one decomposition shared
 
 **Diagonals.**  (M·x)_j = Σ_i d_i[j]·x_(j+i) with d_i[j] = M[j][(j+i) mod n]: M·x is Σ_i d_i ⊙
 rot_i(x).  A matrix of size n < N/2 acts on each n-slot block of a vector that repeats x (its
@@ -13,12 +14,33 @@ diagonals repeat too), so rot_i(x) is x rotated within every block.
 **Baby-step giant-step.**  With i = g·n1 + b (0 ≤ b < n1), Σ_i d_i ⊙ rot_i(x) =
 Σ_g rot_(g·n1)( Σ_b rot_(−g·n1)(d_i) ⊙ rot_b(x) ): the n1 − 1 baby rotations rot_b(x) are made
 once, the plaintext diagonals are pre-rotated when the transform is prepared, and each giant
-step g ≥ 1 costs one rotation.  n1 is chosen by a cost count (`baby_steps_for`): about √n for a
-dense n×n matrix, all of them for a few scattered diagonals.
+step g ≥ 1 costs one rotation.
 
 **Hoisting.**  The baby rotations all rotate the same ciphertext, so they share one key-switching
-decomposition (`Evaluator.rotate_hoisted`): a dense n×n transform makes n2 = n/n1 decompositions
-(one for the babies, one per giant step g ≥ 1) instead of n1 + n2 − 2.
+decomposition (`ren.rlwe.hoisted_automorphisms`): a dense n×n transform makes n2 = n/n1
+decompositions (one for the babies, one per giant step g ≥ 1) instead of n1 + n2 − 2.
+
+**Double hoisting** (the default; Bossuat, Mouchet, Troncoso-Pastoriza and Hubaux, "Efficient
+Bootstrapping for Approximate Homomorphic Encryption with Non-Sparse Keys", 2021).  A rotation
+is (σ(c0) + ⌊u0/P⌉, ⌊u1/P⌉) with (u0, u1) its key's inner product on Q·P.  The mod-down ⌊·/P⌉
+commutes with adding multiples of P, so the baby steps are not divided by P: each inner sum
+Σ_b pt·rot_b(x) is kept as a part on Q (the plaintexts times σ_b(c0), and times c0, c1 for
+b = 0) and a part on Q·P (the diagonals, prepared on Q·P too, times u0, u1).  A giant step
+divides only its c1's Q·P part by P (its own decomposition needs c1 on Q), rotates the rest
+and adds its key's inner product on Q·P; the sum of all giant steps is divided by P once, then
+rescaled.  A dense transform divides 2 + (n2 − 1) polynomials by P instead of
+2·(n1 − 1 + n2 − 1) (`mod_downs`), and each baby step costs a permutation and an inner product
+only; the rounding of the baby rotations is no longer multiplied by the diagonals, so the
+result is as precise or a little more.  `apply_transforms` shares the baby steps (and their
+decomposition) among several transforms of one ciphertext.  ``hoisted="single"`` divides every
+rotation by P (the decomposition alone shared), ``hoisted=False`` shares nothing.
+
+**Planning n1.**  `baby_steps_for` weighs baby steps, giant steps and keys: `LinearTransform`
+gives it the double-hoisted `rotation_costs` of its level (a giant step is a mod-down and a
+decomposition more than a baby step: 3.5 to 8 of them, more for larger N) and `key_cost` baby
+steps per Galois key (default 1: among near-equal plans, fewer keys).  A dense n×n matrix gets
+n1 ≈ √(n·(giant + key)/(baby + key)), larger than √n; a few scattered diagonals get n1 = slots
+(all hoisted).
 
 **Scales.**  The diagonals are encoded at the scale that makes the one rescale at the end land
 exactly on the output level's default scale (for an input at the scale the transform was
@@ -29,7 +51,7 @@ ciphertext there.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -37,18 +59,22 @@ import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext, settle_scale
 from ren.ckks.encoder import Encoder
-from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError
+from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError, ScaleOutOfBoundsError
 from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, scale_arg, scale_difference
 from ren.errors import (
     ParameterError,
-    check_bool,
     check_instance,
     check_int_range,
+    check_real_range,
     check_sequence,
 )
-from ren.poly import realize_polys
+from ren.poly import Poly, realize_polys
 from ren.realization import current_recorder
+from ren.ring import galois_element
 from ren.ring.ringspec import MAX_LOG_N
+from ren.rlwe.automorphism import hoisted_automorphisms_qp
+from ren.rlwe.keys import GaloisKey
+from ren.rlwe.keyswitch import decompose, inner_product, mod_down
 
 if TYPE_CHECKING:  # the evaluator imports this module
     from ren.ckks.evaluator import Evaluator
@@ -123,34 +149,87 @@ def _check_diagonals(diagonals: Mapping[Any, Any], slots: int) -> dict[int, np.n
     return out
 
 
-def baby_steps_for(indices: list[int], slots: int) -> int:
-    """n1, the power of two that makes the transform cheapest: a baby step is a hoisted
-    rotation (a permutation, an inner product with its key and a mod-down), a giant step adds
-    its own decomposition, about as much again; among equal costs, fewer keys, then larger n1.
-    A dense n×n matrix gets n1 ≈ √n; a few scattered diagonals get n1 = slots (all hoisted)."""
+#: what one key is charged in the planner's cost, in baby steps (`LinearTransform(key_cost=)`)
+KEY_COST = 1.0
+
+
+def baby_steps_for(indices: list[int], slots: int, baby_cost: float = 1.0,
+                   giant_cost: float = 2.0, key_cost: float = 0.0) -> int:
+    """n1, the power of two that makes the transform cheapest: baby_cost per baby step,
+    giant_cost per giant step, key_cost per Galois key (babies + giants); among equal costs,
+    fewer keys, then larger n1.  The defaults are a single-hoisted count (a baby step is a
+    permutation, an inner product and a mod-down, a giant step adds a decomposition, about as
+    much again); `LinearTransform` passes `rotation_costs` of its parameters and level.
+    A dense n×n matrix gets n1 ≈ √(n·(giant + key)/(baby + key)); a few scattered diagonals get
+    n1 = slots (all hoisted)."""
     slots = check_int_range(slots, "baby_steps_for: slots", 1, MAX_SLOTS)
     indices = [check_int_range(i, "baby_steps_for: a diagonal index", 0, slots - 1)
                for i in check_sequence(indices, "baby_steps_for: indices", 1, slots)]
-    best: tuple[int, int, int] | None = None
+    baby, giant, key = (check_real_range(c, f"baby_steps_for: {what}", 0.0)
+                        for c, what in ((baby_cost, "baby_cost"), (giant_cost, "giant_cost"),
+                                        (key_cost, "key_cost")))
+    best: tuple[float, int, int] | None = None
     for e in range(slots.bit_length()):
         n1 = 1 << e
         babies = len({i % n1 for i in indices} - {0})
         giants = len({i // n1 for i in indices} - {0})
-        key = (babies + 2 * giants, babies + giants, -n1)
-        if best is None or key < best:
-            best = key
+        rank = (baby * babies + giant * giants + key * (babies + giants), babies + giants, -n1)
+        if best is None or rank < best:
+            best = rank
     assert best is not None
     return -best[2]
+
+
+def rotation_costs(params: CKKSParams, level: int) -> tuple[float, float]:
+    """(baby, giant): what a double-hoisted baby step and giant step cost at `level`, counted in
+    passes over one limb of N words (an NTT of a limb counts log2(N)/2 passes), with L limbs at
+    the level, K special primes and d digits of sizes α:
+
+    * a baby step permutes its d digits (L + K limbs each) and c0 (L), and multiplies and adds
+      them with its key's 2·d rows: 3·d·(L + K) + L;
+    * a giant step does the same, plus the mod-down of its inner sum's c1 (an INTT of K limbs, a
+      K -> L basis conversion, an NTT of L limbs) and the decomposition of it (per digit an INTT
+      of α limbs, an α -> L + K − α conversion and an NTT of L + K − α limbs).
+
+    The diagonal products (one per nonzero diagonal whatever n1 is) are left out."""
+    check_instance(params, CKKSParams, "rotation_costs: params")
+    level = params.check_level(level)
+    L, K, N = params.limbs(level), len(params.special_moduli), params.N
+    w = math.log2(N) / 2
+    baby = 3 * len(params.digits_at(level)) * (L + K) + L
+    mod_down = K * w + K * L + L * w + L
+    mod_up = sum((b - a) * w + (b - a) * (L + K - (b - a)) + (L + K - (b - a)) * w
+                 for a, b in params.digits_at(level))
+    return float(baby), float(baby + mod_down + mod_up)
+
+
+#: the ways `LinearTransform.apply` can rotate: the baby steps' decomposition shared and the
+#: mod-down by P deferred to one per giant step ("double"), the decomposition shared only
+#: ("single"), or each rotation on its own ("none")
+HOISTING = ("double", "single", "none")
+
+
+def hoisting_arg(hoisted: Any, who: str) -> str:
+    """`hoisted` as one of `HOISTING`: True is "double", False is "none"."""
+    if hoisted is True or hoisted is False:
+        return "double" if hoisted else "none"
+    if isinstance(hoisted, str) and hoisted in HOISTING:
+        return hoisted
+    raise ParameterError(f"{who} must be True or False (double hoisting or none), or one of "
+                         f"{', '.join(map(repr, HOISTING))}, got {type(hoisted).__name__} "
+                         f"{hoisted!r}"[:300])
 
 
 class LinearTransform:
     """A plaintext linear map on the slots, prepared once: its diagonals pre-rotated for
     baby-step giant-step and encoded at `level` (default: the top) for inputs of scale
-    `input_scale` (default: that level's default scale).  See the module docstring."""
+    `input_scale` (default: that level's default scale).  n1 (`baby_steps`) is planned by
+    `baby_steps_for` with the double-hoisted `rotation_costs` of the level and `key_cost` baby
+    steps per Galois key (default `KEY_COST`), unless given.  See the module docstring."""
 
     def __init__(self, params: CKKSParams, matrix_or_diagonals: Any, level: int | None = None,
                  input_scale: Fraction | float | None = None,
-                 baby_steps: int | None = None) -> None:
+                 baby_steps: int | None = None, key_cost: float | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"LinearTransform needs CKKSParams, got {type(params).__name__}")
         self.params = params
@@ -163,6 +242,9 @@ class LinearTransform:
                             else params.check_scale(
                                 scale_arg(input_scale, "LinearTransform: input_scale"),
                                 self.level, "LinearTransform: input_scale"))
+        key_cost = KEY_COST if key_cost is None else check_real_range(
+            key_cost, "LinearTransform: key_cost", 0.0,
+            hint="what one Galois key costs, in baby steps (0: time only)")
         if isinstance(matrix_or_diagonals, Mapping):
             diags = _check_diagonals(matrix_or_diagonals, slots)
         else:
@@ -170,8 +252,11 @@ class LinearTransform:
             if not diags:
                 raise ParameterError("LinearTransform: the matrix is zero")
         indices = sorted(diags)
-        n1 = (baby_steps_for(indices, slots) if baby_steps is None
-              else check_int_range(baby_steps, "LinearTransform: baby_steps", 1, slots))
+        if baby_steps is None:
+            baby, giant = rotation_costs(params, self.level)
+            n1 = baby_steps_for(indices, slots, baby, giant, key_cost * baby)
+        else:
+            n1 = check_int_range(baby_steps, "LinearTransform: baby_steps", 1, slots)
         self.baby_steps = n1
         self.diagonals = diags
         #: the output's scale: exactly the default scale of the level below
@@ -184,33 +269,55 @@ class LinearTransform:
                 f"{self.level}'s primes (2^{log2_exact(Fraction(P)):.2f}) above the output's "
                 f"2^{log2_exact(self.output_scale):.2f}; rescale the input first"))
         enc = Encoder(params)
+        ring, ring_qp = params.ring(self.level), params.ring_qp(self.level)
         #: giant step g -> {baby step b: rot_(−g·n1)(d_(g·n1+b)) encoded}
         self.plaintexts: dict[int, dict[int, Plaintext]] = {}
+        #: the same integer polynomials on Q·P (where double hoisting multiplies them by the
+        #: baby steps' inner products); each plaintext's poly is a view of its first limbs
+        self.extended: dict[int, dict[int, Poly]] = {}
         for i in indices:
             g, b = divmod(i, n1)
             pre = np.roll(diags[i], g * n1)  # rot_(−g·n1): slot j gets slot j − g·n1
-            self.plaintexts.setdefault(g, {})[b] = enc.encode(pre, self.level,
-                                                              self.plaintext_scale)
-        # prepared once: the encoded diagonals are realized now, not in every application;
-        # except while a JIT capture or the key planner traces (they must not realize: the
-        # diagonals are then part of the traced graph)
+            coeffs = enc.coefficients(pre, self.plaintext_scale)
+            if 2 * max(abs(c) for c in coeffs) >= ring.Q:
+                raise ScaleOutOfBoundsError(
+                    f"LinearTransform: diagonal {i} encoded at 2^"
+                    f"{log2_exact(self.plaintext_scale):.2f} reaches Q/2 at level "
+                    f"{self.level}; use smaller entries or prepare the transform for an input "
+                    "of a larger scale")
+            qp = Poly.from_coefficients(coeffs, ring_qp, device=params.device).ntt()
+            self.extended.setdefault(g, {})[b] = qp
+            self.plaintexts.setdefault(g, {})[b] = Plaintext(
+                qp.to_ring(ring), self.plaintext_scale, self.level, params).keep_values(pre)
+        # prepared once: the encoded diagonals are realized now (on Q·P: the plaintexts read
+        # their limbs of Q), not in every application; except while a JIT capture or the key
+        # planner traces (they must not realize: the diagonals are then part of the traced
+        # graph)
         if current_recorder() is None:
-            realize_polys([pt.poly for group in self.plaintexts.values()
-                           for pt in group.values()])
+            realize_polys([qp for group in self.extended.values() for qp in group.values()])
 
     @property
     def rotation_steps(self) -> list[int]:
         """The left-rotation steps the transform uses: its baby and giant steps."""
-        babies = {b for group in self.plaintexts.values() for b in group if b}
-        giants = {g * self.baby_steps for g in self.plaintexts if g}
-        return sorted(babies | giants)
+        return sorted(set(self._babies()) | {g * self.baby_steps for g in self.plaintexts if g})
+
+    def _babies(self) -> list[int]:
+        return sorted({b for group in self.plaintexts.values() for b in group if b})
 
     @property
     def decompositions(self) -> int:
-        """Key-switching decompositions one application makes: one shared by the baby steps
-        (if there are any), one per giant step g ≥ 1."""
-        babies = any(b for group in self.plaintexts.values() for b in group)
-        return int(babies) + sum(1 for g in self.plaintexts if g)
+        """Key-switching decompositions one (single- or double-) hoisted application makes: one
+        shared by the baby steps (if there are any), one per giant step g ≥ 1."""
+        return int(bool(self._babies())) + sum(1 for g in self.plaintexts if g)
+
+    @property
+    def mod_downs(self) -> int:
+        """Polynomials one double-hoisted application divides by P: the c1 of each giant step
+        whose inner sum has a baby rotation, and both parts of the result once (if anything was
+        rotated at all).  A single-hoisted one divides two per rotation:
+        2·len(rotation_steps)."""
+        giants = sum(1 for g, group in self.plaintexts.items() if g and any(group))
+        return giants + 2 * bool(self.rotation_steps)
 
     def matrix(self, n: int | None = None) -> np.ndarray:
         """The dense slots×slots matrix (or its top-left n×n block) this transform applies."""
@@ -225,9 +332,11 @@ class LinearTransform:
             out[rows, (rows + i) % n] += d[:n]
         return out
 
-    def apply(self, ev: Evaluator, ct: Ciphertext, hoisted: bool = True) -> Ciphertext:
+    def apply(self, ev: Evaluator, ct: Ciphertext, hoisted: bool | str = True) -> Ciphertext:
         """M·ct, one level below the transform's level, at that level's default scale.
-        ``hoisted=False`` rotates the baby steps one by one (a decomposition each), for
+        `hoisted` (`HOISTING`): True or "double" (the default) shares one decomposition among
+        the baby steps and divides by P once per giant step; "single" shares the decomposition
+        only; False or "none" rotates the baby steps one by one (a decomposition each), for
         comparison.
 
         A ciphertext above the transform's level is dropped to it; an auto-mode evaluator
@@ -239,10 +348,14 @@ class LinearTransform:
         from ren.ckks.evaluator import Evaluator  # (the evaluator imports this module)
 
         check_instance(ev, Evaluator, "linear_transform: ev")
-        hoisted = check_bool(hoisted, "linear_transform: hoisted")
+        mode = hoisting_arg(hoisted, "linear_transform: hoisted")
         if ev.auto:  # meets the transform's level and input scale, then applies it explicitly
-            return ev.linear_transform(ct, self, hoisted)
-        ct = ev._ct(ct)
+            return ev.linear_transform(ct, self, mode)
+        return _apply(ev, self._fit(ev, ev._ct(ct)), [self], mode)[0]
+
+    def _fit(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
+        """`ct` dropped to the transform's level, after checking its parameters, level and
+        scale."""
         if ct.params != self.params:
             raise ParameterError("LinearTransform: the ciphertext has other parameters than the "
                                  "transform")
@@ -261,15 +374,19 @@ class LinearTransform:
                 f"linear_transform: the ciphertext's scale and the transform's input scale "
                 f"differ: {scale_difference(ct.scale, self.input_scale)}; prepare the transform "
                 f"with input_scale=ct.scale, or {how}")
+        return ct
+
+    # -- the three ways to apply it -------------------------------------------------------------
+    def _single(self, ev: Evaluator, ct: Ciphertext, rotated: Mapping[int, Ciphertext]
+                ) -> Ciphertext:
+        """Baby-step giant-step from the baby rotations `rotated` (b -> rot_b(ct)): each giant
+        step a full rotation."""
         n1 = self.baby_steps
-        babies = sorted({b for group in self.plaintexts.values() for b in group})
-        rotated = (ev.rotate_hoisted(ct, babies) if hoisted
-                   else {b: ev.rotate(ct, b) for b in babies})
         acc: Ciphertext | None = None
         for g, group in sorted(self.plaintexts.items()):
             inner: Ciphertext | None = None
             for b, pt in sorted(group.items()):
-                term = ev.multiply_plain(rotated[b], pt)
+                term = ev.multiply_plain(rotated[b] if b else ct, pt)
                 inner = term if inner is None else ev.add(inner, term)
             assert inner is not None
             if g:
@@ -278,5 +395,114 @@ class LinearTransform:
         assert acc is not None
         return settle_scale(ev.rescale(acc), self.output_scale)
 
+    def _double(self, ev: Evaluator, ct: Ciphertext,
+                rotated: Mapping[int, tuple[Poly, Poly, Poly]]) -> Ciphertext:
+        """Double hoisting from the baby steps' (σ_b(c0) on Q, u0, u1 on Q·P) (module
+        docstring): the inner sums are kept as a part on Q and a part on Q·P; a giant step
+        divides its c1's Q·P part by P (its decomposition needs c1 on Q), rotates the rest and
+        adds its key switch on Q·P; the result is divided by P once, then rescaled."""
+        p, level, n1 = self.params, ct.level, self.baby_steps
+        c0, c1 = ct.parts
+        acc: list[Poly | None] = [None] * 4  # c0 and c1 on Q, c0 and c1 on Q·P
+        for g, group in sorted(self.plaintexts.items()):
+            inner: list[Poly | None] = [None] * 4
+            for b, pt in sorted(group.items()):
+                terms: tuple[Poly | None, ...]
+                if b:
+                    s0, u0, u1 = rotated[b]
+                    ext = self.extended[g][b]
+                    terms = (pt.poly * s0, None, ext * u0, ext * u1)
+                else:
+                    terms = (pt.poly * c0, pt.poly * c1, None, None)
+                inner = [_plus(x, y) for x, y in zip(inner, terms, strict=True)]
+            if g:
+                step = g * n1
+                key = _rotation_key(ev, step)
+                q0, q1, e0, e1 = inner
+                c1_q = _plus(None if e1 is None else mod_down(e1, p, level), q1)
+                assert c1_q is not None
+                k0, k1 = inner_product(decompose(c1_q.rotate(step), p, level), key, level)
+                inner = [None if q0 is None else q0.rotate(step), None,
+                         _plus(None if e0 is None else e0.rotate(step), k0), k1]
+            acc = [_plus(x, y) for x, y in zip(acc, inner, strict=True)]
+        q0, q1, e0, e1 = acc
+        out0 = _plus(q0, None if e0 is None else mod_down(e0, p, level))
+        out1 = _plus(q1, None if e1 is None else mod_down(e1, p, level))
+        assert out0 is not None and out1 is not None
+        scale = p.check_scale(normalize_scale(ct.scale * self.plaintext_scale), level,
+                              "linear_transform")
+        out = Ciphertext((out0, out1), scale, level, p)
+        return settle_scale(ev.rescale(out), self.output_scale)
 
-__all__ = ["LinearTransform", "baby_steps_for", "diagonals_of"]
+
+def _plus(x: Poly | None, y: Poly | None) -> Poly | None:
+    return y if x is None else x if y is None else x + y
+
+
+def _rotation_key(ev: Evaluator, step: int) -> GaloisKey:
+    g = galois_element(ev.params.N, step)
+    assert ev.rotation_keys is not None  # (`_apply` checked)
+    return ev.rotation_keys.for_galois(g, f"rotation step {step} (Galois element {g})")
+
+
+def _apply(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearTransform], mode: str
+           ) -> list[Ciphertext]:
+    """The transforms of `ct` (explicit evaluator; `ct` fitted to their level and scale), the
+    baby rotations shared by all of them (one decomposition) unless `mode` is "none"."""
+    babies = sorted({b for lt in transforms for b in lt._babies()})
+    rotates = bool(babies) or any(g for lt in transforms for g in lt.plaintexts)
+    # Double hoisting key-switches with the evaluator's keys itself; an evaluator without keys
+    # (one that records rotations instead: the key planner), or a ciphertext of three parts,
+    # takes the single-hoisted path, whose rotations raise or record as the evaluator does.
+    if mode == "double" and (ct.size != 2 or (rotates and ev.rotation_keys is None)):
+        mode = "single"
+    if mode == "double":
+        keys = [_rotation_key(ev, b) for b in babies]
+        sigmas = [lambda c, b=b: c.rotate(b) for b in babies]
+        extended = dict(zip(babies, hoisted_automorphisms_qp(ct.parts, keys, ct.level, sigmas),
+                            strict=True))
+        return [lt._double(ev, ct, extended) for lt in transforms]
+    if mode == "single":
+        rotated = ev.rotate_hoisted(ct, babies) if babies else {}
+        return [lt._single(ev, ct, rotated) for lt in transforms]
+    out = []
+    for lt in transforms:
+        out.append(lt._single(ev, ct, {b: ev.rotate(ct, b) for b in lt._babies()}))
+    return out
+
+
+def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearTransform],
+                     hoisted: bool | str = True) -> list[Ciphertext]:
+    """[M·ct for M in transforms], prepared for one level and input scale, with one
+    decomposition of ct shared by all of their baby steps (a baby step two transforms share is
+    made once): e.g. the real and imaginary halves of a CoeffToSlot.  `hoisted` as in
+    `LinearTransform.apply`.  An auto-mode evaluator first brings ct to their level and input
+    scale (`Evaluator.align`, free) and relinearizes a three-part ct."""
+    from ren.ckks.evaluator import Evaluator  # (the evaluator imports this module)
+
+    check_instance(ev, Evaluator, "apply_transforms: ev")
+    mode = hoisting_arg(hoisted, "apply_transforms: hoisted")
+    items = check_sequence(transforms, "apply_transforms: transforms", 1,
+                           hint="a list of LinearTransforms prepared for one level and scale")
+    lts = [check_instance(lt, LinearTransform, f"apply_transforms: transforms[{i}]")
+           for i, lt in enumerate(items)]
+    first = lts[0]
+    for i, lt in enumerate(lts[1:], start=1):
+        if (lt.params, lt.level, lt.input_scale) != (first.params, first.level,
+                                                      first.input_scale):
+            raise ParameterError(
+                f"apply_transforms: transforms[{i}] was prepared for another parameter set, "
+                f"level or input scale than transforms[0] (level {lt.level} vs {first.level}); "
+                "prepare them alike, or apply them one by one")
+    ct = ev._ct(ct, op="apply_transforms")
+    if ev.auto:  # as Evaluator.linear_transform meets one transform
+        if ct.size == 3:
+            ct = ev.relinearize(ct)
+        if ct.level > first.level:
+            ct = ev.align(ct, first.level, first.input_scale)
+        ev = ev.explicit()
+    return _apply(ev, first._fit(ev, ct), lts, mode)
+
+
+__all__ = ["HOISTING", "KEY_COST", "LinearTransform", "apply_transforms", "baby_steps_for",
+           "diagonals_of", "hoisting_arg", "rotation_costs"]

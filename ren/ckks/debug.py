@@ -133,6 +133,15 @@ def _call_site() -> tuple[str, str]:
     return f"{file}:{line}", linecache.getline(file, line).strip()
 
 
+def _defined_at(fn: Callable[..., Any]) -> tuple[str, str] | None:
+    """(file:line, source line) of the ``def`` of `fn` (None: no Python code, e.g. a partial)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    return (f"{code.co_filename}:{code.co_firstlineno}",
+            linecache.getline(code.co_filename, code.co_firstlineno).strip())
+
+
 class _Tracer:
     """Stands in for an Evaluator inside the traced function: every operation in `SHADOWS` is
     recorded (and shadowed when `shadows` is on); other attributes are the evaluator's."""
@@ -269,7 +278,7 @@ def precision(fn: Callable[..., Any], *inputs: Any, evaluator: Evaluator,
     enc = Encoder(params)
     dec = Decryptor(params, secret_key)
     tracer = _Tracer(evaluator, True, params.slots, enc)
-    where = _call_site()
+    where = _defined_at(fn) or _call_site()  # the inputs enter the program where fn begins
     cts = []
     for i, x in enumerate(inputs):
         if isinstance(x, Ciphertext):
@@ -308,7 +317,7 @@ def budget(fn: Callable[..., Any], params: CKKSParams, *inputs: Ciphertext | int
     check_callable(fn, "budget: fn", hint="a function fn(ev, ct, ...) of an evaluator and "
                    "ciphertexts")
     tracer = _Tracer(_PlanningEvaluator(params), False, params.slots, None)
-    where = _call_site()
+    where = _defined_at(fn) or _call_site()
     cts = [x if isinstance(x, Ciphertext) else placeholder(params, x) for x in (inputs or (None,))]
     for ct in cts:
         tracer._add(ct, "input", where, (), None, None)

@@ -17,8 +17,9 @@ a rule, *added* (by a rule, or by a pass's own code), *rebuilt* only because a s
 *kept*, *removed*.  **Numbers**: a node keeps the number it had where it was first seen (a
 rebuilt node, and a rewritten one that is the same op on new sources, carry on the number of
 the node they stand in for); new nodes are numbered after every number used before, so a
-number means one node in the whole trace.  The text and pictures use these numbers; the golden
-dumps (`golden_text`) keep `ren.dump`'s own canonical numbering (`stage.number`).
+number means one node in the whole trace.  The text and pictures use these numbers (a kernel's
+body, indented under its KERNEL node, numbers its own nodes ``$0``, ``$1``, …); the golden dumps
+(`golden_text`) keep `ren.dump`'s own canonical numbering (`stage.number`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ren.dump import _lines, _Names, dump, format_arg
+from ren.dump import _Names, dump, format_arg
 from ren.errors import InspectError
 from ren.node import Node, toposort
 from ren.passes import BECOMES_MAP_STAGE
@@ -234,7 +235,24 @@ def marked_lines(stage: Stage, names: _Names | None = None, notes: bool = False,
         out.append((st, " ".join(p for p in parts if p)))
         body = getattr(n.arg, "ast", None) if n.op.name == "KERNEL" else None
         if body is not None:
-            out.extend((st, line) for line in _lines(body, names, "    | "))
+            out.extend((st, line) for line in kernel_lines(body, names, "    | "))
+    return out
+
+
+def kernel_lines(root: Node, names: _Names, indent: str = "") -> list[str]:
+    """A kernel's body in `ren.dump`'s format but numbered ``$0``, ``$1``, … (local to the
+    body: a graph node is ``%k`` on every stage, so the two never read alike)."""
+    order = toposort(root)
+    local = {n: i for i, n in enumerate(order)}
+    out = []
+    for n in order:
+        srcs = "(" + ", ".join(f"${local[s]}" for s in n.src) + ")" if n.src else ""
+        parts = [f"{indent}${local[n]} = {n.op.name} {n.dtype.value}", srcs,
+                 format_arg(n.arg, names)]
+        out.append(" ".join(p for p in parts if p))
+        body = getattr(n.arg, "ast", None) if n.op.name == "KERNEL" else None
+        if body is not None:
+            out.extend(kernel_lines(body, names, indent + "    | "))
     return out
 
 
@@ -306,5 +324,5 @@ def trace_text(trace: PassTrace, which: int | str | None = None) -> str:
     return before + "\n" + stage_text(stage, prev, names=names) + contract
 
 
-__all__ = ["MARKS", "PassTrace", "Stage", "classify", "input_trace", "marked_lines", "note",
-           "stage_text", "trace_passes", "trace_text"]
+__all__ = ["MARKS", "PassTrace", "Stage", "classify", "input_trace", "kernel_lines",
+           "marked_lines", "note", "stage_text", "trace_passes", "trace_text"]

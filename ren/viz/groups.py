@@ -7,9 +7,11 @@ the page), a breadcrumb leads back, and a search box finds a node by ``%k``, an 
 
 **The groups** are the CKKS operations that built the graph (`ren.ckks.operations`): a node
 belongs to the innermost Evaluator or bootstrapping call that made it (``relinearize`` inside
-``multiply`` inside ``eval_mod`` inside ``bootstrap``).  A node a pass adds belongs to the group
-of the node it replaced, else of its first grouped source.  A graph no CKKS operation built (a
-Poly program) is grouped in blocks of `BLOCK` nodes in program order instead.
+``multiply`` inside ``eval_mod`` inside ``bootstrap``), named by the operation and its count
+among the program's calls of that operation (``relinearize #0`` is the first relinearize).  A
+node a pass adds belongs to the group of the node it replaced, else of its first grouped
+source.  A graph no CKKS operation built (a Poly program) is grouped in blocks of `BLOCK` nodes
+in program order instead.
 
 **The overlays**: every node that is a part of a ciphertext an operation returned carries that
 ciphertext's level and log2 scale (in its label and its details), and, when the precision meter
@@ -85,9 +87,12 @@ def operation_groups(trace: PassTrace, log: OperationLog | None,
     if log is None or not log.operations:
         return _blocks(trace)
     out = Groups(kind="operations")
+    seen: dict[str, int] = {}  # "relinearize #0" is the program's first relinearize
     for op in log.operations:
         last = op.results[-1] if op.results else None
-        out.table.append({"name": op.label, "parent": -1 if op.parent is None else op.parent,
+        seen[op.name] = seen.get(op.name, -1) + 1
+        out.table.append({"name": f"{op.name} #{seen[op.name]}",
+                          "parent": -1 if op.parent is None else op.parent,
                           "where": _short(op.where),
                           "level": last.level if last else None,
                           "scale": round(last.log2_scale, 2) if last else None})
@@ -99,7 +104,7 @@ def operation_groups(trace: PassTrace, log: OperationLog | None,
     bits = _bits_of(log, precision)
     for n, (index, part, result) in log.ciphertext_nodes().items():
         if n in first.ident:
-            out.overlay[first.ident[n]] = Overlay(log.operations[index].label, part,
+            out.overlay[first.ident[n]] = Overlay(out.table[index]["name"], part,
                                                   result.level, result.log2_scale,
                                                   bits.get(id(result), math.nan))
     by_number = {first.ident[n]: g for n, g in groups.items()}

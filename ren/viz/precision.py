@@ -31,6 +31,18 @@ def precision_of(prog: Program) -> Report:
                          secret_key=c.keygen.secret_key())
 
 
+def attainable_bits(report: Report) -> float:
+    """The precision a fresh ciphertext of the report's parameters holds: the best of the
+    meter's inputs (fresh encryptions at the default scale), else an estimate from the
+    parameters (log2 of the scale less the fresh noise's largest slot, about σ·√N·√(2 ln
+    slots))."""
+    fresh = [s.bits for s in report.steps if s.op == "input" and math.isfinite(s.bits)]
+    if fresh:
+        return max(fresh)
+    p = report.params
+    return p.scale_bits - math.log2(p.sigma * math.sqrt(p.N * 2 * math.log(max(p.slots, 2))))
+
+
 def _ckks(prog: Program, what: str):
     if prog.ckks is None:
         raise InspectError(f"{prog.name}: {what} needs a CKKS program (the built-in ckks_* "
@@ -92,4 +104,4 @@ def precision_svg(report: Report) -> str:
     return "\n".join(out)
 
 
-__all__ = ["budget_of", "keys_of", "precision_of", "precision_svg"]
+__all__ = ["attainable_bits", "budget_of", "keys_of", "precision_of", "precision_svg"]

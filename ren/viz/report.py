@@ -41,12 +41,12 @@ from ren.viz.graph import (
 )
 from ren.viz.groups import BLOCK, Groups, collapsed_stage, operation_groups
 from ren.viz.kernels import kernel_infos
-from ren.viz.links import kernel_body, link_data, name_jit, plan_trace
+from ren.viz.links import link_data, name_jit, plan_trace
 from ren.viz.nodes import FAMILIES, STATUS_STYLE, details
-from ren.viz.precision import precision_of, precision_svg
+from ren.viz.precision import attainable_bits, precision_of, precision_svg
 from ren.viz.programs import Program, as_program
 from ren.viz.templating import read, render
-from ren.viz.trace import PassTrace, Stage, stage_text, trace_passes
+from ren.viz.trace import PassTrace, Stage, kernel_lines, stage_text, trace_passes
 
 SECTIONS = ("passes", "arena", "jit", "kernels", "precision", "diff")
 
@@ -113,13 +113,14 @@ def stage_contexts(trace: PassTrace, options: ReportOptions, groups: Groups | No
                     "replaces": was or "—"}
             if of.get(n, -1) >= 0:
                 info["group"] = paths[of[n]]
+                info["gid"] = of[n]  # the page's search finds a group's nodes by it
             if k in groups.overlay:
                 info["ciphertext"] = groups.overlay[k].text()
                 if not math.isnan(groups.overlay[k].bits):
                     info["bits"] = round(groups.overlay[k].bits, 2)
             node_data[f"{prefix}n{k}"] = info
             if n.op is Op.KERNEL:
-                node_data[f"{prefix}n{k}"]["body"] = kernel_body(n, names)
+                node_data[f"{prefix}n{k}"]["body"] = "\n".join(kernel_lines(n.arg.ast, names))
             if options.kernel_bodies and n.op is Op.KERNEL:
                 body = toposort(n.arg.ast)
                 local = {m: j for j, m in enumerate(body)}
@@ -214,14 +215,25 @@ def ring_legend(trace: PassTrace) -> list[dict[str, Any]]:
              "moduli": ", ".join(str(q) for q in ring.moduli)} for name, ring in trace.rings()]
 
 
-def _passes(trace: PassTrace, options: ReportOptions, groups: Groups) -> dict[str, Any]:
+#: the colour by precision: a ciphertext part that holds all the bits its parameters attain is
+#: green, one that lost `BITS_SPAN` bits or more is red (yellow half way)
+BITS_SPAN = 20.0
+
+
+def _passes(trace: PassTrace, options: ReportOptions, groups: Groups,
+            meter: Report | None = None) -> dict[str, Any]:
     stages, node_data, collapsed = _timed(options, "layout", stage_contexts, trace, options,
                                           groups)
+    # the groups travel whenever CKKS operations built the graph: the search finds them in
+    # drawn stages too; the collapsed view's rows only for the stages past the drawing limit
     view = ({"kind": groups.kind, "groups": groups.table, "stages": collapsed,
-             "colours": {f: c for f, (c, _) in FAMILIES.items()}} if collapsed else {})
+             "colours": {f: c for f, (c, _) in FAMILIES.items()}}
+            if collapsed or groups.kind == "operations" else {})
+    bits = sorted({o.bits for o in groups.overlay.values() if not math.isnan(o.bits)})
     return {"stages": stages, "node_data": node_data, "trace": trace,
-            "rings": ring_legend(trace), "collapse": view,
-            "bits": sorted({o.bits for o in groups.overlay.values() if not math.isnan(o.bits)})}
+            "rings": ring_legend(trace), "collapse": view, "bits": bits,
+            "bits_top": round(attainable_bits(meter), 1) if bits and meter else None,
+            "bits_span": BITS_SPAN}
 
 
 def _arena(view: av.ArenaView) -> dict[str, Any]:
@@ -265,6 +277,11 @@ def _diff(program: Program, outputs: tuple, trace: PassTrace | None,
           options: ReportOptions) -> dict[str, Any]:
     if options.golden is None:
         return {"note": "no golden directory given", "diffs": []}
+    if not (options.golden / program.name).is_dir():  # not an error: say how to make them
+        return {"missing": True, "note": "", "diffs": [], "golden": str(options.golden),
+                "program": program.name,
+                "spec": program.origin if program.origin not in ("corpus", "ckks")
+                else program.name}
     try:
         trace = trace or trace_passes(*outputs)
         diffs = golden_diff(trace, program.name, options.golden)
@@ -305,7 +322,7 @@ def report_context(program: Program, options: ReportOptions | None = None) -> di
         trace = _timed(options, "passes", trace_passes, *outputs)
         view = _timed(options, "plan", plan_trace, trace, options.policy)
     if "passes" in options.sections and trace is not None:
-        passes = _passes(trace, options, operation_groups(trace, log, meter))
+        passes = _passes(trace, options, operation_groups(trace, log, meter), meter)
         passes.pop("trace")
         ctx["node_data"] = compact(passes.pop("node_data"))
         ctx["passes"] = passes

@@ -2,8 +2,11 @@
 // shows one box per group (the CKKS operation that built its nodes, or a block of nodes); a
 // click opens a group: its sub-groups and its own nodes, laid out here (layers by longest path,
 // each layer ordered by its sources' positions), so only what is shown is ever laid out.  The
-// breadcrumb leads back up.  The search box finds nodes (%12, an op) and groups in the stage on
-// view, collapsed or drawn, and a click on a result opens its group and selects it.
+// breadcrumb leads back up.  The group opened stays open across stages (and in both panes of
+// before | after) while the stage has it, else its nearest enclosing group that it has.  A
+// rule's button marks the boxes holding the rule's nodes.  The search box finds nodes (%12, an
+// op) and groups (a CKKS operation: multiply, relinearize) in the stage on view, collapsed or
+// drawn; a click on a result opens its group (or marks its nodes) and brings it into view.
 (function () {
   "use strict";
   var R = window.renReport;
@@ -19,9 +22,24 @@
     while (j >= 0) { c.push(j); j = groups[j].parent; }
     chains.push(c.reverse());
   });
-  var opened = {};  // stage prefix -> the group on view (-1: the top level)
+  var openGroup = -1;  // the group the reader opened last (-1: the top level), for every stage
+  var drawnOpen = {};  // stage prefix -> the group its view shows
+  var present = {};    // stage prefix -> {group: true} for each group with nodes on that stage
 
   function chain(g) { return g >= 0 ? chains[g] : []; }
+  function presentIn(prefix) {
+    if (!present[prefix]) {
+      var p = present[prefix] = {};
+      (rowsOf[prefix] || []).forEach(function (r) { chain(r[3]).forEach(function (g) { p[g] = true; }); });
+    }
+    return present[prefix];
+  }
+  // the deepest group of `g`'s path that the stage has (-1: none, the top level)
+  function resolve(prefix, g) {
+    var c = chain(g), p = presentIn(prefix);
+    for (var i = c.length - 1; i >= 0; i--) { if (p[c[i]]) { return c[i]; } }
+    return -1;
+  }
   // what stands for a node while group `open` is on view: "n<k>", "g<child>" or null (outside)
   function itemOf(row, open) {
     var g = row[3];
@@ -92,12 +110,16 @@
     it.h = 16 + 14 * it.lines.length;
   }
 
+  // draw the stage with group `open` on view (undefined: the one the reader opened last, or
+  // the nearest enclosing group this stage has); an explicit `open` becomes the reader's and
+  // the other pane of before | after follows it
   function draw(article, open) {
     var box = article.querySelector(".graph.collapsed");
     if (!box) { return; }
     var prefix = box.getAttribute("data-stage");
-    open = open === undefined ? (opened[prefix] === undefined ? -1 : opened[prefix]) : open;
-    opened[prefix] = open;
+    if (open !== undefined) { openGroup = open; }
+    open = resolve(prefix, openGroup);
+    drawnOpen[prefix] = open;
     var lay = layout(prefix, open), layers = [];
     lay.items.forEach(function (it) {
       size(it, prefix);
@@ -151,8 +173,18 @@
     box.textContent = "";
     box.appendChild(svg);
     crumbs(article, prefix, open, lay);
-    if (R.paintBits) { R.paintBits(box); }
+    R.paintBits(box);
     R.applyZoom();
+    R.markRule(article);
+    R.markSelection();
+    R.align();
+  }
+  // a collapsed pane shows the reader's open group (as far as its stage has it)
+  function sync(article) {
+    var box = article.querySelector(".graph.collapsed");
+    if (!box) { return; }
+    var prefix = box.getAttribute("data-stage");
+    if (!box.firstChild || drawnOpen[prefix] !== resolve(prefix, openGroup)) { draw(article); }
   }
 
   function crumbs(article, prefix, open, lay) {
@@ -175,17 +207,33 @@
     nav.appendChild(note);
   }
 
+  function enter(article, g) {
+    draw(article, g);
+    R.shown().forEach(function (a) { if (a !== article) { sync(a); } });
+    R.reveal(article);
+  }
   document.addEventListener("click", function (e) {
     var t = e.target.closest ? e.target.closest("g.group, button.crumb") : null;
     if (!t) { return; }
     var article = t.closest("article.stage");
-    if (article) { draw(article, Number(t.getAttribute("data-group"))); R.reveal(article); }
+    if (article) { enter(article, Number(t.getAttribute("data-group"))); }
   });
-  R.onShow.push(function (article) {
+  R.onShow.push(sync);
+  R.shown().forEach(sync);
+
+  // a rule's button: the boxes that hold nodes the rule produced (report.js marks the nodes)
+  R.onMark.push(function (article, rule) {
     var box = article.querySelector(".graph.collapsed");
-    if (box && !box.firstChild) { draw(article); }
+    if (!box) { return; }
+    var prefix = box.getAttribute("data-stage"), has = {};
+    rowsOf[prefix].forEach(function (r) {
+      var info = R.data[prefix + "n" + r[0]];
+      if (info && info.rule === rule) { chain(r[3]).forEach(function (g) { has[g] = true; }); }
+    });
+    box.querySelectorAll("g.group").forEach(function (g) {
+      if (has[g.getAttribute("data-group")]) { g.classList.add("hl"); }
+    });
   });
-  if (R.current()) { R.onShow[R.onShow.length - 1](R.current()); }
 
   // -- search -------------------------------------------------------------------------------
   var input = document.getElementById("node-search");
@@ -197,45 +245,69 @@
     var m = /^%?(\d+)$/.exec(q);
     return m ? Number(m[1]) === k : op.toLowerCase() === q.toLowerCase();
   }
+  function groupText(i) { return chain(i).map(function (g) { return groups[g].name; }).join(" › "); }
+  function groupMatches(g, low) {
+    return g.name.toLowerCase().indexOf(low) >= 0 || g.where.toLowerCase().indexOf(low) >= 0;
+  }
   function search(q) {
     var article = R.current(), out = [];
     q = q.trim();
     if (!q || !article) { return out; }
     var box = article.querySelector(".graph.collapsed"), low = q.toLowerCase();
+    var prefix = R.prefix(article);
     if (box) {
-      var prefix = box.getAttribute("data-stage");
       rowsOf[prefix].forEach(function (r) {
         if (matches(q, r[0], r[1])) {
-          out.push({ text: "%" + r[0] + " " + r[1] + (r[3] >= 0 ? " — " + chain(r[3]).map(function (g) { return groups[g].name; }).join(" › ") : ""),
-                     go: function () { draw(article, r[3]); select(prefix + "n" + r[0]); } });
+          out.push({ text: "%" + r[0] + " " + r[1] + (r[3] >= 0 ? " — " + groupText(r[3]) : ""),
+                     go: function () { enter(article, r[3]); select(prefix + "n" + r[0]); } });
         }
       });
+      var here = presentIn(prefix);
       groups.forEach(function (g, i) {
-        if (g.name.toLowerCase().indexOf(low) >= 0 || g.where.toLowerCase().indexOf(low) >= 0) {
-          out.push({ text: "group " + g.name + " (" + g.where + ")",
-                     go: function () { draw(article, i); R.reveal(article); } });
+        if (here[i] && groupMatches(g, low)) {
+          out.push({ text: "group " + groupText(i) + " (" + g.where + ")", go: function () { enter(article, i); } });
         }
       });
     } else {
+      var members = {};  // group -> its drawn nodes (its sub-groups' too)
       article.querySelectorAll("g.node").forEach(function (g) {
         var info = R.data[g.id], m = /[nr](\d+)$/.exec(g.id);
-        if (info && m && matches(q, Number(m[1]), info.op)) {
+        if (!info || !m) { return; }
+        if (matches(q, Number(m[1]), info.op)) {
           out.push({ text: info.node + " " + info.op + (info.status === "removed" ? " (removed)" : ""),
                      go: function () { select(g.id); } });
+        }
+        if (info.gid !== undefined && info.status !== "removed") {
+          chain(info.gid).forEach(function (k) { (members[k] = members[k] || []).push(g); });
+        }
+      });
+      groups.forEach(function (g, i) {
+        var nodes = members[i];
+        if (nodes && groupMatches(g, low)) {
+          out.push({ text: "group " + groupText(i) + " (" + g.where + ") — " + nodes.length + " node" +
+                           (nodes.length === 1 ? "" : "s"),
+                     go: function () { mark(article, nodes); } });
         }
       });
     }
     return out;
   }
+  function unmark() {
+    document.querySelectorAll("g.node.found").forEach(function (n) { n.classList.remove("found"); });
+  }
+  // a group's nodes in a drawn stage: marked, and brought into view
+  function mark(article, nodes) {
+    unmark();
+    nodes.forEach(function (n) { n.classList.add("found"); });
+    R.bringIntoView(article, nodes, false);
+  }
   function select(id) {
     var g = document.getElementById(id);
     if (!g) { return; }
-    document.querySelectorAll("g.node.found").forEach(function (n) { n.classList.remove("found"); });
+    unmark();
     g.classList.add("found");
-    R.describe(g, true);
-    var box = g.closest(".graph"), a = g.getBoundingClientRect(), b = box.getBoundingClientRect();
-    box.scrollLeft += a.left - b.left - box.clientWidth / 2 + a.width / 2;
-    box.scrollTop += a.top - b.top - box.clientHeight / 2 + a.height / 2;
+    R.select(id);
+    R.centerOn(g);
   }
   function run() {
     var found = search(input.value);
@@ -249,5 +321,9 @@
     });
   }
   input.addEventListener("input", run);
-  R.onShow.push(function () { if (input.value) { run(); } });
+  input.addEventListener("keydown", function (e) {  // Enter: the first result
+    var first = list.querySelector("button");
+    if (e.key === "Enter" && first) { first.click(); e.preventDefault(); }
+  });
+  R.onShow.push(function (article, isCurrent) { if (isCurrent && input.value) { run(); } });
 })();

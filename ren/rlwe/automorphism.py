@@ -13,10 +13,11 @@ further automorphism costs a permutation and an inner product with its key, not 
 conversion and an NTT per digit.
 
 **Double hoisting** (`hoisted_automorphisms_qp`, Bossuat et al. 2021): the mod-down by P can wait
-too.  Each automorphism is returned as (σ(c0), u0, u1) with u0, u1 the inner products on Q_l·P,
-not yet divided by P: (σ(c0) + mod_down(u0), mod_down(u1)) is `hoisted_automorphisms`'s result,
-and a sum of such terms times plaintexts (a linear transform's baby steps) is divided by P once:
-round((Σ_i pt_i·u_i)/P) instead of Σ_i pt_i·round(u_i/P).
+too.  Each automorphism is returned on Q_l·P as (P·σ(c0) + u0, u1), u0 and u1 the inner products
+not yet divided by P: a ciphertext of P·σ(m), whose mod-down (both parts) is
+`hoisted_automorphisms`'s result, exactly.  A sum of such terms times plaintexts (a linear
+transform's baby steps) is divided by P once: round((Σ_i pt_i·v_i)/P) instead of
+Σ_i pt_i·round(v_i/P).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ren.rlwe.keyswitch import (
     inner_product,
     key_switch,
     switch_decomposed,
+    times_p,
 )
 
 
@@ -118,21 +120,22 @@ def hoisted_automorphisms(parts: Sequence[Poly], keys: Sequence[GaloisKey], leve
 
 
 def hoisted_automorphisms_qp(parts: Sequence[Poly], keys: Sequence[GaloisKey], level: int,
-                             sigmas: Sequence[Callable[[Poly], Poly]]
-                             ) -> list[tuple[Poly, Poly, Poly]]:
-    """Double hoisting: for each (key, sigma) pair (σ(c0), u0, u1), σ(c0) on Q_l and the inner
-    products u0, u1 on Q_l·P, not divided by P (see the module docstring); one decomposition of
-    c1 shared by all.  ``(σ(c0) + mod_down(u0), mod_down(u1))`` is the automorphism."""
+                             sigmas: Sequence[Callable[[Poly], Poly]]) -> list[tuple[Poly, Poly]]:
+    """Double hoisting: for each (key, sigma) pair (P·σ(c0) + u0, u1) on Q_l·P, u0 and u1 the
+    inner products not divided by P (see the module docstring); one decomposition of c1 and one
+    `times_p` of c0 shared by all.  ``(mod_down(v0), mod_down(v1))`` is the automorphism."""
     keys, sigmas, checked = _check_hoisted(parts, keys, level, sigmas,
                                            "hoisted_automorphisms_qp")
     if checked is None:
         return []
+    params = keys[0].params
     c0, c1 = parts
-    ups = decompose(c1, keys[0].params, checked)
+    ups = decompose(c1, params, checked)
+    c0_p = times_p(c0, params, checked)
     out = []
     for key, sigma in zip(keys, sigmas, strict=True):
         u0, u1 = inner_product([sigma(u) for u in ups], key, checked)
-        out.append((sigma(c0), u0, u1))
+        out.append((sigma(c0_p) + u0, u1))
     return out
 
 

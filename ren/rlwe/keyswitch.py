@@ -11,16 +11,17 @@ For d (NTT domain, ring Q_l of a level l) and a switching key from s' to s, `key
 4. mod-down: `rescale` by the special primes P (exact rounding of x / P).
 
 The halves are public: `decompose` (steps 1–2), `inner_product` (step 3), `mod_down` (step 4),
-and `switch_decomposed` (3 and 4).  Rounding commutes with adding multiples of P
-(round((x + P·y)/P) = round(x/P) + y), and sums of inner products in Q_l·P are exact, so
-algorithms that add several key switches stay in Q_l·P and divide by P once (double hoisting
-in `ren.ckks.lintrans`).
+`switch_decomposed` (3 and 4), and `times_p` (a Q_l polynomial times P on Q_l·P).  Rounding
+commutes with adding multiples of P (round((x + P·y)/P) = round(x/P) + y), and sums of inner
+products in Q_l·P are exact, so algorithms that add several key switches stay in Q_l·P and
+divide by P once (double hoisting in `ren.ckks.lintrans`).
 
 The scheduler sees all of it as one graph and fuses it like any other Poly code.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ren.errors import ParameterError, check_instance, check_int_range, check_sequence
@@ -118,6 +119,18 @@ def mod_down(x: Poly, params: RLWEParams, level: int) -> Poly:
     return x.rescale(params.special_moduli)
 
 
+def times_p(x: Poly, params: RLWEParams, level: int) -> Poly:
+    """P·x on Q_l·P for x on Q_l (NTT domain), exactly (its rows of P are 0): what a key switch
+    adds its inner product to when the mod-down waits, since mod_down(times_p(x) + u) =
+    x + mod_down(u).  Any extension of x to Q_l·P times P is P·x, so the fast basis
+    conversion (`Poly.to_ring`) serves: an INTT of x and the NTT of the rows of P."""
+    check_instance(params, RLWEParams, "times_p: params")
+    level = check_level(params, level, "times_p")
+    check_ntt_polys((x,), lambda _: "times_p: x", params.ring(level),
+                    f"the ring of level {level}", f"use params.ring({level})", params)
+    return x.intt().to_ring(params.ring_qp(level)).ntt() * math.prod(params.special_moduli)
+
+
 def switch_decomposed(ups: Sequence[Poly], key: SwitchingKey, level: int) -> tuple[Poly, Poly]:
     """Steps 3–4: the inner product of a decomposition with the key rows, then the mod-down."""
     p = check_switching_key(key, "switch_decomposed").params
@@ -146,4 +159,4 @@ def relinearize(parts: Sequence[Poly], key: RelinKey, level: int) -> tuple[Poly,
 
 
 __all__ = ["check_ct_parts", "check_level", "check_switching_key", "decompose", "inner_product",
-           "key_switch", "mod_down", "relinearize", "switch_decomposed"]
+           "key_switch", "mod_down", "relinearize", "switch_decomposed", "times_p"]

@@ -1,18 +1,24 @@
-"""Hoisted against unhoisted rotations, and the linear transform built on them (issue 18 §2).
+"""Hoisted against unhoisted rotations, and the linear transform built on them (issue 18 §2,
+double hoisting: issue 41 §2).
 
-Two measurements per device, at N = 2^14 (8192 slots) by default:
+Three measurements per device, at N = 2^14 (8192 slots) by default:
 
 * **rotations**: ct rotated by 1 … k, realized together: ``ev.rotate_hoisted(ct, steps)`` (one
   key-switching decomposition shared) against ``[ev.rotate(ct, s) for s in steps]`` (one each);
-* **transform**: ``ev.linear_transform(ct, LinearTransform(params, M))`` for a dense n×n matrix
-  (baby-step giant-step), baby steps hoisted or not, against NumPy's M @ x for precision.
+* **transform**: ``ev.linear_transform(ct, LinearTransform(params, M), hoisted)`` for a dense n×n
+  matrix (baby-step giant-step), with ``hoisted`` "double" (the default: the mod-down by P once
+  per giant step), "single" (the decomposition shared, every rotation divided by P) and "none",
+  against NumPy's M @ x for precision; with the mod-downs (RESCALEs by P) and decompositions
+  counted in the lazy graph before it runs;
+* **pair**: two n×n transforms of one ciphertext (M and Mᵀ), ``apply_transforms`` (one
+  decomposition for both transforms' baby steps) against two ``linear_transform`` calls.
 
 Each figure is the median of --reps realizations after one warm-up (which compiles the kernels
 and caches the schedule), so both sides are steady-state replays; keys are made before the
 clock starts.  Precision is −log2 of the largest slot error.
 
 Run:  python benchmarks/bench_lintrans.py [--log-n 14] [--devices cpu,python] [--reps 5]
-      [--k 15] [--n 128]
+      [--k 15] [--n 128] [--no-pair]
 """
 
 from __future__ import annotations
@@ -51,7 +57,33 @@ def _median_seconds(make, reps: int) -> tuple[float, object]:
     return statistics.median(samples), out
 
 
-def run(log_n: int, device: str, reps: int, k: int, n: int) -> None:
+def graph_counts(cts) -> tuple[int, int]:
+    """(mod-downs, mod-ups) in the lazy graph of ciphertexts: RESCALEs by exactly the special
+    primes, and TO_RINGs of an INTT onto a ring with them (one per decomposition digit), less
+    double hoisting's lift of P·c0 (`ren.rlwe.keyswitch.times_p`: NTT(TO_RING(INTT(c0))) times
+    the constant P)."""
+    from ren.ops import Op
+
+    special = tuple(cts[0].params.special_moduli)
+    seen, stack, downs, ups = set(), [p.node for ct in cts for p in ct.parts], 0, 0
+    lifted = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op is Op.RESCALE and tuple(n.arg) == special:
+            downs += 1
+        if n.op is Op.TO_RING and n.src[0].op is Op.INTT and set(special) <= set(n.arg.moduli):
+            ups += 1
+        if (n.op is Op.MUL and n.src[0].op is Op.NTT and n.src[0].src[0].op is Op.TO_RING
+                and n.src[1].op is Op.AS_RING and n.src[1].src[0].op is Op.CONST):
+            lifted.add(id(n.src[0].src[0]))
+        stack.extend(n.src)
+    return downs, ups - len(lifted)
+
+
+def run(log_n: int, device: str, reps: int, k: int, n: int, pair: bool) -> None:
     import ren
     from ren.ckks import (
         CKKSParams,
@@ -63,6 +95,7 @@ def run(log_n: int, device: str, reps: int, k: int, n: int) -> None:
         KeyGenerator,
         LinearTransform,
     )
+    from ren.ckks.lintrans import apply_transforms
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
@@ -71,6 +104,7 @@ def run(log_n: int, device: str, reps: int, k: int, n: int) -> None:
     rng = np.random.default_rng(1)
     m, x = rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, n)
     lt = LinearTransform(params, m)
+    lt_t = LinearTransform(params, m.T, baby_steps=lt.baby_steps) if pair else None
     steps = list(range(1, k + 1))
     with ren.random.seeded(2):
         kg = KeyGenerator(params)
@@ -80,6 +114,7 @@ def run(log_n: int, device: str, reps: int, k: int, n: int) -> None:
         ct = Encryptor(params, kg.public_key()).encrypt(enc.encode(np.tile(x, slots // n)))
     ct.c0.realize(ct.c1)
     dec = Decryptor(params, kg.secret_key())
+    digits = len(params.digits_at(lt.level))
 
     def realize(cts):
         ren.realize([p for c in cts for p in c.parts])
@@ -91,13 +126,20 @@ def run(log_n: int, device: str, reps: int, k: int, n: int) -> None:
     print(f"{'2^' + str(log_n):>6} {device:>7}  {k} rotations: hoisted {hoisted * 1e3:8.1f} ms, "
           f"one by one {single * 1e3:8.1f} ms, ratio {hoisted / single:.2f}")
     want = np.tile(m @ x, slots // n)
-    for label, flag in (("hoisted", True), ("unhoisted", False)):
-        sec, out = _median_seconds(lambda f=flag: realize([ev.linear_transform(ct, lt, f)])[0],
+    for mode in ("double", "single", "none"):
+        downs, ups = graph_counts([ev.linear_transform(ct, lt, mode)])  # built, not run
+        sec, out = _median_seconds(lambda h=mode: realize([ev.linear_transform(ct, lt, h)])[0],
                                    reps)
         err = float(np.max(np.abs(enc.decode(dec.decrypt(out)) - want)))
-        print(f"{'':>6} {'':>7}  {n}x{n} transform ({label}, n1={lt.baby_steps}, "
-              f"{len(lt.rotation_steps)} keys): {sec * 1e3:8.1f} ms, "
-              f"{-math.log2(err):.1f} bits")
+        print(f"{'':>6} {'':>7}  {n}x{n} transform ({mode}, n1={lt.baby_steps}, "
+              f"{len(lt.rotation_steps)} keys): {sec * 1e3:8.1f} ms, {-math.log2(err):.1f} bits; "
+              f"{downs} mod-downs, {ups // digits} decompositions")
+    if lt_t is not None:
+        both, _ = _median_seconds(lambda: realize(apply_transforms(ev, ct, [lt, lt_t])), reps)
+        apart, _ = _median_seconds(
+            lambda: realize([ev.linear_transform(ct, lt), ev.linear_transform(ct, lt_t)]), reps)
+        print(f"{'':>6} {'':>7}  M and M^T of one ciphertext: apply_transforms "
+              f"{both * 1e3:8.1f} ms, one by one {apart * 1e3:8.1f} ms, ratio {both / apart:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,12 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--k", type=int, default=15, help="rotations 1..k in the first figure")
     ap.add_argument("--n", type=int, default=128, help="matrix size of the transform")
+    ap.add_argument("--no-pair", action="store_true", help="skip the two-transform figure")
     args = ap.parse_args(argv)
     print(f"hoisted rotations and linear transforms (Ren at {ROOT}); one thread, median of "
           f"{args.reps} warm realizations")
     for device in args.devices.split(","):
         with _device(device):
-            run(args.log_n, device, args.reps, args.k, args.n)
+            run(args.log_n, device, args.reps, args.k, args.n, not args.no_pair)
     return 0
 
 

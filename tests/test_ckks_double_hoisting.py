@@ -26,6 +26,7 @@ from ren.ckks import (
     plan_rotation_keys,
 )
 from ren.ckks.lintrans import (
+    DEFAULT_HOISTING,
     KEY_COST,
     apply_transforms,
     baby_steps_for,
@@ -35,7 +36,7 @@ from ren.errors import ParameterError, RingMismatchError
 from ren.ops import Op
 from ren.ring import galois_element
 from ren.rlwe.automorphism import hoisted_automorphisms, hoisted_automorphisms_qp
-from ren.rlwe.keyswitch import decompose, inner_product, mod_down, switch_decomposed
+from ren.rlwe.keyswitch import decompose, inner_product, mod_down, switch_decomposed, times_p
 
 N = 256  # 128 slots
 STEPS = (*range(1, 16), *range(16, 128, 4), 127)
@@ -46,12 +47,20 @@ def c():
     return context(N=N, depth=3, scale_bits=40, first_bits=55, steps=STEPS)
 
 
+def is_lift(n) -> bool:
+    """n is P·x on Q·P made by `times_p`: NTT(TO_RING(INTT(x))) times the constant P."""
+    return (n.op is Op.MUL and n.src[0].op is Op.NTT and n.src[0].src[0].op is Op.TO_RING
+            and n.src[1].op is Op.AS_RING and n.src[1].src[0].op is Op.CONST)
+
+
 def graph_counts(cts) -> tuple[int, int]:
     """(mod-downs, decompositions) in the lazy graph of ciphertexts: RESCALEs by exactly the
-    special primes, and mod-ups (a TO_RING of an INTT onto Q·P) per digit of their level."""
+    special primes, and mod-ups (a TO_RING of an INTT onto Q·P) per digit of their level, not
+    counting the lift of P·c0 (`times_p`, one per application: `lifts`)."""
     params = cts[0].params
     special = tuple(params.special_moduli)
     seen, stack, downs, ups = set(), [p.node for ct in cts for p in ct.parts], 0, 0
+    lifted = set()
     while stack:
         n = stack.pop()
         if id(n) in seen:
@@ -61,10 +70,24 @@ def graph_counts(cts) -> tuple[int, int]:
             downs += 1
         if n.op is Op.TO_RING and n.src[0].op is Op.INTT and set(special) <= set(n.arg.moduli):
             ups += 1
+        if is_lift(n):
+            lifted.add(id(n.src[0].src[0]))
         stack.extend(n.src)
+    ups -= len(lifted)
     digits = len(params.digits_at(cts[0].level + 1))  # the transform's level (one above)
     assert ups % digits == 0
     return downs, ups // digits
+
+
+def lifts(cts) -> int:
+    seen, stack, out = set(), [p.node for ct in cts for p in ct.parts], 0
+    while stack:
+        n = stack.pop()
+        if id(n) not in seen:
+            seen.add(id(n))
+            out += is_lift(n)
+            stack.extend(n.src)
+    return out
 
 
 def fresh(c, values, level=None):
@@ -82,14 +105,19 @@ def test_mod_downs_and_decompositions_in_the_graph(c, n1):
     """A dense 64×64 transform: single hoisting divides both parts of every rotation by P
     (2·(babies + giants)); double hoisting one c1 per giant step and the result once."""
     rng = np.random.default_rng(1)
-    lt = LinearTransform(c.params, rng.uniform(-1, 1, (64, 64)), baby_steps=n1)
+    m = rng.uniform(-1, 1, (64, 64))
+    lt = LinearTransform(c.params, m, baby_steps=n1, hoisting="double")
     ct = fresh(c, rng.uniform(-1, 1, c.params.slots))
     babies, giants = n1 - 1, 64 // n1 - 1
     assert len(lt.rotation_steps) == babies + giants
     assert lt.mod_downs == giants + 2 and lt.decompositions == giants + 1
+    plain = LinearTransform(c.params, m, baby_steps=n1)  # the default: single hoisting
+    assert plain.hoisting == DEFAULT_HOISTING == "single"
+    assert plain.mod_downs == 2 * (babies + giants)
+    assert graph_counts([c.ev.linear_transform(ct, plain)]) == (plain.mod_downs, giants + 1)
     double = c.ev.linear_transform(ct, lt)  # built, not run
     assert not any(ren.realization.is_realized(p.node) for p in double.parts)
-    assert graph_counts([double]) == (giants + 2, giants + 1)
+    assert graph_counts([double]) == (giants + 2, giants + 1) and lifts([double]) == 1
     assert graph_counts([c.ev.linear_transform(ct, lt, "single")]) == (
         2 * (babies + giants), giants + 1)
     assert graph_counts([c.ev.linear_transform(ct, lt, False)]) == (
@@ -166,17 +194,18 @@ def test_several_transforms_share_one_decomposition(c):
     rng = np.random.default_rng(4)
     slots = c.params.slots
     re_, im = rng.uniform(-1, 1, (32, 32)), rng.uniform(-1, 1, (32, 32))
-    lts = [LinearTransform(c.params, re_, baby_steps=8),
+    lts = [LinearTransform(c.params, re_, baby_steps=8, hoisting="double"),
            LinearTransform(c.params, 1j * im, baby_steps=8),
-           LinearTransform(c.params, re_.T, baby_steps=4)]
+           LinearTransform(c.params, re_.T, baby_steps=4, hoisting="double")]
     x = np.tile(rng.uniform(-1, 1, 32), slots // 32)
     ct = fresh(c, x)
-    together = apply_transforms(c.ev, ct, lts)
-    alone = [c.ev.linear_transform(ct, lt) for lt in lts]
+    together = apply_transforms(c.ev, ct, lts)  # the first one's hoisting: double
+    alone = [c.ev.linear_transform(ct, lt, "double") for lt in lts]
     giants = [32 // lt.baby_steps - 1 for lt in lts]  # 3, 3, 7
     assert graph_counts(together)[1] == 1 + sum(giants)  # one for all the baby steps
     assert sum(graph_counts([a])[1] for a in alone) == len(lts) + sum(giants)
-    assert graph_counts(together)[0] == sum(lt.mod_downs for lt in lts)
+    assert graph_counts(together)[0] == sum(giants) + 2 * len(lts)
+    assert lifts(together) == 1  # P·c0 made once for all
     assert all(same_words(t, a) for t, a in zip(together, alone, strict=True))  # (runs them)
     for out, m in zip(together, (re_, 1j * im, re_.T), strict=True):
         assert precision_bits(c.decrypt(out), np.tile(m @ x[:32], 4)) > 25
@@ -213,8 +242,9 @@ def test_apply_transforms_meets_the_level_in_auto_mode(c):
 
 def test_keys_the_planner_and_a_missing_key(c):
     """The key planner (an evaluator without keys, which records rotations) sees the same steps
-    and uses; an evaluator missing a giant step's key names it."""
-    lt = LinearTransform(c.params, np.random.default_rng(6).uniform(-1, 1, (64, 64)))
+    and uses of a double-hoisted transform; an evaluator missing a giant step's key names it."""
+    lt = LinearTransform(c.params, np.random.default_rng(6).uniform(-1, 1, (64, 64)),
+                         hoisting="double")
     plan = plan_rotation_keys(lambda ev, ct: ev.linear_transform(ct, lt), c.params)
     assert sorted(plan.steps) == lt.rotation_steps
     assert sum(plan.uses.values()) == len(lt.rotation_steps)
@@ -244,9 +274,18 @@ def test_the_rlwe_halves_make_the_whole_key_switch(c):
     sigmas = [lambda x: x.rotate(1), lambda x: x.rotate(5)]
     whole = hoisted_automorphisms(ct.parts, keys, 2, sigmas)
     lazy = hoisted_automorphisms_qp(ct.parts, keys, 2, sigmas)
-    for (a0, a1), (s0, e0, e1) in zip(whole, lazy, strict=True):
-        assert np.array_equal(a0.numpy(), (s0 + mod_down(e0, p, 2)).numpy())
-        assert np.array_equal(a1.numpy(), mod_down(e1, p, 2).numpy())
+    for (a0, a1), (v0, v1) in zip(whole, lazy, strict=True):
+        assert v0.ring == v1.ring == p.ring_qp(2)
+        assert np.array_equal(a0.numpy(), mod_down(v0, p, 2).numpy())
+        assert np.array_equal(a1.numpy(), mod_down(v1, p, 2).numpy())
+    lifted = times_p(ct.c0, p, 2).numpy()  # P·c0: zero rows of P, exact rows of Q
+    limbs = p.limbs(2)
+    assert not lifted[limbs:].any()
+    big_p = math.prod(p.special_moduli)
+    q = np.array(p.ring(2).moduli, dtype=object)[:, None]
+    assert np.array_equal(lifted[:limbs].astype(object),
+                          ct.c0.numpy().astype(object) * big_p % q)
+    assert np.array_equal(mod_down(times_p(ct.c0, p, 2), p, 2).numpy(), ct.c0.numpy())
     assert hoisted_automorphisms_qp(ct.parts, [], 2, []) == []
     with pytest.raises(RingMismatchError, match=r"mod_down: x .*Q·P at level 2"):
         mod_down(ct.c1, p, 2)
@@ -254,6 +293,8 @@ def test_the_rlwe_halves_make_the_whole_key_switch(c):
         inner_product(ups[:1], keys[0], 2)
     with pytest.raises(ParameterError, match="2 keys for 1 maps"):
         hoisted_automorphisms_qp(ct.parts, keys, 2, sigmas[:1])
+    with pytest.raises(RingMismatchError, match="times_p: x"):
+        times_p(ct.c0, p, 3)
 
 
 def test_the_planner_weighs_baby_steps_giant_steps_and_keys(c):
@@ -270,12 +311,24 @@ def test_the_planner_weighs_baby_steps_giant_steps_and_keys(c):
     assert all(0 < baby < giant for baby, giant in costs)
     assert costs == sorted(costs)
     m = np.random.default_rng(10).uniform(-1, 1, (128, 128))
-    baby, giant = rotation_costs(p, p.depth)
-    for key_cost in (0.0, 1.0, 50.0):
-        lt = LinearTransform(p, m, key_cost=key_cost)
-        assert lt.baby_steps == baby_steps_for(list(range(128)), p.slots, baby, giant,
-                                               key_cost * baby)
+    for hoisting in ("double", "single", "none"):
+        baby, giant = rotation_costs(p, p.depth, hoisting)
+        for key_cost in (0.0, 1.0, 50.0):
+            lt = LinearTransform(p, m, key_cost=key_cost, hoisting=hoisting)
+            assert lt.baby_steps == baby_steps_for(list(range(128)), p.slots, baby, giant,
+                                                   key_cost * baby)
+    # level 3: L = 8 limbs, K = 3 special primes, d = 3 digits, w = log2(256)/4 = 2
+    assert rotation_costs(p, 3) == (13 * 11, 13 * 11 + 4 * 11 + 3 * 3 * 11)  # (143, 286)
+    assert rotation_costs(p, 3, "single") == (143 + 2 * 44, 286 + 44)
+    single, double = rotation_costs(p, 2, "single"), rotation_costs(p, 2)
+    assert double[0] < single[0] and double[1] < single[1]  # the mod-downs saved
+    assert double[1] / double[0] > single[1] / single[0]  # baby steps cheaper: larger n1
+    assert rotation_costs(p, 2, "none") == (single[1], single[1])
     assert LinearTransform(p, m).baby_steps == LinearTransform(p, m, key_cost=KEY_COST).baby_steps
+    with pytest.raises(ParameterError, match="hoisting"):
+        LinearTransform(p, m, hoisting="triple")
+    with pytest.raises(ParameterError, match="hoisting"):
+        rotation_costs(p, 2, True)
     for bad in (-1.0, float("nan"), "1", True):
         with pytest.raises(ParameterError, match="key_cost"):
             LinearTransform(p, m, key_cost=bad)

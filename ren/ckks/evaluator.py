@@ -119,7 +119,7 @@ class Evaluator:
     rotate_hoisted        several rotations of one ciphertext sharing one key-switching
                           decomposition (a dict step -> Ciphertext)
     evaluate_polynomial   p(ct) in the power or Chebyshev basis, at the optimal depth
-    linear_transform      M·ct for a matrix or its diagonals (baby-step giant-step, double-hoisted)
+    linear_transform      M·ct for a matrix or its diagonals (baby-step giant-step, hoisted)
     ====================  ==========================================================================
     """
 
@@ -684,10 +684,11 @@ class Evaluator:
                          hoisted: bool | str = True) -> Ciphertext:
         """M·ct for a `ren.ckks.LinearTransform` (prepared once, reused), a square matrix whose
         size divides N/2, or a dict {i: diagonal i}; uses one level, and the rotation keys of
-        the transform's `rotation_steps` (baby-step giant-step; `hoisted`: True or "double"
-        shares one decomposition among the baby steps and divides by P once per giant step,
-        "single" shares the decomposition only, False or "none" hoists nothing:
-        `LinearTransform.apply`).  The result has its level's default scale."""
+        the transform's `rotation_steps` (baby-step giant-step; `hoisted`: True applies the
+        transform's `hoisting`, "double" shares one decomposition among the baby steps and
+        divides by P once per giant step, "single" shares the decomposition only, False or
+        "none" hoists nothing: `LinearTransform.apply`).  The result has its level's default
+        scale."""
         ct = self._ct(ct, op="linear_transform")
         hoisted = hoisting_arg(hoisted, "linear_transform: hoisted")
         if not isinstance(transform, LinearTransform):

@@ -4,6 +4,7 @@ rotations.
     lt = LinearTransform(params, M)              # an n×n matrix, n | N/2 (x replicated N/2/n times)
     lt = LinearTransform(params, {0: d0, 1: d1, -1: dm1})   # or its nonzero diagonals
     y = ev.linear_transform(ct, lt)               # M·x in every n-slot block, one level used
+    lt = LinearTransform(params, M, hoisting="double")  # mod-down by P once per giant step
     lt.rotation_steps                             # the Galois keys it needs
     ys = apply_transforms(ev, ct, [lt1, lt2])     # several of one ct: one decomposition shared
 
@@ -20,26 +21,30 @@ step g ≥ 1 costs one rotation.
 decomposition (`ren.rlwe.hoisted_automorphisms`): a dense n×n transform makes n2 = n/n1
 decompositions (one for the babies, one per giant step g ≥ 1) instead of n1 + n2 − 2.
 
-**Double hoisting** (the default; Bossuat, Mouchet, Troncoso-Pastoriza and Hubaux, "Efficient
-Bootstrapping for Approximate Homomorphic Encryption with Non-Sparse Keys", 2021).  A rotation
-is (σ(c0) + ⌊u0/P⌉, ⌊u1/P⌉) with (u0, u1) its key's inner product on Q·P.  The mod-down ⌊·/P⌉
-commutes with adding multiples of P, so the baby steps are not divided by P: each inner sum
-Σ_b pt·rot_b(x) is kept as a part on Q (the plaintexts times σ_b(c0), and times c0, c1 for
-b = 0) and a part on Q·P (the diagonals, prepared on Q·P too, times u0, u1).  A giant step
-divides only its c1's Q·P part by P (its own decomposition needs c1 on Q), rotates the rest
-and adds its key's inner product on Q·P; the sum of all giant steps is divided by P once, then
-rescaled.  A dense transform divides 2 + (n2 − 1) polynomials by P instead of
-2·(n1 − 1 + n2 − 1) (`mod_downs`), and each baby step costs a permutation and an inner product
-only; the rounding of the baby rotations is no longer multiplied by the diagonals, so the
-result is as precise or a little more.  `apply_transforms` shares the baby steps (and their
-decomposition) among several transforms of one ciphertext.  ``hoisted="single"`` divides every
-rotation by P (the decomposition alone shared), ``hoisted=False`` shares nothing.
+**Double hoisting** (``hoisting="double"``; Bossuat, Mouchet, Troncoso-Pastoriza and Hubaux,
+"Efficient Bootstrapping for Approximate Homomorphic Encryption with Non-Sparse Keys", 2021).
+A rotation is (σ(c0) + ⌊u0/P⌉, ⌊u1/P⌉) with (u0, u1) its key's inner product on Q·P.  The
+mod-down ⌊·/P⌉ commutes with adding multiples of P, so the baby steps stay on Q·P as
+(P·σ_b(c0) + u0, u1) (`ren.rlwe.hoisted_automorphisms_qp`) and are multiplied there by the
+diagonals (prepared on Q·P too); only c1 of each giant step's inner sum is divided by P (its own
+decomposition needs c1 on Q; the plaintext times c1 for b = 0 is added on Q after that), the
+rest is rotated on Q·P and the giant step's inner product added; the sum is divided by P once,
+then rescaled.  A dense transform divides 2 + (n2 − 1) polynomials by P instead of
+2·(n1 − 1 + n2 − 1) (`mod_downs`), and each baby step costs a permutation and an inner
+product only; the rounding of the baby rotations is no longer multiplied by the diagonals, so
+the result is as precise or a little more.  The price is the diagonal products on Q·P (K/L
+more rows).  On Ren's "cpu" device that price is the larger one (its NTTs are fast, and a sum
+of products modulo the 31-bit special primes is reduced more often), so `DEFAULT_HOISTING` is
+"single": prepare a transform with ``hoisting="double"``, or pass ``hoisted="double"``.
+`apply_transforms` shares the baby steps (and their decomposition) among several transforms of
+one ciphertext.  ``hoisted="single"`` divides every rotation by P (the decomposition alone
+shared), ``hoisted=False`` shares nothing.
 
 **Planning n1.**  `baby_steps_for` weighs baby steps, giant steps and keys: `LinearTransform`
-gives it the double-hoisted `rotation_costs` of its level (a giant step is a mod-down and a
-decomposition more than a baby step: 3.5 to 8 of them, more for larger N) and `key_cost` baby
-steps per Galois key (default 1: among near-equal plans, fewer keys).  A dense n×n matrix gets
-n1 ≈ √(n·(giant + key)/(baby + key)), larger than √n; a few scattered diagonals get n1 = slots
+gives it the `rotation_costs` of its level and hoisting (double-hoisted, a giant step is a
+mod-down and a decomposition more than a baby step: about 2 to 3 of them, in rows read) and
+`key_cost` baby steps per Galois key (default 1: among near-equal plans, fewer keys).  A dense
+n×n matrix gets n1 ≈ √(n·(giant + key)/(baby + key)); a few scattered diagonals get n1 = slots
 (all hoisted).
 
 **Scales.**  The diagonals are encoded at the scale that makes the one rescale at the end land
@@ -53,7 +58,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -63,6 +68,7 @@ from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError, ScaleOutOfBoun
 from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, scale_arg, scale_difference
 from ren.errors import (
     ParameterError,
+    check_choice,
     check_instance,
     check_int_range,
     check_real_range,
@@ -74,7 +80,7 @@ from ren.ring import galois_element
 from ren.ring.ringspec import MAX_LOG_N
 from ren.rlwe.automorphism import hoisted_automorphisms_qp
 from ren.rlwe.keys import GaloisKey
-from ren.rlwe.keyswitch import decompose, inner_product, mod_down
+from ren.rlwe.keyswitch import decompose, inner_product, mod_down, times_p
 
 if TYPE_CHECKING:  # the evaluator imports this module
     from ren.ckks.evaluator import Evaluator
@@ -180,27 +186,40 @@ def baby_steps_for(indices: list[int], slots: int, baby_cost: float = 1.0,
     return -best[2]
 
 
-def rotation_costs(params: CKKSParams, level: int) -> tuple[float, float]:
-    """(baby, giant): what a double-hoisted baby step and giant step cost at `level`, counted in
-    passes over one limb of N words (an NTT of a limb counts log2(N)/2 passes), with L limbs at
-    the level, K special primes and d digits of sizes α:
+def rotation_costs(params: CKKSParams, level: int, hoisting: str = "double"
+                   ) -> tuple[float, float]:
+    """(baby, giant): what a baby step and a giant step cost at `level` under `hoisting`
+    (`HOISTING`), counted in limb rows read (N words each) by Ren's kernels, with L limbs at the
+    level, K special primes and d digits; an NTT or INTT of a row counts w = log2(N)/4 rows and
+    a basis conversion one per row it reads or writes (measured on the "cpu" device at
+    N = 2^14: an NTT row took the time of 3 rows read by an elementwise kernel, a converted row
+    1.2):
 
-    * a baby step permutes its d digits (L + K limbs each) and c0 (L), and multiplies and adds
-      them with its key's 2·d rows: 3·d·(L + K) + L;
-    * a giant step does the same, plus the mod-down of its inner sum's c1 (an INTT of K limbs, a
-      K -> L basis conversion, an NTT of L limbs) and the decomposition of it (per digit an INTT
-      of α limbs, an α -> L + K − α conversion and an NTT of L + K − α limbs).
+    * a double-hoisted baby step reads its d rotated digits and d key rows for each of its two
+      inner products, and P·c0 rotated: 4·d·(L + K) + (L + K);
+    * a double-hoisted giant step does the same, plus the mod-down of its inner sum's c1 (an
+      INTT of K rows, a conversion K -> L, an NTT of L rows, the L + K rows read):
+      (w + 2)·(L + K), and its decomposition (per digit an INTT, a conversion and an NTT onto
+      L + K rows in all): d·(w + 1)·(L + K);
+    * single hoisting divides both parts of every rotation by P: two mod-downs more per baby
+      step, one more per giant step; without hoisting a baby step costs a giant step.
 
-    The diagonal products (one per nonzero diagonal whatever n1 is) are left out."""
+    About 2 to 3 double-hoisted baby steps per giant step at Ren's parameters, 1.5 to 2 single-
+    hoisted ones.  The diagonal products (one per nonzero diagonal whatever n1 is) are left
+    out."""
     check_instance(params, CKKSParams, "rotation_costs: params")
     level = params.check_level(level)
+    hoisting = check_choice(hoisting, "rotation_costs: hoisting", HOISTING)
     L, K, N = params.limbs(level), len(params.special_moduli), params.N
-    w = math.log2(N) / 2
-    baby = 3 * len(params.digits_at(level)) * (L + K) + L
-    mod_down = K * w + K * L + L * w + L
-    mod_up = sum((b - a) * w + (b - a) * (L + K - (b - a)) + (L + K - (b - a)) * w
-                 for a, b in params.digits_at(level))
-    return float(baby), float(baby + mod_down + mod_up)
+    d, w = len(params.digits_at(level)), math.log2(N) / 4
+    baby = float((4 * d + 1) * (L + K))
+    mod_down = (w + 2) * (L + K)
+    giant = baby + mod_down + d * (w + 1) * (L + K)
+    if hoisting != "double":
+        baby, giant = baby + 2 * mod_down, giant + mod_down
+        if hoisting == "none":
+            baby = giant
+    return float(baby), float(giant)
 
 
 #: the ways `LinearTransform.apply` can rotate: the baby steps' decomposition shared and the
@@ -208,28 +227,41 @@ def rotation_costs(params: CKKSParams, level: int) -> tuple[float, float]:
 #: ("single"), or each rotation on its own ("none")
 HOISTING = ("double", "single", "none")
 
+#: a transform's hoisting unless prepared with another (`LinearTransform(hoisting=)`): single,
+#: because on Ren's "cpu" device double hoisting's products on Q·P (K/L more rows, and the
+#: 31-bit special primes' shorter product sums) cost more than the NTTs of the mod-downs it saves
+#: (measured: 128×128 at N = 2^14, 114 -> 161 ms; bootstrapping's CoeffToSlot at N = 4096,
+#: 305 -> 313 ms); double hoisting is as precise or more (+0.2 to +0.8 bits) and divides far
+#: fewer polynomials by P
+DEFAULT_HOISTING = "single"
 
-def hoisting_arg(hoisted: Any, who: str) -> str:
-    """`hoisted` as one of `HOISTING`: True is "double", False is "none"."""
-    if hoisted is True or hoisted is False:
-        return "double" if hoisted else "none"
+
+def hoisting_arg(hoisted: Any, who: str) -> Literal[True] | str:
+    """`hoisted` checked: True (the transform's own hoisting, `LinearTransform.hoisting`), or
+    one of `HOISTING` (False is "none")."""
+    if hoisted is True:
+        return True
+    if hoisted is False:
+        return "none"
     if isinstance(hoisted, str) and hoisted in HOISTING:
         return hoisted
-    raise ParameterError(f"{who} must be True or False (double hoisting or none), or one of "
-                         f"{', '.join(map(repr, HOISTING))}, got {type(hoisted).__name__} "
-                         f"{hoisted!r}"[:300])
+    raise ParameterError(f"{who} must be True or False (the transform's hoisting or none), or "
+                         f"one of {', '.join(map(repr, HOISTING))}, got "
+                         f"{type(hoisted).__name__} {hoisted!r}"[:300])
 
 
 class LinearTransform:
     """A plaintext linear map on the slots, prepared once: its diagonals pre-rotated for
     baby-step giant-step and encoded at `level` (default: the top) for inputs of scale
-    `input_scale` (default: that level's default scale).  n1 (`baby_steps`) is planned by
-    `baby_steps_for` with the double-hoisted `rotation_costs` of the level and `key_cost` baby
+    `input_scale` (default: that level's default scale), applied with `hoisting` (`HOISTING`,
+    default `DEFAULT_HOISTING`) unless `apply` is told otherwise.  n1 (`baby_steps`) is planned
+    by `baby_steps_for` with the `rotation_costs` of the level and hoisting and `key_cost` baby
     steps per Galois key (default `KEY_COST`), unless given.  See the module docstring."""
 
     def __init__(self, params: CKKSParams, matrix_or_diagonals: Any, level: int | None = None,
                  input_scale: Fraction | float | None = None,
-                 baby_steps: int | None = None, key_cost: float | None = None) -> None:
+                 baby_steps: int | None = None, key_cost: float | None = None,
+                 hoisting: str | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"LinearTransform needs CKKSParams, got {type(params).__name__}")
         self.params = params
@@ -242,6 +274,9 @@ class LinearTransform:
                             else params.check_scale(
                                 scale_arg(input_scale, "LinearTransform: input_scale"),
                                 self.level, "LinearTransform: input_scale"))
+        #: how `apply` rotates by default (`HOISTING`)
+        self.hoisting: str = DEFAULT_HOISTING if hoisting is None else check_choice(
+            hoisting, "LinearTransform: hoisting", HOISTING)
         key_cost = KEY_COST if key_cost is None else check_real_range(
             key_cost, "LinearTransform: key_cost", 0.0,
             hint="what one Galois key costs, in baby steps (0: time only)")
@@ -253,7 +288,7 @@ class LinearTransform:
                 raise ParameterError("LinearTransform: the matrix is zero")
         indices = sorted(diags)
         if baby_steps is None:
-            baby, giant = rotation_costs(params, self.level)
+            baby, giant = rotation_costs(params, self.level, self.hoisting)
             n1 = baby_steps_for(indices, slots, baby, giant, key_cost * baby)
         else:
             n1 = check_int_range(baby_steps, "LinearTransform: baby_steps", 1, slots)
@@ -312,10 +347,12 @@ class LinearTransform:
 
     @property
     def mod_downs(self) -> int:
-        """Polynomials one double-hoisted application divides by P: the c1 of each giant step
-        whose inner sum has a baby rotation, and both parts of the result once (if anything was
-        rotated at all).  A single-hoisted one divides two per rotation:
-        2·len(rotation_steps)."""
+        """Polynomials one application with the transform's `hoisting` divides by P.  Double
+        hoisting: the c1 of each giant step whose inner sum has a baby rotation, and both parts
+        of the result once (if anything was rotated at all); single hoisting or none: both parts
+        of every rotation, 2·len(rotation_steps)."""
+        if self.hoisting != "double":
+            return 2 * len(self.rotation_steps)
         giants = sum(1 for g, group in self.plaintexts.items() if g and any(group))
         return giants + 2 * bool(self.rotation_steps)
 
@@ -334,10 +371,10 @@ class LinearTransform:
 
     def apply(self, ev: Evaluator, ct: Ciphertext, hoisted: bool | str = True) -> Ciphertext:
         """M·ct, one level below the transform's level, at that level's default scale.
-        `hoisted` (`HOISTING`): True or "double" (the default) shares one decomposition among
-        the baby steps and divides by P once per giant step; "single" shares the decomposition
-        only; False or "none" rotates the baby steps one by one (a decomposition each), for
-        comparison.
+        `hoisted`: True (the default) applies the transform's `hoisting`; "double" shares one
+        decomposition among the baby steps and divides by P once per giant step; "single"
+        shares the decomposition only; False or "none" rotates the baby steps one by one (a
+        decomposition each), for comparison.
 
         A ciphertext above the transform's level is dropped to it; an auto-mode evaluator
         (`Evaluator.linear_transform`) also brings its scale to the transform's input scale, for
@@ -351,7 +388,8 @@ class LinearTransform:
         mode = hoisting_arg(hoisted, "linear_transform: hoisted")
         if ev.auto:  # meets the transform's level and input scale, then applies it explicitly
             return ev.linear_transform(ct, self, mode)
-        return _apply(ev, self._fit(ev, ev._ct(ct)), [self], mode)[0]
+        return _apply(ev, self._fit(ev, ev._ct(ct)), [self],
+                      self.hoisting if mode is True else mode)[0]
 
     def _fit(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
         """`ct` dropped to the transform's level, after checking its parameters, level and
@@ -395,40 +433,42 @@ class LinearTransform:
         assert acc is not None
         return settle_scale(ev.rescale(acc), self.output_scale)
 
-    def _double(self, ev: Evaluator, ct: Ciphertext,
-                rotated: Mapping[int, tuple[Poly, Poly, Poly]]) -> Ciphertext:
-        """Double hoisting from the baby steps' (σ_b(c0) on Q, u0, u1 on Q·P) (module
-        docstring): the inner sums are kept as a part on Q and a part on Q·P; a giant step
-        divides its c1's Q·P part by P (its decomposition needs c1 on Q), rotates the rest and
-        adds its key switch on Q·P; the result is divided by P once, then rescaled."""
+    def _double(self, ev: Evaluator, ct: Ciphertext, c0_p: Poly,
+                rotated: Mapping[int, tuple[Poly, Poly]]) -> Ciphertext:
+        """Double hoisting from the baby steps on Q·P, b -> (P·σ_b(c0) + u0, u1), and c0_p =
+        P·c0 on Q·P (module docstring): each inner sum is a c0 on Q·P, a c1 on Q·P (the baby
+        steps) and on Q (the plaintext times c1, for b = 0); a giant step divides its c1 by P
+        (its decomposition needs c1 on Q) and adds its key's inner product on Q·P to the rotated
+        c0; the sum is divided by P once, then rescaled."""
         p, level, n1 = self.params, ct.level, self.baby_steps
-        c0, c1 = ct.parts
-        acc: list[Poly | None] = [None] * 4  # c0 and c1 on Q, c0 and c1 on Q·P
+        c1 = ct.c1
+        acc: list[Poly | None] = [None] * 3  # c0 on Q·P, c1 on Q·P, c1 on Q
         for g, group in sorted(self.plaintexts.items()):
-            inner: list[Poly | None] = [None] * 4
+            inner: list[Poly | None] = [None] * 3
             for b, pt in sorted(group.items()):
+                ext = self.extended[g][b]
                 terms: tuple[Poly | None, ...]
                 if b:
-                    s0, u0, u1 = rotated[b]
-                    ext = self.extended[g][b]
-                    terms = (pt.poly * s0, None, ext * u0, ext * u1)
+                    v0, v1 = rotated[b]
+                    terms = (ext * v0, ext * v1, None)
                 else:
-                    terms = (pt.poly * c0, pt.poly * c1, None, None)
+                    terms = (ext * c0_p, None, pt.poly * c1)
                 inner = [_plus(x, y) for x, y in zip(inner, terms, strict=True)]
             if g:
                 step = g * n1
                 key = _rotation_key(ev, step)
-                q0, q1, e0, e1 = inner
+                e0, e1, q1 = inner
+                assert e0 is not None  # every term has a c0
                 c1_q = _plus(None if e1 is None else mod_down(e1, p, level), q1)
                 assert c1_q is not None
                 k0, k1 = inner_product(decompose(c1_q.rotate(step), p, level), key, level)
-                inner = [None if q0 is None else q0.rotate(step), None,
-                         _plus(None if e0 is None else e0.rotate(step), k0), k1]
+                inner = [e0.rotate(step) + k0, k1, None]
             acc = [_plus(x, y) for x, y in zip(acc, inner, strict=True)]
-        q0, q1, e0, e1 = acc
-        out0 = _plus(q0, None if e0 is None else mod_down(e0, p, level))
-        out1 = _plus(q1, None if e1 is None else mod_down(e1, p, level))
-        assert out0 is not None and out1 is not None
+        e0, e1, q1 = acc
+        assert e0 is not None and (e1 is not None or q1 is not None)
+        out0 = mod_down(e0, p, level)
+        out1 = _plus(None if e1 is None else mod_down(e1, p, level), q1)
+        assert out1 is not None
         scale = p.check_scale(normalize_scale(ct.scale * self.plaintext_scale), level,
                               "linear_transform")
         out = Ciphertext((out0, out1), scale, level, p)
@@ -454,14 +494,16 @@ def _apply(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearTransform],
     # Double hoisting key-switches with the evaluator's keys itself; an evaluator without keys
     # (one that records rotations instead: the key planner), or a ciphertext of three parts,
     # takes the single-hoisted path, whose rotations raise or record as the evaluator does.
-    if mode == "double" and (ct.size != 2 or (rotates and ev.rotation_keys is None)):
+    # Without any rotation the two are the same arithmetic: the single path, on Q only.
+    if mode == "double" and (not rotates or ct.size != 2 or ev.rotation_keys is None):
         mode = "single"
     if mode == "double":
         keys = [_rotation_key(ev, b) for b in babies]
         sigmas = [lambda c, b=b: c.rotate(b) for b in babies]
-        extended = dict(zip(babies, hoisted_automorphisms_qp(ct.parts, keys, ct.level, sigmas),
-                            strict=True))
-        return [lt._double(ev, ct, extended) for lt in transforms]
+        on_qp = dict(zip(babies, hoisted_automorphisms_qp(ct.parts, keys, ct.level, sigmas),
+                         strict=True))
+        c0_p = times_p(ct.c0, ct.params, ct.level)  # (the same node as the babies' own)
+        return [lt._double(ev, ct, c0_p, on_qp) for lt in transforms]
     if mode == "single":
         rotated = ev.rotate_hoisted(ct, babies) if babies else {}
         return [lt._single(ev, ct, rotated) for lt in transforms]
@@ -476,8 +518,9 @@ def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearT
     """[M·ct for M in transforms], prepared for one level and input scale, with one
     decomposition of ct shared by all of their baby steps (a baby step two transforms share is
     made once): e.g. the real and imaginary halves of a CoeffToSlot.  `hoisted` as in
-    `LinearTransform.apply`.  An auto-mode evaluator first brings ct to their level and input
-    scale (`Evaluator.align`, free) and relinearizes a three-part ct."""
+    `LinearTransform.apply` (True: the first transform's `hoisting`).  An auto-mode evaluator
+    first brings ct to their level and input scale (`Evaluator.align`, free) and relinearizes a
+    three-part ct."""
     from ren.ckks.evaluator import Evaluator  # (the evaluator imports this module)
 
     check_instance(ev, Evaluator, "apply_transforms: ev")
@@ -501,8 +544,8 @@ def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearT
         if ct.level > first.level:
             ct = ev.align(ct, first.level, first.input_scale)
         ev = ev.explicit()
-    return _apply(ev, first._fit(ev, ct), lts, mode)
+    return _apply(ev, first._fit(ev, ct), lts, first.hoisting if mode is True else mode)
 
 
-__all__ = ["HOISTING", "KEY_COST", "LinearTransform", "apply_transforms", "baby_steps_for",
-           "diagonals_of", "hoisting_arg", "rotation_costs"]
+__all__ = ["DEFAULT_HOISTING", "HOISTING", "KEY_COST", "LinearTransform", "apply_transforms",
+           "baby_steps_for", "diagonals_of", "hoisting_arg", "rotation_costs"]

@@ -282,8 +282,9 @@ def _smaller(sink: Node) -> Iterable[Node]:
 
 
 def _is_poly(n: Node) -> bool:
-    """Whether a node is a polynomial value a program could request."""
-    if n.op in (Op.BUFFER, Op.CONST, Op.SINK):
+    """Whether a node is a polynomial value a program could request (computed: leaves are no
+    smaller program)."""
+    if n.op is Op.SINK or not n.src:
         return False
     try:
         return spec_of(n) is not None

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("frontend", ("ren.poly", "ren.tree", "ren.corpus", "ren.random_programs", "ren")),
     ("jit", ("ren.jit",)),
     ("rlwe", ("ren.rlwe",)),
-    ("ckks", ("ren.ckks",)),
+    ("ckks", ("ren.ckks", "ren.bfv")),
     ("distributed", ("ren.distributed",)),
     ("viz", ("ren.viz",)),
     ("passdev", ("ren.passdev", "ren.testing")),

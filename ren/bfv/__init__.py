@@ -1,0 +1,57 @@
+"""BFV on Ren's lazy polynomials: exact integer arithmetic mod t, on the RLWE layer's keys.
+
+    from ren.bfv import BFVParams, Encoder, Encryptor, Decryptor, Evaluator, galois_keys
+    from ren.rlwe import KeyGenerator
+    params = BFVParams.preset("N13")                 # t = 65537, 128-bit secure
+    kg = KeyGenerator(params)
+    enc, ev = Encoder(params), Evaluator(params, kg.relin_key(), galois_keys(kg, [1]))
+    ct = Encryptor(params, kg.public_key()).encrypt(enc.encode([1, 2, 3]))
+    ct = ev.rotate_columns(ev.multiply(ct, ct), 1)
+    Encoder(params).decode(Decryptor(params, kg.secret_key()).decrypt(ct))[:2]   # [4, 9]
+
+Layout: one package for the integer schemes (`params`, `encoder`, `evaluator`); BGV would add a
+module beside them, sharing the parameters, the plaintexts and the encoder.  See
+`ren.bfv.evaluator` for the scale-invariant multiplication in RNS.
+"""
+
+from ren.bfv.encoder import COLUMN_GENERATOR, Encoder, Plaintext
+from ren.bfv.errors import (
+    BatchingError,
+    ChainSecurityError,
+    InsecureParametersWarning,
+    MissingKeyError,
+    NoiseBudgetExhaustedError,
+    ParamsMismatchError,
+    PlaintextModulusError,
+)
+from ren.bfv.evaluator import (
+    Ciphertext,
+    Decryptor,
+    Encryptor,
+    Evaluator,
+    column_element,
+    galois_keys,
+)
+from ren.bfv.params import PRESETS, BFVParams, batches
+
+__all__ = [
+    "COLUMN_GENERATOR",
+    "PRESETS",
+    "BFVParams",
+    "BatchingError",
+    "ChainSecurityError",
+    "Ciphertext",
+    "Decryptor",
+    "Encoder",
+    "Encryptor",
+    "Evaluator",
+    "InsecureParametersWarning",
+    "MissingKeyError",
+    "NoiseBudgetExhaustedError",
+    "ParamsMismatchError",
+    "Plaintext",
+    "PlaintextModulusError",
+    "batches",
+    "column_element",
+    "galois_keys",
+]

@@ -1,0 +1,37 @@
+"""BFV errors: each is a subclass of the `ren.errors` class it refines, so a handler for the
+general class still catches it.  The scheme-independent ones (parameters mismatch, missing key,
+insecure parameters) are the RLWE layer's, re-exported here."""
+
+from __future__ import annotations
+
+from ren.errors import ParameterError, RenError
+from ren.rlwe.errors import InsecureParametersWarning, MissingKeyError, ParamsMismatchError
+
+
+class PlaintextModulusError(ParameterError):
+    """The plaintext modulus t is unusable: below 2, or so large for the chain Q that a fresh
+    ciphertext would have (almost) no noise budget."""
+
+
+class BatchingError(PlaintextModulusError):
+    """Batch (slot) encoding was asked for with a t that does not batch: t must be a prime
+    ≡ 1 (mod 2N) below 2^31 (Ren's u32 rings)."""
+
+
+class ChainSecurityError(ParameterError):
+    """The modulus Q·P is too large for 128-bit security at this N (HE standard)."""
+
+
+class NoiseBudgetExhaustedError(RenError, ArithmeticError):
+    """Decryption would be wrong: the ciphertext's noise budget is spent (0 bits)."""
+
+
+__all__ = [
+    "BatchingError",
+    "ChainSecurityError",
+    "InsecureParametersWarning",
+    "MissingKeyError",
+    "NoiseBudgetExhaustedError",
+    "ParamsMismatchError",
+    "PlaintextModulusError",
+]

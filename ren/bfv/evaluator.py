@@ -1,0 +1,320 @@
+"""BFV ciphertexts, encryption, decryption and evaluation, on the RLWE layer's keys.
+
+A `Ciphertext` (c0, c1[, c2]) on all of Q (NTT domain) encrypts m when
+c0 + c1·s (+ c2·s²) = Δ·m + v·Q/t (mod Q), Δ·m = round(Q·m/t), with |v| < 1/2 (the invariant
+noise, SEAL's definition).  Encryption is the RLWE layer's (`ren.rlwe.Encryptor`) with
+round(Q·m/t) added to c0; decryption computes round(t·(c0 + c1·s)/Q) mod t exactly on the host
+(big integers); `Decryptor.noise_budget` is −log2(2·‖v‖∞) in bits.
+
+**Multiplication** (scale-invariant, in RNS, written as Poly ops; an HPS-style variant):
+
+1. extend each part from Q to ``B | m_sk | Q`` by fast basis conversion (`Poly.to_ring`): the
+   result is c + u·Q with 0 <= u < L, which only adds u·Q to the ciphertext's integer overflow
+   (the k of c(s) = Δm + v + Q·k) and costs a few bits of noise (Kim, Polyakov, Zucca 2021);
+2. tensor: (a0·b0, a0·b1 + a1·b0, a1·b1), exact in the larger ring;
+3. times t, divided by Q and rounded: `Poly.rescale` by Q's primes (exact), leaving
+   y = round(t·d/Q) on ``B | m_sk``;
+4. back to Q exactly: fast basis conversion of y + H (H = (B−1)/2, so the value lies in
+   [0, B)) from B gives y + H + u·B on Q and m_sk; m_sk recovers u = ((y+H+u·B) − (y+H))·B⁻¹
+   mod m_sk (Shenoy–Kumaresan), and y = (y + H + u·B) − u·B − H on Q;
+5. relinearize with the RLWE layer's key switch (`ren.rlwe.relinearize`).
+
+Rotations: the Galois element 3^k rotates both rows left by k columns, 2N−1 swaps the rows
+(`ren.bfv.encoder`); `galois_keys` makes the keys with the RLWE key generator and
+`ren.rlwe.automorphism` applies them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ren.bfv.encoder import COLUMN_GENERATOR, Plaintext
+from ren.bfv.errors import MissingKeyError, ParamsMismatchError
+from ren.bfv.params import BFVParams
+from ren.errors import ParameterError, check_bool, check_instance, check_int, is_int
+from ren.poly import Poly
+from ren.ring import RingSpec
+from ren.rlwe import Decryptor as RLWEDecryptor
+from ren.rlwe import Encryptor as RLWEEncryptor
+from ren.rlwe import (
+    GaloisKeys,
+    KeyGenerator,
+    PublicKey,
+    RelinKey,
+    SecretKey,
+    automorphism,
+    relinearize,
+)
+from ren.rlwe.ciphertext import check_ntt_polys, check_parts
+
+
+@dataclass(eq=False)
+class Ciphertext:
+    """A BFV ciphertext: 2 parts (3 between a multiplication and relinearization) on Q."""
+
+    parts: tuple[Poly, ...]
+    params: BFVParams
+
+    def __post_init__(self) -> None:
+        self.parts = check_parts("Ciphertext", self.parts)
+        check_instance(self.params, BFVParams, "Ciphertext: params")
+        check_ntt_polys(self.parts, lambda i: f"Ciphertext: part {i}", self.params.ring(0),
+                        "the ciphertext ring Q", "use params.ring()", self.params)
+
+    @property
+    def size(self) -> int:
+        return len(self.parts)
+
+    def realize(self) -> Ciphertext:
+        """Compute every part now (together); returns self."""
+        self.parts[0].realize(*self.parts[1:])
+        return self
+
+    def __repr__(self) -> str:
+        return f"<BFV Ciphertext size {self.size} N={self.params.N} t={self.params.t}>"
+
+
+def _check_same(params: BFVParams, obj: Any, what: str) -> None:
+    if getattr(obj, "params", None) != params:
+        raise ParamsMismatchError(f"{what} was made under other BFVParams than this one's; use "
+                                  "objects from one parameter set")
+
+
+def _check_pt(params: BFVParams, pt: Any, who: str) -> Plaintext:
+    check_instance(pt, Plaintext, f"{who}: pt", hint="encode values with Encoder.encode")
+    _check_same(params, pt, f"{who}: the plaintext")
+    return pt
+
+
+def scaled_poly(pt: Plaintext) -> Poly:
+    """round(Q·m/t) on Q (NTT domain): the plaintext as c0 carries it."""
+    p = pt.params
+    Q, t = p.Q, p.t
+    coeffs = [(Q * m + t // 2) // t for m in pt.coeffs.tolist()]
+    return Poly.from_coefficients(coeffs, p.ring(0), device=p.device).ntt()
+
+
+def lifted_poly(pt: Plaintext) -> Poly:
+    """The plaintext's centred coefficients on Q (NTT domain): a multiplier."""
+    p = pt.params
+    return Poly.from_coefficients(np.array(pt.centred(), np.int64), p.ring(0),
+                                  device=p.device).ntt()
+
+
+class Encryptor:
+    """Encrypts plaintexts under a public key or a secret key (the RLWE layer's encryption)."""
+
+    def __init__(self, params: BFVParams, key: PublicKey | SecretKey) -> None:
+        self.params = check_instance(params, BFVParams, "Encryptor: params")
+        self._rlwe = RLWEEncryptor(params, key)
+
+    def encrypt(self, pt: Plaintext) -> Ciphertext:
+        pt = _check_pt(self.params, pt, "encrypt")
+        return Ciphertext(self._rlwe.encrypt_parts(scaled_poly(pt), 0), self.params)
+
+    def encrypt_zero(self) -> Ciphertext:
+        return Ciphertext(self._rlwe.encrypt_parts(None, 0), self.params)
+
+
+class Decryptor:
+    """Decrypts (exactly, on the host) and measures the noise budget."""
+
+    def __init__(self, params: BFVParams, secret_key: SecretKey) -> None:
+        self.params = check_instance(params, BFVParams, "Decryptor: params")
+        self._rlwe = RLWEDecryptor(params, secret_key)
+
+    def _phase(self, ct: Ciphertext) -> list[int]:
+        check_instance(ct, Ciphertext, "decrypt: ct", hint="a BFV Ciphertext")
+        _check_same(self.params, ct, "the ciphertext")
+        return self._rlwe.decrypt_parts(ct.parts, 0).coefficients()
+
+    def decrypt(self, ct: Ciphertext) -> Plaintext:
+        """round(t·(c0 + c1·s)/Q) mod t, exactly."""
+        Q, t = self.params.Q, self.params.t
+        half = Q // 2
+        m = [((t * x + half) // Q) % t for x in self._phase(ct)]
+        return Plaintext(np.array(m, np.int64), self.params)
+
+    def noise_budget(self, ct: Ciphertext) -> int:
+        """SEAL's invariant noise budget in bits, −log2(2·‖v‖∞) with v = (t/Q)·(c0 + c1·s) − m
+        reduced mod t, counted as SEAL does: bits(Q) − bits(‖[t·(c0 + c1·s)]_Q‖∞) − 1, at least
+        0 (bits(x): x's bit length).  Decryption is exact while it is positive; a ciphertext
+        whose noise wrapped around looks uniform, ‖v‖∞ near 1/2, and has 0."""
+        Q, t = self.params.Q, self.params.t
+        half = Q // 2
+        norm = max(abs((t * x + half) % Q - half) for x in self._phase(ct))
+        return max(0, Q.bit_length() - norm.bit_length() - 1)
+
+
+def galois_keys(keygen: KeyGenerator, steps: Iterable[int] | None = None,
+                rows: bool = True) -> GaloisKeys:
+    """Keys for column rotations by each of `steps` (left; negative: right; default: the powers
+    of two below N/2) and, if `rows`, for the row swap."""
+    params = check_instance(keygen.params, BFVParams, "galois_keys: keygen.params")
+    rows = check_bool(rows, "galois_keys: rows")
+    half = params.N // 2
+    if steps is None:
+        steps = [1 << i for i in range(half.bit_length() - 1)]
+    elements: list[int] = []
+    for k in steps:
+        if not is_int(k):
+            raise ParameterError(f"galois_keys: steps must be ints, got {type(k).__name__} {k!r}")
+        g = column_element(params.N, int(k))
+        if g != 1 and g not in elements:
+            elements.append(g)
+    if rows:
+        elements.append(2 * params.N - 1)
+    return GaloisKeys({g: keygen.galois_key(g) for g in elements}, params)
+
+
+def column_element(N: int, k: int) -> int:
+    """The Galois element 3^k mod 2N of a left column rotation by k (k mod N/2)."""
+    return pow(COLUMN_GENERATOR, k % (N // 2), 2 * N)
+
+
+class Evaluator:
+    """Homomorphic operations on BFV ciphertexts (lazy: Poly graphs until decrypted)."""
+
+    def __init__(self, params: BFVParams, relin_key: RelinKey | None = None,
+                 galois_keys: GaloisKeys | None = None) -> None:
+        self.params = check_instance(params, BFVParams, "Evaluator: params")
+        if relin_key is not None:
+            check_instance(relin_key, RelinKey, "Evaluator: relin_key")
+            _check_same(params, relin_key, "the relinearization key")
+        if galois_keys is not None:
+            check_instance(galois_keys, GaloisKeys, "Evaluator: galois_keys")
+            _check_same(params, galois_keys, "the Galois keys")
+        self.relin_key, self.galois_keys = relin_key, galois_keys
+        p = params
+        self._q_ring = p.ring(0)
+        self._b_ring = RingSpec(p.N, p.aux_moduli)
+        self._m_ring = RingSpec(p.N, (p.sk_modulus,))
+        self._bm_ring = RingSpec(p.N, (*p.aux_moduli, p.sk_modulus))
+        self._qm_ring = RingSpec(p.N, (*p.chain, p.sk_modulus))
+        self._B = math.prod(p.aux_moduli)
+        self._H = (self._B - 1) // 2
+        self._B_inv_m = pow(self._B, -1, p.sk_modulus)
+
+    # -- checks -----------------------------------------------------------------------------------
+    def _ct(self, ct: Any, who: str, size: int | None = 2) -> Ciphertext:
+        check_instance(ct, Ciphertext, f"{who}: ct", hint="a BFV Ciphertext")
+        _check_same(self.params, ct, f"{who}: the ciphertext")
+        if size is not None and ct.size != size:
+            raise ParameterError(f"{who}: expected a ciphertext of {size} parts, got {ct.size}"
+                                 + ("; relinearize it first" if ct.size == 3 else ""))
+        return ct
+
+    # -- linear operations ------------------------------------------------------------------------
+    def add(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
+        a, b = self._ct(a, "add", None), self._ct(b, "add", None)
+        n = max(a.size, b.size)
+        parts = [_sum(a.parts[i] if i < a.size else None, b.parts[i] if i < b.size else None)
+                 for i in range(n)]
+        return Ciphertext(tuple(parts), self.params)
+
+    def negate(self, a: Ciphertext) -> Ciphertext:
+        a = self._ct(a, "negate", None)
+        return Ciphertext(tuple(-c for c in a.parts), self.params)
+
+    def sub(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
+        return self.add(a, self.negate(b))
+
+    def add_plain(self, a: Ciphertext, pt: Plaintext) -> Ciphertext:
+        a = self._ct(a, "add_plain", None)
+        pt = _check_pt(self.params, pt, "add_plain")
+        return Ciphertext((a.parts[0] + scaled_poly(pt), *a.parts[1:]), self.params)
+
+    def sub_plain(self, a: Ciphertext, pt: Plaintext) -> Ciphertext:
+        a = self._ct(a, "sub_plain", None)
+        pt = _check_pt(self.params, pt, "sub_plain")
+        return Ciphertext((a.parts[0] - scaled_poly(pt), *a.parts[1:]), self.params)
+
+    def multiply_plain(self, a: Ciphertext, pt: Plaintext) -> Ciphertext:
+        a = self._ct(a, "multiply_plain", None)
+        m = lifted_poly(_check_pt(self.params, pt, "multiply_plain"))
+        return Ciphertext(tuple(c * m for c in a.parts), self.params)
+
+    def multiply_scalar(self, a: Ciphertext, k: int) -> Ciphertext:
+        a = self._ct(a, "multiply_scalar", None)
+        t = self.params.t
+        k = check_int(k, "multiply_scalar: k") % t
+        k = k - t if k > t // 2 else k
+        return Ciphertext(tuple(c * k for c in a.parts), self.params)
+
+    # -- multiplication ---------------------------------------------------------------------------
+    def _extend(self, c: Poly) -> Poly:
+        return c.intt().to_ring(self.params.ring_aux_q).ntt()
+
+    def _scale_down(self, d: Poly) -> Poly:
+        """round(t·d/Q) mod Q for d on B | m_sk | Q (steps 3 and 4 of the module docstring)."""
+        p = self.params
+        y = (d * p.t).rescale(p.chain).intt()  # exact round(t·d/Q) on B | m_sk
+        w = y + self._H  # in [0, B): the standard representative the conversion starts from
+        w_conv = w.to_ring(self._b_ring).to_ring(self._qm_ring)  # w + u·B, 0 <= u < |B|
+        u = (w_conv.to_ring(self._m_ring) - w.to_ring(self._m_ring)) * self._B_inv_m
+        y_q = w_conv.to_ring(self._q_ring) - u.to_ring(self._q_ring) * self._B - self._H
+        return y_q.ntt()
+
+    def multiply_no_relin(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
+        """The 3-part product (under 1, s, s²)."""
+        a, b = self._ct(a, "multiply"), self._ct(b, "multiply")
+        a0, a1 = (self._extend(c) for c in a.parts)
+        if a is b:
+            d = (a0 * a0, (a0 * a1) * 2, a1 * a1)
+        else:
+            b0, b1 = (self._extend(c) for c in b.parts)
+            d = (a0 * b0, a0 * b1 + a1 * b0, a1 * b1)
+        return Ciphertext(tuple(self._scale_down(x) for x in d), self.params)
+
+    def relinearize(self, a: Ciphertext) -> Ciphertext:
+        a = self._ct(a, "relinearize", 3)
+        if self.relin_key is None:
+            raise MissingKeyError("relinearize needs the relinearization key: "
+                                  "Evaluator(params, keygen.relin_key(), ...)")
+        return Ciphertext(relinearize(a.parts, self.relin_key, 0), self.params)
+
+    def multiply(self, a: Ciphertext, b: Ciphertext, relin: bool = True) -> Ciphertext:
+        """a·b, relinearized unless ``relin=False``."""
+        relin = check_bool(relin, "multiply: relin")
+        out = self.multiply_no_relin(a, b)
+        return self.relinearize(out) if relin else out
+
+    def square(self, a: Ciphertext, relin: bool = True) -> Ciphertext:
+        return self.multiply(a, a, relin)
+
+    # -- rotations --------------------------------------------------------------------------------
+    def _galois(self, a: Ciphertext, g: int, what: str) -> Ciphertext:
+        a = self._ct(a, what)
+        if self.galois_keys is None or g not in self.galois_keys:
+            raise MissingKeyError(f"no Galois key for {what} (element {g}); make it with "
+                                  "ren.bfv.galois_keys(keygen, [...]) and pass it to the "
+                                  "Evaluator")
+        key = self.galois_keys.keys[g]
+        return Ciphertext(automorphism(a.parts, key, 0), self.params)
+
+    def rotate_columns(self, a: Ciphertext, k: int) -> Ciphertext:
+        """Rotate both rows left by k columns (right for negative k)."""
+        k = check_int(k, "rotate_columns: k")
+        if k % (self.params.N // 2) == 0:
+            return self._ct(a, "rotate_columns")
+        return self._galois(a, column_element(self.params.N, k), f"column rotation by {k}")
+
+    def rotate_rows(self, a: Ciphertext) -> Ciphertext:
+        """Swap the two rows."""
+        return self._galois(a, 2 * self.params.N - 1, "the row swap")
+
+
+def _sum(x: Poly | None, y: Poly | None) -> Poly:
+    if x is None:
+        assert y is not None
+        return y
+    return x if y is None else x + y
+
+
+__all__ = ["Ciphertext", "Decryptor", "Encryptor", "Evaluator", "column_element",
+           "galois_keys", "lifted_poly", "scaled_poly"]

@@ -466,6 +466,11 @@ BAD_ARGUMENTS = {
                          r"automorphism: key must be a SwitchingKey"),
     "automorphism sigma": (lambda p, kg, ct, p3, rlk, gk: automorphism(ct.parts, gk, 2, 1),
                            r"automorphism: sigma must be callable"),
+    "automorphism sigma result": (lambda p, kg, ct, p3, rlk, gk: automorphism(
+        ct.parts, gk, 2, lambda c: 1), r"automorphism: sigma must map a Poly to a Poly"),
+    "hoisted sigma result": (lambda p, kg, ct, p3, rlk, gk: hoisted_automorphisms(
+        ct.parts, [gk], 2, [lambda c: None]),
+        r"hoisted_automorphisms: sigma must map a Poly to a Poly"),
     "automorphism parts": (lambda p, kg, ct, p3, rlk, gk: automorphism(-1, gk, 2),
                            r"automorphism: parts must be a list or tuple"),
     "hoisted keys": (lambda p, kg, ct, *o: hoisted_automorphisms(ct.parts, None, 2, []),

@@ -29,12 +29,11 @@ from ren.poly import Poly
 from ren.rlwe.errors import ParamsMismatchError
 from ren.rlwe.keys import GaloisKey, SwitchingKey
 from ren.rlwe.keyswitch import (
+    _decompose,
+    _inner_product,
+    _key_switch,
     check_ct_parts,
     check_level,
-    decompose,
-    inner_product,
-    key_switch,
-    switch_decomposed,
     times_p,
 )
 
@@ -76,9 +75,19 @@ def automorphism(parts: Sequence[Poly], key: GaloisKey, level: int,
     else:
         check_callable(sigma, "automorphism: sigma", hint="a map of Polys, e.g. "
                        "lambda c: c.automorph(g), or None")
-    c0, c1 = (sigma(c) for c in parts)
-    u0, u1 = key_switch(c1, key, level)
+    c0, c1 = (_mapped(sigma, c, "automorphism") for c in parts)
+    u0, u1 = _key_switch(c1, key, level)
     return c0 + u0, u1
+
+
+def _mapped(sigma: Callable[[Poly], Poly], c: Poly, who: str) -> Poly:
+    """sigma(c), which must be a Poly (the parts and keys are checked already: this one test
+    keeps a map that returns something else from failing deep inside the key switch)."""
+    out = sigma(c)
+    if not isinstance(out, Poly):
+        raise ParameterError(f"{who}: sigma must map a Poly to a Poly, got "
+                             f"{type(out).__name__}")
+    return out
 
 
 def _check_hoisted(parts: Sequence[Poly], keys: Sequence[GaloisKey], level: int,
@@ -111,11 +120,14 @@ def hoisted_automorphisms(parts: Sequence[Poly], keys: Sequence[GaloisKey], leve
     if checked is None:
         return []
     c0, c1 = parts
-    ups = decompose(c1, keys[0].params, checked)
+    special = keys[0].params.special_moduli
+    ups = _decompose(c1, keys[0].params, checked)
     out = []
     for key, sigma in zip(keys, sigmas, strict=True):
-        u0, u1 = switch_decomposed([sigma(u) for u in ups], key, checked)
-        out.append((sigma(c0) + u0, u1))
+        who = "hoisted_automorphisms"
+        a0, a1 = _inner_product([_mapped(sigma, u, who) for u in ups], key, checked)
+        u0, u1 = a0.rescale(special), a1.rescale(special)  # (switch_decomposed's graph)
+        out.append((_mapped(sigma, c0, who) + u0, u1))
     return out
 
 
@@ -130,12 +142,13 @@ def hoisted_automorphisms_qp(parts: Sequence[Poly], keys: Sequence[GaloisKey], l
         return []
     params = keys[0].params
     c0, c1 = parts
-    ups = decompose(c1, params, checked)
+    ups = _decompose(c1, params, checked)
     c0_p = times_p(c0, params, checked)
     out = []
     for key, sigma in zip(keys, sigmas, strict=True):
-        u0, u1 = inner_product([sigma(u) for u in ups], key, checked)
-        out.append((sigma(c0_p) + u0, u1))
+        who = "hoisted_automorphisms_qp"
+        u0, u1 = _inner_product([_mapped(sigma, u, who) for u in ups], key, checked)
+        out.append((_mapped(sigma, c0_p, who) + u0, u1))
     return out
 
 

@@ -29,13 +29,10 @@ def check_ntt_polys(polys: tuple[object, ...], where: Callable[[int], str], ring
     """Every object of `polys` is a Poly over `ring` (called `ring_name`; `ring_fix` says how to
     get there), in the NTT domain, on `params.device`; `where(i)` names object i in the
     messages."""
-    if not isinstance(polys, tuple | list):  # (this runs for every result: checks kept cheap)
-        raise ParameterError(f"check_ntt_polys: polys must be a tuple or list of Polys, got "
-                             f"{type(polys).__name__}")
-    check_callable(where, "check_ntt_polys: where", hint="a function of the index, e.g. "
-                   "lambda i: f'part {i}'")
-    check_instance(ring, RingSpec, "check_ntt_polys: ring")
-    check_instance(params, RLWEParams, "check_ntt_polys: params")
+    # this runs for every result: one cheap test of the arguments, the checkers on failure only
+    if not (isinstance(polys, tuple | list) and isinstance(ring, RingSpec)
+            and isinstance(params, RLWEParams) and callable(where)):
+        _check_arguments(polys, where, ring, params)
     device = params.device
     for i, p in enumerate(polys):
         if not isinstance(p, Poly):
@@ -51,6 +48,17 @@ def check_ntt_polys(polys: tuple[object, ...], where: Callable[[int], str], ring
             raise DeviceError(f"{where(i)} lives on {spec.device!r} but the parameters' device "
                               f"is {device!r}; move it with .to({device!r}) or use "
                               f"{type(params).__name__}(..., device={spec.device!r})")
+
+
+def _check_arguments(polys: object, where: object, ring: object, params: object) -> None:
+    """The ParameterError naming the first bad argument of `check_ntt_polys`."""
+    if not isinstance(polys, tuple | list):
+        raise ParameterError(f"check_ntt_polys: polys must be a tuple or list of Polys, got "
+                             f"{type(polys).__name__}")
+    check_callable(where, "check_ntt_polys: where", hint="a function of the index, e.g. "
+                   "lambda i: f'part {i}'")
+    check_instance(ring, RingSpec, "check_ntt_polys: ring")
+    check_instance(params, RLWEParams, "check_ntt_polys: params")
 
 
 def check_parts(kind: str, parts: object) -> tuple:

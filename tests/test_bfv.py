@@ -171,8 +171,9 @@ def test_batch_round_trip_and_slot_structure():
     assert (ctx.enc.decode(pt) == x).all()
     assert (ctx.enc.encode(x.reshape(2, -1)).coeffs == pt.coeffs).all()
     rows = x.reshape(2, -1)
-    for k in (1, 5):  # X -> X^(3^k): both rows left by k
-        moved = Plaintext(automorph_coeffs(pt.coeffs, column_element(N, k), t), ctx.params)
+    assert column_element(N, 5) == 3**5 and column_element(N, -1) == pow(3, N // 2 - 1, 2 * N)
+    for k in (1, 5):  # X -> X^(3^k) (SEAL's generator): both rows left by k
+        moved = Plaintext(automorph_coeffs(pt.coeffs, 3**k, t), ctx.params)
         assert (ctx.enc.decode(moved).reshape(2, -1) == np.roll(rows, -k, axis=1)).all()
     swapped = Plaintext(automorph_coeffs(pt.coeffs, 2 * N - 1, t), ctx.params)
     assert (ctx.enc.decode(swapped).reshape(2, -1) == rows[::-1]).all()

@@ -20,7 +20,6 @@ from ren.bfv.errors import (
     ChainSecurityError,
     InsecureParametersWarning,
     MissingKeyError,
-    NoiseBudgetExhaustedError,
     ParamsMismatchError,
     PlaintextModulusError,
 )
@@ -47,7 +46,6 @@ __all__ = [
     "Evaluator",
     "InsecureParametersWarning",
     "MissingKeyError",
-    "NoiseBudgetExhaustedError",
     "ParamsMismatchError",
     "Plaintext",
     "PlaintextModulusError",

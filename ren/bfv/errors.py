@@ -4,7 +4,7 @@ insecure parameters) are the RLWE layer's, re-exported here."""
 
 from __future__ import annotations
 
-from ren.errors import ParameterError, RenError
+from ren.errors import ParameterError
 from ren.rlwe.errors import InsecureParametersWarning, MissingKeyError, ParamsMismatchError
 
 
@@ -22,16 +22,11 @@ class ChainSecurityError(ParameterError):
     """The modulus Q·P is too large for 128-bit security at this N (HE standard)."""
 
 
-class NoiseBudgetExhaustedError(RenError, ArithmeticError):
-    """Decryption would be wrong: the ciphertext's noise budget is spent (0 bits)."""
-
-
 __all__ = [
     "BatchingError",
     "ChainSecurityError",
     "InsecureParametersWarning",
     "MissingKeyError",
-    "NoiseBudgetExhaustedError",
     "ParamsMismatchError",
     "PlaintextModulusError",
 ]

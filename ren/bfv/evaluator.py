@@ -14,9 +14,10 @@ round(Q·m/t) added to c0; decryption computes round(t·(c0 + c1·s)/Q) mod t ex
 2. tensor: (a0·b0, a0·b1 + a1·b0, a1·b1), exact in the larger ring;
 3. times t, divided by Q and rounded: `Poly.rescale` by Q's primes (exact), leaving
    y = round(t·d/Q) on ``B | m_sk``;
-4. back to Q exactly: fast basis conversion of y + H (H = (B−1)/2, so the value lies in
-   [0, B)) from B gives y + H + u·B on Q and m_sk; m_sk recovers u = ((y+H+u·B) − (y+H))·B⁻¹
-   mod m_sk (Shenoy–Kumaresan), and y = (y + H + u·B) − u·B − H on Q;
+4. back to Q exactly: fast basis conversion from B gives y + k·B on Q and m_sk, with
+   0 <= k <= |B| (the conversion's own 0 <= u < |B| of the standard representative, plus 1
+   when y < 0); m_sk recovers k = ((y + k·B) − y)·B⁻¹ mod m_sk (Shenoy–Kumaresan: m_sk > |B|),
+   and y = (y + k·B) − k·B on Q;
 5. relinearize with the RLWE layer's key switch (`ren.rlwe.relinearize`).
 
 Rotations: the Galois element 3^k rotates both rows left by k columns, 2N−1 swaps the rows
@@ -197,7 +198,6 @@ class Evaluator:
         self._bm_ring = RingSpec(p.N, (*p.aux_moduli, p.sk_modulus))
         self._qm_ring = RingSpec(p.N, (*p.chain, p.sk_modulus))
         self._B = math.prod(p.aux_moduli)
-        self._H = (self._B - 1) // 2
         self._B_inv_m = pow(self._B, -1, p.sk_modulus)
 
     # -- checks -----------------------------------------------------------------------------------
@@ -254,11 +254,10 @@ class Evaluator:
         """round(t·d/Q) mod Q for d on B | m_sk | Q (steps 3 and 4 of the module docstring)."""
         p = self.params
         y = (d * p.t).rescale(p.chain).intt()  # exact round(t·d/Q) on B | m_sk
-        w = y + self._H  # in [0, B): the standard representative the conversion starts from
-        w_conv = w.to_ring(self._b_ring).to_ring(self._qm_ring)  # w + u·B, 0 <= u < |B|
-        u = (w_conv.to_ring(self._m_ring) - w.to_ring(self._m_ring)) * self._B_inv_m
-        y_q = w_conv.to_ring(self._q_ring) - u.to_ring(self._q_ring) * self._B - self._H
-        return y_q.ntt()
+        y_conv = y.to_ring(self._b_ring).to_ring(self._qm_ring)  # y + k·B, 0 <= k <= |B|
+        k = (y_conv.to_ring(self._m_ring) - y.to_ring(self._m_ring)) * self._B_inv_m
+        # k < m_sk: its one residue is k itself, and the conversion of one prime is exact
+        return (y_conv.to_ring(self._q_ring) - k.to_ring(self._q_ring) * self._B).ntt()
 
     def multiply_no_relin(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
         """The 3-part product (under 1, s, s²)."""

@@ -187,7 +187,7 @@ class BFVParams(RLWEParams):
 
     @property
     def sk_modulus(self) -> int:
-        """The redundant prime m_sk of the exact conversion from B back to Q."""
+        """The redundant prime m_sk of the exact conversion from B back to Q (m_sk > |B|)."""
         return self._aux[1]
 
     @cached_property

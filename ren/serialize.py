@@ -96,7 +96,7 @@ FORMS: dict[str, PayloadDType] = {"standard": PayloadDType.U32_STANDARD,
 
 def payload_dtype(form: str, where: str) -> PayloadDType:
     """The payload dtype of a `form=` name; ParameterError naming `where` for another name."""
-    if form not in FORMS:
+    if not isinstance(form, str) or form not in FORMS:  # (an unhashable form: no TypeError)
         raise ParameterError(f"{where}: form must be 'standard' or 'montgomery', got {form!r}")
     return FORMS[form]
 

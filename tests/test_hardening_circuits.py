@@ -419,3 +419,42 @@ def test_every_error_here_is_a_ren_error():
     for cls in (ParameterError, ScaleMismatchError, ScaleOutOfBoundsError, OutOfLevelsError,
                 ParamsMismatchError):
         assert issubclass(cls, RenError)
+
+
+# -- the last findings of tests/api_fuzz.py's whole-table run (issue 38 §2) ----------------------
+@pytest.mark.parametrize("call", [
+    lambda: CKKSParams.key_switching_options(1 << 12, 2, bogus_option=1),
+    lambda: CKKSParams.fastest_key_switching(1 << 12, 2, bogus_option=1),
+])
+def test_key_switching_options_name_unknown_fields(call):
+    """A bare TypeError from CKKSParams.__init__ before; preset() already said this."""
+    with pytest.raises(ParameterError, match=r"unknown field\(s\) \['bogus_option'\]"):
+        call()
+
+
+@pytest.mark.parametrize("kw", [dict(N=np.array([])), dict(N=np.zeros((2, 2))),
+                                dict(secret=np.array([])), dict(secret=np.zeros((2, 2)))])
+def test_bootstrap_params_small_refuses_arrays(kw):
+    """NumPy's 'truth value of an array is ambiguous' ValueError before."""
+    from ren.ckks.bootstrap import bootstrap_params_small
+
+    with pytest.raises(ParameterError):
+        bootstrap_params_small(**kw)
+    assert bootstrap_params_small(N=np.int64(256)).N == 256
+
+
+def test_check_scale_refuses_an_array_message_bound():
+    from ren.ckks.bootstrap import bootstrap_params_small
+
+    p = bootstrap_params_small()
+    with pytest.raises(ParameterError, match="message bound"):
+        p.check_scale(p.scale(1), 1, "op", message=np.array([1.0, 2.0]))
+    p.check_scale(p.scale(1), 1, "op", message=np.int64(1))
+
+
+def test_a_poly_form_that_is_no_name_is_a_parameter_error():
+    import ren
+
+    p = ren.Poly.from_coefficients(range(16), ren.RingSpec.generate(16, 2))
+    with pytest.raises(ParameterError, match="form must be"):
+        p.tobytes(form=[])

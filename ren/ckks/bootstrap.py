@@ -79,7 +79,7 @@ from ren.ckks.operations import operation
 from ren.ckks.params import CKKSParams, log2_exact, scale_difference
 from ren.ckks.polyeval import MAX_DEGREE, chebyshev_coefficients, depth_of
 from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
-from ren.errors import ParameterError, check_bool, check_instance, check_int_range
+from ren.errors import ParameterError, check_bool, check_instance, check_int_range, is_int
 from ren.poly import Domain, Poly
 from ren.ring.ringspec import MAX_LOG_N, RingSpec
 from ren.rlwe.keygen import KeyGenerator
@@ -94,12 +94,13 @@ def bootstrap_params_small(device: str = "python", N: int = 256,
     ``secret="ternary"`` makes the secret dense, as at N = 2^16: `Bootstrapper` then
     encapsulates (`ren.ckks.encapsulation`) and uses 13 levels, so the preset has 15 and
     leaves 2 again."""
-    if N not in SMALL_RING_DEGREES:
+    if not is_int(N) or int(N) not in SMALL_RING_DEGREES:
         raise ParameterError(f"bootstrap_params_small: N must be one of {SMALL_RING_DEGREES}, "
                              f"got {N!r}; bootstrap_params_n16() is the N = 2^16 preset")
+    dense = isinstance(secret, str) and secret == "ternary"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
-        return CKKSParams(N=N, depth=15 if secret == "ternary" else 14, scale_bits=60,
+        return CKKSParams(N=int(N), depth=15 if dense else 14, scale_bits=60,
                           first_bits=62, secret=secret, insecure=True, device=device)
 
 

@@ -351,6 +351,7 @@ class CKKSParams(RLWEParams):
         if "special_primes" in kwargs or "dnum" in kwargs:
             raise ParameterError("CKKSParams.key_switching_options chooses special_primes and "
                                  "dnum itself; pass the chain's other arguments only")
+        cls._check_fields("CKKSParams.key_switching_options", kwargs)
         if max_noise_bits is not None:
             max_noise_bits = check_real_range(
                 max_noise_bits, "CKKSParams.key_switching_options: max_noise_bits (the most "
@@ -401,12 +402,17 @@ class CKKSParams(RLWEParams):
         """A named parameter set ("N12" … "N16"); keyword arguments override its fields."""
         if not isinstance(name, str) or name not in PRESETS:
             raise ParameterError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        known = set(inspect.signature(cls.__init__).parameters) - {"self"}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ParameterError(f"CKKSParams.preset({name!r}): unknown field(s) {unknown}; the "
-                                 f"fields are {sorted(known)}")
+        cls._check_fields(f"CKKSParams.preset({name!r})", overrides)
         return cls(**{**PRESETS[name], **overrides})
+
+    @classmethod
+    def _check_fields(cls, where: str, fields: dict[str, Any]) -> None:
+        """ParameterError naming the keyword arguments the constructor does not take."""
+        known = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        unknown = sorted(map(str, set(fields) - known))
+        if unknown:
+            raise ParameterError(f"{where}: unknown field(s) {unknown}; the fields are "
+                                 f"{sorted(known)}")
 
     # -- derived quantities -----------------------------------------------------------------------
     @property
@@ -460,13 +466,13 @@ class CKKSParams(RLWEParams):
                 f"value under 1/2 to 0 (no bits of precision remain); "
                 + (_advice(fix_small) or f"use a larger scale (the default at level {level} is "
                    f"params.scale({level}) = 2^{log2_exact(self.scale(level)):.2f})"))
+        if is_int(message):
+            message = int(message)  # exact (NumPy's too), however large
+        elif not isinstance(message, Fraction):
+            message = check_real(message, f"{op}: the message bound")  # not NaN, inf or an array
         if message == 1:
             bn = bd = 1
         else:
-            if is_int(message):
-                message = int(message)  # exact (NumPy's too), however large
-            elif not isinstance(message, Fraction):
-                message = check_real(message, f"{op}: the message bound")  # not NaN or inf
             bound = max(Fraction(1), abs(Fraction(message)))
             bn, bd = bound.numerator, bound.denominator
         q = self._level_Q[self.check_level(level)]

@@ -51,11 +51,11 @@ from ren.rlwe import (
     automorphism,
     relinearize,
 )
-from ren.rlwe.ciphertext import check_ntt_polys, check_parts
+from ren.rlwe.ciphertext import Parts, check_ntt_polys, check_parts
 
 
 @dataclass(eq=False)
-class Ciphertext:
+class Ciphertext(Parts):
     """A BFV ciphertext: 2 parts (3 between a multiplication and relinearization) on Q."""
 
     parts: tuple[Poly, ...]
@@ -66,15 +66,6 @@ class Ciphertext:
         check_instance(self.params, BFVParams, "Ciphertext: params")
         check_ntt_polys(self.parts, lambda i: f"Ciphertext: part {i}", self.params.ring(0),
                         "the ciphertext ring Q", "use params.ring()", self.params)
-
-    @property
-    def size(self) -> int:
-        return len(self.parts)
-
-    def realize(self) -> Ciphertext:
-        """Compute every part now (together); returns self."""
-        self.parts[0].realize(*self.parts[1:])
-        return self
 
     def __repr__(self) -> str:
         return f"<BFV Ciphertext size {self.size} N={self.params.N} t={self.params.t}>"

@@ -22,7 +22,7 @@ from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError, ShapeError, check_instance, check_number
 from ren.poly import Poly
 from ren.rlwe.ciphertext import Ciphertext as RLWECiphertext
-from ren.rlwe.ciphertext import check_ntt_polys, check_parts
+from ren.rlwe.ciphertext import Parts, check_ntt_polys, check_parts
 
 
 def _check_fields(kind: str, params: object, level: object, scale: object,
@@ -118,7 +118,7 @@ class Plaintext:
 
 
 @dataclass(eq=False)
-class Ciphertext:
+class Ciphertext(Parts):
     """An encryption (c0, c1[, c2]) with c0 + c1·s (+ c2·s²) ≈ Δ·m mod Q_level.
 
     Three parts only between a multiplication without relinearization and `relinearize`.
@@ -135,25 +135,8 @@ class Ciphertext:
                                                self.parts)
 
     @property
-    def c0(self) -> Poly:
-        return self.parts[0]
-
-    @property
-    def c1(self) -> Poly:
-        return self.parts[1]
-
-    @property
-    def size(self) -> int:
-        return len(self.parts)
-
-    @property
     def log2_scale(self) -> float:
         return log2_exact(self.scale)
-
-    def realize(self) -> Ciphertext:
-        """Compute every part now (together, sharing work); returns self."""
-        self.parts[0].realize(*self.parts[1:])
-        return self
 
     def as_rlwe(self) -> RLWECiphertext:
         """The same parts at the same level as a generic RLWE ciphertext (no scale)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Self
 
 from ren.errors import (
     DeviceError,
@@ -72,8 +73,32 @@ def check_parts(kind: str, parts: object) -> tuple:
     return tuple(parts)
 
 
+class Parts:
+    """What every scheme's ciphertext made of `parts` (Polys c0, c1[, c2]) shares: the parts by
+    name, their count, and realizing them together (RLWE's, CKKS's and BFV's ciphertexts)."""
+
+    parts: tuple[Poly, ...]
+
+    @property
+    def c0(self) -> Poly:
+        return self.parts[0]
+
+    @property
+    def c1(self) -> Poly:
+        return self.parts[1]
+
+    @property
+    def size(self) -> int:
+        return len(self.parts)
+
+    def realize(self) -> Self:
+        """Compute every part now (together, sharing work); returns self."""
+        self.parts[0].realize(*self.parts[1:])
+        return self
+
+
 @dataclass(eq=False)
-class Ciphertext:
+class Ciphertext(Parts):
     """An RLWE ciphertext (c0, c1[, c2]) with c0 + c1·s (+ c2·s²) ≈ m mod Q_level (NTT domain).
 
     Three parts only between a tensor product and relinearization."""
@@ -94,23 +119,6 @@ class Ciphertext:
         check_ntt_polys(self.parts, lambda i: f"Ciphertext: part {i}", params.ring(level),
                         f"the ring of level {level}",
                         f"use params.ring({level}), or the level its ring belongs to", params)
-
-    @property
-    def c0(self) -> Poly:
-        return self.parts[0]
-
-    @property
-    def c1(self) -> Poly:
-        return self.parts[1]
-
-    @property
-    def size(self) -> int:
-        return len(self.parts)
-
-    def realize(self) -> Ciphertext:
-        """Compute every part now (together, sharing work); returns self."""
-        self.parts[0].realize(*self.parts[1:])
-        return self
 
     def __repr__(self) -> str:
         return f"<RLWE Ciphertext size {self.size} level {self.level} N={self.params.N}>"

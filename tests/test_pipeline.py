@@ -335,3 +335,16 @@ def test_a_user_rule_runs_the_same_on_the_compiled_and_the_python_walk():
                      {k: dict(v) for k, v in ctx.stats.items() if sum(v.values())}))
     assert runs[0] == runs[1]
     assert runs[0][1]["drop_double_neg"] and runs[0][1]["canonical_mul"]
+
+
+def test_a_user_pass_module_is_no_builtin_and_has_a_text_form(monkeypatch):
+    """A pass module of the user's (NAME, run) is keyed by its code, not its name alone."""
+    import pipeline_user_pass_module as mod
+
+    p = Pipeline.parse("default,+pipeline_user_pass_module@after=simplify")
+    user = p["looks_only"]
+    assert not user.builtin and user.optional
+    assert str(p) == "default,+pipeline_user_pass_module@after=simplify"
+    before = user.digest
+    monkeypatch.setattr(mod, "run", lambda sink, ctx=None: sink.replace())
+    assert Pipeline.parse(str(p))["looks_only"].digest != before

@@ -164,22 +164,25 @@ class Pass:
 
     @property
     def builtin(self) -> bool:
-        return self.module is not None
+        """One of the twelve (a user's pass module is not)."""
+        return self.module is not None and self.module.__name__ in _BUILTIN_NAMES
 
     # -- identity -----------------------------------------------------------------------------
     @cached_property
     def digest(self) -> str:
         """A digest of what the pass does: for a built-in pass its module name (Ren's own source
         is in every cache's key already); for a user pass its name, flags and code."""
-        if self.module is not None:
-            return self.module.__name__
+        if self.builtin:
+            return self.module.__name__  # type: ignore[union-attr]
         h = hashlib.sha256(repr((self.name, self.optional, self.fusable, self.records_only,
                                  self.keep_specs)).encode())
+        if self.module is not None:  # a user's pass module: its run and its rules
+            h.update(_code_digest(self.module.run))
         if self.rules is not None:
             for r in self.rules.rules:
                 h.update(f"{r.name}|{r.pat!r}|".encode())
                 h.update(_code_digest(r.fn))
-        else:
+        elif self._run is not None:
             h.update(_code_digest(self._run))
         return h.hexdigest()[:16]
 
@@ -360,7 +363,7 @@ class Pipeline:
                 ref = p.name
             else:
                 p.origin = p.origin or _find_origin(p)
-                if not p.origin or ":" not in p.origin:
+                if not p.origin:
                     raise PipelineError(f"pass {p.name!r} has no text form: it was not loaded "
                                         "from MODULE:ATTR (define it at the top level of an "
                                         "importable module and load it with Pipeline.parse or "
@@ -471,12 +474,13 @@ def load_pass(ref: str) -> Pass:
     if obj is None:
         raise PipelineError(f"module {module!r} has no {attr!r} (pass {ref!r})")
     p = as_pass(obj)
-    if p.origin is None or not p.builtin:
+    if not p.builtin:
         p.origin = ref
     return p
 
 
 _DEFAULT: Pipeline | None = None
+_BUILTIN_NAMES = frozenset(f"ren.passes.{m}" for m in BUILTIN_MODULES)
 
 
 def default_pipeline() -> Pipeline:

@@ -58,29 +58,13 @@ def _median_seconds(make, reps: int) -> tuple[float, object]:
 
 
 def graph_counts(cts) -> tuple[int, int]:
-    """(mod-downs, mod-ups) in the lazy graph of ciphertexts: RESCALEs by exactly the special
-    primes, and TO_RINGs of an INTT onto a ring with them (one per decomposition digit), less
-    double hoisting's lift of P·c0 (`ren.rlwe.keyswitch.times_p`: NTT(TO_RING(INTT(c0))) times
-    the constant P)."""
-    from ren.ops import Op
+    """(mod-downs, mod-ups) in the lazy graph of ciphertexts (`ren.rlwe.cost.key_switch_counts`:
+    double hoisting's lift of P·c0 not counted as a mod-up)."""
+    from ren.rlwe.cost import key_switch_counts
 
-    special = tuple(cts[0].params.special_moduli)
-    seen, stack, downs, ups = set(), [p.node for ct in cts for p in ct.parts], 0, 0
-    lifted = set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.op is Op.RESCALE and tuple(n.arg) == special:
-            downs += 1
-        if n.op is Op.TO_RING and n.src[0].op is Op.INTT and set(special) <= set(n.arg.moduli):
-            ups += 1
-        if (n.op is Op.MUL and n.src[0].op is Op.NTT and n.src[0].src[0].op is Op.TO_RING
-                and n.src[1].op is Op.AS_RING and n.src[1].src[0].op is Op.CONST):
-            lifted.add(id(n.src[0].src[0]))
-        stack.extend(n.src)
-    return downs, ups - len(lifted)
+    downs, ups, _ = key_switch_counts([p.node for ct in cts for p in ct.parts],
+                                      tuple(cts[0].params.special_moduli))
+    return downs, ups
 
 
 def run(log_n: int, device: str, reps: int, k: int, n: int, pair: bool) -> None:

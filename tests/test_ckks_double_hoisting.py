@@ -33,9 +33,9 @@ from ren.ckks.lintrans import (
     rotation_costs,
 )
 from ren.errors import ParameterError, RingMismatchError
-from ren.ops import Op
 from ren.ring import galois_element
 from ren.rlwe.automorphism import hoisted_automorphisms, hoisted_automorphisms_qp
+from ren.rlwe.cost import key_switch_counts
 from ren.rlwe.keyswitch import decompose, inner_product, mod_down, switch_decomposed, times_p
 
 N = 256  # 128 slots
@@ -47,47 +47,23 @@ def c():
     return context(N=N, depth=3, scale_bits=40, first_bits=55, steps=STEPS)
 
 
-def is_lift(n) -> bool:
-    """n is P·x on Q·P made by `times_p`: NTT(TO_RING(INTT(x))) times the constant P."""
-    return (n.op is Op.MUL and n.src[0].op is Op.NTT and n.src[0].src[0].op is Op.TO_RING
-            and n.src[1].op is Op.AS_RING and n.src[1].src[0].op is Op.CONST)
-
-
 def graph_counts(cts) -> tuple[int, int]:
     """(mod-downs, decompositions) in the lazy graph of ciphertexts: RESCALEs by exactly the
     special primes, and mod-ups (a TO_RING of an INTT onto Q·P) per digit of their level, not
     counting the lift of P·c0 (`times_p`, one per application: `lifts`)."""
     params = cts[0].params
-    special = tuple(params.special_moduli)
-    seen, stack, downs, ups = set(), [p.node for ct in cts for p in ct.parts], 0, 0
-    lifted = set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.op is Op.RESCALE and tuple(n.arg) == special:
-            downs += 1
-        if n.op is Op.TO_RING and n.src[0].op is Op.INTT and set(special) <= set(n.arg.moduli):
-            ups += 1
-        if is_lift(n):
-            lifted.add(id(n.src[0].src[0]))
-        stack.extend(n.src)
-    ups -= len(lifted)
+    downs, ups, _ = key_switch_counts(_roots(cts), tuple(params.special_moduli))
     digits = len(params.digits_at(cts[0].level + 1))  # the transform's level (one above)
     assert ups % digits == 0
     return downs, ups // digits
 
 
 def lifts(cts) -> int:
-    seen, stack, out = set(), [p.node for ct in cts for p in ct.parts], 0
-    while stack:
-        n = stack.pop()
-        if id(n) not in seen:
-            seen.add(id(n))
-            out += is_lift(n)
-            stack.extend(n.src)
-    return out
+    return key_switch_counts(_roots(cts), tuple(cts[0].params.special_moduli))[2]
+
+
+def _roots(cts) -> list:
+    return [p.node for ct in cts for p in ct.parts]
 
 
 def fresh(c, values, level=None):

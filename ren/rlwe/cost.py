@@ -61,9 +61,12 @@ of the top level: a lower level's digits are the top's, clipped, so its noise is
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ren.node import Node
+from ren.ops import Op
 from ren.passes.elision import RESCALE_KERNEL_FROM
 
 if TYPE_CHECKING:
@@ -144,4 +147,36 @@ def key_switch_noise_bits(params: RLWEParams, level: int | None = None) -> float
     return math.log2(ks / rescale)
 
 
-__all__ = ["MAX_NOISE_BITS", "KeySwitchCost", "key_switch_cost", "key_switch_noise_bits"]
+def is_lift(n: Node) -> bool:
+    """n is P·x on Q·P made by `ren.rlwe.keyswitch.times_p` (double hoisting's lift of c0):
+    NTT(TO_RING(INTT(x))) times the constant P."""
+    return (n.op is Op.MUL and n.src[0].op is Op.NTT and n.src[0].src[0].op is Op.TO_RING
+            and n.src[1].op is Op.AS_RING and n.src[1].src[0].op is Op.CONST)
+
+
+def key_switch_counts(roots: Iterable[Node], special: tuple[int, ...]) -> tuple[int, int, int]:
+    """(mod-downs, mod-ups, lifts) in the lazy graph under `roots`, counted without running
+    anything: RESCALEs by exactly the special primes, TO_RINGs of an INTT onto a ring holding
+    them (one per decomposition digit; a lift's own TO_RING not counted), and `is_lift` lifts."""
+    seen: set[int] = set()
+    stack = list(roots)
+    downs = ups = lifts = 0
+    lifted: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op is Op.RESCALE and tuple(n.arg) == special:
+            downs += 1
+        if n.op is Op.TO_RING and n.src[0].op is Op.INTT and set(special) <= set(n.arg.moduli):
+            ups += 1
+        if is_lift(n):
+            lifts += 1
+            lifted.add(id(n.src[0].src[0]))
+        stack.extend(n.src)
+    return downs, ups - len(lifted), lifts
+
+
+__all__ = ["MAX_NOISE_BITS", "KeySwitchCost", "is_lift", "key_switch_cost",
+           "key_switch_counts", "key_switch_noise_bits"]

@@ -1,11 +1,19 @@
 """BFV errors: each is a subclass of the `ren.errors` class it refines, so a handler for the
 general class still catches it.  The scheme-independent ones (parameters mismatch, missing key,
-insecure parameters) are the RLWE layer's, re-exported here."""
+insecure parameters) are the RLWE layer's, re-exported here, and so are the serialization
+errors of `ren.rlwe.serialize` (all `ren.errors.SerializationError` subclasses) that
+`ren.bfv.serialize.loads` raises."""
 
 from __future__ import annotations
 
 from ren.errors import ParameterError
 from ren.rlwe.errors import InsecureParametersWarning, MissingKeyError, ParamsMismatchError
+from ren.rlwe.serialize import (
+    CorruptedDataError,
+    FingerprintMismatchError,
+    KindMismatchError,
+    TruncatedDataError,
+)
 
 
 class PlaintextModulusError(ParameterError):
@@ -25,8 +33,12 @@ class ChainSecurityError(ParameterError):
 __all__ = [
     "BatchingError",
     "ChainSecurityError",
+    "CorruptedDataError",
+    "FingerprintMismatchError",
     "InsecureParametersWarning",
+    "KindMismatchError",
     "MissingKeyError",
     "ParamsMismatchError",
     "PlaintextModulusError",
+    "TruncatedDataError",
 ]

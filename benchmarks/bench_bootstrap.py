@@ -1,6 +1,7 @@
 """CKKS bootstrapping: Ren's time (first captured call, JIT replay), precision, levels regained,
-key bytes, graph size, arena against peak-live bytes and peak memory, side by side with DESILO's
-CPU bootstrapping in the same run.
+key generation time, memory per part (the keys in memory and serialized, full and compact; the
+linear transforms' plaintext diagonals; the JIT plan's arena against its peak-live bytes), graph
+size and peak RSS, side by side with DESILO's CPU bootstrapping in the same run.
 
 Each library runs in a subprocess of its own, one after the other, so that peak RSS is its own
 and neither's memory (a N = 2^16 key set is GBs) counts against the other.
@@ -19,16 +20,26 @@ runs Ren's process twice and reports the second, whose capture loads the templat
 stored (`ren.plan_cache`: what a user's second session of the same program gets).  Compiled
 kernels come from the compile cache either way (an empty one adds the compiler's time).
 
+``--threads 1,2`` runs Ren once per REN_CPU_THREADS value (the compiled "cpu" device's OpenMP
+threads) and prints each replay time and its speed-up over the first count; DESILO runs on one.
+
+``--dry-run`` runs nothing: it prints the runs it would make and the memory the keys and the
+diagonals take, computed from the parameters alone (`estimate_memory`: the Galois keys the
+transforms' baby-step giant-step plans need, the digits and limbs of each key) -- seconds even at
+``--preset n16``, whose real run needs ~14 GiB.
+
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
                                             [--first-call schedule|plan-cache] [--log-n 8]
-                                            [--secret preset|dense|sparse]
+                                            [--secret preset|dense|sparse] [--dry-run]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import math
 import os
 import resource
 import statistics
@@ -36,6 +47,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +57,89 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]  # the benchmarks' helpers, and this checkout's Ren first
 
 from ckks_common import bits  # noqa: E402
+
+#: bytes of one stored word (Ren keeps residues as 32-bit words: `ren.rlwe.keys`)
+WORD = 4
+
+
+def _module(*names: str) -> ModuleType:
+    """The first of `names` that imports (the circuits move from ren.ckks to ren.ckks.circuits:
+    issue 41 §4)."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError(f"none of {names} imports")
+
+
+def circuits() -> tuple[ModuleType, ModuleType]:
+    """Ren's bootstrapping and linear-transform modules, wherever they live now."""
+    return (_module("ren.ckks.circuits.bootstrap", "ren.ckks.bootstrap"),
+            _module("ren.ckks.circuits.lintrans", "ren.ckks.lintrans"))
+
+
+def make_params(preset: str, device: str, log_n: int, secret: str) -> tuple[Any, dict]:
+    """(CKKSParams, the Bootstrapper's keyword arguments) of a preset and secret choice."""
+    boot, _ = circuits()
+    sparse = ("sparse", 192) if preset == "n16" else ("sparse", 16)
+    chosen = {"preset": {}, "dense": {"secret": "ternary"}, "sparse": {"secret": sparse}}[secret]
+    if preset == "n16":
+        return boot.bootstrap_params_n16(device, **chosen), dict(cts_levels=3, stc_levels=3)
+    return boot.bootstrap_params_small(device, N=1 << log_n, **chosen), {}
+
+
+def _switching_key_bytes(params: Any, compact: bool = False) -> int:
+    """The words of one switching key of `params` (2·dnum polynomials on Q·P), in bytes; half
+    of them when the uniform halves are seeds."""
+    polys = len(params.digits) * (1 if compact else 2)
+    return polys * params.key_ring.limbs * params.N * WORD
+
+
+def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
+                    degree: int = 31) -> dict:
+    """Memory of a bootstrapping's keys and plaintext diagonals from the parameters alone, without
+    encoding anything: the CoeffToSlot/SlotToCoeff factors (`special_fft`), each one's baby-step
+    count as `LinearTransform` plans it (`baby_steps_for` with its level's `rotation_costs`), the
+    Galois keys of their rotations and conjugation, a relinearization key, the encapsulation
+    keys of a dense secret; the diagonals on Q·P at their transform's level (as double hoisting
+    keeps them; the Q plaintexts are views).  tests/test_bench_bootstrap.py holds it to the
+    measured figures at the small presets."""
+    boot, lt = circuits()
+    from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation
+    from ren.ckks.special_fft import merge_stages, special_fft_stages
+
+    slots, top = params.slots, params.depth
+    weight = DEFAULT_WEIGHT if params.hamming_weight is None else 0
+    K = boot.bound_K(params, weight)
+    evalmod = math.ceil(math.log2(degree + 1)) + max(0, math.ceil(math.log2(2 * math.pi * (K + 1)
+                                                                             / 9)))
+    cts = merge_stages(special_fft_stages(slots, inverse=True), cts_levels)
+    stc = merge_stages(special_fft_stages(slots), stc_levels)
+    stc_top = top - cts_levels - evalmod
+    plans = [(top - g, d) for g, d in enumerate(cts)] + [(stc_top - g, d)
+                                                         for g, d in enumerate(stc)]
+    steps: set[int] = set()
+    diagonals = diagonal_bytes = 0
+    for level, d in plans:
+        indices = sorted(d)
+        baby, giant = lt.rotation_costs(params, level, lt.DEFAULT_HOISTING)
+        n1 = lt.baby_steps_for(indices, slots, baby, giant, lt.KEY_COST * baby)
+        steps |= {i % n1 for i in indices} | {i - i % n1 for i in indices}
+        diagonals += len(indices)
+        diagonal_bytes += len(indices) * params.ring_qp(level).limbs * params.N * WORD
+    galois = len(steps - {0}) + 1  # and conjugation
+    full = {"galois": galois * _switching_key_bytes(params), "relin": _switching_key_bytes(params)}
+    compact = {"galois": galois * _switching_key_bytes(params, True),
+               "relin": _switching_key_bytes(params, True)}
+    if weight:
+        small = Encapsulation(params, weight).small
+        full["encapsulation"] = _switching_key_bytes(params) + _switching_key_bytes(small)
+        compact["encapsulation"] = (_switching_key_bytes(params, True)
+                                    + _switching_key_bytes(small, True))
+    return {"galois_keys": galois, "key_bytes": full, "key_bytes_compact": compact,
+            "diagonals": diagonals, "diagonal_bytes": diagonal_bytes, "dnum": len(params.digits),
+            "key_limbs": params.key_ring.limbs, "N": params.N}
 
 
 def _rss_gib() -> float:
@@ -58,21 +154,19 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
             secret: str = "preset") -> dict:
     import ren
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
-    from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
+    from ren.ckks.serialize import serialized_size
     from ren.kernel import COMPUTE
     from ren.node import toposort
 
-    sparse = ("sparse", 192) if preset == "n16" else ("sparse", 16)
-    chosen = {"preset": {}, "dense": {"secret": "ternary"}, "sparse": {"secret": sparse}}[secret]
-    if preset == "n16":
-        params = bootstrap_params_n16(device, **chosen)
-        shape = dict(cts_levels=3, stc_levels=3)
-    else:
-        params, shape = bootstrap_params_small(device, N=1 << log_n, **chosen), {}
+    params, shape = make_params(preset, device, log_n, secret)
     out: dict = {"library": "ren", "params": repr(params)}
     t0 = time.perf_counter()
-    bt = Bootstrapper(params, **shape)
+    bt = circuits()[0].Bootstrapper(params, **shape)
     out["prepare_s"] = time.perf_counter() - t0
+    transforms = bt.transforms
+    out["diagonals"] = sum(len(t.diagonals) for t in transforms)
+    out["diagonal_bytes"] = sum(WORD * p.ring.limbs * p.ring.N for t in transforms
+                                for group in t.extended.values() for p in group.values())
     t0 = time.perf_counter()
     with ren.random.seeded(1):  # reproducible (insecure) keys: a benchmark
         kg = KeyGenerator(params)
@@ -83,6 +177,9 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         encryptor = Encryptor(params, kg.public_key())
     out["keygen_s"] = time.perf_counter() - t0
     out["key_bytes"] = keys.nbytes + ev.relin_key.nbytes + (ek.nbytes if ek else 0)
+    parts = {"galois": keys, "relin": ev.relin_key, **({"encapsulation": ek} if ek else {})}
+    out["key_parts"] = {name: [serialized_size(k), serialized_size(k, compact=True)]
+                        for name, k in parts.items()}
     out["galois_keys"] = len(keys)
     out["encapsulation"] = bt.ephemeral_weight
     enc, dec = Encoder(params), Decryptor(params, kg.secret_key())
@@ -131,6 +228,55 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
                      f"{bt.degree}, {bt.double_angles} double angles, K = {bt.K}), SlotToCoeff "
                      f"{bt.stc_levels}", slots=params.slots, rss_gib=_rss_gib())
     return out
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def _memory_lines(r: dict) -> list[str]:
+    """Ren's memory per part: keys (in memory; serialized full and compact, per kind),
+    diagonals, arena."""
+    lines = []
+    if "key_parts" in r:
+        full = sum(f for f, _ in r["key_parts"].values())
+        compact = sum(c for _, c in r["key_parts"].values())
+        each = ", ".join(f"{k} {_mib(f)} / {_mib(c)}" for k, (f, c) in r["key_parts"].items())
+        lines.append(f"  memory: keys serialized {_mib(full)} full, {_mib(compact)} compact "
+                     f"({compact / max(full, 1):.3f}x) -- {each}")
+    if "diagonal_bytes" in r:
+        lines.append(f"  memory: {r['diagonals']} plaintext diagonals (on Q*P at their level) "
+                     f"{_mib(r['diagonal_bytes'])}; keys in memory {_mib(r['key_bytes'])}"
+                     + (f"; arena {_mib(r['arena_bytes'])}" if "arena_bytes" in r else ""))
+    return lines
+
+
+def _thread_lines(rows: list[dict]) -> list[str]:
+    """The replay time per Ren thread count and the speed-up over the first count's."""
+    ren_rows = [r for r in rows if r["library"] == "ren" and "skipped" not in r]
+    if len(ren_rows) < 2:
+        return []
+    base = ren_rows[0]
+    each = "; ".join(f"{r.get('threads', 1)}: {r['replay_s']:.3g} s "
+                     f"({base['replay_s'] / r['replay_s']:.2f}x)" for r in ren_rows)
+    return [f"ren replay by thread count (speed-up over {base.get('threads', 1)}): {each}"]
+
+
+def dry_run(preset: str, log_n: int, secret: str, threads: list[int]) -> dict:
+    """What a run would do, and the keys' and diagonals' memory from the parameters (nothing
+    is encoded, generated or bootstrapped)."""
+    params, shape = make_params(preset, "python", log_n, secret)
+    est = estimate_memory(params, **shape)
+    full, compact = sum(est["key_bytes"].values()), sum(est["key_bytes_compact"].values())
+    print(f"dry run: preset {preset}, N = {params.N}, {params.slots} slots, depth "
+          f"{params.depth}, key ring {est['key_limbs']} limbs, dnum {est['dnum']}; Ren on "
+          f"threads {threads}")
+    print(f"  keys: {est['galois_keys']} Galois keys (conjugation included) + relinearization"
+          + (" + encapsulation" if "encapsulation" in est["key_bytes"] else "")
+          + f": {_mib(full)} full, {_mib(compact)} with seeded uniform halves -- "
+          + ", ".join(f"{k} {_mib(v)}" for k, v in est["key_bytes"].items()))
+    print(f"  diagonals: {est['diagonals']} on Q*P at their levels: {_mib(est['diagonal_bytes'])}")
+    return est
 
 
 def run_desilo(reps: int) -> dict:
@@ -190,8 +336,10 @@ def _report(rows: list[dict]) -> None:
             encapsulated = (f" + 2 encapsulation keys (ephemeral secret of weight "
                             f"{r['encapsulation']})") if r.get("encapsulation") else ""
             print(f"  keys: {r['galois_keys']} Galois keys + relinearization{encapsulated}, "
-                  f"{r['key_bytes'] / 2**30:.2f} GiB; prepare {r['prepare_s']:.1f} s, keygen "
+                  f"{_mib(r['key_bytes'])}; prepare {r['prepare_s']:.1f} s, keygen "
                   f"{r['keygen_s']:.1f} s")
+            for line in _memory_lines(r):
+                print(line)
             print(f"  mode: {r['mode']}")
             if "units" in r:
                 traced = (f" from a traced graph of {r['graph_nodes']:,} nodes"
@@ -206,6 +354,8 @@ def _report(rows: list[dict]) -> None:
         print(f"  first call {r['first_s']:.1f} s{how.get(r.get('compiled_by', ''), '')}; "
               f"again {r['replay_s']:.2f} s (median), "
               f"{r['first_s'] / max(r['replay_s'], 1e-9):.1f}x; peak RSS {r['rss_gib']:.1f} GiB")
+    for line in _thread_lines(rows):
+        print(line)
     peer = next((r for r in rows if r["library"] == "desilo" and "skipped" not in r), None)
     if ren_row and peer and "skipped" not in ren_row:
         print(f"ren/desilo, bootstrapping again (one thread): "
@@ -235,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="Ren's secret: the preset's (n16: dense, bootstrapped through "
                          "sparse-secret encapsulation; small: sparse h = 16), dense ternary, "
                          "or sparse (h = 192 at n16, 16 at small)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="run nothing: print the runs and the keys' and diagonals' memory "
+                         "computed from the parameters (seconds, even at n16)")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
     if args.only == "ren":
@@ -254,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
           f"(Ren at {ROOT})")
     if args.preset != "small" and args.log_n != 8:
         ap.error("--log-n is for --preset small (n16 is N = 2^16)")
+    if args.dry_run:
+        dry_run(args.preset, args.log_n, args.secret, counts)
+        return 0
     common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps),
               "--log-n", str(args.log_n), "--secret", args.secret]
     rows = []

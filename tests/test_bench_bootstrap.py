@@ -1,6 +1,7 @@
-"""benchmarks/bench_bootstrap.py without running a bootstrapping: its argument checks and the
+"""benchmarks/bench_bootstrap.py without running a bootstrapping: its argument checks, the
 side-by-side report it prints from the subprocesses' figures (the runs themselves take minutes:
-their figures are in benchmarks/README.md)."""
+their figures are in benchmarks/README.md), and its memory estimate from the parameters against
+a Bootstrapper and keys of the small presets (and, dry, at N = 2^16)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def test_the_report_compares_in_one_run(capsys):
     assert "21.6..21.7 bits" in out and "9 levels left" in out
     assert "first call 252.8 s; again 56.20 s (median), 4.5x" in out
     assert "39 Galois keys + relinearization, 8.20 GiB" in out
+    assert "ren replay by thread count (speed-up over 1): 1: 56.2 s (1.00x); 2: 40 s (1.41x)" \
+        in out
 
 
 def test_the_report_names_the_encapsulation_keys(capsys):
@@ -75,3 +78,63 @@ def test_bad_thread_counts_are_a_usage_error(bad, capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["--threads", bad, "--peers", "none"])
     assert e.value.code == 2 and "--threads" in capsys.readouterr().err
+
+
+def test_the_report_gives_memory_per_part(capsys):
+    bench._report([{**REN, "key_parts": {"galois": [8 * 2**30, 4 * 2**30 + 2**20],
+                                         "relin": [210 * 2**20, 105 * 2**20]},
+                    "diagonals": 316, "diagonal_bytes": 3 * 2**30, "arena_bytes": 1536 * 2**20}])
+    out = capsys.readouterr().out
+    assert "memory: keys serialized 8.21 GiB full, 4.10 GiB compact (0.500x) -- galois 8.00 " \
+        "GiB / 4.00 GiB, relin 210.0 MiB / 105.0 MiB" in out
+    assert "316 plaintext diagonals (on Q*P at their level) 3.00 GiB; keys in memory 8.20 GiB; " \
+        "arena 1.50 GiB" in out
+    assert "ren replay by thread count" not in out  # one thread count: no ratio
+
+
+@pytest.mark.parametrize("secret", ["preset", "dense"])
+def test_the_memory_estimate_is_what_the_small_presets_allocate(secret):
+    """The estimate from the parameters against the Bootstrapper's transforms and the keys it
+    makes: the same Galois keys, diagonal words and key words (in memory; serialized, within
+    the containers' headers)."""
+    import ren
+    from ren.ckks import KeyGenerator
+    from ren.ckks.serialize import serialized_size
+
+    params, shape = bench.make_params("small", "python", 8, secret)
+    est = bench.estimate_memory(params, **shape)
+    bt = bench.circuits()[0].Bootstrapper(params, **shape)
+    with ren.random.seeded(1):
+        kg = KeyGenerator(params)
+        keys = {"galois": bt.keys(kg), "relin": kg.relin_key()}
+        if bt.encapsulation is not None:
+            keys["encapsulation"] = bt.encapsulation_keys(kg)
+    assert est["galois_keys"] == len(keys["galois"]) == len(bt.rotation_steps) + 1
+    assert set(est["key_bytes"]) == set(keys) and ("encapsulation" in keys) == (secret == "dense")
+    for name, key in keys.items():
+        assert est["key_bytes"][name] == key.nbytes
+        full, compact = serialized_size(key), serialized_size(key, compact=True)
+        assert est["key_bytes"][name] < full < 1.01 * est["key_bytes"][name]
+        assert est["key_bytes_compact"][name] < compact < 1.02 * est["key_bytes_compact"][name]
+    words = [p for t in bt.transforms for g in t.extended.values() for p in g.values()]
+    assert est["diagonals"] == len(words) == sum(len(t.diagonals) for t in bt.transforms)
+    assert est["diagonal_bytes"] == sum(4 * p.ring.limbs * p.ring.N for p in words)
+
+
+def test_a_dry_run_at_n16_runs_nothing_and_sizes_the_keys(monkeypatch, capsys):
+    def no_runs(*args, **kwargs):
+        raise AssertionError("a dry run started a subprocess")
+
+    monkeypatch.setattr(bench, "_in_subprocess", no_runs)
+    assert bench.main(["--preset", "n16", "--dry-run", "--threads", "1,2"]) == 0
+    out = capsys.readouterr().out
+    params, shape = bench.make_params("n16", "python", 8, "preset")
+    est = bench.estimate_memory(params, **shape)
+    one_key = 2 * len(params.digits) * params.key_ring.limbs * params.N * 4  # b and a rows
+    assert est["key_bytes"]["galois"] == est["galois_keys"] * one_key
+    assert est["key_bytes"]["relin"] == one_key == 2 * est["key_bytes_compact"]["relin"]
+    assert est["diagonals"] > est["galois_keys"] > 20
+    full = sum(est["key_bytes"].values()) / 2**30
+    assert f"{est['galois_keys']} Galois keys (conjugation included) + relinearization + " \
+        f"encapsulation: {full:.2f} GiB full, {full / 2:.2f} GiB with seeded" in out
+    assert "N = 65536, 32768 slots" in out and "threads [1, 2]" in out

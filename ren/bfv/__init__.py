@@ -9,11 +9,16 @@
     ct = ev.rotate_columns(ev.multiply(ct, ct), 1)
     Encoder(params).decode(Decryptor(params, kg.secret_key()).decrypt(ct))[:2]   # [4, 9]
 
-Layout: one package for the integer schemes (`params`, `encoder`, `evaluator`); BGV would add a
-module beside them, sharing the parameters, the plaintexts and the encoder.  See
+Layout: one package for the integer schemes (`params`, `encoder`, `evaluator`); BGV is
+`bgv_params` (`BGVParams`, a `BFVParams` with levels) and `bgv` (`BGVEncryptor`, `BGVDecryptor`,
+`BGVEvaluator`, modulus switching with the t-correction), sharing the plaintexts, the encoder
+and `galois_keys`.  See
 `ren.bfv.evaluator` for the scale-invariant multiplication in RNS.
 """
 
+from ren.bfv.bgv import BGVCiphertext, BGVDecryptor, BGVEncryptor, BGVEvaluator
+from ren.bfv.bgv_params import PRESETS as BGV_PRESETS
+from ren.bfv.bgv_params import BGVLevelError, BGVParams, DepthExhaustedError
 from ren.bfv.encoder import COLUMN_GENERATOR, Encoder, Plaintext
 from ren.bfv.errors import (
     BatchingError,
@@ -34,13 +39,21 @@ from ren.bfv.evaluator import (
 from ren.bfv.params import PRESETS, BFVParams, batches
 
 __all__ = [
+    "BGV_PRESETS",
     "COLUMN_GENERATOR",
     "PRESETS",
     "BFVParams",
+    "BGVCiphertext",
+    "BGVDecryptor",
+    "BGVEncryptor",
+    "BGVEvaluator",
+    "BGVLevelError",
+    "BGVParams",
     "BatchingError",
     "ChainSecurityError",
     "Ciphertext",
     "Decryptor",
+    "DepthExhaustedError",
     "Encoder",
     "Encryptor",
     "Evaluator",

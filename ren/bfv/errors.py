@@ -6,7 +6,7 @@ errors of `ren.rlwe.serialize` (all `ren.errors.SerializationError` subclasses) 
 
 from __future__ import annotations
 
-from ren.errors import ParameterError
+from ren.errors import ParameterError, RenError
 from ren.rlwe.errors import InsecureParametersWarning, MissingKeyError, ParamsMismatchError
 from ren.rlwe.serialize import (
     CorruptedDataError,
@@ -30,6 +30,11 @@ class ChainSecurityError(ParameterError):
     """The modulus Q·P is too large for 128-bit security at this N (HE standard)."""
 
 
+class WrongResultError(RenError, ArithmeticError):
+    """A decryption differs from the exact plaintext result (`ren.bfv.debug`): the noise
+    outgrew the budget somewhere; the message names the first wrong line."""
+
+
 __all__ = [
     "BatchingError",
     "ChainSecurityError",
@@ -41,4 +46,5 @@ __all__ = [
     "ParamsMismatchError",
     "PlaintextModulusError",
     "TruncatedDataError",
+    "WrongResultError",
 ]

@@ -6,11 +6,16 @@ noise, SEAL's definition).  Encryption is the RLWE layer's (`ren.rlwe.Encryptor`
 round(Q·m/t) added to c0; decryption computes round(t·(c0 + c1·s)/Q) mod t exactly on the host
 (big integers); `Decryptor.noise_budget` is −log2(2·‖v‖∞) in bits.
 
-**Multiplication** (scale-invariant, in RNS, written as Poly ops; an HPS-style variant):
+**Multiplication** (scale-invariant, in RNS, written as Poly ops; textbook BFV word for word):
 
-1. extend each part from Q to ``B | m_sk | Q`` by fast basis conversion (`Poly.to_ring`): the
-   result is c + u·Q with 0 <= u < L, which only adds u·Q to the ciphertext's integer overflow
-   (the k of c(s) = Δm + v + Q·k) and costs a few bits of noise (Kim, Polyakov, Zucca 2021);
+1. extend each part c from Q to ``B | m_sk | Q`` exactly (BEHZ's small Montgomery reduction):
+   the fast basis conversion (`Poly.to_ring`) of c·m̃ to ``m̃ | B | m_sk`` gives
+   [c·m̃]_Q + u·Q (0 <= u < L); on the extra prime m̃, r = [−(c·m̃ + u·Q)·Q⁻¹]_m̃ shifted into
+   [−m̃/2, m̃/2) (the shift by floor(m̃/2) is a constant polynomial of N equal coefficients);
+   one prime converts exactly, and (c·m̃ + u·Q + r·Q)·m̃⁻¹ on B | m_sk is the representative
+   of c in [−Q/2, Q/2 + (L + 1)·Q/m̃): the centred one except, rarely, c near ±Q/2.  The fast
+   conversion alone leaves c + u·Q, and u·Q times the other operand's overflow cost 2–6 bits
+   of noise per product;
 2. tensor: (a0·b0, a0·b1 + a1·b0, a1·b1), exact in the larger ring;
 3. times t, divided by Q and rounded: `Poly.rescale` by Q's primes (exact), leaving
    y = round(t·d/Q) on ``B | m_sk``;
@@ -190,6 +195,15 @@ class Evaluator:
         self._qm_ring = RingSpec(p.N, (*p.chain, p.sk_modulus))
         self._B = math.prod(p.aux_moduli)
         self._B_inv_m = pow(self._B, -1, p.sk_modulus)
+        mt = p.tilde_modulus
+        self._t_ring = RingSpec(p.N, (mt,))
+        self._ext_ring = RingSpec(p.N, (mt, *p.ring_aux_q.moduli))
+        self._neg_q_inv_t = -pow(p.Q, -1, mt) % mt
+        # h = floor(m̃/2) on every coefficient (a constant int would add to X^0 only)
+        half = np.full(p.N, mt // 2, np.int64)
+        self._half_t = Poly.from_coefficients(half, self._t_ring, device=p.device)
+        self._half_aux = Poly.from_coefficients(half, p.ring_aux_q, device=p.device)
+        self._t_inv = pow(mt, -1, p.ring_aux_q.Q)
 
     # -- checks -----------------------------------------------------------------------------------
     def _ct(self, ct: Any, who: str, size: int | None = 2) -> Ciphertext:
@@ -239,7 +253,15 @@ class Evaluator:
 
     # -- multiplication ---------------------------------------------------------------------------
     def _extend(self, c: Poly) -> Poly:
-        return c.intt().to_ring(self.params.ring_aux_q).ntt()
+        """c on B | m_sk | Q, its residues on B | m_sk those of a representative z ≡ c (mod Q)
+        with |z| < Q/2 + (L + 1)·Q/m̃ (exact up to the rare coefficient near ±Q/2), by a
+        Montgomery reduction by m̃ (step 1 of the module docstring)."""
+        p = self.params
+        x = (c.intt() * p.tilde_modulus).to_ring(self._ext_ring)  # c·m̃ + u·Q, 0 <= u < L
+        # r = [-(c·m̃ + u·Q)·Q⁻¹]_m̃ = -u, shifted by h into [0, m̃) (one prime: exact below)
+        r = x.to_ring(self._t_ring) * self._neg_q_inv_t + self._half_t
+        z = x.to_ring(p.ring_aux_q) + (r.to_ring(p.ring_aux_q) - self._half_aux) * p.Q
+        return (z * self._t_inv).ntt()  # (c·m̃ + u·Q − u·Q)/m̃ = c; on Q: c·m̃·m̃⁻¹
 
     def _scale_down(self, d: Poly) -> Poly:
         """round(t·d/Q) mod Q for d on B | m_sk | Q (steps 3 and 4 of the module docstring)."""

@@ -6,8 +6,8 @@ BFV keeps one ring: every ciphertext lives on all of Q (the RLWE layer sees one 
 and the multiplicative depth is a noise budget, not a count of primes.  ``Δ = Q/t`` scales a
 message into the top of the coefficients; a product is scaled back by t/Q on an auxiliary basis
 ``B | m_sk`` (`aux_moduli`, `sk_modulus`): primes ≡ 1 (mod 2N) below 2^31, disjoint from Q and
-P, chosen so that ``B > 4·t·N·L²·Q`` holds (L the number of primes of Q; see
-`ren.bfv.evaluator`).
+P, chosen so that ``B > 4·t·N·Q`` holds, and one more prime m̃ (`tilde_modulus`) of the exact
+extension of the operands from Q to ``B | m_sk`` (see `ren.bfv.evaluator`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ MAX_T_BITS = 60
 #: Bits a fresh ciphertext's noise takes beyond log2(t): about log2(N) + FRESH_MARGIN_BITS.
 FRESH_MARGIN_BITS = 4
 #: Bits one multiplication with relinearization consumes beyond log2(t) + log2(N) + log2(L) (L
-#: the primes of Q; the approximate extension to the auxiliary basis adds up to L·Q to each
-#: part).  Measured with t = 65537: about 34 bits per multiplication at N = 2^13 (L = 6), 38.6 at
-#: N = 2^14 (L = 12); 15.3-bit t at N = 2^10 (L = 4): 26 to 29 (`tests/test_bfv.py`).
+#: the primes of Q), kept from the approximate extension (which added up to L·Q to each part):
+#: the exact extension consumes less, so the estimate is conservative.  15.3-bit t at N = 2^10
+#: (L = 4): 24 to 25 bits per product, SEAL's figure (`tests/test_bfv_seal.py`).
 MULT_MARGIN_BITS = 6
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -163,22 +163,22 @@ class BFVParams(RLWEParams):
 
     # -- the auxiliary basis of multiplication ----------------------------------------------------
     @cached_property
-    def _aux(self) -> tuple[tuple[int, ...], int]:
-        L = len(self.chain)
-        need = self.log2_Q + math.log2(self.t) + math.log2(self.N) + 2 * math.log2(L) + 3
+    def _aux(self) -> tuple[tuple[int, ...], int, int]:
+        # |tensor| <= N·Q²/2·(1 + 2(L+1)/m̃)² for centred parts, so y = round(t·d/Q) < t·N·Q/2 (+1)
+        need = self.log2_Q + math.log2(self.t) + math.log2(self.N) + 2
         used = set(self.chain) | set(self.special_moduli)
         out: list[int] = []
-        count = len(self.chain) + len(self.special_moduli) + int(need // 30) + 4
+        count = len(self.chain) + len(self.special_moduli) + int(need // 30) + 5
         for q in ntt_primes(self.N, 31, count):
             if q in used:
                 continue
             out.append(q)
-            if sum(math.log2(p) for p in out[:-1]) > need:
+            if sum(math.log2(p) for p in out[:-2]) > need:
                 break
-        if sum(math.log2(p) for p in out[:-1]) <= need:
+        if sum(math.log2(p) for p in out[:-2]) <= need:
             raise ParameterError(f"BFVParams: too few primes ≡ 1 mod {2 * self.N} below 2^31 "
                                  "for the auxiliary basis of multiplication; use a smaller chain")
-        return tuple(out[:-1]), out[-1]
+        return tuple(out[:-2]), out[-2], out[-1]
 
     @property
     def aux_moduli(self) -> tuple[int, ...]:
@@ -189,6 +189,12 @@ class BFVParams(RLWEParams):
     def sk_modulus(self) -> int:
         """The redundant prime m_sk of the exact conversion from B back to Q (m_sk > |B|)."""
         return self._aux[1]
+
+    @property
+    def tilde_modulus(self) -> int:
+        """The extra prime m̃ of the exact extension from Q to B | m_sk (a Montgomery reduction
+        by m̃ corrects the fast conversion's u·Q; m̃ > 2·(L + 1))."""
+        return self._aux[2]
 
     @cached_property
     def ring_aux_q(self) -> RingSpec:

@@ -242,3 +242,43 @@ def test_forged_fields_with_valid_checksums():
     forged = bytes(body) + hashlib.sha256(body).digest()[:16]
     with pytest.raises(CorruptedDataError, match="seed record in a version-1"):
         loads(forged, p)
+
+
+def test_bgv_ciphertexts_keep_level_and_factor():
+    bgv = pytest.importorskip("ren.bfv.bgv")
+    from ren.bfv.bgv_params import BGVParams
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = BGVParams.generate(N, T, 2, insecure=True)
+    with ren.random.seeded("test_bfv_serialize:bgv"):
+        kg = KeyGenerator(p)
+        sk, rk = kg.secret_key(), kg.relin_key()
+    x, y = values(11), values(12)
+    enc = Encoder(p)
+    ev = bgv.BGVEvaluator(p, rk)
+    prod = ev.multiply(bgv.BGVEncryptor(p, sk).encrypt(enc.encode(x)),
+                       bgv.BGVEncryptor(p, sk).encrypt(enc.encode(y)))
+    assert prod.level == 1 and prod.factor != 1  # the switch changed the factor
+    back = loads(dumps(prod), p, expect=bgv.BGVCiphertext)
+    assert (back.level, back.factor, back.size) == (prod.level, prod.factor, prod.size)
+    got = enc.decode(bgv.BGVDecryptor(p, sk).decrypt(back)).tolist()
+    assert got == [a * b % T for a, b in zip(x, y, strict=True)]
+    assert len(dumps(prod)) == serialized_size(prod)
+    # the plaintext and the keys under BGVParams
+    np.testing.assert_array_equal(loads(dumps(enc.encode(x)), p).coeffs, enc.encode(x).coeffs)
+    assert len(loads(dumps(rk, compact=True), p).b) == len(rk.b)
+    # BFV data does not load under BGVParams, nor a forged BGV record under BFVParams
+    with pytest.raises(FingerprintMismatchError):
+        loads(dumps(fresh()), p)
+    data = dumps(prod)
+    with pytest.raises(KindMismatchError, match="holds a BGVCiphertext, not a Ciphertext"):
+        loads(data, p, expect=Ciphertext)
+    forged = write_container(MAGIC, 8, ctx()[0].fingerprint, {"level": 0, "factor": 1},
+                             [q.tobytes() for q in fresh().parts])
+    with pytest.raises(CorruptedDataError, match="needs BGVParams"):
+        loads(forged, ctx()[0])
+    bad = write_container(MAGIC, 8, p.fingerprint, {"level": 9, "factor": 1},
+                          [q.tobytes() for q in prod.parts])
+    with pytest.raises(CorruptedDataError, match="'level'"):
+        loads(bad, p)

@@ -4,11 +4,14 @@
     ct = loads(data, params)              # checked against params (its fingerprint)
     ct = loads(data, params, expect=Ciphertext)   # and the kind (KindMismatchError otherwise)
 
+BGV objects (`ren.bfv.bgv`, `BGVParams`) use the same container and functions.
+
 Magic ``b"RENBFV\\x00\\x00"``; kinds: 1 `Plaintext` (its N coefficients mod t as an integer
-record), 2 `Ciphertext` (2 or 3 polynomials on Q), and the RLWE keys with the codes every Ren
-scheme uses (`ren.rlwe.serialize.KEY_KINDS`: 3 SecretKey, 4 PublicKey, 5 RelinKey, 6 GaloisKey,
-7 GaloisKeys).  The metadata of a plaintext or ciphertext is ``{}``: BFV has one level and no
-scale, and t is part of the parameters' fingerprint.
+record; BFV's and BGV's), 2 `Ciphertext` (BFV: 2 or 3 polynomials on Q), the RLWE keys with the
+codes every Ren scheme uses (`ren.rlwe.serialize.KEY_KINDS`: 3 SecretKey, 4 PublicKey,
+5 RelinKey, 6 GaloisKey, 7 GaloisKeys), and 8 `BGVCiphertext` (2 or 3 polynomials on Q_level,
+metadata ``{"level": l, "factor": f}``).  A BFV plaintext's or ciphertext's metadata is ``{}``:
+BFV has one level and no scale, and t is part of the parameters' fingerprint.
 
 **Compact form** (``compact=True``): polynomials that are exactly uniform samples are written as
 their 32-byte seeds: the ``c1`` of a fresh secret-key encryption and the ``a`` half of every key,
@@ -40,6 +43,7 @@ from ren.rlwe.serialize import (
     container_size,
     ints_record,
     key_parts,
+    meta_int,
     poly_records,
     read_container,
     record_size,
@@ -48,12 +52,29 @@ from ren.rlwe.serialize import (
 
 MAGIC = b"RENBFV\x00\x00"
 KINDS: dict[type, int] = {Plaintext: 1, Ciphertext: 2, **KEY_KINDS}
-_NAMES = {v: k.__name__ for k, v in KINDS.items()}
+BGV_CIPHERTEXT = 8
+_NAMES = {**{v: k.__name__ for k, v in KINDS.items()}, BGV_CIPHERTEXT: "BGVCiphertext"}
+
+
+def _bgv() -> Any:
+    """The BGV module (`ren.bfv.bgv`), None in a build without it."""
+    try:
+        from ren.bfv import bgv
+    except ImportError:  # pragma: no cover
+        return None
+    return bgv
+
+
+def _is_bgv_ct(obj: Any) -> bool:
+    bgv = _bgv()
+    return bgv is not None and isinstance(obj, bgv.BGVCiphertext)
 
 
 def _parts(obj: Any, who: str) -> tuple[dict, list[Poly]]:
     if isinstance(obj, Ciphertext):
         return {}, list(obj.parts)
+    if _is_bgv_ct(obj):
+        return {"level": obj.level, "factor": obj.factor}, list(obj.parts)
     parts = key_parts(obj)
     if parts is None:
         raise ParameterError(f"{who}: cannot serialize a {type(obj).__name__}; expected a BFV "
@@ -87,7 +108,8 @@ def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False,
         raise ParameterError(f"{who}: refusing to serialize a SecretKey; pass "
                              "allow_secret=True if you really mean to write the secret out")
     records = poly_records(polys, compact, form, who)
-    return write_container(MAGIC, KINDS[type(obj)], obj.params.fingerprint, meta, records)
+    kind = BGV_CIPHERTEXT if _is_bgv_ct(obj) else KINDS[type(obj)]
+    return write_container(MAGIC, kind, obj.params.fingerprint, meta, records)
 
 
 def loads(data: bytes | bytearray | memoryview, params: BFVParams, expect: type | None = None
@@ -96,15 +118,31 @@ def loads(data: bytes | bytearray | memoryview, params: BFVParams, expect: type 
     `expect` (see the module docstring for the errors)."""
     who = "ren.bfv.loads"
     check_instance(params, BFVParams, f"{who}: params")
+    scheme = type(params).__name__
     kind, meta, count, r = read_container(data, magic=MAGIC, fingerprint=params.fingerprint,
-                                          kinds=_NAMES, who=who, scheme="BFVParams")
-    check_kind(kind, _NAMES, expect, KINDS, who)
+                                          kinds=_NAMES, who=who, scheme=scheme)
+    bgv = _bgv()
+    codes = KINDS if bgv is None else {**KINDS, bgv.BGVCiphertext: BGV_CIPHERTEXT}
+    check_kind(kind, _NAMES, expect, codes, who)
     return build_checked(r, _NAMES[kind], lambda: _build(kind, meta, count, r, params))
 
 
 def _build(kind: int, meta: dict, count: int, r: Reader, p: BFVParams) -> Any:
     if kind in (1, 2) and meta:
         raise r.fail(f"a BFV {_NAMES[kind]} has no metadata, the data has {sorted(meta)}"[:300])
+    bgv = _bgv()
+    is_bgv = bgv is not None and isinstance(p, bgv.BGVParams)
+    if kind == BGV_CIPHERTEXT:
+        if not is_bgv:
+            raise r.fail("a BGVCiphertext needs BGVParams")
+        level = meta_int(r, meta, "level", 0, p.depth)
+        factor = meta_int(r, meta, "factor", 1, p.t - 1)
+        if count not in (2, 3):
+            raise r.fail(f"a BGVCiphertext has 2 or 3 polynomials, the data says {count}")
+        return bgv.BGVCiphertext(tuple(r.polys(count, p.ring(level), p.device)), level, factor,
+                                 p)
+    if kind == 2 and is_bgv:
+        raise r.fail("a BFV Ciphertext under BGVParams")
     if kind == 1:
         if count != 1:
             raise r.fail(f"a Plaintext has 1 record, the data says {count}")

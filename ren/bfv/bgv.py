@@ -57,6 +57,7 @@ from ren.bfv.bgv_params import BGVLevelError, BGVParams, DepthExhaustedError
 from ren.bfv.encoder import COLUMN_GENERATOR, Plaintext
 from ren.bfv.errors import MissingKeyError, ParamsMismatchError
 from ren.errors import ParameterError, check_bool, check_instance, check_int
+from ren.ir import broadcast_const
 from ren.poly import Poly
 from ren.rlwe import Decryptor as RLWEDecryptor
 from ren.rlwe import Encryptor as RLWEEncryptor
@@ -393,14 +394,15 @@ class BGVEvaluator:
 def _drop_prime(c: Poly, t: int) -> Poly:
     """(c + δ)/q on the ring without its last prime q, δ = t·[−c·t⁻¹]_q centred (exact)."""
     ring = c.ring
-    n = ring.limbs
+    n, device = ring.limbs, c.device
     q = ring.moduli[-1]
-    lower = ring.sub(0, n - 1)
+    lower, last = ring.sub(0, n - 1), ring.sub(n - 1, n)
     h = q // 2
-    # w + h in [0, q) on q alone, w = [−c·t⁻¹]_q centred in [−h, q − 1 − h]
-    v = c.to_ring(ring.sub(n - 1, n)).intt() * (-pow(t, -1, q) % q) + h
-    delta = ((v.to_ring(lower) - h) * t).ntt()  # one prime: an exact conversion
-    return (c.to_ring(lower) + delta) * pow(q, -1, math.prod(lower.moduli))
+    # w + h in [0, q) on q alone (h in every coefficient), w = [−c·t⁻¹]_q centred in
+    # [−h, q − 1 − h]; converted from one prime exactly, then h taken off again
+    v = c.to_ring(last).intt() * (-pow(t, -1, q) % q) + Poly(broadcast_const(h, last, device))
+    w = v.to_ring(lower) - Poly(broadcast_const(h, lower, device))
+    return (c.to_ring(lower) + (w * t).ntt()) * pow(q, -1, math.prod(lower.moduli))
 
 
 __all__ = ["BGVCiphertext", "BGVDecryptor", "BGVEncryptor", "BGVEvaluator", "balance",

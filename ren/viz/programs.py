@@ -1,8 +1,8 @@
 """Programs to inspect: the built-in examples and Python files.
 
-A PROGRAM is a built-in example name (`EXAMPLES`: the scheduler corpus of `ren.corpus` and the
-CKKS examples below; ``ren-inspect examples`` lists them) or the path of a Python file that
-defines either
+A PROGRAM is a built-in example name (the scheduler corpus of `ren.corpus`, the CKKS examples
+and the BFV/BGV examples below; ``ren-inspect examples`` lists them) or the path of a Python file
+that defines either
 
     def program():            what to inspect: a Poly, a CKKS Ciphertext or Plaintext, or a
                               list / tuple / dict / dataclass tree of them, lazy (not realized)
@@ -35,8 +35,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ren import bfv as ren_bfv
 from ren import corpus
 from ren import random as ren_random
+from ren.bfv.debug import Report as BudgetReport
+from ren.bfv.debug import budget_meter
 from ren.ckks import (
     CKKSParams,
     Encoder,
@@ -71,6 +74,7 @@ class Program:
     seed: str = ""
     notes: dict[str, str] = field(default_factory=dict)  # e.g. {"CKKS parameters": "..."}
     ckks: CKKSProgram | None = None  # a CKKS example's fn(ev, *cts), for the precision meter
+    bfv: CKKSProgram | None = None  # a BFV/BGV example's fn(ev, *cts), for the budget meter
 
     def outputs(self) -> tuple[Poly, ...]:
         """A fresh build of the program's lazy outputs, flattened to Polys."""
@@ -230,9 +234,9 @@ class CKKSProgram:
     `ren.ckks.debug.precision` needs (the secret key: inspection only)."""
 
     fn: Callable[..., Any]
-    evaluator: Evaluator
-    keygen: KeyGenerator
-    values: tuple[list[float], ...]  # the example inputs' slot values, before encryption
+    evaluator: Any  # a CKKS Evaluator (or a BFV/BGV one in `Program.bfv`)
+    keygen: Any  # its KeyGenerator (ren.ckks's, or ren.rlwe's for BFV/BGV)
+    values: tuple[list[Any], ...]  # the example inputs' slot values, before encryption
 
 
 @dataclass
@@ -333,6 +337,107 @@ def _ckks_program(name: str, params_name: str) -> Program:
                    ckks=CKKSProgram(fn, ev, context.keygen, values))
 
 
+# -- BFV and BGV examples --------------------------------------------------------------------------
+def bfv_params(name: str, bgv: bool = False) -> Any:
+    """The BFV (or BGV) parameters for the name given as ``--ckks-params``: ``small`` is tiny
+    and insecure (N = 256, t = 7681), N13/N14/N15 are the `BFVParams.preset` (`BGVParams`)
+    names."""
+    cls: Any = ren_bfv.BFVParams
+    if bgv:
+        from ren.bfv.bgv_params import BGVParams
+
+        cls = BGVParams
+    if name == "small":
+        with warnings.catch_warnings():  # tiny on purpose: inspection, not security
+            warnings.simplefilter("ignore", InsecureParametersWarning)
+            if bgv:
+                return cls.generate(256, 7681, 2, insecure=True)
+            return cls.generate(256, 7681, 3, 1, insecure=True)
+    if name not in ren_bfv.PRESETS:
+        raise InspectError(f"the BFV/BGV examples have no parameters {name!r}; choose small or "
+                           + ", ".join(ren_bfv.PRESETS))
+    return cls.preset(name)
+
+
+def _bgv_module() -> Any:
+    """`ren.bfv.bgv`, or None in a build without BGV (then there is no bgv_multiply)."""
+    try:
+        from ren.bfv import bgv
+    except ImportError:  # pragma: no cover
+        return None
+    return bgv
+
+
+@cache
+def _integer_context(params_name: str, bgv: bool) -> tuple[Any, Any, Any, Any, Any]:
+    """(params, key generator, encoder, encryptor, evaluator) of the BFV or BGV examples."""
+    from ren.rlwe import KeyGenerator as RLWEKeyGenerator
+
+    params = bfv_params(params_name, bgv)
+    with ren_random.seeded(f"{'bgv' if bgv else 'bfv'}-context:{params_name}"):
+        kg = RLWEKeyGenerator(params)
+        pk, rlk = kg.public_key(), kg.relin_key()
+    if bgv:
+        m = _bgv_module()
+        return params, kg, ren_bfv.Encoder(params), m.BGVEncryptor(params, pk), \
+            m.BGVEvaluator(params, rlk)
+    return (params, kg, ren_bfv.Encoder(params), ren_bfv.Encryptor(params, pk),
+            ren_bfv.Evaluator(params, rlk))
+
+
+def _integer_multiply(ev: Any, x: Any, y: Any) -> Any:
+    return ev.multiply(x, y)
+
+
+#: name -> (description, BGV or not)
+BFV_EXAMPLES: dict[str, tuple[str, bool]] = {
+    "bfv_multiply": ("x·y of two BFV ciphertexts, scale-invariant in RNS: basis extension from Q "
+                     "to B|m_sk|Q, tensor, ×t and exact rescale by Q, exact conversion back to "
+                     "Q, relinearize", False),
+    "bgv_multiply": ("x·y of two BGV ciphertexts: tensor on Q_l, relinearize (key switching of "
+                     "t⁻¹·c2, times t), modulus switch to level l−1 with the t-correction",
+                     True),
+}
+
+
+def _bfv_examples() -> dict[str, tuple[str, bool]]:
+    """The BFV/BGV examples this build has (bgv_multiply needs ren.bfv.bgv)."""
+    return {k: v for k, v in BFV_EXAMPLES.items() if not v[1] or _bgv_module() is not None}
+
+
+def _bfv_program(name: str, params_name: str) -> Program:
+    description, bgv = BFV_EXAMPLES[name]
+    params, kg, enc, encryptor, ev = _integer_context(params_name, bgv)
+    half = params.N // 2
+    values = ([3, -1, 7, 100] + [0] * (half - 4) + [5, 6], [2, 4, -6, 1000] + [0] * (half - 4)
+              + [-7, 8])
+
+    def function(*cts: Any) -> Any:
+        return _integer_multiply(ev, *cts)
+
+    def inputs() -> tuple:
+        return tuple(encryptor.encrypt(enc.encode(v)).realize() for v in values)
+
+    label = "BGV parameters" if bgv else "BFV parameters"
+    return Program(name, description, "bgv" if bgv else "bfv", lambda: function(*inputs()),
+                   function, inputs, seed=f"{name}:{params_name}",
+                   notes={label: f"{params_name}: {params!r}"},
+                   bfv=CKKSProgram(_integer_multiply, ev, kg, values))
+
+
+def budget_of(prog: Program) -> BudgetReport:
+    """The noise-budget meter (`ren.bfv.debug.budget_meter`) of a BFV/BGV example on its
+    example values (encrypted with the secret key, seeded); InspectError for other programs."""
+    if prog.bfv is None:
+        raise InspectError(f"{prog.name}: the noise-budget meter needs a BFV/BGV program (the "
+                           "built-in bfv_*/bgv_* examples); from Python, call "
+                           "ren.bfv.debug.budget_meter on your function")
+    c = prog.bfv
+    with ren_random.seeded(prog.seed or f"inspect:{prog.name}"):
+        return budget_meter(c.fn, *c.values, evaluator=c.evaluator,
+                            secret_key=c.keygen.secret_key())
+
+
 # -- the registry and files ------------------------------------------------------------------------
 def examples() -> dict[str, tuple[str, str]]:
     """Built-in example name -> (origin, one-line description), corpus first."""
@@ -341,6 +446,8 @@ def examples() -> dict[str, tuple[str, str]]:
         out[name] = ("corpus", first_sentence(fn.__doc__ or name))
     for name, (description, _) in CKKS_EXAMPLES.items():
         out[name] = ("ckks", description)
+    for name, (description, bgv) in _bfv_examples().items():
+        out[name] = ("bgv" if bgv else "bfv", description)
     return out
 
 
@@ -357,6 +464,13 @@ def load_program(spec: str | Path, ckks: str = DEFAULT_CKKS_PARAMS) -> Program:
             raise
         except RenError as e:
             raise InspectError(f"{text} with CKKS parameters {ckks!r}: {e}") from e
+    if text in _bfv_examples():
+        try:
+            return _bfv_program(text, ckks)
+        except InspectError:
+            raise
+        except RenError as e:
+            raise InspectError(f"{text} with parameters {ckks!r}: {e}") from e
     path = Path(text)
     if text.strip() and (path.suffix == ".py" or path.exists() or "/" in text):
         return load_file(path)
@@ -418,5 +532,6 @@ def _as_tuple(x: Any) -> tuple:
     return x if isinstance(x, tuple) else (x,)
 
 
-__all__ = ["CKKS_EXAMPLES", "CKKS_PARAMS", "DEFAULT_CKKS_PARAMS", "Program", "ckks_context",
-           "ckks_params", "examples", "load_file", "load_program", "poly_leaves"]
+__all__ = ["BFV_EXAMPLES", "CKKS_EXAMPLES", "CKKS_PARAMS", "DEFAULT_CKKS_PARAMS", "Program",
+           "bfv_params", "budget_of", "ckks_context", "ckks_params", "examples", "load_file",
+           "load_program", "poly_leaves"]

@@ -22,6 +22,11 @@ encode/decode per ciphertext is timed too (they run beside the workers, on anoth
 Last, the machine's own ceiling: two plain processes (no Dask) replaying side by side, against
 one alone; on a VM whose two cores share caches and memory bandwidth this is below 2x.
 
+Before the jobs it prints the wire's own speed on one core (`wire_report`): encode and decode
+GB/s of an input and of a result ciphertext through `ren.distributed.wire` and Dask's
+serialization (goal >= 2 GB/s each way), the on-disk container for comparison, and SHA-256
+against BLAKE3 (and xxHash where installed) over the same bytes.
+
 The batch cycles through `--distinct` fresh encryptions (encrypting 64 at N = 2^14 takes a
 while and is not what is measured).  The machine is often shared: run it on a quiet one.
 
@@ -32,6 +37,8 @@ Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--worker
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib
 import logging
 import multiprocessing
 import queue
@@ -56,6 +63,8 @@ from ren.ckks import (
 )
 from ren.distributed import local_client, submit
 from ren.distributed.batch import size
+from ren.distributed.frames import CHECKSUM
+from ren.distributed.wire import Codec
 
 
 @ren.jit
@@ -139,6 +148,67 @@ def _time_job(w: int, batch: list, rlk: Any, label: str) -> tuple[float, float]:
     return wall, run
 
 
+def _median_seconds(fn: Any, repeat: int = 30) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def wire_speed(obj: Any, params: CKKSParams) -> tuple[float, float, int]:
+    """(encode s, decode s, bytes) of one object through the wire on this one core: encode is
+    `Codec.encode` and Dask's serialization into (header, frames), decode the way back from
+    frames as a transport hands them over (fresh buffers) to a realized ciphertext."""
+    from distributed.protocol import deserialize, serialize
+
+    codec = Codec({params.fingerprint: params})
+
+    def encode() -> tuple[Any, list]:
+        return serialize(codec.encode(obj, "x"), serializers=("dask", "pickle"))
+
+    header, frames = encode()
+    received = [bytearray(f) for f in frames]  # what the socket wrote into
+
+    def decode() -> None:
+        codec.decode(deserialize(header, received)).realize()
+
+    nbytes = sum(memoryview(f).nbytes for f in frames)
+    return _median_seconds(encode), _median_seconds(decode), nbytes
+
+
+def wire_report(ct: Any, result: Any, params: CKKSParams) -> None:
+    """Prints the wire's encode/decode GB/s for an input and a result (goal >= 2 GB/s each way
+    on one core), the same through the on-disk container (`ren.ckks.dumps`/`loads`, SHA-256),
+    and the checksums' own speed over the ciphertext's bytes."""
+    for what, obj in (("input", ct), ("result", result)):
+        enc, dec, nbytes = wire_speed(obj, params)
+        article = "an" if what == "input" else "a"
+        print(f"wire, one core, {article} {what} ciphertext ({size(nbytes)}): encode "
+              f"{enc * 1e3:.2f} ms = {nbytes / enc / 1e9:.2f} GB/s, decode {dec * 1e3:.2f} ms = "
+              f"{nbytes / dec / 1e9:.2f} GB/s (goal >= 2 GB/s each way; checksum {CHECKSUM})")
+    blob = dumps(ct, form="montgomery")
+    enc = _median_seconds(lambda: dumps(ct, form="montgomery"))
+    dec = _median_seconds(lambda: loads(blob, params).parts[0].realize())
+    print(f"  the on-disk container (ren.ckks.dumps/loads, SHA-256; the wire before issue 42): "
+          f"encode {len(blob) / enc / 1e9:.2f} GB/s, decode {len(blob) / dec / 1e9:.2f} GB/s")
+    data = memoryview(blob)
+    hashes = {"sha256": lambda: hashlib.sha256(data).digest(),
+              "blake2b": lambda: hashlib.blake2b(data).digest()}
+    for name, module, call in (("blake3", "blake3", "blake3"), ("xxh3_128", "xxhash",
+                                                                  "xxh3_128")):
+        try:
+            fn = getattr(importlib.import_module(module), call)
+        except ImportError:
+            continue
+        hashes[name] = lambda fn=fn: fn(data).digest()
+    print("  checksums over its bytes, one core: " + ", ".join(
+        f"{name} {len(blob) / _median_seconds(h) / 1e9:.2f} GB/s" for name, h in hashes.items())
+        + " (BLAKE3 and SHA-256 are cryptographic, xxh3 is not)")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log-n", type=int, default=14)
@@ -177,15 +247,8 @@ def main(argv: list[str] | None = None) -> None:
         out = square(fresh[i % len(fresh)], keys=rlk)
         local.append(time.perf_counter() - t0)
     op = statistics.median(local)
-    t0 = time.perf_counter()
-    blob = dumps(fresh[0])
-    client_encode = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    loads(dumps(out), params).parts[0].realize()
-    client_decode = time.perf_counter() - t0
-    print(f"local replay: {op * 1e3:.1f} ms per ciphertext (median of {len(local)}); client "
-          f"encode {client_encode * 1e3:.1f} ms ({size(len(blob))}), decode of a result "
-          f"{client_decode * 1e3:.1f} ms")
+    print(f"local replay: {op * 1e3:.1f} ms per ciphertext (median of {len(local)})")
+    wire_report(fresh[0], out, params)
 
     # per worker count, one (wall, replay per ciphertext) per round; the counts take turns
     # within a round, so a burst of load elsewhere hits them alike

@@ -1,14 +1,17 @@
-"""ren.distributed without a cluster: the wire format (Ren's checksummed formats inside plain
-containers), the guard that refuses secret keys, the sweep's grid and its point runner, and the
-message when Dask is missing.  None of this needs Dask, so it runs on the README's plain
-``pip install -e ".[test]"`` too."""
+"""ren.distributed without a cluster: the wire format (Sealed records: a header and frames
+that are the limbs' own storage, checksummed; BFV's objects too), the guard that refuses secret
+keys, the sweep's grid and its point runner, and the message when Dask is missing.  None of
+this needs Dask (the Dask family's check is skipped without it), so it runs on the README's
+plain ``pip install -e ".[test]"`` too."""
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +19,21 @@ import pytest
 from ckks_helpers import context
 
 import ren
+from ren.bfv import BFVParams
+from ren.bfv import Decryptor as BFVDecryptor
+from ren.bfv import Encoder as BFVEncoder
+from ren.bfv import Encryptor as BFVEncryptor
+from ren.bfv import Evaluator as BFVEvaluator
+from ren.bfv import InsecureParametersWarning as BFVInsecure
+from ren.bfv import galois_keys as bfv_galois_keys
 from ren.ckks import Decryptor, Encryptor, dumps
 from ren.distributed import SecretKeyError, WireError, run_point
+from ren.distributed.frames import register_dask
 from ren.distributed.sweep import expand_grid
 from ren.distributed.wire import Codec, Sealed, guarded_dumps, wire_bytes
 from ren.errors import ParameterError, SerializationError
+from ren.ir import storage_buffer
+from ren.rlwe import KeyGenerator
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,53 +43,169 @@ def ckks():
     return context(N=64, depth=2, scale_bits=30, first_bits=40)
 
 
-def test_a_tree_of_ren_objects_round_trips_in_rens_own_formats(ckks):
+def _frames_share_storage(rec, polys) -> bool:
+    """Whether each frame of `rec` is the storage of the matching Poly itself (no copy)."""
+    return len(rec.frames) == len(polys) and all(
+        np.shares_memory(np.frombuffer(f, np.uint8), storage_buffer(p.node).array())
+        for f, p in zip(rec.frames, polys))
+
+
+def test_a_tree_of_ren_objects_round_trips_as_headers_and_frames(ckks):
     ct = ckks.encrypt([0.5, -0.25])
     poly = ren.Poly.from_coefficients(range(16), ren.RingSpec.generate(16, 2))
     tree = {"ct": ct, "rest": (poly, 3, "x", np.arange(4), None), "rlk": ckks.ev.relin_key}
     codec = Codec()
     wire = codec.encode(tree, "tree")
-    # every Ren object is a Sealed record holding exactly the bytes of Ren's own format, the
-    # polynomials in the Montgomery form Ren stores them in (no conversion at either end)
-    assert wire["ct"] == Sealed("ckks", ckks.params.fingerprint, dumps(ct, form="montgomery"))
-    assert wire["rest"][0] == Sealed("poly", "python", poly.tobytes("montgomery"))
-    assert wire["rlk"].data == dumps(ckks.ev.relin_key, compact=True, form="montgomery")
-    assert wire_bytes(wire) == sum(len(r.data) for r in (wire["ct"], wire["rest"][0], wire["rlk"]))
-    back = Codec(codec.params).decode(pickle.loads(pickle.dumps(wire)))
-    assert dumps(back["ct"]) == dumps(ct)
+    # a ciphertext is one frame per part: the part's own storage (Montgomery words), not a copy
+    assert isinstance(wire["ct"], Sealed) and wire["ct"].kind == "ct"
+    assert _frames_share_storage(wire["ct"], ct.parts)
+    assert bytes(wire["ct"].frames[1]) == storage_buffer(ct.parts[1].node).array().tobytes()
+    assert _frames_share_storage(wire["rest"][0], [poly])
+    # keys in the compact form: the uniform halves are seeds, only the b rows are frames
+    dnum = len(ckks.params.digits)
+    assert len(wire["rlk"].frames) == dnum
+    assert wire["rlk"].nbytes < ckks.ev.relin_key.nbytes // 2 + 1000
+    assert wire_bytes(wire) == sum(r.nbytes for r in (wire["ct"], wire["rest"][0], wire["rlk"]))
+    back = Codec(codec.params).decode(pickle.loads(pickle.dumps(wire, protocol=5)))
+    assert dumps(back["ct"]) == dumps(ct) and back["ct"].scale == ct.scale
     assert back["rest"][0].tolist() == poly.tolist()
     assert back["rest"][1:3] == (3, "x") and back["rest"][4] is None
     assert back["rest"][3].tolist() == [0, 1, 2, 3]
     assert dumps(back["rlk"]) == dumps(ckks.ev.relin_key)  # uniform halves regenerated
     assert np.allclose(ckks.decrypt(back["ct"])[:2], [0.5, -0.25], atol=1e-6)
+    # the decoded Polys own their storage: the frames can go
+    assert not np.shares_memory(storage_buffer(back["ct"].parts[0].node).array(),
+                                storage_buffer(ct.parts[0].node).array())
 
 
-def test_a_sealed_record_pickles_its_data_out_of_band(ckks):
-    rec = Codec().encode(ckks.encrypt([0.5]), "ct")
-    # protocol 5 (Dask's): the data leaves the pickle stream as one buffer, not copied into it
+def test_a_fresh_secret_key_encryption_sends_its_uniform_half_as_a_seed(ckks):
+    ct = ckks.sk_encryptor.encrypt(ckks.enc.encode([0.75]))
+    codec = Codec()
+    rec = codec.encode(ct, "ct")
+    assert len(rec.frames) == 1 and b'"s"' in rec.meta  # c0 dense, c1 a seed
+    assert rec.nbytes < ct.parts[0].ring.limbs * ckks.params.N * 4 + 500
+    back = Codec(codec.params).decode(rec)
+    assert back.parts[1].tolist() == ct.parts[1].tolist()
+    assert np.allclose(ckks.decrypt(back)[:1], [0.75], atol=1e-6)
+    # a computed ciphertext has no uniform half: both parts travel
+    assert len(codec.encode(ckks.ev.add(ct, ct), "sum").frames) == 2
+
+
+def test_a_record_frames_out_of_band_for_pickle_and_dask(ckks):
+    ct = ckks.encrypt([0.5])
+    rec = Codec().encode(ct, "ct")
+    # protocol 5 (Dask's pickle family): each frame leaves the pickle stream as a buffer
     buffers: list = []
     stream = pickle.dumps(rec, protocol=5, buffer_callback=buffers.append)
-    assert len(buffers) == 1 and bytes(buffers[0].raw()) == rec.data
-    assert len(stream) < 200 < len(rec.data)
-    # the receiving transport hands the frame back as a buffer of its own: bytes again
-    back = pickle.loads(stream, buffers=[bytearray(buffers[0].raw())])
-    assert back == rec and type(back.data) is bytes
-    # older protocols keep the data in the stream
+    assert len(buffers) == 2 and len(stream) < 400
+    assert np.shares_memory(np.frombuffer(buffers[0].raw(), np.uint8),
+                            storage_buffer(ct.parts[0].node).array())
+    # the receiving transport hands the frames back as buffers of its own
+    back = pickle.loads(stream, buffers=[bytearray(b.raw()) for b in buffers])
+    assert back.checksum == rec.checksum
+    assert [bytes(f) for f in back.frames] == [bytes(f) for f in rec.frames]
+    # older protocols keep the frames in the stream
     for protocol in (2, 4):
         old = pickle.loads(pickle.dumps(rec, protocol=protocol))
-        assert old == rec and type(old.data) is bytes
+        assert [bytes(f) for f in old.frames] == [bytes(f) for f in rec.frames]
+    # Dask's own family: a small header and the frames, which are the limbs' storage
+    protocol = pytest.importorskip("distributed.protocol")
+    assert register_dask()
+    header, frames = protocol.serialize(rec, serializers=("dask",))
+    assert header["serializer"] == "dask"
+    assert any(np.shares_memory(np.frombuffer(f, np.uint8),
+                                storage_buffer(ct.parts[0].node).array()) for f in frames)
+    again = protocol.deserialize(header, [bytearray(f) for f in frames])
+    assert again.checksum == rec.checksum
+    assert dumps(Codec({ckks.params.fingerprint: ckks.params}).decode(again)) == dumps(ct)
 
 
-def test_corrupted_or_unknown_records_are_refused(ckks):
+def _flip(rec, frame: int, at: int):
+    f = bytearray(rec.frames[frame])
+    f[at] ^= 1
+    frames = list(rec.frames)
+    frames[frame] = f
+    return Sealed.from_header(rec.header(), frames)
+
+
+def test_corrupted_truncated_or_unknown_records_are_refused(ckks):
     codec = Codec()
     rec = codec.encode(ckks.encrypt([0.5]), "ct")
-    bad = Sealed(rec.kind, rec.tag, rec.data[:100] + bytes([rec.data[100] ^ 1]) + rec.data[101:])
-    with pytest.raises(SerializationError, match="checksum mismatch"):
-        codec.decode(bad)
+    with pytest.raises(SerializationError, match=r"failed its .* checksum"):
+        codec.decode(_flip(rec, 1, 100))
+    short = Sealed.from_header(rec.header(), [rec.frames[0], bytes(rec.frames[1])[:-4]])
+    with pytest.raises(SerializationError, match="checksum"):
+        codec.decode(short)
+    with pytest.raises(SerializationError, match="malformed header"):
+        Sealed.from_header({"kind": "ct"}, [])
+    # a record whose checksum matches but whose content is wrong: still refused, specifically
+    resealed = Sealed("ct", rec.meta, (rec.frames[0], bytes(rec.frames[1])[:-4]))
+    with pytest.raises(SerializationError, match="cut short or mixed up"):
+        codec.decode(resealed)
+    q0 = ckks.params.ring(ckks.params.depth).moduli[0]
+    big = np.frombuffer(bytes(rec.frames[0]), np.uint32).copy()
+    big[5] = q0
+    with pytest.raises(SerializationError, match=r"residue \[0, 5\] .* not below"):
+        codec.decode(Sealed("ct", rec.meta, (big.tobytes(), rec.frames[1])))
+    three = rec.meta.replace(b'"polys":[', b'"polys":[["d",1],')
+    with pytest.raises(SerializationError, match=r"describes 3 dense .* has 2 frame"):
+        codec.decode(Sealed("ct", three, rec.frames))
+    with pytest.raises(SerializationError, match=r"4 polynomial.* is not a ciphertext"):
+        codec.decode(Sealed("ct", three.replace(b'"polys":[', b'"polys":[["d",1],'),
+                            (*rec.frames, *rec.frames)))
+    with pytest.raises(SerializationError, match="metadata is not JSON"):
+        codec.decode(Sealed("ct", b"{" + rec.meta, rec.frames))
     with pytest.raises(WireError, match=r"parameters .* were not sent with the job"):
         Codec().decode(rec)
     with pytest.raises(WireError, match="unknown wire record kind 'blob'"):
-        codec.decode(Sealed("blob", b"", b""))
+        codec.decode(Sealed("blob", b"", ()))
+    with pytest.raises(WireError, match="unknown checksum algorithm 'md5'"):
+        codec.decode(Sealed("ct", rec.meta, rec.frames, "md5", rec.checksum))
+
+
+def test_sha256_records_are_read_too(ckks):
+    # a sender without blake3 writes SHA-256 records; every receiver reads them
+    codec = Codec()
+    rec = codec.encode(ckks.encrypt([0.5]), "ct")
+    sha = Sealed(rec.kind, rec.meta, rec.frames, "sha256")
+    assert sha.checksum == hashlib.sha256(b"ct" + rec.meta + b"".join(
+        bytes(f) for f in rec.frames)).digest()
+    assert dumps(codec.decode(sha)) == dumps(codec.decode(rec))
+    with pytest.raises(SerializationError, match="failed its sha256 checksum"):
+        codec.decode(_flip(sha, 0, 7))
+
+
+def test_bfv_objects_travel(ckks):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BFVInsecure)
+        params = BFVParams.generate(64, 257, 3, 1, insecure=True)
+    kg = KeyGenerator(params)
+    enc, pk = BFVEncoder(params), kg.public_key()
+    pt = enc.encode([3, 1, 4, 1, 5])
+    ct = BFVEncryptor(params, pk).encrypt(pt)
+    ev = BFVEvaluator(params, kg.relin_key())
+    tree = (ct, pt, kg.relin_key(), pk, bfv_galois_keys(kg, [1]), ev.multiply(ct, ct, relin=False))
+    codec = Codec()
+    wire = codec.encode(tree, "bfv")
+    assert [r.kind for r in wire] == ["ct", "bfv-pt", "swk", "pk", "gks", "ct"]
+    assert len(wire[5].frames) == 3 and len(wire[3].frames) == 1  # pk: a is a seed
+    back = Codec(codec.params).decode(pickle.loads(pickle.dumps(wire, protocol=5)))
+    dec = BFVDecryptor(params, kg.secret_key())
+    assert enc.decode(dec.decrypt(back[0]))[:5].tolist() == [3, 1, 4, 1, 5]
+    assert back[1].coeffs.tolist() == pt.coeffs.tolist() and back[1].params == params
+    assert enc.decode(dec.decrypt(back[5]))[:5].tolist() == [9, 1, 16, 1, 25]
+    rlk, got = tree[2], back[2]
+    assert [p.tolist() for p in (*got.b, *got.a)] == [p.tolist() for p in (*rlk.b, *rlk.a)]
+    assert [back[3].b.tolist(), back[3].a.tolist()] == [pk.b.tolist(), pk.a.tolist()]
+    assert sorted(back[4].keys) == sorted(tree[4].keys)
+    # a multiplication on the decoded ciphertext with the decoded keys is still exact
+    again = BFVEvaluator(params, back[2]).multiply(back[0], back[0])
+    assert enc.decode(dec.decrypt(again))[:5].tolist() == [9, 1, 16, 1, 25]
+    # and BFV's holders of the secret are refused like CKKS's
+    with pytest.raises(SecretKeyError, match="refusing to send a Decryptor"):
+        codec.encode([dec], "batch")
+    with pytest.raises(SecretKeyError, match="refusing to send a secret-key Encryptor"):
+        codec.encode([BFVEncryptor(params, kg.secret_key())], "batch")
 
 
 def test_values_that_cannot_travel_say_what_can(ckks):

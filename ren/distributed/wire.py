@@ -1,64 +1,95 @@
 """What crosses the wire between a client and its workers, and the guard that keeps secrets home.
 
-Ren objects travel in Ren's own versioned, checksummed formats, never as pickled Python objects:
+Ren objects travel as `Sealed` records (`ren.distributed.frames`): a small header (kind, JSON
+metadata with the parameters' fingerprint, a BFV or CKKS object's level and scale, and a
+checksum, BLAKE3 where installed) and frames that are the polynomials' own storage, never
+pickled Python objects and never copied into a byte string on the way out:
 
-* a CKKS `Ciphertext`, `Plaintext`, `PublicKey`, `RelinKey`, `GaloisKey`, `GaloisKeys` or
-  `EncapsulationKeys` as the bytes of `ren.ckks.dumps` (keys in the compact form: every uniform
-  half as its 32-byte seed), tagged with its parameters' fingerprint;
-* a `Poly` as `Poly.tobytes()` and its device.
+* a `Ciphertext` (CKKS, BFV or RLWE), a CKKS `Plaintext`, a `PublicKey`, `RelinKey`,
+  `GaloisKey` or `GaloisKeys` (under `CKKSParams` or `BFVParams`): one frame per polynomial,
+  its words exactly as Ren stores them (Montgomery form: neither side converts a limb), and
+  every uniform half (a key's ``a``, a fresh secret-key encryption's ``c1``) as its 32-byte
+  seed (the compact form);
+* a BFV `Plaintext`: its int64 coefficients as one frame;
+* `EncapsulationKeys`: the bytes of `ren.ckks.dumps` (compact) as one frame;
+* a `Poly`: its ring, device and one frame.
 
-Both ends are Ren, so polynomials travel in the Montgomery form Ren stores them in
-(``form="montgomery"``): neither side converts a limb.
-
-Each becomes a `Sealed` record inside plain lists, tuples and dicts; plain scalars, NumPy arrays
-and parameter objects (`CKKSParams`, small and public) travel as they are.  A `Codec` encodes
-and decodes such trees and keeps the table of parameters (fingerprint -> `CKKSParams`) that
-decoding needs; the parameters themselves travel once per job, beside the keys.
+Records travel through Dask's own serialization family (registered for `Sealed`: header and
+frames) or, inside anything Dask pickles, as pickle protocol 5 out-of-band buffers.  Records
+sit inside plain lists, tuples and dicts; plain scalars, NumPy arrays and parameter objects
+(`CKKSParams`, `BFVParams`: small and public) travel as they are.  A `Codec` encodes and
+decodes such trees and keeps the table of parameters (fingerprint -> parameters) that decoding
+needs; the parameters themselves travel once per job, beside the keys.  A corrupted or cut
+record raises `SerializationError`; an unknown kind or missing parameters `WireError`.
 
 **Secrets never leave the client.**  `Codec.encode` refuses a `SecretKey` and every object that
-holds one (a `KeyGenerator`, a `Decryptor`, a secret-key `Encryptor`) with `SecretKeyError`, and
-`guarded_dumps` (the pickler of everything else a job sends: captured JIT plans, functions) does
-the same for any such object it meets while pickling, however deeply it is nested (a closure
-over a Decryptor included).  Two checks look at data rather than types, against every
-`SecretKey` alive in the client process (`live_secret_keys`): a Poly over a secret key's
-storage is refused by the codec, and a pickled plan that contains a secret key's residues (a
-function that computes with the secret bakes it in as a constant, or a function that closes
-over the secret's Poly, in the NTT or the coefficient domain) by `refuse_secret_data`.
+holds one (a `KeyGenerator`, a `Decryptor`, a secret-key `Encryptor`, of CKKS, BFV or RLWE)
+with `SecretKeyError`, and `guarded_dumps` (the pickler of everything else a job sends:
+captured JIT plans, functions) does the same for any such object it meets while pickling,
+however deeply it is nested (a closure over a Decryptor included).  Two checks look at data
+rather than types, against every `SecretKey` alive in the client process
+(`live_secret_keys`): a Poly over a secret key's storage is refused by the codec, and a pickled
+plan that contains a secret key's residues (a function that computes with the secret bakes it
+in as a constant, or a function that closes over the secret's Poly, in the NTT or the
+coefficient domain) by `refuse_secret_data`.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import io
 import numbers
 import pickle
 import weakref
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from ren.bfv.encoder import Plaintext as BFVPlaintext
+from ren.bfv.evaluator import Ciphertext as BFVCiphertext
+from ren.bfv.evaluator import Decryptor as BFVDecryptor
+from ren.bfv.evaluator import Encryptor as BFVEncryptor
+from ren.bfv.params import BFVParams
 from ren.ckks import dumps, loads
-from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.ciphertext import Ciphertext as CKKSCiphertext
+from ren.ckks.ciphertext import Plaintext as CKKSPlaintext
 from ren.ckks.encapsulation import EncapsulationKeys
 from ren.ckks.encrypt import Decryptor as CKKSDecryptor
 from ren.ckks.encrypt import Encryptor as CKKSEncryptor
 from ren.ckks.params import CKKSParams
 from ren.distributed.errors import SecretKeyError, WireError
+from ren.distributed.frames import (
+    Sealed,
+    byte_view,
+    digest,
+    meta_int,
+    meta_scale,
+    pack_meta,
+    poly_frame,
+    polys_from,
+    rebuild,
+    register_dask,
+    scale_meta,
+    unpack_meta,
+)
+from ren.errors import SerializationError
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
+from ren.ring import RingSpec
+from ren.rlwe.ciphertext import Ciphertext as RLWECiphertext
 from ren.rlwe.encrypt import Decryptor as RLWEDecryptor
 from ren.rlwe.encrypt import Encryptor as RLWEEncryptor
 from ren.rlwe.keygen import KeyGenerator
-from ren.rlwe.keys import GaloisKeys, PublicKey, SecretKey, SwitchingKey
+from ren.rlwe.keys import GaloisKey, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey
 from ren.rlwe.params import RLWEParams
 from ren.tree import flatten
 
-#: CKKS objects that travel as `ren.ckks.dumps` bytes (keys in the compact form)
-CKKS_OBJECTS = (Ciphertext, Plaintext, PublicKey, SwitchingKey, GaloisKeys, EncapsulationKeys)
-_KEYS = (PublicKey, SwitchingKey, GaloisKeys, EncapsulationKeys)
+#: Ren objects under parameters that travel as `Sealed` records (module doc)
+WIRE_OBJECTS = (CKKSCiphertext, CKKSPlaintext, BFVCiphertext, BFVPlaintext, RLWECiphertext,
+                PublicKey, SwitchingKey, GaloisKeys, EncapsulationKeys)
+#: the record kinds `Codec.decode` reads
+RECORD_KINDS = ("poly", "ct", "pt", "pk", "swk", "gks", "bfv-pt", "ckks-blob")
 _SCALARS = (type(None), bool, numbers.Number, str, bytes, Fraction, np.generic)
 #: the form of the polynomials on the wire (see the module doc)
 WIRE_FORM = "montgomery"
@@ -70,8 +101,10 @@ def secret_holder(obj: Any) -> str | None:
         return "a SecretKey"
     if isinstance(obj, KeyGenerator):
         return "a KeyGenerator (it holds the secret key)"
-    if isinstance(obj, CKKSDecryptor | RLWEDecryptor):
+    if isinstance(obj, CKKSDecryptor | RLWEDecryptor | BFVDecryptor):
         return "a Decryptor (it holds the secret key)"
+    if isinstance(obj, BFVEncryptor):
+        obj = obj._rlwe
     if isinstance(obj, CKKSEncryptor | RLWEEncryptor) and isinstance(obj.key, SecretKey):
         return "a secret-key Encryptor (it holds the secret key)"
     return None
@@ -88,37 +121,10 @@ def refuse_secret(obj: Any, where: str) -> None:
             "function close over a Decryptor, KeyGenerator or secret key)")
 
 
-@dataclass(frozen=True)
-class Sealed:
-    """One Ren object on the wire.  `kind` "ckks": `data` is `ren.ckks.dumps` bytes and `tag` the
-    parameters' fingerprint; `kind` "poly": `data` is `Poly.tobytes()` and `tag` the device."""
-
-    kind: str
-    tag: bytes | str
-    data: bytes
-
-    def __repr__(self) -> str:
-        return f"<Sealed {self.kind} {len(self.data)} bytes>"
-
-    def __reduce_ex__(self, protocol: Any) -> tuple:
-        # pickle protocol 5 (Dask's): the data goes out of band, as a frame of its own, so
-        # neither side copies megabytes into and out of the pickle stream
-        data: Any = self.data
-        if isinstance(protocol, int) and protocol >= 5:
-            data = pickle.PickleBuffer(data)
-        return Sealed._rebuild, (self.kind, self.tag, data)
-
-    @staticmethod
-    def _rebuild(kind: str, tag: bytes | str, data: Any) -> Sealed:
-        # an out-of-band frame arrives as whatever buffer the transport made (a memoryview, a
-        # bytearray): read-only bytes from here on, as the record promises
-        return Sealed(kind, tag, data if type(data) is bytes else bytes(data))
-
-
 def wire_bytes(tree: Any) -> int:
-    """The bytes of every `Sealed` record in a wire tree."""
+    """The bytes of every `Sealed` record in a wire tree (metadata and frames)."""
     if isinstance(tree, Sealed):
-        return len(tree.data)
+        return tree.nbytes
     if isinstance(tree, list | tuple):
         return sum(wire_bytes(v) for v in tree)
     if isinstance(tree, dict):
@@ -135,17 +141,41 @@ def _over_secret(p: Poly, buffers: set[int]) -> bool:
     return id(b) in buffers or (b.base is not None and id(b.base) in buffers)
 
 
+def _object_polys(obj: Any) -> tuple[dict[str, Any], list[Poly]]:
+    """(kind, metadata, polys) of a Ren object under parameters (module doc)."""
+    if isinstance(obj, CKKSCiphertext | CKKSPlaintext):
+        polys = list(obj.parts) if isinstance(obj, CKKSCiphertext) else [obj.poly]
+        kind = "ct" if isinstance(obj, CKKSCiphertext) else "pt"
+        return {"kind": kind, "level": obj.level, "scale": scale_meta(obj.scale)}, polys
+    if isinstance(obj, BFVCiphertext):
+        return {"kind": "ct"}, list(obj.parts)
+    if isinstance(obj, RLWECiphertext):
+        return {"kind": "ct", "level": obj.level}, list(obj.parts)
+    if isinstance(obj, PublicKey):
+        return {"kind": "pk"}, [obj.b, obj.a]
+    if isinstance(obj, SwitchingKey):
+        which = "relin" if isinstance(obj, RelinKey) else \
+            "galois" if isinstance(obj, GaloisKey) else "switching"
+        return {"kind": "swk", "type": which, "galois": obj.galois}, [*obj.b, *obj.a]
+    assert isinstance(obj, GaloisKeys)
+    elements = sorted(obj.keys)
+    return {"kind": "gks", "elements": elements}, \
+        [p for g in elements for p in (*obj.keys[g].b, *obj.keys[g].a)]
+
+
 class Codec:
     """Encodes trees of Ren objects into wire trees (module doc) and back.  `params` maps a
-    fingerprint to its `CKKSParams`: encoding adds the parameters it meets, decoding looks the
-    fingerprints up (a `WireError` names a missing one)."""
+    fingerprint to its parameters (`CKKSParams`, `BFVParams`, ...): encoding adds the
+    parameters it meets, decoding looks the fingerprints up (a `WireError` names a missing
+    one)."""
 
-    def __init__(self, params: dict[bytes, CKKSParams] | None = None,
+    def __init__(self, params: dict[bytes, RLWEParams] | None = None,
                  secret_buffers: set[int] | None = None) -> None:
-        self.params: dict[bytes, CKKSParams] = dict(params or {})
+        self.params: dict[bytes, RLWEParams] = dict(params or {})
         self.secret_buffers = secret_buffers or set()  # `secret_buffers()`: Polys to refuse
+        register_dask()  # Dask's serialization family, where Dask is loaded (frames module)
 
-    def register(self, params: CKKSParams) -> CKKSParams:
+    def register(self, params: RLWEParams) -> RLWEParams:
         """The table's parameters for `params`' fingerprint (`params` itself when new)."""
         return self.params.setdefault(params.fingerprint, params)
 
@@ -176,20 +206,36 @@ class Codec:
                 raise SecretKeyError(f"{where}: refusing to send a Poly over a secret key's "
                                      "storage (the secret itself); workers get ciphertexts and "
                                      "public keys only")
-            return None if dry else Sealed("poly", obj.device, obj.tobytes(WIRE_FORM))
-        if isinstance(obj, CKKS_OBJECTS):
+            if dry:
+                return None
+            desc, frame = poly_frame(obj, compact=False)
+            meta = {"N": obj.ring.N, "moduli": list(obj.ring.moduli), "device": obj.device,
+                    "polys": [desc]}
+            return Sealed("poly", pack_meta(meta), (frame,))
+        if isinstance(obj, WIRE_OBJECTS):
             params = obj.params
-            if not isinstance(params, CKKSParams):
+            if not isinstance(params, RLWEParams):
                 raise WireError(f"{where}: a {type(obj).__name__} under {type(params).__name__} "
-                                "cannot travel; ren.distributed sends CKKS objects (CKKSParams)")
+                                "cannot travel; ren.distributed sends objects under RLWEParams "
+                                "(CKKSParams, BFVParams)")
             self.register(params)
             if dry:
                 return None
-            return Sealed("ckks", params.fingerprint,
-                          dumps(obj, compact=isinstance(obj, _KEYS), form=WIRE_FORM))
+            fp = params.fingerprint.hex()
+            if isinstance(obj, EncapsulationKeys):  # its own container (two key rings)
+                return Sealed("ckks-blob", pack_meta({"fp": fp}),
+                              (dumps(obj, compact=True, form=WIRE_FORM),))
+            if isinstance(obj, BFVPlaintext):
+                coeffs = np.ascontiguousarray(obj.coeffs, dtype="<i8")
+                return Sealed("bfv-pt", pack_meta({"fp": fp}), (byte_view(coeffs),))
+            meta, polys = _object_polys(obj)
+            pairs = [poly_frame(p, compact=True) for p in polys]
+            meta.update(fp=fp, polys=[d for d, _ in pairs])
+            kind = str(meta.pop("kind"))
+            return Sealed(kind, pack_meta(meta),
+                          tuple(f for _, f in pairs if f is not None))
         if isinstance(obj, RLWEParams):
-            if isinstance(obj, CKKSParams):
-                self.register(obj)
+            self.register(obj)
             return obj
         t = type(obj)
         if t is list or t is tuple:
@@ -209,28 +255,17 @@ class Codec:
             return obj
         raise WireError(
             f"{where}: a {t.__name__} cannot travel to or from a worker.  On the wire are "
-            "ciphertexts, plaintexts, public keys, Polys, CKKSParams, numbers, strings, bytes, "
+            "ciphertexts, plaintexts, public keys, Polys, parameters, numbers, strings, bytes, "
             "NumPy arrays and lists, tuples and dicts of them; put other values into one of those "
             "(a dataclass of ciphertexts as a dict, for example)")
 
     # -- decoding -----------------------------------------------------------------------------
     def decode(self, tree: Any) -> Any:
-        """The Ren objects of a wire tree (Polys on the device each was sent from; CKKS objects
-        on their parameters' device)."""
+        """The Ren objects of a wire tree (Polys on the device each was sent from; other
+        objects on their parameters' device)."""
         if isinstance(tree, Sealed):
-            if tree.kind == "poly":
-                return Poly.frombytes(tree.data, str(tree.tag))
-            if tree.kind != "ckks":
-                raise WireError(f"an unknown wire record kind {tree.kind!r} arrived (a newer "
-                                "ren on the other side?); install the same ren everywhere")
-            params = self.params.get(tree.tag) if isinstance(tree.tag, bytes) else None
-            if params is None:
-                tag = tree.tag.hex() if isinstance(tree.tag, bytes) else tree.tag
-                raise WireError(f"a CKKS object made under parameters {tag} arrived, but those "
-                                "parameters were not sent with the job; send objects made under "
-                                "the job's parameters (or pass those parameters in the batch)")
-            return loads(tree.data, params)
-        if isinstance(tree, CKKSParams):
+            return self._unseal(tree)
+        if isinstance(tree, RLWEParams):
             return self.register(tree)
         t = type(tree)
         if t is list or t is tuple:
@@ -238,6 +273,93 @@ class Codec:
         if t is dict:
             return {k: self.decode(v) for k, v in tree.items()}
         return tree
+
+    def _params(self, meta: dict[str, Any], kind: str) -> RLWEParams:
+        fp = meta.get("fp")
+        try:
+            params = self.params.get(bytes.fromhex(fp)) if isinstance(fp, str) else None
+        except ValueError:
+            params = None
+        if params is None:
+            raise WireError(f"a {kind!r} record made under parameters {fp!r:.40} arrived, but "
+                            "those parameters were not sent with the job; send objects made "
+                            "under the job's parameters (or pass those parameters in the batch)")
+        return params
+
+    def _unseal(self, rec: Sealed) -> Any:
+        kind = rec.kind
+        if kind not in RECORD_KINDS:
+            raise WireError(f"an unknown wire record kind {kind!r} arrived (a newer ren on the "
+                            "other side?); install the same ren everywhere")
+        rec.verify()
+        meta = unpack_meta(rec)
+        what = f"a {kind!r} wire record"
+        if kind == "poly":
+            r = rebuild(what, RingSpec, meta.get("N"), tuple(meta.get("moduli") or ()))
+            device = meta.get("device")
+            if not isinstance(device, str):
+                raise SerializationError(f"{what}: the device must be a string")
+            return polys_from(meta.get("polys"), rec.frames, [r], device, what)[0]
+        p = self._params(meta, kind)
+        if kind == "ckks-blob":
+            if len(rec.frames) != 1 or not isinstance(p, CKKSParams):
+                raise SerializationError(f"{what}: one frame of a CKKS container expected")
+            return loads(rec.frames[0], p)
+        if kind == "bfv-pt":
+            if len(rec.frames) != 1 or not isinstance(p, BFVParams):
+                raise SerializationError(f"{what}: one frame of BFV coefficients expected")
+            raw = rec.frames[0]
+            if memoryview(raw).nbytes != 8 * p.N:
+                raise SerializationError(f"{what}: the frame has {memoryview(raw).nbytes} bytes, "
+                                         f"N={p.N} coefficients need {8 * p.N}")
+            coeffs = np.frombuffer(raw, dtype="<i8").astype(np.int64)  # a copy of its own
+            return rebuild(what, BFVPlaintext, coeffs, p)
+        descs = meta.get("polys")
+        if kind in ("ct", "pt"):
+            if isinstance(p, CKKSParams | RLWEParams) and not isinstance(p, BFVParams):
+                level = meta_int(meta, "level", 0, p.depth, what)
+            else:
+                level = 0
+            n = len(descs) if isinstance(descs, list) else 0
+            if (kind == "ct" and n not in (2, 3)) or (kind == "pt" and n != 1):
+                raise SerializationError(f"{what}: {n} polynomial(s) is not a "
+                                         f"{'ciphertext' if kind == 'ct' else 'plaintext'}")
+            if kind == "pt" and not isinstance(p, CKKSParams):
+                raise SerializationError(f"{what}: a plaintext record needs CKKS parameters")
+            polys = polys_from(descs, rec.frames, [p.ring(level)] * n, p.device, what)
+            if isinstance(p, CKKSParams):
+                scale = meta_scale(meta.get("scale"), what)
+                if kind == "pt":
+                    return rebuild(what, CKKSPlaintext, polys[0], scale, level, p)
+                return rebuild(what, CKKSCiphertext, tuple(polys), scale, level, p)
+            if isinstance(p, BFVParams):
+                return rebuild(what, BFVCiphertext, tuple(polys), p)
+            return rebuild(what, RLWECiphertext, tuple(polys), level, p)
+        dnum = len(p.digits)
+        if kind == "pk":
+            b, a = polys_from(descs, rec.frames, [p.key_ring] * 2, p.device, what)
+            return rebuild(what, PublicKey, b, a, p)
+        if kind == "swk":
+            cls = {"relin": RelinKey, "galois": GaloisKey, "switching": SwitchingKey}.get(
+                str(meta.get("type")))
+            if cls is None:
+                raise SerializationError(f"{what}: unknown key type {meta.get('type')!r:.40}")
+            rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum, p.device, what)
+            g = meta.get("galois")
+            return rebuild(what, cls, tuple(rows[:dnum]), tuple(rows[dnum:]), p, galois=g)
+        elements = meta.get("elements")
+        if not isinstance(elements, list) or len(elements) > p.N or \
+                len(set(map(repr, elements))) != len(elements):
+            raise SerializationError(f"{what}: 'elements' must be a list of distinct Galois "
+                                     "elements")
+        rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum * len(elements), p.device,
+                          what)
+        keys = {}
+        for i, g in enumerate(elements):
+            mine = rows[2 * dnum * i: 2 * dnum * (i + 1)]
+            keys[g] = rebuild(what, GaloisKey, tuple(mine[:dnum]), tuple(mine[dnum:]), p,
+                              galois=g)
+        return rebuild(what, GaloisKeys, keys, p)
 
 
 # -- a secret's data inside a pickled plan ------------------------------------------------
@@ -351,13 +473,9 @@ def _plain_override(self: Any, obj: Any) -> Any:
     return NotImplemented
 
 
-def digest(data: bytes) -> str:
-    """A short content hash: the cache key of a blob on the workers."""
-    return hashlib.sha256(data).hexdigest()[:32]
-
-
 __all__ = [
-    "CKKS_OBJECTS",
+    "RECORD_KINDS",
+    "WIRE_OBJECTS",
     "Codec",
     "Sealed",
     "digest",

@@ -16,6 +16,7 @@ and `galois_keys`.  See
 `ren.bfv.evaluator` for the scale-invariant multiplication in RNS.
 """
 
+from ren.bfv import debug
 from ren.bfv.bgv import BGVCiphertext, BGVDecryptor, BGVEncryptor, BGVEvaluator
 from ren.bfv.bgv_params import PRESETS as BGV_PRESETS
 from ren.bfv.bgv_params import BGVLevelError, BGVParams, DepthExhaustedError
@@ -23,10 +24,15 @@ from ren.bfv.encoder import COLUMN_GENERATOR, Encoder, Plaintext
 from ren.bfv.errors import (
     BatchingError,
     ChainSecurityError,
+    CorruptedDataError,
+    FingerprintMismatchError,
     InsecureParametersWarning,
+    KindMismatchError,
     MissingKeyError,
     ParamsMismatchError,
     PlaintextModulusError,
+    TruncatedDataError,
+    WrongResultError,
 )
 from ren.bfv.evaluator import (
     Ciphertext,
@@ -37,6 +43,7 @@ from ren.bfv.evaluator import (
     galois_keys,
 )
 from ren.bfv.params import PRESETS, BFVParams, batches
+from ren.bfv.serialize import dumps, loads, serialized_size
 
 __all__ = [
     "BGV_PRESETS",
@@ -52,17 +59,26 @@ __all__ = [
     "BatchingError",
     "ChainSecurityError",
     "Ciphertext",
+    "CorruptedDataError",
     "Decryptor",
     "DepthExhaustedError",
     "Encoder",
     "Encryptor",
     "Evaluator",
+    "FingerprintMismatchError",
     "InsecureParametersWarning",
+    "KindMismatchError",
     "MissingKeyError",
     "ParamsMismatchError",
     "Plaintext",
     "PlaintextModulusError",
+    "TruncatedDataError",
+    "WrongResultError",
     "batches",
     "column_element",
+    "debug",
+    "dumps",
     "galois_keys",
+    "loads",
+    "serialized_size",
 ]

@@ -62,6 +62,8 @@ from ren.errors import RenError, is_int
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 #: the packages whose ``__all__`` is the public API walked here
 PACKAGES = ("ren.ckks", "ren.rlwe", "ren.distributed", "ren.ckks.bootstrap", "ren.ckks.debug")
+#: BFV and BGV (`ren.bfv`) and their noise-budget meter (`ren.bfv.debug`), issue 43
+PACKAGES = (*PACKAGES, "ren.bfv", "ren.bfv.debug")
 #: seconds a single call may take (a clearly invalid size must be refused well within it)
 BOUND = 5.0
 #: memory a single call may allocate on top of what the process holds (a MemoryError is a
@@ -817,6 +819,319 @@ BASELINES: dict[str, Callable[[Fixtures], Call]] = {
         repeat=1, seed=1, client=f.client, errors="raise", frame=False, timeout=60)),
 }
 
+# =================================================================================================
+# ren.bfv (BFV and BGV) at N = 256: fixtures and baselines (issue 43)
+# =================================================================================================
+class BFVFixtures:
+    """Valid BFV/BGV objects on tiny insecure parameters, made on first use (`_bfv`)."""
+
+    @functools.cached_property
+    def params(self) -> Any:
+        from ren.bfv import BFVParams
+
+        with _quiet():
+            return BFVParams.generate(256, 7681, 3, 1, insecure=True)
+
+    @functools.cached_property
+    def other(self) -> Any:  # the same chain, another t: other parameters
+        from ren.bfv import BFVParams
+
+        with _quiet():
+            return BFVParams.generate(256, 12289, 3, 1, insecure=True)
+
+    @functools.cached_property
+    def kg(self) -> Any:
+        from ren.rlwe import KeyGenerator
+
+        with ren.random.seeded(31):
+            return KeyGenerator(self.params)
+
+    @functools.cached_property
+    def keys(self) -> tuple[Any, Any, Any, Any]:
+        from ren.bfv import galois_keys
+
+        with ren.random.seeded(32):
+            return (self.kg.secret_key(), self.kg.public_key(), self.kg.relin_key(),
+                    galois_keys(self.kg, [1]))
+
+    @functools.cached_property
+    def enc(self) -> Any:
+        from ren.bfv import Encoder
+
+        return Encoder(self.params)
+
+    @functools.cached_property
+    def encryptor(self) -> Any:
+        from ren.bfv import Encryptor
+
+        return Encryptor(self.params, self.keys[1])
+
+    @functools.cached_property
+    def dec(self) -> Any:
+        from ren.bfv import Decryptor
+
+        return Decryptor(self.params, self.keys[0])
+
+    @functools.cached_property
+    def ev(self) -> Any:
+        from ren.bfv import Evaluator
+
+        return Evaluator(self.params, self.keys[2], self.keys[3])
+
+    @functools.cached_property
+    def pt(self) -> Any:
+        return self.enc.encode([1, -2, 3])
+
+    @functools.cached_property
+    def ct(self) -> Any:
+        with ren.random.seeded(33):
+            return self.encryptor.encrypt(self.pt).realize()
+
+    @functools.cached_property
+    def ct3(self) -> Any:
+        return self.ev.multiply_no_relin(self.ct, self.ct).realize()
+
+    @functools.cached_property
+    def other_ct(self) -> Any:
+        from ren.bfv import Encoder, Encryptor
+        from ren.rlwe import KeyGenerator
+
+        with ren.random.seeded(34):
+            pk = KeyGenerator(self.other).public_key()
+            return Encryptor(self.other, pk).encrypt(Encoder(self.other).encode([1])).realize()
+
+    @functools.cached_property
+    def report(self) -> Any:
+        from ren.bfv.debug import budget_meter
+
+        return budget_meter(_bfv_program, [1, 2], evaluator=self.ev, secret_key=self.keys[0])
+
+    @functools.cached_property
+    def dumped(self) -> bytes:
+        from ren.bfv import dumps
+
+        return dumps(self.ct)
+
+    # -- BGV: depth 2 -----------------------------------------------------------------------------
+    @functools.cached_property
+    def bgv_params(self) -> Any:
+        from ren.bfv import BGVParams
+
+        with _quiet():
+            return BGVParams.generate(256, 7681, 2, insecure=True)
+
+    @functools.cached_property
+    def bgv_keys(self) -> tuple[Any, Any, Any, Any]:
+        from ren.bfv import galois_keys
+        from ren.rlwe import KeyGenerator
+
+        with ren.random.seeded(35):
+            kg = KeyGenerator(self.bgv_params)
+            return kg.secret_key(), kg.public_key(), kg.relin_key(), galois_keys(kg, [1])
+
+    @functools.cached_property
+    def bgv_enc(self) -> Any:
+        from ren.bfv import BGVEncryptor
+
+        return BGVEncryptor(self.bgv_params, self.bgv_keys[1])
+
+    @functools.cached_property
+    def bgv_dec(self) -> Any:
+        from ren.bfv import BGVDecryptor
+
+        return BGVDecryptor(self.bgv_params, self.bgv_keys[0])
+
+    @functools.cached_property
+    def bgv_ev(self) -> Any:
+        from ren.bfv import BGVEvaluator
+
+        return BGVEvaluator(self.bgv_params, self.bgv_keys[2], self.bgv_keys[3])
+
+    @functools.cached_property
+    def bgv_pt(self) -> Any:
+        from ren.bfv import Encoder
+
+        return Encoder(self.bgv_params).encode([1, -2, 3])
+
+    @functools.cached_property
+    def bgv_ct(self) -> Any:
+        with ren.random.seeded(36):
+            return self.bgv_enc.encrypt(self.bgv_pt).realize()
+
+    @functools.cached_property
+    def bgv_ct3(self) -> Any:
+        return self.bgv_ev.multiply_no_relin(self.bgv_ct, self.bgv_ct).realize()
+
+
+def _bfv(f: Fixtures) -> BFVFixtures:
+    """The BFV/BGV fixtures that go with `f` (made once per Fixtures)."""
+    if "_bfv_fixtures" not in f.__dict__:
+        f.__dict__["_bfv_fixtures"] = BFVFixtures()
+    return f.__dict__["_bfv_fixtures"]
+
+
+def _bfv_program(ev: Any, ct: Any) -> Any:
+    """A small BFV/BGV program for the noise-budget meter: a product and a rotation."""
+    return ev.rotate_columns(ev.multiply(ct, ct), 1)
+
+
+def _bfv_baselines() -> dict[str, Callable[[Fixtures], Call]]:
+    b = _bfv
+    out: dict[str, Callable[[Fixtures], Call]] = {
+        # -- parameters ---------------------------------------------------------------------------
+        "ren.bfv.BFVParams": lambda f: Call(_quietly(_cls("ren.bfv.BFVParams")), dict(
+            N=256, t=7681, moduli=b(f).params.chain, special_moduli=b(f).params.special_moduli,
+            mult_depth=None, dnum=None, secret="ternary", sigma=3.2, insecure=True,
+            device="python")),
+        "ren.bfv.BFVParams.generate": lambda f: Call(_quietly(_cls("ren.bfv.BFVParams.generate")),
+                                                     dict(N=256, t=7681, chain_primes=3,
+                                                          special_primes=1, bits=30,
+                                                          kwargs=dict(insecure=True))),
+        "ren.bfv.BFVParams.preset": lambda f: Call(_cls("ren.bfv.BFVParams.preset"), dict(
+            name="N13", overrides={})),
+        "ren.bfv.BGVParams": lambda f: Call(_quietly(_cls("ren.bfv.BGVParams")), dict(
+            N=256, t=7681, moduli=b(f).bgv_params.chain,
+            special_moduli=b(f).bgv_params.special_moduli, levels=b(f).bgv_params.level_limbs,
+            dnum=None, secret="ternary", sigma=3.2, insecure=True, device="python")),
+        "ren.bfv.BGVParams.generate": lambda f: Call(_quietly(_cls("ren.bfv.BGVParams.generate")),
+                                                     dict(N=256, t=7681, depth=2,
+                                                          primes_per_level=1, base_primes=1,
+                                                          special_primes=1, bits=30,
+                                                          kwargs=dict(insecure=True))),
+        "ren.bfv.BGVParams.preset": lambda f: Call(_cls("ren.bfv.BGVParams.preset"), dict(
+            name="N13", overrides={})),
+        "ren.bfv.batches": lambda f: Call(_cls("ren.bfv.batches"), dict(N=256, t=7681)),
+        "ren.bfv.column_element": lambda f: Call(_cls("ren.bfv.column_element"), dict(N=256,
+                                                                                      k=3)),
+        "ren.bfv.galois_keys": lambda f: Call(_cls("ren.bfv.galois_keys"), dict(
+            keygen=b(f).kg, steps=[1, 2], rows=True)),
+        # -- plaintexts, encoding, ciphertexts ----------------------------------------------------
+        "ren.bfv.Plaintext": lambda f: Call(_cls("ren.bfv.Plaintext"), dict(
+            coeffs=b(f).pt.coeffs.copy(), params=b(f).params)),
+        "ren.bfv.Encoder": lambda f: Call(_cls("ren.bfv.Encoder"), dict(params=b(f).params)),
+        "ren.bfv.Encoder.encode": lambda f: Call(b(f).enc.encode, dict(values=[1, -2, 3])),
+        "ren.bfv.Encoder.encode_coeffs": lambda f: Call(b(f).enc.encode_coeffs,
+                                                        dict(values=[1, -2, 3])),
+        "ren.bfv.Encoder.decode": lambda f: Call(b(f).enc.decode, dict(pt=b(f).pt,
+                                                                       signed=False)),
+        "ren.bfv.Encoder.decode_coeffs": lambda f: Call(b(f).enc.decode_coeffs, dict(
+            pt=b(f).pt, signed=True)),
+        "ren.bfv.Ciphertext": lambda f: Call(_cls("ren.bfv.Ciphertext"), dict(
+            parts=b(f).ct.parts, params=b(f).params)),
+        "ren.bfv.Encryptor": lambda f: Call(_cls("ren.bfv.Encryptor"), dict(
+            params=b(f).params, key=b(f).keys[1])),
+        "ren.bfv.Encryptor.encrypt": lambda f: Call(b(f).encryptor.encrypt, dict(pt=b(f).pt)),
+        "ren.bfv.Decryptor": lambda f: Call(_cls("ren.bfv.Decryptor"), dict(
+            params=b(f).params, secret_key=b(f).keys[0])),
+        "ren.bfv.Decryptor.decrypt": lambda f: Call(b(f).dec.decrypt, dict(ct=b(f).ct)),
+        "ren.bfv.Decryptor.noise_budget": lambda f: Call(b(f).dec.noise_budget, dict(
+            ct=b(f).ct)),
+        "ren.bfv.Evaluator": lambda f: Call(_cls("ren.bfv.Evaluator"), dict(
+            params=b(f).params, relin_key=b(f).keys[2], galois_keys=b(f).keys[3])),
+        "ren.bfv.dumps": lambda f: Call(_cls("ren.bfv.dumps"), dict(
+            obj=b(f).ct, allow_secret=False, compact=False, form="standard")),
+        "ren.bfv.loads": lambda f: Call(_cls("ren.bfv.loads"), dict(
+            data=b(f).dumped, params=b(f).params, expect=None)),
+        "ren.bfv.serialized_size": lambda f: Call(_cls("ren.bfv.serialized_size"), dict(
+            obj=b(f).ct, compact=True)),
+        # -- BGV objects ---------------------------------------------------------------------------
+        "ren.bfv.BGVCiphertext": lambda f: Call(_cls("ren.bfv.BGVCiphertext"), dict(
+            parts=b(f).bgv_ct.parts, level=b(f).bgv_ct.level, factor=1,
+            params=b(f).bgv_params)),
+        "ren.bfv.BGVEncryptor": lambda f: Call(_cls("ren.bfv.BGVEncryptor"), dict(
+            params=b(f).bgv_params, key=b(f).bgv_keys[1])),
+        "ren.bfv.BGVEncryptor.encrypt": lambda f: Call(b(f).bgv_enc.encrypt, dict(
+            pt=b(f).bgv_pt, level=1)),
+        "ren.bfv.BGVEncryptor.encrypt_zero": lambda f: Call(b(f).bgv_enc.encrypt_zero, dict(
+            level=1)),
+        "ren.bfv.BGVDecryptor": lambda f: Call(_cls("ren.bfv.BGVDecryptor"), dict(
+            params=b(f).bgv_params, secret_key=b(f).bgv_keys[0])),
+        "ren.bfv.BGVEvaluator": lambda f: Call(_cls("ren.bfv.BGVEvaluator"), dict(
+            params=b(f).bgv_params, relin_key=b(f).bgv_keys[2], galois_keys=b(f).bgv_keys[3],
+            auto=True)),
+        "ren.bfv.BGVEvaluator.match_factor": lambda f: Call(b(f).bgv_ev.match_factor, dict(
+            a=b(f).bgv_ct, factor=3)),
+        "ren.bfv.BGVEvaluator.mod_switch": lambda f: Call(b(f).bgv_ev.mod_switch, dict(
+            a=b(f).bgv_ct)),
+        "ren.bfv.BGVEvaluator.mod_switch_to": lambda f: Call(b(f).bgv_ev.mod_switch_to, dict(
+            a=b(f).bgv_ct, level=0)),
+        # -- the noise-budget meter ---------------------------------------------------------------
+        "ren.bfv.debug.budget_meter": lambda f: Call(_cls("ren.bfv.debug.budget_meter"), dict(
+            fn=_bfv_program, inputs=([1, 2],), evaluator=b(f).ev, secret_key=b(f).keys[0],
+            encoding="batch")),
+        "ren.bfv.debug.Report": lambda f: Call(_cls("ren.bfv.debug.Report"), dict(
+            steps=b(f).report.steps, params=b(f).params, encoding="batch")),
+        "ren.bfv.debug.Step": lambda f: Call(_cls("ren.bfv.debug.Step"), dict(
+            index=0, op="add", where="x.py:1", code="ev.add(a, b)", ciphertext=b(f).ct,
+            expected=np.zeros(256, dtype=object), inputs=(), budget=10, used=None, wrong=0,
+            first_wrong=())),
+    }
+    # the parameters' level methods (BFV has one level, 0; BGV's depth is 2)
+    for cls, attr in (("BFVParams", "params"), ("BGVParams", "bgv_params")):
+        for m in ("check_level", "digits_at", "limbs", "ring", "ring_encryption", "ring_qp"):
+            out[f"ren.bfv.{cls}.{m}"] = _bfv_method(attr, m, lambda x: dict(level=0))
+        out[f"ren.bfv.{cls}.level_of"] = _bfv_method(
+            attr, "level_of", lambda x, attr=attr: dict(ring=getattr(x, attr).ring(0)))
+    for m in ("Q_at", "dropped", "floor_budget_estimate", "log2_Q_at"):
+        out[f"ren.bfv.BGVParams.{m}"] = _bfv_method("bgv_params", m, lambda x: dict(level=1))
+    for m in ("decrypt", "noise_budget", "phase"):
+        out[f"ren.bfv.BGVDecryptor.{m}"] = _bfv_method("bgv_dec", m,
+                                                       lambda x: dict(ct=x.bgv_ct))
+    # the evaluators' operations, on (ciphertext, ciphertext / plaintext / int) of their scheme
+    for cls, ev, ct, ct3, pt in (("Evaluator", "ev", "ct", "ct3", "pt"),
+                                 ("BGVEvaluator", "bgv_ev", "bgv_ct", "bgv_ct3", "bgv_pt")):
+        args: dict[str, Callable[[BFVFixtures], dict[str, Any]]] = {
+            "add": lambda x, ct=ct: dict(a=getattr(x, ct), b=getattr(x, ct)),
+            "sub": lambda x, ct=ct: dict(a=getattr(x, ct), b=getattr(x, ct)),
+            "negate": lambda x, ct=ct: dict(a=getattr(x, ct)),
+            "add_plain": lambda x, ct=ct, pt=pt: dict(a=getattr(x, ct), pt=getattr(x, pt)),
+            "sub_plain": lambda x, ct=ct, pt=pt: dict(a=getattr(x, ct), pt=getattr(x, pt)),
+            "multiply_plain": lambda x, ct=ct, pt=pt: dict(a=getattr(x, ct),
+                                                           pt=getattr(x, pt)),
+            "multiply_scalar": lambda x, ct=ct: dict(a=getattr(x, ct), k=-3),
+            "multiply": lambda x, ct=ct: dict(a=getattr(x, ct), b=getattr(x, ct), relin=True),
+            "multiply_no_relin": lambda x, ct=ct: dict(a=getattr(x, ct), b=getattr(x, ct)),
+            "square": lambda x, ct=ct: dict(a=getattr(x, ct), relin=False),
+            "relinearize": lambda x, ct3=ct3: dict(a=getattr(x, ct3)),
+            "rotate_columns": lambda x, ct=ct: dict(a=getattr(x, ct), k=1),
+            "rotate_rows": lambda x, ct=ct: dict(a=getattr(x, ct)),
+        }
+        for op, make in args.items():
+            out[f"ren.bfv.{cls}.{op}"] = _bfv_method(ev, op, make)
+    return out
+
+
+def _bfv_method(attr: str, method: str, make: Callable[[BFVFixtures], dict[str, Any]]
+                ) -> Callable[[Fixtures], Call]:
+    """The baseline calling `method` of the BFV fixture `attr` with the arguments `make`
+    gives."""
+    return lambda f: Call(getattr(getattr(_bfv(f), attr), method), make(_bfv(f)))
+
+
+BASELINES.update(_bfv_baselines())
+
+#: known failures waiting for their files' owners (issue 43): (target, parameter) -> what to
+#: fix.  `fuzz` reports them apart (`Result.pending`), not as failures; test_api_fuzz fails when
+#: one no longer fails (then delete its entry here)
+PENDING: dict[tuple[str, str], str] = {
+    ("ren.bfv.galois_keys", "keygen"): "ren/bfv/evaluator.py: check_instance(keygen, "
+                                       "KeyGenerator) before reading keygen.params",
+    ("ren.bfv.galois_keys", "steps"): "ren/bfv/evaluator.py: refuse a non-iterable steps "
+                                      "(ParameterError) before iterating",
+    ("ren.bfv.column_element", "N"): "ren/bfv/evaluator.py: check N (a power of two >= 4)",
+    ("ren.bfv.column_element", "k"): "ren/bfv/evaluator.py: check_int(k)",
+    ("ren.bfv.batches", "N"): "ren/bfv/params.py: check N and t are ints (N >= 1)",
+    ("ren.bfv.batches", "t"): "ren/bfv/params.py: check N and t are ints (N >= 1)",
+    ("ren.bfv.BFVParams.generate", "kwargs"): "ren/bfv/params.py: an unknown keyword is a "
+                                              "ParameterError (a TypeError from __init__ now)",
+    ("ren.bfv.BFVParams.preset", "overrides"): "ren/bfv/params.py: an unknown override is a "
+                                               "ParameterError (as CKKSParams.preset)",
+    ("ren.bfv.BGVParams.generate", "kwargs"): "ren/bfv/bgv_params.py: an unknown keyword is a "
+                                              "ParameterError (a TypeError from __init__ now)",
+    ("ren.bfv.BGVParams.preset", "overrides"): "ren/bfv/bgv_params.py: an unknown override is "
+                                               "a ParameterError",
+}
+
 #: baselines too slow for the CI subset (their cases run in the slow run only)
 SLOW: set[str] = {
     "ren.ckks.CKKSParams.fastest_key_switching",
@@ -931,6 +1246,20 @@ ZOO: list[Bad] = [
     Bad("<GaloisKeys, other params>", lambda f, v: f.other.ev.rotation_keys),
     Bad("<Evaluator, other params>", lambda f, v: f.other.ev),
     Bad("<Poly, other ring>", lambda f, v: f.other_ct.c0),
+]
+
+
+#: BFV/BGV objects for the wrong-kind and other-parameters cases (`BFVFixtures`)
+ZOO += [
+    Bad("<BFV Ciphertext>", lambda f, v: _bfv(f).ct),
+    Bad("<BFV Ciphertext size 3>", lambda f, v: _bfv(f).ct3),
+    Bad("<BFV Plaintext>", lambda f, v: _bfv(f).pt),
+    Bad("<BFVParams>", lambda f, v: _bfv(f).params),
+    Bad("<BFV Evaluator>", lambda f, v: _bfv(f).ev),
+    Bad("<BGV Ciphertext>", lambda f, v: _bfv(f).bgv_ct),
+    Bad("<BGVParams>", lambda f, v: _bfv(f).bgv_params),
+    Bad("<BFV Ciphertext, other params>", lambda f, v: _bfv(f).other_ct),
+    Bad("<BFVParams, other>", lambda f, v: _bfv(f).other),
 ]
 
 
@@ -1230,11 +1559,17 @@ class Result:
     per_target: dict[str, float]
     #: values returned normally although the parameter's annotation excludes them (notes)
     accepted: list[Failure] = field(default_factory=list)
+    #: failures of (target, parameter) pairs listed in `PENDING`
+    pending: list[Failure] = field(default_factory=list)
 
     def report(self, notes: bool = False) -> str:
         lines = [f"{len(self.failures)} failure(s) in {self.cases} case(s), "
                  f"{self.seconds:.1f} s"]
         lines += [f"  {f}" for f in self.failures]
+        if self.pending:
+            lines.append(f"{len(self.pending)} known failure(s) of PENDING pair(s), owners to "
+                         "fix: " + ", ".join(sorted({f"{f.target}({f.param})"
+                                                     for f in self.pending})))
         if notes and self.accepted:
             lines.append(f"{len(self.accepted)} note(s): accepted against the annotation")
             lines += [f"  {f}" for f in self.accepted]
@@ -1248,6 +1583,7 @@ def fuzz(fx: Fixtures, full: bool = False, only: tuple[str, ...] = (), slow: boo
     targets, skipped = public_targets()
     failures: list[Failure] = []
     accepted: list[Failure] = []
+    pending: list[Failure] = []
     cases = 0
     per_target: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -1298,9 +1634,13 @@ def fuzz(fx: Fixtures, full: bool = False, only: tuple[str, ...] = (), slow: boo
                 fail = call_case(fx, t.name, call, p.name, value, bound, realize)
                 if fail is not None:
                     fail.value = bad.label
-                    (accepted if fail.kind == "accepted" else failures).append(fail)
+                    if fail.kind == "accepted":
+                        accepted.append(fail)
+                    else:
+                        (pending if (t.name, p.name) in PENDING else failures).append(fail)
         per_target[t.name] = time.perf_counter() - t1
-    return Result(failures, cases, time.perf_counter() - t0, skipped, per_target, accepted)
+    return Result(failures, cases, time.perf_counter() - t0, skipped, per_target, accepted,
+                  pending)
 
 
 def main(argv: list[str]) -> int:

@@ -304,7 +304,7 @@ def budget_meter(fn: Callable[..., Any], *inputs: Any, evaluator: Any, secret_ke
     check_instance(secret_key, SecretKey, "budget_meter: secret_key")
     check_callable(fn, "budget_meter: fn", hint="a function fn(ev, ct, ...) of an evaluator and "
                    "ciphertexts")
-    if encoding not in ENCODINGS:
+    if not isinstance(encoding, str) or encoding not in ENCODINGS:
         raise ParameterError(f"budget_meter: encoding must be one of {ENCODINGS}, got "
                              f"{encoding!r}"[:200])
     params = evaluator.params

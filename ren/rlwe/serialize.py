@@ -300,7 +300,7 @@ def check_kind(kind: int, kinds: Mapping[int, str], expect: type | None, codes: 
     """KindMismatchError when `expect` (a class, or None for any) is not the stored kind."""
     if expect is None:
         return
-    if expect not in codes:
+    if not isinstance(expect, type) or expect not in codes:
         raise ParameterError(f"{who}: expect must be one of "
                              f"{', '.join(sorted(c.__name__ for c in codes))} or None, got "
                              f"{expect!r}"[:300])

@@ -11,7 +11,7 @@ round(Q·m/t) added to c0; decryption computes round(t·(c0 + c1·s)/Q) mod t ex
 1. extend each part c from Q to ``B | m_sk | Q`` exactly (BEHZ's small Montgomery reduction):
    the fast basis conversion (`Poly.to_ring`) of c·m̃ to ``m̃ | B | m_sk`` gives
    [c·m̃]_Q + u·Q (0 <= u < L); on the extra prime m̃, r = [−(c·m̃ + u·Q)·Q⁻¹]_m̃ shifted into
-   [−m̃/2, m̃/2) (the shift by floor(m̃/2) is a constant polynomial of N equal coefficients);
+   [−m̃/2, m̃/2) (the shift by floor(m̃/2) is a broadcast constant, `ren.ir.broadcast_const`);
    one prime converts exactly, and (c·m̃ + u·Q + r·Q)·m̃⁻¹ on B | m_sk is the representative
    of c in [−Q/2, Q/2 + (L + 1)·Q/m̃): the centred one except, rarely, c near ±Q/2.  The fast
    conversion alone leaves c + u·Q, and u·Q times the other operand's overflow cost 2–6 bits
@@ -33,8 +33,10 @@ Rotations: the Galois element 3^k rotates both rows left by k columns, 2N−1 sw
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -43,6 +45,7 @@ from ren.bfv.encoder import COLUMN_GENERATOR, Plaintext
 from ren.bfv.errors import MissingKeyError, ParamsMismatchError
 from ren.bfv.params import BFVParams
 from ren.errors import ParameterError, check_bool, check_instance, check_int, is_int
+from ren.ir import broadcast_const
 from ren.poly import Poly
 from ren.ring import RingSpec
 from ren.rlwe import Decryptor as RLWEDecryptor
@@ -92,8 +95,15 @@ def scaled_poly(pt: Plaintext) -> Poly:
     """round(Q·m/t) on Q (NTT domain): the plaintext as c0 carries it."""
     p = pt.params
     Q, t = p.Q, p.t
-    coeffs = [(Q * m + t // 2) // t for m in pt.coeffs.tolist()]
-    return Poly.from_coefficients(coeffs, p.ring(0), device=p.device).ntt()
+    if t >= 1 << 31:  # (Q mod t)·m would overflow int64: big integers on the host
+        coeffs = [(Q * m + t // 2) // t for m in pt.coeffs.tolist()]
+        return Poly.from_coefficients(coeffs, p.ring(0), device=p.device).ntt()
+    # round(Q·m/t) = floor(Q/t)·m + round((Q mod t)·m/t), m in [0, t): the second term < t
+    m = pt.coeffs.astype(np.int64)
+    r = ((Q % t) * m + t // 2) // t
+    ring = p.ring(0)
+    return (Poly.from_coefficients(m, ring, device=p.device) * p.delta
+            + Poly.from_coefficients(r, ring, device=p.device)).ntt()
 
 
 def lifted_poly(pt: Plaintext) -> Poly:
@@ -101,6 +111,48 @@ def lifted_poly(pt: Plaintext) -> Poly:
     p = pt.params
     return Poly.from_coefficients(np.array(pt.centred(), np.int64), p.ring(0),
                                   device=p.device).ntt()
+
+
+class ExactExtension:
+    """The exact extension of a polynomial from Q to ``B | m_sk | Q`` (step 1 of the module
+    docstring), its rings and constants; one per parameter set (`exact_extension`)."""
+
+    def __init__(self, params: BFVParams) -> None:
+        p = params
+        self._mt = mt = p.tilde_modulus
+        self._Q = p.Q
+        self.ring = p.ring_aux_q
+        self._t_ring = RingSpec(p.N, (mt,))
+        self._ext_ring = RingSpec(p.N, (mt, *self.ring.moduli))
+        self._neg_q_inv_t = -pow(p.Q, -1, mt) % mt
+        # h = floor(m̃/2) on every coefficient (a constant int would add to X^0 only): a
+        # broadcast constant, which pass 9 lowers to a VCONST inside the elementwise kernels
+        self._half_t = Poly(broadcast_const(mt // 2, self._t_ring, p.device))
+        self._half_aux = Poly(broadcast_const(mt // 2, self.ring, p.device))
+        self._t_inv = pow(mt, -1, self.ring.Q)
+
+    def extend(self, c: Poly) -> Poly:
+        """c (coefficient domain, on Q) on B | m_sk | Q: on B | m_sk the representative z ≡ c
+        (mod Q) with |z| < Q/2 + (L + 1)·Q/m̃ (a Montgomery reduction by m̃)."""
+        x = (c * self._mt).to_ring(self._ext_ring)  # c·m̃ + u·Q, 0 <= u < L
+        # r = [-(c·m̃ + u·Q)·Q⁻¹]_m̃, shifted by h into [0, m̃) (one prime: exact below)
+        r = x.to_ring(self._t_ring) * self._neg_q_inv_t + self._half_t
+        z = x.to_ring(self.ring) + (r.to_ring(self.ring) - self._half_aux) * self._Q
+        return z * self._t_inv  # (c·m̃ + u·Q − u·Q)/m̃ = c; on Q: c·m̃·m̃⁻¹
+
+
+_EXTENSIONS: weakref.WeakKeyDictionary[BFVParams, dict[str, ExactExtension]] = (
+    weakref.WeakKeyDictionary())
+
+
+def exact_extension(params: BFVParams) -> ExactExtension:
+    """The `ExactExtension` of `params` on its device (made once per parameter set and device:
+    equal parameters on two devices are equal, their constants are not)."""
+    per_device = _EXTENSIONS.setdefault(params, {})
+    ext = per_device.get(params.device)
+    if ext is None:
+        ext = per_device[params.device] = ExactExtension(params)
+    return ext
 
 
 class Encryptor:
@@ -131,11 +183,25 @@ class Decryptor:
         return self._rlwe.decrypt_parts(ct.parts, 0).coefficients()
 
     def decrypt(self, ct: Ciphertext) -> Plaintext:
-        """round(t·(c0 + c1·s)/Q) mod t, exactly."""
-        Q, t = self.params.Q, self.params.t
-        half = Q // 2
-        m = [((t * x + half) // Q) % t for x in self._phase(ct)]
-        return Plaintext(np.array(m, np.int64), self.params)
+        """round(t·(c0 + c1·s)/Q) mod t, exactly, in RNS: the phase extended exactly to
+        B | m_sk | Q, times t, divided by Q and rounded (`Poly.rescale`), which leaves |y| <=
+        t/2 + 1, read from the few primes of B whose product exceeds 4·t."""
+        check_instance(ct, Ciphertext, "decrypt: ct", hint="a BFV Ciphertext")
+        _check_same(self.params, ct, "the ciphertext")
+        p = self.params
+        phase = self._rlwe.decrypt_parts(ct.parts, 0).intt()
+        y = (exact_extension(p).extend(phase) * p.t).rescale(p.chain)
+        m = np.array(y.to_ring(self._read_ring).coefficients(), dtype=object) % p.t
+        return Plaintext(m.astype(np.int64), p)
+
+    @cached_property
+    def _read_ring(self) -> RingSpec:
+        p, moduli = self.params, []
+        for q in p.aux_moduli:
+            moduli.append(q)
+            if math.prod(moduli) > 4 * p.t:
+                break
+        return RingSpec(p.N, tuple(moduli))
 
     def noise_budget(self, ct: Ciphertext) -> int:
         """SEAL's invariant noise budget in bits, −log2(2·‖v‖∞) with v = (t/Q)·(c0 + c1·s) − m
@@ -195,15 +261,7 @@ class Evaluator:
         self._qm_ring = RingSpec(p.N, (*p.chain, p.sk_modulus))
         self._B = math.prod(p.aux_moduli)
         self._B_inv_m = pow(self._B, -1, p.sk_modulus)
-        mt = p.tilde_modulus
-        self._t_ring = RingSpec(p.N, (mt,))
-        self._ext_ring = RingSpec(p.N, (mt, *p.ring_aux_q.moduli))
-        self._neg_q_inv_t = -pow(p.Q, -1, mt) % mt
-        # h = floor(m̃/2) on every coefficient (a constant int would add to X^0 only)
-        half = np.full(p.N, mt // 2, np.int64)
-        self._half_t = Poly.from_coefficients(half, self._t_ring, device=p.device)
-        self._half_aux = Poly.from_coefficients(half, p.ring_aux_q, device=p.device)
-        self._t_inv = pow(mt, -1, p.ring_aux_q.Q)
+        self._exact = exact_extension(p)
 
     # -- checks -----------------------------------------------------------------------------------
     def _ct(self, ct: Any, who: str, size: int | None = 2) -> Ciphertext:
@@ -253,15 +311,7 @@ class Evaluator:
 
     # -- multiplication ---------------------------------------------------------------------------
     def _extend(self, c: Poly) -> Poly:
-        """c on B | m_sk | Q, its residues on B | m_sk those of a representative z ≡ c (mod Q)
-        with |z| < Q/2 + (L + 1)·Q/m̃ (exact up to the rare coefficient near ±Q/2), by a
-        Montgomery reduction by m̃ (step 1 of the module docstring)."""
-        p = self.params
-        x = (c.intt() * p.tilde_modulus).to_ring(self._ext_ring)  # c·m̃ + u·Q, 0 <= u < L
-        # r = [-(c·m̃ + u·Q)·Q⁻¹]_m̃ = -u, shifted by h into [0, m̃) (one prime: exact below)
-        r = x.to_ring(self._t_ring) * self._neg_q_inv_t + self._half_t
-        z = x.to_ring(p.ring_aux_q) + (r.to_ring(p.ring_aux_q) - self._half_aux) * p.Q
-        return (z * self._t_inv).ntt()  # (c·m̃ + u·Q − u·Q)/m̃ = c; on Q: c·m̃·m̃⁻¹
+        return self._exact.extend(c.intt()).ntt()
 
     def _scale_down(self, d: Poly) -> Poly:
         """round(t·d/Q) mod Q for d on B | m_sk | Q (steps 3 and 4 of the module docstring)."""

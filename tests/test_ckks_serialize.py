@@ -4,7 +4,9 @@ parameters, and ≥ 10^4 fuzzed inputs that may only raise SerializationError.""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import struct
 
 import numpy as np
 import pytest
@@ -24,6 +26,13 @@ from ren.ckks import (
 )
 from ren.ckks.serialize import CHECKSUM_SIZE, serialized_size
 from ren.errors import ParameterError, SerializationError
+from ren.poly import Poly
+from ren.rlwe.serialize import (
+    CorruptedDataError,
+    FingerprintMismatchError,
+    KindMismatchError,
+    TruncatedDataError,
+)
 
 FUZZ_CASES = int(os.environ.get("REN_FUZZ_CASES", "10000"))
 
@@ -240,3 +249,70 @@ def test_dumps_options_are_checked(c, option, value, match):
     ct = c.encrypt([0.5])
     with pytest.raises(ParameterError, match=match):
         dumps(ct, **{option: value})
+
+
+# -- the layout, read by hand (ren.ckks.serialize writes through ren.rlwe.serialize's container) --
+def _read_by_hand(data: bytes) -> tuple[int, int, bytes, dict, list[bytes]]:
+    """(version, kind, fingerprint, metadata, records) of a container, parsed with struct alone
+    after the module docstring's layout; the checksum checked with hashlib."""
+    assert data[-16:] == hashlib.sha256(data[:-16]).digest()[:16]
+    magic, version, kind, reserved, fp, meta_len = struct.unpack_from("<8sHBB16sI", data)
+    assert magic == b"RENCKKS\x00" and reserved == 0
+    pos = 32
+    meta = json.loads(data[pos:pos + meta_len])
+    pos += meta_len
+    (count,) = struct.unpack_from("<I", data, pos)
+    pos += 4
+    records = []
+    for _ in range(count):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        records.append(data[pos + 8:pos + 8 + n])
+        pos += 8 + n
+    assert pos == len(data) - 16
+    return version, kind, fp, meta, records
+
+
+@pytest.mark.parametrize("name, kind", [("ciphertext", 2), ("plaintext", 1), ("relin", 5),
+                                        ("galois_keys", 7), ("public", 4)])
+def test_the_layout_read_by_hand(c, name, kind):
+    """The bytes are the documented layout (the same since version 1): a reader of its own
+    finds the kind, the fingerprint, the metadata and each polynomial, stored whole or (compact)
+    as b"RENSEED\\0" + domain 1 + the 32-byte seed of its uniform sample."""
+    obj = objects(c)[name]
+    version, got_kind, fp, meta, records = _read_by_hand(dumps(obj))
+    assert (version, got_kind, fp) == (1, kind, c.params.fingerprint)
+    if kind in (1, 2):
+        assert meta == {"level": obj.level, "scale": [str(obj.scale.numerator),
+                                                      str(obj.scale.denominator)]}
+    polys = polys_of(obj)
+    assert len(records) == len(polys)
+    for rec, p in zip(records, polys, strict=True):
+        assert np.array_equal(Poly.frombytes(rec).numpy(), p.numpy())
+    version, _, _, _, records = _read_by_hand(dumps(obj, compact=True))
+    seeds = [p.random_origin().seed for p in polys if p.random_origin() is not None
+             and p.random_origin().kind == "uniform"]
+    assert version == (2 if seeds else 1)
+    assert [r[9:] for r in records if r[:8] == b"RENSEED\x00"] == seeds
+    assert all(r[8] == 1 for r in records if r[:8] == b"RENSEED\x00")  # the NTT domain
+    keys = len(obj.keys) if name == "galois_keys" else 1
+    assert len(seeds) == {"ciphertext": 0, "plaintext": 0, "relin": len(c.params.digits),
+                          "galois_keys": len(c.params.digits) * keys, "public": 1}[name]
+
+
+def test_each_problem_has_its_serialization_error_subclass(c):
+    data = dumps(c.ev.relin_key, compact=True)
+    with pytest.raises(TruncatedDataError, match=r"ren\.ckks\.loads: truncated"):
+        loads(data[:len(data) // 2], c.params)
+    flipped = bytearray(data)
+    flipped[len(data) - 100] ^= 1  # inside the last record
+    with pytest.raises(CorruptedDataError, match="checksum mismatch") as e:
+        loads(bytes(flipped), c.params)
+    assert not isinstance(e.value, TruncatedDataError)
+    other = context(N=32, depth=1, scale_bits=40, first_bits=50, steps=(1,))
+    with pytest.raises(FingerprintMismatchError, match="load it with the CKKSParams"):
+        loads(data, other.params)
+    with pytest.raises(KindMismatchError, match=r"read it with ren\.bfv\.loads"):
+        loads(b"RENBFV\x00\x00" + data[8:], c.params)
+    for cls in (TruncatedDataError, CorruptedDataError, FingerprintMismatchError,
+                KindMismatchError):
+        assert issubclass(cls, SerializationError)

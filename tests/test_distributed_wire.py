@@ -120,6 +120,25 @@ def test_a_record_frames_out_of_band_for_pickle_and_dask(ckks):
     assert dumps(Codec({ckks.params.fingerprint: ckks.params}).decode(again)) == dumps(ct)
 
 
+def test_a_process_that_imports_ren_before_dask_still_registers_the_records():
+    # a LocalCluster's spawned worker imports the client's main module (and so Ren) before
+    # Dask; the first record it receives is deserialized by Dask before any Ren code runs
+    pytest.importorskip("distributed", reason="the Dask family needs Dask")
+    code = """
+        import sys
+        from ren.distributed.frames import Sealed
+        assert "distributed" not in sys.modules
+        from distributed.protocol import deserialize, serialize
+        header, frames = serialize(Sealed("poly", b"{}", (b"abcd",)), serializers=("dask",))
+        back = deserialize(header, frames)
+        print(header["serializer"], type(back).__name__, bytes(back.frames[0]))
+    """
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["dask", "Sealed", "b'abcd'"]
+
+
 def _flip(rec, frame: int, at: int):
     f = bytearray(rec.frames[frame])
     f[at] ^= 1

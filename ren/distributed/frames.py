@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.abc
 import json
 import pickle
 import sys
@@ -312,16 +313,18 @@ def _sizeof(rec: Sealed) -> int:
 
 
 _registered = False
+#: Dask's module whose import `register_dask` waits for in a process that imported Ren first
+DASK_SERIALIZE = "distributed.protocol.serialize"
 
 
 def register_dask() -> bool:
     """Register `Sealed` with Dask's serialization family (header + frames, no pickling of the
     limbs) and its `sizeof`, once Dask is imported in this process (importing Ren does not
-    import Dask).  Whether it is registered."""
+    import Dask; `_AfterDask` registers it when Dask comes later).  Whether it is registered."""
     global _registered
     if _registered:
         return True
-    if "distributed" not in sys.modules:
+    if DASK_SERIALIZE not in sys.modules:
         return False
     from dask.sizeof import sizeof
     from distributed.protocol.serialize import dask_deserialize, dask_serialize
@@ -333,10 +336,41 @@ def register_dask() -> bool:
     return True
 
 
-register_dask()  # a worker unpickling the class imports this module with Dask already loaded
+class _AfterDask(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Calls `register_dask` right after Dask's serialization module is imported.  A worker
+    process that imported Ren before Dask (a LocalCluster's spawned worker imports the client's
+    main module first) must know `Sealed` before the first record arrives: the record is
+    deserialized by Dask's comm before any Ren code runs there."""
+
+    def __init__(self) -> None:
+        self.loader: Any = None
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != DASK_SERIALIZE or self.loader is not None:
+            return None
+        others = [f for f in sys.meta_path if f is not self and hasattr(f, "find_spec")]
+        spec = next((s for f in others if (s := f.find_spec(fullname, path, target))), None)
+        if spec is None or spec.loader is None:
+            return None
+        self.loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        register_dask()
+
+
+if not register_dask():  # Dask not loaded yet: register when it is
+    sys.meta_path.insert(0, _AfterDask())
 
 __all__ = [
     "CHECKSUM",
+    "DASK_SERIALIZE",
     "RECORD_VERSION",
     "Sealed",
     "byte_view",

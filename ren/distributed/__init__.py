@@ -11,6 +11,12 @@
   keys go to every worker once; each input travels in Ren's checksummed format inside its own
   task; results come back in order.  A worker killed mid-batch has its tasks run again
   elsewhere; a task that raises comes back as `TaskError` with the input's index.
+* `Batch`, `scatter` (`ren.distributed.remote`), `save` / `load` (`ren.distributed.storage`):
+  data that stays on the cluster.  ``map(fn, batch, keep=True)`` returns a Batch of futures
+  left on the workers, which the next map takes as its batch (no byte through the client);
+  `save` / `load` have the workers write and read ciphertexts in Ren's versioned format in a
+  directory every worker sees; `Batch.gather()` fetches results when they are wanted.  Keys and
+  programs are broadcast once per client and worker and reused by later jobs.
 * `sweep` (`ren.distributed.sweep`): a CKKS program over a grid of parameter sets; time,
   precision, levels and key bytes per point as a table (pandas DataFrame, or records).
 * `ren.distributed.wire`: what crosses the wire, and the guard that refuses to send a secret key.
@@ -34,9 +40,12 @@ from ren.distributed.errors import (
     TaskError,
     WireError,
 )
+from ren.distributed.remote import Batch, scatter
+from ren.distributed.storage import load, save
 from ren.distributed.sweep import run_point, sweep
 
 __all__ = [
+    "Batch",
     "DaskUnavailableError",
     "DistributedError",
     "MapJob",
@@ -44,10 +53,13 @@ __all__ = [
     "SecretKeyError",
     "TaskError",
     "WireError",
+    "load",
     "local_client",
     "map",
     "resolve_client",
     "run_point",
+    "save",
+    "scatter",
     "submit",
     "sweep",
 ]

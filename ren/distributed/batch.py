@@ -17,7 +17,9 @@ one argument; with ``keys=...`` every call also gets ``keys=<the decoded keys>``
 tree (tuple, list, dict) of public keys: `RelinKey`, `GaloisKeys`, `PublicKey`.
 
 **What travels.**  Once per worker (a broadcast scatter): the parameters and keys (Ren's compact
-key format: each uniform half as its seed) and the program.  Per input: the input's wire form
+key format: each uniform half as its seed) and the program; the client keeps them there for its
+later jobs (`ren.distributed.remote.share`), so a second map with the same keys sends no key
+byte (`MapJob.shared_sent_bytes` is 0).  Per input: the input's wire form
 (`ren.ckks.dumps`), scattered to one worker (round robin) and its task sent after it, which
 the scheduler runs where the input is; at most `IN_FLIGHT_PER_WORKER` inputs per worker are out
 at a time, sent in chunks as results come back (`MapJob`); per result: the result's wire
@@ -25,6 +27,12 @@ form.  With a client made with ``direct_to_workers=True`` (as `local_client` mak
 and results go between the client and the workers directly, not through the scheduler:
 measured with 2 MB inputs, that halves the client process's CPU per task.  A secret key never
 travels (`SecretKeyError` from the client before anything is sent).
+
+**Data that stays on the cluster** (`ren.distributed.remote`).  The batch may be a `Batch` (or
+a list of Dask futures): each task then takes its input where it lies, and nothing passes
+through the client.  ``keep=True`` leaves the results on the workers and returns them as a
+`Batch` (`MapJob.persist`), which the next map takes as its batch: a chain of maps runs on the
+cluster, and `Batch.gather()` fetches the last results when they are wanted.
 
 **Failures.**  A worker that dies mid-batch loses its running tasks, the results it held and
 the inputs scattered to it.  Dask runs again, on the other workers, the tasks whose input is
@@ -49,6 +57,8 @@ import itertools
 import os
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -63,6 +73,7 @@ from ren.distributed.cluster import (
     scheduler_lost,
 )
 from ren.distributed.errors import DistributedError, SchedulerLostError
+from ren.distributed.remote import Batch, as_batch, share, standin
 from ren.distributed.wire import (
     Codec,
     digest,
@@ -74,7 +85,7 @@ from ren.distributed.wire import (
     wire_bytes,
 )
 from ren.distributed.worker import Program, run_item
-from ren.errors import ParameterError
+from ren.errors import ParameterError, check_bool
 from ren.jit import JitPlan, Jitted
 
 _job_ids = itertools.count()
@@ -88,13 +99,22 @@ def _arguments(item: Any) -> tuple:
     return item if type(item) is tuple else (item,)
 
 
-def _program(fn: Any, items: list, keys: Any) -> tuple[Program, list[int | None]]:
-    """The program a job ships and, per input, the index of the plan it replays."""
+def _program(fn: Any, items: list | None, keys: Any) -> tuple[Program, list[int | None]]:
+    """The program a job ships and, per input, the index of the plan it replays.  `items`
+    None: inputs of unknown specs (a Batch without stand-ins), whose plans a jitted function
+    captures on the workers."""
+    if isinstance(fn, Jitted) and settings.get("REN_JIT") and items is None:
+        return Program(function=fn.fn, capture=True), []
     if isinstance(fn, Jitted) and settings.get("REN_JIT"):
+        assert items is not None
         kwargs = {} if keys is None else {"keys": keys}
         plans: list[JitPlan] = []
         which: list[int | None] = []
+        known: dict[int, int] = {}  # a Batch's inputs share their stand-ins: one lookup each
         for i, item in enumerate(items):
+            if id(item) in known:
+                which.append(known[id(item)])
+                continue
             args = _arguments(item)
             try:
                 plan = fn.plan_for(*args, **kwargs)
@@ -111,9 +131,10 @@ def _program(fn: Any, items: list, keys: Any) -> tuple[Program, list[int | None]
                 plans.append(plan)
                 j = len(plans) - 1
             which.append(j)
+            known[id(item)] = j
         return Program(plans=plans), which
     function = fn.fn if isinstance(fn, Jitted) else fn  # REN_JIT=0: eager on the workers
-    return Program(function=function), [None] * len(items)
+    return Program(function=function), [None] * len(items or ())
 
 
 @dataclass
@@ -129,6 +150,7 @@ class _Sender:
     which: list[int | None]
     job_id: str
     addresses: list[str]
+    keep: bool = False
 
     def send_many(self, indices: range, attempt: int = 0) -> list[tuple[Any, Any, int]]:
         """(the task's future, the scattered input's future, the input's wire bytes) of each
@@ -146,7 +168,7 @@ class _Sender:
         futures = self.client.map(
             run_item, [self.which[i] for i in indices], [data[f"{k}-input"] for k in keys],
             list(indices), key=keys, pure=False, context_key=ck, context_blob=self.shared[ck],
-            program_key=pk, program_blob=self.shared[pk])
+            program_key=pk, program_blob=self.shared[pk], keep=self.keep)
         return [(f, data[f"{k}-input"], wire_bytes(w)) for f, k, w in zip(futures, keys, wires)]
 
 
@@ -172,6 +194,14 @@ class MapJob:
     input_bytes: int  # the wire bytes of the inputs sent so far (all, once every one is out)
     plans: int  # captured plans shipped (0 for a plain function)
     workers: int  # workers the context and program were broadcast to
+    #: bytes of the context and program the client sent for this job (to every worker): 0
+    #: when an earlier job had sent the same ones
+    shared_sent_bytes: int = 0
+    keep: bool = False  # the results stay on the workers (`persist`)
+    #: the results' stand-ins (`ren.distributed.remote`), per plan; None where unknown
+    standins: list[Any] | None = None
+    _which: list[int | None] = field(default_factory=list)  # the plan of each input
+    _held: list[Any] = field(default_factory=list)  # the input Batch's futures (kept alive)
     timings: list[dict[str, Any]] = field(default_factory=list)
     result_bytes: int = 0
     wall_seconds: float = 0.0
@@ -298,14 +328,16 @@ class MapJob:
         out: list[Any] = [None] * len(self.futures)
         timings: list[dict[str, Any]] = [{}] * len(self.futures)
         try:
-            for i, (wire, timing) in gather_as_completed(
+            for i, value in gather_as_completed(
                     self.client, self.futures, "map: input", timeout, resubmit=self._resend,
                     more=self._more):
+                wire, timing = (value, {}) if self.keep else value
                 self.result_bytes += wire_bytes(wire)
                 out[i] = self.codec.decode(wire)
                 timings[i] = timing
                 self.futures[i].release()  # the worker may drop it (and its input) now
-                self._inputs[i].release()
+                if self._inputs[i] is not None:  # (a Batch's input stays: the Batch holds it)
+                    self._inputs[i].release()
         except SchedulerLostError as e:
             e.results = {i: out[i] for i in e.completed}
             self.cancel()
@@ -317,6 +349,27 @@ class MapJob:
         self.wall_seconds = time.perf_counter() - self._submitted
         return out
 
+    def persist(self, timeout: float | None = None) -> Batch:
+        """Wait until every task has finished, fetching no result: the results, on the
+        workers, as a `Batch` (with the results' stand-ins where the job's plans give them).
+        Failures, resends and timeouts as in `result`.  The Batch keeps the job's inputs alive
+        too, so that Dask can compute again a result lost with its worker."""
+        timeout = check_timeout(timeout, "map: timeout")
+        try:
+            for _ in gather_as_completed(self.client, self.futures, "map: input", timeout,
+                                         resubmit=self._resend, more=self._more, fetch=False):
+                pass
+        except BaseException:
+            self.cancel()
+            raise
+        self.wall_seconds = time.perf_counter() - self._submitted
+        which = None
+        if self.standins is not None:
+            which = [w if w is not None else 0 for w in self._which]
+        held = [f for f in self._inputs if f is not None] + list(self._held)
+        return Batch(self.client, list(self.futures), list(self.codec.params.values()),
+                     self.standins, which, held)
+
     def cancel(self) -> None:
         """Cancel every task of the job that has not finished, and send no further input."""
         with self._cond:
@@ -327,14 +380,17 @@ class MapJob:
     def describe(self) -> str:
         """What travelled, in a few lines (bytes; per worker where it is sent once each)."""
         n = len(self.futures)
+        sent = (f"sent now: {size(self.shared_sent_bytes)} in all" if self.shared_sent_bytes
+                else "already on the workers (sent by an earlier job), sent now: 0 B")
         lines = [
             f"map job: {n} inputs, {self.plans} plan(s) "
             f"({'replayed' if self.plans else 'a plain function, eager'} on {self.workers} "
             f"worker(s), at most {self._window()} inputs out at a time)",
             f"  once per worker: keys {size(self.keys_bytes)} (compact form), parameters and "
-            f"keys {size(self.context_bytes)}, program {size(self.program_bytes)}",
+            f"keys {size(self.context_bytes)}, program {size(self.program_bytes)}; {sent}",
             f"  inputs sent {size(self.input_bytes)} "
-            f"({size(self.input_bytes // max(1, self._next))} each)",
+            f"({size(self.input_bytes // max(1, self._next))} each)"
+            + (" (the batch was on the cluster)" if self._held else ""),
         ]
         if self.timings:
             k = len(self.timings)
@@ -353,67 +409,153 @@ def size(nbytes: int) -> str:
     return f"{nbytes / 1e3:.1f} kB" if nbytes < 10**6 else f"{nbytes / 1e6:.2f} MB"
 
 
-def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any = None,
-           client: Any = None) -> MapJob:
-    """Start `fn` on every input of `batch` (module doc); `MapJob.result()` gathers them."""
+def context_name(fingerprints: list[bytes], keys_wire: Any, has_keys: bool) -> str:
+    """The name of a job's context: a hash of what it means (the parameters' fingerprints and
+    the keys' wire bytes), not of its pickle, which carries the parameters' caches too."""
+    return "ren-context-" + digest(b"|".join(sorted(fingerprints)) + guarded_dumps(
+        (keys_wire, has_keys), "map: keys"))
+
+
+#: the keys of recent jobs as the workers decode them, by their wire bytes' hash
+_keys_as_sent: OrderedDict[str, Any] = OrderedDict()
+_keys_lock = threading.Lock()
+
+
+def keys_as_sent(keys_wire: Any, codec: Codec) -> Any:
+    """The keys as a worker decodes them, for capturing the plans: a plan is keyed by its
+    inputs' structure, and a decoded key set need not have the original's (`ren.ckks.loads`
+    lists a GaloisKeys' elements in order, a KeyGenerator in the order they were asked for)."""
+    name = digest(guarded_dumps(keys_wire, "map: keys"))
+    with _keys_lock:
+        if name in _keys_as_sent:
+            _keys_as_sent.move_to_end(name)
+            return _keys_as_sent[name]
+    decoded = codec.decode(keys_wire)
+    with _keys_lock:
+        _keys_as_sent[name] = decoded
+        while len(_keys_as_sent) > 2:
+            _keys_as_sent.popitem(last=False)
+    return decoded
+
+
+#: the name and blob of each program already pickled, by its plans (one pickle per program)
+_blobs: weakref.WeakKeyDictionary[JitPlan, tuple[tuple[int, ...], str, bytes]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _program_blob(program: Program, secrets: list) -> tuple[str, bytes]:
+    """The program's name and pickle, checked for secrets.  The pickle of a program of plans
+    is made once: a later job of the same plans reuses its name and bytes (a plan's pickle
+    carries its parameters' caches, which grow, so pickling it again gives other bytes)."""
+    ids = tuple(id(p) for p in program.plans or ())
+    if program.plans and not program.capture:
+        memo = _blobs.get(program.plans[0])
+        if memo is not None and memo[0] == ids:
+            return memo[1], memo[2]
+    blob = guarded_dumps(program, "map: the program (plans or function)")
+    # by data, plans and functions alike: a function that closes over a secret's Poly pickles
+    # its residues (the type guard sees a Poly, not a SecretKey)
+    refuse_secret_data(blob, secrets, "map: the captured plan" if program.plans else
+                       "map: the function (with what it closes over)")
+    name = f"ren-program-{digest(blob)}"
+    if program.plans:
+        _blobs[program.plans[0]] = (ids, name, blob)
+    return name, blob
+
+
+def _result_standins(program: Program, codec: Codec) -> list[Any] | None:
+    """A stand-in of each plan's result (`ren.distributed.remote`); None for a function."""
+    if not program.plans:
+        return None
+    return [standin(p.result(p.template.outputs), codec) for p in program.plans]
+
+
+def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, keys: Any = None,
+           client: Any = None, keep: bool = False) -> MapJob:
+    """Start `fn` on every input of `batch` (module doc); `MapJob.result()` gathers them,
+    `MapJob.persist()` leaves them on the cluster (``keep=True``)."""
     client = resolve_client(client)
+    keep = check_bool(keep, "map: keep")
     if not callable(fn.fn if isinstance(fn, Jitted) else fn):
         raise ParameterError(f"map: fn must be a ren.jit function or a callable, got "
                              f"{type(fn).__name__} {fn!r:.60}")
+    remote = as_batch(batch, client)
     # (a dict would map over its keys, a set in no particular order: refused, not guessed at)
-    if isinstance(batch, str | bytes | Mapping | AbstractSet) or not isinstance(batch, Iterable):
+    if remote is None and (isinstance(batch, str | bytes | Mapping | AbstractSet) or
+                           not isinstance(batch, Iterable)):
         raise ParameterError(f"map: batch must be a list of inputs (ciphertexts, Polys or tuples "
-                             f"of them), got {type(batch).__name__}")
-    items = list(batch)
+                             f"of them) or a ren.distributed.Batch, got {type(batch).__name__}")
     secrets = live_secret_keys()
     codec = Codec(secret_buffers=secret_buffers(secrets))
     keys_wire = codec.encode(keys, "keys") if keys is not None else None
-    for i, item in enumerate(items):  # every input checked before the first one is sent
-        codec.check(item, f"batch[{i}]")
+    if remote is not None:
+        for params in remote.params:
+            codec.register(params)
+        n = len(remote)
+        items: list[Any] = []
+        captured = None if remote.standins is None else [remote.standin(i) for i in range(n)]
+    else:
+        items = list(batch)  # type: ignore[arg-type]
+        n = len(items)
+        for i, item in enumerate(items):  # every input checked before the first one is sent
+            codec.check(item, f"batch[{i}]")
+        captured = items
     refuse_secret(fn, "map: fn")
-    program, which = _program(fn, items, keys)
-    program_blob = guarded_dumps(program, "map: the program (plans or function)")
-    # by data, plans and functions alike: a function that closes over a secret's Poly pickles
-    # its residues (the type guard sees a Poly, not a SecretKey)
-    refuse_secret_data(program_blob, secrets, "map: the captured plan" if program.plans else
-                       "map: the function (with what it closes over)")
+    program, which = _program(fn, captured, None if keys is None else
+                              keys_as_sent(keys_wire, codec))
+    which = which or [None] * n
+    pk, program_blob = _program_blob(program, secrets)
     context_blob = guarded_dumps({"params": list(codec.params.values()), "keys": keys_wire,
                                   "has_keys": keys is not None}, "map: keys")
     job_id = f"{os.getpid()}-{next(_job_ids)}"
-    ck, pk = f"ren-context-{digest(context_blob)}", f"ren-program-{digest(program_blob)}"
-    addresses = list(client.scheduler_info(n_workers=-1)["workers"]) if items else []
-    if items and not addresses:
+    ck = context_name(list(codec.params), keys_wire, keys is not None)
+    addresses = list(client.scheduler_info(n_workers=-1)["workers"]) if n else []
+    if n and not addresses:
         raise DistributedError("map: the cluster has no workers; start some (or wait for them: "
                                "client.wait_for_workers(n)) before submitting")
-    job = MapJob(client, [None] * len(items), codec, len(context_blob), wire_bytes(keys_wire),
-                 len(program_blob), 0, len(program.plans or ()), len(addresses),
-                 _submitted=time.perf_counter(), _inputs=[None] * len(items),
-                 _attempts=[0] * len(items))
-    if items:
-        # ck and pk name the content (the workers' cache of loaded keys and plans); the Dask
-        # keys are the job's own: two jobs of one program scattering the same key raced the
-        # scheduler releasing it for the earlier job (a KeyError in Dask's replicate)
-        scattered = client.scatter({f"{ck}-{job_id}": context_blob,
-                                    f"{pk}-{job_id}": program_blob}, broadcast=True)
-        shared = {ck: scattered[f"{ck}-{job_id}"], pk: scattered[f"{pk}-{job_id}"]}
-        job._sender = _Sender(client, items, codec, shared, ck, pk, which, job_id, addresses)
-        with job._cond:
-            # one input to each worker first, so that every worker starts at once; then the
-            # rest of the window, which the workers' first tasks no longer wait for
-            first = min(len(items), len(addresses))
-            for chunk in (range(first), range(first, min(len(items), job._window()))):
-                if chunk:
-                    for i, future in job._send(chunk):
-                        job.futures[i] = future
-            job._next = min(len(items), job._window())
+    job = MapJob(client, [None] * n, codec, len(context_blob), wire_bytes(keys_wire),
+                 len(program_blob), 0, len(program.plans or ()), len(addresses), keep=keep,
+                 standins=_result_standins(program, codec) if keep else None, _which=which,
+                 _submitted=time.perf_counter(), _inputs=[None] * n, _attempts=[0] * n)
+    if not n:
+        return job
+    # ck and pk name the content (the workers' cache of loaded keys and plans); the client
+    # keeps them broadcast for its later jobs (remote.share)
+    shared: dict[str, Any] = {}
+    for name, blob in ((ck, context_blob), (pk, program_blob)):
+        shared[name], sent = share(client, name, blob)
+        job.shared_sent_bytes += sent
+    if remote is not None:  # every task at once, each where its input lies
+        job._held = list(remote.futures)
+        tasks = client.map(run_item, which, remote.futures, list(range(n)),
+                           key=[f"ren-map-{job_id}-{i}" for i in range(n)], pure=False,
+                           context_key=ck, context_blob=shared[ck], program_key=pk,
+                           program_blob=shared[pk], keep=keep)
+        job.futures[:] = tasks
+        job._next = n
+        return job
+    job._sender = _Sender(client, items, codec, shared, ck, pk, which, job_id, addresses, keep)
+    with job._cond:
+        # one input to each worker first, so that every worker starts at once; then the
+        # rest of the window, which the workers' first tasks no longer wait for
+        first = min(n, len(addresses))
+        for chunk in (range(first), range(first, min(n, job._window()))):
+            if chunk:
+                for i, future in job._send(chunk):
+                    job.futures[i] = future
+        job._next = min(n, job._window())
     return job
 
 
-def map(fn: Callable[..., Any] | Jitted, batch: Iterable[Any], *, keys: Any = None,
-        client: Any = None, timeout: float | None = None) -> list[Any]:
+def map(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, keys: Any = None,
+        client: Any = None, timeout: float | None = None, keep: bool = False) -> Any:
     """`fn` applied to every input of `batch` on the cluster, results in input order (module
-    doc).  ``map(square, cts, keys=rlk)`` calls ``square(ct, keys=rlk)`` for each ciphertext."""
+    doc).  ``map(square, cts, keys=rlk)`` calls ``square(ct, keys=rlk)`` for each ciphertext.
+    `batch` may be a `Batch` (or a list of Dask futures) on the cluster; ``keep=True``
+    returns the results as a `Batch` left on the workers, once every one is computed."""
     check_timeout(timeout, "map: timeout")  # before anything is sent
-    return submit(fn, batch, keys=keys, client=client).result(timeout=timeout)
+    job = submit(fn, batch, keys=keys, client=client, keep=keep)
+    return job.persist(timeout=timeout) if job.keep else job.result(timeout=timeout)
+
 
 __all__ = ["IN_FLIGHT_PER_WORKER", "MAX_RESENDS", "MapJob", "map", "submit"]

@@ -128,15 +128,17 @@ def resolve_client(client: Any = None) -> Any:
             "is the default client") from None
 
 
-def _completed(client: Any, done: Any) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _completed(client: Any, done: Any, fetch: bool = True
+               ) -> Iterator[tuple[Any, dict[str, Any]]]:
     """(future, values fetched with it) for each future of `done` (a distributed.as_completed)
     as it completes.  The results of the futures that finished together are fetched in one
     call (one message per worker instead of one per result); when that fails (a task that
-    raised, a result lost on the way) the dict is empty and each is fetched on its own."""
+    raised, a result lost on the way) the dict is empty and each is fetched on its own.
+    ``fetch=False`` fetches nothing (the dict is always empty)."""
     for batch in done.batches():
         ready: dict[str, Any] = {}
         finished = [f for f in batch if f.status == "finished"]
-        if len(finished) > 1:
+        if fetch and len(finished) > 1:
             try:
                 ready = dict(zip([f.key for f in finished], client.gather(finished)))
             except Exception:  # each future is taken on its own below
@@ -147,8 +149,8 @@ def _completed(client: Any, done: Any) -> Iterator[tuple[Any, dict[str, Any]]]:
 
 def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: float | None,
                         resubmit: Callable[[int], Any] | None = None,
-                        more: Callable[[float | None], list[tuple[int, Any]]] | None = None
-                        ) -> Iterator[tuple[int, Any]]:
+                        more: Callable[[float | None], list[tuple[int, Any]]] | None = None,
+                        fetch: bool = True) -> Iterator[tuple[int, Any]]:
     """(index, value) of every future of `futures` as it completes, each exactly once.
 
     A result lost with its worker after it completed (the scheduler computes it again) is
@@ -160,7 +162,11 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
 
     `futures` may hold None for inputs not sent yet: ``more(wait)`` gives the (index, future)
     pairs sent since it was last asked, waiting up to `wait` seconds (None: no limit) for some
-    when asked with a wait, and [] when nothing more will be sent."""
+    when asked with a wait, and [] when nothing more will be sent.
+
+    ``fetch=False`` waits for the same completions without fetching any value: it yields
+    (index, None) for each task that finished (its result stays on its worker, e.g. for a
+    `ren.distributed.Batch`); failures, cancellations and resends are handled as above."""
     distributed = dask_distributed()
     index = {f.key: i for i, f in enumerate(futures) if f is not None}
     arrived = [False] * len(futures)
@@ -180,13 +186,18 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
 
     try:
         while True:
-            for fut, ready in _completed(client, done):
+            for fut, ready in _completed(client, done, fetch):
                 i = index[fut.key]
                 if fut.status in ("pending", "lost"):  # lost with its worker: being recomputed
                     done.add(fut)
                     continue
                 try:
-                    value = ready[fut.key] if fut.key in ready else fut.result()
+                    if fut.key in ready:
+                        value = ready[fut.key]
+                    elif fetch or fut.status != "finished":
+                        value = fut.result()  # (a task that raised, or was cancelled, raises)
+                    else:
+                        value = None
                 except distributed.client.FutureCancelledError as e:  # type: ignore[attr-defined]
                     if scheduler_lost(client):  # Dask cancelled every future: nothing to resend
                         raise lost_error(what, arrived, e) from e

@@ -9,24 +9,33 @@ content hash, so a batch of 64 inputs loads the keys and compiles the plan once,
 
 `run_item` is one task: decode the input, replay the plan (or call the function), realize and
 encode the result; it returns the wire result and the seconds each of those steps took (the
-client adds them up to report the distributed path's overhead).  An exception carries a note
-naming the input and the worker, and travels back as it is.
+client adds them up to report the distributed path's overhead), or (``keep=True``, a result
+that stays on the cluster as an item of a `ren.distributed.Batch`) the wire result alone.  An
+input may be a wire tree sent by the client or the wire result of an earlier task on the
+cluster (a chained map).  An exception carries a note naming the input and the worker, and
+travels back as it is.
+
+`save_item` and `load_item` write and read one item as a file in Ren's versioned format
+(`ren.ckks.dumps`), for `ren.distributed.save` / `load`.  `stats` counts, per worker process,
+the blobs it decoded (a context or program loaded once serves every later task and job).
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ren.backend.malloc import tune_allocator
+from ren.ckks import dumps, loads
 from ren.distributed.errors import WireError
 from ren.distributed.wire import Codec
-from ren.jit import JitPlan
+from ren.jit import JitPlan, jit
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
 from ren.tree import flatten
@@ -36,6 +45,8 @@ CACHE_ENTRIES = 8
 
 _cache: OrderedDict[str, Any] = OrderedDict()
 _cache_lock = threading.Lock()
+#: blobs decoded by this process, by kind ("context", "program"): `stats`
+_loads: Counter[str] = Counter()
 
 
 def cached(key: str, blob: bytes, load: Callable[[bytes], Any]) -> Any:
@@ -46,6 +57,8 @@ def cached(key: str, blob: bytes, load: Callable[[bytes], Any]) -> Any:
             return _cache[key]
     value = load(blob)  # outside the lock: a slow load must not block other keys
     with _cache_lock:
+        if key not in _cache:
+            _loads[key.split("-")[1] if key.count("-") >= 2 else key] += 1
         value = _cache.setdefault(key, value)
         _cache.move_to_end(key)
         while len(_cache) > CACHE_ENTRIES:
@@ -57,6 +70,13 @@ def clear_cache() -> None:
     """Forget every decoded blob of this process."""
     with _cache_lock:
         _cache.clear()
+
+
+def stats() -> dict[str, int]:
+    """Blobs this process decoded so far, by kind (``{"context": 1, "program": 2}``): a job
+    whose keys a worker holds already decodes no context (run it with ``client.run(stats)``)."""
+    with _cache_lock:
+        return dict(_loads)
 
 
 @dataclass
@@ -74,6 +94,9 @@ class Program:
 
     plans: list[JitPlan] | None = None
     function: Callable[..., Any] | None = None
+    #: capture `function` with `ren.jit` on the worker (once per input spec and process): a
+    #: jitted function over inputs the client never saw (a Batch of unknown specs)
+    capture: bool = False
 
 
 def load_context(blob: bytes) -> Context:
@@ -87,6 +110,8 @@ def load_program(blob: bytes) -> Program:
     if not isinstance(program, Program):
         raise WireError(f"a program blob holds a {type(program).__name__}, not a Program (a "
                         "client of another ren version?); install the same ren everywhere")
+    if program.capture and program.function is not None:
+        program.function = jit(program.function)  # kept with the program in the cache
     return program
 
 
@@ -110,9 +135,10 @@ def realize_tree(tree: Any) -> None:
 
 
 def run_item(plan_index: int | None, item: Any, index: int, *, context_key: str,
-             context_blob: bytes, program_key: str, program_blob: bytes
-             ) -> tuple[Any, dict[str, Any]]:
-    """One input of a map job (module doc): (the wire result, timings in seconds)."""
+             context_blob: bytes, program_key: str, program_blob: bytes, keep: bool = False
+             ) -> Any:
+    """One input of a map job (module doc): (the wire result, timings in seconds), or the wire
+    result alone with ``keep=True``."""
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
         t0 = time.perf_counter()
@@ -136,9 +162,47 @@ def run_item(plan_index: int | None, item: Any, index: int, *, context_key: str,
     except Exception as e:
         e.add_note(f"ren.distributed: while running input {index} on worker {worker_address()}")
         raise
+    if keep:
+        return wire
     return wire, {"load": t1 - t0, "decode": t2 - t1, "run": t3 - t2, "encode": t4 - t3,
                   "worker": worker_address()}
 
 
+def save_item(item: Any, path: str, index: int, *, context_key: str, context_blob: bytes
+              ) -> int:
+    """Write one item (a wire tree of a CKKS object) to `path` in Ren's versioned format
+    (`ren.ckks.dumps`), through a temporary file renamed into place (a reader never sees half
+    a file); returns the bytes written."""
+    try:
+        context = cached(context_key, context_blob, load_context)
+        data = dumps(context.codec.decode(item))
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except Exception as e:
+        e.add_note(f"ren.distributed.save: while writing item {index} to {path} on worker "
+                   f"{worker_address()}")
+        raise
+    return len(data)
+
+
+def load_item(path: str, index: int, *, context_key: str, context_blob: bytes) -> Any:
+    """The wire tree of the CKKS object in the file `path` (written by `save_item` or
+    `ren.ckks.dumps`), read under the context's one parameter set."""
+    try:
+        context = cached(context_key, context_blob, load_context)
+        (params,) = context.codec.params.values()
+        with open(path, "rb") as f:
+            obj = loads(f.read(), params)
+        return context.codec.encode(obj, f"the item in {path}")
+    except Exception as e:
+        e.add_note(f"ren.distributed.load: while reading item {index} from {path} on worker "
+                   f"{worker_address()}")
+        raise
+
+
 __all__ = ["CACHE_ENTRIES", "Context", "Program", "cached", "clear_cache", "load_context",
-           "load_program", "realize_tree", "run_item", "tune_allocator", "worker_address"]
+           "load_item", "load_program", "realize_tree", "run_item", "save_item", "stats",
+           "tune_allocator", "worker_address"]

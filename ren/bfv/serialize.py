@@ -16,7 +16,8 @@ BFV has one level and no scale, and t is part of the parameters' fingerprint.
 **Compact form** (``compact=True``): polynomials that are exactly uniform samples are written as
 their 32-byte seeds: the ``c1`` of a fresh secret-key encryption and the ``a`` half of every key,
 so those shrink to about half; a public-key encryption (and anything computed) has no uniform
-half and keeps its full form.  A secret key is written only with ``allow_secret=True``.
+half and keeps its full form, and so does a BGV ciphertext (its second half is t times a
+uniform sample).  A secret key is written only with ``allow_secret=True``.
 
 `loads` raises `ren.rlwe.serialize`'s SerializationError subclasses (re-exported by
 `ren.bfv.errors`): `TruncatedDataError`, `CorruptedDataError` (checksum, magic, version, fields),

@@ -79,7 +79,7 @@ def run(log_n: int, device: str, reps: int, k: int, n: int, pair: bool) -> None:
         KeyGenerator,
         LinearTransform,
     )
-    from ren.ckks.lintrans import apply_transforms
+    from ren.ckks.circuits.lintrans import apply_transforms
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)

@@ -40,7 +40,7 @@ def _device(name: str) -> contextlib.AbstractContextManager:
 
 
 def coefficients(basis: str, d: int) -> np.ndarray:
-    from ren.ckks.polyeval import chebyshev_coefficients
+    from ren.ckks.circuits.polyeval import chebyshev_coefficients
 
     if basis == "power":
         return np.random.default_rng(d).uniform(-1, 1, d + 1) / np.arange(1, d + 2) ** 2
@@ -59,8 +59,8 @@ def run(log_n: int, degrees: list[int], bases: list[str], seeds: int, reps: int,
         InsecureParametersWarning,
         KeyGenerator,
     )
+    from ren.ckks.circuits.polyeval import depth_of, evaluate_polynomial
     from ren.ckks.operations import record_operations
-    from ren.ckks.polyeval import depth_of, evaluate_polynomial
 
     depth = max(depth_of(d) for d in degrees)
     with warnings.catch_warnings():

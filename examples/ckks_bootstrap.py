@@ -32,7 +32,7 @@ from ren.ckks import (
     KeyGenerator,
     plan_rotation_keys,
 )
-from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small
+from ren.ckks.circuits.bootstrap import Bootstrapper, bootstrap_params_small
 
 
 def bits(got, want) -> float:

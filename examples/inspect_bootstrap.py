@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ren.ckks import Encoder, Encryptor, Evaluator, KeyGenerator
-from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small
+from ren.ckks.circuits.bootstrap import Bootstrapper, bootstrap_params_small
 
 PARAMS = bootstrap_params_small()
 BOOTSTRAPPER = Bootstrapper(PARAMS)

@@ -1,12 +1,12 @@
 """The public-API fuzzer behind tests/test_api_fuzz.py (issue 38: one checker, not many).
 
 It walks every public callable of `ren.ckks`, `ren.rlwe`, `ren.distributed`, the bootstrapping
-(`ren.ckks.bootstrap`) and the CKKS debug tools (`ren.ckks.debug`): each name of each package's
-``__all__`` that is a function or a class (a class: its constructor and each public method,
-classmethod and staticmethod).  Every one has a *baseline* here: a valid call on tiny insecure
-parameters.  The fuzzer then calls it again with one parameter at a time replaced by a bad value
-(wrong types, NaN and infinities, negative, zero, huge and empty values, other Ren objects, the
-right object made under other parameters), the others valid, and records
+(`ren.ckks.circuits.bootstrap`) and the CKKS debug tools (`ren.ckks.debug`): each name of each
+package's ``__all__`` that is a function or a class (a class: its constructor and each public
+method, classmethod and staticmethod).  Every one has a *baseline* here: a valid call on tiny
+insecure parameters.  The fuzzer then calls it again with one parameter at a time replaced by a
+bad value (wrong types, NaN and infinities, negative, zero, huge and empty values, other Ren
+objects, the right object made under other parameters), the others valid, and records
 
 * any exception that is not a `ren.errors.RenError` (a bare TypeError, ValueError, KeyError,
   AttributeError, MemoryError, AssertionError ... from deep inside), and a `TaskError` whose
@@ -61,7 +61,8 @@ from ren.errors import RenError, is_int
 #: ren.distributed's targets run on a one-worker LocalCluster: without Dask they are skipped
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 #: the packages whose ``__all__`` is the public API walked here
-PACKAGES = ("ren.ckks", "ren.rlwe", "ren.distributed", "ren.ckks.bootstrap", "ren.ckks.debug")
+PACKAGES = ("ren.ckks", "ren.rlwe", "ren.distributed", "ren.ckks.circuits.bootstrap",
+            "ren.ckks.debug")
 #: BFV and BGV (`ren.bfv`) and their noise-budget meter (`ren.bfv.debug`), issue 43
 PACKAGES = (*PACKAGES, "ren.bfv", "ren.bfv.debug")
 #: seconds a single call may take (a clearly invalid size must be refused well within it)
@@ -369,13 +370,13 @@ class Fixtures:
     # -- bootstrapping at N = 256 ---------------------------------------------------------------
     @functools.cached_property
     def bt_params(self) -> Any:
-        from ren.ckks.bootstrap import bootstrap_params_small
+        from ren.ckks.circuits.bootstrap import bootstrap_params_small
 
         return bootstrap_params_small()
 
     @functools.cached_property
     def bt(self) -> Any:
-        from ren.ckks.bootstrap import Bootstrapper
+        from ren.ckks.circuits.bootstrap import Bootstrapper
 
         return Bootstrapper(self.bt_params)
 
@@ -428,7 +429,7 @@ class Fixtures:
     def bt_dense(self) -> Any:
         """(Bootstrapper, KeyGenerator) of a dense secret: the bootstrapper encapsulates."""
         from ren.ckks import KeyGenerator
-        from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small
+        from ren.ckks.circuits.bootstrap import Bootstrapper, bootstrap_params_small
 
         params = bootstrap_params_small(secret="ternary")
         with ren.random.seeded(21):
@@ -651,6 +652,10 @@ BASELINES: dict[str, Callable[[Fixtures], Call]] = {
         ct=f.ct, target_scale=f.params.scale(2))),
     "ren.ckks.Evaluator.conjugate": lambda f: Call(f.ev.conjugate, dict(ct=f.ct)),
     "ren.ckks.Evaluator.align": lambda f: Call(f.ev.align, dict(ct=f.ct, level=1, scale=None)),
+    "ren.ckks.Evaluator.check_ciphertext": lambda f: Call(f.ev.check_ciphertext, dict(
+        ct=f.ct, what="ciphertext", op="")),
+    "ren.ckks.Evaluator.is_unrescaled_product": lambda f: Call(f.ev.is_unrescaled_product,
+                                                               dict(ct=f.ct_product)),
     "ren.ckks.Evaluator.drop_level": lambda f: Call(f.ev.drop_level, dict(x=f.ct, level=1)),
     "ren.ckks.Evaluator.evaluate_polynomial": lambda f: Call(f.ev.evaluate_polynomial, dict(
         ct=f.ct, coeffs=[0.5, 1.0, 0.25], basis="chebyshev", interval=(-1.0, 1.0))),
@@ -759,37 +764,37 @@ BASELINES: dict[str, Callable[[Fixtures], Call]] = {
     "ren.rlwe.max_log_qp": lambda f: Call(_cls("ren.rlwe.max_log_qp"), dict(N=1024)),
     "ren.rlwe.normalize_steps": lambda f: Call(_cls("ren.rlwe.normalize_steps"), dict(
         steps=[1, -1], slots=512)),
-    # -- ren.ckks.bootstrap ----------------------------------------------------------------------
-    "ren.ckks.bootstrap.Bootstrapper": lambda f: Call(type(f.bt), dict(
+    # -- ren.ckks.circuits.bootstrap -------------------------------------------------------------
+    "ren.ckks.circuits.bootstrap.Bootstrapper": lambda f: Call(type(f.bt), dict(
         params=f.bt_params, degree=31, double_angles=None, K=None, cts_levels=2, stc_levels=2,
         message_ratio_bits=None, ephemeral_weight=0)),
-    "ren.ckks.bootstrap.Bootstrapper.bootstrap": lambda f: Call(f.bt.bootstrap, dict(
+    "ren.ckks.circuits.bootstrap.Bootstrapper.bootstrap": lambda f: Call(f.bt.bootstrap, dict(
         ev=f.bt_ev, ct=f.bt_ct, encapsulation_keys=None)),
-    "ren.ckks.bootstrap.Bootstrapper.coeff_to_slot": lambda f: Call(f.bt.coeff_to_slot, dict(
-        ev=f.bt_ev, raised=f.bt_raised)),
-    "ren.ckks.bootstrap.Bootstrapper.eval_mod": lambda f: Call(f.bt.eval_mod, dict(
+    "ren.ckks.circuits.bootstrap.Bootstrapper.coeff_to_slot": lambda f: Call(
+        f.bt.coeff_to_slot, dict(ev=f.bt_ev, raised=f.bt_raised)),
+    "ren.ckks.circuits.bootstrap.Bootstrapper.eval_mod": lambda f: Call(f.bt.eval_mod, dict(
         ev=f.bt_ev, ct=f.bt_halves[0])),
-    "ren.ckks.bootstrap.Bootstrapper.slot_to_coeff": lambda f: Call(f.bt.slot_to_coeff, dict(
-        ev=f.bt_ev, first=f.bt_evalmod, second=f.bt_evalmod)),
-    "ren.ckks.bootstrap.Bootstrapper.mod_raise": lambda f: Call(f.bt.mod_raise,
-                                                                dict(ct=f.bt_ct0)),
-    "ren.ckks.bootstrap.Bootstrapper.keys": lambda f: Call(f.bt.keys, dict(
+    "ren.ckks.circuits.bootstrap.Bootstrapper.slot_to_coeff": lambda f: Call(
+        f.bt.slot_to_coeff, dict(ev=f.bt_ev, first=f.bt_evalmod, second=f.bt_evalmod)),
+    "ren.ckks.circuits.bootstrap.Bootstrapper.mod_raise": lambda f: Call(f.bt.mod_raise,
+                                                                         dict(ct=f.bt_ct0)),
+    "ren.ckks.circuits.bootstrap.Bootstrapper.keys": lambda f: Call(f.bt.keys, dict(
         keygen=f.bt_kg, progress=False)),
-    "ren.ckks.bootstrap.Bootstrapper.encapsulation_keys": lambda f: Call(
+    "ren.ckks.circuits.bootstrap.Bootstrapper.encapsulation_keys": lambda f: Call(
         f.bt_dense[0].encapsulation_keys, dict(keygen=f.bt_dense[1])),
-    "ren.ckks.bootstrap.bootstrap_params_n16": lambda f: Call(
-        _cls("ren.ckks.bootstrap.bootstrap_params_n16"), dict(device="python",
-                                                              secret="ternary")),
-    "ren.ckks.bootstrap.bootstrap_params_small": lambda f: Call(
-        _cls("ren.ckks.bootstrap.bootstrap_params_small"), dict(
+    "ren.ckks.circuits.bootstrap.bootstrap_params_n16": lambda f: Call(
+        _cls("ren.ckks.circuits.bootstrap.bootstrap_params_n16"), dict(device="python",
+                                                                       secret="ternary")),
+    "ren.ckks.circuits.bootstrap.bootstrap_params_small": lambda f: Call(
+        _cls("ren.ckks.circuits.bootstrap.bootstrap_params_small"), dict(
             device="python", N=256, secret=("sparse", 16))),
-    "ren.ckks.bootstrap.bound_K": lambda f: Call(_cls("ren.ckks.bootstrap.bound_K"), dict(
-        params=f.bt_params, weight=16)),
-    "ren.ckks.bootstrap.centred_lift": lambda f: Call(_cls("ren.ckks.bootstrap.centred_lift"),
-                                                      dict(x=f.ct0.c0.intt(),
-                                                           ring=f.params.ring())),
-    "ren.ckks.bootstrap.default_message_ratio_bits": lambda f: Call(
-        _cls("ren.ckks.bootstrap.default_message_ratio_bits"), dict(N=1024)),
+    "ren.ckks.circuits.bootstrap.bound_K": lambda f: Call(
+        _cls("ren.ckks.circuits.bootstrap.bound_K"), dict(params=f.bt_params, weight=16)),
+    "ren.ckks.circuits.bootstrap.centred_lift": lambda f: Call(
+        _cls("ren.ckks.circuits.bootstrap.centred_lift"),
+        dict(x=f.ct0.c0.intt(), ring=f.params.ring())),
+    "ren.ckks.circuits.bootstrap.default_message_ratio_bits": lambda f: Call(
+        _cls("ren.ckks.circuits.bootstrap.default_message_ratio_bits"), dict(N=1024)),
     # -- ren.ckks.debug ---------------------------------------------------------------------------
     "ren.ckks.debug.budget": lambda f: Call(_cls("ren.ckks.debug.budget"), dict(
         fn=_program, params=f.params, inputs=(None,))),

@@ -1,4 +1,5 @@
-"""CKKS bootstrapping (`ren.ckks.bootstrap`) at the small insecure preset: each stage against its
+"""CKKS bootstrapping (`ren.ckks.circuits.bootstrap`) at the small insecure preset: each stage
+against its
 plaintext counterpart (the raised plaintext's coefficients, the exact modular reduction, the
 encoding), the whole bootstrapping and computing after it, twice in a row, the key set the
 planner finds, bad inputs, and the JIT replay (bit-identical, no scheduling)."""
@@ -26,7 +27,7 @@ from ren.ckks import (
     ScaleMismatchError,
     plan_rotation_keys,
 )
-from ren.ckks.bootstrap import (
+from ren.ckks.circuits.bootstrap import (
     Bootstrapper,
     bootstrap_params_small,
     bound_K,
@@ -90,7 +91,7 @@ def test_preset_levels_and_bound(bs):
 
 
 def test_the_small_preset_at_other_ring_degrees():
-    from ren.ckks.bootstrap import SMALL_RING_DEGREES
+    from ren.ckks.circuits.bootstrap import SMALL_RING_DEGREES
 
     for N in SMALL_RING_DEGREES:
         p = bootstrap_params_small(N=N)
@@ -284,7 +285,7 @@ def test_centred_lift_edges_and_bad_rings():
 
 
 def test_the_n16_preset_is_128_bit_and_leaves_ten_levels():
-    from ren.ckks.bootstrap import bootstrap_params_n16
+    from ren.ckks.circuits.bootstrap import bootstrap_params_n16
 
     params = bootstrap_params_n16()
     assert params.N == 2**16 and params.log2_QP <= 1772 and params.security_bits >= 128

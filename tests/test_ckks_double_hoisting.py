@@ -1,4 +1,5 @@
-"""Double hoisting of linear transforms (issue 41 §2, `ren.ckks.lintrans`): the baby steps' inner
+"""Double hoisting of linear transforms (issue 41 §2, `ren.ckks.circuits.lintrans`): the baby
+steps' inner
 products stay on Q·P and are divided by P once per giant step.  Counted in the lazy graph (built,
 not run): mod-downs (RESCALE by the special primes) and decompositions (mod-ups onto Q·P), before
 (``hoisted="single"``) and after (the default).  Against NumPy's M @ x: at least as precise as
@@ -25,7 +26,7 @@ from ren.ckks import (
     OutOfLevelsError,
     plan_rotation_keys,
 )
-from ren.ckks.lintrans import (
+from ren.ckks.circuits.lintrans import (
     DEFAULT_HOISTING,
     KEY_COST,
     apply_transforms,

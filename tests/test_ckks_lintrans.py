@@ -1,4 +1,5 @@
-"""Linear transforms (`ren.ckks.lintrans`): the diagonal method with baby-step giant-step and
+"""Linear transforms (`ren.ckks.circuits.lintrans`): the diagonal method with baby-step giant-step
+and
 hoisted rotations, against NumPy's M @ x; one level used, the output level's default scale
 exactly; key-switching decompositions counted in the lazy graph (giant steps + 1).  Double
 hoisting (the default) against single hoisting: tests/test_ckks_double_hoisting.py."""
@@ -24,8 +25,8 @@ from ren.ckks import (
     ScaleMismatchError,
     plan_rotation_keys,
 )
+from ren.ckks.circuits.lintrans import baby_steps_for, diagonals_of
 from ren.ckks.keyplan import placeholder
-from ren.ckks.lintrans import baby_steps_for, diagonals_of
 from ren.errors import ParameterError
 from ren.ops import Op
 

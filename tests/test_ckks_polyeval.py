@@ -1,4 +1,5 @@
-"""Polynomial evaluation (`ren.ckks.polyeval`): levels consumed are the optimal depth for every
+"""Polynomial evaluation (`ren.ckks.circuits.polyeval`): levels consumed are the optimal depth for
+every
 degree 1..127, the result carries its level's default scale exactly, and the values match
 NumPy's evaluation of the same polynomial (power and Chebyshev bases, with an interval)."""
 
@@ -12,8 +13,8 @@ from ckks_helpers import context
 
 import ren
 from ren.ckks import OutOfLevelsError
+from ren.ckks.circuits.polyeval import chebyshev_coefficients, depth_of
 from ren.ckks.keyplan import placeholder
-from ren.ckks.polyeval import chebyshev_coefficients, depth_of
 from ren.errors import ParameterError
 
 DEPTH = 8

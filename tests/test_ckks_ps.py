@@ -1,4 +1,5 @@
-"""Baby-step giant-step polynomial evaluation (`ren.ckks.polyeval`, issue 41): the ciphertext
+"""Baby-step giant-step polynomial evaluation (`ren.ckks.circuits.polyeval`, issue 41): the
+ciphertext
 products counted in the traced program (one relinearization each, from the operation log; no
 kernel runs) for every degree 1..127 in both bases, at the optimal depth and exact scale; the
 plan's count is the traced one; odd and even polynomials; precision against NumPy and against
@@ -13,15 +14,15 @@ import pytest
 from ckks_helpers import context
 
 import ren
-from ren.ckks.keyplan import placeholder
-from ren.ckks.operations import record_operations
-from ren.ckks.polyeval import (
+from ren.ckks.circuits.polyeval import (
     chebyshev_coefficients,
     depth_of,
     evaluate_polynomial,
     parity,
     polynomial_plan,
 )
+from ren.ckks.keyplan import placeholder
+from ren.ckks.operations import record_operations
 from ren.errors import ParameterError
 
 #: products at the degrees of the issue's table, both bases (dense random coefficients), and

@@ -357,6 +357,13 @@ def cpu():
     return params, kg, ev, enc, Encryptor(params, pk), Decryptor(params, kg.secret_key())
 
 
+def _rescaled_if_product(ev, ct):
+    assert ev.is_unrescaled_product(ct)
+    out = ev.rescale(ct)
+    assert not ev.is_unrescaled_product(out)
+    return out
+
+
 def test_every_evaluator_method_on_cpu(cpu):
     """multiply_int(ct, 0) built its zero on "python" and decryption failed with "MUL: operands
     are on different devices"; every method's result must live on "cpu" and decrypt right."""
@@ -399,6 +406,8 @@ def test_every_evaluator_method_on_cpu(cpu):
         "linear_transform": (lambda: ev.linear_transform(cx, {0: [0.5], 1: [0.25]}),
                              0.5 * x + 0.25 * np.roll(x, -1)),
         "explicit": (lambda: ev.explicit().add(cx, cy), x + y),
+        "check_ciphertext": (lambda: ev.check_ciphertext(cx), x),
+        "is_unrescaled_product": (lambda: _rescaled_if_product(ev, ev.multiply(cx, cy)), x * y),
     }
     extra = {  # more paths of the same methods
         "multiply_int 3": (lambda: ev.multiply_int(cx, 3), 3 * x),

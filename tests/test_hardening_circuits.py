@@ -29,18 +29,18 @@ from ren.ckks import (
     ScaleMismatchError,
     ScaleOutOfBoundsError,
 )
-from ren.ckks.bootstrap import (
+from ren.ckks.circuits.bootstrap import (
     Bootstrapper,
     bootstrap_params_small,
     bound_K,
     centred_lift,
     default_message_ratio_bits,
 )
+from ren.ckks.circuits.lintrans import baby_steps_for, diagonals_of
+from ren.ckks.circuits.polyeval import MAX_DEGREE, chebyshev_coefficients, evaluate_polynomial
 from ren.ckks.errors import ParamsMismatchError
 from ren.ckks.keyplan import placeholder
-from ren.ckks.lintrans import baby_steps_for, diagonals_of
 from ren.ckks.params import log2_exact, normalize_scale, rescaled, scale_difference
-from ren.ckks.polyeval import MAX_DEGREE, chebyshev_coefficients, evaluate_polynomial
 from ren.errors import ParameterError, RenError
 from ren.poly import Poly
 from ren.ring.ringspec import MAX_GENERATED_MODULI, RingSpec
@@ -436,7 +436,7 @@ def test_key_switching_options_name_unknown_fields(call):
                                 dict(secret=np.array([])), dict(secret=np.zeros((2, 2)))])
 def test_bootstrap_params_small_refuses_arrays(kw):
     """NumPy's 'truth value of an array is ambiguous' ValueError before."""
-    from ren.ckks.bootstrap import bootstrap_params_small
+    from ren.ckks.circuits.bootstrap import bootstrap_params_small
 
     with pytest.raises(ParameterError):
         bootstrap_params_small(**kw)
@@ -444,7 +444,7 @@ def test_bootstrap_params_small_refuses_arrays(kw):
 
 
 def test_check_scale_refuses_an_array_message_bound():
-    from ren.ckks.bootstrap import bootstrap_params_small
+    from ren.ckks.circuits.bootstrap import bootstrap_params_small
 
     p = bootstrap_params_small()
     with pytest.raises(ParameterError, match="message bound"):

@@ -71,9 +71,9 @@ def imports(path: Path, module: str) -> list[tuple[int, str]]:
                 pkg = pkg[: len(pkg) - node.level + 1]
                 base = ".".join([*pkg, base] if base else pkg)
             out.append((node.lineno, base))
-            # `from ren import poly` imports the submodule ren.poly
+            # `from ren import poly` (or `from ren.ckks import chain`) imports the submodule
             out += [(node.lineno, f"{base}.{a.name}") for a in node.names
-                    if base in ("ren", "ren_cli")]
+                    if base == "ren" or base.startswith(("ren.", "ren_cli"))]
     return out
 
 
@@ -133,11 +133,12 @@ def import_graph(sources: list[Path] = SOURCES) -> nx.DiGraph:
         for _, target in imports(path, module):
             if target in modules and target != module:
                 g.add_edge(module, target)
-    # `imports` adds both `ren` and `ren.x` for `from ren import x`: keep only the real one
+    # `imports` adds both `ren.p` and `ren.p.x` for `from ren.p import x`: keep only the real
+    # one (`from ren.ckks import chain` is ren.ckks.chain, not the package ren.ckks)
     for module, path in modules.items():
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module in ("ren", "ren_cli") and \
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level and \
                     all(f"{node.module}.{a.name}" in modules for a in node.names) and \
                     g.has_edge(module, node.module):
                 g.remove_edge(module, node.module)
@@ -164,3 +165,12 @@ def test_the_circle_check_can_fail() -> None:
     g.add_edge("ren.backend", "ren.replay")
     assert any({"ren.backend", "ren.replay", "ren.runtime"} <= set(c)
                for c in circles_between_packages(g))
+
+
+def test_a_submodule_imported_from_its_package_is_an_edge_to_it() -> None:
+    """``from ren.ckks import chain`` imports ren.ckks.chain, not the package's front door (which
+    re-exports ren.ckks.circuits, whose modules import ren.ckks.params: no circle)."""
+    g = import_graph()
+    assert g.has_edge("ren.ckks.params", "ren.ckks.chain")
+    assert not g.has_edge("ren.ckks.params", "ren.ckks")
+    assert g.has_edge("ren.ckks", "ren.ckks.circuits")  # `from ren.ckks import circuits, debug`

@@ -119,7 +119,7 @@ def test_recording_is_transparent(ckks):
 
 
 def test_bootstrapping_stages_are_groups():
-    from ren.ckks.bootstrap import Bootstrapper, bootstrap_params_small
+    from ren.ckks.circuits.bootstrap import Bootstrapper, bootstrap_params_small
     from ren.ckks.keyplan import _NoRealize, _PlanningEvaluator, placeholder
     from ren.realization import recording
 

@@ -5,7 +5,7 @@ plain set-up, where Sphinx is not installed.
 
 * `API_PAGES`: every module the API reference documents, one page each (``docs/api/<name>.md``).
   The seven public modules come first; the others are modules a public one exports as a member
-  (``ren.errors``, ``ren.ckks.debug``, ...) or that users import directly (``ren.ckks.bootstrap``,
+  (``ren.errors``, ``ren.ckks.debug``, ...) or that users import directly (``ren.ckks.circuits``,
   ``ren.testing``).
 * `api_members(name)`: what that page documents itself, what it only links to (a class or
   function re-exported from the page of its home module: ``ren.ckks.SecretKey`` is
@@ -27,7 +27,7 @@ PUBLIC_MODULES = ("ren", "ren.ckks", "ren.rlwe", "ren.passes", "ren.passdev", "r
 #: every API page, in the order of the reference's table of contents
 API_PAGES = PUBLIC_MODULES + (
     "ren.errors", "ren.jit", "ren.settings", "ren.random",
-    "ren.ckks.debug", "ren.ckks.bootstrap",
+    "ren.ckks.debug", "ren.ckks.circuits",
     "ren.viz.notebook", "ren.testing",
 )
 

@@ -4,7 +4,8 @@ A client of the frontend only: every operation builds `Poly` graphs, so a CKKS p
 through the scheduler, the memory planner and the backends like any other program.  Built on the
 RLWE layer (`ren.rlwe`: keys, encryption, key switching, automorphisms), as Lattigo's
 ``schemes/ckks`` on ``core/rlwe``; this package adds encoding, scales, levels and the evaluator,
-and re-exports the RLWE names a CKKS user needs.
+and re-exports the RLWE names a CKKS user needs.  The circuits built on the evaluator
+(polynomials, linear transforms, bootstrapping) are `ren.ckks.circuits`.
 
     from ren.ckks import CKKSParams, KeyGenerator, Encoder, Encryptor, Decryptor, Evaluator
     params = CKKSParams.preset("N14")
@@ -17,8 +18,10 @@ and re-exports the RLWE names a CKKS user needs.
     print(enc.decode(Decryptor(params, sk).decrypt(ct))[:2])
 """
 
-from ren.ckks import debug
+from ren.ckks import circuits, debug
 from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.circuits.lintrans import LinearTransform
+from ren.ckks.circuits.polyeval import chebyshev_coefficients
 from ren.ckks.encoder import Encoder
 from ren.ckks.encrypt import Decryptor, Encryptor
 from ren.ckks.errors import (
@@ -42,9 +45,7 @@ from ren.ckks.keys import (
     SecretKey,
     SwitchingKey,
 )
-from ren.ckks.lintrans import LinearTransform
 from ren.ckks.params import PRESETS, CKKSParams
-from ren.ckks.polyeval import chebyshev_coefficients
 from ren.ckks.serialize import dumps, loads
 from ren.rlwe.keyswitch import key_switch
 
@@ -75,6 +76,7 @@ __all__ = [
     "SecretKey",
     "SwitchingKey",
     "chebyshev_coefficients",
+    "circuits",
     "debug",
     "dumps",
     "key_switch",

@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext
+from ren.ckks.circuits.lintrans import LinearTransform, _check_diagonals, diagonals_of
 from ren.ckks.encoder import Encoder, _as_slots
 from ren.ckks.encrypt import Decryptor, Encryptor
 from ren.ckks.errors import OutOfLevelsError
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.keyplan import _NoRealize, _PlanningEvaluator, placeholder
-from ren.ckks.lintrans import LinearTransform, _check_diagonals, diagonals_of
 from ren.ckks.params import CKKSParams, log2_exact
 from ren.errors import LevelError, ParameterError, RenError, check_callable
 from ren.realization import recording

@@ -40,14 +40,13 @@ Relinearization, rotations and conjugation are the RLWE layer's key switching
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from numbers import Number
 from typing import Any, overload
 
 import numpy as np
 
-from ren.ckks import polyeval
 from ren.ckks.ciphertext import Ciphertext, Plaintext, settle_scale
 from ren.ckks.encoder import Encoder
 from ren.ckks.errors import (
@@ -56,7 +55,6 @@ from ren.ckks.errors import (
     ParamsMismatchError,
     ScaleMismatchError,
 )
-from ren.ckks.lintrans import LinearTransform, hoisting_arg
 from ren.ckks.operations import OPERATIONS, operation
 from ren.ckks.params import (
     CKKSParams,
@@ -69,6 +67,7 @@ from ren.ckks.params import (
 from ren.errors import (
     ParameterError,
     check_bool,
+    check_callable,
     check_choice,
     check_instance,
     check_int,
@@ -121,6 +120,13 @@ class Evaluator:
     evaluate_polynomial   p(ct) in the power or Chebyshev basis, at the optimal depth
     linear_transform      M·ct for a matrix or its diagonals (baby-step giant-step, hoisted)
     ====================  ==========================================================================
+
+    For the algorithms built on it (`ren.ckks.circuits`: polynomials, linear transforms,
+    bootstrapping), which use only this public API: `check_ciphertext` (an argument checked as
+    the operations check theirs), `is_unrescaled_product` (what auto mode rescales first),
+    `align` (a ciphertext brought to a level and an exact scale for free), `explicit`.
+    `evaluate_polynomial` and `linear_transform` are those circuits' own functions
+    (`register_program`): this module does not import them.
     """
 
     def __init__(self, params: CKKSParams, relin_key: RelinKey | None = None,
@@ -154,8 +160,11 @@ class Evaluator:
         return _explicit_view(self)
 
     # -- checks and alignment -------------------------------------------------------------------
-    def _ct(self, ct: Any, what: str = "ciphertext", op: str = "") -> Ciphertext:
-        """`ct` if it is a Ciphertext of these parameters; `op` names the calling method."""
+    def check_ciphertext(self, ct: Any, what: str = "ciphertext", op: str = "") -> Ciphertext:
+        """`ct` if it is a Ciphertext of these parameters, else a RenError (ParameterError for
+        another type, ParamsMismatchError for other parameters) naming `op` (the caller) and
+        `what` (the argument).  What the evaluator's operations check their ciphertexts with,
+        offered to the algorithms built on it (`ren.ckks.circuits`)."""
         where = f"{op}: the {what}" if op else f"the {what}"
         if not isinstance(ct, Ciphertext):
             check_instance(ct, Ciphertext, where, hint=(
@@ -165,6 +174,8 @@ class Evaluator:
             raise ParamsMismatchError(f"{where} was made under other CKKSParams than the "
                                       "evaluator's; use objects from one parameter set")
         return ct
+
+    _ct = check_ciphertext  # (the name subclasses inside ren.ckks used before it was public)
 
     def _pt(self, pt: Any, op: str = "") -> Plaintext:
         where = f"{op}: the plaintext" if op else "the plaintext"
@@ -222,7 +233,7 @@ class Evaluator:
         defaults to the rescaled scale).  This is what auto mode does to meet another operand,
         offered to code that needs an input at a given level and scale (transforms,
         bootstrapping, your own algorithms)."""
-        ct = self._ct(ct, op="align")
+        ct = self.check_ciphertext(ct, op="align")
         if level is not None:
             level = check_int(level, "align: level", hint="levels are ints in [0, depth]")
         target = None if scale is None else self._scale_arg(scale, "align: scale")
@@ -255,8 +266,11 @@ class Evaluator:
         return self.drop_level(a, level), self.drop_level(b, level)
 
     # -- the automatic mode -----------------------------------------------------------------------
-    def _is_product(self, ct: Ciphertext) -> bool:
-        """An unrescaled product: its scale over half a scale step above the level's default."""
+    def is_unrescaled_product(self, ct: Ciphertext) -> bool:
+        """Whether `ct` is an unrescaled product: its scale more than half a scale step above
+        its level's default (what auto mode rescales before the next product or sum, and what
+        code that places its own rescales, such as bootstrapping, rescales first)."""
+        ct = self.check_ciphertext(ct, op="is_unrescaled_product")
         p = self.params
         return ct.level > 0 and ct.scale > p.scale(ct.level) * _half_step(p.scale_bits)
 
@@ -267,7 +281,7 @@ class Evaluator:
             return ct
         if size2 and ct.size == 3:
             ct = self.relinearize(ct)
-        while self._is_product(ct):
+        while self.is_unrescaled_product(ct):
             ct = self.rescale(ct)
         return ct
 
@@ -370,10 +384,10 @@ class Evaluator:
 
     def _addsub(self, a, b, sign: int) -> Ciphertext:
         op = "add" if sign > 0 else "sub"
-        a = self._ct(a, "first operand", op)
+        a = self.check_ciphertext(a, "first operand", op)
         _check_operand(b, op)
         if isinstance(b, Ciphertext):
-            b = self._ct(b, "second operand", op)
+            b = self.check_ciphertext(b, "second operand", op)
             if self.auto and (a.level, a.scale) != (b.level, b.scale):
                 # (equal ones add as they are: a sum of products needs one rescale, later)
                 a, b = self._meet(self._ready(a), self._ready(b), op)
@@ -396,11 +410,11 @@ class Evaluator:
 
     def add_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
         """ct + pt (auto mode meets levels and scales; explicit mode needs equal scales)."""
-        return self._add_plain(self._ct(ct, op="add_plain"), pt, +1)
+        return self._add_plain(self.check_ciphertext(ct, op="add_plain"), pt, +1)
 
     def sub_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
         """ct − pt (auto mode meets levels and scales; explicit mode needs equal scales)."""
-        return self._add_plain(self._ct(ct, op="sub_plain"), pt, -1)
+        return self._add_plain(self.check_ciphertext(ct, op="sub_plain"), pt, -1)
 
     def _add_plain(self, ct: Ciphertext, pt, sign: int) -> Ciphertext:
         op = "add_plain" if sign > 0 else "sub_plain"
@@ -415,11 +429,13 @@ class Evaluator:
 
     def add_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
         """ct + c in every slot (c encoded at ct's scale, exactly rounded)."""
-        return self._add_scalar(self._ct(ct, op="add_scalar"), _number(c, "add_scalar"))
+        return self._add_scalar(self.check_ciphertext(ct, op="add_scalar"),
+                                _number(c, "add_scalar"))
 
     def sub_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
         """ct − c in every slot (c encoded at ct's scale, exactly rounded)."""
-        return self._add_scalar(self._ct(ct, op="sub_scalar"), -_number(c, "sub_scalar"))
+        return self._add_scalar(self.check_ciphertext(ct, op="sub_scalar"),
+                                -_number(c, "sub_scalar"))
 
     def _add_scalar(self, ct: Ciphertext, c: complex) -> Ciphertext:
         if c.imag != 0:  # a complex constant is re + im·X^(N/2): encode it as a vector
@@ -434,7 +450,7 @@ class Evaluator:
 
     def negate(self, ct: Ciphertext) -> Ciphertext:
         """−ct."""
-        ct = self._ct(ct, op="negate")
+        ct = self.check_ciphertext(ct, op="negate")
         return Ciphertext(tuple(-c for c in ct.parts), ct.scale, ct.level, self.params)
 
     # -- multiplication ---------------------------------------------------------------------------
@@ -446,11 +462,12 @@ class Evaluator:
         scale and the level stay, no rescale needed), while ``multiply(ct, 2.0)`` encodes 2.0 at
         the level's scale (`multiply_scalar`: the scale is multiplied by it, and a `rescale`
         afterwards costs a level).  Pass an int whenever the factor is one."""
-        a = self._ct(a, "first operand", "multiply")
+        a = self.check_ciphertext(a, "first operand", "multiply")
         relinearize = check_bool(relinearize, "multiply: relinearize")
         _check_operand(b, "multiply")
         if isinstance(b, Ciphertext):
-            return self._mul_ct(a, self._ct(b, "second operand", "multiply"), relinearize)
+            b = self.check_ciphertext(b, "second operand", "multiply")
+            return self._mul_ct(a, b, relinearize)
         if isinstance(b, Plaintext):
             return self.multiply_plain(a, b)
         if is_int(b):
@@ -462,7 +479,7 @@ class Evaluator:
 
     def square(self, ct: Ciphertext, relinearize: bool = True) -> Ciphertext:
         """ct·ct with one fewer product (relinearized unless `relinearize` is False)."""
-        ct = self._ct(ct, op="square")
+        ct = self.check_ciphertext(ct, op="square")
         relinearize = check_bool(relinearize, "square: relinearize")
         ct = self._ready(ct, True)
         self._need_size2(ct, "square")
@@ -504,7 +521,7 @@ class Evaluator:
 
     def relinearize(self, ct: Ciphertext) -> Ciphertext:
         """(d0, d1, d2) -> (d0, d1) + keyswitch(d2 from s² to s)."""
-        ct = self._ct(ct, op="relinearize")
+        ct = self.check_ciphertext(ct, op="relinearize")
         if ct.size == 2:
             return ct
         if self.relin_key is None:
@@ -517,7 +534,7 @@ class Evaluator:
     def multiply_plain(self, ct: Ciphertext, pt: Plaintext) -> Ciphertext:
         """ct·pt; the scale becomes ct.scale·pt.scale.  In auto mode operands at different levels
         meet as two ciphertexts would (one level, and the lower one's scale)."""
-        ct = self._ready(self._ct(ct, op="multiply_plain"))
+        ct = self._ready(self.check_ciphertext(ct, op="multiply_plain"))
         pt = self._pt(pt, "multiply_plain")
         if self.auto and ct.level != pt.level:
             ct, pt = self._meet_plain(ct, pt, "multiply_plain")
@@ -527,7 +544,7 @@ class Evaluator:
 
     def multiply_int(self, ct: Ciphertext, k: int) -> Ciphertext:
         """ct·k for an integer k; scale and level unchanged."""
-        ct = self._ct(ct, op="multiply_int")
+        ct = self.check_ciphertext(ct, op="multiply_int")
         k = check_int(k, "multiply_int: k", hint="for a fractional factor use multiply_scalar")
         self._product_scale(ct.scale, ct.level, "multiply_int", message=abs(k))
         if k == 0:  # the zero ciphertext (a constant, so no x·0 graph is built) on ct's device
@@ -543,7 +560,7 @@ class Evaluator:
         ct.scale·scale.  With `target_scale`, the encoding scale is target·P_l/ct.scale, so the
         next `rescale` gives exactly `target_scale` (c is rounded to an integer multiple of
         1/scale, a relative error below 1/(2·|c|·scale))."""
-        ct = self._ready(self._ct(ct, op="multiply_scalar"))
+        ct = self._ready(self.check_ciphertext(ct, op="multiply_scalar"))
         c = _number(c, "multiply_scalar")
         p = self.params
         if target_scale is not None:
@@ -579,7 +596,7 @@ class Evaluator:
     # -- levels -----------------------------------------------------------------------------------
     def rescale(self, ct: Ciphertext) -> Ciphertext:
         """Divide by the level's primes (exact rounding): one level down, scale / their product."""
-        ct = self._ct(ct, op="rescale")
+        ct = self.check_ciphertext(ct, op="rescale")
         if ct.level == 0:
             raise OutOfLevelsError("rescale: the ciphertext is at level 0 (no primes left to "
                                    "divide by); use larger parameters (more depth) or bootstrap")
@@ -595,7 +612,7 @@ class Evaluator:
     def adjust_scale(self, ct: Ciphertext, target_scale: Fraction | float) -> Ciphertext:
         """ct with exactly `target_scale`, one level lower (multiply by an integer close to
         target·P_l/scale, then rescale)."""
-        ct = self._ct(ct, op="adjust_scale")
+        ct = self.check_ciphertext(ct, op="adjust_scale")
         target = self._scale_arg(target_scale, "adjust_scale: target_scale")
         if ct.level == 0:
             raise OutOfLevelsError("adjust_scale: the ciphertext is at level 0, and adjusting "
@@ -609,7 +626,7 @@ class Evaluator:
     # -- automorphisms ----------------------------------------------------------------------------
     def rotate(self, ct: Ciphertext, k: int) -> Ciphertext:
         """Slots rotated left by k (right for negative k): slot j gets slot j + k."""
-        ct = self._ct(ct, op="rotate")
+        ct = self.check_ciphertext(ct, op="rotate")
         k = check_int(k, "rotate: k", hint="a rotation step (negative: to the right)")
         if k % self.params.slots == 0:
             return ct
@@ -619,7 +636,7 @@ class Evaluator:
 
     def conjugate(self, ct: Ciphertext) -> Ciphertext:
         """The complex conjugate of every slot."""
-        ct = self._ct(ct, op="conjugate")
+        ct = self.check_ciphertext(ct, op="conjugate")
         g = conjugation_element(self.params.N)
         return self._automorph(ct, g, "conjugation (pass conjugate=True to rotation_keys)",
                                lambda p: p.conjugate())
@@ -628,7 +645,7 @@ class Evaluator:
         """ct rotated left by each of `steps`, the rotations sharing one decomposition of ct
         (`ren.rlwe.hoisted_automorphisms`): one INTT, basis conversion and NTT per digit in all
         instead of per rotation.  Returns {step: Ciphertext}; a step ≡ 0 (mod N/2) is ct."""
-        ct = self._ct(ct, op="rotate_hoisted")
+        ct = self.check_ciphertext(ct, op="rotate_hoisted")
         items = check_sequence(steps, "rotate_hoisted: steps",
                                hint="a list of rotation steps, e.g. [1, 2, 4]")
         out: dict[int, Ciphertext] = {}
@@ -669,16 +686,16 @@ class Evaluator:
         return Ciphertext(automorphism(ct.parts, key, ct.level, sigma), ct.scale, ct.level,
                           self.params)
 
-    # -- programs -------------------------------------------------------------------------------
+    # -- programs (ren.ckks.circuits) ------------------------------------------------------------
     def evaluate_polynomial(self, ct: Ciphertext, coeffs: Sequence[complex],
                             basis: str = "power",
                             interval: tuple[float, float] | None = None) -> Ciphertext:
         """p(ct) for p = Σ coeffs[i]·x^i (``basis="power"``) or Σ coeffs[i]·T_i(x)
         (``basis="chebyshev"``, x mapped from `interval` onto [-1, 1] first, one more level).
         Consumes exactly ⌈log2(degree+1)⌉ levels; the result has its level's default scale
-        (`ren.ckks.polyeval`, which also fits Chebyshev coefficients to a function)."""
-        ct = self._ready(self._ct(ct, op="evaluate_polynomial"), True)
-        return polyeval.evaluate_polynomial(self.explicit(), ct, coeffs, basis, interval)
+        (`ren.ckks.circuits.polyeval.evaluate_polynomial`, which also fits Chebyshev
+        coefficients to a function).  In auto mode an unrescaled product is rescaled first."""
+        return _program("evaluate_polynomial")(self, ct, coeffs, basis, interval)
 
     def linear_transform(self, ct: Ciphertext, transform: Any,
                          hoisted: bool | str = True) -> Ciphertext:
@@ -688,22 +705,13 @@ class Evaluator:
         transform's `hoisting`, "double" shares one decomposition among the baby steps and
         divides by P once per giant step, "single" shares the decomposition only, False or
         "none" hoists nothing: `LinearTransform.apply`).  The result has its level's default
-        scale."""
-        ct = self._ct(ct, op="linear_transform")
-        hoisted = hoisting_arg(hoisted, "linear_transform: hoisted")
-        if not isinstance(transform, LinearTransform):
-            ct = self._ready(ct, True)
-            transform = LinearTransform(self.params, transform, ct.level, ct.scale)
-        elif self.auto and (ct.level != transform.level or ct.scale != transform.input_scale):
-            ct = self._ready(ct, True)  # then meet the transform's level and input scale
-            if ct.scale != transform.input_scale and ct.level > transform.level:
-                ct = self._reach(ct, transform.level, transform.input_scale)
-        return transform.apply(self.explicit(), ct, hoisted)
+        scale (`ren.ckks.circuits.lintrans.linear_transform`)."""
+        return _program("linear_transform")(self, ct, transform, hoisted)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the
         total of all slots in every slot.  n must be a power of two; uses log2(n) rotations."""
-        ct = self._ct(ct, op="rotate_sum")
+        ct = self.check_ciphertext(ct, op="rotate_sum")
         slots = self.params.slots
         hint = f"n must be a power of two in [1, {slots}] (N/2)"
         n = slots if n is None else check_int_range(n, "rotate_sum: n", 1, slots, hint=hint)
@@ -717,6 +725,30 @@ class Evaluator:
 
 
 MODES = ("auto", "explicit")
+
+#: The programs built on the evaluator's operations: polynomials and linear transforms.  They
+#: live in `ren.ckks.circuits`, which imports this module (never the other way round) and
+#: registers them here when it is imported; ``import ren.ckks`` imports it, so the methods
+#: `Evaluator.evaluate_polynomial` and `Evaluator.linear_transform` always find them.
+PROGRAMS = ("evaluate_polynomial", "linear_transform")
+_programs: dict[str, Callable[..., Ciphertext]] = {}
+
+
+def register_program(name: str, fn: Callable[..., Ciphertext]) -> None:
+    """Make `fn` (called as ``fn(evaluator, ct, *args)``) the implementation of the Evaluator
+    method `name` (one of `PROGRAMS`): how `ren.ckks.circuits` plugs its polynomial evaluation
+    and linear transforms into the evaluator without the evaluator importing it."""
+    check_choice(name, "register_program: name", PROGRAMS)
+    check_callable(fn, "register_program: fn")
+    _programs[name] = fn
+
+
+def _program(name: str) -> Callable[..., Ciphertext]:
+    fn = _programs.get(name)
+    if fn is None:  # only when ren.ckks.evaluator is loaded without its package
+        raise ParameterError(f"Evaluator.{name} is implemented in ren.ckks.circuits, which is "
+                             "not loaded; import ren.ckks (or ren.ckks.circuits) first")
+    return fn
 
 # every public operation is recorded while `ren.ckks.operations.record_operations` is on (what
 # ren-inspect groups a graph by); one list of them, in ren.ckks.operations
@@ -755,4 +787,4 @@ def _prod(xs) -> int:
     return out
 
 
-__all__ = ["MODES", "Evaluator"]
+__all__ = ["MODES", "PROGRAMS", "Evaluator", "register_program"]

@@ -58,13 +58,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext, settle_scale
+from ren.ckks.circuits.inputs import ready
 from ren.ckks.encoder import Encoder
 from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError, ScaleOutOfBoundsError
+from ren.ckks.evaluator import Evaluator
 from ren.ckks.params import CKKSParams, log2_exact, normalize_scale, scale_arg, scale_difference
 from ren.errors import (
     ParameterError,
@@ -81,9 +83,6 @@ from ren.ring.ringspec import MAX_LOG_N
 from ren.rlwe.automorphism import hoisted_automorphisms_qp
 from ren.rlwe.keys import GaloisKey
 from ren.rlwe.keyswitch import decompose, inner_product, mod_down, times_p
-
-if TYPE_CHECKING:  # the evaluator imports this module
-    from ren.ckks.evaluator import Evaluator
 
 #: The most slots a transform acts on (N/2 at Ren's largest ring).
 MAX_SLOTS = 1 << (MAX_LOG_N - 1)
@@ -377,19 +376,12 @@ class LinearTransform:
         decomposition each), for comparison.
 
         A ciphertext above the transform's level is dropped to it; an auto-mode evaluator
-        (`Evaluator.linear_transform`) also brings its scale to the transform's input scale, for
+        (`linear_transform`) also brings its scale to the transform's input scale, for
         free, as `Evaluator.add` meets two operands (an integer product and a rescale from one
         level above).  A ciphertext below
         the transform's level, or at its level with another scale, cannot be fitted: prepare
         the transform for it (``level=ct.level, input_scale=ct.scale``)."""
-        from ren.ckks.evaluator import Evaluator  # (the evaluator imports this module)
-
-        check_instance(ev, Evaluator, "linear_transform: ev")
-        mode = hoisting_arg(hoisted, "linear_transform: hoisted")
-        if ev.auto:  # meets the transform's level and input scale, then applies it explicitly
-            return ev.linear_transform(ct, self, mode)
-        return _apply(ev, self._fit(ev, ev._ct(ct)), [self],
-                      self.hoisting if mode is True else mode)[0]
+        return linear_transform(ev, ct, self, hoisted)
 
     def _fit(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
         """`ct` dropped to the transform's level, after checking its parameters, level and
@@ -513,6 +505,31 @@ def _apply(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearTransform],
     return out
 
 
+def linear_transform(ev: Evaluator, ct: Ciphertext, transform: Any,
+                     hoisted: bool | str = True) -> Ciphertext:
+    """M·ct for a `LinearTransform` (prepared once, reused), a square matrix whose size divides
+    N/2, or a dict {i: diagonal i} (prepared here for ct's level and scale); one level, the
+    rotation keys of the transform's `rotation_steps`; `hoisted` as in `LinearTransform.apply`.
+    `Evaluator.linear_transform` is this function.  An auto-mode evaluator first rescales an
+    unrescaled product (relinearizing a three-part ciphertext) and brings a ciphertext from
+    above the transform's level to its input scale for free (`Evaluator.align`); the transform
+    itself places its rescale on the explicit view.  The result has its level's default
+    scale."""
+    check_instance(ev, Evaluator, "linear_transform: ev")
+    ct = ev.check_ciphertext(ct, op="linear_transform")
+    mode = hoisting_arg(hoisted, "linear_transform: hoisted")
+    if not isinstance(transform, LinearTransform):
+        ct = ready(ev, ct)
+        transform = LinearTransform(ev.params, transform, ct.level, ct.scale)
+    elif ev.auto and (ct.level != transform.level or ct.scale != transform.input_scale):
+        ct = ready(ev, ct)  # then meet the transform's level and input scale
+        if ct.scale != transform.input_scale and ct.level > transform.level:
+            ct = ev.align(ct, transform.level, transform.input_scale)
+    x = ev.explicit()
+    return _apply(x, transform._fit(x, ct), [transform],
+                  transform.hoisting if mode is True else mode)[0]
+
+
 def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearTransform],
                      hoisted: bool | str = True) -> list[Ciphertext]:
     """[M·ct for M in transforms], prepared for one level and input scale, with one
@@ -521,8 +538,6 @@ def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearT
     `LinearTransform.apply` (True: the first transform's `hoisting`).  An auto-mode evaluator
     first brings ct to their level and input scale (`Evaluator.align`, free) and relinearizes a
     three-part ct."""
-    from ren.ckks.evaluator import Evaluator  # (the evaluator imports this module)
-
     check_instance(ev, Evaluator, "apply_transforms: ev")
     mode = hoisting_arg(hoisted, "apply_transforms: hoisted")
     items = check_sequence(transforms, "apply_transforms: transforms", 1,
@@ -537,8 +552,8 @@ def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearT
                 f"apply_transforms: transforms[{i}] was prepared for another parameter set, "
                 f"level or input scale than transforms[0] (level {lt.level} vs {first.level}); "
                 "prepare them alike, or apply them one by one")
-    ct = ev._ct(ct, op="apply_transforms")
-    if ev.auto:  # as Evaluator.linear_transform meets one transform
+    ct = ev.check_ciphertext(ct, op="apply_transforms")
+    if ev.auto:  # as linear_transform meets one transform
         if ct.size == 3:
             ct = ev.relinearize(ct)
         if ct.level > first.level:
@@ -548,4 +563,5 @@ def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearT
 
 
 __all__ = ["DEFAULT_HOISTING", "HOISTING", "KEY_COST", "LinearTransform", "apply_transforms",
-           "baby_steps_for", "diagonals_of", "hoisting_arg", "rotation_costs"]
+           "baby_steps_for", "diagonals_of", "hoisting_arg",
+           "linear_transform", "rotation_costs"]

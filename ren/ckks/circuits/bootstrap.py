@@ -29,6 +29,12 @@ N = 256, 2^6 at N = 2^16), and every bit less of K_0 is a bit more precision (be
 **SlotToCoeff** puts the coefficients back: v_lo + i·v_hi through U (again factored, into
 `stc_levels` transforms, with the constant K_0/2π folded in): the slots are the message's.
 
+**Parts.**  The Bootstrapper composes three parameter objects, each documenting its levels and
+precision: `ren.ckks.circuits.dft.CoeffToSlotParams` and `SlotToCoeffParams` (the transforms'
+levels) and `ren.ckks.circuits.evalmod.EvalModParams` (the approximation); pass your own with
+``cts=``, ``stc=``, ``eval_mod=`` (another EvalMod is a subclass that overrides `fit`: the
+evalmod module's docstring shows a plain sine in four lines).
+
 Levels used: cts_levels + ⌈log2(degree+1)⌉ + r + stc_levels.  Every stage is `Evaluator` code
 in the explicit mode, so the whole bootstrapping is one lazy graph through the twelve passes, on
 any device, and `ren.jit` can capture it.
@@ -61,10 +67,15 @@ import math
 import warnings
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, settle_scale
+from ren.ckks.circuits.dft import CoeffToSlotParams, SlotToCoeffParams
+from ren.ckks.circuits.evalmod import EvalModParams
+from ren.ckks.circuits.inputs import ready
+from ren.ckks.circuits.lintrans import LinearTransform
 from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation, EncapsulationKeys
 from ren.ckks.errors import (
     InsecureParametersWarning,
@@ -74,11 +85,8 @@ from ren.ckks.errors import (
     ScaleMismatchError,
 )
 from ren.ckks.evaluator import Evaluator
-from ren.ckks.lintrans import LinearTransform
 from ren.ckks.operations import operation
-from ren.ckks.params import CKKSParams, log2_exact, scale_difference
-from ren.ckks.polyeval import MAX_DEGREE, chebyshev_coefficients, depth_of
-from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
+from ren.ckks.params import CKKSParams, scale_difference
 from ren.errors import ParameterError, check_bool, check_instance, check_int_range, is_int
 from ren.poly import Domain, Poly
 from ren.ring.ringspec import MAX_LOG_N, RingSpec
@@ -192,58 +200,16 @@ def centred_lift(x: Poly, ring: RingSpec) -> Poly:
     return acc - Poly.from_coefficients(half, ring, device=x.device)
 
 
-#: EvalMod's fit has at least this degree: a constant or a line cannot follow a cosine.
-MIN_EVALMOD_DEGREE = 2
-#: Bits the EvalMod fit must leave: its error on [-1, 1], times 4 per double-angle step (the
-#: derivative of 2c² − 1) and SlotToCoeff's K_0/2π, must stay below 2^-FIT_BITS in slot units.
-#: (The default degree-31 fit leaves about 30; below 10 the bootstrapping returns noise.)
-FIT_BITS = 10
-
-
-def _fit_evalmod(K: int, K0: float, r: int, degree: int, levels_left: int) -> np.ndarray:
-    """The Chebyshev coefficients of EvalMod's cosine, cos(2π(u·(K + 1) − 1/4)/2^r) on [-1, 1],
-    at `degree`; a ParameterError when the fit is too coarse for a meaningful bootstrapping
-    (`FIT_BITS`): a degree or double-angle count too small for the range K gives garbage
-    silently otherwise.  The message names the smallest degree of the form 2^k − 1 that fits
-    (within `levels_left` levels), or asks for more double angles."""
-    half = (K + 1) * K0
-
-    def fn(u: np.ndarray) -> np.ndarray:
-        return np.cos(2 * np.pi * (u * half / K0 - 0.25) / 2 ** r)
-
-    def lost(d: int) -> tuple[np.ndarray, float]:
-        c = chebyshev_coefficients(fn, d)
-        u = np.linspace(-1.0, 1.0, max(2001, 4 * (d + 1) + 1))
-        err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(u, c) - fn(u))))
-        return c, err * 4.0 ** r * K0 / (2 * np.pi)
-
-    coeffs, err = lost(degree)
-    if err <= 2.0 ** -FIT_BITS:
-        return coeffs
-    better = None
-    for k in range(2, min(levels_left, 10) + 1):  # 3, 7, …, 1023: each fit cheap
-        if (1 << k) - 1 > degree and lost((1 << k) - 1)[1] <= 2.0 ** -FIT_BITS:
-            better = (1 << k) - 1
-            break
-    width = 2 * math.pi * (K + 1) / 2 ** r
-    fix = (f"use degree={better}" if better is not None else
-           "no degree up to 1023 fits in the levels left")
-    raise ParameterError(
-        f"Bootstrapper: a degree-{degree} fit of EvalMod's cosine (its argument spans ±"
-        f"{width:.3g} radians with K={K} and double_angles={r}) is off by 2^"
-        f"{math.log2(err) if err > 0 else -math.inf:.1f} in slot units after the {r} double "
-        f"angle(s) and SlotToCoeff's K_0/2π, more than 2^-{FIT_BITS}: the bootstrapping would "
-        f"return noise; {fix}, or more double_angles (each halves the argument and costs a "
-        "level)")
-
-
 class Bootstrapper:
-    """Bootstrapping for one parameter set (see the module docstring): the prepared transforms,
-    the fitted EvalMod polynomial, the levels it uses and the keys it needs.
+    """Bootstrapping for one parameter set (see the module docstring), composed of three
+    parameter objects a researcher can swap: `EvalModParams` (the approximation of the modular
+    reduction: ``eval_mod=``), `CoeffToSlotParams` and `SlotToCoeffParams` (the transforms'
+    levels: ``cts=``, ``stc=``); each states its levels and precision.  The keyword shortcuts
+    (degree, double_angles, cts_levels, stc_levels) make the default ones.
 
     Args:
         cts_levels / stc_levels: levels (sparse linear transforms) of CoeffToSlot and
-            SlotToCoeff: more levels, fewer rotations.
+            SlotToCoeff: more levels, fewer rotations (or ``cts=``/``stc=`` objects).
         degree: the Chebyshev degree of the cosine fit (depth ⌈log2(degree + 1)⌉).
         double_angles: r, the double-angle steps after it (one level each); default: the
             fewest that bring the cosine's argument within ±9 radians, where a degree-31 fit
@@ -255,39 +221,37 @@ class Bootstrapper:
             encapsulation (`ren.ckks.encapsulation`; 0: none).  Default: 32 when the
             parameters' secret is dense (ternary), 0 when it is sparse already.  With it,
             `bootstrap` needs the keys of `encapsulation_keys`.
+        eval_mod: an `EvalModParams` (or a subclass: another approximation) instead of
+            degree/double_angles.
+        cts / stc: a `CoeffToSlotParams` / `SlotToCoeffParams` instead of cts_levels /
+            stc_levels.
     """
 
-    def __init__(self, params: CKKSParams, degree: int = 31, double_angles: int | None = None,
-                 K: int | None = None, cts_levels: int = 2, stc_levels: int = 2,
-                 message_ratio_bits: int | None = None,
-                 ephemeral_weight: int | None = None) -> None:
+    def __init__(self, params: CKKSParams, degree: int = 31,
+                 double_angles: int | None = None, K: int | None = None,
+                 cts_levels: int = 2, stc_levels: int = 2,
+                 message_ratio_bits: int | None = None, ephemeral_weight: int | None = None,
+                 *, eval_mod: EvalModParams | None = None, cts: CoeffToSlotParams | None = None,
+                 stc: SlotToCoeffParams | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Bootstrapper needs CKKSParams, got {type(params).__name__}")
         # every argument is checked before any work (the fit, the transforms' encodings)
-        if ephemeral_weight is None:
-            ephemeral_weight = DEFAULT_WEIGHT if params.hamming_weight is None else 0
-        ephemeral_weight = check_int_range(ephemeral_weight, "Bootstrapper: ephemeral_weight", 0,
-                                           params.N, hint="0: no encapsulation")
-        stages = params.slots.bit_length() - 1
-        for name, v in (("cts_levels", cts_levels), ("stc_levels", stc_levels)):
-            check_int_range(v, f"Bootstrapper: {name}", 1, stages,
-                            hint=f"log2 of the {params.slots} slots is the most")
-        degree = check_int_range(
-            degree, "Bootstrapper: degree", MIN_EVALMOD_DEGREE, MAX_DEGREE,
-            hint="EvalMod fits a cosine: a constant or a line cannot follow it, and above "
-                 f"{MAX_DEGREE} the fit and the evaluation (about degree ciphertext products) "
-                 "are out of proportion; 31 is the default")
+        self.params = params
+        self.slots = params.slots
+        self.ephemeral_weight = _ephemeral_weight(params, ephemeral_weight)
+        cts = _part(cts, CoeffToSlotParams, "cts", cts_levels=cts_levels)
+        stc = _part(stc, SlotToCoeffParams, "stc", stc_levels=stc_levels)
+        self.cts_params = cts.checked(self.slots)
+        self.stc_params = stc.checked(self.slots)
+        evalmod = _part(eval_mod, EvalModParams, "eval_mod", degree=degree,
+                        double_angles=double_angles)
+        self.eval_mod_params = evalmod.checked(params)
         if K is not None:
             K = check_int_range(
                 K, "Bootstrapper: K", 1, params.N,
                 hint="K bounds |I| in t = m + Q_0·I after ModRaise, at most h/2 + 1 <= N/2 + 1 "
                      "for a secret of weight h; the default bound_K(params) covers it with "
                      "overwhelming probability")
-        if double_angles is not None:
-            double_angles = check_int_range(
-                double_angles, "Bootstrapper: double_angles", 0, params.depth,
-                hint="each double-angle step takes one level; None picks the fewest that keep "
-                     "the cosine's argument within ±9 radians")
         if message_ratio_bits is None:
             message_ratio_bits = default_message_ratio_bits(params.N)
         top_bits = params.ring(0).Q.bit_length() - 20
@@ -295,84 +259,85 @@ class Bootstrapper:
             message_ratio_bits, "Bootstrapper: message_ratio_bits", 4, top_bits,
             hint=f"Q_0 has {top_bits + 20} bits and the input scale needs 20 at least")
         #: sparse-secret encapsulation (None: ModRaise under the parameters' own secret)
-        self.encapsulation = Encapsulation(params, ephemeral_weight) if ephemeral_weight \
-            else None
-        self.ephemeral_weight = ephemeral_weight
-        self.params, self.degree = params, degree
-        self.cts_levels, self.stc_levels = cts_levels, stc_levels
-        self.K = bound_K(params, self.ephemeral_weight) if K is None else K
-        if double_angles is None:
-            double_angles = max(0, math.ceil(math.log2(2 * math.pi * (self.K + 1) / 9)))
-        self.double_angles = double_angles
-        self.evalmod_levels = depth_of(degree) + double_angles
-        self.levels_used = cts_levels + self.evalmod_levels + stc_levels
+        self.encapsulation = (Encapsulation(params, self.ephemeral_weight)
+                              if self.ephemeral_weight else None)
+        K = bound_K(params, self.ephemeral_weight) if K is None else K
+        self.cts_levels, self.stc_levels = int(cts.levels), int(stc.levels)
+        self.evalmod_levels = evalmod.levels(K)
+        self.levels_used = self.cts_levels + self.evalmod_levels + self.stc_levels
         if params.depth < self.levels_used:
             raise OutOfLevelsError(
                 f"Bootstrapper: bootstrapping uses {self.levels_used} levels (CoeffToSlot "
-                f"{cts_levels}, EvalMod {self.evalmod_levels}, SlotToCoeff {stc_levels}), the "
-                f"parameters have {params.depth}; use more depth or fewer transform levels")
+                f"{self.cts_levels}, EvalMod {self.evalmod_levels}, SlotToCoeff "
+                f"{self.stc_levels}), the parameters have {params.depth}; use more depth or "
+                "fewer transform levels")
         self.output_level = params.depth - self.levels_used
-        self.Q0 = params.ring(0).Q
-        self.message_ratio_bits = message_ratio_bits
-        #: the scale a level-0 input must have (`bootstrap` brings higher levels to it)
-        self.input_scale = Fraction(round(Fraction(self.Q0, 1 << message_ratio_bits)))
-        self.K0 = float(Fraction(self.Q0) / self.input_scale)
-        #: EvalMod's input range in slot units: y = t/Δ_0 with |t| <= (K + 1)·Q_0
-        half = (self.K + 1) * self.K0
-        self.interval = (-half, half)
-        # fitted on [-1, 1]: CoeffToSlot already divides by `half` (no level for the change)
-        self.coeffs = _fit_evalmod(self.K, self.K0, double_angles, degree, params.depth
-                                   - cts_levels - stc_levels - double_angles)
-        K0 = self.K0
+        #: the fitted EvalMod (K, K_0, the polynomial, the double angles)
+        self.evalmod = evalmod.build(params, K, message_ratio_bits,
+                                     params.depth - self.cts_levels - self.stc_levels)
+        if self.evalmod.levels != self.evalmod_levels:
+            raise ParameterError(
+                f"Bootstrapper: {type(evalmod).__name__}.levels(K) said "
+                f"{self.evalmod_levels} levels, but its build() uses {self.evalmod.levels}; "
+                "make levels() agree with the EvalMod it builds")
+        top = params.depth
         # CoeffToSlot: U⁻¹ (bit-reversed output) / (2·half); the 1/2 because Re and Im are
         # then w' ± conj(w')
-        top = params.depth
-        cts = merge_stages(special_fft_stages(params.slots, inverse=True), cts_levels)
-        self._cts_diagonals = self._balanced(cts, 1 / (2 * half), top)
-        self._cts_rest = tuple(LinearTransform(params, d, top - g)
-                               for g, d in enumerate(self._cts_diagonals) if g)
-        self._cts_first: dict[Fraction, LinearTransform] = {}
+        half = self.evalmod.interval[1]
+        self.coeff_to_slot_stage = cts.build(params, self.slots, top, 1 / (2 * half),
+                                             self.input_scale)
         # SlotToCoeff: U (bit-reversed input) · K_0/2π
-        stc = merge_stages(special_fft_stages(params.slots), stc_levels)
-        stc[0] = {k: v * (K0 / (2 * np.pi)) for k, v in stc[0].items()}
-        stc_top = top - cts_levels - self.evalmod_levels
-        self._stc = tuple(LinearTransform(params, d, stc_top - g) for g, d in enumerate(stc))
-        self._cts_for(self.input_scale)
+        self.slot_to_coeff_stage = stc.build(params, self.slots,
+                                             top - self.cts_levels - self.evalmod_levels,
+                                             self.evalmod.output_factor)
 
-    def _balanced(self, groups: list[Diagonals], factor: float, top: int) -> list[Diagonals]:
-        """`groups` (applied from level `top` down), times `factor` in all, shared out so that
-        every transform's plaintexts have the same relative precision.  An entry d encoded at
-        the transform's plaintext scale Δ_pt = Δ_out·P/Δ_in is exact to 1/(|d|·Δ_pt); the
-        entries shrink by half per inverse butterfly stage and by 1/(2·half) in all (2^-36 at
-        N = 2^16), and only the first transform has a large Δ_pt (its input scale is the small
-        Δ_in).  So each group is normalized to entries of at most 1 and gets the share of the
-        factor that makes max|d|·Δ_pt the same for all (about 2^50 at the presets)."""
-        p = self.params
-        log_pt, log_total, unit = [], math.log2(factor), []
-        for g, d in enumerate(groups):
-            level = top - g
-            into = self.input_scale if g == 0 else p.scale(level)
-            log_pt.append(log2_exact(p.scale(level - 1) * math.prod(p.rescale_moduli(level))
-                                     / into))
-            peak = max(float(np.max(np.abs(v))) for v in d.values())
-            log_total += math.log2(peak)
-            unit.append({k: v / peak for k, v in d.items()})
-        even = (log_total + sum(log_pt)) / len(groups)
-        return [{k: v * 2.0 ** (even - lp) for k, v in d.items()}
-                for d, lp in zip(unit, log_pt, strict=True)]
+    # -- what the parts decided -------------------------------------------------------------------
+    @property
+    def K(self) -> int:
+        """The bound on |I| EvalMod covers."""
+        return self.evalmod.K
 
-    def _cts_for(self, scale: Fraction) -> tuple[LinearTransform, ...]:
-        """The CoeffToSlot transforms for inputs of `scale` (the level-0 ciphertext's): the
-        first one's plaintexts depend on it."""
-        if scale not in self._cts_first:
-            self._cts_first[scale] = LinearTransform(self.params, self._cts_diagonals[0],
-                                                     self.params.depth, scale)
-        return (self._cts_first[scale], *self._cts_rest)
+    @property
+    def K0(self) -> float:
+        """K_0 = Q_0/Δ_in, EvalMod's period in slot units."""
+        return self.evalmod.K0
+
+    @property
+    def Q0(self) -> int:
+        return self.evalmod.Q0
+
+    @property
+    def message_ratio_bits(self) -> int:
+        return self.evalmod.message_ratio_bits
+
+    @property
+    def input_scale(self) -> Fraction:
+        """The scale a level-0 input must have (`bootstrap` brings higher levels to it)."""
+        return self.evalmod.input_scale
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """EvalMod's input range in slot units: y = t/Δ_0 with |t| <= (K + 1)·Q_0."""
+        return self.evalmod.interval
+
+    @property
+    def degree(self) -> int:
+        return self.evalmod.degree
+
+    @property
+    def double_angles(self) -> int:
+        return self.evalmod.double_angles
+
+    @property
+    def coeffs(self) -> np.ndarray:
+        """EvalMod's Chebyshev coefficients on [−1, 1]."""
+        return self.evalmod.coeffs
 
     @property
     def transforms(self) -> tuple[LinearTransform, ...]:
         """CoeffToSlot's then SlotToCoeff's linear transforms (for `input_scale`)."""
-        return (*self._cts_for(self.input_scale), *self._stc)
+        return (*self.coeff_to_slot_stage.transforms_for(self.input_scale),
+                *self.slot_to_coeff_stage.transforms)
 
     @property
     def rotation_steps(self) -> list[int]:
@@ -433,37 +398,20 @@ class Bootstrapper:
         parts = tuple(centred_lift(c.intt(), top).ntt() for c in ct.parts)
         return Ciphertext(parts, ct.scale, self.params.depth, self.params)
 
-    def _times_i(self, ct: Ciphertext, sign: int) -> Ciphertext:
-        """ct·(sign·i) in every slot, exactly and without a level: the plaintext sign·X^(N/2)
-        at scale 1 (ζ_j^(N/2) = i for every slot's root)."""
-        N = self.params.N
-        coeffs = np.zeros(N, dtype=np.int64)
-        coeffs[N // 2] = sign
-        mono = Poly.from_coefficients(coeffs, self.params.ring(ct.level),
-                                      device=ct.c0.device).ntt()
-        return Ciphertext(tuple(c * mono for c in ct.parts), ct.scale, ct.level, self.params)
-
     @operation
     def coeff_to_slot(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, Ciphertext]:
         """Two ciphertexts whose slots are the raised plaintext's coefficients t/Δ_0 divided
         by EvalMod's range (K + 1)·K_0: the first N/2 and the last N/2, real, each in
         bit-reversed order."""
         ev = self._evaluator(ev, "coeff_to_slot")
-        w = self._ciphertext(raised, "coeff_to_slot")
-        for lt in self._cts_for(raised.scale):
-            w = ev.linear_transform(w, lt)
-        conj = ev.conjugate(w)
-        return ev.add(w, conj), self._times_i(ev.sub(w, conj), -1)
+        raised = self._ciphertext(raised, "coeff_to_slot")
+        return self.coeff_to_slot_stage.apply(ev, raised)
 
     @operation
     def eval_mod(self, ev: Evaluator, ct: Ciphertext) -> Ciphertext:
         """Slots u = y/((K + 1)·K_0) -> sin(2π·y/K_0) (the factor K_0/2π is SlotToCoeff's)."""
         ev = self._evaluator(ev, "eval_mod")
-        ct = self._ciphertext(ct, "eval_mod")
-        v = ev.evaluate_polynomial(ct, list(self.coeffs), basis="chebyshev")
-        for _ in range(self.double_angles):  # cos 2θ = 2cos²θ − 1
-            v = ev.add_scalar(ev.multiply_int(ev.rescale(ev.square(v)), 2), -1)
-        return v
+        return self.evalmod.evaluate(ev, self._ciphertext(ct, "eval_mod"))
 
     @operation
     def slot_to_coeff(self, ev: Evaluator, first: Ciphertext, second: Ciphertext) -> Ciphertext:
@@ -472,9 +420,7 @@ class Bootstrapper:
         ev = self._evaluator(ev, "slot_to_coeff")
         first = self._ciphertext(first, "slot_to_coeff")
         second = self._ciphertext(second, "slot_to_coeff")
-        out = ev.add(first, self._times_i(second, 1))
-        for lt in self._stc:
-            out = ev.linear_transform(out, lt)
+        out = self.slot_to_coeff_stage.apply(ev, first, second)
         return settle_scale(out, self.params.scale(out.level))
 
     @operation
@@ -499,15 +445,12 @@ class Bootstrapper:
         if enc is None and encapsulation_keys is not None:
             raise ParameterError("bootstrap: this bootstrapper does not encapsulate "
                                  "(ephemeral_weight=0); pass no encapsulation_keys")
-        ct = ev._ct(ct)
-        if ct.size != 2:
-            ct = ev.relinearize(ct)
+        ct = ev.check_ciphertext(ct, op="bootstrap")
         x = ev.explicit()
+        ct = ready(x, ct, always=True)  # relinearized, an unrescaled product rescaled
         target = self.input_scale
-        while x._is_product(ct):  # an unrescaled product
-            ct = x.rescale(ct)
-        if ct.level > 0:
-            ct = x._reach(ct, 0, target)
+        if ct.level > 0:  # free: an integer product and a rescale from level 1
+            ct = x.align(ct, 0, target)
         if ct.scale != target:
             raise ScaleMismatchError(
                 f"bootstrap: the level-0 ciphertext's scale is not the one EvalMod is fitted to "
@@ -527,8 +470,40 @@ class Bootstrapper:
     def plaintext_eval_mod(self) -> Callable[[np.ndarray], np.ndarray]:
         """EvalMod's plaintext counterpart: the exact centred reduction of y·Δ_0 mod Q_0, in slot
         units (y ↦ y − K_0·round(y/K_0)), for tests."""
-        K0 = self.K0
-        return lambda y: y - K0 * np.round(y / K0)
+        return self.evalmod.plaintext()
+
+
+def _ephemeral_weight(params: CKKSParams, weight: int | None) -> int:
+    """The encapsulation's ephemeral weight: DEFAULT_WEIGHT for a dense secret, 0 (none) for a
+    sparse one, or the one given (checked)."""
+    if weight is None:
+        weight = DEFAULT_WEIGHT if params.hamming_weight is None else 0
+    return check_int_range(weight, "Bootstrapper: ephemeral_weight", 0, params.N,
+                           hint="0: no encapsulation")
+
+
+def _part(obj: Any, kind: type, name: str, **shortcuts: Any) -> Any:
+    """The parameter object `obj` (an instance of `kind`), or the one the keyword shortcuts
+    make; a shortcut away from its default beside `obj` is an error (which would win?)."""
+    if obj is None:
+        return kind(**{_FIELD.get(k, k): v for k, v in shortcuts.items()})
+    default = kind()
+    given = [k for k, v in shortcuts.items()
+             if not _same(v, getattr(default, _FIELD.get(k, k)))]
+    check_instance(obj, kind, f"Bootstrapper: {name}",
+                   hint=f"a {kind.__name__} (or a subclass of it)")
+    if given:
+        raise ParameterError(f"Bootstrapper: give {name}= or {', '.join(given)}, not both "
+                             f"({name} already says them)")
+    return obj
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is type(b) and a == b)
+
+
+#: keyword shortcut -> the field of its parameter object
+_FIELD = {"cts_levels": "levels", "stc_levels": "levels"}
 
 
 __all__ = ["SMALL_RING_DEGREES", "Bootstrapper", "bootstrap_params_n16", "bootstrap_params_small",

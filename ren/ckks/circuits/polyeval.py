@@ -49,12 +49,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, settle_scale
+from ren.ckks.circuits.inputs import ready
 from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError
+from ren.ckks.evaluator import Evaluator
 from ren.ckks.params import log2_exact, scale_difference
 from ren.errors import (
     ParameterError,
@@ -66,9 +68,6 @@ from ren.errors import (
     check_number,
     check_sequence,
 )
-
-if TYPE_CHECKING:  # the evaluator imports this module
-    from ren.ckks.evaluator import Evaluator
 
 BASES = ("power", "chebyshev")
 #: The largest degree `evaluate_polynomial` and `chebyshev_coefficients` take: 2^12 − 1 (depth
@@ -388,7 +387,9 @@ def evaluate_polynomial(ev: Evaluator, ct: Ciphertext, coeffs: Sequence[Any],
                         interval: tuple[float, float] | None = None,
                         baby_bound: int | None = None) -> Ciphertext:
     """p(ct) for p = Σ coeffs[i]·B_i (B_i = x^i, or T_i for ``basis="chebyshev"``, with x first
-    mapped from `interval` onto [-1, 1]); see the module docstring.  The result is at level
+    mapped from `interval` onto [-1, 1]); see the module docstring; `Evaluator.evaluate_polynomial`
+    is this function.  An auto-mode evaluator first rescales an unrescaled product (and
+    relinearizes a three-part ciphertext).  The result is at level
     ct.level − depth and at that level's default scale.  An input whose scale is below its
     level's default is first raised to it by an integer product (free); one that cannot be
     brought close enough raises ScaleMismatchError (see `_at_default_scale`).
@@ -396,9 +397,8 @@ def evaluate_polynomial(ev: Evaluator, ct: Ciphertext, coeffs: Sequence[Any],
     `baby_bound` (for study; default: the cheapest) forces the baby-step bound, a power of
     two: 2 gives degree-1 leaves and no baby steps, the evaluation before baby-step giant-step
     (about d/2 products)."""
-    from ren.ckks.evaluator import Evaluator  # (the evaluator imports this module)
-
-    ev = check_instance(ev, Evaluator, "evaluate_polynomial: ev").explicit()  # places its own
+    ev = check_instance(ev, Evaluator, "evaluate_polynomial: ev")
+    ct = ev.check_ciphertext(ct, op="evaluate_polynomial")
     check_choice(basis, "evaluate_polynomial: basis", BASES)
     c = _coefficients(coeffs)
     bound = _baby_bound(baby_bound, "evaluate_polynomial")
@@ -406,7 +406,8 @@ def evaluate_polynomial(ev: Evaluator, ct: Ciphertext, coeffs: Sequence[Any],
         if basis != "chebyshev":
             raise ParameterError("evaluate_polynomial: interval= goes with basis='chebyshev'")
         a, b = check_interval(interval, "evaluate_polynomial: interval")
-    ct = ev._ct(ct)
+    ct = ready(ev, ct)
+    ev = ev.explicit()  # (it places its own rescales)
     x = ct
     d = len(c) - 1
     if interval is not None and (a, b) != (-1.0, 1.0):

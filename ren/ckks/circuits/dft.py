@@ -1,0 +1,167 @@
+"""CoeffToSlot and SlotToCoeff, bootstrapping's homomorphic special FFTs, as swappable parameter
+objects.
+
+    CoeffToSlotParams(levels=3)        # U⁻¹ factored into 3 sparse transforms (3 levels)
+    SlotToCoeffParams(levels=2)
+    Bootstrapper(params, cts=CoeffToSlotParams(3), stc=SlotToCoeffParams(2))
+
+**CoeffToSlot** applies U⁻¹ (`ren.ckks.special_fft`) to the slots z = U·(t_lo + i·t_hi)/Δ_in of
+the raised plaintext, factored into `levels` sparse linear transforms (baby-step giant-step,
+hoisted rotations; one level each): the result w holds the coefficients (bit-reversed), and
+w ± conj(w) (one conjugation; −i· by the free monomial X^(N/2)) split it into two ciphertexts
+of real slots t_lo and t_hi.  The overall factor (EvalMod's 1/((K + 1)·K_0), a 1/2 for the
+± split) is shared out among the transforms so that each one's plaintexts keep the same
+relative precision (`balanced`).  **Levels**: `levels`; **rotations**: about 2^(r+1) − 1
+diagonals per transform for r merged butterfly stages, so more levels mean fewer rotations
+and keys.  **Precision**: exact to about 2^-47 (float64 encoding is the floor).
+
+**SlotToCoeff** applies U to v_lo + i·v_hi (EvalMod's outputs), factored the same way, with
+EvalMod's `output_factor` folded into its first transform.  **Levels**: `levels`;
+**precision**: log2 √n bits of error growth on what EvalMod leaves.
+
+**Sparse slots.**  With n < N/2 slots (a message replicated N/(2n) times, a polynomial in
+X^(N/2n)) both work on n×n matrices: log2(n) butterfly stages instead of log2(N/2), so fewer
+levels or fewer diagonals, and rotations within n (`Bootstrapper(slots=n)`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ren.ckks.ciphertext import Ciphertext
+from ren.ckks.circuits.lintrans import LinearTransform
+from ren.ckks.evaluator import Evaluator
+from ren.ckks.params import CKKSParams, log2_exact
+from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
+from ren.errors import check_int_range
+from ren.poly import Poly
+
+
+def _check_levels(levels: int, slots: int, name: str) -> int:
+    stages = slots.bit_length() - 1
+    return check_int_range(levels, f"Bootstrapper: {name}", 1, max(1, stages),
+                           hint=f"log2 of the {slots} slots is the most")
+
+
+@dataclass(frozen=True)
+class CoeffToSlotParams:
+    """CoeffToSlot's shape: `levels` sparse transforms (module docstring)."""
+
+    levels: int = 2
+
+    def checked(self, slots: int) -> CoeffToSlotParams:
+        """These parameters checked for `slots` slots (at most log2(slots) levels)."""
+        _check_levels(self.levels, slots, "cts_levels")
+        return self
+
+    def build(self, params: CKKSParams, slots: int, top: int, factor: float,
+              input_scale: Fraction) -> CoeffToSlot:
+        """The prepared CoeffToSlot from level `top` down, times `factor` in all."""
+        return CoeffToSlot(params, slots, int(self.levels), top, factor, input_scale)
+
+
+@dataclass(frozen=True)
+class SlotToCoeffParams:
+    """SlotToCoeff's shape: `levels` sparse transforms (module docstring)."""
+
+    levels: int = 2
+
+    def checked(self, slots: int) -> SlotToCoeffParams:
+        """These parameters checked for `slots` slots (at most log2(slots) levels)."""
+        _check_levels(self.levels, slots, "stc_levels")
+        return self
+
+    def build(self, params: CKKSParams, slots: int, top: int, factor: float) -> SlotToCoeff:
+        """The prepared SlotToCoeff from level `top` down, times `factor`."""
+        return SlotToCoeff(params, slots, int(self.levels), top, factor)
+
+
+def balanced(params: CKKSParams, groups: list[Diagonals], factor: float, top: int,
+             input_scale: Fraction) -> list[Diagonals]:
+    """`groups` (applied from level `top` down, the first to inputs of `input_scale`), times
+    `factor` in all, shared out so that every transform's plaintexts have the same relative
+    precision.  An entry d encoded at the transform's plaintext scale Δ_pt = Δ_out·P/Δ_in is
+    exact to 1/(|d|·Δ_pt); the entries shrink by half per inverse butterfly stage and by
+    1/(2·half) in all (2^-36 at N = 2^16), and only the first transform has a large Δ_pt (its
+    input scale is the small Δ_in).  So each group is normalized to entries of at most 1 and
+    gets the share of the factor that makes max|d|·Δ_pt the same for all (about 2^50 at the
+    presets)."""
+    p = params
+    log_pt, log_total, unit = [], math.log2(factor), []
+    for g, d in enumerate(groups):
+        level = top - g
+        into = input_scale if g == 0 else p.scale(level)
+        log_pt.append(log2_exact(p.scale(level - 1) * math.prod(p.rescale_moduli(level))
+                                 / into))
+        peak = max(float(np.max(np.abs(v))) for v in d.values())
+        log_total += math.log2(peak)
+        unit.append({k: v / peak for k, v in d.items()})
+    even = (log_total + sum(log_pt)) / len(groups)
+    return [{k: v * 2.0 ** (even - lp) for k, v in d.items()}
+            for d, lp in zip(unit, log_pt, strict=True)]
+
+
+def times_i(ct: Ciphertext, sign: int) -> Ciphertext:
+    """ct·(sign·i) in every slot, exactly and without a level: the plaintext sign·X^(N/2) at
+    scale 1 (ζ_j^(N/2) = i for every slot's root)."""
+    p = ct.params
+    coeffs = np.zeros(p.N, dtype=np.int64)
+    coeffs[p.N // 2] = sign
+    mono = Poly.from_coefficients(coeffs, p.ring(ct.level), device=ct.c0.device).ntt()
+    return Ciphertext(tuple(c * mono for c in ct.parts), ct.scale, ct.level, p)
+
+
+class CoeffToSlot:
+    """The prepared CoeffToSlot transforms; the first one's plaintexts depend on the input's
+    scale, so it is prepared per scale (`transforms_for`)."""
+
+    def __init__(self, params: CKKSParams, slots: int, levels: int, top: int, factor: float,
+                 input_scale: Fraction) -> None:
+        self.params, self.slots, self.levels, self.top = params, slots, levels, top
+        groups = merge_stages(special_fft_stages(slots, inverse=True), levels)
+        self.diagonals = balanced(params, groups, factor, top, input_scale)
+        self._rest = tuple(LinearTransform(params, d, top - g)
+                           for g, d in enumerate(self.diagonals) if g)
+        self._first: dict[Fraction, LinearTransform] = {}
+        self.transforms_for(input_scale)
+
+    def transforms_for(self, scale: Fraction) -> tuple[LinearTransform, ...]:
+        """The transforms for inputs of `scale` (the raised ciphertext's)."""
+        if scale not in self._first:
+            self._first[scale] = LinearTransform(self.params, self.diagonals[0], self.top, scale)
+        return (self._first[scale], *self._rest)
+
+    def apply(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, Ciphertext]:
+        """(real part, imaginary part) of U⁻¹·slots, each in real slots (`ev` explicit)."""
+        w = raised
+        for lt in self.transforms_for(raised.scale):
+            w = ev.linear_transform(w, lt)
+        conj = ev.conjugate(w)
+        return ev.add(w, conj), times_i(ev.sub(w, conj), -1)
+
+
+class SlotToCoeff:
+    """The prepared SlotToCoeff transforms."""
+
+    def __init__(self, params: CKKSParams, slots: int, levels: int, top: int,
+                 factor: float) -> None:
+        self.params, self.slots, self.levels, self.top = params, slots, levels, top
+        groups = merge_stages(special_fft_stages(slots), levels)
+        groups[0] = {k: v * factor for k, v in groups[0].items()}
+        self.transforms = tuple(LinearTransform(params, d, top - g)
+                                for g, d in enumerate(groups))
+
+    def apply(self, ev: Evaluator, first: Ciphertext, second: Ciphertext) -> Ciphertext:
+        """U·(first + i·second) (`ev` explicit)."""
+        out = ev.add(first, times_i(second, 1))
+        for lt in self.transforms:
+            out = ev.linear_transform(out, lt)
+        return out
+
+
+__all__ = ["CoeffToSlot", "CoeffToSlotParams", "SlotToCoeff", "SlotToCoeffParams", "balanced",
+           "times_i"]

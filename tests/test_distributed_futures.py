@@ -24,6 +24,7 @@ import ren  # noqa: E402
 from ren.ckks import Evaluator, dumps, loads  # noqa: E402
 from ren.distributed import (  # noqa: E402
     Batch,
+    DistributedError,
     TaskError,
     load,
     local_client,
@@ -116,6 +117,10 @@ def test_futures_in_and_out(client, ckks):
         Batch(client, [cts[0]])
     with pytest.raises(ParameterError, match="map: keep"):
         dmap(square, cts, keys=rlk, client=client, keep="yes")
+    job = submit(square, cts[:2], keys=rlk, client=client)
+    job.result(timeout=60)
+    with pytest.raises(DistributedError, match="persist\\(\\) after result"):
+        job.persist()
 
 
 def test_a_task_that_raises_on_a_batch_names_its_index(client, ckks):

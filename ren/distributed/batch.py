@@ -202,6 +202,7 @@ class MapJob:
     standins: list[Any] | None = None
     _which: list[int | None] = field(default_factory=list)  # the plan of each input
     _held: list[Any] = field(default_factory=list)  # the input Batch's futures (kept alive)
+    _fetched: bool = False  # result() fetched (and released) the results
     timings: list[dict[str, Any]] = field(default_factory=list)
     result_bytes: int = 0
     wall_seconds: float = 0.0
@@ -347,6 +348,7 @@ class MapJob:
             raise
         self.timings = timings
         self.wall_seconds = time.perf_counter() - self._submitted
+        self._fetched = True
         return out
 
     def persist(self, timeout: float | None = None) -> Batch:
@@ -355,6 +357,10 @@ class MapJob:
         Failures, resends and timeouts as in `result`.  The Batch keeps the job's inputs alive
         too, so that Dask can compute again a result lost with its worker."""
         timeout = check_timeout(timeout, "map: timeout")
+        if self._fetched:
+            raise DistributedError("map: persist() after result(): the results were fetched and "
+                                   "released on the cluster; submit with keep=True and call "
+                                   "persist() instead of result()")
         try:
             for _ in gather_as_completed(self.client, self.futures, "map: input", timeout,
                                          resubmit=self._resend, more=self._more, fetch=False):

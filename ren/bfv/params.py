@@ -28,20 +28,20 @@ from ren.rlwe.params import RLWEParams
 MAX_T_BITS = 60
 #: Bits a fresh ciphertext's noise takes beyond log2(t): about log2(N) + FRESH_MARGIN_BITS.
 FRESH_MARGIN_BITS = 4
-#: Bits one multiplication with relinearization consumes beyond log2(t) + log2(N) + log2(L) (L
-#: the primes of Q), kept from the approximate extension (which added up to L·Q to each part):
-#: the exact extension consumes less, so the estimate is conservative.  15.3-bit t at N = 2^10
-#: (L = 4): 24 to 25 bits per product, SEAL's figure (`tests/test_bfv_seal.py`).
-MULT_MARGIN_BITS = 6
+#: Bits one multiplication with relinearization consumes beyond log2(t) + log2(N): the product's
+#: noise grows by about t·N·‖v‖ (the exact extension adds nothing to textbook BFV).  Measured
+#: (SEAL's figures too, `tests/test_bfv_seal.py`): 28 to 29 bits per product at N = 2^13 and
+#: 29 to 30 at N = 2^14 with t = 65537; 24 to 25 with a 15.3-bit t at N = 2^10.
+MULT_MARGIN_BITS = 1
 
 PRESETS: dict[str, dict[str, Any]] = {
     # N, t, primes of Q, special primes P, and the multiplicative depth measured on the preset
     # (a chain of that many multiplications with relinearization decrypts exactly; one more
-    # does not; `estimated_depth` is at most this).  N15: 10 multiplications measured at 41.4
-    # bits each, 319.5 bits left, so 17 in all (extrapolated)
-    "N13": dict(N=1 << 13, t=65537, chain_primes=6, special_primes=1, mult_depth=4),
-    "N14": dict(N=1 << 14, t=65537, chain_primes=12, special_primes=2, mult_depth=8),
-    "N15": dict(N=1 << 15, t=65537, chain_primes=25, special_primes=4, mult_depth=17),
+    # does not; `estimated_depth` is at most this).  Measured on the "cpu" device: fresh 156,
+    # 336, 725 bits; 28-29, 29-30, 30-32 bits per product (SEAL's figures at N = 2^14)
+    "N13": dict(N=1 << 13, t=65537, chain_primes=6, special_primes=1, mult_depth=5),
+    "N14": dict(N=1 << 14, t=65537, chain_primes=12, special_primes=2, mult_depth=11),
+    "N15": dict(N=1 << 15, t=65537, chain_primes=25, special_primes=4, mult_depth=23),
 }
 
 
@@ -157,8 +157,7 @@ class BFVParams(RLWEParams):
     @property
     def estimated_depth(self) -> int:
         """About how many multiplications (with relinearization) in a row the chain supports."""
-        per_mult = (math.log2(self.t) + math.log2(self.N) + math.log2(len(self.chain))
-                    + MULT_MARGIN_BITS)
+        per_mult = math.log2(self.t) + math.log2(self.N) + MULT_MARGIN_BITS
         return max(0, int((self.fresh_budget_estimate - 1) // per_mult))
 
     # -- the auxiliary basis of multiplication ----------------------------------------------------

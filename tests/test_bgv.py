@@ -77,8 +77,9 @@ class Ctx:
 
 
 @cache
-def context(t: int = T, n: int = N, device: str = "python") -> Ctx:
-    p = insecure(n, t, device=device)
+def context(t: int = T, n: int = N, device: str = "python", drops: tuple[int, ...] = (1,)
+            ) -> Ctx:
+    p = insecure(n, t, device=device, primes_per_level=drops if len(drops) > 1 else drops[0])
     with ren.random.seeded(11):
         kg = KeyGenerator(p)
         pk, rk = kg.public_key(), kg.relin_key()
@@ -110,8 +111,9 @@ def test_presets_are_secure_batching_and_have_levels():
         assert p.security_bits >= 128
         assert p.mult_depth == p.depth == spec["depth"] == len(p.level_limbs) - 1
         assert p.level_limbs[0] == spec["base_primes"]
-        steps = np.diff(p.level_limbs)
-        assert (steps == spec["primes_per_level"]).all()
+        per = spec["primes_per_level"]
+        drops = [per] * p.depth if isinstance(per, int) else list(per)
+        assert np.diff(p.level_limbs)[::-1].tolist() == drops  # top level's drop first
         assert p.floor_budget_estimate(0) > 20
 
 
@@ -123,6 +125,10 @@ def test_test_parameters():
     assert p != insecure(depth=2) and p == insecure()
     with pytest.raises(BGVLevelError, match="level 0"):
         p.dropped(0)
+    mixed = insecure(primes_per_level=[1, 2, 1])  # the top level's first
+    assert mixed.level_limbs == (1, 2, 4, 5) and mixed.dropped(2) == tuple(mixed.chain[3:1:-1])
+    with pytest.raises(ParameterError, match="one per level"):
+        insecure(primes_per_level=[1, 2])
 
 
 def test_parameter_errors():
@@ -294,6 +300,20 @@ def test_mod_switch_is_the_exact_t_corrected_division():
     with pytest.raises(BGVLevelError, match="level 0"):
         ev.mod_switch(low)
     assert ev.mod_switch_to(low, 2) is low
+
+
+def test_a_level_of_two_primes():
+    """A level that drops two primes: the factor takes both inverses, products stay exact."""
+    ctx = context(drops=(2, 1, 1))
+    p, ev, t = ctx.params, ctx.ev, T
+    assert p.level_limbs == (1, 2, 3, 5)
+    x, y = rand(60), rand(61)
+    cx, cy = ctx.encrypt(x), ctx.encrypt(y)
+    xy = ev.multiply(cx, cy)
+    assert xy.level == 2 and xy.factor == pow(p.chain[4] * p.chain[3], -1, t)
+    assert (ctx.decrypt(xy) == x * y % t).all()
+    assert (ctx.decrypt(ev.add(cx, ev.square(xy))) == (x + (x * y) ** 2 % t) % t).all()
+    assert ctx.dec.noise_budget(ev.mod_switch(cx)) >= ctx.dec.noise_budget(xy) > 60  # the floor
 
 
 def test_mixed_levels_and_factors():

@@ -6,11 +6,15 @@ RLWE layer's levels: ``levels`` counts the primes of each level's ring, lowest f
 ``c0 + c1·s`` is ``f·m + t·v`` (mod Q_l): the message times a known factor f (mod t) plus a
 multiple of t.  A product multiplies the noise terms, so the evaluator divides the product by the
 primes of one level (modulus switching, `ren.bfv.bgv`) and gets back to about the *switching
-floor* (the rounding noise of the switch, t·‖1 + s‖ times a small constant).  Each level must
-therefore drop enough bits to bring a product of two floor-sized noises back to the floor:
-roughly log2(t) + log2(N) + 4 bits.  With Ren's u32 primes (below 2^31) that is one 30-bit prime
-per level for a small t at N = 2^10 (the tests) and two per level for t = 65537 at N >= 2^13
-(the presets).  The base level (level 0) must hold the floor itself with room to spare.
+floor* (the rounding noise of the switch, t·‖δ0 + δ1·s‖/q).  Each level must therefore drop
+enough bits to bring a product of two floor-sized noises back to the floor.  Measured (squaring
+chains, t = 65537): the floor is about log2(t) + log2(N)/2 + 2 bits (24-25 bits at N = 2^13 to
+2^15) and a product of two floors is a little less than 30 bits above it: one 30-bit prime per
+level holds the noise at the floor at N = 2^13, while at N = 2^14 and 2^15 it creeps up by a bit
+or more per product and then runs away, so the presets drop two primes at every third level
+(`PRESETS`).  The base level (level 0) must hold the floor itself with room to spare: two primes
+in the presets (about 35 bits left there for sums and rotations; one prime leaves about 6 bits
+at N = 2^13 and gives one more level).
 
 `BGVParams` is a `BFVParams` (so the batch `Encoder`, `Plaintext` and `galois_keys` of
 ``ren.bfv`` take it); the BFV `Evaluator` must not be given one — its ciphertexts live on all of
@@ -31,21 +35,25 @@ from ren.errors import LevelError, ParameterError, check_int_range
 from ren.ring.ringspec import ntt_primes
 from ren.rlwe.params import RLWEParams
 
-#: Bits a fresh or freshly switched ciphertext's phase takes beyond log2(t): about
-#: log2(N)/2 + FLOOR_MARGIN_BITS (the switching floor t·‖δ0 + δ1·s‖/q, measured: 5 to 7 bits
-#: above log2(t) + log2(N)/2 at N = 2^10..2^13).
-FLOOR_MARGIN_BITS = 8
+#: Bits a freshly switched ciphertext's phase takes beyond log2(t) + log2(N)/2, with a margin (the
+#: switching floor t·‖δ0 + δ1·s‖/q measured 1.5 to 2 bits above log2(t) + log2(N)/2 at
+#: N = 2^10..2^13).
+FLOOR_MARGIN_BITS = 4
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # N, t, the multiplicative depth (levels above the base), primes per level, base primes and
-    # special primes; every prime has 30 bits.  The whole Q·P stays under the HE-standard bound
-    # (218 / 438 / 881 bits): N13 7 primes (210 bits), N14 14 (420), N15 28 (840).
-    "N13": dict(N=1 << 13, t=65537, depth=2, primes_per_level=2, base_primes=2,
+    # N, t, the multiplicative depth, the primes each level drops (top level first; 30-bit
+    # primes), base primes and special primes.  Q·P stays under the HE-standard bound (218 / 438
+    # / 881 bits): N13 7 primes (210 bits), N14 14 (420), N15 29 (870).  A level of one prime
+    # does not quite bring a product of two floor-sized noises back to the floor at N >= 2^14
+    # (the noise creeps up by 1 to 5 bits per product, then runs away), so every third level
+    # drops two primes there.  Measured on squaring chains (seeds 7 and 8, the cpu device): every
+    # product exact, the noise 24-32 bits, 28 (N15) to 36 bits left at level 0.
+    "N13": dict(N=1 << 13, t=65537, depth=4, primes_per_level=1, base_primes=2,
                 special_primes=1),
-    "N14": dict(N=1 << 14, t=65537, depth=5, primes_per_level=2, base_primes=2,
-                special_primes=2),
-    "N15": dict(N=1 << 15, t=65537, depth=11, primes_per_level=2, base_primes=2,
-                special_primes=4),
+    "N14": dict(N=1 << 14, t=65537, depth=8, primes_per_level=(1, 1, 2) * 2 + (1, 1),
+                base_primes=2, special_primes=2),
+    "N15": dict(N=1 << 15, t=65537, depth=18, primes_per_level=(1, 1, 2) * 5 + (1, 1, 1),
+                base_primes=2, special_primes=4),
 }
 
 
@@ -101,23 +109,37 @@ class BGVParams(BFVParams):
 
     # -- constructors -----------------------------------------------------------------------------
     @classmethod
-    def generate(cls, N: int, t: int, depth: int, primes_per_level: int = 1,  # type: ignore[override]
-                 base_primes: int = 1, special_primes: int = 1, bits: int = 30,
-                 **kwargs: Any) -> BGVParams:
+    def generate(cls, N: int, t: int, depth: int,  # type: ignore[override]
+                 primes_per_level: int | Sequence[int] = 1, base_primes: int = 1,
+                 special_primes: int = 1, bits: int = 30, **kwargs: Any) -> BGVParams:
         """Parameters over the largest NTT primes below 2^bits: `base_primes` for level 0, then
-        `primes_per_level` for each of `depth` levels above it (Q), and `special_primes` (P)."""
+        `depth` levels above it (Q), and `special_primes` (P).  `primes_per_level` is how many
+        primes each level drops: one int for all, or `depth` ints, the top level's first (the
+        order in which products consume them)."""
         N = check_int_range(N, "BGVParams.generate: N", 4, 1 << 17)
         depth = check_int_range(depth, "BGVParams.generate: depth", 0, 256)
-        per = check_int_range(primes_per_level, "BGVParams.generate: primes_per_level", 1, 16)
+        if isinstance(primes_per_level, Sequence) and not isinstance(primes_per_level,
+                                                                     str | bytes):
+            drops = [check_int_range(v, "BGVParams.generate: primes_per_level[i]", 1, 16)
+                     for v in primes_per_level]
+            if len(drops) != depth:
+                raise ParameterError(f"BGVParams.generate: primes_per_level has {len(drops)} "
+                                     f"entries for depth {depth}; give one per level (top "
+                                     "first) or one int for all")
+        else:
+            drops = [check_int_range(primes_per_level, "BGVParams.generate: primes_per_level",
+                                     1, 16)] * depth
         base = check_int_range(base_primes, "BGVParams.generate: base_primes", 1, 64)
         k = check_int_range(special_primes, "BGVParams.generate: special_primes", 1, 64)
         bits = check_int_range(bits, "BGVParams.generate: bits", 20, 31)
-        n = base + depth * per
+        n = base + sum(drops)
         primes = ntt_primes(N, bits, n + k)
         if len(primes) < n + k:
             raise ParameterError(f"BGVParams.generate: only {len(primes)} primes ≡ 1 mod {2 * N}"
                                  f" below 2^{bits}; asked for {n + k}")
-        levels = [base + i * per for i in range(depth + 1)]
+        levels = [base]
+        for d in reversed(drops):
+            levels.append(levels[-1] + d)
         return cls(N, t, primes[:n], primes[n:], levels=levels, **kwargs)
 
     @classmethod

@@ -463,6 +463,13 @@ class Fixtures:
         return job
 
     @functools.cached_property
+    def unfetched_job(self) -> Any:
+        """A job whose results were not fetched (persist keeps them on the worker)."""
+        from ren.distributed import submit
+
+        return submit(_identity, [self.ct], client=self.client)
+
+    @functools.cached_property
     def batch(self) -> Any:
         """A Batch of one ciphertext on the worker."""
         from ren.distributed import scatter
@@ -511,7 +518,7 @@ class Fixtures:
             with contextlib.suppress(Exception):
                 self._cluster.close()
             self._client = self._cluster = None
-            for made_on_the_client in ("job", "batch", "saved"):
+            for made_on_the_client in ("job", "unfetched_job", "batch", "saved"):
                 self.__dict__.pop(made_on_the_client, None)
             self.generation += 1
 
@@ -852,7 +859,8 @@ BASELINES: dict[str, Callable[[Fixtures], Call]] = {
     "ren.distributed.submit": lambda f: Call(_cls("ren.distributed.submit"), dict(
         fn=_identity, batch=[f.ct], keys=None, client=f.client), after=lambda job: job.cancel()),
     "ren.distributed.MapJob.result": lambda f: Call(f.job.result, dict(timeout=30)),
-    "ren.distributed.MapJob.persist": lambda f: Call(f.job.persist, dict(timeout=30)),
+    "ren.distributed.MapJob.persist": lambda f: Call(f.unfetched_job.persist,
+                                                     dict(timeout=30)),
     "ren.distributed.scatter": lambda f: Call(_cls("ren.distributed.scatter"), dict(
         items=[f.ct], client=f.client)),
     "ren.distributed.Batch.gather": lambda f: Call(f.batch.gather, dict(timeout=30)),

@@ -233,7 +233,10 @@ def test_save_and_load_on_the_workers(client, ckks, tmp_path):
     # a missing file: TaskError with its index; bad arguments: ParameterError before anything
     with pytest.raises(TaskError) as info:
         load([paths[0], tmp_path / "nope.ren"], ckks.params, client=client)
-    assert info.value.index == 1 and isinstance(info.value.original, FileNotFoundError)
+    assert info.value.index == 1 and isinstance(info.value.original, ParameterError)
+    assert isinstance(info.value.original.__cause__, FileNotFoundError)
+    with pytest.raises(TaskError, match="cannot write"):  # a file where the directory goes
+        save(kept, paths[0], client=client)
     with pytest.raises(ParameterError, match="Batch"):
         save(cts, tmp_path, client=client)
     with pytest.raises(ParameterError, match="directory must be a path"):

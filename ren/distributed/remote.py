@@ -50,7 +50,7 @@ from ren.distributed.cluster import (
 )
 from ren.distributed.errors import DistributedError
 from ren.distributed.wire import Codec, live_secret_keys, secret_buffers, wire_bytes
-from ren.errors import ParameterError
+from ren.errors import ParameterError, check_int_range
 from ren.ir import is_const
 from ren.poly import Poly
 from ren.rlwe.params import RLWEParams
@@ -139,6 +139,19 @@ class Batch:
 
     def __post_init__(self) -> None:
         distributed = dask_distributed()
+        if not isinstance(self.client, distributed.Client):
+            raise ParameterError(f"Batch: client must be a distributed.Client, got "
+                                 f"{type(self.client).__name__}")
+        for what in ("futures", "params", "held"):
+            if not isinstance(getattr(self, what), list):
+                raise ParameterError(f"Batch: {what} must be a list, got "
+                                     f"{type(getattr(self, what)).__name__}")
+        if not all(isinstance(p, RLWEParams) for p in self.params):
+            raise ParameterError("Batch: params must be a list of parameter sets (CKKSParams) "
+                                 "that decode the items")
+        if not all(isinstance(f, distributed.Future) for f in self.held):
+            raise ParameterError("Batch: held must be a list of Dask futures")
+        self.received_bytes = check_int_range(self.received_bytes, "Batch: received_bytes", 0)
         if not all(isinstance(f, distributed.Future) for f in self.futures):
             bad = next(f for f in self.futures if not isinstance(f, distributed.Future))
             raise ParameterError(f"Batch: futures must be Dask futures, got "
@@ -146,8 +159,11 @@ class Batch:
         if len({f.key for f in self.futures}) != len(self.futures):
             raise ParameterError("Batch: a future appears twice; each item is one future")
         if (self.standins is None) != (self.which is None) or (
-                self.which is not None and (len(self.which) != len(self.futures) or any(
-                    not 0 <= w < len(self.standins or ()) for w in self.which))):
+                self.which is not None and (
+                    not isinstance(self.standins, list) or not isinstance(self.which, list) or
+                    len(self.which) != len(self.futures) or any(
+                        type(w) is not int or not 0 <= w < len(self.standins or ())
+                        for w in self.which))):
             raise ParameterError("Batch: standins and which go together, one index into "
                                  "standins per future")
 
@@ -168,6 +184,7 @@ class Batch:
 
     def standin(self, i: int) -> Any:
         """Item `i`'s stand-in (module doc), or None where it is not known."""
+        i = check_int_range(i, "Batch.standin: i", 0, max(0, len(self.futures) - 1))
         if self.standins is None or self.which is None:
             return None
         return self.standins[self.which[i]]

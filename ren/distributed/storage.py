@@ -22,7 +22,7 @@ from ren.ckks.params import CKKSParams
 from ren.distributed.batch import context_name
 from ren.distributed.cluster import check_timeout, gather_as_completed, resolve_client
 from ren.distributed.errors import DistributedError
-from ren.distributed.remote import Batch, as_batch, share, standin
+from ren.distributed.remote import Batch, as_batch, share, spec_key, standin
 from ren.distributed.wire import Codec, guarded_dumps
 from ren.distributed.worker import load_item, save_item
 from ren.errors import ParameterError, check_instance
@@ -96,9 +96,16 @@ def load(paths: Sequence[str | os.PathLike], params: CKKSParams, *, like: Any = 
                              f"{type(paths).__name__}")
     files = [_directory(p, f"load: paths[{i}]") for i, p in enumerate(paths)]
     codec = Codec({params.fingerprint: params})
-    standins = None if like is None else [standin(like, codec)]
-    if like is not None and list(codec.params) != [params.fingerprint]:
-        raise ParameterError("load: like= must be made under the same parameters as the files")
+    standins = None
+    if like is not None:
+        if not spec_key(like)[1]:
+            raise ParameterError(f"load: like= must be an object of the files' kind (e.g. a "
+                                 f"ciphertext at their level and scale), got "
+                                 f"{type(like).__name__}")
+        standins = [standin(like, codec)]
+        if list(codec.params) != [params.fingerprint]:
+            raise ParameterError("load: like= must be made under the same parameters as the "
+                                 "files")
     ck, context = _context(client, [params])
     tag = f"ren-load-{os.getpid()}-{id(files)}"
     futures = client.map(load_item, files, list(range(len(files))),

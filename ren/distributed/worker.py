@@ -35,6 +35,7 @@ from ren.backend.malloc import tune_allocator
 from ren.ckks import dumps, loads
 from ren.distributed.errors import WireError
 from ren.distributed.wire import Codec
+from ren.errors import ParameterError
 from ren.jit import JitPlan, jit
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
@@ -176,11 +177,15 @@ def save_item(item: Any, path: str, index: int, *, context_key: str, context_blo
     try:
         context = cached(context_key, context_blob, load_context)
         data = dumps(context.codec.decode(item))
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        try:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError as e:
+            raise ParameterError(f"save: cannot write {path} on this worker ({e}); give a "
+                                 "directory every worker can write to") from e
     except Exception as e:
         e.add_note(f"ren.distributed.save: while writing item {index} to {path} on worker "
                    f"{worker_address()}")
@@ -194,8 +199,13 @@ def load_item(path: str, index: int, *, context_key: str, context_blob: bytes) -
     try:
         context = cached(context_key, context_blob, load_context)
         (params,) = context.codec.params.values()
-        with open(path, "rb") as f:
-            obj = loads(f.read(), params)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ParameterError(f"load: cannot read {path} on this worker ({e}); give files "
+                                 "every worker sees (save's paths)") from e
+        obj = loads(data, params)
         return context.codec.encode(obj, f"the item in {path}")
     except Exception as e:
         e.add_note(f"ren.distributed.load: while reading item {index} from {path} on worker "

@@ -145,6 +145,11 @@ def test_parameter_errors():
         BGVParams.preset("N12")
     with pytest.raises(ParameterError, match="depth"):
         insecure(depth=-1)
+    with pytest.raises(ParameterError, match=r"unknown keyword\(s\) \['levels'\]"):
+        insecure(levels=[1, 2])
+    with pytest.raises(ParameterError, match=r"unknown keyword\(s\) \['mult_depth'\]"):
+        BGVParams.preset("N13", mult_depth=3)
+    assert BGVParams.preset("N13", depth=3).mult_depth == 3
     assert issubclass(DepthExhaustedError, BGVLevelError) and issubclass(BGVLevelError,
                                                                          LevelError)
     with pytest.raises(BatchingError):

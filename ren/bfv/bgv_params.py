@@ -57,6 +57,20 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The keywords `BGVParams.generate` passes on to the constructor.
+INIT_KEYWORDS = frozenset({"dnum", "secret", "sigma", "insecure", "device"})
+#: The entries a preset has or `BGVParams.preset` may override.
+PRESET_FIELDS = INIT_KEYWORDS | {"N", "t", "depth", "primes_per_level", "base_primes",
+                                 "special_primes", "bits"}
+
+
+def _check_known(names: Any, known: frozenset[str], where: str) -> None:
+    unknown = sorted(map(str, set(names) - known))
+    if unknown:
+        raise ParameterError(f"{where}: unknown keyword(s) {unknown}; the keywords are "
+                             f"{sorted(known)}")
+
+
 class BGVLevelError(LevelError):
     """A BGV ciphertext's level does not allow the operation: operands at different levels in
     explicit mode, or a switch below level 0."""
@@ -116,6 +130,7 @@ class BGVParams(BFVParams):
         `depth` levels above it (Q), and `special_primes` (P).  `primes_per_level` is how many
         primes each level drops: one int for all, or `depth` ints, the top level's first (the
         order in which products consume them)."""
+        _check_known(kwargs, INIT_KEYWORDS, "BGVParams.generate")
         N = check_int_range(N, "BGVParams.generate: N", 4, 1 << 17)
         depth = check_int_range(depth, "BGVParams.generate: depth", 0, 256)
         if isinstance(primes_per_level, Sequence) and not isinstance(primes_per_level,
@@ -149,6 +164,7 @@ class BGVParams(BFVParams):
         if not isinstance(name, str) or name not in PRESETS:
             raise ParameterError(f"BGVParams.preset: unknown preset {name!r}; choose one of "
                                  f"{sorted(PRESETS)}")
+        _check_known(overrides, PRESET_FIELDS, "BGVParams.preset")
         return cls.generate(**{**PRESETS[name], **overrides})
 
     # -- levels -----------------------------------------------------------------------------------

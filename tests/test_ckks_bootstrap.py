@@ -344,3 +344,87 @@ def test_fused_passes_give_a_bootstrapping_the_same_graph(bs):
     with ren.random.seeded(22):
         ct = encryptor.encrypt(enc.encode([0.5, -0.25], level=1)).realize()
     assert_fusion_changes_nothing(bt.bootstrap(ev, ct).parts, [(6, 12)])
+
+
+# -- sparse slots (issue 41 §3) ----------------------------------------------------------------
+def _sparse_run(params, n: int, x, seed: int):
+    """(bootstrapper, decrypted slots, the lazy output's mod-down count) for a message x."""
+    from ren.rlwe.cost import key_switch_counts
+
+    bt = Bootstrapper(params, slots=n)
+    with ren.random.seeded(seed):
+        kg = KeyGenerator(params)
+        ev = Evaluator(params, kg.relin_key(), bt.keys(kg))
+        enc = Encoder(params)
+        ct = Encryptor(params, kg.public_key()).encrypt(
+            enc.encode(x, level=0, scale=bt.input_scale))
+        ren.realize(list(ct.parts))  # (the encryption's own graph stays out of the count)
+        out = bt.bootstrap(ev, ct)
+        downs = key_switch_counts([p.node for p in out.parts], tuple(params.special_moduli))[0]
+        got = enc.decode(Decryptor(params, kg.secret_key()).decrypt(out))
+    assert out.level == bt.output_level == 2
+    return bt, got, downs
+
+
+@pytest.fixture(scope="module")
+def sparse_runs():
+    """Bootstrappings of 8 and 32 slots at N = 256 (128 slots): the 32-slot message replicated
+    4 times, the 8-slot one not replicated at all (the sub-sum averages its 16 blocks)."""
+    params = bootstrap_params_small()
+    rng = np.random.default_rng(12)
+    z32 = rng.uniform(-1, 1, 32)
+    x8 = rng.uniform(-1, 1, params.slots)
+    return params, {32: (np.tile(z32, 4), *_sparse_run(params, 32, np.tile(z32, 4), 13)),
+                    8: (x8, *_sparse_run(params, 8, x8, 14))}
+
+
+def test_sparse_slots_bootstrap_against_numpy(sparse_runs):
+    params, runs = sparse_runs
+    x, _bt, got, _ = runs[32]
+    assert _bits(got, x) > BITS  # measured 28.7 (28.3 at 128 slots)
+    x, _bt, got, _ = runs[8]
+    want = np.tile(x.reshape(-1, 8).mean(axis=0), params.slots // 8)  # the blocks' average
+    assert _bits(got, want) > BITS  # measured 28.9
+    assert _bits(got, x) < 2  # (not the input itself: it was not replicated)
+
+
+def test_fewer_slots_fewer_keys_and_key_switches(bs, sparse_runs):
+    params, full, *_ = bs
+    _, runs = sparse_runs
+    bt8, bt32 = runs[8][1], runs[32][1]
+    # the sub-sum: log2(128/n) rotations by n, 2n, ..., N/4
+    assert bt8.coeff_to_slot_stage.sub_sum_steps == [8, 16, 32, 64]
+    assert bt32.coeff_to_slot_stage.sub_sum_steps == [32, 64]
+    assert full.coeff_to_slot_stage.sub_sum_steps == []
+    keys = [len(bt.rotation_steps) for bt in (bt8, bt32, full)]
+    assert keys[0] < keys[1] < keys[2], keys  # 9 < 11 < 17
+    # the transforms rotate within the n slots
+    assert all(s < 8 for s in set(bt8.rotation_steps) - {8, 16, 32, 64})
+    assert all(s < 32 for s in set(bt32.rotation_steps) - {32, 64})
+    # the mod-downs by P in the traced graphs (two per key switch, one per hoisted rotation
+    # group's giant step ...): the full bootstrapping's, built lazily here
+    with ren.random.seeded(15):
+        kg = KeyGenerator(params)
+        ev = Evaluator(params, kg.relin_key(), full.keys(kg))
+        ct = Encryptor(params, kg.public_key()).encrypt(
+            Encoder(params).encode([0.5], level=0, scale=full.input_scale))
+        ren.realize(list(ct.parts))
+        out = full.bootstrap(ev, ct)
+    from ren.rlwe.cost import key_switch_counts
+
+    downs = key_switch_counts([p.node for p in out.parts], tuple(params.special_moduli))[0]
+    assert runs[8][3] < runs[32][3] < downs, (runs[8][3], runs[32][3], downs)
+
+
+def test_full_slots_unchanged_and_bad_slot_counts():
+    params = bootstrap_params_small()
+    full, same = Bootstrapper(params), Bootstrapper(params, slots=params.slots)
+    assert same.rotation_steps == full.rotation_steps and same.slots == 128
+    assert [lt.diagonals.keys() for lt in same.transforms] == \
+        [lt.diagonals.keys() for lt in full.transforms]
+    for bad in (0, 1, 3, 24, 256, "8", 8.0):
+        with pytest.raises(ParameterError, match="slots"):
+            Bootstrapper(params, slots=bad)
+    with pytest.raises(ParameterError, match="cts_levels"):
+        Bootstrapper(params, slots=2)  # one butterfly stage: cts_levels=1
+    assert Bootstrapper(params, slots=2, cts_levels=1, stc_levels=1).levels_used == 10

@@ -225,6 +225,12 @@ class Bootstrapper:
             degree/double_angles.
         cts / stc: a `CoeffToSlotParams` / `SlotToCoeffParams` instead of cts_levels /
             stc_levels.
+        slots: n, the slots bootstrapped (a power of two, default N/2).  With n < N/2 the
+            message must be replicated N/(2n) times (``np.tile(z, N // 2 // n)``: a
+            polynomial in X^(N/2n)); CoeffToSlot first sums the raised ciphertext over the
+            replicas (log2(N/2n) rotations), then both transforms work on n×n matrices
+            (log2(n) butterfly stages, rotations within n): fewer keys and key switches.
+            A message that is not replicated comes back as the average of its N/(2n) blocks.
     """
 
     def __init__(self, params: CKKSParams, degree: int = 31,
@@ -232,12 +238,13 @@ class Bootstrapper:
                  cts_levels: int = 2, stc_levels: int = 2,
                  message_ratio_bits: int | None = None, ephemeral_weight: int | None = None,
                  *, eval_mod: EvalModParams | None = None, cts: CoeffToSlotParams | None = None,
-                 stc: SlotToCoeffParams | None = None) -> None:
+                 stc: SlotToCoeffParams | None = None, slots: int | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Bootstrapper needs CKKSParams, got {type(params).__name__}")
         # every argument is checked before any work (the fit, the transforms' encodings)
         self.params = params
-        self.slots = params.slots
+        #: the slots bootstrapped: N/2, or n < N/2 for a message replicated N/(2n) times
+        self.slots = _slots(params, slots)
         self.ephemeral_weight = _ephemeral_weight(params, ephemeral_weight)
         cts = _part(cts, CoeffToSlotParams, "cts", cts_levels=cts_levels)
         stc = _part(stc, SlotToCoeffParams, "stc", stc_levels=stc_levels)
@@ -252,8 +259,8 @@ class Bootstrapper:
                 hint="K bounds |I| in t = m + Q_0·I after ModRaise, at most h/2 + 1 <= N/2 + 1 "
                      "for a secret of weight h; the default bound_K(params) covers it with "
                      "overwhelming probability")
-        if message_ratio_bits is None:
-            message_ratio_bits = default_message_ratio_bits(params.N)
+        if message_ratio_bits is None:  # (n slots: coefficients as large as at N = 2n)
+            message_ratio_bits = default_message_ratio_bits(2 * self.slots)
         top_bits = params.ring(0).Q.bit_length() - 20
         message_ratio_bits = check_int_range(
             message_ratio_bits, "Bootstrapper: message_ratio_bits", 4, top_bits,
@@ -283,7 +290,8 @@ class Bootstrapper:
         top = params.depth
         # CoeffToSlot: U⁻¹ (bit-reversed output) / (2·half); the 1/2 because Re and Im are
         # then w' ± conj(w')
-        half = self.evalmod.interval[1]
+        # (sparse slots: and the sub-sum's factor N/(2n))
+        half = self.evalmod.interval[1] * (params.slots // self.slots)
         self.coeff_to_slot_stage = cts.build(params, self.slots, top, 1 / (2 * half),
                                              self.input_scale)
         # SlotToCoeff: U (bit-reversed input) · K_0/2π
@@ -342,7 +350,7 @@ class Bootstrapper:
     @property
     def rotation_steps(self) -> list[int]:
         """The rotation steps every bootstrapping uses (conjugation too)."""
-        steps: set[int] = set()
+        steps: set[int] = set(self.coeff_to_slot_stage.sub_sum_steps)
         for lt in self.transforms:
             steps.update(lt.rotation_steps)
         return sorted(steps)
@@ -471,6 +479,18 @@ class Bootstrapper:
         """EvalMod's plaintext counterpart: the exact centred reduction of y·Δ_0 mod Q_0, in slot
         units (y ↦ y − K_0·round(y/K_0)), for tests."""
         return self.evalmod.plaintext()
+
+
+def _slots(params: CKKSParams, slots: Any) -> int:
+    """The slot count bootstrapped: N/2 by default, or a power of two n in [2, N/2]."""
+    if slots is None:
+        return params.slots
+    hint = (f"a power of two in [2, {params.slots}] (N/2): the message is replicated "
+            f"N/(2·slots) times (encode np.tile(z, {params.slots} // slots))")
+    n = check_int_range(slots, "Bootstrapper: slots", 2, params.slots, hint=hint)
+    if n & (n - 1):
+        raise ParameterError(f"Bootstrapper: slots must be {hint}, got {n}")
+    return n
 
 
 def _ephemeral_weight(params: CKKSParams, weight: int | None) -> int:

@@ -129,6 +129,36 @@ class CoeffToSlot:
         self._first: dict[Fraction, LinearTransform] = {}
         self.transforms_for(input_scale)
 
+    @property
+    def sparse(self) -> bool:
+        """Fewer slots than N/2: the raised plaintext is first summed over its replicas."""
+        return self.slots < self.params.slots
+
+    @property
+    def sub_sum_steps(self) -> list[int]:
+        """The sub-sum's rotations: n, 2n, 4n, …, N/4 for n slots (none at N/2 slots)."""
+        out, step = [], self.slots
+        while step < self.params.slots:
+            out.append(step)
+            step *= 2
+        return out
+
+    @property
+    def rotation_steps(self) -> list[int]:
+        """Every rotation CoeffToSlot makes: the sub-sum's and the transforms'."""
+        steps = set(self.sub_sum_steps)
+        for lt in self.transforms_for(next(iter(self._first))):
+            steps.update(lt.rotation_steps)
+        return sorted(steps)
+
+    def sub_sum(self, ev: Evaluator, raised: Ciphertext) -> Ciphertext:
+        """Σ_k rot_(k·n)(raised) for k < N/(2n) (log2(N/2n) rotations): the trace onto
+        polynomials in X^(N/2n), which keeps the sparse part of t = m + Q_0·I times N/(2n)
+        (the message's, and that of I) and removes the rest of I (`ev` explicit)."""
+        for step in self.sub_sum_steps:
+            raised = ev.add(raised, ev.rotate(raised, step))
+        return raised
+
     def transforms_for(self, scale: Fraction) -> tuple[LinearTransform, ...]:
         """The transforms for inputs of `scale` (the raised ciphertext's)."""
         if scale not in self._first:
@@ -136,8 +166,9 @@ class CoeffToSlot:
         return (self._first[scale], *self._rest)
 
     def apply(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, Ciphertext]:
-        """(real part, imaginary part) of U⁻¹·slots, each in real slots (`ev` explicit)."""
-        w = raised
+        """(real part, imaginary part) of U⁻¹·slots, each in real slots (`ev` explicit); with
+        sparse slots, of the sub-sum (`sub_sum`)."""
+        w = self.sub_sum(ev, raised) if self.sparse else raised
         for lt in self.transforms_for(raised.scale):
             w = ev.linear_transform(w, lt)
         conj = ev.conjugate(w)

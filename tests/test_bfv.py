@@ -141,6 +141,17 @@ def test_parameter_errors():
         BFVParams.preset("N12")
     with pytest.warns(InsecureParametersWarning):
         BFVParams.generate(N, T_BATCH, 2, 1, insecure=True)
+    with pytest.raises(ParameterError, match=r"unknown keyword\(s\) \['levels'\]"):
+        BFVParams.generate(N, T_BATCH, 2, 1, insecure=True, levels=(1, 2))
+    with pytest.raises(ParameterError, match=r"unknown keyword\(s\) \['depth'\]"):
+        BFVParams.preset("N13", depth=3)
+    assert len(BFVParams.preset("N13", chain_primes=5).chain) == 5  # known overrides pass
+    for bad in (lambda: batches(float("nan"), T_BATCH), lambda: batches(N, float("nan")),
+                lambda: batches(0, T_BATCH), lambda: column_element(1000, 1),
+                lambda: column_element(N, 1.5), lambda: galois_keys("kg"),
+                lambda: galois_keys(context().kg, 5)):
+        with pytest.raises(ParameterError):
+            bad()
 
 
 def test_batching_t():

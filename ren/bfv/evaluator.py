@@ -44,7 +44,14 @@ import numpy as np
 from ren.bfv.encoder import COLUMN_GENERATOR, Plaintext
 from ren.bfv.errors import MissingKeyError, ParamsMismatchError
 from ren.bfv.params import BFVParams
-from ren.errors import ParameterError, check_bool, check_instance, check_int, is_int
+from ren.errors import (
+    ParameterError,
+    check_bool,
+    check_instance,
+    check_int,
+    check_int_range,
+    is_int,
+)
 from ren.ir import broadcast_const
 from ren.poly import Poly
 from ren.ring import RingSpec
@@ -218,11 +225,15 @@ def galois_keys(keygen: KeyGenerator, steps: Iterable[int] | None = None,
                 rows: bool = True) -> GaloisKeys:
     """Keys for column rotations by each of `steps` (left; negative: right; default: the powers
     of two below N/2) and, if `rows`, for the row swap."""
+    check_instance(keygen, KeyGenerator, "galois_keys: keygen", hint="a ren.rlwe.KeyGenerator")
     params = check_instance(keygen.params, BFVParams, "galois_keys: keygen.params")
     rows = check_bool(rows, "galois_keys: rows")
     half = params.N // 2
     if steps is None:
         steps = [1 << i for i in range(half.bit_length() - 1)]
+    elif isinstance(steps, str | bytes) or not isinstance(steps, Iterable):
+        raise ParameterError(f"galois_keys: steps must be an iterable of ints (column rotation "
+                             f"steps), got {type(steps).__name__} {steps!r}"[:300])
     elements: list[int] = []
     for k in steps:
         if not is_int(k):
@@ -237,6 +248,10 @@ def galois_keys(keygen: KeyGenerator, steps: Iterable[int] | None = None,
 
 def column_element(N: int, k: int) -> int:
     """The Galois element 3^k mod 2N of a left column rotation by k (k mod N/2)."""
+    N = check_int_range(N, "column_element: N", 4, hint="the ring degree, a power of two")
+    if N & (N - 1):
+        raise ParameterError(f"column_element: N must be a power of two, got {N}")
+    k = check_int(k, "column_element: k")
     return pow(COLUMN_GENERATOR, k % (N // 2), 2 * N)
 
 

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ren.bfv.errors import ChainSecurityError, PlaintextModulusError
-from ren.errors import ParameterError, check_int_range
+from ren.errors import ParameterError, check_int, check_int_range
 from ren.ring import RingSpec, is_prime
 from ren.ring.ringspec import ntt_primes
 from ren.rlwe.params import RLWEParams
@@ -48,7 +48,20 @@ PRESETS: dict[str, dict[str, Any]] = {
 def batches(N: int, t: int) -> bool:
     """Whether t supports batch (slot) encoding at ring degree N: a prime ≡ 1 (mod 2N) below
     2^31 (the slot NTT runs in a one-prime Ren ring)."""
-    return t < 1 << 31 and t % (2 * N) == 1 and is_prime(t)
+    N = check_int_range(N, "batches: N", 1, hint="the ring degree, e.g. 8192")
+    t = check_int(t, "batches: t")
+    return 1 < t < 1 << 31 and t % (2 * N) == 1 and is_prime(t)
+
+
+#: the keyword arguments BFVParams.__init__ takes beyond N, t, moduli, special_moduli
+_INIT_KEYWORDS = ("mult_depth", "dnum", "secret", "sigma", "insecure", "device")
+
+
+def _check_keywords(where: str, given: dict[str, Any], known: tuple[str, ...]) -> None:
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ParameterError(f"{where}: unknown keyword(s) {unknown}; the keywords are "
+                             f"{sorted(known)}")
 
 
 def check_plain_modulus(t: Any, who: str = "BFVParams") -> int:
@@ -109,6 +122,7 @@ class BFVParams(RLWEParams):
                  bits: int = 30, **kwargs: Any) -> BFVParams:
         """Parameters over the largest `chain_primes` + `special_primes` NTT primes below
         2^bits (Q first, P after them)."""
+        _check_keywords("BFVParams.generate", kwargs, _INIT_KEYWORDS)
         N = check_int_range(N, "BFVParams.generate: N", 4, 1 << 17)
         n = check_int_range(chain_primes, "BFVParams.generate: chain_primes", 1, 256)
         k = check_int_range(special_primes, "BFVParams.generate: special_primes", 1, 64)
@@ -126,6 +140,8 @@ class BFVParams(RLWEParams):
         if not isinstance(name, str) or name not in PRESETS:
             raise ParameterError(f"BFVParams.preset: unknown preset {name!r}; choose one of "
                                  f"{sorted(PRESETS)}")
+        _check_keywords(f"BFVParams.preset({name!r})", overrides,
+                        (*PRESETS[name], "bits", *_INIT_KEYWORDS))
         kwargs = {**PRESETS[name], **overrides}
         return cls.generate(**kwargs)
 

@@ -505,3 +505,19 @@ def test_numpy_ints_are_ints(objects):
     assert ren.rlwe.normalize_steps([np.int64(3), -1], 16) == [3, 15]
     keys = GaloisKeys({gk.galois: gk}, p)
     assert keys.for_galois(np.int64(gk.galois), "rotation step 1") is gk
+
+
+def test_params_pickle_to_the_same_bytes_however_much_they_were_used():
+    """ren.distributed names shared objects by their bytes: a pickle holds the fields, not the
+    rings and tables cached by use (they were pickled too, so used parameters differed)."""
+    import pickle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = CKKSParams(N=256, depth=2, insecure=True)
+    fresh = pickle.dumps(p)
+    p.ring(1), p.ring_encryption(0), p.scale(1), p.fingerprint, p.log2_QP  # fill the caches
+    used = pickle.dumps(p)
+    assert used == fresh
+    back = pickle.loads(used)
+    assert back == p and back.ring(1) == p.ring(1) and back.scale(1) == p.scale(1)

@@ -292,6 +292,16 @@ class RLWEParams:
     def __hash__(self) -> int:
         return hash(self.fingerprint)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle holds: the fields, not the caches (rings, tables and cached properties,
+        rebuilt on use), so equal parameters pickle to the same bytes however much each was used
+        (ren.distributed names shared objects by their bytes)."""
+        cached = {name for klass in type(self).__mro__ for name, attr in vars(klass).items()
+                  if isinstance(attr, cached_property)}
+        state = {k: v for k, v in self.__dict__.items() if k not in cached}
+        state["_cache"] = {}
+        return state
+
     def __repr__(self) -> str:
         return (f"RLWEParams(N={self.N}, depth={self.depth}, limbs={len(self.chain)}+"
                 f"{len(self.special_moduli)}, log2(QP)={self.log2_QP:.1f}, dnum={self.dnum}, "

@@ -424,3 +424,26 @@ def test_python_and_cpu_give_the_same_words():
         want = np.roll((x * y % T * y % T).reshape(2, -1), -1, axis=1)[::-1].reshape(-1)
         assert (ctx.decrypt(r) == (want + x) % T).all(), device
     assert words[0] == words[1]
+
+
+def test_captured_by_jit():
+    """A BGV program (product, switch, rotation, sum) is captured by `ren.jit` once and replayed
+    on new ciphertexts to the same words as the eager graph, with the level and factor."""
+    import ren
+
+    ctx = context()
+    ev = ctx.ev
+
+    @ren.jit
+    def step(a, b):
+        return ev.add(ev.rotate_columns(ev.multiply(a, b), 1), a)
+
+    for seed in (70, 71):
+        x, y = rand(seed), rand(seed + 10)
+        a, b = ctx.encrypt(x), ctx.encrypt(y)
+        got, eager = step(a, b), ev.add(ev.rotate_columns(ev.multiply(a, b), 1), a)
+        assert got.level == eager.level == DEPTH - 1 and got.factor == eager.factor
+        assert [p.tolist() for p in got.parts] == [p.tolist() for p in eager.parts]
+        want = (np.roll((x * y % T).reshape(2, -1), -1, axis=1).reshape(-1) + x) % T
+        assert (ctx.decrypt(got) == want).all()
+    assert len(step.plans) == 1

@@ -78,6 +78,26 @@ def test_a_tree_of_ren_objects_round_trips_as_headers_and_frames(ckks):
                                 storage_buffer(ct.parts[0].node).array())
 
 
+def test_received_frames_become_the_storage_without_a_copy(ckks):
+    ct = ckks.encrypt([0.5, 0.125])
+    codec = Codec()
+    rec = codec.encode(ct, "ct")
+    # a writable buffer of the transport's own (what Dask reads a large frame into): adopted
+    owned = [bytearray(f) for f in rec.frames]
+    back = codec.decode(Sealed.from_header(rec.header(), owned))
+    for part, frame in zip(back.parts, owned):
+        assert np.shares_memory(storage_buffer(part.node).array(), np.frombuffer(frame, np.uint8))
+    # read-only bytes may be shared (an in-band pickle, a caller's blob): copied
+    shared = [bytes(f) for f in rec.frames]
+    again = codec.decode(Sealed.from_header(rec.header(), shared))
+    assert not np.shares_memory(storage_buffer(again.parts[0].node).array(),
+                                np.frombuffer(shared[0], np.uint8))
+    for got in (back, again):
+        assert dumps(got) == dumps(ct)
+        assert np.allclose(ckks.decrypt(ckks.ev.add(got, got))[:2], [1.0, 0.25], atol=1e-6)
+    assert bytes(owned[0]) == bytes(rec.frames[0])  # computing on it did not write to it
+
+
 def test_a_fresh_secret_key_encryption_sends_its_uniform_half_as_a_seed(ckks):
     ct = ckks.sk_encryptor.encrypt(ckks.enc.encode([0.75]))
     codec = Codec()

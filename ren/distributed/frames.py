@@ -6,7 +6,9 @@ its seed), its `frames` and a `checksum` over all of them.  A dense polynomial i
 (limbs × N) u32 words exactly as Ren stores them (Montgomery form), as a memoryview of the
 Poly's own storage on host devices — no Python-level copy of a limb on the sending side; the
 receiver checks the checksum, the frame's length and that every residue is below its modulus,
-then copies the words once (in C) into a fresh, aligned Ren buffer.
+then takes the frame itself as the Poly's storage when the transport handed over a writable
+buffer of its own (Dask reads each large frame into a fresh one), else copies the words once
+(in C) into a fresh Ren buffer.
 
 Transport: Dask's own serialization family (`dask_serialize`/`dask_deserialize`, registered
 for `Sealed` as soon as Dask is imported in a process, see `register_dask`) sends the header as
@@ -45,10 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from ren.device import in_host_memory
+from ren.device import Buffer, in_host_memory
 from ren.distributed.errors import WireError
 from ren.errors import RenError, SerializationError
-from ren.ir import Op, storage_buffer
+from ren.ir import storage_buffer
+from ren.node import Node
+from ren.ops import DType, Op
 from ren.poly import Poly, realize_polys
 from ren.random import RandomSpec
 from ren.realization import host_residues
@@ -207,6 +211,23 @@ def frame_words(frame: Any, ring: RingSpec, what: str) -> np.ndarray:
     return words
 
 
+def adoptable(words: np.ndarray, device: str) -> bool:
+    """Whether a frame's words can be a Poly's storage as they are: a host device, and a
+    writable, aligned buffer the transport handed over (Dask reads each large frame into a
+    fresh buffer of its own; a read-only one, as `bytes`, may be shared and is copied)."""
+    return words.flags.writeable and words.flags.aligned and in_host_memory(device)
+
+
+def adopt(words: np.ndarray, ring: RingSpec, domain: Domain, device: str) -> Poly:
+    """A realized Poly whose storage is `words` itself (stored Montgomery words, checked by
+    `frame_words`; no copy).  Ren never writes into a realized Poly's storage (a replay's
+    outputs that would alias an input are copies), so a received frame can be one."""
+    buf = Buffer(device, words.shape)
+    buf.attach(words)
+    return Poly(Node(Op.AS_RING, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
+                     (ring, domain)))
+
+
 def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what: str
                ) -> list[Poly]:
     """The Polys of a record's descriptors and frames (module doc), realized."""
@@ -226,7 +247,8 @@ def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what
         if d[0] == "d" and len(d) == 2:
             words = frame_words(frames[k], ring, f"{what}, polynomial {i}")
             k += 1
-            out.append(Poly._from_stored(words, ring, domain, device))  # one copy, into Ren
+            out.append(adopt(words, ring, domain, device) if adoptable(words, device) else
+                       Poly._from_stored(words, ring, domain, device))  # one copy, into Ren
         elif d[0] == "s" and len(d) == 3 and isinstance(d[1], str) and len(d[1]) == 64:
             try:
                 seed = bytes.fromhex(d[1])
@@ -373,6 +395,8 @@ __all__ = [
     "DASK_SERIALIZE",
     "RECORD_VERSION",
     "Sealed",
+    "adopt",
+    "adoptable",
     "byte_view",
     "checksum",
     "digest",

@@ -19,7 +19,7 @@ import pytest
 from ckks_helpers import context
 
 import ren
-from ren.bfv import BFVParams
+from ren.bfv import BFVParams, BGVDecryptor, BGVEncryptor, BGVEvaluator, BGVParams
 from ren.bfv import Decryptor as BFVDecryptor
 from ren.bfv import Encoder as BFVEncoder
 from ren.bfv import Encryptor as BFVEncryptor
@@ -212,6 +212,30 @@ def test_sha256_records_are_read_too(ckks):
     assert dumps(codec.decode(sha)) == dumps(codec.decode(rec))
     with pytest.raises(SerializationError, match="failed its sha256 checksum"):
         codec.decode(_flip(sha, 0, 7))
+
+
+def test_bgv_ciphertexts_travel_with_their_level_and_factor():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BFVInsecure)
+        params = BGVParams.generate(64, 257, 2, insecure=True)
+    kg = KeyGenerator(params)
+    enc = BFVEncoder(params)
+    ct = BGVEncryptor(params, kg.public_key()).encrypt(enc.encode([7, 0, 256, 2]))
+    ev = BGVEvaluator(params, kg.relin_key())
+    low = ev.mod_switch(ev.multiply(ct, ct))  # a lower level, a factor other than 1
+    assert low.level < params.depth and low.factor != 1
+    codec = Codec()
+    wire = codec.encode([ct, low], "bgv")
+    assert b'"factor"' in wire[1].meta
+    back = Codec(codec.params).decode(pickle.loads(pickle.dumps(wire, protocol=5)))
+    assert [(c.level, c.factor) for c in back] == [(ct.level, ct.factor), (low.level, low.factor)]
+    dec = BGVDecryptor(params, kg.secret_key())
+    assert enc.decode(dec.decrypt(back[1]))[:4].tolist() == [49, 0, 1, 4]  # mod 257, exactly
+    forged = Sealed("ct", wire[1].meta.replace(b'"factor":', b'"factor":0,"x":'), wire[1].frames)
+    with pytest.raises(SerializationError, match="'factor' must be an int in"):
+        codec.decode(forged)
+    with pytest.raises(SecretKeyError, match="refusing to send a Decryptor"):
+        codec.encode([dec], "batch")
 
 
 def test_bfv_objects_travel(ckks):

@@ -1,16 +1,16 @@
 """What crosses the wire between a client and its workers, and the guard that keeps secrets home.
 
 Ren objects travel as `Sealed` records (`ren.distributed.frames`): a small header (kind, JSON
-metadata with the parameters' fingerprint, a BFV or CKKS object's level and scale, and a
-checksum, BLAKE3 where installed) and frames that are the polynomials' own storage, never
+metadata with the parameters' fingerprint, a ciphertext's level, scale (CKKS) or factor (BGV),
+and a checksum, BLAKE3 where installed) and frames that are the polynomials' own storage, never
 pickled Python objects and never copied into a byte string on the way out:
 
-* a `Ciphertext` (CKKS, BFV or RLWE), a CKKS `Plaintext`, a `PublicKey`, `RelinKey`,
-  `GaloisKey` or `GaloisKeys` (under `CKKSParams` or `BFVParams`): one frame per polynomial,
-  its words exactly as Ren stores them (Montgomery form: neither side converts a limb), and
-  every uniform half (a key's ``a``, a fresh secret-key encryption's ``c1``) as its 32-byte
-  seed (the compact form);
-* a BFV `Plaintext`: its int64 coefficients as one frame;
+* a `Ciphertext` (CKKS, BFV, BGV or RLWE), a CKKS `Plaintext`, a `PublicKey`, `RelinKey`,
+  `GaloisKey` or `GaloisKeys` (under `CKKSParams`, `BFVParams`, `BGVParams`): one frame per
+  polynomial, its words exactly as Ren stores them (Montgomery form: neither side converts a
+  limb), and every uniform half (a key's ``a``, a fresh secret-key encryption's ``c1``) as its
+  32-byte seed (the compact form);
+* a BFV/BGV `Plaintext`: its int64 coefficients as one frame;
 * `EncapsulationKeys`: the bytes of `ren.ckks.dumps` (compact) as one frame;
 * a `Poly`: its ring, device and one frame.
 
@@ -23,7 +23,7 @@ needs; the parameters themselves travel once per job, beside the keys.  A corrup
 record raises `SerializationError`; an unknown kind or missing parameters `WireError`.
 
 **Secrets never leave the client.**  `Codec.encode` refuses a `SecretKey` and every object that
-holds one (a `KeyGenerator`, a `Decryptor`, a secret-key `Encryptor`, of CKKS, BFV or RLWE)
+holds one (a `KeyGenerator`, a `Decryptor`, a secret-key `Encryptor`, of CKKS, BFV, BGV or RLWE)
 with `SecretKeyError`, and `guarded_dumps` (the pickler of everything else a job sends:
 captured JIT plans, functions) does the same for any such object it meets while pickling,
 however deeply it is nested (a closure over a Decryptor included).  Two checks look at data
@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from ren.bfv.bgv import BGVCiphertext, BGVDecryptor, BGVEncryptor
+from ren.bfv.bgv_params import BGVParams
 from ren.bfv.encoder import Plaintext as BFVPlaintext
 from ren.bfv.evaluator import Ciphertext as BFVCiphertext
 from ren.bfv.evaluator import Decryptor as BFVDecryptor
@@ -86,8 +88,8 @@ from ren.rlwe.params import RLWEParams
 from ren.tree import flatten
 
 #: Ren objects under parameters that travel as `Sealed` records (module doc)
-WIRE_OBJECTS = (CKKSCiphertext, CKKSPlaintext, BFVCiphertext, BFVPlaintext, RLWECiphertext,
-                PublicKey, SwitchingKey, GaloisKeys, EncapsulationKeys)
+WIRE_OBJECTS = (CKKSCiphertext, CKKSPlaintext, BFVCiphertext, BGVCiphertext, BFVPlaintext,
+                RLWECiphertext, PublicKey, SwitchingKey, GaloisKeys, EncapsulationKeys)
 #: the record kinds `Codec.decode` reads
 RECORD_KINDS = ("poly", "ct", "pt", "pk", "swk", "gks", "bfv-pt", "ckks-blob")
 _SCALARS = (type(None), bool, numbers.Number, str, bytes, Fraction, np.generic)
@@ -101,9 +103,9 @@ def secret_holder(obj: Any) -> str | None:
         return "a SecretKey"
     if isinstance(obj, KeyGenerator):
         return "a KeyGenerator (it holds the secret key)"
-    if isinstance(obj, CKKSDecryptor | RLWEDecryptor | BFVDecryptor):
+    if isinstance(obj, CKKSDecryptor | RLWEDecryptor | BFVDecryptor | BGVDecryptor):
         return "a Decryptor (it holds the secret key)"
-    if isinstance(obj, BFVEncryptor):
+    if isinstance(obj, BFVEncryptor | BGVEncryptor):
         obj = obj._rlwe
     if isinstance(obj, CKKSEncryptor | RLWEEncryptor) and isinstance(obj.key, SecretKey):
         return "a secret-key Encryptor (it holds the secret key)"
@@ -149,6 +151,8 @@ def _object_polys(obj: Any) -> tuple[dict[str, Any], list[Poly]]:
         return {"kind": kind, "level": obj.level, "scale": scale_meta(obj.scale)}, polys
     if isinstance(obj, BFVCiphertext):
         return {"kind": "ct"}, list(obj.parts)
+    if isinstance(obj, BGVCiphertext):
+        return {"kind": "ct", "level": obj.level, "factor": obj.factor}, list(obj.parts)
     if isinstance(obj, RLWECiphertext):
         return {"kind": "ct", "level": obj.level}, list(obj.parts)
     if isinstance(obj, PublicKey):
@@ -316,10 +320,8 @@ class Codec:
             return rebuild(what, BFVPlaintext, coeffs, p)
         descs = meta.get("polys")
         if kind in ("ct", "pt"):
-            if isinstance(p, CKKSParams | RLWEParams) and not isinstance(p, BFVParams):
-                level = meta_int(meta, "level", 0, p.depth, what)
-            else:
-                level = 0
+            bfv = isinstance(p, BFVParams) and not isinstance(p, BGVParams)  # one level only
+            level = 0 if bfv else meta_int(meta, "level", 0, p.depth, what)
             n = len(descs) if isinstance(descs, list) else 0
             if (kind == "ct" and n not in (2, 3)) or (kind == "pt" and n != 1):
                 raise SerializationError(f"{what}: {n} polynomial(s) is not a "
@@ -332,6 +334,9 @@ class Codec:
                 if kind == "pt":
                     return rebuild(what, CKKSPlaintext, polys[0], scale, level, p)
                 return rebuild(what, CKKSCiphertext, tuple(polys), scale, level, p)
+            if isinstance(p, BGVParams):
+                factor = meta_int(meta, "factor", 1, p.t - 1, what)
+                return rebuild(what, BGVCiphertext, tuple(polys), level, factor, p)
             if isinstance(p, BFVParams):
                 return rebuild(what, BFVCiphertext, tuple(polys), p)
             return rebuild(what, RLWECiphertext, tuple(polys), level, p)

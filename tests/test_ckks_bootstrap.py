@@ -348,7 +348,9 @@ def test_fused_passes_give_a_bootstrapping_the_same_graph(bs):
 
 # -- sparse slots (issue 41 §3) ----------------------------------------------------------------
 def _sparse_run(params, n: int, x, seed: int):
-    """(bootstrapper, decrypted slots, the lazy output's mod-down count) for a message x."""
+    """(bootstrapper, decrypted slots, the lazy output's mod-down count, the EvalMod calls) for
+    a message x."""
+    from ren.ckks.operations import record_operations
     from ren.rlwe.cost import key_switch_counts
 
     bt = Bootstrapper(params, slots=n)
@@ -359,11 +361,13 @@ def _sparse_run(params, n: int, x, seed: int):
         ct = Encryptor(params, kg.public_key()).encrypt(
             enc.encode(x, level=0, scale=bt.input_scale))
         ren.realize(list(ct.parts))  # (the encryption's own graph stays out of the count)
-        out = bt.bootstrap(ev, ct)
+        with record_operations() as log:
+            out = bt.bootstrap(ev, ct)
+        evalmods = sum(op.name == "eval_mod" for op in log.operations)
         downs = key_switch_counts([p.node for p in out.parts], tuple(params.special_moduli))[0]
         got = enc.decode(Decryptor(params, kg.secret_key()).decrypt(out))
     assert out.level == bt.output_level == 2
-    return bt, got, downs
+    return bt, got, downs, evalmods
 
 
 @pytest.fixture(scope="module")
@@ -380,9 +384,9 @@ def sparse_runs():
 
 def test_sparse_slots_bootstrap_against_numpy(sparse_runs):
     params, runs = sparse_runs
-    x, _bt, got, _ = runs[32]
+    x, _bt, got, *_ = runs[32]
     assert _bits(got, x) > BITS  # measured 28.7 (28.3 at 128 slots)
-    x, _bt, got, _ = runs[8]
+    x, _bt, got, *_ = runs[8]
     want = np.tile(x.reshape(-1, 8).mean(axis=0), params.slots // 8)  # the blocks' average
     assert _bits(got, want) > BITS  # measured 28.9
     assert _bits(got, x) < 2  # (not the input itself: it was not replicated)
@@ -397,10 +401,15 @@ def test_fewer_slots_fewer_keys_and_key_switches(bs, sparse_runs):
     assert bt32.coeff_to_slot_stage.sub_sum_steps == [32, 64]
     assert full.coeff_to_slot_stage.sub_sum_steps == []
     keys = [len(bt.rotation_steps) for bt in (bt8, bt32, full)]
-    assert keys[0] < keys[1] < keys[2], keys  # 9 < 11 < 17
-    # the transforms rotate within the n slots
-    assert all(s < 8 for s in set(bt8.rotation_steps) - {8, 16, 32, 64})
-    assert all(s < 32 for s in set(bt32.rotation_steps) - {32, 64})
+    assert keys[0] < keys[1] < keys[2], keys  # 10 < 12 < 17
+    # n <= N/4: the real and imaginary parts packed into one ciphertext, one EvalMod
+    assert bt8.coeff_to_slot_stage.packed and bt32.slot_to_coeff_stage.packed
+    assert not full.coeff_to_slot_stage.packed
+    assert runs[8][4] == runs[32][4] == 1
+    # the transforms rotate within 2n slots (n: the packed ones' n×n parts; 2n: their widened
+    # first/last matrix)
+    assert all(s < 16 for s in set(bt8.rotation_steps) - {16, 32, 64})
+    assert all(s < 64 for s in set(bt32.rotation_steps) - {64})
     # the mod-downs by P in the traced graphs (two per key switch, one per hoisted rotation
     # group's giant step ...): the full bootstrapping's, built lazily here
     with ren.random.seeded(15):
@@ -413,7 +422,7 @@ def test_fewer_slots_fewer_keys_and_key_switches(bs, sparse_runs):
     from ren.rlwe.cost import key_switch_counts
 
     downs = key_switch_counts([p.node for p in out.parts], tuple(params.special_moduli))[0]
-    assert runs[8][3] < runs[32][3] < downs, (runs[8][3], runs[32][3], downs)
+    assert runs[8][3] < runs[32][3] < downs, (runs[8][3], runs[32][3], downs)  # 64 < 76 < 118
 
 
 def test_full_slots_unchanged_and_bad_slot_counts():
@@ -428,3 +437,23 @@ def test_full_slots_unchanged_and_bad_slot_counts():
     with pytest.raises(ParameterError, match="cts_levels"):
         Bootstrapper(params, slots=2)  # one butterfly stage: cts_levels=1
     assert Bootstrapper(params, slots=2, cts_levels=1, stc_levels=1).levels_used == 10
+
+
+def test_widened_and_combined_matrices_against_numpy():
+    """The packed transforms' pieces in plaintext: widen(M) is diag(M, M) on 2n slots, and the
+    packed SlotToCoeff's first matrix reads (v_lo | v_hi) as v_lo + i·v_hi, then applies M."""
+    from ren.ckks.circuits.dft import _combine, _lower_rows, widen
+    from ren.ckks.circuits.lintrans import diagonals_of
+    from ren.ckks.special_fft import apply_diagonals, multiply_diagonals
+
+    n = 8
+    rng = np.random.default_rng(16)
+    m = rng.normal(size=(n, n)) + 1j * rng.normal(size=(n, n))
+    d = {k: v[:n] for k, v in diagonals_of(m, n).items()}
+    x = rng.normal(size=2 * n) + 1j * rng.normal(size=2 * n)
+    assert np.allclose(apply_diagonals(widen(d, n), x), np.kron(np.eye(2), m) @ x)
+    lower = apply_diagonals(_lower_rows(widen(d, n), n), x)
+    assert np.allclose(lower, np.r_[m @ x[:n], np.zeros(n)])
+    packed = apply_diagonals(multiply_diagonals(widen(d, n), _combine(n), 2 * n), x)
+    y = m @ (x[:n] + 1j * x[n:])
+    assert np.allclose(packed, np.r_[y, y])

@@ -407,10 +407,11 @@ class Bootstrapper:
         return Ciphertext(parts, ct.scale, self.params.depth, self.params)
 
     @operation
-    def coeff_to_slot(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, Ciphertext]:
+    def coeff_to_slot(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, ...]:
         """Two ciphertexts whose slots are the raised plaintext's coefficients t/Δ_0 divided
         by EvalMod's range (K + 1)·K_0: the first N/2 and the last N/2, real, each in
-        bit-reversed order."""
+        bit-reversed order.  With n ≤ N/4 slots, one ciphertext: the 2n coefficients of the
+        sparse plaintext (the first n in the lower n of every 2n slots, the last n above)."""
         ev = self._evaluator(ev, "coeff_to_slot")
         raised = self._ciphertext(raised, "coeff_to_slot")
         return self.coeff_to_slot_stage.apply(ev, raised)
@@ -422,12 +423,20 @@ class Bootstrapper:
         return self.evalmod.evaluate(ev, self._ciphertext(ct, "eval_mod"))
 
     @operation
-    def slot_to_coeff(self, ev: Evaluator, first: Ciphertext, second: Ciphertext) -> Ciphertext:
+    def slot_to_coeff(self, ev: Evaluator, first: Ciphertext,
+                      second: Ciphertext | None = None) -> Ciphertext:
         """The ciphertext whose coefficients are the slot values of (first, second) (bit-
-        reversed halves), times K_0/2π: its slots are the message's again."""
+        reversed halves), times K_0/2π: its slots are the message's again.  With n ≤ N/4
+        slots, `first` alone (packed: `coeff_to_slot` returned one ciphertext)."""
         ev = self._evaluator(ev, "slot_to_coeff")
         first = self._ciphertext(first, "slot_to_coeff")
-        second = self._ciphertext(second, "slot_to_coeff")
+        packed = self.slot_to_coeff_stage.packed
+        if (second is None) != packed:
+            raise ParameterError(
+                f"slot_to_coeff: {'one ciphertext' if packed else 'two ciphertexts'} expected "
+                f"at {self.slots} slots, as coeff_to_slot returned them")
+        if second is not None:
+            second = self._ciphertext(second, "slot_to_coeff")
         out = self.slot_to_coeff_stage.apply(ev, first, second)
         return settle_scale(out, self.params.scale(out.level))
 
@@ -472,8 +481,8 @@ class Bootstrapper:
         if enc is not None:
             assert encapsulation_keys is not None
             raised = enc.to_dense(raised, encapsulation_keys)
-        first, second = self.coeff_to_slot(ev, raised)
-        return self.slot_to_coeff(ev, self.eval_mod(ev, first), self.eval_mod(ev, second))
+        parts = self.coeff_to_slot(ev, raised)  # (one when packed: n <= N/4)
+        return self.slot_to_coeff(ev, *(self.eval_mod(ev, p) for p in parts))
 
     def plaintext_eval_mod(self) -> Callable[[np.ndarray], np.ndarray]:
         """EvalMod's plaintext counterpart: the exact centred reduction of y·Δ_0 mod Q_0, in slot

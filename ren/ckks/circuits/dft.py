@@ -36,7 +36,12 @@ from ren.ckks.ciphertext import Ciphertext
 from ren.ckks.circuits.lintrans import LinearTransform
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.params import CKKSParams, log2_exact
-from ren.ckks.special_fft import Diagonals, merge_stages, special_fft_stages
+from ren.ckks.special_fft import (
+    Diagonals,
+    merge_stages,
+    multiply_diagonals,
+    special_fft_stages,
+)
 from ren.errors import check_int_range
 from ren.poly import Poly
 
@@ -115,6 +120,41 @@ def times_i(ct: Ciphertext, sign: int) -> Ciphertext:
     return Ciphertext(tuple(c * mono for c in ct.parts), ct.scale, ct.level, p)
 
 
+def widen(d: Diagonals, n: int) -> Diagonals:
+    """The n×n matrix of diagonals `d` as the 2n×2n block-diagonal matrix diag(M, M) (its
+    diagonals of length 2n): row j, in block j − j mod n, reads column j + k within the block,
+    which is diagonal k or k − n of the wide matrix."""
+    out: Diagonals = {}
+    r = np.arange(2 * n) % n
+    for k, v in d.items():
+        k %= n
+        row = v[r]
+        inside = r + k < n
+        for key, keep in ((k, inside), ((k + n) % (2 * n), ~inside)):
+            if np.any(keep):
+                part = np.where(keep, row, 0)
+                out[key] = out[key] + part if key in out else part
+    return out
+
+
+def _lower_rows(d: Diagonals, n: int) -> Diagonals:
+    """The 2n×2n matrix `d` with its rows n … 2n − 1 zeroed."""
+    mask = np.arange(2 * n) < n
+    return {k: v * mask for k, v in d.items() if np.any(v[mask] != 0)}
+
+
+def _combine(n: int) -> Diagonals:
+    """The 2n×2n matrix that reads (v_lo | v_hi) as v_lo + i·v_hi in both halves."""
+    lower = np.arange(2 * n) < n
+    return {0: np.where(lower, 1, 1j).astype(complex), n: np.where(lower, 1j, 1).astype(complex)}
+
+
+def packs(params: CKKSParams, slots: int) -> bool:
+    """Whether n slots pack CoeffToSlot's real and imaginary parts into one ciphertext of 2n
+    slots (n ≤ N/4): EvalMod then runs once instead of twice."""
+    return 2 * slots <= params.slots
+
+
 class CoeffToSlot:
     """The prepared CoeffToSlot transforms; the first one's plaintexts depend on the input's
     scale, so it is prepared per scale (`transforms_for`)."""
@@ -123,6 +163,9 @@ class CoeffToSlot:
                  input_scale: Fraction) -> None:
         self.params, self.slots, self.levels, self.top = params, slots, levels, top
         groups = merge_stages(special_fft_stages(slots, inverse=True), levels)
+        self.packed = packs(params, slots)
+        if self.packed:  # the last transform writes the lower n of every 2n slots only
+            groups[-1] = _lower_rows(widen(groups[-1], slots), slots)
         self.diagonals = balanced(params, groups, factor, top, input_scale)
         self._rest = tuple(LinearTransform(params, d, top - g)
                            for g, d in enumerate(self.diagonals) if g)
@@ -165,14 +208,20 @@ class CoeffToSlot:
             self._first[scale] = LinearTransform(self.params, self.diagonals[0], self.top, scale)
         return (self._first[scale], *self._rest)
 
-    def apply(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, Ciphertext]:
+    def apply(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, ...]:
         """(real part, imaginary part) of U⁻¹·slots, each in real slots (`ev` explicit); with
-        sparse slots, of the sub-sum (`sub_sum`)."""
+        sparse slots, of the sub-sum (`sub_sum`), and for n ≤ N/4 packed into one ciphertext:
+        the real part in the lower n of every 2n slots, the imaginary part in the upper n (the
+        last transform leaves the upper ones zero; a rotation by n moves the imaginary part
+        there)."""
         w = self.sub_sum(ev, raised) if self.sparse else raised
         for lt in self.transforms_for(raised.scale):
             w = ev.linear_transform(w, lt)
         conj = ev.conjugate(w)
-        return ev.add(w, conj), times_i(ev.sub(w, conj), -1)
+        real, imag = ev.add(w, conj), times_i(ev.sub(w, conj), -1)
+        if self.packed:
+            return (ev.add(real, ev.rotate(imag, self.slots)),)
+        return real, imag
 
 
 class SlotToCoeff:
@@ -182,17 +231,22 @@ class SlotToCoeff:
                  factor: float) -> None:
         self.params, self.slots, self.levels, self.top = params, slots, levels, top
         groups = merge_stages(special_fft_stages(slots), levels)
+        self.packed = packs(params, slots)
+        if self.packed:  # (v_lo | v_hi) -> v_lo + i·v_hi first
+            groups[0] = multiply_diagonals(widen(groups[0], slots), _combine(slots), 2 * slots)
         groups[0] = {k: v * factor for k, v in groups[0].items()}
         self.transforms = tuple(LinearTransform(params, d, top - g)
                                 for g, d in enumerate(groups))
 
-    def apply(self, ev: Evaluator, first: Ciphertext, second: Ciphertext) -> Ciphertext:
-        """U·(first + i·second) (`ev` explicit)."""
-        out = ev.add(first, times_i(second, 1))
+    def apply(self, ev: Evaluator, first: Ciphertext, second: Ciphertext | None = None
+              ) -> Ciphertext:
+        """U·(first + i·second) (`ev` explicit); packed (n ≤ N/4), U·(lower + i·upper) of
+        `first` alone."""
+        out = first if second is None else ev.add(first, times_i(second, 1))
         for lt in self.transforms:
             out = ev.linear_transform(out, lt)
         return out
 
 
 __all__ = ["CoeffToSlot", "CoeffToSlotParams", "SlotToCoeff", "SlotToCoeffParams", "balanced",
-           "times_i"]
+           "packs", "times_i", "widen"]

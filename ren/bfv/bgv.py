@@ -27,16 +27,18 @@ residue of c mod q (an exact view), times −t⁻¹ mod q, centred by an offset,
 a switch to level l − 1 which divides the product's noise by the level's primes.
 
 **Auto mode** (``BGVEvaluator(..., auto=True)``, the default): operands at different levels
-meet at the lower one (the higher is switched down); every product (ciphertext × ciphertext or
+meet at the lower one: the higher is multiplied by the scalar that makes it arrive with the lower
+one's factor and then switched down (`switch_to`: the scalar's noise is divided by the dropped
+primes with the rest, so this is free); every product (ciphertext × ciphertext or
 × plaintext) is followed by a switch to the next level, so a chain of ``params.mult_depth``
 products goes from the top level to level 0, and one more raises `DepthExhaustedError` before
 anything is computed.  Explicit mode (``auto=False``) switches nothing by itself: operands must
 share a level (`BGVLevelError`), ``mod_switch``/``mod_switch_to`` are the caller's, and a product
 at level 0 is allowed (the noise budget tells whether it still decrypts; it does not at the
-tests' parameters).  In both modes two operands with different factors are brought to a common
-one by multiplying each by a small constant (k_a, k_b) with f_a·k_a ≡ f_b·k_b (mod t), found by
-the extended Euclidean algorithm (|k_a|, |k_b| about √t instead of t: the noise grows by about
-log2(t)/2 bits).
+tests' parameters).  In both modes two operands at one level with different factors are
+brought to a common one by multiplying each by a small constant (k_a, k_b) with
+f_a·k_a ≡ f_b·k_b (mod t), found by the extended Euclidean algorithm (|k_a|, |k_b| about √t
+instead of t: the noise grows by about log2(t)/2 bits).
 
 **Noise budget** (`BGVDecryptor.noise_budget`): ``bits(Q_l) − bits(‖[c0 + c1·s]_{Q_l}‖∞) − 1``
 (at least 0), the bits by which the phase f·m + t·v can still grow before it leaves
@@ -229,7 +231,10 @@ class BGVEvaluator:
                 raise BGVLevelError(f"{who}: the operands are at levels {a.level} and {b.level}; "
                                     "switch the higher one down with mod_switch_to, or use "
                                     "BGVEvaluator(..., auto=True)")
-            a, b = self.mod_switch_to(a, b.level), self.mod_switch_to(b, a.level)
+            if a.level > b.level:
+                a = self.switch_to(a, b.level, b.factor if factors else None)
+            else:
+                b = self.switch_to(b, a.level, a.factor if factors else None)
         if factors and a.factor != b.factor:
             ka, kb = balance(a.factor, b.factor, self.params.t)
             a, b = self._scaled(a, ka), self._scaled(b, kb)
@@ -378,6 +383,29 @@ class BGVEvaluator:
         while a.level > level:
             a = self.mod_switch(a)
         return a
+
+    def switch_to(self, a: BGVCiphertext, level: int, factor: int | None = None
+                  ) -> BGVCiphertext:
+        """Switched down to `level` (below a's) arriving with `factor` (None: whatever the
+        switch gives).  The scalar that sets the factor multiplies a *before* the switch, so its
+        noise (up to log2(t/2) bits) is divided by the dropped primes with the rest: free
+        when the first switch brings the noise back to the floor (how auto mode meets a lower
+        operand: `add` of ciphertexts at different levels costs no extra noise)."""
+        a = self._ct(a, "switch_to", None)
+        p = self.params
+        level = p.check_level(level)
+        if level >= a.level:
+            raise BGVLevelError(f"switch_to: level {level} is not below the ciphertext's "
+                                f"level {a.level}")
+        if factor is not None:
+            t = p.t
+            f = check_int(factor, "switch_to: factor") % t
+            if math.gcd(f, t) != 1:
+                raise ParameterError(f"switch_to: factor must be a unit mod t = {t}, got "
+                                     f"{factor}")
+            arrives = a.factor * pow(p.Q_at(a.level) // p.Q_at(level), -1, t) % t
+            a = self._scaled(a, _centred(f * pow(arrives, -1, t), t))
+        return self.mod_switch_to(a, level)
 
     def match_factor(self, a: BGVCiphertext, factor: int) -> BGVCiphertext:
         """The same message with the given factor (a unit mod t): a scalar product by

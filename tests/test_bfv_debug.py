@@ -205,3 +205,8 @@ def test_bgv_explicit_mode_runs_out_and_auto_mode_names_the_line():
         budget_meter(deep, x, evaluator=auto, secret_key=sk)
     ok = budget_meter(lambda ev, a: ev.square(ev.square(a)), x, evaluator=auto, secret_key=sk)
     assert ok.ok and [s.level for s in ok.steps] == [3, 2, 1]
+    # switching keeps the message (and, explicitly, the factor asked for)
+    sw = budget_meter(lambda ev, a: ev.switch_to(ev.square(a), 1, factor=5), x, evaluator=ev,
+                      secret_key=sk)
+    assert sw.ok and [s.level for s in sw.steps] == [3, 3, 1]
+    assert sw.steps[-1].ciphertext.factor == 5

@@ -104,6 +104,7 @@ SHADOWS: dict[str, Callable[..., np.ndarray]] = {
     # BGV's level management (`ren.bfv.bgv`) does not change the plaintext
     "mod_switch": lambda V, P, a, *args, **kw: V(a),
     "mod_switch_to": lambda V, P, a, *args, **kw: V(a),
+    "switch_to": lambda V, P, a, *args, **kw: V(a),
     "match_factor": lambda V, P, a, *args, **kw: V(a),
 }
 

@@ -37,7 +37,7 @@ from ren.ckks.circuits.bootstrap import (
 from ren.ckks.encoder import embed, embed_inverse
 from ren.ckks.params import CKKSParams
 from ren.ckks.special_fft import bit_reverse
-from ren.errors import ParameterError
+from ren.errors import ParameterError, ShapeError
 
 #: bits after one bootstrapping at the small preset (measured 28.4 with seed 4)
 BITS = 25
@@ -358,8 +358,10 @@ def _sparse_run(params, n: int, x, seed: int):
         kg = KeyGenerator(params)
         ev = Evaluator(params, kg.relin_key(), bt.keys(kg))
         enc = Encoder(params)
-        ct = Encryptor(params, kg.public_key()).encrypt(
-            enc.encode(x, level=0, scale=bt.input_scale))
+        pt = (enc.encode(x[:n], level=0, scale=bt.input_scale, slots=n)
+              if np.array_equal(x, np.tile(x[:n], params.slots // n)) else
+              enc.encode(x, level=0, scale=bt.input_scale))
+        ct = Encryptor(params, kg.public_key()).encrypt(pt)
         ren.realize(list(ct.parts))  # (the encryption's own graph stays out of the count)
         with record_operations() as log:
             out = bt.bootstrap(ev, ct)
@@ -457,3 +459,34 @@ def test_widened_and_combined_matrices_against_numpy():
     packed = apply_diagonals(multiply_diagonals(widen(d, n), _combine(n), 2 * n), x)
     y = m @ (x[:n] + 1j * x[n:])
     assert np.allclose(packed, np.r_[y, y])
+
+
+def test_the_encoder_packs_sparse_slots():
+    """Encoder.encode(z, slots=n): z zero-padded to n and repeated N/(2n) times, a polynomial in
+    X^(N/2n); decode(pt, slots=n) reads the n values back; the plaintext remembers the repeated
+    vector, so auto mode re-encodes it right at another level."""
+    params = bootstrap_params_small()
+    enc = Encoder(params)
+    z = np.random.default_rng(17).uniform(-1, 1, 6)
+    pt = enc.encode(z, slots=8)
+    coeffs = pt.poly.intt().coefficients()
+    assert [i for i, c in enumerate(coeffs) if c] and all(i % 16 == 0 for i, c in
+                                                          enumerate(coeffs) if c)
+    want = np.tile(np.r_[z, 0, 0], 16)
+    assert _bits(enc.decode(pt), want) > 40
+    assert _bits(enc.decode(pt, slots=8), np.r_[z, 0, 0]) > 40
+    assert len(enc.decode(pt, slots=8)) == 8
+    with ren.random.seeded(18):
+        kg = KeyGenerator(params)
+        ev = Evaluator(params, kg.relin_key())
+        ct = Encryptor(params, kg.public_key()).encrypt(enc.encode(want, level=3))
+        total = ev.add(ct, pt)  # pt (top level) re-encoded at level 3 from its values
+        got = enc.decode(Decryptor(params, kg.secret_key()).decrypt(total), slots=8)
+    assert _bits(got, 2 * np.r_[z, 0, 0]) > 30
+    for bad in (0, 3, 256, "4", 2.0):
+        with pytest.raises(ParameterError, match="slots"):
+            enc.encode(z, slots=bad)
+        with pytest.raises(ParameterError, match="slots"):
+            enc.decode(pt, slots=bad)
+    with pytest.raises(ShapeError, match="do not fit 4 slots"):
+        enc.encode(z, slots=4)

@@ -18,7 +18,7 @@ import numpy as np
 from ren.ckks.ciphertext import Plaintext
 from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOfBoundsError
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
-from ren.errors import ParameterError, ShapeError
+from ren.errors import ParameterError, ShapeError, check_int_range
 from ren.poly import Poly
 from ren.ring.rns import centered_floats
 
@@ -145,15 +145,34 @@ class Encoder:
         # a scale beyond float64's range (log2 Q > 1024 allows it): exact products, rounded
         return [round(Fraction(float(x)) * scale) for x in m]
 
+    def _slot_count(self, slots: int | None, op: str = "encode") -> int:
+        """`slots` checked: a power of two n in [1, N/2] (None: N/2)."""
+        full = self.params.slots
+        if slots is None:
+            return full
+        hint = (f"a power of two in [1, {full}] (N/2): sparse packing replicates n values "
+                f"N/(2n) times")
+        n = check_int_range(slots, f"{op}: slots", 1, full, hint=hint)
+        if n & (n - 1):
+            raise ParameterError(f"{op}: slots must be {hint}, got {n}")
+        return n
+
     def encode(self, values, level: int | None = None,
-               scale: Fraction | int | float | None = None) -> Plaintext:
+               scale: Fraction | int | float | None = None,
+               slots: int | None = None) -> Plaintext:
         """A Plaintext of `values` (a vector of up to N/2 numbers, zero-padded, or one number
         for every slot) at `level` (default: the top) and `scale` (default: the level's scale).
+        With `slots` = n < N/2 (sparse packing, as `Bootstrapper(slots=n)` takes): up to n
+        values, zero-padded to n and repeated N/(2n) times, a polynomial in X^(N/2n); the
+        plaintext remembers the repeated vector.
         The polynomial is built lazily with `Poly.from_coefficients` and kept in the NTT domain.
         A scale that does not fit the level (`CKKSParams.check_scale`), or values whose scaled
         coefficients reach Q/2, raise ScaleOutOfBoundsError."""
         p = self.params
+        n = self._slot_count(slots)
         level = p.depth if level is None else p.check_level(level)
+        if n != p.slots:
+            values = np.tile(_as_slots(values, n), p.slots // n)
         default = scale is None
         scale = p.check_scale(
             p.scale(level) if default else scale_arg(scale, "encode: scale"), level, "encode",
@@ -173,8 +192,13 @@ class Encoder:
         return pt.keep_values(values if isinstance(values, Number) else  # (checked above)
                               np.asarray(values, dtype=np.complex128))
 
-    def decode(self, pt: Plaintext) -> np.ndarray:
-        """The N/2 complex slots of a Plaintext (realizes it)."""
+    def decode(self, pt: Plaintext, slots: int | None = None) -> np.ndarray:
+        """The N/2 complex slots of a Plaintext (realizes it); with `slots` = n, the first n
+        (a sparse packing's values)."""
+        n = self._slot_count(slots, "decode")
+        return self._decode(pt)[:n]
+
+    def _decode(self, pt: Plaintext) -> np.ndarray:
         if not isinstance(pt, Plaintext):
             raise ParameterError(f"decode expects a Plaintext, got {type(pt).__name__}; decrypt "
                                  "a Ciphertext first")

@@ -35,6 +35,11 @@ levels) and `ren.ckks.circuits.evalmod.EvalModParams` (the approximation); pass 
 ``cts=``, ``stc=``, ``eval_mod=`` (another EvalMod is a subclass that overrides `fit`: the
 evalmod module's docstring shows a plain sine in four lines).
 
+**Sparse slots.**  ``Bootstrapper(params, slots=n)`` bootstraps n = 2^k < N/2 slots (a
+message encoded with ``Encoder.encode(z, slots=n)``): a sub-sum after ModRaise, n×n transforms,
+and for n ≤ N/4 one EvalMod instead of two (`ren.ckks.circuits.dft`); fewer Galois keys and
+key switches, the same levels.
+
 Levels used: cts_levels + ⌈log2(degree+1)⌉ + r + stc_levels.  Every stage is `Evaluator` code
 in the explicit mode, so the whole bootstrapping is one lazy graph through the twelve passes, on
 any device, and `ren.jit` can capture it.
@@ -226,7 +231,7 @@ class Bootstrapper:
         cts / stc: a `CoeffToSlotParams` / `SlotToCoeffParams` instead of cts_levels /
             stc_levels.
         slots: n, the slots bootstrapped (a power of two, default N/2).  With n < N/2 the
-            message must be replicated N/(2n) times (``np.tile(z, N // 2 // n)``: a
+            message must be replicated N/(2n) times (``Encoder.encode(z, slots=n)``: a
             polynomial in X^(N/2n)); CoeffToSlot first sums the raised ciphertext over the
             replicas (log2(N/2n) rotations), then both transforms work on n×n matrices
             (log2(n) butterfly stages, rotations within n): fewer keys and key switches.
@@ -495,7 +500,7 @@ def _slots(params: CKKSParams, slots: Any) -> int:
     if slots is None:
         return params.slots
     hint = (f"a power of two in [2, {params.slots}] (N/2): the message is replicated "
-            f"N/(2·slots) times (encode np.tile(z, {params.slots} // slots))")
+            f"N/(2·slots) times (Encoder.encode(z, slots=slots))")
     n = check_int_range(slots, "Bootstrapper: slots", 2, params.slots, hint=hint)
     if n & (n - 1):
         raise ParameterError(f"Bootstrapper: slots must be {hint}, got {n}")

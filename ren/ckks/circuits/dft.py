@@ -19,9 +19,18 @@ and keys.  **Precision**: exact to about 2^-47 (float64 encoding is the floor).
 EvalMod's `output_factor` folded into its first transform.  **Levels**: `levels`;
 **precision**: log2 √n bits of error growth on what EvalMod leaves.
 
-**Sparse slots.**  With n < N/2 slots (a message replicated N/(2n) times, a polynomial in
-X^(N/2n)) both work on n×n matrices: log2(n) butterfly stages instead of log2(N/2), so fewer
-levels or fewer diagonals, and rotations within n (`Bootstrapper(slots=n)`).
+**Sparse slots** (`Bootstrapper(slots=n)`, n < N/2: a message replicated N/(2n) times, a
+polynomial in X^(N/2n), `Encoder.encode(z, slots=n)`).  CoeffToSlot first sums the raised
+ciphertext over the replicas (`CoeffToSlot.sub_sum`: rotations by n, 2n, …, N/4; the trace onto
+X^(N/2n) keeps the sparse part of m + Q_0·I times N/(2n), a factor the first transform divides
+out).  Both transforms then work on n×n matrices: log2(n) butterfly stages instead of
+log2(N/2), so fewer diagonals per level, rotations within 2n.  For n ≤ N/4 the real and
+imaginary parts are *packed* into one ciphertext of 2n-periodic slots (`packs`): the last
+CoeffToSlot matrix writes the lower n of every 2n slots only, a rotation by n (the sub-sum's
+key) moves the imaginary part above it, and SlotToCoeff's first matrix reads (v_lo | v_hi) as
+v_lo + i·v_hi (`widen`: an n×n matrix as diag(M, M) on 2n slots): EvalMod runs once instead of
+twice.  At N = 256 (small preset): 8 slots 28.1 bits with 64 mod-downs by P in the graph,
+32 slots 28.1 bits with 76, all 128 slots 28.3 bits with 118.
 """
 
 from __future__ import annotations

@@ -518,3 +518,15 @@ def test_random_programs_stay_exact(program):
             assert (ctx.decrypt(ct) == want).all()
             exact += 1
     assert exact >= 2
+
+
+def test_bfv_classes_refuse_bgv_parameters():
+    """BFV's classes on BGV parameters would work on the first level only: refused, naming the
+    BGV class to use."""
+    from ren.bfv import Decryptor, Encryptor, Evaluator
+
+    ctx = context()
+    for cls, args in ((Encryptor, (ctx.kg.public_key(),)), (Decryptor, (ctx.kg.secret_key(),)),
+                      (Evaluator, ())):
+        with pytest.raises(ParameterError, match=f"BGV{cls.__name__}"):
+            cls(ctx.params, *args)

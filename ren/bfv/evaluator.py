@@ -162,11 +162,22 @@ def exact_extension(params: BFVParams) -> ExactExtension:
     return ext
 
 
+def _bfv_params(params: Any, who: str) -> BFVParams:
+    """`params` as BFV parameters: BGV's (levels above 0) would leave BFV working on the first
+    level only, so they are refused with the class to use instead."""
+    check_instance(params, BFVParams, f"{who}: params")
+    if params.depth != 0:
+        raise ParameterError(
+            f"{who}: these are BGV parameters ({type(params).__name__}, {params.depth + 1} "
+            f"levels); BFV has one level: use BGV{who} for them, or BFVParams for BFV")
+    return params
+
+
 class Encryptor:
     """Encrypts plaintexts under a public key or a secret key (the RLWE layer's encryption)."""
 
     def __init__(self, params: BFVParams, key: PublicKey | SecretKey) -> None:
-        self.params = check_instance(params, BFVParams, "Encryptor: params")
+        self.params = _bfv_params(params, "Encryptor")
         self._rlwe = RLWEEncryptor(params, key)
 
     def encrypt(self, pt: Plaintext) -> Ciphertext:
@@ -181,7 +192,7 @@ class Decryptor:
     """Decrypts (exactly, on the host) and measures the noise budget."""
 
     def __init__(self, params: BFVParams, secret_key: SecretKey) -> None:
-        self.params = check_instance(params, BFVParams, "Decryptor: params")
+        self.params = _bfv_params(params, "Decryptor")
         self._rlwe = RLWEDecryptor(params, secret_key)
 
     def _phase(self, ct: Ciphertext) -> list[int]:
@@ -260,7 +271,7 @@ class Evaluator:
 
     def __init__(self, params: BFVParams, relin_key: RelinKey | None = None,
                  galois_keys: GaloisKeys | None = None) -> None:
-        self.params = check_instance(params, BFVParams, "Evaluator: params")
+        self.params = _bfv_params(params, "Evaluator")
         if relin_key is not None:
             check_instance(relin_key, RelinKey, "Evaluator: relin_key")
             _check_same(params, relin_key, "the relinearization key")

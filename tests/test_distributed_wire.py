@@ -26,7 +26,7 @@ from ren.bfv import Encryptor as BFVEncryptor
 from ren.bfv import Evaluator as BFVEvaluator
 from ren.bfv import InsecureParametersWarning as BFVInsecure
 from ren.bfv import galois_keys as bfv_galois_keys
-from ren.ckks import Decryptor, Encryptor, dumps
+from ren.ckks import Decryptor, Encryptor, Evaluator, dumps
 from ren.distributed import SecretKeyError, WireError, run_point
 from ren.distributed.frames import register_dask
 from ren.distributed.sweep import expand_grid
@@ -269,6 +269,27 @@ def test_bfv_objects_travel(ckks):
         codec.encode([dec], "batch")
     with pytest.raises(SecretKeyError, match="refusing to send a secret-key Encryptor"):
         codec.encode([BFVEncryptor(params, kg.secret_key())], "batch")
+
+
+@ren.jit
+def _rotate_sum(ct, keys):
+    ev = Evaluator(ct.params, rotation_keys=keys)
+    return ev.add(ev.rotate(ct, 1), ev.rotate(ct, 4))
+
+
+def test_decoded_galois_keys_keep_their_order_so_a_plan_captured_on_them_replays(ckks):
+    gk = ckks.ev.rotation_keys
+    assert list(gk.keys) != sorted(gk.keys)  # created in an order that is not sorted
+    ct = ckks.encrypt([0.5, -0.25, 0.125])
+    want = _rotate_sum(ct, keys=gk)  # captured on the original keys
+    assert len(_rotate_sum.plans) == 1
+    codec = Codec()
+    wire = codec.encode(gk, "keys")
+    back = Codec(codec.params).decode(pickle.loads(pickle.dumps(wire, protocol=5)))
+    assert list(back.keys) == list(gk.keys)
+    # the decoded key set replays the plan captured on the original (no second capture)
+    assert dumps(_rotate_sum(ct, keys=back)) == dumps(want)
+    assert len(_rotate_sum.plans) == 1
 
 
 def test_values_that_cannot_travel_say_what_can(ckks):

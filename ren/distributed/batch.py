@@ -16,11 +16,12 @@ by value).
 one argument; with ``keys=...`` every call also gets ``keys=<the decoded keys>``.  Keys are any
 tree (tuple, list, dict) of public keys: `RelinKey`, `GaloisKeys`, `PublicKey`.
 
-**What travels.**  Once per worker (a broadcast scatter): the parameters and keys (Ren's compact
-key format: each uniform half as its seed) and the program; the client keeps them there for its
-later jobs (`ren.distributed.remote.share`), so a second map with the same keys sends no key
-byte (`MapJob.shared_sent_bytes` is 0).  Per input: the input's wire form
-(`ren.ckks.dumps`), scattered to one worker (round robin) and its task sent after it, which
+**What travels.**  Once per worker (a broadcast scatter): the parameters and keys (wire records
+in the compact form: each uniform half as its seed) and the program; the client keeps them there
+for its later jobs (`ren.distributed.remote.share`), so a second map with the same keys sends no
+key byte (`MapJob.shared_sent_bytes` is 0).  Per input: the input's wire form (a
+`ren.distributed.wire` record: a header and frames of the limbs' storage, checksummed),
+scattered to one worker (round robin) and its task sent after it, which
 the scheduler runs where the input is; at most `IN_FLIGHT_PER_WORKER` inputs per worker are out
 at a time, sent in chunks as results come back (`MapJob`); per result: the result's wire
 form.  With a client made with ``direct_to_workers=True`` (as `local_client` makes it) inputs
@@ -58,7 +59,6 @@ import os
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -422,28 +422,6 @@ def context_name(fingerprints: list[bytes], keys_wire: Any, has_keys: bool) -> s
         (keys_wire, has_keys), "map: keys"))
 
 
-#: the keys of recent jobs as the workers decode them, by their wire bytes' hash
-_keys_as_sent: OrderedDict[str, Any] = OrderedDict()
-_keys_lock = threading.Lock()
-
-
-def keys_as_sent(keys_wire: Any, codec: Codec) -> Any:
-    """The keys as a worker decodes them, for capturing the plans: a plan is keyed by its
-    inputs' structure, and a decoded key set need not have the original's (`ren.ckks.loads`
-    lists a GaloisKeys' elements in order, a KeyGenerator in the order they were asked for)."""
-    name = digest(guarded_dumps(keys_wire, "map: keys"))
-    with _keys_lock:
-        if name in _keys_as_sent:
-            _keys_as_sent.move_to_end(name)
-            return _keys_as_sent[name]
-    decoded = codec.decode(keys_wire)
-    with _keys_lock:
-        _keys_as_sent[name] = decoded
-        while len(_keys_as_sent) > 2:
-            _keys_as_sent.popitem(last=False)
-    return decoded
-
-
 #: the name and blob of each program already pickled, by its plans (one pickle per program)
 _blobs: weakref.WeakKeyDictionary[JitPlan, tuple[tuple[int, ...], str, bytes]] = \
     weakref.WeakKeyDictionary()
@@ -507,8 +485,7 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
             codec.check(item, f"batch[{i}]")
         captured = items
     refuse_secret(fn, "map: fn")
-    program, which = _program(fn, captured, None if keys is None else
-                              keys_as_sent(keys_wire, codec))
+    program, which = _program(fn, captured, keys)
     which = which or [None] * n
     pk, program_blob = _program_blob(program, secrets)
     context_blob = guarded_dumps({"params": list(codec.params.values()), "keys": keys_wire,

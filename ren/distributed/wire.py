@@ -9,7 +9,9 @@ pickled Python objects and never copied into a byte string on the way out:
   `GaloisKey` or `GaloisKeys` (under `CKKSParams`, `BFVParams`, `BGVParams`): one frame per
   polynomial, its words exactly as Ren stores them (Montgomery form: neither side converts a
   limb), and every uniform half (a key's ``a``, a fresh secret-key encryption's ``c1``) as its
-  32-byte seed (the compact form);
+  32-byte seed (the compact form); a `GaloisKeys` keeps its elements in their order (a
+  `ren.jit` plan captured on the original keys is keyed by that structure and must match the
+  decoded ones on a worker);
 * a BFV/BGV `Plaintext`: its int64 coefficients as one frame;
 * `EncapsulationKeys`: the bytes of `ren.ckks.dumps` (compact) as one frame;
 * a `Poly`: its ring, device and one frame.
@@ -162,7 +164,7 @@ def _object_polys(obj: Any) -> tuple[dict[str, Any], list[Poly]]:
             "galois" if isinstance(obj, GaloisKey) else "switching"
         return {"kind": "swk", "type": which, "galois": obj.galois}, [*obj.b, *obj.a]
     assert isinstance(obj, GaloisKeys)
-    elements = sorted(obj.keys)
+    elements = list(obj.keys)  # in the object's order: a jit plan's key is its structure
     return {"kind": "gks", "elements": elements}, \
         [p for g in elements for p in (*obj.keys[g].b, *obj.keys[g].a)]
 

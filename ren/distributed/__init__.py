@@ -8,9 +8,10 @@
                       client=client)                        # a parameter study, one task a point
 
 * `map` / `submit` (`ren.distributed.batch`): the captured JIT plan and the public evaluation
-  keys go to every worker once; each input travels in Ren's checksummed format inside its own
-  task; results come back in order.  A worker killed mid-batch has its tasks run again
-  elsewhere; a task that raises comes back as `TaskError` with the input's index.
+  keys go to every worker once; each input travels as a checksummed record of frames (the
+  limbs' own storage, `ren.distributed.wire`) inside its own task; results come back in
+  order.  A worker killed mid-batch has its tasks run again elsewhere; a task that raises
+  comes back as `TaskError` with the input's index.
 * `Batch`, `scatter` (`ren.distributed.remote`), `save` / `load` (`ren.distributed.storage`):
   data that stays on the cluster.  ``map(fn, batch, keep=True)`` returns a Batch of futures
   left on the workers, which the next map takes as its batch (no byte through the client);

@@ -30,8 +30,19 @@ against BLAKE3 (and xxHash where installed) over the same bytes.
 The batch cycles through `--distinct` fresh encryptions (encrypting 64 at N = 2^14 takes a
 while and is not what is measured).  The machine is often shared: run it on a quiet one.
 
+**Bootstrapping on a cluster** (``--bootstrap``, issue 42 §3): `map` of a jitted bootstrapping
+over a batch (``--batch``, default 8 here), the keys (relinearization, Galois and, for a dense
+secret, the encapsulation keys) broadcast once per worker: for 1 and 2 workers, the throughput
+in bootstrappings per second, each worker's replay, the keys' and plan's bytes sent by the
+warm-up job and by the timed job (none: they stay on the workers), and the precision of every
+result against its plaintext.  ``--preset small`` (N = 2^8, insecure: seconds) or
+``--preset n16`` (N = 2^16, 128-bit: each worker process and the client hold the keys and the
+plan, so it needs about three times what ``bench_bootstrap.py --preset n16`` needs; run it
+where memory allows).
+
 Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
                                              [--device python|cpu] [--rounds 3]
+      python benchmarks/bench_distributed.py --bootstrap [--preset small|n16] [--batch 8]
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ import ren
 from ren.backend.malloc import tune_allocator
 from ren.ckks import (
     CKKSParams,
+    Decryptor,
     Encoder,
     Encryptor,
     Evaluator,
@@ -61,6 +73,7 @@ from ren.ckks import (
     dumps,
     loads,
 )
+from ren.ckks.circuits import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
 from ren.distributed import local_client, submit
 from ren.distributed.batch import size
 from ren.distributed.frames import CHECKSUM
@@ -209,22 +222,119 @@ def wire_report(ct: Any, result: Any, params: CKKSParams) -> None:
         + " (BLAKE3 and SHA-256 are cryptographic, xxh3 is not)")
 
 
+def bootstrapping(bt: Bootstrapper) -> Any:
+    """The jitted bootstrapping of `bt`; keys = (relinearization key, Galois keys[, the
+    encapsulation keys of a dense secret]): public keys only, sent once per worker."""
+
+    @ren.jit
+    def bootstrap(ct: Any, keys: Any) -> Any:
+        ev = Evaluator(ct.params, keys[0], keys[1])
+        return bt.bootstrap(ev, ct, keys[2] if len(keys) > 2 else None)
+
+    return bootstrap
+
+
+def _bits(err: float) -> float:
+    return -float(np.log2(max(err, 2.0**-60)))
+
+
+def bootstrap_main(args: argparse.Namespace) -> None:
+    """`--bootstrap` (module doc): a batch of bootstrappings on 1 and 2 local workers."""
+    t0 = time.perf_counter()
+    if args.preset == "n16":
+        params = bootstrap_params_n16(args.device)
+        bt = Bootstrapper(params, cts_levels=3, stc_levels=3)
+    else:
+        params = bootstrap_params_small(args.device)
+        bt = Bootstrapper(params)
+    with ren.random.seeded(1):  # reproducible (insecure) keys: a benchmark
+        kg = KeyGenerator(params)
+        keys: tuple = (kg.relin_key(), bt.keys(kg))
+        if bt.encapsulation is not None:
+            keys += (bt.encapsulation_keys(kg),)
+        pk = kg.public_key()
+    decryptor = Decryptor(params, kg.secret_key())
+    enc, encryptor = Encoder(params), Encryptor(params, pk)
+    rng = np.random.default_rng(0)
+    xs = [rng.uniform(-1, 1, params.slots) for _ in range(min(args.distinct, args.batch))]
+    fresh = [encryptor.encrypt(enc.encode(x, 0, bt.input_scale)) for x in xs]
+    for ct in fresh:
+        ct.parts[0].realize(*ct.parts[1:])
+    batch = [fresh[i % len(fresh)] for i in range(args.batch)]
+    full = sum(len(dumps(k)) for k in keys)
+    print(f"bootstrapping, preset {args.preset}: N = 2^{params.N.bit_length() - 1}, "
+          f"{params.slots} slots, batch {args.batch} ({len(fresh)} distinct), keys "
+          f"({len(keys[1])} Galois keys{', encapsulation keys' * (len(keys) > 2)}) "
+          f"{size(full)} in Ren's full format; set up in {time.perf_counter() - t0:.1f} s")
+
+    bootstrap = bootstrapping(bt)
+    t0 = time.perf_counter()
+    bootstrap(fresh[0], keys=keys)
+    capture = time.perf_counter() - t0
+    local = []
+    for i in range(args.local_repeat):
+        t0 = time.perf_counter()
+        bootstrap(fresh[i % len(fresh)], keys=keys)
+        local.append(time.perf_counter() - t0)
+    op = statistics.median(local)
+    print(f"local: capture {capture:.2f} s, replay {op:.3f} s per bootstrapping (median of "
+          f"{len(local)}), {1 / op:.2f} per second")
+
+    walls: dict[int, float] = {}
+    for w in args.workers:
+        with local_client(workers=w, silence_logs=logging.CRITICAL) as client:
+            t0 = time.perf_counter()
+            warm = submit(bootstrap, batch[:w], keys=keys, client=client)
+            warm.result()
+            warm_s = time.perf_counter() - t0
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            job = submit(bootstrap, batch, keys=keys, client=client)
+            outs = job.result()
+            wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        walls[w] = wall
+        run = statistics.median(t["run"] for t in job.timings)
+        errs = [np.max(np.abs(enc.decode(decryptor.decrypt(o)).real - xs[i % len(xs)]))
+                for i, o in enumerate(outs)]
+        n = len(batch)
+        print(f"{w} worker(s): {n / wall:.2f} bootstrappings/s ({wall:.2f} s for {n}); per "
+              f"bootstrapping on a worker: replay {run:.3f} s; keys {size(warm.keys_bytes)} "
+              f"(compact) and plan {size(warm.program_bytes)} broadcast once per worker: the "
+              f"warm-up job ({w} inputs, {warm_s:.1f} s) sent {size(warm.shared_sent_bytes)} "
+              f"of keys, parameters and plan, the timed job {size(job.shared_sent_bytes)}; "
+              f"client CPU {client_cpu:.2f} s; precision {_bits(max(errs)):.1f} bits "
+              f"(worst of {n}, level {outs[0].level})")
+    if 1 in walls and 2 in walls:
+        print(f"bootstrapping throughput 2 workers / 1: {walls[1] / walls[2]:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log-n", type=int, default=14)
     ap.add_argument("--device", default="python", choices=("python", "cpu"),
                     help="where the workers replay (cpu: the compiled device, ~20x faster, so "
                          "the distributed path's own cost shows)")
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=None,
+                    help="ciphertexts per job (default 64; 8 with --bootstrap)")
     ap.add_argument("--distinct", type=int, default=8, help="fresh encryptions the batch cycles")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--local-repeat", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=1,
                     help="jobs per worker count, the counts taking turns; the speedup is the "
                          "median of the rounds' (a shared machine's load varies)")
+    ap.add_argument("--bootstrap", action="store_true",
+                    help="a batch of jitted bootstrappings instead (module doc)")
+    ap.add_argument("--preset", default="small", choices=("small", "n16"),
+                    help="--bootstrap's parameters: small (N=2^8, insecure) or n16 (N=2^16)")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.batch is None:
+        args.batch = 8 if args.bootstrap else 64
+    if args.batch < 1:
+        ap.error(f"--batch must be at least 1, got {args.batch}")
+    if args.bootstrap:
+        bootstrap_main(args)
+        return
 
     params = make_params(args.log_n, args.device)
     keygen = KeyGenerator(params)

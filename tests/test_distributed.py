@@ -595,6 +595,28 @@ def test_the_benchmark_takes_the_median_of_its_rounds(capsys, monkeypatch) -> No
         bench.main(["--rounds", "0"])
 
 
+def test_the_benchmark_bootstraps_a_batch_on_one_and_two_workers(capsys, monkeypatch) -> None:
+    """bench_distributed.py --bootstrap at the small preset, a batch of 2: every result is a
+    bootstrapping (precise, at the output level), the keys and plan go to each worker once
+    (the warm-up job sends them, the timed job none), and the 2/1 line is printed."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = importlib.import_module("bench_distributed")
+    bench.main(["--bootstrap", "--preset", "small", "--batch", "2", "--local-repeat", "1"])
+    out = capsys.readouterr().out
+    jobs = re.findall(r"^(\d) worker\(s\): ([\d.]+) bootstrappings/s .* sent ([\d.]+) MB of "
+                      r"keys, parameters and plan, the timed job 0 B; .* precision ([\d.]+) "
+                      r"bits \(worst of 2, level (\d+)\)", out, re.M)
+    assert [w for w, *_ in jobs] == ["1", "2"], out
+    sent = {w: float(mb) for w, _, mb, _, _ in jobs}
+    assert sent["2"] == pytest.approx(2 * sent["1"], abs=0.02)  # once per worker
+    assert all(float(bits) > 20 and int(level) > 0 for *_, bits, level in jobs)
+    assert re.search(r"^bootstrapping throughput 2 workers / 1: [\d.]+x$", out, re.M)
+
+
 def test_jobs_of_one_program_share_the_keys_and_plan_the_client_broadcast(client, ckks):
     """Two jobs of one program use the same broadcast copies of its keys and plan (the client
     keeps them on the workers, `ren.distributed.remote.share`): the second sends neither, and

@@ -238,11 +238,40 @@ def _bits(err: float) -> float:
     return -float(np.log2(max(err, 2.0**-60)))
 
 
+#: the factor over the keys' and diagonals' bytes that a process holding a bootstrapping needs
+#: (working memory, the wire's copies); bench_bootstrap.py measured ~14 GiB at n16 for ~12 GiB
+MEMORY_FACTOR = 1.5
+
+
+def memory_needed(params: CKKSParams, processes: int) -> tuple[float, float]:
+    """(GiB that `processes` processes holding a bootstrapping's keys and plan need, GiB
+    available now): each one holds the keys in full and the plan's diagonals
+    (`bench_bootstrap.estimate_memory`, from the parameters alone)."""
+    from bench_bootstrap import estimate_memory
+
+    est = estimate_memory(params, 3, 3)
+    one = (sum(est["key_bytes"].values()) + est["diagonal_bytes"]) * MEMORY_FACTOR / 2**30
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        avail = int(info["MemAvailable"].split()[0]) / 2**20
+    except (OSError, KeyError, ValueError):  # not Linux: trust the caller
+        avail = float("inf")
+    return one * processes, avail
+
+
 def bootstrap_main(args: argparse.Namespace) -> None:
     """`--bootstrap` (module doc): a batch of bootstrappings on 1 and 2 local workers."""
     t0 = time.perf_counter()
     if args.preset == "n16":
         params = bootstrap_params_n16(args.device)
+        need, avail = memory_needed(params, max(args.workers) + 1)  # the client too
+        print(f"n16: the client and {max(args.workers)} worker(s) need about {need:.0f} GiB; "
+              f"{avail:.0f} GiB available")
+        if need > avail and not args.force:
+            raise SystemExit(f"bench_distributed --bootstrap --preset n16: about {need:.0f} GiB "
+                             f"needed, {avail:.0f} GiB available; run it on a larger machine "
+                             "(or --force)")
         bt = Bootstrapper(params, cts_levels=3, stc_levels=3)
     else:
         params = bootstrap_params_small(args.device)
@@ -325,6 +354,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="a batch of jitted bootstrappings instead (module doc)")
     ap.add_argument("--preset", default="small", choices=("small", "n16"),
                     help="--bootstrap's parameters: small (N=2^8, insecure) or n16 (N=2^16)")
+    ap.add_argument("--force", action="store_true",
+                    help="--preset n16 even where the memory estimate says it will not fit")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")

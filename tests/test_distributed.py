@@ -617,6 +617,24 @@ def test_the_benchmark_bootstraps_a_batch_on_one_and_two_workers(capsys, monkeyp
     assert re.search(r"^bootstrapping throughput 2 workers / 1: [\d.]+x$", out, re.M)
 
 
+def test_the_n16_bootstrap_benchmark_refuses_what_memory_cannot_hold(monkeypatch) -> None:
+    """--preset n16 estimates the memory of the client and each worker (keys and diagonals,
+    from the parameters alone) and stops before making any key where it does not fit."""
+    import importlib
+    from pathlib import Path
+
+    from ren.ckks.circuits import bootstrap_params_n16
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = importlib.import_module("bench_distributed")
+    one, _ = bench.memory_needed(bootstrap_params_n16(), 1)
+    three, _ = bench.memory_needed(bootstrap_params_n16(), 3)
+    assert three == pytest.approx(3 * one) and one > 12  # keys 8.4 GiB, diagonals 3.5 GiB
+    monkeypatch.setattr(bench, "memory_needed", lambda params, n: (n * 18.0, 20.0))
+    with pytest.raises(SystemExit, match="about 54 GiB needed, 20 GiB available"):
+        bench.main(["--bootstrap", "--preset", "n16"])
+
+
 def test_jobs_of_one_program_share_the_keys_and_plan_the_client_broadcast(client, ckks):
     """Two jobs of one program use the same broadcast copies of its keys and plan (the client
     keeps them on the workers, `ren.distributed.remote.share`): the second sends neither, and

@@ -258,22 +258,11 @@ class Bootstrapper:
         evalmod = _part(eval_mod, EvalModParams, "eval_mod", degree=degree,
                         double_angles=double_angles)
         self.eval_mod_params = evalmod.checked(params)
-        if K is not None:
-            K = check_int_range(
-                K, "Bootstrapper: K", 1, params.N,
-                hint="K bounds |I| in t = m + Q_0·I after ModRaise, at most h/2 + 1 <= N/2 + 1 "
-                     "for a secret of weight h; the default bound_K(params) covers it with "
-                     "overwhelming probability")
-        if message_ratio_bits is None:  # (n slots: coefficients as large as at N = 2n)
-            message_ratio_bits = default_message_ratio_bits(2 * self.slots)
-        top_bits = params.ring(0).Q.bit_length() - 20
-        message_ratio_bits = check_int_range(
-            message_ratio_bits, "Bootstrapper: message_ratio_bits", 4, top_bits,
-            hint=f"Q_0 has {top_bits + 20} bits and the input scale needs 20 at least")
+        K = _range_K(params, K, self.ephemeral_weight)
+        message_ratio_bits = _message_ratio_bits(params, message_ratio_bits, self.slots)
         #: sparse-secret encapsulation (None: ModRaise under the parameters' own secret)
         self.encapsulation = (Encapsulation(params, self.ephemeral_weight)
                               if self.ephemeral_weight else None)
-        K = bound_K(params, self.ephemeral_weight) if K is None else K
         self.cts_levels, self.stc_levels = int(cts.levels), int(stc.levels)
         self.evalmod_levels = evalmod.levels(K)
         self.levels_used = self.cts_levels + self.evalmod_levels + self.stc_levels
@@ -493,6 +482,28 @@ class Bootstrapper:
         """EvalMod's plaintext counterpart: the exact centred reduction of y·Δ_0 mod Q_0, in slot
         units (y ↦ y − K_0·round(y/K_0)), for tests."""
         return self.evalmod.plaintext()
+
+
+def _range_K(params: CKKSParams, K: int | None, weight: int) -> int:
+    """EvalMod's range: `K` checked, or `bound_K` for the secret ModRaise sees."""
+    if K is None:
+        return bound_K(params, weight)
+    return check_int_range(
+        K, "Bootstrapper: K", 1, params.N,
+        hint="K bounds |I| in t = m + Q_0·I after ModRaise, at most h/2 + 1 <= N/2 + 1 for a "
+             "secret of weight h; the default bound_K(params) covers it with overwhelming "
+             "probability")
+
+
+def _message_ratio_bits(params: CKKSParams, bits: int | None, slots: int) -> int:
+    """log2 K_0: `bits` checked, or the default for `slots` slots (a sparse message's
+    coefficients are as large as a full one's at N = 2·slots)."""
+    if bits is None:
+        bits = default_message_ratio_bits(2 * slots)
+    top_bits = params.ring(0).Q.bit_length() - 20
+    return check_int_range(
+        bits, "Bootstrapper: message_ratio_bits", 4, top_bits,
+        hint=f"Q_0 has {top_bits + 20} bits and the input scale needs 20 at least")
 
 
 def _slots(params: CKKSParams, slots: Any) -> int:

@@ -209,3 +209,26 @@ def test_a_plugged_eval_mod_must_say_its_levels(small):
 
     with pytest.raises(ParameterError, match="levels"):
         Bootstrapper(params, eval_mod=Liar())
+
+
+def test_the_public_checks_the_circuits_use(small):
+    from ren.ckks import ParamsMismatchError
+
+    params, _bt = small
+    other = bootstrap_params_small(N=512)
+    with ren.random.seeded(19):
+        kg = KeyGenerator(params)
+        ev = Evaluator(params, kg.relin_key())
+        ct = Encryptor(params, kg.public_key()).encrypt(Encoder(params).encode([0.5], level=3))
+        okg = KeyGenerator(other)
+        foreign = Encryptor(other, okg.public_key()).encrypt(Encoder(other).encode([0.5]))
+    assert ev.check_ciphertext(ct) is ct
+    with pytest.raises(ParameterError, match="my_op: the input"):
+        ev.check_ciphertext("ct", "input", "my_op")
+    with pytest.raises(ParamsMismatchError, match="my_op: the input"):
+        ev.check_ciphertext(foreign, "input", "my_op")
+    with pytest.raises(ParameterError, match="strings"):
+        ev.check_ciphertext(ct, op=np.zeros(2))
+    product = ev.multiply(ct, ct)
+    assert ev.is_unrescaled_product(product) and not ev.is_unrescaled_product(ct)
+    assert not ev.is_unrescaled_product(ev.rescale(product))

@@ -165,6 +165,10 @@ class Evaluator:
         another type, ParamsMismatchError for other parameters) naming `op` (the caller) and
         `what` (the argument).  What the evaluator's operations check their ciphertexts with,
         offered to the algorithms built on it (`ren.ckks.circuits`)."""
+        if type(what) is not str or type(op) is not str:
+            raise ParameterError(f"check_ciphertext: what and op name the argument and the "
+                                 f"caller (strings), got {type(what).__name__} and "
+                                 f"{type(op).__name__}")
         where = f"{op}: the {what}" if op else f"the {what}"
         if not isinstance(ct, Ciphertext):
             check_instance(ct, Ciphertext, where, hint=(

@@ -264,6 +264,35 @@ def test_openmp_threads_give_the_same_words():
     assert np.array_equal(one, two) and np.array_equal(one, ntt(x, ring))
 
 
+@pytest.mark.parametrize("limbs", [1, 3])
+def test_few_limbs_split_over_two_threads_give_the_same_words(limbs):
+    """Fewer limbs than threads (or 3 on 2): elementwise kernels loop over (limb, piece) tasks
+    and the ring kernels split a limb's stages and rows — NumPy's words, on 1 and 2 threads,
+    for a fused inner product, an automorphism (staged loads) and NTT/INTT round trips."""
+    N = 1 << 15 if limbs == 3 else 1 << 16  # >= 2^16 words: above the OpenMP threshold
+    ring = RingSpec.generate(N, limbs)
+
+    def run(kind: str) -> list[np.ndarray]:
+        with ren.random.seeded(11):
+            ps = [ren.Poly.uniform(ring, domain="ntt", device=kind) for _ in range(4)]
+        dot = ps[0] * ps[1] + ps[2] * ps[3]
+        return [dot.numpy(), (dot - ps[0]).automorph(5).numpy(),
+                (ps[0].intt() + ps[1].intt()).ntt().numpy()]
+
+    want = run("python")
+    dev = get_device("cpu")
+    got = {}
+    for t in (2, 1):  # libraries loaded during the run take the setting, loaded ones set_threads
+        try:
+            with ren.settings.override(REN_CPU_THREADS=t):
+                dev.set_threads(t)
+                got[t] = run("cpu")
+        finally:
+            dev.set_threads(ren.settings.get("REN_CPU_THREADS"))
+    assert same_words(got[2], want) and same_words(got[1], want)
+    assert any(name.startswith("ren_ew_") for name in dev.entries), "no kernel ran on 'cpu'"
+
+
 def test_disk_cache_skips_the_compiler(tmp_path):
     script = ("import ren, numpy as np\n"
               "from ren.backend import c_host\n"

@@ -88,6 +88,35 @@ def test_ntt_and_intt_match_ren_ring_on_every_path(isa, N, bits):
         assert np.array_equal(y, want), f"{isa}: in-place {kind.name} differs"
 
 
+@pytest.mark.parametrize(("N", "limbs", "bits"), [(8192, 1, 30), (8192, 3, 31), (16384, 1, 31)])
+def test_limbs_split_over_two_threads_give_ren_ring_words_on_every_path(isa, N, limbs, bits):
+    """Fewer limbs than threads (or 3 on 2): each limb's NTT / INTT stages and its basis
+    conversion rows are split over the threads (cpu_ring.c's ren_split) — the same words."""
+    ring = RingSpec.generate(N, limbs, bits=bits)
+    x = _residues(ring, np.random.default_rng(N + limbs + bits))
+    kept = x.copy()
+    lib = cpu.ring_library(isa)
+    extra = RingSpec.generate(N, limbs + 1, bits=bits).moduli[limbs:]
+    dst = RingSpec(N, extra)  # a single new limb: every output row converted, none copied
+    lib.ren_set_threads(2)
+    try:
+        split = lib.ren_cpu_split(ctypes.c_longlong(limbs), ctypes.c_longlong(N))
+        assert split == ("-fopenmp" in cpu.cpu_flags())
+        fwd, inv, conv = np.empty_like(x), np.empty_like(x), np.empty((1, N), np.uint32)
+        _call(RingKernel.NTT, N, isa, ring.moduli, ring.moduli)([fwd, x])
+        _call(RingKernel.INTT, N, isa, ring.moduli, ring.moduli)([inv, x])
+        _call(RingKernel.BASIS_CONVERT, N, isa, ring.moduli, dst.moduli)([conv, x])
+        y = x.copy()
+        _call(RingKernel.NTT, N, isa, ring.moduli, ring.moduli)([y, y])
+    finally:
+        lib.ren_set_threads(ren.settings.get("REN_CPU_THREADS"))
+    assert np.array_equal(x, kept), f"{isa}: a split transform wrote to its input"
+    assert np.array_equal(fwd, ntt(x, ring)), f"{isa}: split NTT differs from ren.ring.ntt"
+    assert np.array_equal(inv, intt(x, ring)), f"{isa}: split INTT differs from ren.ring.intt"
+    assert np.array_equal(y, fwd), f"{isa}: split in-place NTT differs"
+    assert np.array_equal(conv, ring_convert_mont(x, ring, dst)), f"{isa}: split conversion"
+
+
 @pytest.mark.parametrize("bits", [20, 30, 31])
 def test_basis_convert_and_rescale_match_ren_ring_on_every_path(isa, bits):
     N, limbs, k = 256, 5, 2

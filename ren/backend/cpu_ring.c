@@ -41,10 +41,31 @@ void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
 #define REN_PARALLEL_FOR(work)                                                       \
   REN_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(ren_threads)          \
              if(ren_threads > 1 && (work) >= REN_PAR_MIN_WORK))
+#define REN_OMP(x) REN_PRAGMA(omp x)
 #else
 #define REN_PARALLEL_FOR(work)
+#define REN_OMP(x)
 #endif
 int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
+
+/* Whether a kernel over L limbs of n words splits each limb over the threads (coefficient
+   blocks, or butterfly ranges of one NTT stage) instead of giving each thread whole limbs: when
+   there are fewer limbs than threads, or an uneven count that leaves a thread idle for a large
+   share of the loop (3 limbs on 2 threads: one thread does 2, the other 1).  Splitting costs a
+   few extra passes (the NTT's stages of half-size BLK and up then run as plain loops with a
+   barrier between them, about 1/4 more time for the limb at N = 2^16), so it is taken only when
+   5 L < 4 T ceil(L / T): always for L < T, for 3 limbs on 2 threads, never for 5 or more on 2.
+   The words do not depend on it: every residue is computed fully reduced either way. */
+static int ren_split(i64 L, i64 n) {
+#ifdef _OPENMP
+  const i64 T = ren_threads;
+  return T > 1 && L >= 1 && n >= 2 * 4096 && 5 * L < 4 * T * ((L + T - 1) / T);
+#else
+  (void)L; (void)n;
+  return 0;
+#endif
+}
+int ren_cpu_split(long long L, long long n) { return ren_split(L, n); }
 
 static inline u32 mulhi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
 static inline u32 umin(u32 a, u32 b) { return a < b ? a : b; }
@@ -285,6 +306,136 @@ static void intt_limb(u32* x, const u32* src, const u32* restrict w, const u32* 
   }
 }
 
+/* ---- one limb over several threads (ren_split; n >= 2 BLK) ----------------------------------
+   Forward: the stages of half-size BLK and up run over the whole limb set as butterfly ranges
+   of SPLIT_CHUNK (an `omp for` each, its barrier the stage boundary), fully reduced; then every
+   block of BLK words finishes on its own (ntt_blocks: the path's own block code).  Inverse: the
+   blocks first, then the large stages the same way, the last one times N^-1.  Called by every
+   thread of a parallel region: the `omp for` loops share the work out. */
+#define SPLIT_CHUNK 2048
+
+/* blocks k0..k1-1 of a forward transform whose stages of half-size BLK and up are done (the
+   words in [0, q)): the remaining stages, output fully reduced */
+static void ntt_blocks(u32* x, const u32* restrict w, const u32* restrict ws, u32 q, i64 n,
+                       i64 k0, i64 k1) {
+#if REN_AVX512
+  ntt_blocks_avx512(x, w, ws, q, n, k0, k1);
+#else
+  const u32 q2 = 2 * q;
+  const int lazy = q < (1u << 30);
+#if REN_AVX2
+  if (lazy) ntt_blocks_avx2(x, x, w, ws, q, n, n / BLK, BLK / 2, k0, k1);
+  else
+#endif
+  for (i64 k = k0; k < k1; ++k)
+    for (i64 m = n / BLK, t = BLK / 2; t >= 1; m <<= 1, t >>= 1) {
+      const i64 cnt = BLK / (2 * t);
+      for (i64 i = k * cnt; i < (k + 1) * cnt; ++i) {
+        const u32 W = w[m + i], WS = ws[m + i];
+        u32* restrict X = x + 2 * i * t; u32* restrict Y = X + t;
+        if (lazy) for (i64 j = 0; j < t; ++j) CT_LAZY(X[j], Y[j], W, WS);
+        else for (i64 j = 0; j < t; ++j) CT_EXACT(X[j], Y[j], W, WS);
+      }
+    }
+  if (lazy)
+    for (i64 j = k0 * BLK; j < k1 * BLK; ++j) {  /* [0, 4q) -> [0, q) */
+      u32 v = x[j]; v = umin(v, v - q2); x[j] = umin(v, v - q);
+    }
+#endif
+}
+
+/* blocks k0..k1-1 of an inverse transform: every stage of half-size below BLK, reading src;
+   output in [0, 2q) */
+static void intt_blocks(u32* x, const u32* src, const u32* restrict w, const u32* restrict ws,
+                        u32 q, i64 n, i64 k0, i64 k1) {
+#if REN_AVX512
+  intt_blocks_avx512(x, src, w, ws, q, n, k0, k1);
+#else
+  const u32 q2 = 2 * q;
+  const int lazy = q < (1u << 30);
+#if REN_AVX2
+  if (lazy) intt_blocks_avx2(x, src, w, ws, q, n, k0, k1);
+  else
+#endif
+  for (i64 k = k0; k < k1; ++k) {
+    if (x != src) memcpy(x + k * BLK, src + k * BLK, BLK * sizeof(u32));
+    for (i64 m = n >> 1, t = 1; t < BLK; m >>= 1, t <<= 1) {
+      const i64 cnt = BLK / (2 * t);
+      for (i64 i = k * cnt; i < (k + 1) * cnt; ++i) {
+        const u32 W = w[m + i], WS = ws[m + i];
+        u32* restrict X = x + 2 * i * t; u32* restrict Y = X + t;
+        if (lazy) for (i64 j = 0; j < t; ++j) GS_LAZY(X[j], Y[j], W, WS);
+        else for (i64 j = 0; j < t; ++j) GS_EXACT(X[j], Y[j], W, WS);
+      }
+    }
+  }
+#endif
+}
+
+static void ntt_split(u32* out, const u32* in, const i64 n, const i64 L, const u32* qs,
+                      const u32* const* w, const u32* const* ws) {
+  const i64 per = (n >> 1) / SPLIT_CHUNK, blocks = n / BLK;
+  for (i64 m = 1, t = n >> 1; t >= BLK; m <<= 1, t >>= 1) {
+    const u32* src = m == 1 ? in : out;
+    REN_OMP(for schedule(static))
+    for (i64 k = 0; k < L * per; ++k) {
+      const i64 l = k / per, b = (k % per) * SPLIT_CHUNK, i = b / t, j0 = b % t;
+      const u32 q = qs[l], W = w[l][m + i], WS = ws[l][m + i];
+      const u32* restrict SX = src + l * n + 2 * i * t + j0;
+      const u32* restrict SY = SX + t;
+      u32* restrict X = out + l * n + 2 * i * t + j0;
+      u32* restrict Y = X + t;
+      for (i64 j = 0; j < SPLIT_CHUNK; ++j) {
+        u32 a = SX[j], y = SY[j];
+        CT_EXACT(a, y, W, WS);
+        X[j] = a; Y[j] = y;
+      }
+    }
+  }
+  REN_OMP(for schedule(dynamic, 1))
+  for (i64 k = 0; k < L * blocks; ++k) {
+    const i64 l = k / blocks, kb = k % blocks;
+    ntt_blocks(out + l * n, w[l], ws[l], qs[l], n, kb, kb + 1);
+  }
+}
+
+static void intt_split(u32* out, const u32* in, const i64 n, const i64 L, const u32* qs,
+                       const u32* const* w, const u32* const* ws, const u32* ni,
+                       const u32* nis) {
+  const i64 per = (n >> 1) / SPLIT_CHUNK, blocks = n / BLK;
+  REN_OMP(for schedule(dynamic, 1))
+  for (i64 k = 0; k < L * blocks; ++k) {
+    const i64 l = k / blocks, kb = k % blocks;
+    intt_blocks(out + l * n, in + l * n, w[l], ws[l], qs[l], n, kb, kb + 1);
+  }
+  for (i64 m = n / (2 * BLK), t = BLK; m >= 1; m >>= 1, t <<= 1) {
+    REN_OMP(for schedule(static))
+    for (i64 k = 0; k < L * per; ++k) {
+      const i64 l = k / per, b = (k % per) * SPLIT_CHUNK, i = b / t, j0 = b % t;
+      const u32 q = qs[l], W = w[l][m + i], WS = ws[l][m + i];
+      u32* restrict X = out + l * n + 2 * i * t + j0;
+      u32* restrict Y = X + t;
+      if (m > 1) {
+        for (i64 j = 0; j < SPLIT_CHUNK; ++j) {  /* [0, 2q) in, [0, q) out */
+          u32 a = X[j], y = Y[j];
+          a = umin(a, a - q); y = umin(y, y - q);
+          GS_EXACT(a, y, W, WS);
+          X[j] = a; Y[j] = y;
+        }
+      } else {  /* the last stage, then N^-1 */
+        const u32 nv = ni[l], nvs = nis[l];
+        for (i64 j = 0; j < SPLIT_CHUNK; ++j) {
+          u32 a = X[j], y = Y[j];
+          a = umin(a, a - q); y = umin(y, y - q);
+          GS_EXACT(a, y, W, WS);
+          a = shoup(a, nv, nvs, q); y = shoup(y, nv, nvs, q);
+          X[j] = umin(a, a - q); Y[j] = umin(y, y - q);
+        }
+      }
+    }
+  }
+}
+
 /* a: out, in, sizes {N, L}, q, twiddle rows, Shoup rows (a pointer per limb to its modulus' own
    row of N words: rows are shared between calls, not stacked per limb set) */
 void ren_cpu_ntt(void** a) {
@@ -295,6 +446,11 @@ void ren_cpu_ntt(void** a) {
   const u32* const* w = (const u32* const*)a[4];
   const u32* const* ws = (const u32* const*)a[5];
   const i64 n = sz[0], L = sz[1];
+  if (ren_split(L, n)) {
+    REN_OMP(parallel num_threads(ren_threads))
+    ntt_split(out, in, n, L, q, w, ws);
+    return;
+  }
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)  /* log2(n) butterfly passes per word: weighted x4 */
   for (i64 l = 0; l < L; ++l) {
     ntt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], n);
@@ -312,6 +468,11 @@ void ren_cpu_intt(void** a) {
   const u32* const* ws = (const u32* const*)a[5];
   const u32 *ni = (const u32*)a[6], *nis = (const u32*)a[7];
   const i64 n = sz[0], L = sz[1];
+  if (ren_split(L, n)) {
+    REN_OMP(parallel num_threads(ren_threads))
+    intt_split(out, in, n, L, q, w, ws, ni, nis);
+    return;
+  }
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)
   for (i64 l = 0; l < L; ++l) {
     intt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], ni[l], nis[l], n);
@@ -324,6 +485,7 @@ void ren_cpu_intt(void** a) {
    so concurrent calls never share it; BCONV_BLOCK coefficients of 64-bit sums (4 KiB) sit on
    the stack. */
 #define BCONV_BLOCK 512
+#define BCONV_SPLIT 8  /* pieces per row when rows are split (ren_split) */
 void ren_cpu_bconv(void** a) {
   u32* out = (u32*)a[0];
   const u32* in = (const u32*)a[1];
@@ -335,13 +497,18 @@ void ren_cpu_bconv(void** a) {
   int convert = 0;
   for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
   u32* y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
+  /* pieces of each row a task takes: the whole row, or n / BCONV_SPLIT words when there are
+     too few rows for the threads (ren_split) */
+  const i64 ps = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LD, n) ? BCONV_SPLIT : 1;
+  const i64 ys = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LS, n) ? BCONV_SPLIT : 1;
   if (convert) {
-    REN_PARALLEL_FOR(LS > 1 ? LS * n : 0)
-    for (i64 i = 0; i < LS; ++i) {
+    REN_PARALLEL_FOR(LS * ys > 1 ? LS * n : 0)
+    for (i64 task = 0; task < LS * ys; ++task) {
+      const i64 i = task / ys, c0 = (task % ys) * (n / ys), c1 = c0 + n / ys;
       const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
       const u32* restrict xi = in + i * n;
       u32* restrict yi = y + i * n;
-      for (i64 j = 0; j < n; ++j) yi[j] = montmul(xi[j], c, qi, qni);
+      for (i64 j = c0; j < c1; ++j) yi[j] = montmul(xi[j], c, qi, qni);
     }
   }
   /* sum_i y_i * M[d][i] (y_i < q_i, M < p) as 64-bit sums of up to k terms, k * max(q_i) * p
@@ -353,25 +520,30 @@ void ren_cpu_bconv(void** a) {
   u32 maxq = 1;
   for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
   const i64 k1 = (i64)(0xFFFFFFFFu / maxq);  /* terms whose sum one REDC takes */
-  /* across output limbs: each reads all LS input rows, so the work is LD * LS words */
-  REN_PARALLEL_FOR(LD > 1 ? LD * LS * n : 0)
-  for (i64 d = 0; d < LD; ++d) {
+  /* across output limbs (and pieces of them): each reads all LS input rows, so the work is
+     LD * LS words */
+  REN_PARALLEL_FOR(LD * ps > 1 ? LD * LS * n : 0)
+  for (i64 task = 0; task < LD * ps; ++task) {
+    const i64 d = task / ps, c0 = (task % ps) * (n / ps), c1 = c0 + n / ps;
     u32* restrict o = out + d * n;
-    if (from[d] >= 0) { memcpy(o, in + from[d] * n, (size_t)n * sizeof(u32)); continue; }
+    if (from[d] >= 0) {
+      memcpy(o + c0, in + from[d] * n + c0, (size_t)(c1 - c0) * sizeof(u32));
+      continue;
+    }
     const u32 p = q[d], pn = qn[d], rp = (u32)((1ull << 32) % p);
     const u32* restrict row = bc + d * LS;
     if (LS <= k1 && LS <= 3) {  /* one sum below p * 2^32: one pass, one REDC per coefficient */
       const u32* restrict y0 = y;
       const u32 m0 = row[0];
       if (LS == 1) {
-        for (i64 j = 0; j < n; ++j) o[j] = redc((u64)y0[j] * m0, p, pn);
+        for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0, p, pn);
       } else if (LS == 2) {
         const u32* restrict y1 = y0 + n; const u32 m1 = row[1];
-        for (i64 j = 0; j < n; ++j) o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1, p, pn);
+        for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1, p, pn);
       } else {
         const u32* restrict y1 = y0 + n; const u32* restrict y2 = y1 + n;
         const u32 m1 = row[1], m2 = row[2];
-        for (i64 j = 0; j < n; ++j)
+        for (i64 j = c0; j < c1; ++j)
           o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2, p, pn);
       }
       continue;
@@ -380,22 +552,22 @@ void ren_cpu_bconv(void** a) {
     if (k < 1) k = 1;
     if (k > 32) k = 32;
     u64 acc[BCONV_BLOCK];
-    for (i64 j0 = 0; j0 < n; j0 += BCONV_BLOCK) {
-      const i64 m = n - j0 < BCONV_BLOCK ? n - j0 : BCONV_BLOCK;
+    for (i64 j0 = c0; j0 < c1; j0 += BCONV_BLOCK) {
+      const i64 m = c1 - j0 < BCONV_BLOCK ? c1 - j0 : BCONV_BLOCK;
       u32* restrict oj = o + j0;
-      for (i64 c0 = 0; c0 < LS; c0 += k) {
-        const i64 c = LS - c0 < k ? LS - c0 : k;
-        const u32* restrict y0 = y + c0 * n + j0;
-        const u64 m0 = row[c0];
+      for (i64 cs = 0; cs < LS; cs += k) {
+        const i64 c = LS - cs < k ? LS - cs : k;
+        const u32* restrict y0 = y + cs * n + j0;
+        const u64 m0 = row[cs];
         for (i64 j = 0; j < m; ++j) acc[j] = (u64)y0[j] * m0;
         for (i64 i = 1; i < c; ++i) {
           const u32* restrict yi = y0 + i * n;
-          const u64 mi = row[c0 + i];
+          const u64 mi = row[cs + i];
           for (i64 j = 0; j < m; ++j) acc[j] += (u64)yi[j] * mi;
         }
         for (i64 j = 0; j < m; ++j) {
           const u32 r = redc64(acc[j], p, pn, rp);
-          oj[j] = c0 == 0 ? r : modadd(oj[j], r, p);
+          oj[j] = cs == 0 ? r : modadd(oj[j], r, p);
         }
       }
     }

@@ -85,12 +85,22 @@ static inline void v_gs(v8* X, v8* Y, v8 w, v8 ws, v8 q, v8 q2) {
 
 /* N >= 16 and q < 2^30: output in [0, 4q) (reduced by the caller); src: the input row (x itself
    when in place), read by the first pass */
+static void ntt_blocks_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n,
+                            i64 m, i64 t, i64 k0, i64 k1);
 static void ntt_limb_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n) {
   const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
   i64 m = 1, t = n >> 1;
   for (; 2 * t > BLK; m <<= 1, t >>= 1, src = x) { V_WIDE(v_ct, x, src, t, m, m) }
   const i64 blk = n < BLK ? n : BLK;
-  for (i64 k = 0; k < n / blk; ++k) {
+  ntt_blocks_avx2(x, src, w, ws, q, n, m, t, 0, n / blk);
+}
+/* the forward transform's blocks k0..k1-1 of BLK words (or the one block of n < BLK words) from
+   stage t (half-size, t < BLK; global group count m) on; output in [0, 4q) */
+static void ntt_blocks_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n,
+                            i64 m, i64 t, i64 k0, i64 k1) {
+  const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
+  const i64 blk = n < BLK ? n : BLK;
+  for (i64 k = k0; k < k1; ++k) {
     u32* xb = x + k * blk;
     const u32* sb = src + k * blk;  /* the input block, for the first pass over it */
     i64 mb = m, tb = t;  /* global block count and half-size at this stage */
@@ -105,10 +115,22 @@ static void ntt_limb_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u
 }
 /* N >= 16 and q < 2^30: output in [0, 2q) before the N^-1 step; src: the input row (x itself
    when in place), read by the first pass */
+static void intt_blocks_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n,
+                             i64 k0, i64 k1);
 static void intt_limb_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n) {
   const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
   const i64 blk = n < BLK ? n : BLK;
-  for (i64 k = 0; k < n / blk; ++k) {
+  intt_blocks_avx2(x, src, w, ws, q, n, 0, n / blk);
+  i64 m = n / (2 * blk);
+  for (i64 t = blk; m >= 1; m >>= 1, t <<= 1) { V_WIDE(v_gs, x, x, t, m, m) }
+}
+/* the inverse transform's blocks k0..k1-1 (every stage of half-size below BLK); output in
+   [0, 2q) */
+static void intt_blocks_avx2(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n,
+                             i64 k0, i64 k1) {
+  const v8 vq = _mm256_set1_epi32((int)q), vq2 = _mm256_set1_epi32((int)(2 * q));
+  const i64 blk = n < BLK ? n : BLK;
+  for (i64 k = k0; k < k1; ++k) {
     u32* xb = x + k * blk;
     i64 mb = n >> 1;
     V_T1(v_gs, xb, src + k * blk, blk / 2, mb + k * (blk / 2)) mb >>= 1;
@@ -119,6 +141,4 @@ static void intt_limb_avx2(u32* x, const u32* src, const u32* w, const u32* ws, 
       V_WIDE(v_gs, xb, xb, tb, cnt, mb + k * cnt)
     }
   }
-  i64 m = n / (2 * blk);
-  for (i64 t = blk; m >= 1; m >>= 1, t <<= 1) { V_WIDE(v_gs, x, x, t, m, m) }
 }

@@ -217,24 +217,14 @@ ZINLINE void z_small(u32* x, const u32* src, i64 len, const u32* const* w, const
   z_small_stage(x, x, len, w, ws, P, m, big, gs, 3);
 }
 
-/* forward, N >= 32: output fully reduced; src: the input row (x itself when in place), read by
-   the first pass */
-ZINLINE void z_ntt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n, int big) {
-  const zq m = { Z1(q), Z1(big ? q : 2 * q) };
+/* the forward transform's blocks k0..k1-1 of BLK words (or the one block of n < BLK words),
+   from stage t (half-size, t < BLK) on: every stage of half-size 2t and up is done; mm: that
+   stage's global group count; src: the input row for the first pass (x itself when in place) */
+ZINLINE void z_ntt_blocks(u32* x, const u32* src, const u32* w, const u32* ws, zq m, i64 n,
+                          int big, i64 mm, i64 t, i64 k0, i64 k1) {
   const zsmall P = z_small_plan(0);
-  i64 mm = 1, t = n >> 1;
-  while (2 * t > BLK) {  /* blocks larger than BLK: over the whole limb, two stages a pass */
-    if (t > BLK) {
-      z_stage2(x, src, t, mm, w + mm, ws + mm, w + 2 * mm, ws + 2 * mm, m, big, 0, NULL);
-      mm <<= 2; t >>= 2;
-    } else {
-      z_stage(x, src, t, mm, w + mm, ws + mm, m, big, 0, NULL);
-      mm <<= 1; t >>= 1;
-    }
-    src = x;
-  }
   const i64 blk = n < BLK ? n : BLK;
-  for (i64 k = 0; k < n / blk; ++k) {
+  for (i64 k = k0; k < k1; ++k) {
     u32* xb = x + k * blk;
     const u32* sb = src + k * blk;  /* the input block, for the first pass over it */
     i64 mb = mm, tb = t;  /* global twiddle base and half-size at this stage */
@@ -255,20 +245,37 @@ ZINLINE void z_ntt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i
       const i64 base = mb + k * (blk / (2 * (8 >> s)));
       sw[s] = w + base; sws[s] = ws + base;
     }
-    z_small(xb, xb, blk, sw, sws, &P, m, big, 0);
+    z_small(xb, sb, blk, sw, sws, &P, m, big, 0);
   }
 }
 
-/* inverse, N >= 32: output fully reduced, times N^-1 (in the last stage, a block of n words
-   with the twiddle w[1]); src: the input row (x itself when in place), read by the first pass */
-ZINLINE void z_intt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, u32 ninv,
-                    u32 ninv_s, i64 n, int big) {
+/* forward, N >= 32: output fully reduced; src: the input row (x itself when in place), read by
+   the first pass */
+ZINLINE void z_ntt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 n, int big) {
   const zq m = { Z1(q), Z1(big ? q : 2 * q) };
-  const u32 wl = (u32)((u64)w[1] * ninv % q);
-  const zlast L = { Z1(ninv), Z1(ninv_s), Z1(wl), Z1((u32)(((u64)wl << 32) / q)) };
+  i64 mm = 1, t = n >> 1;
+  while (2 * t > BLK) {  /* blocks larger than BLK: over the whole limb, two stages a pass */
+    if (t > BLK) {
+      z_stage2(x, src, t, mm, w + mm, ws + mm, w + 2 * mm, ws + 2 * mm, m, big, 0, NULL);
+      mm <<= 2; t >>= 2;
+    } else {
+      z_stage(x, src, t, mm, w + mm, ws + mm, m, big, 0, NULL);
+      mm <<= 1; t >>= 1;
+    }
+    src = x;
+  }
+  const i64 blk = n < BLK ? n : BLK;
+  z_ntt_blocks(x, src, w, ws, m, n, big, mm, t, 0, n / blk);
+}
+
+/* the inverse transform's blocks k0..k1-1 of BLK words (or the one block of n < BLK words),
+   every stage of half-size below BLK (and the last ones, with L, when n <= BLK) */
+ZINLINE void z_intt_blocks(u32* x, const u32* src, const u32* w, const u32* ws, zq m, i64 n,
+                           int big, const zlast* Lp, i64 k0, i64 k1) {
+  const zlast L = *Lp;
   const zsmall P = z_small_plan(1);
   const i64 blk = n < BLK ? n : BLK;
-  for (i64 k = 0; k < n / blk; ++k) {
+  for (i64 k = k0; k < k1; ++k) {
     u32* xb = x + k * blk;
     i64 mb = n >> 1;
     const u32 *sw[4], *sws[4];
@@ -291,6 +298,17 @@ ZINLINE void z_intt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, 
       }
     }
   }
+}
+
+/* inverse, N >= 32: output fully reduced, times N^-1 (in the last stage, a block of n words
+   with the twiddle w[1]); src: the input row (x itself when in place), read by the first pass */
+ZINLINE void z_intt(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, u32 ninv,
+                    u32 ninv_s, i64 n, int big) {
+  const zq m = { Z1(q), Z1(big ? q : 2 * q) };
+  const u32 wl = (u32)((u64)w[1] * ninv % q);
+  const zlast L = { Z1(ninv), Z1(ninv_s), Z1(wl), Z1((u32)(((u64)wl << 32) / q)) };
+  const i64 blk = n < BLK ? n : BLK;
+  z_intt_blocks(x, src, w, ws, m, n, big, &L, 0, n / blk);
   i64 mm = n / (2 * blk);
   for (i64 t = blk; mm >= 1;) {
     if (mm >= 2) {
@@ -311,4 +329,21 @@ static void intt_limb_avx512(u32* x, const u32* src, const u32* w, const u32* ws
                              u32 ninv, u32 ninv_s, i64 n) {
   if (q < (1u << 30)) z_intt(x, src, w, ws, q, ninv, ninv_s, n, 0);
   else z_intt(x, src, w, ws, q, ninv, ninv_s, n, 1);
+}
+/* blocks k0..k1-1 of BLK words of a limb (n >= 2 BLK) whose stages of half-size BLK and up
+   are done (forward; x in [0, q)) or are left to the caller (inverse: output in [0, 2q)) */
+static void ntt_blocks_avx512(u32* x, const u32* w, const u32* ws, u32 q, i64 n, i64 k0,
+                              i64 k1) {
+  const int big = q >= (1u << 30);
+  const zq m = { Z1(q), Z1(big ? q : 2 * q) };
+  if (big) z_ntt_blocks(x, x, w, ws, m, n, 1, n / BLK, BLK / 2, k0, k1);
+  else z_ntt_blocks(x, x, w, ws, m, n, 0, n / BLK, BLK / 2, k0, k1);
+}
+static void intt_blocks_avx512(u32* x, const u32* src, const u32* w, const u32* ws, u32 q,
+                               i64 n, i64 k0, i64 k1) {
+  const int big = q >= (1u << 30);
+  const zq m = { Z1(q), Z1(big ? q : 2 * q) };
+  const zlast L = { Z1(1), Z1(0), Z1(1), Z1(0) };  /* unused: n >= 2 BLK has no last stage here */
+  if (big) z_intt_blocks(x, src, w, ws, m, n, 1, &L, k0, k1);
+  else z_intt_blocks(x, src, w, ws, m, n, 0, &L, k0, k1);
 }

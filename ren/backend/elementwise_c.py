@@ -50,6 +50,29 @@ _NUMPY_TYPE = {"u32": np.uint32, "i64": np.int64}
 #: coefficients per tile of a loop whose permuted loads are staged (`ren_permute`): the staged
 #: rows of a tile (4 bytes a coefficient each; a hoisted inner product stages ~24) stay in L1
 STAGE_TILE = 128
+#: kernels over at most this many limbs loop over (limb, piece) tasks, so that threads that
+#: outnumber the limbs (or an uneven count: 3 limbs on 2 threads) share one limb's coefficients
+#: (`ren.backend.cpu`'s ``REN_PIECES``); kernels over more limbs split whole limbs only
+SPLIT_MAX_LIMBS = 3
+#: heads every kernel that loops over (limb, piece) tasks: REN_PIECES(L, N, align), the pieces
+#: per limb — 1 unless OpenMP runs it on more threads (``ren_threads``, the ``"cpu"`` library's)
+#: than 4/5 of what whole limbs would keep busy (cpu_ring.c's ren_split: L < T, or 3 limbs on
+#: 2 threads); at most 8, each a multiple of `align` words.  Defined once per translation unit.
+PIECES_PRELUDE = r"""#ifndef REN_PIECES
+#ifdef _OPENMP
+static inline i64 ren_pieces(i64 L, i64 N, i64 align) {
+  const i64 T = ren_threads;
+  if (T < 2 || 5 * L >= 4 * T * ((L + T - 1) / T)) return 1;
+  i64 p = 8;
+  while (p > 1 && N % (p * align) != 0) p >>= 1;
+  return p;
+}
+#define REN_PIECES(L, N, align) ren_pieces(L, N, align)
+#else
+#define REN_PIECES(L, N, align) 1LL
+#endif
+#endif
+"""
 
 
 def _block_preserving(values: np.ndarray) -> bool:
@@ -106,13 +129,15 @@ class _RowClass:
                  staged: list[tuple[str, str, str]]):
         self.rows, self.lines, self.row_line, self.staged = rows, lines, row_line, staged
 
-    def loop(self, N: int, pad: str) -> str:
+    def loop(self, N: int, pad: str, span: tuple[str, str] | None = None) -> str:
         """The coefficient loop of one limb: plain, or (with staged loads) in tiles of
         `STAGE_TILE` coefficients, each tile's permuted rows staged first; the lines of the limb
-        alone (its row indices) run once per tile, before the staging that needs them."""
+        alone (its row indices) run once per tile, before the staging that needs them.  `span`:
+        the loop's bounds (C expressions, tile-aligned) when it covers a piece of the limb."""
+        lo, hi = span or ("0", f"{N}LL")
         if not self.staged:
             plain = f"\n{pad}  ".join(self.lines)
-            return f"{pad}for (i64 g1 = 0; g1 < {N}LL; ++g1) {{\n{pad}  {plain}\n{pad}}}\n"
+            return f"{pad}for (i64 g1 = {lo}; g1 < {hi}; ++g1) {{\n{pad}  {plain}\n{pad}}}\n"
         tile = STAGE_TILE
         inner = pad + "  "
         head = [ln for ln, row in zip(self.lines, self.row_line) if row]
@@ -121,7 +146,7 @@ class _RowClass:
             head.append(f"u32 {buf}[{tile}]; ren_permute({buf}, {row}, {table} + g1t, {tile});")
         head_text = "".join(f"{inner}{ln}\n" for ln in head)
         body_text = f"\n{inner}  ".join(body)
-        return (f"{pad}for (i64 g1t = 0; g1t < {N}LL; g1t += {tile}) {{\n{head_text}"
+        return (f"{pad}for (i64 g1t = {lo}; g1t < {hi}; g1t += {tile}) {{\n{head_text}"
                 f"{inner}for (i64 g1 = g1t; g1 < g1t + {tile}; ++g1) {{\n{inner}  {body_text}\n"
                 f"{inner}}}\n{pad}}}\n")
 
@@ -419,23 +444,39 @@ class _Elementwise:
         total = L * N
         params = signature(self.params(), restrict=True)
         if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
+            # few limbs: the loop runs over (limb, piece) tasks, REN_PIECES(L, N, align) pieces
+            # of each limb (1 unless the threads outnumber the limbs), so that one limb's words
+            # are shared out too; more limbs keep the plain limb loop (and its source)
+            split = L <= SPLIT_MAX_LIMBS
+            span = ("c0", "c1") if split else None
             if len(self.groups) == 1:  # the coefficient loop (plain or tiled): one statement
-                inner = f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n{self.groups[0].loop(N, '  ')}"
+                inner = f"{self.groups[0].loop(N, '  ', span)}"
             else:  # one inner loop per row class, chosen per limb
                 classes = [0] * L
                 cases = []
                 for k, group in enumerate(self.groups):
                     for r in group.rows:
                         classes[r] = k
-                    cases.append(f"    case {k}:\n{group.loop(N, '      ')}      break;")
+                    cases.append(f"    case {k}:\n{group.loop(N, '      ', span)}      break;")
                 rc = self._table("u32", classes)
-                inner = (f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n    switch ({rc}[g0]) {{\n"
-                         + "\n".join(cases) + "\n    }\n  }\n")
+                inner = (f"    switch ({rc}[g0]) {{\n" + "\n".join(cases) + "\n    }\n")
             tables = "\n".join(self.tables)
-            # the words the limb loop touches: its OpenMP threshold (0: one limb, no split)
-            work = total if L > 1 else 0
+            if split:
+                align = STAGE_TILE if any(g.staged for g in self.groups) else 16
+                head = (f"  const i64 np_ = REN_PIECES({L}LL, {N}LL, {align}LL);\n"
+                        f"  REN_PARALLEL_LIMBS({L}LL * np_ > 1 ? {total}LL : 0LL)\n"
+                        f"  for (i64 task = 0; task < {L}LL * np_; ++task) {{\n"
+                        f"    const i64 g0 = task / np_, c0 = (task % np_) * ({N}LL / np_),"
+                        f" c1 = c0 + {N}LL / np_;\n")
+                return (f"{PIECES_PRELUDE}{tables}\nREN_KERNEL void @K({params}) {{\n{head}{inner}"
+                        "  }\n}\n")
+            if len(self.groups) == 1:
+                inner = f"  for (i64 g0 = 0; g0 < {L}LL; ++g0)\n{inner}"
+            else:
+                inner = f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) {{\n{inner}  }}\n"
+            # the words the limb loop touches: its OpenMP threshold
             return (f"{tables}\nREN_KERNEL void @K({params}) {{\n"
-                    f"  REN_PARALLEL_LIMBS({work}LL)\n{inner}}}\n")
+                    f"  REN_PARALLEL_LIMBS({total}LL)\n{inner}}}\n")
         (group,) = self.groups
         body = "\n    ".join(group.lines)
         tables = "\n".join(self.tables)

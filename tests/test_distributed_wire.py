@@ -28,7 +28,7 @@ from ren.bfv import InsecureParametersWarning as BFVInsecure
 from ren.bfv import galois_keys as bfv_galois_keys
 from ren.ckks import Decryptor, Encryptor, Evaluator, dumps
 from ren.distributed import SecretKeyError, WireError, run_point
-from ren.distributed.frames import register_dask
+from ren.distributed.frames import adoptable, register_dask
 from ren.distributed.sweep import expand_grid
 from ren.distributed.wire import Codec, Sealed, guarded_dumps, wire_bytes
 from ren.errors import ParameterError, SerializationError
@@ -138,6 +138,61 @@ def test_a_record_frames_out_of_band_for_pickle_and_dask(ckks):
     again = protocol.deserialize(header, [bytearray(f) for f in frames])
     assert again.checksum == rec.checksum
     assert dumps(Codec({ckks.params.fingerprint: ckks.params}).decode(again)) == dumps(ct)
+
+
+def _over_tcp(msg):
+    """`msg` written to and read back from a real Dask TCP comm (this process, both ends)."""
+    import asyncio
+
+    from distributed.comm import connect, listen
+
+    async def go():
+        got: asyncio.Queue = asyncio.Queue()
+
+        async def handle(comm):
+            await got.put(await comm.read())
+            await comm.close()
+
+        listener = listen("tcp://127.0.0.1:0", handle, deserialize=True)
+        await listener.start()
+        comm = await connect(listener.contact_address, deserialize=True)
+        await comm.write(msg, serializers=("dask", "pickle"))
+        out = await asyncio.wait_for(got.get(), 30)
+        await comm.close()
+        listener.stop()
+        return out
+
+    return asyncio.run(go())
+
+
+def test_every_frame_read_from_a_dask_socket_is_a_buffer_of_its_own(ckks):
+    """Dask's TCP comm reads the message's first uncompressed frame into one buffer with the
+    message header, at whatever offset follows it (often not 4-aligned: it would be copied,
+    not adopted); a record's small leading frame takes that place, so every limb frame is read
+    into a fresh buffer of its own and the receiver adopts it."""
+    protocol = pytest.importorskip("distributed.protocol")
+    assert register_dask()
+    cts = [ckks.encrypt([0.5]), ckks.ev.multiply(ckks.encrypt([0.25]), ckks.encrypt([2.0]))]
+    codec = Codec()
+    msg = {"data": {f"x{i}": protocol.to_serialize(codec.encode(ct, "ct"))
+                    for i, ct in enumerate(cts)}}
+    header, frames = protocol.serialize(codec.encode(cts[0], "ct"), serializers=("dask",))
+    with pytest.raises(SerializationError, match="without its lead frame"):
+        protocol.deserialize(header, frames[1:])
+    got = _over_tcp(msg)["data"]
+    for i, ct in enumerate(cts):
+        rec = got[f"x{i}"]
+        assert isinstance(rec, Sealed) and len(rec.frames) == len(ct.parts)
+        for frame in rec.frames:
+            view = memoryview(frame)
+            base = np.asarray(view.obj) if view.obj is not None else None
+            assert base is not None and base.nbytes == view.nbytes, "shares a buffer"
+            assert adoptable(np.frombuffer(frame, np.uint32), ckks.params.device)
+        back = Codec(codec.params).decode(rec)
+        assert dumps(back) == dumps(ct)
+        for part, frame in zip(back.parts, rec.frames):  # adopted: no copy
+            assert np.shares_memory(storage_buffer(part.node).array(),
+                                    np.frombuffer(frame, np.uint8))
 
 
 def test_a_process_that_imports_ren_before_dask_still_registers_the_records():

@@ -44,6 +44,7 @@ import numbers
 import pickle
 import weakref
 from fractions import Fraction
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -372,8 +373,18 @@ class Codec:
 # -- a secret's data inside a pickled plan ------------------------------------------------
 def live_secret_keys() -> list[SecretKey]:
     """Every SecretKey alive in this process (the garbage collector's list of objects): what a
-    payload must not contain, however the code that built it reached a key."""
-    return [o for o in gc.get_objects() if isinstance(o, SecretKey)]
+    payload must not contain, however the code that built it reached a key.  The walk over
+    the objects runs in C (`itertools.compress` over their types): a client process holds a
+    few hundred thousand objects (Dask's included), which a Python loop took ~20 ms over."""
+    kinds: set[type] = set()
+    todo: list[type] = [SecretKey]
+    while todo:  # SecretKey and every subclass of it
+        cls = todo.pop()
+        if cls not in kinds:
+            kinds.add(cls)
+            todo += cls.__subclasses__()
+    objects = gc.get_objects()
+    return list(compress(objects, map(kinds.__contains__, map(type, objects))))
 
 
 def secret_buffers(secrets: list[SecretKey]) -> set[int]:

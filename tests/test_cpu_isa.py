@@ -88,20 +88,25 @@ def test_ntt_and_intt_match_ren_ring_on_every_path(isa, N, bits):
         assert np.array_equal(y, want), f"{isa}: in-place {kind.name} differs"
 
 
-@pytest.mark.parametrize(("N", "limbs", "bits"), [(8192, 1, 30), (8192, 3, 31), (16384, 1, 31)])
-def test_limbs_split_over_two_threads_give_ren_ring_words_on_every_path(isa, N, limbs, bits):
-    """Fewer limbs than threads (or 3 on 2): each limb's NTT / INTT stages and its basis
-    conversion rows are split over the threads (cpu_ring.c's ren_split) — the same words."""
+@pytest.mark.parametrize(("N", "limbs", "bits", "threads"),
+                         [(8192, 1, 30, 2), (8192, 3, 31, 4), (16384, 1, 31, 2),
+                          (8192, 3, 30, 2)])
+def test_limbs_split_over_threads_give_ren_ring_words_on_every_path(isa, N, limbs, bits,
+                                                                    threads):
+    """Fewer limbs than threads (or 3 on 2): each limb's basis conversion rows and NTT / INTT
+    stages (3 on 2: AVX-512 only) are split over the threads (cpu_ring.c's ren_split,
+    ren_split_ntt) — the same words."""
     ring = RingSpec.generate(N, limbs, bits=bits)
     x = _residues(ring, np.random.default_rng(N + limbs + bits))
     kept = x.copy()
     lib = cpu.ring_library(isa)
     extra = RingSpec.generate(N, limbs + 1, bits=bits).moduli[limbs:]
     dst = RingSpec(N, extra)  # a single new limb: every output row converted, none copied
-    lib.ren_set_threads(2)
-    try:
+    lib.ren_set_threads(threads)
+    try:  # ren_cpu_split: row split + NTT split (2: both)
         split = lib.ren_cpu_split(ctypes.c_longlong(limbs), ctypes.c_longlong(N))
-        assert split == ("-fopenmp" in cpu.cpu_flags())
+        want = 2 if limbs < threads or isa == "avx512" else 1
+        assert split == (want if "-fopenmp" in cpu.cpu_flags() else 0)
         fwd, inv, conv = np.empty_like(x), np.empty_like(x), np.empty((1, N), np.uint32)
         _call(RingKernel.NTT, N, isa, ring.moduli, ring.moduli)([fwd, x])
         _call(RingKernel.INTT, N, isa, ring.moduli, ring.moduli)([inv, x])

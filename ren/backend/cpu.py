@@ -39,8 +39,15 @@
 * Threads: ``REN_CPU_THREADS`` (default 1) splits limbs over OpenMP threads when the compiler
   supports OpenMP: a limb loop goes parallel only when its work is large enough (2^15 weighted
   words in the ring kernels, 2^16 words in an elementwise kernel), with dynamic scheduling, and
-  team threads wait passively (`omp_environment`).  Results are bit-identical at every thread
-  count: every iteration writes only its own limbs' rows.
+  team threads wait passively (`omp_environment`).  Where the threads outnumber the limbs (a
+  level-0 ciphertext, the special primes of key switching, the last levels of a bootstrapping)
+  or 3 limbs would leave one of 2 threads idle half the time, each limb is split too
+  (cpu_ring.c's ``ren_split``): an elementwise kernel over at most 3 limbs loops over (limb,
+  piece) tasks (`ren.backend.elementwise_c`'s ``REN_PIECES``), the basis conversion shares out
+  pieces of rows, and the NTT shares out the butterflies of its large stages, then its blocks.
+  Results are bit-identical at every thread count: every task writes only its own words, and
+  every word is fully reduced.  A library loaded after `CpuDevice.set_threads` takes
+  ``REN_CPU_THREADS`` (``ren.settings.override`` it for a run, as bench_ckks.py does).
 
 Memory is the host allocator of the NumPy device, so copies between ``"python"`` and ``"cpu"``
 are plain array copies.  Without a C compiler, opening ``"cpu"`` raises a `DeviceError` that

@@ -51,11 +51,13 @@ int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
 /* Whether a kernel over L limbs of n words splits each limb over the threads (coefficient
    blocks, or butterfly ranges of one NTT stage) instead of giving each thread whole limbs: when
    there are fewer limbs than threads, or an uneven count that leaves a thread idle for a large
-   share of the loop (3 limbs on 2 threads: one thread does 2, the other 1).  Splitting costs a
-   few extra passes (the NTT's stages of half-size BLK and up then run as plain loops with a
-   barrier between them, about 1/4 more time for the limb at N = 2^16), so it is taken only when
-   5 L < 4 T ceil(L / T): always for L < T, for 3 limbs on 2 threads, never for 5 or more on 2.
-   The words do not depend on it: every residue is computed fully reduced either way. */
+   share of the loop (3 limbs on 2 threads: one thread does 2, the other 1): 5 L < 4 T ceil(L/T).
+   A row split costs nothing more (basis conversion, elementwise kernels).  The NTT's split
+   costs a barrier per pass over the stages of half-size BLK and up: on one thread at N = 2^16,
+   1.13x (forward and inverse) the time of a whole limb with AVX-512 (the passes are z_ntt's
+   own, shared out by butterfly range), 1.3x / 1.4x on the other paths (plain loops, one stage
+   a pass), so those split only where a thread would otherwise get no limb at all (L < T).
+   The words do not depend on either: every residue is computed fully reduced. */
 static int ren_split(i64 L, i64 n) {
 #ifdef _OPENMP
   const i64 T = ren_threads;
@@ -65,7 +67,6 @@ static int ren_split(i64 L, i64 n) {
   return 0;
 #endif
 }
-int ren_cpu_split(long long L, long long n) { return ren_split(L, n); }
 
 static inline u32 mulhi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
 static inline u32 umin(u32 a, u32 b) { return a < b ? a : b; }
@@ -111,6 +112,13 @@ static inline u32 redc64(u64 t, u32 q, u32 qn, u32 rq) {
 
 /* the widest vectors the NTT of this build uses: 512, 256 or 0 (scalar) */
 int ren_cpu_vector_bits(void) { return REN_AVX512 ? 512 : REN_AVX2 ? 256 : 0; }
+
+/* whether the NTT splits (ren_split's rule for it) */
+static int ren_split_ntt(i64 L, i64 n) {
+  return ren_split(L, n) && (REN_AVX512 || L < ren_threads);
+}
+/* for tests: 1 when rows split, 2 when the NTT splits too */
+int ren_cpu_split(long long L, long long n) { return ren_split(L, n) + ren_split_ntt(L, n); }
 
 /* ---- forward NTT: Cooley-Tukey, bit-reversed output (ren.ring.ntt's convention) ---------- */
 /* Harvey's lazy butterfly: X, Y in [0, 4q) -> [0, 4q); needs 4q < 2^32. */
@@ -375,6 +383,23 @@ static void intt_blocks(u32* x, const u32* src, const u32* restrict w, const u32
 static void ntt_split(u32* out, const u32* in, const i64 n, const i64 L, const u32* qs,
                       const u32* const* w, const u32* const* ws) {
   const i64 per = (n >> 1) / SPLIT_CHUNK, blocks = n / BLK;
+#if REN_AVX512
+  /* z_ntt's passes (two stages a pass while t > BLK), shared out by group and butterfly range */
+  const u32* from = in;
+  for (i64 m = 1, t = n >> 1; 2 * t > BLK; from = out) {
+    const int pair = t > BLK;
+    const i64 span = pair ? t >> 1 : t, chunk = span < SPLIT_CHUNK ? span : SPLIT_CHUNK;
+    const i64 parts = span / chunk, tasks = m * parts;
+    REN_OMP(for schedule(static))
+    for (i64 k = 0; k < L * tasks; ++k) {
+      const i64 l = k / tasks, r = k % tasks, j0 = (r % parts) * chunk;
+      ntt_pass_avx512(out + l * n, from + l * n, w[l], ws[l], qs[l], m, t, pair, r / parts, j0,
+                      j0 + chunk);
+    }
+    if (pair) { m <<= 2; t >>= 2; } else { m <<= 1; t >>= 1; }
+  }
+  (void)per;
+#else
   for (i64 m = 1, t = n >> 1; t >= BLK; m <<= 1, t >>= 1) {
     const u32* src = m == 1 ? in : out;
     REN_OMP(for schedule(static))
@@ -392,6 +417,7 @@ static void ntt_split(u32* out, const u32* in, const i64 n, const i64 L, const u
       }
     }
   }
+#endif
   REN_OMP(for schedule(dynamic, 1))
   for (i64 k = 0; k < L * blocks; ++k) {
     const i64 l = k / blocks, kb = k % blocks;
@@ -408,6 +434,22 @@ static void intt_split(u32* out, const u32* in, const i64 n, const i64 L, const 
     const i64 l = k / blocks, kb = k % blocks;
     intt_blocks(out + l * n, in + l * n, w[l], ws[l], qs[l], n, kb, kb + 1);
   }
+#if REN_AVX512
+  /* z_intt's passes (two stages a pass while two are left), shared out likewise */
+  for (i64 m = n / (2 * BLK), t = BLK; m >= 1;) {
+    const int pair = m >= 2;
+    const i64 chunk = t < SPLIT_CHUNK ? t : SPLIT_CHUNK, parts = t / chunk;
+    const i64 tasks = (pair ? m / 2 : m) * parts;
+    REN_OMP(for schedule(static))
+    for (i64 k = 0; k < L * tasks; ++k) {
+      const i64 l = k / tasks, r = k % tasks, j0 = (r % parts) * chunk;
+      intt_pass_avx512(out + l * n, w[l], ws[l], qs[l], ni[l], nis[l], m, t, pair, r / parts, j0,
+                       j0 + chunk);
+    }
+    if (pair) { m >>= 2; t <<= 2; } else { m >>= 1; t <<= 1; }
+  }
+  (void)per;
+#else
   for (i64 m = n / (2 * BLK), t = BLK; m >= 1; m >>= 1, t <<= 1) {
     REN_OMP(for schedule(static))
     for (i64 k = 0; k < L * per; ++k) {
@@ -434,6 +476,7 @@ static void intt_split(u32* out, const u32* in, const i64 n, const i64 L, const 
       }
     }
   }
+#endif
 }
 
 /* a: out, in, sizes {N, L}, q, twiddle rows, Shoup rows (a pointer per limb to its modulus' own
@@ -446,7 +489,7 @@ void ren_cpu_ntt(void** a) {
   const u32* const* w = (const u32* const*)a[4];
   const u32* const* ws = (const u32* const*)a[5];
   const i64 n = sz[0], L = sz[1];
-  if (ren_split(L, n)) {
+  if (ren_split_ntt(L, n)) {
     REN_OMP(parallel num_threads(ren_threads))
     ntt_split(out, in, n, L, q, w, ws);
     return;
@@ -468,7 +511,7 @@ void ren_cpu_intt(void** a) {
   const u32* const* ws = (const u32* const*)a[5];
   const u32 *ni = (const u32*)a[6], *nis = (const u32*)a[7];
   const i64 n = sz[0], L = sz[1];
-  if (ren_split(L, n)) {
+  if (ren_split_ntt(L, n)) {
     REN_OMP(parallel num_threads(ren_threads))
     intt_split(out, in, n, L, q, w, ws, ni, nis);
     return;

@@ -89,24 +89,31 @@ ZINLINE void z_gs_last(v16* X, v16* Y, const zlast* L, zq m, int big) {
 
 /* one stage of half-size t >= 16 over cnt blocks of 2t; twiddle i of block i.  The words come
    from src (x itself, or the input row in a transform's first pass: no copy pass before it). */
-ZINLINE void z_stage(u32* x, const u32* src, i64 t, i64 cnt, const u32* w, const u32* ws, zq m,
-                     int big, int gs, const zlast* last) {
+/* (z_stage_r, z_stage2_r: the butterflies j0 <= j < j1 of each block only, multiples of 16:
+   a share of a stage, for threads that split one limb) */
+ZINLINE void z_stage_r(u32* x, const u32* src, i64 t, i64 cnt, const u32* w, const u32* ws,
+                       zq m, int big, int gs, const zlast* last, i64 j0, i64 j1) {
   for (i64 i = 0; i < cnt; ++i) {
     const v16 W = Z1(w[i]), WS = Z1(ws[i]), WSO = z_odd(WS);
     u32* X = x + 2 * i * t; u32* Y = X + t;
     const u32* SX = src + 2 * i * t; const u32* SY = SX + t;
-    for (i64 j = 0; j < t; j += 16) {
+    for (i64 j = j0; j < j1; j += 16) {
       v16 a = ZLD(SX + j), b = ZLD(SY + j);
       if (last) z_gs_last(&a, &b, last, m, big); else z_fly(&a, &b, W, WS, WSO, m, big, gs);
       ZST(X + j, a); ZST(Y + j, b);
     }
   }
 }
+ZINLINE void z_stage(u32* x, const u32* src, i64 t, i64 cnt, const u32* w, const u32* ws, zq m,
+                     int big, int gs, const zlast* last) {
+  z_stage_r(x, src, t, cnt, w, ws, m, big, gs, last, 0, t);
+}
 /* two stages over cnt blocks of 2t (t >= 32): the stage of half-size t (twiddles w1[i]) and
    the one of half-size t/2 (twiddles w2[2i], w2[2i+1]); forward runs t first, inverse t/2;
    the words come from src, as in z_stage */
-ZINLINE void z_stage2(u32* x, const u32* src, i64 t, i64 cnt, const u32* w1, const u32* ws1,
-                      const u32* w2, const u32* ws2, zq m, int big, int gs, const zlast* last) {
+ZINLINE void z_stage2_r(u32* x, const u32* src, i64 t, i64 cnt, const u32* w1,
+                        const u32* ws1, const u32* w2, const u32* ws2, zq m, int big, int gs,
+                        const zlast* last, i64 j0, i64 j1) {
   const i64 h = t >> 1;
   for (i64 i = 0; i < cnt; ++i) {
     const v16 W = Z1(w1[i]), WS = Z1(ws1[i]), WSO = z_odd(WS);
@@ -114,7 +121,7 @@ ZINLINE void z_stage2(u32* x, const u32* src, i64 t, i64 cnt, const u32* w1, con
     const v16 W1 = Z1(w2[2 * i + 1]), WS1 = Z1(ws2[2 * i + 1]), WSO1 = z_odd(WS1);
     u32* A = x + 2 * i * t;
     const u32* S = src + 2 * i * t;
-    for (i64 j = 0; j < h; j += 16) {
+    for (i64 j = j0; j < j1; j += 16) {
       v16 a = ZLD(S + j), b = ZLD(S + j + h), c = ZLD(S + j + t), d = ZLD(S + j + t + h);
       if (gs) {
         z_gs(&a, &b, W0, WS0, WSO0, m, big); z_gs(&c, &d, W1, WS1, WSO1, m, big);
@@ -127,6 +134,10 @@ ZINLINE void z_stage2(u32* x, const u32* src, i64 t, i64 cnt, const u32* w1, con
       ZST(A + j, a); ZST(A + j + h, b); ZST(A + j + t, c); ZST(A + j + t + h, d);
     }
   }
+}
+ZINLINE void z_stage2(u32* x, const u32* src, i64 t, i64 cnt, const u32* w1, const u32* ws1,
+                      const u32* w2, const u32* ws2, zq m, int big, int gs, const zlast* last) {
+  z_stage2_r(x, src, t, cnt, w1, ws1, w2, ws2, m, big, gs, last, 0, t >> 1);
 }
 
 /* The four stages of half-size 8, 4, 2, 1 run on 32 words held in two vectors, in registers.
@@ -346,4 +357,42 @@ static void intt_blocks_avx512(u32* x, const u32* src, const u32* w, const u32* 
   const zlast L = { Z1(1), Z1(0), Z1(1), Z1(0) };  /* unused: n >= 2 BLK has no last stage here */
   if (big) z_intt_blocks(x, src, w, ws, m, n, 1, &L, k0, k1);
   else z_intt_blocks(x, src, w, ws, m, n, 0, &L, k0, k1);
+}
+
+/* a share of one pass over the stages of half-size BLK and up of a split limb (cpu_ring.c's
+   ntt_split / intt_split), the passes of z_ntt / z_intt: forward, stage t (group count m) and,
+   when pair, t/2 with it; inverse, stage t and, when pair, 2t (then m counts the first's
+   groups).  Group i of the pass, butterflies j0..j1-1 of it; the inverse's last stage times
+   N^-1.  Words stay in the lazy ranges z_ntt / z_intt keep between passes. */
+static void ntt_pass_avx512(u32* x, const u32* src, const u32* w, const u32* ws, u32 q, i64 m,
+                            i64 t, int pair, i64 i, i64 j0, i64 j1) {
+  const int big = q >= (1u << 30);
+  const zq z = { Z1(q), Z1(big ? q : 2 * q) };
+  u32* xi = x + 2 * i * t;
+  const u32* si = src + 2 * i * t;
+  if (pair) {
+    if (big) z_stage2_r(xi, si, t, 1, w + m + i, ws + m + i, w + 2 * (m + i), ws + 2 * (m + i), z, 1, 0, NULL, j0, j1);
+    else z_stage2_r(xi, si, t, 1, w + m + i, ws + m + i, w + 2 * (m + i), ws + 2 * (m + i), z, 0, 0, NULL, j0, j1);
+  } else {
+    if (big) z_stage_r(xi, si, t, 1, w + m + i, ws + m + i, z, 1, 0, NULL, j0, j1);
+    else z_stage_r(xi, si, t, 1, w + m + i, ws + m + i, z, 0, 0, NULL, j0, j1);
+  }
+}
+static void intt_pass_avx512(u32* x, const u32* w, const u32* ws, u32 q, u32 ninv, u32 ninv_s,
+                             i64 m, i64 t, int pair, i64 i, i64 j0, i64 j1) {
+  const int big = q >= (1u << 30);
+  const zq z = { Z1(q), Z1(big ? q : 2 * q) };
+  const u32 wl = (u32)((u64)w[1] * ninv % q);
+  const zlast L = { Z1(ninv), Z1(ninv_s), Z1(wl), Z1((u32)(((u64)wl << 32) / q)) };
+  if (pair) {  /* stages t (m groups) and 2t (m / 2 groups): block i of 4t words */
+    const zlast* last = m == 2 ? &L : NULL;
+    u32* xi = x + 4 * i * t;
+    if (big) z_stage2_r(xi, xi, 2 * t, 1, w + m / 2 + i, ws + m / 2 + i, w + m + 2 * i, ws + m + 2 * i, z, 1, 1, last, j0, j1);
+    else z_stage2_r(xi, xi, 2 * t, 1, w + m / 2 + i, ws + m / 2 + i, w + m + 2 * i, ws + m + 2 * i, z, 0, 1, last, j0, j1);
+  } else {
+    const zlast* last = m == 1 ? &L : NULL;
+    u32* xi = x + 2 * i * t;
+    if (big) z_stage_r(xi, xi, t, 1, w + m + i, ws + m + i, z, 1, 1, last, j0, j1);
+    else z_stage_r(xi, xi, t, 1, w + m + i, ws + m + i, z, 0, 1, last, j0, j1);
+  }
 }

@@ -565,6 +565,24 @@ def test_a_closed_client_is_refused(client, ckks):
         dmap(square, batch(ckks, 1), keys=ckks.ev.relin_key, client=c)
 
 
+def test_workers_are_asked_of_the_scheduler_not_the_clients_cache(client, ckks, monkeypatch):
+    """Client.scheduler_info returns the client's cache, which its periodic refresh (totals
+    only, no workers) overwrites at any moment; a map that trusted it saw "no workers" on a
+    healthy cluster under load.  With the cache empty, a map (and a scatter, and the keys'
+    broadcast count) still finds both workers."""
+    from ren.distributed import scatter
+    from ren.distributed.remote import forget_shared
+
+    monkeypatch.setattr(client, "scheduler_info", lambda *a, **k: {"workers": {}})
+    cts = batch(ckks, 3)
+    forget_shared(client)
+    job = submit(square, cts, keys=ckks.ev.relin_key, client=client)
+    outs = job.result(timeout=60)
+    assert [dumps(o) for o in outs] == [dumps(square(ct, keys=ckks.ev.relin_key)) for ct in cts]
+    assert job.shared_sent_bytes == (job.context_bytes + job.program_bytes) * 2
+    assert len(scatter(cts, client=client)) == 3
+
+
 def test_the_benchmark_takes_the_median_of_its_rounds(capsys, monkeypatch) -> None:
     """benchmarks/bench_distributed.py at a toy size: two rounds of 1 and 2 workers, taking
     turns; the speedup line is the median of the rounds' ratios and lists them."""

@@ -71,6 +71,7 @@ from ren.distributed.cluster import (
     gather_as_completed,
     resolve_client,
     scheduler_lost,
+    worker_addresses,
 )
 from ren.distributed.errors import DistributedError, SchedulerLostError
 from ren.distributed.remote import Batch, as_batch, share, standin
@@ -267,7 +268,7 @@ class MapJob:
         if scheduler_lost(self.client):  # asking a lost scheduler waits out the connect timeout
             # (gather_as_completed turns this into SchedulerLostError, with what arrived)
             raise DistributedError("map: the Dask scheduler was lost")
-        addresses = list(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+        addresses = worker_addresses(self.client)
         if not addresses:
             raise DistributedError("map: every worker of the cluster is gone; start workers "
                                    "and submit the job again")
@@ -492,7 +493,7 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
                                   "has_keys": keys is not None}, "map: keys")
     job_id = f"{os.getpid()}-{next(_job_ids)}"
     ck = context_name(list(codec.params), keys_wire, keys is not None)
-    addresses = list(client.scheduler_info(n_workers=-1)["workers"]) if n else []
+    addresses = worker_addresses(client) if n else []
     if n and not addresses:
         raise DistributedError("map: the cluster has no workers; start some (or wait for them: "
                                "client.wait_for_workers(n)) before submitting")

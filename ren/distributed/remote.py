@@ -47,6 +47,7 @@ from ren.distributed.cluster import (
     dask_distributed,
     gather_as_completed,
     resolve_client,
+    worker_addresses,
 )
 from ren.distributed.errors import DistributedError
 from ren.distributed.wire import Codec, live_secret_keys, secret_buffers, wire_bytes
@@ -75,7 +76,7 @@ def share(client: Any, name: str, blob: bytes) -> tuple[Any, int]:
         if future is not None and future.status == "finished":
             entries.move_to_end(name)
             return future, 0
-    workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    workers = len(worker_addresses(client))
     # a name of its own per broadcast: scattering a key that a released earlier copy still
     # held raced the scheduler forgetting it (a KeyError in Dask's replicate)
     key = f"{name}-{os.getpid()}-{next(_ids)}"
@@ -276,7 +277,7 @@ def scatter(items: Iterable[Any], *, client: Any = None) -> Batch:
             index[key] = len(standins)
             standins.append(standin(item, codec))
         which.append(index[key])
-    addresses = list(client.scheduler_info(n_workers=-1).get("workers", {}))
+    addresses = worker_addresses(client)
     if items and not addresses:
         raise DistributedError("scatter: the cluster has no workers; start some first")
     tag = f"ren-item-{os.getpid()}-{next(_ids)}"

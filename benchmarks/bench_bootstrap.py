@@ -101,10 +101,10 @@ def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
     """Memory of a bootstrapping's keys and plaintext diagonals from the parameters alone, without
     encoding anything: the CoeffToSlot/SlotToCoeff factors (`special_fft`), each one's baby-step
     count as `LinearTransform` plans it (`baby_steps_for` with its level's `rotation_costs`), the
-    Galois keys of their rotations and conjugation, a relinearization key, the encapsulation
-    keys of a dense secret; the diagonals on Q·P at their transform's level (as double hoisting
-    keeps them; the Q plaintexts are views).  tests/test_bench_bootstrap.py holds it to the
-    measured figures at the small presets."""
+    Galois keys of their baby steps and Horner giant steps (`giant_chains`, `horner_steps`) and
+    conjugation, a relinearization key, the encapsulation keys of a dense secret; the diagonals
+    at their transform's level, on Q for single hoisting (the default) or on Q·P for double.
+    tests/test_bench_bootstrap.py holds it to the measured figures at the small presets."""
     boot, lt = circuits()
     from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation
     from ren.ckks.special_fft import merge_stages, special_fft_stages
@@ -125,9 +125,12 @@ def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
         indices = sorted(d)
         baby, giant = lt.rotation_costs(params, level, lt.DEFAULT_HOISTING)
         n1 = lt.baby_steps_for(indices, slots, baby, giant, lt.KEY_COST * baby)
-        steps |= {i % n1 for i in indices} | {i - i % n1 for i in indices}
+        steps |= {i % n1 for i in indices}
+        for chain in lt.giant_chains({i // n1 for i in indices}, n1, slots):
+            steps |= {s % slots for s in lt.horner_steps(chain, n1)}
         diagonals += len(indices)
-        diagonal_bytes += len(indices) * params.ring_qp(level).limbs * params.N * WORD
+        ring = params.ring_qp(level) if lt.DEFAULT_HOISTING == "double" else params.ring(level)
+        diagonal_bytes += len(indices) * ring.limbs * params.N * WORD
     galois = len(steps - {0}) + 1  # and conjugation
     full = {"galois": galois * _switching_key_bytes(params), "relin": _switching_key_bytes(params)}
     compact = {"galois": galois * _switching_key_bytes(params, True),
@@ -165,8 +168,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     out["prepare_s"] = time.perf_counter() - t0
     transforms = bt.transforms
     out["diagonals"] = sum(len(t.diagonals) for t in transforms)
-    out["diagonal_bytes"] = sum(WORD * p.ring.limbs * p.ring.N for t in transforms
-                                for group in t.extended.values() for p in group.values())
+    out["diagonal_bytes"] = sum(t.nbytes for t in transforms)
     t0 = time.perf_counter()
     with ren.random.seeded(1):  # reproducible (insecure) keys: a benchmark
         kg = KeyGenerator(params)
@@ -245,7 +247,7 @@ def _memory_lines(r: dict) -> list[str]:
         lines.append(f"  memory: keys serialized {_mib(full)} full, {_mib(compact)} compact "
                      f"({compact / max(full, 1):.3f}x) -- {each}")
     if "diagonal_bytes" in r:
-        lines.append(f"  memory: {r['diagonals']} plaintext diagonals (on Q*P at their level) "
+        lines.append(f"  memory: {r['diagonals']} plaintext diagonals (at their level) "
                      f"{_mib(r['diagonal_bytes'])}; keys in memory {_mib(r['key_bytes'])}"
                      + (f"; arena {_mib(r['arena_bytes'])}" if "arena_bytes" in r else ""))
     return lines
@@ -275,7 +277,7 @@ def dry_run(preset: str, log_n: int, secret: str, threads: list[int]) -> dict:
           + (" + encapsulation" if "encapsulation" in est["key_bytes"] else "")
           + f": {_mib(full)} full, {_mib(compact)} with seeded uniform halves -- "
           + ", ".join(f"{k} {_mib(v)}" for k, v in est["key_bytes"].items()))
-    print(f"  diagonals: {est['diagonals']} on Q*P at their levels: {_mib(est['diagonal_bytes'])}")
+    print(f"  diagonals: {est['diagonals']} at their levels: {_mib(est['diagonal_bytes'])}")
     return est
 
 

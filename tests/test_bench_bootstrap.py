@@ -87,7 +87,7 @@ def test_the_report_gives_memory_per_part(capsys):
     out = capsys.readouterr().out
     assert "memory: keys serialized 8.21 GiB full, 4.10 GiB compact (0.500x) -- galois 8.00 " \
         "GiB / 4.00 GiB, relin 210.0 MiB / 105.0 MiB" in out
-    assert "316 plaintext diagonals (on Q*P at their level) 3.00 GiB; keys in memory 8.20 GiB; " \
+    assert "316 plaintext diagonals (at their level) 3.00 GiB; keys in memory 8.20 GiB; " \
         "arena 1.50 GiB" in out
     assert "ren replay by thread count" not in out  # one thread count: no ratio
 
@@ -116,9 +116,11 @@ def test_the_memory_estimate_is_what_the_small_presets_allocate(secret):
         full, compact = serialized_size(key), serialized_size(key, compact=True)
         assert est["key_bytes"][name] < full < 1.01 * est["key_bytes"][name]
         assert est["key_bytes_compact"][name] < compact < 1.02 * est["key_bytes_compact"][name]
-    words = [p for t in bt.transforms for g in t.extended.values() for p in g.values()]
+    words = [p for t in bt.transforms for p in t.diagonal_polys]
     assert est["diagonals"] == len(words) == sum(len(t.diagonals) for t in bt.transforms)
     assert est["diagonal_bytes"] == sum(4 * p.ring.limbs * p.ring.N for p in words)
+    assert all(p.ring.limbs == params.limbs(t.level) for t in bt.transforms  # Q rows only
+               for p in t.diagonal_polys)
 
 
 def test_a_dry_run_at_n16_runs_nothing_and_sizes_the_keys(monkeypatch, capsys):

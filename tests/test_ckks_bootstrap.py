@@ -190,6 +190,24 @@ def test_the_planner_finds_the_key_set(bs):
     assert plan.count == len(bt.rotation_steps) + 1 and plan.nbytes > 0
 
 
+def test_giant_steps_reuse_keys(bs):
+    """The transforms' giant steps are Horner rotations (`giant_chains`): fewer Galois keys
+    than one per distinct baby and giant step, and as many rotations (key switches) as that
+    would make: one per baby step and one per giant step g ≥ 1 of every transform."""
+    params, bt, *_ = bs
+    one_each: set[int] = set()  # a key per baby step and per giant step g·n1
+    rotations = 0
+    for lt in bt.transforms:
+        babies = {b for group in lt.plaintexts.values() for b in group if b}
+        giants = {g for g in lt.plaintexts if g}
+        one_each |= babies | {g * lt.baby_steps for g in giants}
+        rotations += len(babies) + len(giants)
+    plan = plan_rotation_keys(lambda ev, ct: bt.bootstrap(ev, ct), params, 1)
+    assert sorted(plan.steps) == bt.rotation_steps
+    assert len(bt.rotation_steps) < len(one_each), (len(bt.rotation_steps), len(one_each))
+    assert sum(plan.uses.values()) == rotations  # full slots: no sub-sum
+
+
 def test_bad_inputs(bs):
     params, bt, _kg, ev, enc, encryptor, _dec = bs
     with ren.random.seeded(7):

@@ -86,11 +86,11 @@ def test_mod_downs_and_decompositions_in_the_graph(c, n1):
     lt = LinearTransform(c.params, m, baby_steps=n1, hoisting="double")
     ct = fresh(c, rng.uniform(-1, 1, c.params.slots))
     babies, giants = n1 - 1, 64 // n1 - 1
-    assert len(lt.rotation_steps) == babies + giants
+    assert len(lt.rotation_steps) == babies + 1  # the giant steps by one key (Horner)
     assert lt.mod_downs == giants + 2 and lt.decompositions == giants + 1
     plain = LinearTransform(c.params, m, baby_steps=n1)  # the default: single hoisting
     assert plain.hoisting == DEFAULT_HOISTING == "single"
-    assert plain.mod_downs == 2 * (babies + giants)
+    assert plain.mod_downs == 2 * (babies + giants)  # a mod-down per rotation, not per key
     assert graph_counts([c.ev.linear_transform(ct, plain)]) == (plain.mod_downs, giants + 1)
     double = c.ev.linear_transform(ct, lt)  # built, not run
     assert not any(ren.realization.is_realized(p.node) for p in double.parts)
@@ -224,7 +224,9 @@ def test_keys_the_planner_and_a_missing_key(c):
                          hoisting="double")
     plan = plan_rotation_keys(lambda ev, ct: ev.linear_transform(ct, lt), c.params)
     assert sorted(plan.steps) == lt.rotation_steps
-    assert sum(plan.uses.values()) == len(lt.rotation_steps)
+    # 7 babies once each, the 7 giant steps as Horner rotations by the one key n1 = 8
+    assert lt.baby_steps == 8 and plan.uses[8] == 7
+    assert sum(plan.uses.values()) == 7 + 7 == len(lt.rotation_steps) + 6
     params = c.params
     babies = [s for s in lt.rotation_steps if s < lt.baby_steps]
     with ren.random.seeded(8):

@@ -25,7 +25,12 @@ from ren.ckks import (
     ScaleMismatchError,
     plan_rotation_keys,
 )
-from ren.ckks.circuits.lintrans import baby_steps_for, diagonals_of
+from ren.ckks.circuits.lintrans import (
+    baby_steps_for,
+    diagonals_of,
+    giant_chains,
+    horner_steps,
+)
 from ren.ckks.keyplan import placeholder
 from ren.errors import ParameterError
 from ren.ops import Op
@@ -98,7 +103,8 @@ def test_dense_matrix_against_numpy(c):
     ct, noisy = fresh(c, values)
     lt = LinearTransform(c.params, m)
     assert lt.baby_steps == 8 and lt.decompositions == 8
-    assert lt.rotation_steps == [*range(1, 8), *range(8, 64, 8)]
+    # the 7 giant steps (8, 16, ..., 56) in Horner order: 7 rotations by the one key 8
+    assert lt.rotation_steps == [*range(1, 8), 8]
     out = c.ev.linear_transform(ct, lt)
     assert out.level == ct.level - 1 and out.scale == c.params.scale(out.level)
     assert decompositions(out, ct.level) == 8  # 7 giant steps + 1 for the hoisted babies
@@ -112,6 +118,72 @@ def test_dense_matrix_against_numpy(c):
     # the result adds to a default-scale ciphertext at its level with no adjustment
     other = c.ev.drop_level(c.encrypt(values.astype(complex), scale=out.scale), out.level)
     assert precision_bits(c.decrypt(c.ev.add(out, other)), want + values) > 25
+
+
+def test_horner_chains_sum_the_giant_steps():
+    """Σ_g rot_(g·n1)(v_g) on plain NumPy vectors: the Horner chains of `giant_chains`, rotated
+    by `horner_steps`, give the sum of the giant steps each rotated by its own step."""
+    rng = np.random.default_rng(3)
+    slots, n1 = 64, 4
+    giants = [0, 1, 2, 5, 13, 14, 15]  # 13..15 are -3..-1 (beyond slots/2)
+    up, down = giant_chains(giants, n1, slots)
+    assert up == [0, 1, 2, 5] and down == [-1, -2, -3]
+    assert horner_steps(up, n1) == [12, 4, 4] and horner_steps(down, n1) == [-4, -4, -4]
+    v = {g: rng.uniform(-1, 1, slots) for g in giants}
+    want = sum(np.roll(v[g], -g * n1) for g in giants)  # rot_k: slot j gets slot j + k
+    got = np.zeros(slots)
+    for chain in (up, down):
+        run = None
+        for g, step in zip(chain[::-1], [0, *horner_steps(chain, n1)], strict=False):
+            run = v[g % (slots // n1)] if run is None else np.roll(run, -step) + v[g % 16]
+        if chain[0]:
+            run = np.roll(run, -chain[0] * n1)
+        got += run
+    np.testing.assert_allclose(got, want)
+    assert giant_chains([0, 1, 2], 3, 64) == ([0, 1, 2], [])  # n1 ∤ slots: one chain
+
+
+def test_giant_steps_by_few_keys(c):
+    """A banded matrix (diagonals −20..20) on all 128 slots, n1 = 8: the giant steps ±8, ±16,
+    ... are Horner rotations by the two keys 8 and −8 (not one key each), with as many
+    decompositions as before; the result matches NumPy within the noise."""
+    rng = np.random.default_rng(4)
+    slots = c.params.slots
+    m = np.zeros((slots, slots))
+    for k in range(-20, 21):
+        m += np.diag(rng.uniform(-0.2, 0.2, slots - abs(k)), k)
+    x = rng.uniform(-1, 1, slots)
+    ct, noisy = fresh(c, x)
+    lt = LinearTransform(c.params, m, baby_steps=8)
+    assert sorted(lt.plaintexts) == [0, 1, 2, 13, 14, 15]
+    assert lt.rotation_steps == [*range(1, 8), 8, slots - 8]  # not 16, 104, 112
+    assert lt.decompositions == 1 + 5  # the babies, then one per giant step g ≥ 1
+    with ren.random.seeded(9):  # only the transform's keys: a missing one would raise
+        ev = Evaluator(c.params, c.ev.relin_key, c.keygen.rotation_keys(lt.rotation_steps))
+    out = ev.linear_transform(ct, lt)
+    assert decompositions(out, ct.level) == 6
+    within_noise(c, c.decrypt(out), m @ x, m @ noisy, noisy, x)
+    double = ev.linear_transform(ct, lt, hoisted="double")  # its Q·P diagonals made now
+    within_noise(c, c.decrypt(double), m @ x, m @ noisy, noisy, x)
+
+
+def test_single_hoisting_keeps_the_q_rows_only(c):
+    """A single-hoisted transform stores its diagonals on Q (K/L fewer words than on Q·P);
+    applied double-hoisted it encodes them on Q·P then, and gives the very words of a transform
+    prepared for double hoisting."""
+    rng = np.random.default_rng(5)
+    m = rng.uniform(-1, 1, (32, 32))
+    single = LinearTransform(c.params, m, baby_steps=4)
+    double = LinearTransform(c.params, m, baby_steps=4, hoisting="double")
+    L, K = c.params.limbs(single.level), len(c.params.special_moduli)
+    assert single.nbytes * (L + K) == double.nbytes * L
+    assert not single.extended and len(double.extended) == 8
+    ct, _ = fresh(c, np.tile(rng.uniform(-1, 1, 32), c.params.slots // 32))
+    a = c.ev.linear_transform(ct, single, hoisted="double")
+    b = c.ev.linear_transform(ct, double)
+    assert all(np.array_equal(x.numpy(), y.numpy()) for x, y in zip(a.parts, b.parts,
+                                                                      strict=True))
+    assert single.nbytes * (L + K) == double.nbytes * L  # (the Q·P copies are not counted)
 
 
 def test_hoisting_saves_decompositions(c):
@@ -163,18 +235,28 @@ def test_key_planner_sees_the_transform(c):
     assert inner.steps == ()
 
 
-def test_a_transform_under_the_jit(c):
+@pytest.mark.parametrize("hoisting", ["single", "double"])
+def test_a_transform_under_the_jit(c, hoisting):
     """Captured once, replayed with the same words; the prepared diagonals are realized at
-    preparation (on Q·P; a plaintext's poly reads their limbs of Q), so the plan only reads
+    preparation (double hoisting: on Q·P, a plaintext's poly reads their limbs of Q; single
+    hoisting: on Q alone, as it never reads the special primes' rows), so the plan only reads
     them."""
     lt = LinearTransform(c.params, np.random.default_rng(6).uniform(-1, 1, (16, 16)),
-                         baby_steps=8)
-    assert all(ren.realization.is_realized(qp.node)
-               for g in lt.extended.values() for qp in g.values())
+                         baby_steps=8, hoisting=hoisting)
+    stored = lt.diagonal_polys
+    assert len(stored) == len(lt.diagonals) == 16
+    assert all(ren.realization.is_realized(p.node) for p in stored)
+    rows = c.params.limbs(lt.level) + (len(c.params.special_moduli) if hoisting == "double"
+                                       else 0)
+    assert all(p.ring.limbs == rows for p in stored)
+    assert lt.nbytes == 16 * rows * c.params.N * 4
     for g, group in lt.plaintexts.items():
         for b, pt in group.items():
             view = pt.poly.node
-            assert view.op is Op.TO_RING and view.src[0] is lt.extended[g][b].node
+            if hoisting == "double":
+                assert view.op is Op.TO_RING and view.src[0] is lt.extended[g][b].node
+            else:
+                assert not lt.extended and pt.poly.ring == c.params.ring(lt.level)
     fn = ren.jit(lambda ct: c.ev.linear_transform(ct, lt))
     x = np.random.default_rng(7).uniform(-1, 1, c.params.slots)
     ct1, ct2 = c.encrypt(x.astype(complex)), c.encrypt((x / 2).astype(complex))

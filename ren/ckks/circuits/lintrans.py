@@ -15,7 +15,15 @@ diagonals repeat too), so rot_i(x) is x rotated within every block.
 **Baby-step giant-step.**  With i = g·n1 + b (0 ≤ b < n1), Σ_i d_i ⊙ rot_i(x) =
 Σ_g rot_(g·n1)( Σ_b rot_(−g·n1)(d_i) ⊙ rot_b(x) ): the n1 − 1 baby rotations rot_b(x) are made
 once, the plaintext diagonals are pre-rotated when the transform is prepared, and each giant
-step g ≥ 1 costs one rotation.
+step g ≥ 1 costs one rotation.  The giant steps rotate in Horner order (`ren.ckks.circuits.bsgs`,
+`giant_chains`): v_0 + rot_(n1)(v_1 + rot_(n1)(v_2 + …)), and the same by −n1 for the giant steps
+beyond slots/2, so they need one or two Galois keys instead of one each, with the same number of
+rotations (`rotation_steps`: 27 keys instead of 39 for the bootstrapping at N = 2^16).
+
+**Memory.**  Single hoisting (the default) multiplies the diagonals on Q only, so they are stored
+on Q (`diagonal_polys`, `nbytes`); double hoisting stores them on Q·P (`extended`, the Q
+plaintexts their views).  At N = 2^16 the bootstrapping's 316 diagonals take 2.93 GiB on Q
+instead of 3.55 GiB on Q·P.
 
 **Hoisting.**  The baby rotations all rotate the same ciphertext, so they share one key-switching
 decomposition (`ren.rlwe.hoisted_automorphisms`): a dense n×n transform makes n2 = n/n1
@@ -63,6 +71,16 @@ from typing import Any, Literal
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext, settle_scale
+from ren.ckks.circuits.bsgs import (
+    HOISTING,
+    KEY_COST,
+    MAX_SLOTS,
+    baby_steps_for,
+    giant_chains,
+    horner_order,
+    horner_steps,
+    rotation_costs,
+)
 from ren.ckks.circuits.inputs import ready
 from ren.ckks.encoder import Encoder
 from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError, ScaleOutOfBoundsError
@@ -79,13 +97,9 @@ from ren.errors import (
 from ren.poly import Poly, realize_polys
 from ren.realization import current_recorder
 from ren.ring import galois_element
-from ren.ring.ringspec import MAX_LOG_N
 from ren.rlwe.automorphism import hoisted_automorphisms_qp
 from ren.rlwe.keys import GaloisKey
 from ren.rlwe.keyswitch import decompose, inner_product, mod_down, times_p
-
-#: The most slots a transform acts on (N/2 at Ren's largest ring).
-MAX_SLOTS = 1 << (MAX_LOG_N - 1)
 
 
 def diagonals_of(matrix: Any, slots: int) -> dict[int, np.ndarray]:
@@ -153,78 +167,6 @@ def _check_diagonals(diagonals: Mapping[Any, Any], slots: int) -> dict[int, np.n
         raise ParameterError("LinearTransform: every diagonal is zero")
     return out
 
-
-#: what one key is charged in the planner's cost, in baby steps (`LinearTransform(key_cost=)`)
-KEY_COST = 1.0
-
-
-def baby_steps_for(indices: list[int], slots: int, baby_cost: float = 1.0,
-                   giant_cost: float = 2.0, key_cost: float = 0.0) -> int:
-    """n1, the power of two that makes the transform cheapest: baby_cost per baby step,
-    giant_cost per giant step, key_cost per Galois key (babies + giants); among equal costs,
-    fewer keys, then larger n1.  The defaults are a single-hoisted count (a baby step is a
-    permutation, an inner product and a mod-down, a giant step adds a decomposition, about as
-    much again); `LinearTransform` passes `rotation_costs` of its parameters and level.
-    A dense n×n matrix gets n1 ≈ √(n·(giant + key)/(baby + key)); a few scattered diagonals get
-    n1 = slots (all hoisted)."""
-    slots = check_int_range(slots, "baby_steps_for: slots", 1, MAX_SLOTS)
-    indices = [check_int_range(i, "baby_steps_for: a diagonal index", 0, slots - 1)
-               for i in check_sequence(indices, "baby_steps_for: indices", 1, slots)]
-    baby, giant, key = (check_real_range(c, f"baby_steps_for: {what}", 0.0)
-                        for c, what in ((baby_cost, "baby_cost"), (giant_cost, "giant_cost"),
-                                        (key_cost, "key_cost")))
-    best: tuple[float, int, int] | None = None
-    for e in range(slots.bit_length()):
-        n1 = 1 << e
-        babies = len({i % n1 for i in indices} - {0})
-        giants = len({i // n1 for i in indices} - {0})
-        rank = (baby * babies + giant * giants + key * (babies + giants), babies + giants, -n1)
-        if best is None or rank < best:
-            best = rank
-    assert best is not None
-    return -best[2]
-
-
-def rotation_costs(params: CKKSParams, level: int, hoisting: str = "double"
-                   ) -> tuple[float, float]:
-    """(baby, giant): what a baby step and a giant step cost at `level` under `hoisting`
-    (`HOISTING`), counted in limb rows read (N words each) by Ren's kernels, with L limbs at the
-    level, K special primes and d digits; an NTT or INTT of a row counts w = log2(N)/4 rows and
-    a basis conversion one per row it reads or writes (measured on the "cpu" device at
-    N = 2^14: an NTT row took the time of 3 rows read by an elementwise kernel, a converted row
-    1.2):
-
-    * a double-hoisted baby step reads its d rotated digits and d key rows for each of its two
-      inner products, and P·c0 rotated: 4·d·(L + K) + (L + K);
-    * a double-hoisted giant step does the same, plus the mod-down of its inner sum's c1 (an
-      INTT of K rows, a conversion K -> L, an NTT of L rows, the L + K rows read):
-      (w + 2)·(L + K), and its decomposition (per digit an INTT, a conversion and an NTT onto
-      L + K rows in all): d·(w + 1)·(L + K);
-    * single hoisting divides both parts of every rotation by P: two mod-downs more per baby
-      step, one more per giant step; without hoisting a baby step costs a giant step.
-
-    About 2 to 3 double-hoisted baby steps per giant step at Ren's parameters, 1.5 to 2 single-
-    hoisted ones.  The diagonal products (one per nonzero diagonal whatever n1 is) are left
-    out."""
-    check_instance(params, CKKSParams, "rotation_costs: params")
-    level = params.check_level(level)
-    hoisting = check_choice(hoisting, "rotation_costs: hoisting", HOISTING)
-    L, K, N = params.limbs(level), len(params.special_moduli), params.N
-    d, w = len(params.digits_at(level)), math.log2(N) / 4
-    baby = float((4 * d + 1) * (L + K))
-    mod_down = (w + 2) * (L + K)
-    giant = baby + mod_down + d * (w + 1) * (L + K)
-    if hoisting != "double":
-        baby, giant = baby + 2 * mod_down, giant + mod_down
-        if hoisting == "none":
-            baby = giant
-    return float(baby), float(giant)
-
-
-#: the ways `LinearTransform.apply` can rotate: the baby steps' decomposition shared and the
-#: mod-down by P deferred to one per giant step ("double"), the decomposition shared only
-#: ("single"), or each rotation on its own ("none")
-HOISTING = ("double", "single", "none")
 
 #: a transform's hoisting unless prepared with another (`LinearTransform(hoisting=)`): single,
 #: because on Ren's "cpu" device double hoisting's products on Q·P (K/L more rows, and the
@@ -302,58 +244,127 @@ class LinearTransform:
                 f"the input scale 2^{log2_exact(self.input_scale):.2f} is more than level "
                 f"{self.level}'s primes (2^{log2_exact(Fraction(P)):.2f}) above the output's "
                 f"2^{log2_exact(self.output_scale):.2f}; rescale the input first"))
-        enc = Encoder(params)
-        ring, ring_qp = params.ring(self.level), params.ring_qp(self.level)
-        #: giant step g -> {baby step b: rot_(−g·n1)(d_(g·n1+b)) encoded}
+        self._encoder = Encoder(params)
+        #: giant step g -> {baby step b: rot_(−g·n1)(d_(g·n1+b)) encoded}: on Q for single
+        #: hoisting (it never reads the special primes' rows), views of `extended` for double
         self.plaintexts: dict[int, dict[int, Plaintext]] = {}
         #: the same integer polynomials on Q·P (where double hoisting multiplies them by the
-        #: baby steps' inner products); each plaintext's poly is a view of its first limbs
+        #: baby steps' inner products): prepared for a double-hoisted transform only (a single-
+        #: hoisted one applied with ``hoisted="double"`` encodes them then, `_qp_diagonal`)
         self.extended: dict[int, dict[int, Poly]] = {}
         for i in indices:
             g, b = divmod(i, n1)
-            pre = np.roll(diags[i], g * n1)  # rot_(−g·n1): slot j gets slot j − g·n1
-            coeffs = enc.coefficients(pre, self.plaintext_scale)
-            if 2 * max(abs(c) for c in coeffs) >= ring.Q:
-                raise ScaleOutOfBoundsError(
-                    f"LinearTransform: diagonal {i} encoded at 2^"
-                    f"{log2_exact(self.plaintext_scale):.2f} reaches Q/2 at level "
-                    f"{self.level}; use smaller entries or prepare the transform for an input "
-                    "of a larger scale")
-            qp = Poly.from_coefficients(coeffs, ring_qp, device=params.device).ntt()
-            self.extended.setdefault(g, {})[b] = qp
+            pre, coeffs = self._encoded(i)
+            if self.hoisting == "double":
+                qp = self._on(coeffs, params.ring_qp(self.level))
+                self.extended.setdefault(g, {})[b] = qp
+                poly = qp.to_ring(params.ring(self.level))
+            else:
+                poly = self._on(coeffs, params.ring(self.level))
             self.plaintexts.setdefault(g, {})[b] = Plaintext(
-                qp.to_ring(ring), self.plaintext_scale, self.level, params).keep_values(pre)
-        # prepared once: the encoded diagonals are realized now (on Q·P: the plaintexts read
-        # their limbs of Q), not in every application; except while a JIT capture or the key
-        # planner traces (they must not realize: the diagonals are then part of the traced
-        # graph)
+                poly, self.plaintext_scale, self.level, params).keep_values(pre)
+        # prepared once: the encoded diagonals are realized now (on Q·P, the plaintexts reading
+        # their limbs of Q, or on Q alone), not in every application; except while a JIT
+        # capture or the key planner traces (they must not realize: the diagonals are then part
+        # of the traced graph)
         if current_recorder() is None:
-            realize_polys([qp for group in self.extended.values() for qp in group.values()])
+            realize_polys(self.diagonal_polys)
+
+    def _encoded(self, i: int) -> tuple[np.ndarray, Any]:
+        """(rot_(−g·n1)(d_i), its integer coefficients at the plaintext scale) for i = g·n1 + b,
+        or ScaleOutOfBoundsError if they reach Q/2."""
+        g = i // self.baby_steps
+        pre = np.roll(self.diagonals[i], g * self.baby_steps)  # slot j gets slot j − g·n1
+        coeffs = self._encoder.coefficients(pre, self.plaintext_scale)
+        if 2 * max(abs(c) for c in coeffs) >= self.params.ring(self.level).Q:
+            raise ScaleOutOfBoundsError(
+                f"LinearTransform: diagonal {i} encoded at 2^"
+                f"{log2_exact(self.plaintext_scale):.2f} reaches Q/2 at level "
+                f"{self.level}; use smaller entries or prepare the transform for an input "
+                "of a larger scale")
+        return pre, coeffs
+
+    def _on(self, coeffs: Any, ring: Any) -> Poly:
+        return Poly.from_coefficients(coeffs, ring, device=self.params.device).ntt()
+
+    def _qp_diagonal(self, g: int, b: int) -> Poly:
+        """The diagonal of giant step g, baby step b on Q·P (double hoisting's operand): the
+        prepared one, or for a single-hoisted transform encoded now (kept, realized, when no
+        capture traces)."""
+        group = self.extended.get(g, {})
+        if b in group:
+            return group[b]
+        qp = self._on(self._encoded(g * self.baby_steps + b)[1],
+                      self.params.ring_qp(self.level))
+        if current_recorder() is None:
+            realize_polys([qp])
+            self.extended.setdefault(g, {})[b] = qp
+        return qp
+
+    @property
+    def diagonal_polys(self) -> list[Poly]:
+        """The polynomials that hold the prepared diagonals' words: on Q·P (`extended`) for
+        double hoisting, on Q (the plaintexts) for single hoisting or none."""
+        if self.hoisting == "double":
+            return [qp for group in self.extended.values() for qp in group.values()]
+        return [pt.poly for group in self.plaintexts.values() for pt in group.values()]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the prepared diagonals (`diagonal_polys`: 4-byte words, limbs × N each)."""
+        return sum(4 * p.ring.limbs * p.ring.N for p in self.diagonal_polys)
 
     @property
     def rotation_steps(self) -> list[int]:
-        """The left-rotation steps the transform uses: its baby and giant steps."""
-        return sorted(set(self._babies()) | {g * self.baby_steps for g in self.plaintexts if g})
+        """The left-rotation steps the transform uses (mod the slot count): its baby steps and
+        the giant steps' Horner keys (`giant_chains`)."""
+        return sorted(set(self._babies()) | set(self._giant_keys()))
 
     def _babies(self) -> list[int]:
         return sorted({b for group in self.plaintexts.values() for b in group if b})
 
+    def _chains(self) -> tuple[list[int], list[int]]:
+        return giant_chains(self.plaintexts, self.baby_steps, self.params.slots)
+
+    def _key(self, g: int) -> int:
+        """Giant step g of `giant_chains` as a key of `plaintexts` (a negative one is
+        g + slots/n1)."""
+        return g if g >= 0 else g + self.params.slots // self.baby_steps
+
+    def _group(self, g: int) -> dict[int, Plaintext]:
+        return self.plaintexts[self._key(g)]
+
+    def _giant_keys(self) -> set[int]:
+        slots, n1 = self.params.slots, self.baby_steps
+        return {step % slots for chain in self._chains() for step in horner_steps(chain, n1)}
+
     @property
     def decompositions(self) -> int:
         """Key-switching decompositions one (single- or double-) hoisted application makes: one
-        shared by the baby steps (if there are any), one per giant step g ≥ 1."""
+        shared by the baby steps (if there are any), one per giant step g ≥ 1 (a rotation of
+        the Horner chain each)."""
         return int(bool(self._babies())) + sum(1 for g in self.plaintexts if g)
 
     @property
     def mod_downs(self) -> int:
         """Polynomials one application with the transform's `hoisting` divides by P.  Double
-        hoisting: the c1 of each giant step whose inner sum has a baby rotation, and both parts
-        of the result once (if anything was rotated at all); single hoisting or none: both parts
-        of every rotation, 2·len(rotation_steps)."""
+        hoisting: the c1 of each giant rotation whose running sum has a key-switched part (a
+        baby rotation, or an earlier giant rotation), and both parts of the result once (if
+        anything was rotated at all); single hoisting or none: both parts of every rotation,
+        2·(baby steps + giant steps g ≥ 1)."""
+        giants = sum(1 for g in self.plaintexts if g)
         if self.hoisting != "double":
-            return 2 * len(self.rotation_steps)
-        giants = sum(1 for g, group in self.plaintexts.items() if g and any(group))
-        return giants + 2 * bool(self.rotation_steps)
+            return 2 * (len(self._babies()) + giants)
+        count = 0
+        for chain in self._chains():
+            switched = False  # whether the running sum has a c1 on Q·P
+            for g, step in horner_order(chain, 1):
+                if step:
+                    count += switched
+                    switched = True  # (the key's inner product)
+                if g is not None:
+                    switched = switched or any(self._group(g))  # a baby rotation
+        return count + 2 * bool(self.rotation_steps)
 
     def matrix(self, n: int | None = None) -> np.ndarray:
         """The dense slots×slots matrix (or its top-left n×n block) this transform applies."""
@@ -411,17 +422,24 @@ class LinearTransform:
                 ) -> Ciphertext:
         """Baby-step giant-step from the baby rotations `rotated` (b -> rot_b(ct)): each giant
         step a full rotation."""
-        n1 = self.baby_steps
+        n1, slots = self.baby_steps, self.params.slots
         acc: Ciphertext | None = None
-        for g, group in sorted(self.plaintexts.items()):
-            inner: Ciphertext | None = None
-            for b, pt in sorted(group.items()):
-                term = ev.multiply_plain(rotated[b] if b else ct, pt)
-                inner = term if inner is None else ev.add(inner, term)
-            assert inner is not None
-            if g:
-                inner = ev.rotate(inner, g * n1)
-            acc = inner if acc is None else ev.add(acc, inner)
+        for chain in self._chains():
+            run: Ciphertext | None = None
+            for g, step in horner_order(chain, n1):
+                if step:  # the running sum moved on by one key's step
+                    assert run is not None
+                    run = ev.rotate(run, step % slots)
+                if g is None:
+                    continue
+                inner: Ciphertext | None = None
+                for b, pt in sorted(self._group(g).items()):
+                    term = ev.multiply_plain(rotated[b] if b else ct, pt)
+                    inner = term if inner is None else ev.add(inner, term)
+                assert inner is not None
+                run = inner if run is None else ev.add(run, inner)
+            if run is not None:
+                acc = run if acc is None else ev.add(acc, run)
         assert acc is not None
         return settle_scale(ev.rescale(acc), self.output_scale)
 
@@ -432,30 +450,33 @@ class LinearTransform:
         steps) and on Q (the plaintext times c1, for b = 0); a giant step divides its c1 by P
         (its decomposition needs c1 on Q) and adds its key's inner product on Q·P to the rotated
         c0; the sum is divided by P once, then rescaled."""
-        p, level, n1 = self.params, ct.level, self.baby_steps
+        p, level, n1, slots = self.params, ct.level, self.baby_steps, self.params.slots
         c1 = ct.c1
         acc: list[Poly | None] = [None] * 3  # c0 on Q·P, c1 on Q·P, c1 on Q
-        for g, group in sorted(self.plaintexts.items()):
-            inner: list[Poly | None] = [None] * 3
-            for b, pt in sorted(group.items()):
-                ext = self.extended[g][b]
-                terms: tuple[Poly | None, ...]
-                if b:
-                    v0, v1 = rotated[b]
-                    terms = (ext * v0, ext * v1, None)
-                else:
-                    terms = (ext * c0_p, None, pt.poly * c1)
-                inner = [_plus(x, y) for x, y in zip(inner, terms, strict=True)]
-            if g:
-                step = g * n1
-                key = _rotation_key(ev, step)
-                e0, e1, q1 = inner
-                assert e0 is not None  # every term has a c0
-                c1_q = _plus(None if e1 is None else mod_down(e1, p, level), q1)
-                assert c1_q is not None
-                k0, k1 = inner_product(decompose(c1_q.rotate(step), p, level), key, level)
-                inner = [e0.rotate(step) + k0, k1, None]
-            acc = [_plus(x, y) for x, y in zip(acc, inner, strict=True)]
+        for chain in self._chains():
+            run: list[Poly | None] = [None] * 3
+            for g, step in horner_order(chain, n1):
+                if step:  # the running sum rotated on Q·P: its c1 divided by P, key-switched
+                    step %= slots
+                    key = _rotation_key(ev, step)
+                    e0, e1, q1 = run
+                    assert e0 is not None  # every term has a c0
+                    c1_q = _plus(None if e1 is None else mod_down(e1, p, level), q1)
+                    assert c1_q is not None
+                    k0, k1 = inner_product(decompose(c1_q.rotate(step), p, level), key, level)
+                    run = [e0.rotate(step) + k0, k1, None]
+                if g is None:
+                    continue
+                for b, pt in sorted(self._group(g).items()):
+                    ext = self._qp_diagonal(self._key(g), b)
+                    terms: tuple[Poly | None, ...]
+                    if b:
+                        v0, v1 = rotated[b]
+                        terms = (ext * v0, ext * v1, None)
+                    else:
+                        terms = (ext * c0_p, None, pt.poly * c1)
+                    run = [_plus(x, y) for x, y in zip(run, terms, strict=True)]
+            acc = [_plus(x, y) for x, y in zip(acc, run, strict=True)]
         e0, e1, q1 = acc
         assert e0 is not None and (e1 is not None or q1 is not None)
         out0 = mod_down(e0, p, level)
@@ -563,5 +584,5 @@ def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearT
 
 
 __all__ = ["DEFAULT_HOISTING", "HOISTING", "KEY_COST", "LinearTransform", "apply_transforms",
-           "baby_steps_for", "diagonals_of", "hoisting_arg",
+           "baby_steps_for", "diagonals_of", "giant_chains", "hoisting_arg", "horner_steps",
            "linear_transform", "rotation_costs"]

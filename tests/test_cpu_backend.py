@@ -267,17 +267,23 @@ def test_openmp_threads_give_the_same_words():
 @pytest.mark.parametrize("limbs", [1, 3])
 def test_few_limbs_split_over_two_threads_give_the_same_words(limbs):
     """Fewer limbs than threads (or 3 on 2): elementwise kernels loop over (limb, piece) tasks
-    and the ring kernels split a limb's stages and rows — NumPy's words, on 1 and 2 threads,
-    for a fused inner product, an automorphism (staged loads) and NTT/INTT round trips."""
+    and the ring kernels split a limb's stages and rows, and the hosted TO_RNS / RANDOM
+    kernels share their grid's blocks out — NumPy's words, on 1 and 2 threads, for a fused
+    inner product, an automorphism (staged loads), NTT/INTT round trips, device-sampled
+    uniform, ternary and Gaussian polynomials and 2-word coefficients brought to RNS."""
     N = 1 << 15 if limbs == 3 else 1 << 16  # >= 2^16 words: above the OpenMP threshold
     ring = RingSpec.generate(N, limbs)
+
+    big = [(-1) ** c * (c * 0x9E3779B97F4A7C15 + 12345) for c in range(N)]  # 2-word TO_RNS
 
     def run(kind: str) -> list[np.ndarray]:
         with ren.random.seeded(11):
             ps = [ren.Poly.uniform(ring, domain="ntt", device=kind) for _ in range(4)]
+            small = ren.Poly.ternary(ring, device=kind) + ren.Poly.gaussian(ring, device=kind)
         dot = ps[0] * ps[1] + ps[2] * ps[3]
         return [dot.numpy(), (dot - ps[0]).automorph(5).numpy(),
-                (ps[0].intt() + ps[1].intt()).ntt().numpy()]
+                (ps[0].intt() + ps[1].intt()).ntt().numpy(), small.numpy(),
+                ren.Poly.from_coefficients(big, ring, device=kind).numpy()]
 
     want = run("python")
     dev = get_device("cpu")
@@ -291,6 +297,7 @@ def test_few_limbs_split_over_two_threads_give_the_same_words(limbs):
             dev.set_threads(ren.settings.get("REN_CPU_THREADS"))
     assert same_words(got[2], want) and same_words(got[1], want)
     assert any(name.startswith("ren_ew_") for name in dev.entries), "no kernel ran on 'cpu'"
+    assert dev.hosted and all(fn.__name__.startswith("ren_hostp_") for fn in dev.hosted.values())
 
 
 def test_disk_cache_skips_the_compiler(tmp_path):

@@ -335,6 +335,44 @@ def _wrapper(k: CKernel) -> str:
     return f"void ren_cpu_{k.name}(void** a) {{ {k.name}({args}); }}\n"
 
 
+def _host_parallel(k: CKernel) -> str:
+    """``ren_hostp_<name>(dims, args)``: the host wrapper of a one-phase hosted kernel (TO_RNS,
+    RANDOM: a thread per output word, no shared memory) with the grid's blocks shared out over
+    the OpenMP threads (the shim's block and thread indices are per thread under OpenMP) when
+    the grid has 2^16 threads or more; other grids go to the shim's serial ``ren_host_``."""
+    call = ", ".join(f"({p.ctype})args[{i}]" if p.is_pointer else f"*(const {p.ctype}*)args[{i}]"
+                     for i, p in enumerate(k.params))
+    return f"""
+void ren_hostp_{k.name}(const long long* dims, void** args) {{
+  const long long gx = dims[0], bx = dims[3];
+  if (dims[1] != 1 || dims[2] != 1 || dims[4] != 1 || dims[5] != 1) {{
+    ren_host_{k.name}(dims, args);
+    return;
+  }}
+#ifdef REN_PARALLEL_LIMBS
+  REN_PRAGMA(omp parallel for schedule(static) num_threads(ren_threads) \
+             if(ren_threads > 1 && gx * bx >= (1LL << 16)))
+#endif
+  for (long long b = 0; b < gx; ++b) {{
+    gridDim.x = (unsigned)gx; gridDim.y = 1; gridDim.z = 1;
+    blockDim.x = (unsigned)bx; blockDim.y = 1; blockDim.z = 1;
+    blockIdx.x = (unsigned)b; blockIdx.y = 0; blockIdx.z = 0;
+    threadIdx.y = 0; threadIdx.z = 0; ren_phase = 0;
+    for (threadIdx.x = 0; threadIdx.x < (unsigned)bx; ++threadIdx.x) {k.name}({call});
+  }}
+}}
+"""
+
+
+def _host_function(lib: ctypes.CDLL, k_name: str) -> Any:
+    """The hosted kernel's wrapper: ``ren_hostp_<name>`` (blocks over the threads); a library
+    built before it existed lacks it (AttributeError: its kernels are compiled again)."""
+    fn = lib[f"ren_hostp_{k_name}"]
+    fn.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_void_p)]
+    fn.restype = None
+    return fn
+
+
 #: programs `CpuDevice.prepare` keeps for `build` at most (more: builds that never came)
 _RENDERED_KEPT = 1 << 16
 
@@ -570,15 +608,17 @@ class CpuDevice(Device):
                 names = [n for n in dict.fromkeys(k.name for p in unit for k in p.kernels)
                          if n in fresh and n not in done]
                 done.update(names)
-                self._register(lib, names)
+                self._register(lib, names, fresh)
                 index_library(folder, names, path, self._index_context)
             self._evict()
             return len(fresh)
 
-    def _register(self, lib: ctypes.CDLL, names: list[str]) -> None:
-        """Take kernels `names` from the loaded library `lib` (caller holds the build lock)."""
+    def _register(self, lib: ctypes.CDLL, names: list[str], kernels: dict[str, CKernel]) -> None:
+        """Take kernels `names` (of `kernels`) from the loaded library `lib` (caller holds the
+        build lock); a one-phase hosted kernel through its parallel wrapper."""
         lib["ren_set_threads"](threads())
         found = {name: _address(lib, f"ren_cpu_{name}") if name.startswith("ren_ew_")
+                 else _host_function(lib, name) if kernels[name].phases == 1
                  else host_function(lib, name) for name in names}
         for name, fn in found.items():
             if name.startswith("ren_ew_"):
@@ -603,7 +643,7 @@ class CpuDevice(Device):
         for so, names in by_library.items():
             try:
                 lib = _open_kernel_library(so)
-                self._register(lib, names)
+                self._register(lib, names, fresh)
             except (KernelCompileError, AttributeError, OSError):
                 continue
             for name in names:
@@ -611,10 +651,12 @@ class CpuDevice(Device):
         return left
 
     def _unit_source(self, unit: list[Program], fresh: dict[str, CKernel]) -> str:
-        """The C source of one compiler run: `unit`'s programs and the wrappers of their new
-        elementwise kernels."""
+        """The C source of one compiler run: `unit`'s programs, the wrappers of their new
+        elementwise kernels and the parallel host wrappers of their one-phase hosted ones."""
         names = dict.fromkeys(k.name for p in unit for k in p.kernels if k.name in fresh)
-        extra = "\n" + "".join(_wrapper(fresh[n]) for n in names if n.startswith("ren_ew_"))
+        extra = "\n" + "".join(_wrapper(fresh[n]) if n.startswith("ren_ew_")
+                                else _host_parallel(fresh[n]) if fresh[n].phases == 1 else ""
+                                for n in names)
         return source_head(self.isa) + _HEADER + translation_unit(unit, C) + extra
 
     def _evict(self) -> None:

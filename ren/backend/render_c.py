@@ -170,8 +170,13 @@ typedef uint32_t u32;
 typedef uint64_t u64;
 typedef int64_t i64;
 typedef struct { unsigned int x, y, z; } ren_dim3;
-static ren_dim3 threadIdx, blockIdx, blockDim, gridDim;
-static int ren_phase;
+#ifdef _OPENMP  /* per thread: the "cpu" device runs a grid's blocks on its OpenMP threads */
+#define REN_TLS _Thread_local
+#else
+#define REN_TLS
+#endif
+static REN_TLS ren_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static REN_TLS int ren_phase;
 #ifndef REN_PARALLEL_LIMBS  /* the compiled-CPU backend defines it as an OpenMP loop pragma */
 #define REN_PARALLEL_LIMBS(work)
 #endif

@@ -565,6 +565,34 @@ def test_a_closed_client_is_refused(client, ckks):
         dmap(square, batch(ckks, 1), keys=ckks.ev.relin_key, client=c)
 
 
+def test_a_large_batch_goes_as_tasks_of_several_inputs(client, ckks, monkeypatch):
+    """A batch of many inputs per worker goes as tasks of up to MAX_INPUTS_PER_TASK inputs
+    (Dask's cost is per task): results in input order and bit-identical to the local replay,
+    one timing per input, and a failing input named by its own index."""
+    import ren.distributed.batch as batch_module
+
+    assert batch_module.inputs_per_task(64, 2) == batch_module.MAX_INPUTS_PER_TASK == 4
+    assert batch_module.inputs_per_task(6, 2) == 1
+    monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, workers: 3)
+    cts, rlk = batch(ckks, 7), ckks.ev.relin_key
+    job = submit(square, cts, keys=rlk, client=client)
+    outs = job.result(timeout=60)
+    assert job._groups == [[0, 1, 2], [3, 4, 5], [6]] and len(job.futures) == 3
+    assert len(job) == len(outs) == 7 and "7 inputs" in job.describe()
+    assert [dumps(o) for o in outs] == [dumps(square(ct, keys=rlk)) for ct in cts]
+    assert len(job.timings) == 7 and all(t["run"] > 0 for t in job.timings)
+    ev = ckks.ev
+
+    def square_eagerly(ct):
+        return ev.rescale(ev.multiply(ct, ct))
+
+    cts[4] = ckks.encrypt(values(4, 32), level=0)  # no level left for the product
+    with pytest.raises(TaskError, match="map: input 4 failed on a worker with "
+                                        "ScaleOutOfBoundsError") as e:
+        dmap(square_eagerly, cts, client=client)
+    assert e.value.index == 4 and isinstance(e.value.__cause__, LevelError)
+
+
 def test_workers_are_asked_of_the_scheduler_not_the_clients_cache(client, ckks, monkeypatch):
     """Client.scheduler_info returns the client's cache, which its periodic refresh (totals
     only, no workers) overwrites at any moment; a map that trusted it saw "no workers" on a

@@ -135,11 +135,18 @@ def realize_tree(tree: Any) -> None:
         realize_polys(pending)
 
 
-def run_item(plan_index: int | None, item: Any, index: int, *, context_key: str,
-             context_blob: bytes, program_key: str, program_blob: bytes, keep: bool = False
-             ) -> Any:
+def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
+             context_blob: bytes, program_key: str, program_blob: bytes, keep: bool = False,
+             group: bool = False) -> Any:
     """One input of a map job (module doc): (the wire result, timings in seconds), or the wire
-    result alone with ``keep=True``."""
+    result alone with ``keep=True``.  With ``group=True`` the task carries several inputs
+    (`plan_index`, `item` and `index` are lists of the same length) and returns the list of
+    their results; an exception names the input that raised (and carries it as
+    ``ren_input``)."""
+    if group:
+        return [run_item(p, one, i, context_key=context_key, context_blob=context_blob,
+                         program_key=program_key, program_blob=program_blob, keep=keep)
+                for p, one, i in zip(plan_index, item, index, strict=True)]
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
         t0 = time.perf_counter()
@@ -162,6 +169,7 @@ def run_item(plan_index: int | None, item: Any, index: int, *, context_key: str,
         t4 = time.perf_counter()
     except Exception as e:
         e.add_note(f"ren.distributed: while running input {index} on worker {worker_address()}")
+        e.ren_input = index  # type: ignore[attr-defined]
         raise
     if keep:
         return wire

@@ -35,12 +35,14 @@ from ren.ckks.circuits.polyeval import (
     evaluate_polynomial,
     polynomial_plan,
 )
+from ren.ckks.circuits.presets import PRESETS, bootstrap_shape, preset_bootstrapper
 from ren.ckks.evaluator import register_program
 
 register_program("evaluate_polynomial", evaluate_polynomial)
 register_program("linear_transform", linear_transform)
 
 __all__ = [
+    "PRESETS",
     "SMALL_RING_DEGREES",
     "Bootstrapper",
     "CoeffToSlot",
@@ -53,6 +55,7 @@ __all__ = [
     "apply_transforms",
     "bootstrap_params_n16",
     "bootstrap_params_small",
+    "bootstrap_shape",
     "bound_K",
     "centred_lift",
     "chebyshev_coefficients",
@@ -60,4 +63,5 @@ __all__ = [
     "evaluate_polynomial",
     "linear_transform",
     "polynomial_plan",
+    "preset_bootstrapper",
 ]

@@ -1,0 +1,86 @@
+"""Named bootstrapping shapes that trade precision against the levels left to the user.
+
+    bt = preset_bootstrapper(params, "levels")       # two transform levels fewer
+    bt = preset_bootstrapper(params, "precision")    # one level more, K_0 twice as large
+    Bootstrapper(params, **bootstrap_shape(params, "balanced"))   # the same, by hand
+
+A bootstrapping's levels are CoeffToSlot's + EvalMod's + SlotToCoeff's (`Bootstrapper`).  The
+presets move the two transforms' levels around the shape the benchmarks use (`base`: 2 + 2
+transform levels up to N = 2^12, 3 + 3 above) and, for precision, the message ratio K_0:
+
+* ``"balanced"``: CoeffToSlot and SlotToCoeff ``base`` levels each, the default K_0
+  (`default_message_ratio_bits`).
+* ``"levels"`` (precision for levels): ``base − 1`` levels each, the default K_0: two levels
+  more for the user's circuit; the transforms merge more butterfly stages each (more
+  diagonals: more rotations per transform and usually more Galois keys), and their rounding
+  grows with it.
+* ``"precision"`` (levels for precision): CoeffToSlot ``base + 1`` levels, SlotToCoeff
+  ``base``, K_0 twice the default: one level less; sparser CoeffToSlot factors have fewer
+  diagonals, so their error is smaller, and that leaves room for a larger K_0, which shrinks
+  the sine's deviation from the identity ((2π·y/K_0)²/6 relatively) and EvalMod's share of
+  the error.
+
+**Figures** (slots uniform in [−1, 1], three seeds each, "cpu" device; tests/
+test_ckks_bootstrap_presets.py checks them at N = 256):
+
+=========  ========================  ===================  ============  ==========
+preset     shape (CtS, StC, K_0)     N = 256, h = 16       levels left   Galois keys
+=========  ========================  ===================  ============  ==========
+balanced   2, 2, 2^12                27.9–28.1 bits        2 of 14       15 + conj.
+levels     1, 1, 2^12                26.9–27.3 bits        4 of 14       16 + conj.
+precision  3, 2, 2^13                28.8–28.9 bits        1 of 14       11 + conj.
+=========  ========================  ===================  ============  ==========
+
+At N = 2^16 (`bootstrap_params_n16`, dense secret with encapsulation, 25 levels): balanced
+3, 3, 2^6 measured 21.3 bits with 10 levels left (before the Horner giant steps; 27 Galois keys
+now); levels 2, 2, 2^6 leaves 12 levels and precision 4, 3, 2^7 leaves 9 — **their precision
+and time are still to be measured** (a run needs ~10 GiB; `benchmarks/bench_bootstrap.py
+--preset n16 --shape levels --dry-run` sizes their keys and diagonals).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ren.ckks.circuits.bootstrap import Bootstrapper, default_message_ratio_bits
+from ren.ckks.params import CKKSParams
+from ren.errors import check_choice, check_instance, check_int_range
+
+#: the preset names, each a trade of precision against levels (module docstring)
+PRESETS = ("balanced", "levels", "precision")
+
+
+def base_levels(params: CKKSParams) -> int:
+    """The transform levels of the balanced shape: 2 (each of CoeffToSlot and SlotToCoeff) up
+    to N = 2^12, 3 above (the benchmarks' shapes)."""
+    check_instance(params, CKKSParams, "base_levels: params")
+    return 2 if params.N <= 1 << 12 else 3
+
+
+def bootstrap_shape(params: CKKSParams, preset: str = "balanced",
+                    slots: int | None = None) -> dict[str, Any]:
+    """The `Bootstrapper` keyword arguments of `preset` (one of `PRESETS`) for `params` and
+    `slots` (default N/2): cts_levels, stc_levels, and for "precision" message_ratio_bits (one
+    more than the default for that many slots; module docstring)."""
+    check_instance(params, CKKSParams, "bootstrap_shape: params")
+    preset = check_choice(preset, "bootstrap_shape: preset", PRESETS)
+    n = params.slots if slots is None else check_int_range(slots, "bootstrap_shape: slots", 1,
+                                                           params.slots)
+    base = base_levels(params)
+    if preset == "levels":
+        return {"cts_levels": base - 1, "stc_levels": base - 1}
+    if preset == "precision":
+        return {"cts_levels": base + 1, "stc_levels": base,
+                "message_ratio_bits": default_message_ratio_bits(2 * n) + 1}
+    return {"cts_levels": base, "stc_levels": base}
+
+
+def preset_bootstrapper(params: CKKSParams, preset: str = "balanced",
+                        **kwargs: Any) -> Bootstrapper:
+    """`Bootstrapper(params, **bootstrap_shape(params, preset, slots), **kwargs)`: a keyword
+    in `kwargs` overrides the preset's (e.g. ``degree=``)."""
+    shape = bootstrap_shape(params, preset, kwargs.get("slots"))
+    return Bootstrapper(params, **{**shape, **kwargs})
+
+
+__all__ = ["PRESETS", "base_levels", "bootstrap_shape", "preset_bootstrapper"]

@@ -28,10 +28,17 @@ diagonals take, computed from the parameters alone (`estimate_memory`: the Galoi
 transforms' baby-step giant-step plans need, the digits and limbs of each key) -- seconds even at
 ``--preset n16``, whose real run needs ~14 GiB.
 
+``--shape balanced|levels|precision`` picks the named bootstrapping shape
+(`ren.ckks.circuits.presets`); ``--slots 8,32,full`` runs Ren once per slot count (sparse
+slots: a replicated message, `Bootstrapper(slots=n)`) and prints a line per count: precision,
+levels left, replay and first-call time, Galois keys.
+
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
                                             [--first-call schedule|plan-cache] [--log-n 8]
                                             [--secret preset|dense|sparse] [--dry-run]
+                                            [--shape balanced|levels|precision]
+                                            [--slots 8,32,full]
 """
 
 from __future__ import annotations
@@ -73,20 +80,39 @@ def _module(*names: str) -> ModuleType:
     raise ImportError(f"none of {names} imports")
 
 
+def shape_of(params: Any, shape: str, slots: int | None = None) -> dict:
+    """The Bootstrapper keyword arguments of a named shape (`ren.ckks.circuits.presets`:
+    balanced, levels, precision) for `slots` slots; before the presets, the benchmarks' own
+    (2 + 2 transform levels up to N = 2^12, 3 + 3 above) for balanced."""
+    try:
+        presets = importlib.import_module("ren.ckks.circuits.presets")
+    except ImportError:
+        if shape != "balanced":
+            raise
+        levels = 2 if params.N <= 1 << 12 else 3
+        return dict(cts_levels=levels, stc_levels=levels)
+    return presets.bootstrap_shape(params, shape, slots)
+
+
 def circuits() -> tuple[ModuleType, ModuleType]:
     """Ren's bootstrapping and linear-transform modules, wherever they live now."""
     return (_module("ren.ckks.circuits.bootstrap", "ren.ckks.bootstrap"),
             _module("ren.ckks.circuits.lintrans", "ren.ckks.lintrans"))
 
 
-def make_params(preset: str, device: str, log_n: int, secret: str) -> tuple[Any, dict]:
-    """(CKKSParams, the Bootstrapper's keyword arguments) of a preset and secret choice."""
+def make_params(preset: str, device: str, log_n: int, secret: str, shape: str = "balanced",
+                slots: int | None = None) -> tuple[Any, dict]:
+    """(CKKSParams, the Bootstrapper's keyword arguments) of a preset, secret choice, named
+    shape (`shape_of`) and slot count (None: N/2)."""
     boot, _ = circuits()
     sparse = ("sparse", 192) if preset == "n16" else ("sparse", 16)
     chosen = {"preset": {}, "dense": {"secret": "ternary"}, "sparse": {"secret": sparse}}[secret]
     if preset == "n16":
-        return boot.bootstrap_params_n16(device, **chosen), dict(cts_levels=3, stc_levels=3)
-    return boot.bootstrap_params_small(device, N=1 << log_n, **chosen), {}
+        params = boot.bootstrap_params_n16(device, **chosen)
+    else:
+        params = boot.bootstrap_params_small(device, N=1 << log_n, **chosen)
+    kwargs = shape_of(params, shape, slots)
+    return params, {**kwargs, **({"slots": slots} if slots else {})}
 
 
 def _switching_key_bytes(params: Any, compact: bool = False) -> int:
@@ -97,14 +123,16 @@ def _switching_key_bytes(params: Any, compact: bool = False) -> int:
 
 
 def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
-                    degree: int = 31) -> dict:
+                    degree: int = 31, message_ratio_bits: int | None = None) -> dict:
     """Memory of a bootstrapping's keys and plaintext diagonals from the parameters alone, without
     encoding anything: the CoeffToSlot/SlotToCoeff factors (`special_fft`), each one's baby-step
     count as `LinearTransform` plans it (`baby_steps_for` with its level's `rotation_costs`), the
     Galois keys of their baby steps and Horner giant steps (`giant_chains`, `horner_steps`) and
     conjugation, a relinearization key, the encapsulation keys of a dense secret; the diagonals
     at their transform's level, on Q for single hoisting (the default) or on Q·P for double.
-    tests/test_bench_bootstrap.py holds it to the measured figures at the small presets."""
+    tests/test_bench_bootstrap.py holds it to the measured figures at the small presets.
+    Full slots only (a sparse bootstrapping's packed transforms are not mirrored);
+    message_ratio_bits changes no memory."""
     boot, lt = circuits()
     from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation
     from ren.ckks.special_fft import merge_stages, special_fft_stages
@@ -154,15 +182,17 @@ def _bits(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int = 8,
-            secret: str = "preset") -> dict:
+            secret: str = "preset", shape_name: str = "balanced", slots: int | None = None
+            ) -> dict:
     import ren
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
     from ren.ckks.serialize import serialized_size
     from ren.kernel import COMPUTE
     from ren.node import toposort
 
-    params, shape = make_params(preset, device, log_n, secret)
-    out: dict = {"library": "ren", "params": repr(params)}
+    params, shape = make_params(preset, device, log_n, secret, shape_name, slots)
+    n = slots or params.slots
+    out: dict = {"library": "ren", "params": repr(params), "shape_name": shape_name}
     t0 = time.perf_counter()
     bt = circuits()[0].Bootstrapper(params, **shape)
     out["prepare_s"] = time.perf_counter() - t0
@@ -188,8 +218,9 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     rng = np.random.default_rng(2)
 
     def fresh() -> tuple:
-        x = rng.uniform(-1, 1, params.slots)
-        ct = encryptor.encrypt(enc.encode(x, level=1))  # the last level a computation uses
+        x = rng.uniform(-1, 1, n)
+        # the last level a computation uses; n < N/2 slots replicated (a sparse packing)
+        ct = encryptor.encrypt(enc.encode(x, level=1, slots=slots))
         ren.realize(list(ct.parts))
         return x, ct
 
@@ -215,7 +246,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         lazy = boot(fresh()[1])
         out["graph_nodes"] = len(toposort(*(p.node for p in lazy.parts)))
         del lazy
-    bits = [_bits(enc.decode(dec.decrypt(res)), x)]
+    bits = [_bits(enc.decode(dec.decrypt(res), slots=slots), x)]
     replays = []
     for _ in range(reps):
         x, ct = fresh()
@@ -223,12 +254,12 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         res = fn(ct)
         ren.realize(list(res.parts))
         replays.append(time.perf_counter() - t0)
-        bits.append(_bits(enc.decode(dec.decrypt(res)), x))
+        bits.append(_bits(enc.decode(dec.decrypt(res), slots=slots), x))
     out.update(replay_s=statistics.median(replays), bits_min=min(bits), bits_max=max(bits),
                levels_used=bt.levels_used, levels_left=res.level, depth=params.depth,
                shape=f"CoeffToSlot {bt.cts_levels}, EvalMod {bt.evalmod_levels} (degree "
                      f"{bt.degree}, {bt.double_angles} double angles, K = {bt.K}), SlotToCoeff "
-                     f"{bt.stc_levels}", slots=params.slots, rss_gib=_rss_gib())
+                     f"{bt.stc_levels}", slots=n, rss_gib=_rss_gib())
     return out
 
 
@@ -253,9 +284,28 @@ def _memory_lines(r: dict) -> list[str]:
     return lines
 
 
+def _slot_lines(rows: list[dict]) -> list[str]:
+    """One line per slot count (Ren, the first thread count): precision, levels left, replay
+    and first call, Galois keys."""
+    seen: dict[int, dict] = {}
+    for r in rows:
+        if r["library"] == "ren" and "skipped" not in r and r["slots"] not in seen:
+            seen[r["slots"]] = r
+    if len(seen) < 2:
+        return []
+    lines = ["ren by slot count: slots | bits | levels left | replay s | first call s | "
+             "Galois keys"]
+    for n, r in sorted(seen.items()):
+        lines.append(f"  {n:>6} | {r['bits_min']:.1f}..{r['bits_max']:.1f} | "
+                     f"{r['levels_left']} | {r['replay_s']:.3g} | {r['first_s']:.3g} | "
+                     f"{r['galois_keys']}")
+    return lines
+
+
 def _thread_lines(rows: list[dict]) -> list[str]:
     """The replay time per Ren thread count and the speed-up over the first count's."""
     ren_rows = [r for r in rows if r["library"] == "ren" and "skipped" not in r]
+    ren_rows = [r for r in ren_rows if r["slots"] == ren_rows[0]["slots"]] if ren_rows else []
     if len(ren_rows) < 2:
         return []
     base = ren_rows[0]
@@ -264,11 +314,14 @@ def _thread_lines(rows: list[dict]) -> list[str]:
     return [f"ren replay by thread count (speed-up over {base.get('threads', 1)}): {each}"]
 
 
-def dry_run(preset: str, log_n: int, secret: str, threads: list[int]) -> dict:
+def dry_run(preset: str, log_n: int, secret: str, threads: list[int], shape: str = "balanced",
+            slots: list[int | None] | None = None) -> dict:
     """What a run would do, and the keys' and diagonals' memory from the parameters (nothing
-    is encoded, generated or bootstrapped)."""
-    params, shape = make_params(preset, "python", log_n, secret)
-    est = estimate_memory(params, **shape)
+    is encoded, generated or bootstrapped; full slots: `estimate_memory`)."""
+    params, kwargs = make_params(preset, "python", log_n, secret, shape)
+    est = estimate_memory(params, **kwargs)
+    print(f"dry run: shape {shape} ({', '.join(f'{k} {v}' for k, v in kwargs.items())}); slot "
+          f"counts {[n or params.slots for n in (slots or [None])]} (memory below: full slots)")
     full, compact = sum(est["key_bytes"].values()), sum(est["key_bytes_compact"].values())
     print(f"dry run: preset {preset}, N = {params.N}, {params.slots} slots, depth "
           f"{params.depth}, key ring {est['key_limbs']} limbs, dnum {est['dnum']}; Ren on "
@@ -356,7 +409,7 @@ def _report(rows: list[dict]) -> None:
         print(f"  first call {r['first_s']:.1f} s{how.get(r.get('compiled_by', ''), '')}; "
               f"again {r['replay_s']:.2f} s (median), "
               f"{r['first_s'] / max(r['replay_s'], 1e-9):.1f}x; peak RSS {r['rss_gib']:.1f} GiB")
-    for line in _thread_lines(rows):
+    for line in _thread_lines(rows) + _slot_lines(rows):
         print(line)
     peer = next((r for r in rows if r["library"] == "desilo" and "skipped" not in r), None)
     if ren_row and peer and "skipped" not in ren_row:
@@ -390,11 +443,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true",
                     help="run nothing: print the runs and the keys' and diagonals' memory "
                          "computed from the parameters (seconds, even at n16)")
+    ap.add_argument("--shape", default="balanced", choices=("balanced", "levels", "precision"),
+                    help="the bootstrapping's named shape (ren.ckks.circuits.presets): "
+                         "transform levels and K_0 traded between precision and levels left")
+    ap.add_argument("--slots", default="full",
+                    help="comma-separated slot counts, powers of two or 'full' (e.g. "
+                         "8,32,full): one Ren run each (sparse: a message replicated "
+                         "N/(2n) times), a line per count with its precision and time")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
+    try:
+        slot_counts = [None if v.strip() == "full" else int(v) for v in args.slots.split(",")]
+        if any(n is not None and (n < 1 or n & (n - 1)) for n in slot_counts):
+            raise ValueError
+    except ValueError:
+        ap.error(f"--slots: give powers of two or 'full', such as 8,32,full, got {args.slots!r}")
     if args.only == "ren":
         print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager, args.log_n,
-                                 args.secret)))
+                                 args.secret, args.shape, slot_counts[0])))
         return 0
     if args.only == "desilo":
         print(json.dumps(run_desilo(args.reps)))
@@ -410,10 +476,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.preset != "small" and args.log_n != 8:
         ap.error("--log-n is for --preset small (n16 is N = 2^16)")
     if args.dry_run:
-        dry_run(args.preset, args.log_n, args.secret, counts)
+        dry_run(args.preset, args.log_n, args.secret, counts, args.shape, slot_counts)
         return 0
     common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps),
-              "--log-n", str(args.log_n), "--secret", args.secret]
+              "--log-n", str(args.log_n), "--secret", args.secret, "--shape", args.shape]
     rows = []
     cached = args.first_call == "plan-cache"
     ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else [])]
@@ -423,8 +489,11 @@ def main(argv: list[str] | None = None) -> int:
         if "first_s" in fill:
             print(f"  that run's first call: {fill['first_s']:.1f} s "
                   f"({fill.get('compiled_by', '?')}, the template stored)")
-    for t in counts:
-        rows.append({**_in_subprocess(ren_args, t, plan_cache=cached), "threads": t})
+    for n in slot_counts:
+        slot_args = ["--slots", "full" if n is None else str(n)]
+        for t in counts:
+            rows.append({**_in_subprocess([*ren_args, *slot_args], t, plan_cache=cached),
+                         "threads": t})
     if args.peers == "desilo":
         rows.append(_in_subprocess(["--only", "desilo", *common]) if args.preset == "n16" else
                     {"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "

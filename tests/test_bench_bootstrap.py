@@ -140,3 +140,44 @@ def test_a_dry_run_at_n16_runs_nothing_and_sizes_the_keys(monkeypatch, capsys):
     assert f"{est['galois_keys']} Galois keys (conjugation included) + relinearization + " \
         f"encapsulation: {full:.2f} GiB full, {full / 2:.2f} GiB with seeded" in out
     assert "N = 65536, 32768 slots" in out and "threads [1, 2]" in out
+
+
+@pytest.mark.parametrize("bad", ["3", "x", "0", "8,full,-4"])
+def test_bad_slot_counts_are_a_usage_error(bad, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--slots", bad, "--peers", "none", "--dry-run"])
+    assert e.value.code == 2 and "--slots" in capsys.readouterr().err
+
+
+def test_the_report_has_a_line_per_slot_count(capsys):
+    rows = [{**REN, "slots": 8, "bits_min": 28.1, "bits_max": 28.3, "replay_s": 0.07,
+             "first_s": 2.5, "galois_keys": 11},
+            {**REN, "slots": 8, "threads": 2, "replay_s": 0.05},
+            {**REN, "slots": 32768}]
+    bench._report(rows)
+    out = capsys.readouterr().out
+    assert "ren by slot count: slots | bits | levels left | replay s | first call s | " \
+        "Galois keys" in out
+    assert "       8 | 28.1..28.3 | 9 | 0.07 | 2.5 | 11" in out
+    assert "   32768 | 21.6..21.7 | 9 | 56.2 | 253 | 39" in out
+    # the thread ratio compares runs of one slot count only
+    assert "ren replay by thread count (speed-up over 1): 1: 0.07 s (1.00x); 2: 0.05 s (1.40x)" \
+        in out
+
+
+@pytest.mark.parametrize("shape", ["levels", "precision"])
+def test_the_memory_estimate_follows_the_shape(shape):
+    """The estimate of a named shape against its Bootstrapper (keys and diagonal words)."""
+    params, kwargs = bench.make_params("small", "python", 8, "preset", shape)
+    est = bench.estimate_memory(params, **kwargs)
+    bt = bench.circuits()[0].Bootstrapper(params, **kwargs)
+    assert est["galois_keys"] == len(bt.rotation_steps) + 1
+    assert est["diagonals"] == sum(len(t.diagonals) for t in bt.transforms)
+    assert est["diagonal_bytes"] == sum(t.nbytes for t in bt.transforms)
+
+
+def test_a_sparse_run_bootstraps_its_slots():
+    """One eager Ren run at 8 slots (N = 256): the replicated message comes back."""
+    r = bench.run_ren("small", "cpu", 1, eager=True, slots=8)
+    assert r["slots"] == 8 and r["bits_min"] > 24 and r["levels_left"] == 2
+    assert r["galois_keys"] < 16  # fewer than at full slots (15 + conjugation)

@@ -32,10 +32,22 @@ precision  3, 2, 2^13                28.8–28.9 bits        1 of 14       11 + 
 =========  ========================  ===================  ============  ==========
 
 At N = 2^16 (`bootstrap_params_n16`, dense secret with encapsulation, 25 levels): balanced
-3, 3, 2^6 measured 21.3 bits with 10 levels left (before the Horner giant steps; 27 Galois keys
-now); levels 2, 2, 2^6 leaves 12 levels and precision 4, 3, 2^7 leaves 9 — **their precision
-and time are still to be measured** (a run needs ~10 GiB; `benchmarks/bench_bootstrap.py
---preset n16 --shape levels --dry-run` sizes their keys and diagonals).
+3, 3, 2^6 measured 21.3 bits with 10 levels left (before the Horner giant steps); levels
+2, 2, 2^6 leaves 12 levels and precision 4, 3, 2^7 leaves 9 — **their precision and time are
+still to be measured**.  Their memory from the parameters (``benchmarks/bench_bootstrap.py
+--preset n16 --shape … --dry-run``; keys in full, diagonals on Q):
+
+=========  ============  =====================  ===============
+preset     Galois keys   keys (+relin, encap.)   diagonals
+=========  ============  =====================  ===============
+balanced   26 + conj.    5.95 GiB               316, 2.93 GiB
+levels     58 + conj.    12.51 GiB              1150, 11.48 GiB
+precision  39 + conj.    8.62 GiB               259, 2.13 GiB
+=========  ============  =====================  ===============
+
+So at N = 2^16 the levels preset is not for a laptop: two-stage transforms of 2^15 slots have
+~2^8 diagonals each (about 24 GiB in all); a lean mode (keys' uniform halves regenerated,
+diagonals streamed) would have to come first.
 """
 
 from __future__ import annotations

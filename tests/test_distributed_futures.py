@@ -322,3 +322,30 @@ def test_a_bootstrapping_batch_survives_a_killed_worker(boot):
         err = np.max(np.abs(enc.decode(decryptor.decrypt(out)).real - x))
         assert err < 2**-20, f"input {i}: {err}"
     assert dumps(outs[0]) == dumps(bootstrap(cts[0], keys=keys))  # the local replay's bits
+
+
+def test_tasks_of_several_inputs_survive_a_killed_worker(ckks, monkeypatch):
+    """A batch sent as tasks of 2 inputs (`inputs_per_task`), a worker killed once results have
+    arrived: every result exactly once, in its place, with the local replay's bits."""
+    import ren.distributed.batch as batch_module
+
+    monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, workers: 2)
+    cts, rlk = batch(ckks, 120), ckks.ev.relin_key
+    want = [dumps(square(ct, keys=rlk)) for ct in cts]
+    with local_client(workers=2) as c:
+        pids = c.run(os.getpid)
+        job = submit(square, cts, keys=rlk, client=c)
+        assert job._groups is not None and len(job.futures) == 60
+        victim = None
+        deadline = time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline:
+            done = [f for f in job.futures if f is not None and f.done()]
+            holders = c.who_has(done) if done else {}
+            victim = next((w for ws in holders.values() for w in ws), None)
+            time.sleep(0.005)
+        assert victim is not None, "no result arrived"
+        os.kill(pids[victim], signal.SIGKILL)
+        outs = job.result(timeout=120)
+        computed = [e[0] for e in c.cluster.scheduler.transition_log if e[2] == "memory"]
+    assert len(computed) > len(set(computed)) or job.resends >= 1  # something ran again
+    assert [dumps(o) for o in outs] == want

@@ -9,6 +9,7 @@ twisted coefficients m_i·ζ^i, so both directions cost O(N log N) with NumPy's 
 from __future__ import annotations
 
 import math
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
@@ -37,15 +38,18 @@ _FLOAT_SAFE = 2.0 ** 960
 #: (L, N) residues in pieces of 8192 columns is also ~2x faster on one thread (N = 2^16, 21
 #: limbs: 15 ms against 32 ms): each piece's rows stay in cache.
 LIFT_PIECE = 8192
-_pools: dict[int, ThreadPoolExecutor] = {}
+#: the lift's thread pools, by (process, workers): a process forked from one that had a pool
+#: (a worker of ren.distributed, say) has none of its threads, so it makes its own
+_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
+    key = (os.getpid(), workers)
     with _pools_lock:
-        pool = _pools.get(workers)
+        pool = _pools.get(key)
         if pool is None:
-            pool = _pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="ren-lift")
+            pool = _pools[key] = ThreadPoolExecutor(workers, thread_name_prefix="ren-lift")
         return pool
 
 

@@ -92,12 +92,12 @@ def test_the_circuits_use_only_public_evaluator_members():
 
 
 @pytest.mark.parametrize("code,bad", [
-    ("ct = ev._ct(ct)", True),                   # a private evaluator member
+    ("ct = ev._meet(ct, ct, 'add')", True),      # a private evaluator member
     ("x = evaluator._reach(ct, 0, s)", True),
     ("ok = ev._is_product(ct)", True),
     ("y = ct._hidden", True),                    # not defined in the circuits at all
     ("from ren.ckks.encoder import _as_slots", True),
-    ("class A:\n    def f(self):\n        return self._ct(1)", True),  # an inherited one
+    ("class A:\n    def f(self):\n        return self._reach(1, 0, 1)", True),  # an inherited one
     ("def _own(): pass\ny = _own()", False),
     ("class A:\n    def f(self):\n        self._x = 1\n        return self._x", False),
     ("class A:\n    def _g(self): pass\ndef f(a): return a._g()", False),  # the circuits' own

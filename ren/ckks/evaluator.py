@@ -179,8 +179,6 @@ class Evaluator:
                                       "evaluator's; use objects from one parameter set")
         return ct
 
-    _ct = check_ciphertext  # (the name subclasses inside ren.ckks used before it was public)
-
     def _pt(self, pt: Any, op: str = "") -> Plaintext:
         where = f"{op}: the plaintext" if op else "the plaintext"
         check_instance(pt, Plaintext, where,

@@ -164,7 +164,7 @@ class _PlanningEvaluator(Evaluator):
                 for sigma in sigmas]
 
     def relinearize(self, ct: Ciphertext) -> Ciphertext:
-        ct = self._ct(ct)
+        ct = self.check_ciphertext(ct, op="relinearize")
         return ct if ct.size == 2 else Ciphertext(ct.parts[:2], ct.scale, ct.level, self.params)
 
 

@@ -14,7 +14,7 @@ The halves are public: `decompose` (steps 1–2), `inner_product` (step 3), `mod
 `switch_decomposed` (3 and 4), and `times_p` (a Q_l polynomial times P on Q_l·P).  Rounding
 commutes with adding multiples of P (round((x + P·y)/P) = round(x/P) + y), and sums of inner
 products in Q_l·P are exact, so algorithms that add several key switches stay in Q_l·P and
-divide by P once (double hoisting in `ren.ckks.lintrans`).
+divide by P once (double hoisting in `ren.ckks.circuits.lintrans`).
 
 The scheduler sees all of it as one graph and fuses it like any other Poly code.
 """

@@ -370,9 +370,10 @@ static void ntt_pass_avx512(u32* x, const u32* src, const u32* w, const u32* ws,
   const zq z = { Z1(q), Z1(big ? q : 2 * q) };
   u32* xi = x + 2 * i * t;
   const u32* si = src + 2 * i * t;
+  const u32 *w1 = w + m + i, *ws1 = ws + m + i, *w2 = w + 2 * (m + i), *ws2 = ws + 2 * (m + i);
   if (pair) {
-    if (big) z_stage2_r(xi, si, t, 1, w + m + i, ws + m + i, w + 2 * (m + i), ws + 2 * (m + i), z, 1, 0, NULL, j0, j1);
-    else z_stage2_r(xi, si, t, 1, w + m + i, ws + m + i, w + 2 * (m + i), ws + 2 * (m + i), z, 0, 0, NULL, j0, j1);
+    if (big) z_stage2_r(xi, si, t, 1, w1, ws1, w2, ws2, z, 1, 0, NULL, j0, j1);
+    else z_stage2_r(xi, si, t, 1, w1, ws1, w2, ws2, z, 0, 0, NULL, j0, j1);
   } else {
     if (big) z_stage_r(xi, si, t, 1, w + m + i, ws + m + i, z, 1, 0, NULL, j0, j1);
     else z_stage_r(xi, si, t, 1, w + m + i, ws + m + i, z, 0, 0, NULL, j0, j1);
@@ -387,8 +388,10 @@ static void intt_pass_avx512(u32* x, const u32* w, const u32* ws, u32 q, u32 nin
   if (pair) {  /* stages t (m groups) and 2t (m / 2 groups): block i of 4t words */
     const zlast* last = m == 2 ? &L : NULL;
     u32* xi = x + 4 * i * t;
-    if (big) z_stage2_r(xi, xi, 2 * t, 1, w + m / 2 + i, ws + m / 2 + i, w + m + 2 * i, ws + m + 2 * i, z, 1, 1, last, j0, j1);
-    else z_stage2_r(xi, xi, 2 * t, 1, w + m / 2 + i, ws + m / 2 + i, w + m + 2 * i, ws + m + 2 * i, z, 0, 1, last, j0, j1);
+    const u32 *w1 = w + m / 2 + i, *ws1 = ws + m / 2 + i, *w2 = w + m + 2 * i;
+    const u32* ws2 = ws + m + 2 * i;
+    if (big) z_stage2_r(xi, xi, 2 * t, 1, w1, ws1, w2, ws2, z, 1, 1, last, j0, j1);
+    else z_stage2_r(xi, xi, 2 * t, 1, w1, ws1, w2, ws2, z, 0, 1, last, j0, j1);
   } else {
     const zlast* last = m == 1 ? &L : NULL;
     u32* xi = x + 2 * i * t;

@@ -259,7 +259,7 @@ def test_openmp_threads_give_the_same_words():
         dev.set_threads(2)
         fn([two, x])
     finally:
-        dev.set_threads(1)
+        dev.set_threads(None)
     fn([one, x])
     assert np.array_equal(one, two) and np.array_equal(one, ntt(x, ring))
 
@@ -294,7 +294,7 @@ def test_few_limbs_split_over_two_threads_give_the_same_words(limbs):
                 dev.set_threads(t)
                 got[t] = run("cpu")
         finally:
-            dev.set_threads(ren.settings.get("REN_CPU_THREADS"))
+            dev.set_threads(None)
     assert same_words(got[2], want) and same_words(got[1], want)
     assert any(name.startswith("ren_ew_") for name in dev.entries), "no kernel ran on 'cpu'"
     assert dev.hosted and all(fn.__name__.startswith("ren_hostp_") for fn in dev.hosted.values())
@@ -684,3 +684,23 @@ def test_compiled_to_rns_matches_big_integers(data, words):
     assert p.node.src[0].arg.shape[1] >= words or words == 1
     got = p.numpy()
     assert got.tolist() == [[c % q for c in coeffs] for q in ring.moduli]
+
+
+def test_set_threads_pins_the_libraries_loaded_later():
+    """set_threads(n) reaches the libraries loaded already and those loaded after it (they took
+    REN_CPU_THREADS, so a script that only called set_threads ran new kernels on one thread);
+    set_threads(None) goes back to the setting."""
+    from ren.backend.cpu import _live
+
+    dev = get_device("cpu")
+    ring = RingSpec.generate(2048, 7)  # a ring no other test uses: its kernels load now
+    try:
+        dev.set_threads(3)
+        with ren.random.seeded(5):
+            a, b = (ren.Poly.uniform(ring, domain="ntt", device="cpu") for _ in range(2))
+        (a * b + a * 3).realize()
+        assert _live and all(lib["ren_get_threads"]() == 3 for lib in list(_live))
+    finally:
+        dev.set_threads(None)
+    assert all(lib["ren_get_threads"]() == ren.settings.get("REN_CPU_THREADS")
+               for lib in list(_live))

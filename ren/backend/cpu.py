@@ -46,8 +46,9 @@
   piece) tasks (`ren.backend.elementwise_c`'s ``REN_PIECES``), the basis conversion shares out
   pieces of rows, and the NTT shares out the butterflies of its large stages, then its blocks.
   Results are bit-identical at every thread count: every task writes only its own words, and
-  every word is fully reduced.  A library loaded after `CpuDevice.set_threads` takes
-  ``REN_CPU_THREADS`` (``ren.settings.override`` it for a run, as bench_ckks.py does).
+  every word is fully reduced.  `CpuDevice.set_threads(n)` reaches the libraries loaded
+  already and pins n for those loaded later; ``set_threads(None)`` goes back to
+  ``REN_CPU_THREADS``.
 
 Memory is the host allocator of the NumPy device, so copies between ``"python"`` and ``"cpu"``
 are plain array copies.  Without a C compiler, opening ``"cpu"`` raises a `DeviceError` that
@@ -112,6 +113,7 @@ _VOIDP = ctypes.c_void_p
 _HEADER = r"""/* Ren elementwise kernels for the "cpu" device */
 static int ren_threads = 1;
 void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
+int ren_get_threads(void) { return ren_threads; }
 #ifdef _OPENMP
 /* the limb loop on ren_threads threads when its words (a constant) reach 2^16: elementwise work
    is memory bound, so a smaller loop is over before a team would have woken up (cpu_ring.c) */
@@ -123,8 +125,14 @@ void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
 """
 
 
+#: the thread count `CpuDevice.set_threads` pinned for every library (None: REN_CPU_THREADS)
+_pinned_threads: int | None = None
+
+
 def threads() -> int:
-    return settings.get("REN_CPU_THREADS")
+    """The thread count a library takes when it loads: the one `CpuDevice.set_threads` pinned,
+    else REN_CPU_THREADS."""
+    return _pinned_threads if _pinned_threads is not None else settings.get("REN_CPU_THREADS")
 
 
 #: the OpenMP wait policy Ren asks for when the environment names none (`omp_environment`)
@@ -521,10 +529,16 @@ class CpuDevice(Device):
                 return values
         return super().sample(spec, ring)
 
-    def set_threads(self, n: int) -> None:
-        """Use `n` OpenMP threads in the library kernels from now on (1: none); `n` must be in
-        REN_CPU_THREADS's range."""
-        n = settings.check("REN_CPU_THREADS", n)
+    def set_threads(self, n: int | None) -> None:
+        """Use `n` OpenMP threads in the library kernels from now on (1: none), in the libraries
+        loaded already and in those loaded later; `n` must be in REN_CPU_THREADS's range.
+        ``None`` goes back to the setting: libraries loaded later take REN_CPU_THREADS."""
+        global _pinned_threads
+        if n is None:
+            _pinned_threads = None
+            n = threads()
+        else:
+            n = _pinned_threads = settings.check("REN_CPU_THREADS", n)
         with _ring_lock:
             ring_libs = list(_ring_libs.values())
         for lib in ring_libs:

@@ -224,7 +224,7 @@ def test_fuzz_only_serialization_errors(c):
         decoded += 1  # a mutation that kept the data valid (e.g. another scale digit)
         assert obj.params == c.params
     print(f"[ckks fuzz] {FUZZ_CASES} inputs: {raised} SerializationError, {decoded} decoded")
-    assert raised + decoded == FUZZ_CASES and raised > 0.9 * FUZZ_CASES
+    assert raised + decoded == FUZZ_CASES and raised >= 0.9 * FUZZ_CASES
 
 
 def test_non_bytes_input(c):

@@ -347,7 +347,7 @@ def key_parts(obj: Any) -> tuple[dict, list[Poly]] | None:
     if isinstance(obj, RelinKey):
         return {}, [*obj.b, *obj.a]
     if isinstance(obj, GaloisKeys):
-        elements = sorted(obj.keys)
+        elements = list(obj.keys)  # in the object's order: a jit plan captured on it matches
         return {"elements": elements}, [q for g in elements for q in (*obj.keys[g].b,
                                                                       *obj.keys[g].a)]
     return None

@@ -218,13 +218,27 @@ def _compile(nodes: Sequence[Node], params: Sequence[Buffer], inputs: Sequence[B
     leaves = found[1]
     path = plans_dir() / f"{name}.plan"
     try:
-        template = _load(path, leaves, params)
-        if template is not None:
-            stats.hits += 1
+        state = _load_state(path, leaves)
+        if state is not None:
+            ordered = _bind(state["slots"], leaves, params)
             if inputs is None:
-                return template, LOADED, None
-            template.build_runner()
-            return template, LOADED, template.run(inputs)
+                template = _lowered(path, state, ordered)
+                if template is not None:
+                    stats.hits += 1
+                    return template, LOADED, None
+            else:
+                # the first run starts while the loaded items are lowered, as a fresh
+                # schedule's does (`lower_and_run`): rendering and loading the kernels of a
+                # bootstrapping hide behind its first chunks
+                try:
+                    template, results = lower_and_run(state["items"], state["plan"], ordered,
+                                                      state["outputs"], inputs)
+                except Exception as e:
+                    _bad(path, f"its items do not lower ({type(e).__name__}: {e})")
+                else:
+                    stats.hits += 1
+                    _used(path)
+                    return template, LOADED, results
         stats.misses += 1
         # every leaf a parameter: the stored entry holds no leaf's data
         slots_nodes, slots = parameterize(nodes, leaves)
@@ -284,7 +298,9 @@ def _store(path: Path, items: list[ScheduledKernel], plan: MemoryPlan | None,
     _trim(path.parent)
 
 
-def _load(path: Path, leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Template | None:
+def _load_state(path: Path, leaves: Sequence[Buffer]) -> dict | None:
+    """The unpickled entry at `path` whose slots match `leaves`, or None (no entry; an unusable
+    one is removed with a warning).  Its items are checked for type, not lowered."""
     try:
         blob = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
@@ -306,16 +322,31 @@ def _load(path: Path, leaves: Sequence[Buffer], params: Sequence[Buffer]) -> Tem
             or s.is_allocated for s, b in zip(slots, leaves)):
         _bad(path, "its parameters do not match the graph's leaves")
         return None
+    items = state.get("items")
+    if not isinstance(items, list) or not all(isinstance(i, ScheduledKernel) for i in items):
+        _bad(path, "its items do not lower (they are not scheduled kernels)")
+        return None
+    return state
+
+
+def _lowered(path: Path, state: dict, ordered: list[Buffer]) -> Template | None:
+    """The template of a loaded entry (`_load_state`), its parameters `ordered`; None (the entry
+    removed with a warning) when its items do not lower."""
     try:
         units = make_exec_units(state["items"])
     except Exception as e:
         _bad(path, f"its items do not lower ({type(e).__name__}: {e})")
         return None
-    # a use: the entry is among the newest when the folder is trimmed.  Best effort: a cache
-    # another user owns, or a read-only one, is still read (only its trimming order is off)
+    _used(path)
+    return Template(units, state["plan"], ordered, state["outputs"])
+
+
+def _used(path: Path) -> None:
+    """Stamp a use: the entry is among the newest when the folder is trimmed.  Best effort: a
+    cache another user owns, or a read-only one, is still read (only its trimming order is
+    off)."""
     with contextlib.suppress(OSError):
         os.utime(path)
-    return Template(units, state["plan"], _bind(slots, leaves, params), state["outputs"])
 
 
 def _bad(path: Path, why: str) -> None:

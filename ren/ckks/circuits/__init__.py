@@ -8,8 +8,9 @@ linear transforms and bootstrapping.
 
 Modules: `polyeval` (baby-step giant-step polynomials), `lintrans` (the diagonal method,
 hoisted and double-hoisted), `dft` (CoeffToSlot/SlotToCoeff), `evalmod` (the modular
-reduction), `bootstrap` (the Bootstrapper and its presets), `inputs` (what each circuit does
-to its input first).
+reduction), `bootstrap` (the Bootstrapper and its presets), `metabts` (Meta-BTS: the
+bootstrapping error bootstrapped once more, ~twice the bits for a level), `inputs` (what each
+circuit does to its input first).
 
 **One way.**  The circuits use only the evaluator's public API (`Evaluator.check_ciphertext`,
 `Evaluator.is_unrescaled_product`, `Evaluator.align`, `Evaluator.explicit` and the operations;
@@ -30,6 +31,7 @@ from ren.ckks.circuits.bootstrap import (
 from ren.ckks.circuits.dft import CoeffToSlot, CoeffToSlotParams, SlotToCoeff, SlotToCoeffParams
 from ren.ckks.circuits.evalmod import EvalMod, EvalModParams
 from ren.ckks.circuits.lintrans import LinearTransform, apply_transforms, linear_transform
+from ren.ckks.circuits.metabts import MetaBootstrapper, default_error_bits
 from ren.ckks.circuits.polyeval import (
     chebyshev_coefficients,
     evaluate_polynomial,
@@ -50,6 +52,7 @@ __all__ = [
     "EvalMod",
     "EvalModParams",
     "LinearTransform",
+    "MetaBootstrapper",
     "SlotToCoeff",
     "SlotToCoeffParams",
     "apply_transforms",
@@ -59,6 +62,7 @@ __all__ = [
     "bound_K",
     "centred_lift",
     "chebyshev_coefficients",
+    "default_error_bits",
     "default_message_ratio_bits",
     "evaluate_polynomial",
     "linear_transform",

@@ -98,6 +98,20 @@ def test_three_iterations_spend_two_levels(small):
     assert small.bits(out, x) >= small.bits(small.bt.bootstrap(small.ev, ct), x) + MARGIN
 
 
+def test_keep_level_spends_no_level_and_labels_the_scale(small):
+    x, ct = small.sample(7)
+    plain = small.bt.bootstrap(small.ev, ct)
+    meta = MetaBootstrapper(small.bt, keep_level=True)
+    out = meta.bootstrap(small.ev, ct)
+    assert out.level == meta.output_level == small.bt.output_level
+    assert out.scale == meta.output_scale == small.params.scale(out.level) * 2 ** meta.shift_bits
+    assert small.bits(out, x) >= small.bits(plain, x) + MARGIN
+    # the caller folds the label into a later product: y = 3·out at the level's scale
+    x2 = small.ev.explicit()
+    y = x2.rescale(x2.multiply_scalar(out, 3.0, target_scale=small.params.scale(out.level - 1)))
+    assert small.bits(y, 3 * x) >= small.bits(plain, x) + MARGIN - 2
+
+
 def test_an_optimistic_error_bound_loses_bits_gracefully(small):
     """The shift should keep 2^k·e inside EvalMod's nearly linear range.  Claiming 40 bits of a
     ~28-bit bootstrapping (2^11 in slots) bends the correction on the sine (bits lost against
@@ -135,6 +149,7 @@ def test_a_dense_secret_with_encapsulation():
     ({"error_bits": 1}, ParameterError, "error_bits"),
     ({"error_bits": 59}, ParameterError, "error_bits"),
     ({"error_bits": "20"}, ParameterError, "error_bits"),
+    ({"keep_level": 1}, ParameterError, "keep_level"),
 ])
 def test_bad_arguments(small, kwargs, error, words):
     with pytest.raises(error, match=words) as info:
@@ -151,6 +166,9 @@ def test_not_a_bootstrapper_and_too_few_levels(small):
     with pytest.raises(OutOfLevelsError, match="iterations"):
         MetaBootstrapper(deep)
     assert MetaBootstrapper(deep, iterations=1).output_level == 0
+    # keep_level spends none, but the scale label Δ·2^k must fit Q_0 (62 bits) there
+    with pytest.raises(RenError, match="keep_level"):
+        MetaBootstrapper(deep, keep_level=True)
 
 
 def test_bad_ciphertext_and_missing_keys(small):

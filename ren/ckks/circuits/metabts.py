@@ -17,7 +17,9 @@ about b + k ≈ 2b − 1 bits, until another floor (the scale's rounding, the fi
 small arguments, the encoding's float64) is reached.  With ``iterations=3`` the remaining error
 is bootstrapped once more (shift 2k); every iteration after the first costs one bootstrapping
 and **one level** (the multiplication by 2^-k and its rescale; ct₁ is brought to that level
-for free), so ``output_level = bt.output_level − (iterations − 1)``.
+for free), so ``output_level = bt.output_level − (iterations − 1)``; or none with
+``keep_level=True``, which leaves the 2^-k in the scale label (Δ·2^k at bt.output_level) for
+the caller to fold into a later product.
 
 The error must fit: ``error_bits`` is a lower bound on the plain bootstrapping's precision in
 bits (max |e| ≤ 2^-error_bits for messages in [−1, 1]); the shift is k = error_bits − 1.  Too
@@ -40,7 +42,7 @@ from ren.ckks.circuits.bootstrap import Bootstrapper
 from ren.ckks.encapsulation import EncapsulationKeys
 from ren.ckks.errors import OutOfLevelsError
 from ren.ckks.evaluator import Evaluator
-from ren.errors import check_instance, check_int_range
+from ren.errors import check_bool, check_instance, check_int_range
 
 #: the iterations a MetaBootstrapper offers (1: a plain bootstrapping)
 MAX_ITERATIONS = 3
@@ -63,12 +65,18 @@ class MetaBootstrapper:
         iterations: 2 (Meta-BTS: one correction) or 3 (two); 1 is a plain bootstrapping.
         error_bits: a lower bound on one bootstrapping's precision in bits (default
             `default_error_bits`); the shift k = error_bits − 1 per correction.
+        keep_level: spend no level: the result stays at bt.output_level with the scale
+            Δ·2^(k·(iterations − 1)) (Δ the level's scale; the correction's 2^-k is a scale
+            label, ct₁ reaches that scale by an exact integer product).  Fold the factor into
+            your next plaintext or scalar product (``multiply_scalar(..., target_scale=)``
+            aims at any scale), or `Evaluator.adjust_scale` (a level) when you need Δ.
 
-    Attributes: bootstrapper, iterations, error_bits, shift_bits (k), output_level
-    (bt.output_level − iterations + 1), levels_used (params.depth − output_level)."""
+    Attributes: bootstrapper, iterations, error_bits, shift_bits (k), keep_level,
+    output_level (bt.output_level − iterations + 1, or bt.output_level with keep_level),
+    output_scale (the result's scale), levels_used (params.depth − output_level)."""
 
     def __init__(self, bt: Bootstrapper, iterations: int = 2,
-                 error_bits: int | None = None) -> None:
+                 error_bits: int | None = None, keep_level: bool = False) -> None:
         check_instance(bt, Bootstrapper, "MetaBootstrapper: bt",
                        hint="a ren.ckks.circuits.Bootstrapper for the parameters")
         self.bootstrapper = bt
@@ -85,13 +93,22 @@ class MetaBootstrapper:
             hint="a lower bound on one bootstrapping's precision in bits (e.g. 16 at n16, "
                  "20 at the small preset); the shifted errors must stay below the scale")
         self.shift_bits = self.error_bits - 1
-        self.output_level = bt.output_level - (self.iterations - 1)
+        self.keep_level = check_bool(keep_level, "MetaBootstrapper: keep_level")
+        spent = 0 if self.keep_level else self.iterations - 1
+        self.output_level = bt.output_level - spent
         if self.output_level < 0:
             raise OutOfLevelsError(
                 f"MetaBootstrapper: {self.iterations} iterations need {self.iterations - 1} "
                 f"level(s) after the bootstrapping, which leaves {bt.output_level}; use fewer "
                 "iterations or parameters with more depth")
         self.levels_used = bt.params.depth - self.output_level
+        shift = self.shift_bits * (self.iterations - 1) if self.keep_level else 0
+        self.output_scale = bt.params.scale(self.output_level) * (1 << shift)
+        if shift:  # the scale must leave the message room below Q at that level
+            bt.params.check_scale(self.output_scale, self.output_level,
+                                  "MetaBootstrapper(keep_level=True)", fix=lambda: (
+                                      "use keep_level=False, fewer iterations or a smaller "
+                                      "error_bits"))
 
     def bootstrap(self, ev: Evaluator, ct: Ciphertext,
                   encapsulation_keys: EncapsulationKeys | None = None) -> Ciphertext:
@@ -113,7 +130,8 @@ class MetaBootstrapper:
 
     def _correct(self, x: Evaluator, ct: Ciphertext, out: Ciphertext, shift: int,
                  keys: EncapsulationKeys | None) -> Ciphertext:
-        """out − BTS(2^shift·(out − ct))/2^shift, one level below `out`."""
+        """out − BTS(2^shift·(out − ct))/2^shift, one level below `out` (or at its level at
+        the scale Δ·2^shift with keep_level)."""
         bt, params = self.bootstrapper, self.bootstrapper.params
         diff = x.sub(x.align(out, ct.level, ct.scale), ct)  # encrypts out's error only
         # diff·2^shift: `multiply_int`'s guard assumes a message up to 1 (at level 0 it refuses
@@ -122,6 +140,9 @@ class MetaBootstrapper:
         up = Ciphertext(tuple(p * (1 << shift) for p in diff.parts), diff.scale, diff.level,
                         diff.params)
         fixed = bt.bootstrap(x, up, keys)
+        if self.keep_level:  # fixed/2^shift as a label, out brought to it exactly
+            fix = Ciphertext(fixed.parts, fixed.scale * (1 << shift), fixed.level, fixed.params)
+            return x.sub(x.align(out, out.level, fix.scale), fix)
         level = out.level - 1
         target = params.scale(level)
         fix = x.rescale(x.multiply_scalar(fixed, float(Fraction(1, 1 << shift)),

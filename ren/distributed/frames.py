@@ -61,8 +61,9 @@ from ren.realization import host_residues
 from ren.ring import Domain, RingSpec
 
 _blake3: Any
-try:  # the distributed extra's hash; SHA-256 otherwise (module doc)
-    import blake3 as _blake3
+try:  # the distributed extra's hash; SHA-256 otherwise (module doc).  Imported by name so that
+    # mypy sees the same module type with and without the package installed
+    _blake3 = importlib.import_module("blake3")
 except ImportError:  # pragma: no cover - the distributed extra installs it
     _blake3 = None
 

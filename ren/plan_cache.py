@@ -152,7 +152,9 @@ def _form(x: Any, memo: dict[int, tuple[Any, Any]] | None) -> Any:
         return (_qualname(type(x)), base(x))
     if isinstance(x, (tuple, list)):  # a named tuple keeps its type
         name = type(x).__name__ if type(x) in (tuple, list) else _qualname(type(x))
-        return (name, tuple(canonical(v, memo) for v in x))
+        # (atoms inline: a graph's key is mostly tuples of small ints)
+        return (name, tuple([v if v is None or type(v) in _ATOMS else canonical(v, memo)
+                             for v in x]))
     if isinstance(x, (set, frozenset)):
         return ("set", tuple(sorted(repr(canonical(v, memo)) for v in x)))
     if isinstance(x, dict):

@@ -205,14 +205,20 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     try:
         start, size = 0, FIRST_CHUNK
         while start < len(items) and not failed:
-            chunk = make_exec_units(items[start:start + size])
-            units += chunk
-            calls, patches = _calls(chunk, kept, index)
-            if calls:
-                runner = device.graph(calls, patches)
-                if runner is None:
-                    raise RealizeError(f"device {device_name} gave no graph runner for a part "
-                                       "of a schedule after giving one for all of it")
+            if start == 0 and _prepare(items[:size]):
+                # the compile cache lacked kernels of the first chunk: a cold cache.  Compile
+                # every later chunk's missing kernels in one compiler run now (split across
+                # the cores), while the worker runs the first chunk, rather than one smaller
+                # run per chunk (a cold bootstrapping at N = 2^8: 8 runs, mostly serial)
+                runner = _chunk_runner(device, device_name, items[:size], kept, index, units)
+                if runner is not None:
+                    chunks.put(runner)
+                _prepare(items[size:])
+                start, size = size, size * 2
+                continue
+            runner = _chunk_runner(device, device_name, items[start:start + size], kept, index,
+                                   units)
+            if runner is not None:
                 chunks.put(runner)
             start, size = start + size, size * 2
         if not failed:  # the template's own runner, built while the last chunks run
@@ -230,6 +236,33 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     template.runs = 1
     note_units(units)
     return template, template._results(bound)
+
+
+def _prepare(items: Sequence[ScheduledKernel]) -> int:
+    """Let each device compile the kernels of its compute `items` it lacks, all at once
+    (`Device.prepare`); returns how many kernels were compiled."""
+    per_device: dict[str, list[ScheduledKernel]] = {}
+    for item in items:
+        if item.kind not in LIGHT_KINDS:
+            per_device.setdefault(item.bufs[0].device, []).append(item)
+    return sum(get_device(d).prepare(group) for d, group in per_device.items())
+
+
+def _chunk_runner(device: Device, device_name: str, items: Sequence[ScheduledKernel],
+                  kept: dict[Buffer, Any], index: dict[Buffer, int], units: list[ExecUnit]
+                  ) -> GraphRunner | None:
+    """Lower `items` (appended to `units`) and give the graph runner of their calls (None
+    when they make no calls)."""
+    chunk = make_exec_units(list(items))
+    units += chunk
+    calls, patches = _calls(chunk, kept, index)
+    if not calls:
+        return None
+    runner = device.graph(calls, patches)
+    if runner is None:
+        raise RealizeError(f"device {device_name} gave no graph runner for a part of a "
+                           "schedule after giving one for all of it")
+    return runner
 
 
 #: u32 words per page of host memory (4 KiB): one write per page faults it in

@@ -92,6 +92,22 @@ def test_errors_name_what_to_use():
     out = run("passes", "bfv_multiply", "--ckks-params", "N16", code=2).output
     assert "no parameters 'N16'" in out and "N13" in out
     out = run("precision", "bfv_multiply", code=2).output
-    assert "bfv_multiply" in out and ("budget" in out or "CKKS" in out)
+    assert "BFV/BGV program" in out and "ren-inspect budget bfv_multiply" in out
+    out = run("keys", "bfv_multiply", code=2).output
+    assert "ren-inspect budget bfv_multiply" in out
     with pytest.raises(Exception, match="budget meter needs a BFV/BGV program"):
         programs.budget_of(programs.load_program("ckks_multiply"))
+
+
+@pytest.mark.parametrize("name", ["bfv_multiply", "bgv_multiply"])
+def test_budget_command_shows_the_noise_budget_per_operation(name):
+    """`ren-inspect budget` of a BFV/BGV example: the meter's table (budget and bits used per
+    operation, the product using the most) instead of CKKS's levels and scales."""
+    if name == "bgv_multiply" and not has_bgv():
+        pytest.skip("ren.bfv.bgv is not there")
+    out = run("budget", name).output
+    meter = programs.budget_of(programs.load_program(name))
+    assert f"noise budget of {name}" in out and "budget (bits)" in out and "level" not in out
+    for step in meter.steps:
+        assert re.search(rf"{step.index}\s*│\s*{step.op}\s*│\s*{step.budget}\b", out), step
+    assert f"noise budget left {meter.final_budget} bits" in out and "every slot exact" in out

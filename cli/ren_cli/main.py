@@ -462,9 +462,19 @@ def precision(program: str, ckks_params: str, fmt: str, output: Path | None) -> 
 def budget(program: str, ckks_params: str, output: Path | None) -> None:
     """The level and scale budget of a CKKS example, traced without running a kernel: the level
     and log2 scale after every operation, where rescales happen, and the levels used.  A program
-    that needs more levels than its parameters have fails here, naming its line."""
+    that needs more levels than its parameters have fails here, naming its line.  For a BFV/BGV
+    example (bfv_multiply, bgv_multiply): the noise budget after every operation, run beside the
+    exact result (`ren.bfv.debug.budget_meter`), with the line that used the most."""
     check_output_file(output)
-    report = pv.budget_of(pg.load_program(program, ckks_params))
+    prog = pg.load_program(program, ckks_params)
+    if prog.bfv is not None:
+        meter = pg.budget_of(prog)
+        rows = [[s.index, s.op, s.budget, "" if s.used is None else s.used, s.wrong or "",
+                 f"{Path(s.where).name}: {s.code}"] for s in meter.steps]
+        show([table(f"noise budget of {program}", ["#", "op", "budget (bits)", "used", "wrong",
+                                                   "where"], rows), meter.summary()], output)
+        return
+    report = pv.budget_of(prog)
     rows = [[s.index, s.op, s.level, f"{s.log2_scale:.2f}", "yes" if s.rescaled else "",
              f"{Path(s.where).name}: {s.code}"] for s in report.steps]
     show([table(f"level budget of {program}", ["#", "op", "level", "log2 scale", "rescaled",

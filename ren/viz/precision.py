@@ -44,6 +44,11 @@ def attainable_bits(report: Report) -> float:
 
 
 def _ckks(prog: Program, what: str):
+    if getattr(prog, "bfv", None) is not None:
+        raise InspectError(f"{prog.name} is a BFV/BGV program: {what} is CKKS's (exact "
+                           "arithmetic loses no precision); its noise budget after every "
+                           f"operation: ren-inspect budget {prog.name} "
+                           "(ren.bfv.debug.budget_meter)")
     if prog.ckks is None:
         raise InspectError(f"{prog.name}: {what} needs a CKKS program (the built-in ckks_* "
                            "examples); from Python, call ren.ckks.debug or "

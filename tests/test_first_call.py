@@ -1,0 +1,163 @@
+"""The first call of a jitted function (issue 41 §3: first call ≤ 1.5× the replay, ≤ 1.2× from a
+warm plan cache): a plan-cache hit runs while its loaded items are lowered, a cold compile cache
+compiles the rest of the schedule in one batch while the first chunk runs, and the first run's
+scratch memory is advised to take transparent huge pages.  Results are bit for bit those of the
+eager graph."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_first_run import fresh, keyswitch_like
+
+import ren
+from ren import plan_cache, replay
+from ren import settings as ren_settings
+from ren.backend import get_device
+from ren.kernel import LIGHT_KINDS
+from ren.plan_cache import LOADED, SCHEDULED
+
+
+def _words(polys) -> list[np.ndarray]:
+    return [p.numpy() for p in polys]
+
+
+def _same(xs, ys) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(xs, ys, strict=True))
+
+
+@pytest.fixture
+def pipelined(monkeypatch):
+    monkeypatch.setattr(replay, "PIPELINE_ITEMS", 1)
+    monkeypatch.setattr(replay, "FIRST_CHUNK", 2)
+
+
+def test_a_plan_cache_hit_runs_while_its_items_are_lowered(monkeypatch, pipelined):
+    a, b = fresh(21, "cpu"), fresh(22, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    ren.jit(keyswitch_like)(a, b)  # scheduled and stored
+    workers: list[str] = []
+    dev = get_device("cpu")
+    make = dev.graph
+
+    def graph(calls, patches):
+        runner = make(calls, patches)
+
+        def run(arrays):
+            workers.append(threading.current_thread().name)
+            return runner(arrays)
+
+        run.kind = runner.kind  # type: ignore[attr-defined]
+        return run
+
+    monkeypatch.setattr(dev, "graph", graph)
+    fn = ren.jit(keyswitch_like)
+    got = _words(fn(a, b))
+    assert fn.plans[0].compiled_by == LOADED
+    assert _same(got, eager)
+    # the loaded template's first run went chunk by chunk on the worker (2, 4, 8 ... items)
+    assert workers.count("ren-first-run") >= 3 and set(workers) == {"ren-first-run"}
+    c, d = fresh(23, "cpu"), fresh(24, "cpu")
+    assert _same(_words(fn(c, d)), _words(keyswitch_like(c, d)))  # the replay
+
+
+def test_a_loaded_entry_whose_items_fail_to_lower_is_scheduled_again(monkeypatch, pipelined):
+    a, b = fresh(25, "cpu"), fresh(26, "cpu")
+    ren.jit(keyswitch_like)(a, b)
+    real = plan_cache.lower_and_run
+    calls = []
+
+    def fail_once(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("no compiler today")
+        return real(*args)
+
+    monkeypatch.setattr(plan_cache, "lower_and_run", fail_once)
+    fn = ren.jit(keyswitch_like)
+    with pytest.warns(plan_cache.PlanCacheWarning, match="do not lower.*no compiler today"):
+        got = fn(a, b)
+    assert fn.plans[0].compiled_by == SCHEDULED and len(calls) == 2
+    assert _same(_words(got), _words(keyswitch_like(a, b)))
+
+
+def test_a_cold_compile_cache_compiles_the_rest_in_one_batch(monkeypatch, pipelined):
+    """The first chunk's prepare reports compiled kernels (a cold cache): the next prepare gets
+    every later compute item at once, and the words are the eager graph's."""
+    dev = get_device("cpu")
+    real = dev.prepare
+    batches: list[int] = []
+
+    def prepare(items):
+        items = list(items)
+        batches.append(len(items))
+        real(items)
+        return 1 if len(batches) == 1 else 0  # "the first chunk compiled something"
+
+    monkeypatch.setattr(dev, "prepare", prepare)
+    a, b = fresh(27, "cpu"), fresh(28, "cpu")
+    fn = ren.jit(keyswitch_like)
+    with ren_settings.override(REN_PLAN_CACHE=0):  # (scheduled: lower_and_run on its items)
+        got = _words(fn(a, b))
+    items = [u.item for u in fn.plans[0].units if u.kind != "copy"]
+    computes = sum(1 for i in items if i.kind not in LIGHT_KINDS)
+    first = sum(1 for i in items[:2] if i.kind not in LIGHT_KINDS)
+    # the first chunk checked, lowered, then one batch of everything after it
+    assert batches[:3] == [first, first, computes - first], batches
+    assert _same(got, _words(keyswitch_like(a, b)))
+
+
+def test_a_warm_compile_cache_lowers_chunk_by_chunk(monkeypatch, pipelined):
+    dev = get_device("cpu")
+    real = dev.prepare
+    batches: list[int] = []
+
+    def prepare(items):
+        items = list(items)
+        batches.append(len(items))
+        real(items)
+        return 0  # nothing compiled: warm
+
+    monkeypatch.setattr(dev, "prepare", prepare)
+    a, b = fresh(29, "cpu"), fresh(30, "cpu")
+    fn = ren.jit(keyswitch_like)
+    with ren_settings.override(REN_PLAN_CACHE=0):
+        fn(a, b)
+    items = [u.item for u in fn.plans[0].units if u.kind != "copy"]
+    per_chunk, start, size = [], 0, 2
+    while start < len(items):  # chunks of 2, 4, 8, ... items, each prepared as it is lowered
+        n = sum(1 for i in items[start:start + size] if i.kind not in LIGHT_KINDS)
+        per_chunk += [n] if n else []
+        start, size = start + size, size * 2
+    assert batches == [per_chunk[0], *per_chunk], batches  # no batch of the rest
+
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _thp_on() -> bool:
+    try:
+        text = THP.read_text()
+    except OSError:
+        return False
+    return "[always]" in text or "[madvise]" in text
+
+
+def test_small_or_foreign_arrays_get_no_huge_page_advice():
+    assert not replay.advise_huge_pages(np.zeros(replay.HUGE_PAGE // 4, dtype=np.uint32))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _thp_on(),
+                    reason="transparent huge pages are off (or not Linux)")
+def test_a_large_scratch_array_is_advised_huge_pages_and_keeps_its_words():
+    words = 3 * replay.HUGE_PAGE // 4 + 17
+    a = np.arange(words, dtype=np.uint32)
+    assert replay.advise_huge_pages(a)
+    assert np.array_equal(a, np.arange(words, dtype=np.uint32))  # advice changes no word
+    b = np.full(words, 7, dtype=np.uint32)
+    replay._fault_in(b)  # advised, then one word per page
+    assert (b == 0).sum() == -(-words // replay._WORDS_PER_PAGE)

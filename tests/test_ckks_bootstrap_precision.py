@@ -175,3 +175,17 @@ def test_bad_ciphertext_and_missing_keys(small):
     meta = MetaBootstrapper(small.bt)
     with pytest.raises(RenError):
         meta.bootstrap(small.ev, "ct")  # type: ignore[arg-type]
+
+
+def test_ren_jit_captures_and_replays_it(small):
+    """One lazy graph (both bootstrappings and the correction): a ren.jit plan, replayed on
+    another ciphertext, decrypts to exactly what the eager call gives."""
+    meta = MetaBootstrapper(small.bt)
+    fn = ren.jit(lambda c: meta.bootstrap(small.ev, c))
+    fn(small.sample(8)[1])
+    x, ct = small.sample(9)
+    replayed, eager = fn(ct), meta.bootstrap(small.ev, ct)
+    assert len(fn.plans) == 1
+    a, b = small.enc.decode(small.dec.decrypt(replayed)), small.enc.decode(small.dec.decrypt(eager))
+    assert np.array_equal(a, b)
+    assert small.bits(replayed, x) >= 40

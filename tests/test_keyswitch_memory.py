@@ -5,9 +5,9 @@ read it in place (an index map over the key's buffer, pass 11's TABLE[l]) rather
 into the arena, where the copy lives from the first key switch at that level to the last (in a
 bootstrapping, most of what is live between the two EvalMods).
 
-`test_no_key_row_copies_below_the_top` holds the schedule to that: it fails while pass 5
+`test_no_key_row_copies_below_the_top` holds the schedule to that: it fails when pass 5
 (`ren.passes.p05_materialize`, step 4) gives a row selection read by two kernels a buffer of
-its own, hence its strict xfail until that change lands (see the marker's reason).  The other
+its own (as it did before issue 41's memory work).  The other
 test holds the words: two key switches at a lower level that share the key's rows give the
 words of key switches by keys stored on Q_l·P (their rows read as they are), on python and
 cpu."""
@@ -58,11 +58,6 @@ def _key_row_copies(key: RelinKey, nodes) -> list:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "needs pass 5 to read a row selection (TO_RING onto a non-contiguous subset) of a buffer in "
-    "place when two kernels read it, as it does for contiguous views: ren/passes/"
-    "p05_materialize.py, in_place() and step 4, is_view_candidate -> is_subset (see the ksmem "
-    "notes of issue 41); drop this marker when it lands"))
 def test_no_key_row_copies_below_the_top():
     _p, key, level, ds = _setup("python")
     outs = [u.node for d in ds for u in key_switch(d, key, level)]

@@ -16,8 +16,11 @@ Marks:
                  subexpression is computed once)
 A source that is a TO_RING onto a contiguous run of moduli is not copied: its own source is
 materialized instead, and pass 10 turns the TO_RING into a BUFFER_VIEW.  Likewise a CONCAT of
-buffers and views of them (pass 4's mod-up) is not copied when several kernels read it: each
-reads its rows in place.
+buffers and views of them (pass 4's mod-up), and a TO_RING selecting scattered rows of a buffer
+(a switching key's Q_l·P rows below the top level), are not copied when several elementwise
+kernels read them: each reads its rows in place (pass 11 indexes a scattered selection through
+a limb table).  A copy of key rows per level lived in the arena until that level's last key
+switch, which made up most of a bootstrapping's arena between its two EvalMods.
 After: every ring-kernel op and COPY reads storage, a BUFFERIZE, or a view-able TO_RING of one;
 everything between two BUFFERIZE marks is elementwise, belongs to exactly one kernel and is
 evaluated there at one index map (only reads of storage may be read at several).  A constant
@@ -197,7 +200,7 @@ def run(sink: Node, ctx=None) -> Node:
         """n can be read where it sits: a buffer, a view of one, or a CONCAT of such rows."""
         if _plain(n) or n in must:
             return True
-        if is_view_candidate(n):
+        if is_subset(n):  # a view, or rows selected by an index map (pass 11: TABLE[l])
             return _plain(n.src[0]) or n.src[0] in must
         return n.op is Op.CONCAT and all(map(in_place, n.src))
 
@@ -214,8 +217,8 @@ def run(sink: Node, ctx=None) -> Node:
         if n in must or n.op is Op.BUFFERIZE:
             owner[n] = n
             continue
-        if (is_view_candidate(n) or n.op is Op.CONCAT) and in_place(n):
-            continue  # a view of a buffer, or rows of buffers: free to read from any kernel
+        if (is_subset(n) or n.op is Op.CONCAT) and in_place(n):
+            continue  # a view or row selection of a buffer, or rows of buffers: free to read
         owners = {owner.get(u, u) for u in users[n]}
         if len(owners) > 1:
             must.add(n)

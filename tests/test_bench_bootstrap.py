@@ -181,3 +181,14 @@ def test_a_sparse_run_bootstraps_its_slots():
     r = bench.run_ren("small", "cpu", 1, eager=True, slots=8)
     assert r["slots"] == 8 and r["bits_min"] > 24 and r["levels_left"] == 2
     assert r["galois_keys"] < 16  # fewer than at full slots (15 + conjugation)
+
+
+def test_meta_bts_doubles_the_bits_for_one_level():
+    """--meta (eager, N = 256): Meta-BTS's row has far more bits than the plain row, one level
+    fewer left, and says what it ran."""
+    plain = bench.run_ren("small", "cpu", 1, eager=True)
+    meta = bench.run_ren("small", "cpu", 1, eager=True, meta=True)
+    assert meta["bits_min"] > plain["bits_min"] + 12
+    assert meta["levels_left"] == plain["levels_left"] - 1
+    assert meta["levels_used"] == plain["levels_used"] + 1
+    assert meta["shape"].startswith("Meta-BTS") and not plain["shape"].startswith("Meta-BTS")

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: (layer name, module prefixes), lowest first.  A module may import its own layer and below.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("ren.errors", "ren.settings", "ren.ring", "ren.random", "ren.sampling",
-              "ren.device", "ren.serialize")),
+    ("base", ("ren.errors", "ren.callsite", "ren.settings", "ren.ring", "ren.random",
+              "ren.sampling", "ren.device", "ren.serialize")),
     ("ir", ("ren.ops", "ren.node", "ren.spec", "ren.ir", "ren.alu", "ren.kernel", "ren.dump",
             "ren.nxgraph", "ren.reference")),
     ("engine", ("ren.rewrite", "ren.contracts", "ren.passes", "ren.schedule", "ren.interpret",

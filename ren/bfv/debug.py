@@ -28,8 +28,6 @@ and using it in a metered operation is a ParameterError.
 
 from __future__ import annotations
 
-import linecache
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +37,7 @@ import numpy as np
 from ren.bfv.encoder import COLUMN_GENERATOR, Encoder, Plaintext
 from ren.bfv.errors import WrongResultError
 from ren.bfv.evaluator import Ciphertext, Decryptor, Encryptor, Evaluator
+from ren.callsite import call_site, defined_at
 from ren.errors import ParameterError, RenError, check_callable, check_instance, is_int
 from ren.rlwe.keys import SecretKey
 
@@ -136,25 +135,6 @@ class Step:
         return None if level is None else int(level)
 
 
-def _call_site() -> tuple[str, str]:
-    """(file:line, source line) of the first frame outside this module: the user's call."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return "?", ""
-    file, line = frame.f_code.co_filename, frame.f_lineno
-    return f"{file}:{line}", linecache.getline(file, line).strip()
-
-
-def _defined_at(fn: Callable[..., Any]) -> tuple[str, str] | None:
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return None
-    return (f"{code.co_filename}:{code.co_firstlineno}",
-            linecache.getline(code.co_filename, code.co_firstlineno).strip())
-
-
 class _Meter:
     """Stands in for the evaluator inside the metered function (see the module docstring)."""
 
@@ -187,7 +167,7 @@ class _Meter:
             return attr
 
         def metered(*args: Any, **kw: Any) -> Any:
-            where = _call_site()
+            where = call_site(__file__)
             try:
                 out = attr(*args, **kw)
                 expected = SHADOWS[name](self._value, self._plain, *args, **kw)
@@ -316,7 +296,7 @@ def budget_meter(fn: Callable[..., Any], *inputs: Any, evaluator: Any, secret_ke
     encode = enc.encode if batch else enc.encode_coeffs
     decode = enc.decode if batch else enc.decode_coeffs
     meter = _Meter(evaluator, _Plain(params.N, params.t, encoding), decode, ct_type)
-    where = _defined_at(fn) or _call_site()  # the inputs enter the program where fn begins
+    where = defined_at(fn) or call_site(__file__)  # the inputs enter the program where fn begins
     cts = []
     for i, x in enumerate(inputs):
         if isinstance(x, ct_type):

@@ -25,15 +25,14 @@ An operation that would need a level the program no longer has raises `LevelBudg
 
 from __future__ import annotations
 
-import linecache
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ren.callsite import call_site, defined_at
 from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.circuits.lintrans import LinearTransform, _check_diagonals, diagonals_of
 from ren.ckks.encoder import Encoder, _as_slots
@@ -122,26 +121,6 @@ class Step:
     lost: float = math.nan
 
 
-def _call_site() -> tuple[str, str]:
-    """(file:line, source line) of the first frame outside this module: the user's call."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return "?", ""
-    file, line = frame.f_code.co_filename, frame.f_lineno
-    return f"{file}:{line}", linecache.getline(file, line).strip()
-
-
-def _defined_at(fn: Callable[..., Any]) -> tuple[str, str] | None:
-    """(file:line, source line) of the ``def`` of `fn` (None: no Python code, e.g. a partial)."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return None
-    return (f"{code.co_filename}:{code.co_firstlineno}",
-            linecache.getline(code.co_filename, code.co_firstlineno).strip())
-
-
 class _Tracer:
     """Stands in for an Evaluator inside the traced function: every operation in `SHADOWS` is
     recorded (and shadowed when `shadows` is on); other attributes are the evaluator's."""
@@ -184,7 +163,7 @@ class _Tracer:
             return attr
 
         def traced(*args: Any, **kw: Any) -> Any:
-            where = _call_site()
+            where = call_site(__file__)
             try:
                 out = attr(*args, **kw)
             except LevelError as e:
@@ -278,7 +257,7 @@ def precision(fn: Callable[..., Any], *inputs: Any, evaluator: Evaluator,
     enc = Encoder(params)
     dec = Decryptor(params, secret_key)
     tracer = _Tracer(evaluator, True, params.slots, enc)
-    where = _defined_at(fn) or _call_site()  # the inputs enter the program where fn begins
+    where = defined_at(fn) or call_site(__file__)  # the inputs enter the program where fn begins
     cts = []
     for i, x in enumerate(inputs):
         if isinstance(x, Ciphertext):
@@ -317,7 +296,7 @@ def budget(fn: Callable[..., Any], params: CKKSParams, *inputs: Ciphertext | int
     check_callable(fn, "budget: fn", hint="a function fn(ev, ct, ...) of an evaluator and "
                    "ciphertexts")
     tracer = _Tracer(_PlanningEvaluator(params), False, params.slots, None)
-    where = _defined_at(fn) or _call_site()
+    where = defined_at(fn) or call_site(__file__)
     cts = [x if isinstance(x, Ciphertext) else placeholder(params, x) for x in (inputs or (None,))]
     for ct in cts:
         tracer._add(ct, "input", where, (), None, None)

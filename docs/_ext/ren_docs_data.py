@@ -4,7 +4,7 @@
 plain set-up, where Sphinx is not installed.
 
 * `API_PAGES`: every module the API reference documents, one page each (``docs/api/<name>.md``).
-  The seven public modules come first; the others are modules a public one exports as a member
+  The eight public modules come first; the others are modules a public one exports as a member
   (``ren.errors``, ``ren.ckks.debug``, ...) or that users import directly (``ren.ckks.circuits``,
   ``ren.testing``).
 * `api_members(name)`: what that page documents itself, what it only links to (a class or
@@ -21,13 +21,13 @@ import types
 from dataclasses import dataclass, field
 
 #: the public modules (issue 40): the API reference has a page for each
-PUBLIC_MODULES = ("ren", "ren.ckks", "ren.rlwe", "ren.passes", "ren.passdev", "ren.viz",
-                  "ren.distributed")
+PUBLIC_MODULES = ("ren", "ren.ckks", "ren.bfv", "ren.rlwe", "ren.passes", "ren.passdev",
+                  "ren.viz", "ren.distributed")
 
 #: every API page, in the order of the reference's table of contents
 API_PAGES = PUBLIC_MODULES + (
     "ren.errors", "ren.jit", "ren.settings", "ren.random",
-    "ren.ckks.debug", "ren.ckks.circuits",
+    "ren.ckks.debug", "ren.ckks.circuits", "ren.bfv.debug",
     "ren.viz.notebook", "ren.testing",
 )
 

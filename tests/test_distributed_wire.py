@@ -140,6 +140,30 @@ def test_a_record_frames_out_of_band_for_pickle_and_dask(ckks):
     assert dumps(Codec({ckks.params.fingerprint: ckks.params}).decode(again)) == dumps(ct)
 
 
+def test_out_of_band_buffers_in_a_garbage_cycle_do_not_crash_the_collector():
+    """A PickleBuffer over a memoryview and that memoryview, collected in one cycle (a skipped
+    test's traceback held both), crashed CPython 3.11's garbage collector (a segfault in the
+    README run): the buffers wrap byte arrays instead.  In a subprocess, as a crash kills it."""
+    code = """
+        import gc, pickle
+        import numpy as np
+        from ren.distributed.frames import Sealed, byte_view
+        for _ in range(100):
+            arr = np.arange(4096, dtype=np.uint32)
+            rec = Sealed("poly", b"{}", (byte_view(arr),))
+            buffers = []
+            pickle.dumps(rec, protocol=5, buffer_callback=buffers.append)
+            cycle = [buffers, rec, rec.frames[0]]
+            cycle.append(cycle)
+            del arr, rec, buffers, cycle
+            gc.collect()
+        print("collected")
+    """
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["collected"], (r.returncode, r.stderr)
+
+
 def _over_tcp(msg):
     """`msg` written to and read back from a real Dask TCP comm (this process, both ends)."""
     import asyncio

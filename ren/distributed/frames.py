@@ -154,7 +154,8 @@ class Sealed:
         # pickle protocol 5 (Dask's pickle family): each frame goes out of band, as a buffer of
         # its own; older protocols copy it into the stream
         oob = isinstance(protocol, int) and protocol >= 5
-        frames = tuple(pickle.PickleBuffer(f) if oob else bytes(f) for f in self.frames)
+        frames = tuple(pickle.PickleBuffer(_exporter(f)) if oob else bytes(f)
+                       for f in self.frames)
         return Sealed._rebuild, (self.kind, self.meta, frames, self.alg, self.checksum)
 
     @staticmethod
@@ -185,6 +186,13 @@ def poly_frame(p: Poly, compact: bool) -> tuple[list, Any]:
         if o is not None and o.kind == "uniform" and len(o.seed) == 32:
             return ["s", o.seed.hex(), domain], None
     return ["d", domain], byte_view(stored_words(p))
+
+
+def _exporter(frame: Any) -> Any:
+    """What a PickleBuffer may wrap: not a memoryview itself (CPython 3.11 crashes in the
+    garbage collector when a PickleBuffer over a memoryview and the memoryview are collected
+    in one cycle, e.g. a pytest skip's traceback holding both), but a byte array over it."""
+    return np.frombuffer(frame, np.uint8) if isinstance(frame, memoryview) else frame
 
 
 def byte_view(arr: np.ndarray) -> memoryview:

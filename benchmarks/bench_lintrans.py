@@ -24,7 +24,6 @@ Run:  python benchmarks/bench_lintrans.py [--log-n 14] [--devices cpu,python] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import statistics
 import sys
@@ -35,16 +34,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # this checkout's Ren first
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # this checkout's Ren first
 
-
-def _device(name: str) -> contextlib.AbstractContextManager:
-    if name == "python":
-        return contextlib.nullcontext()
-    from ren.backend import backend_override
-    from ren.backend.cpu import open_device
-
-    return backend_override("python", open_device)
+from ckks_common import device_context  # noqa: E402
 
 
 def _median_seconds(make, reps: int) -> tuple[float, object]:
@@ -138,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"hoisted rotations and linear transforms (Ren at {ROOT}); one thread, median of "
           f"{args.reps} warm realizations")
     for device in args.devices.split(","):
-        with _device(device):
+        with device_context(device):
             run(args.log_n, device, args.reps, args.k, args.n, not args.no_pair)
     return 0
 

@@ -16,7 +16,6 @@ Run:  python benchmarks/bench_polyeval.py [--log-n 10] [--degrees 3,7,15,31,63,1
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import statistics
 import sys
@@ -27,16 +26,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # this checkout's Ren first
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # this checkout's Ren first
 
-
-def _device(name: str) -> contextlib.AbstractContextManager:
-    if name == "python":
-        return contextlib.nullcontext()
-    from ren.backend import backend_override
-    from ren.backend.cpu import open_device
-
-    return backend_override("python", open_device)
+from ckks_common import device_context  # noqa: E402
 
 
 def coefficients(basis: str, d: int) -> np.ndarray:
@@ -98,7 +90,7 @@ def run(log_n: int, degrees: list[int], bases: list[str], seeds: int, reps: int,
                                                         - want)))) for ct in cts]
                 row[f"bits_{side}"] = (min(bits), statistics.mean(bits))
                 if reps:
-                    with _device(device):
+                    with device_context(device):
                         make(cts[0]).c0.numpy()  # warm-up: compile and cache the schedule
                         samples = []
                         for _ in range(reps):

@@ -6,6 +6,7 @@ definition; bench_ckks.py re-exports every name here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import statistics
@@ -135,3 +136,14 @@ def check_security(lib: str, n: int, log2_qp: float, insecure: bool) -> None:
     if limit is None or log2_qp > limit:
         raise Skipped(f"{lib}: log2(QP) = {log2_qp:.1f} exceeds the 128-bit bound "
                       f"{limit} for N = {n}; lower --depth")
+
+
+def device_context(name: str) -> contextlib.AbstractContextManager:
+    """Ren's "python" device as it is, or replaced by the compiled "cpu" device (name "cpu"):
+    the context a benchmark builds its keys and ciphertexts in."""
+    if name == "python":
+        return contextlib.nullcontext()
+    from ren.backend import backend_override
+    from ren.backend.cpu import open_device
+
+    return backend_override("python", open_device)

@@ -176,10 +176,8 @@ class BGVDecryptor:
         """[c0 + c1·s (+ c2·s²)]_{Q_l}, centred in (−Q_l/2, Q_l/2]."""
         check_instance(ct, BGVCiphertext, "decrypt: ct", hint="a BGVCiphertext")
         _check_same(self.params, ct, "the ciphertext")
-        Q = self.params.Q_at(ct.level)
-        half = Q // 2
-        return [x - Q if x > half else x
-                for x in self._rlwe.decrypt_parts(ct.parts, ct.level).coefficients()]
+        # Poly.coefficients is already the centred lift on the level's ring Q_l
+        return self._rlwe.decrypt_parts(ct.parts, ct.level).coefficients()
 
     def decrypt(self, ct: BGVCiphertext) -> Plaintext:
         """f⁻¹·[c0 + c1·s]_{Q_l} mod t, exactly."""

@@ -27,9 +27,7 @@ cache is small (``MAX_TEMPLATES``, oldest out first).
 
 from __future__ import annotations
 
-import ctypes
 import queue
-import sys
 import threading
 import weakref
 from collections import Counter
@@ -40,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ren.backend import Device, GraphRunner, get_device, on_backend_change
+from ren.backend.malloc import advise_huge_pages
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -278,40 +277,6 @@ def _fault_in(array: Any) -> None:
     if isinstance(array, np.ndarray) and array.flags.c_contiguous and array.size:
         advise_huge_pages(array)
         array.reshape(-1)[::_WORDS_PER_PAGE] = 0
-
-
-#: the transparent huge page size of x86-64 and most aarch64 Linux kernels
-HUGE_PAGE = 2 << 20
-#: Linux's MADV_HUGEPAGE
-_MADV_HUGEPAGE = 14
-_madvise: Any = None  # libc's madvise, looked up once (False where there is none)
-
-
-def advise_huge_pages(array: np.ndarray) -> bool:
-    """Ask Linux to back the whole 2 MiB pages inside a host array with transparent huge pages
-    (madvise MADV_HUGEPAGE; honoured when THP is "always" or "madvise"), before its first touch:
-    one fault per 2 MiB instead of 512.  A first run faults in its arena, which is new memory:
-    1.5 GB took 4.7 s in 4 KiB pages on a VM whose host backs each page on first touch, 0.19 s
-    in huge pages (the N = 2^16 bootstrapping's arena is that size).  Contents are unchanged;
-    returns whether the advice was given (False off Linux, for arrays under two huge pages, or
-    where the kernel refuses it)."""
-    global _madvise
-    if not sys.platform.startswith("linux") or array.nbytes < 2 * HUGE_PAGE:
-        return False
-    if _madvise is None:
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).madvise
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            fn.restype = ctypes.c_int
-            _madvise = fn
-        except (OSError, AttributeError):
-            _madvise = False
-    if not _madvise:
-        return False
-    addr = array.ctypes.data
-    start = -(-addr // HUGE_PAGE) * HUGE_PAGE
-    end = (addr + array.nbytes) // HUGE_PAGE * HUGE_PAGE
-    return end > start and _madvise(start, end - start, _MADV_HUGEPAGE) == 0
 
 
 def _pipeline_storage(items: list[ScheduledKernel], plan: MemoryPlan | None,

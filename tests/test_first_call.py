@@ -17,7 +17,7 @@ from test_first_run import fresh, keyswitch_like
 import ren
 from ren import plan_cache, replay
 from ren import settings as ren_settings
-from ren.backend import get_device
+from ren.backend import get_device, malloc
 from ren.kernel import LIGHT_KINDS
 from ren.plan_cache import LOADED, SCHEDULED
 
@@ -148,15 +148,15 @@ def _thp_on() -> bool:
 
 
 def test_small_or_foreign_arrays_get_no_huge_page_advice():
-    assert not replay.advise_huge_pages(np.zeros(replay.HUGE_PAGE // 4, dtype=np.uint32))
+    assert not malloc.advise_huge_pages(np.zeros(malloc.HUGE_PAGE // 4, dtype=np.uint32))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not _thp_on(),
                     reason="transparent huge pages are off (or not Linux)")
 def test_a_large_scratch_array_is_advised_huge_pages_and_keeps_its_words():
-    words = 3 * replay.HUGE_PAGE // 4 + 17
+    words = 3 * malloc.HUGE_PAGE // 4 + 17
     a = np.arange(words, dtype=np.uint32)
-    assert replay.advise_huge_pages(a)
+    assert malloc.advise_huge_pages(a)
     assert np.array_equal(a, np.arange(words, dtype=np.uint32))  # advice changes no word
     b = np.full(words, 7, dtype=np.uint32)
     replay._fault_in(b)  # advised, then one word per page

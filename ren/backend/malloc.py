@@ -11,6 +11,9 @@ off and makes it worse: 153,000 faults and 2.7x the time.
 `tune_allocator` raises the mmap threshold to 32 MiB (glibc's largest) and the trim threshold to
 256 MiB: a process keeps up to that much freed heap for its next buffers.  The host devices call
 it when they open; ``REN_MALLOC_TUNE=0`` leaves the allocator as it is.
+
+`advise_huge_pages` asks Linux for transparent huge pages over a large host array before its
+first touch (a first run's arena: `ren.replay` faults it in).
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+from typing import Any
+
+import numpy as np
 
 from ren import settings
 
@@ -55,5 +61,39 @@ def allocator_tuned() -> bool:
     return bool(_tuned)
 
 
-__all__ = ["MMAP_THRESHOLD_BYTES", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD", "TRIM_THRESHOLD_BYTES",
-           "allocator_tuned", "tune_allocator"]
+__all__ = ["HUGE_PAGE", "MMAP_THRESHOLD_BYTES", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
+           "TRIM_THRESHOLD_BYTES", "advise_huge_pages", "allocator_tuned", "tune_allocator"]
+
+
+#: the transparent huge page size of x86-64 and most aarch64 Linux kernels
+HUGE_PAGE = 2 << 20
+#: Linux's MADV_HUGEPAGE
+_MADV_HUGEPAGE = 14
+_madvise: Any = None  # libc's madvise, looked up once (False where there is none)
+
+
+def advise_huge_pages(array: np.ndarray) -> bool:
+    """Ask Linux to back the whole 2 MiB pages inside a host array with transparent huge pages
+    (madvise MADV_HUGEPAGE; honoured when THP is "always" or "madvise"), before its first touch:
+    one fault per 2 MiB instead of 512.  A first run faults in its arena, which is new memory:
+    1.5 GB took 4.7 s in 4 KiB pages on a VM whose host backs each page on first touch, 0.19 s
+    in huge pages (the N = 2^16 bootstrapping's arena is that size).  Contents are unchanged;
+    returns whether the advice was given (False off Linux, for arrays under two huge pages, or
+    where the kernel refuses it)."""
+    global _madvise
+    if not sys.platform.startswith("linux") or array.nbytes < 2 * HUGE_PAGE:
+        return False
+    if _madvise is None:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).madvise
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            _madvise = fn
+        except (OSError, AttributeError):
+            _madvise = False
+    if not _madvise:
+        return False
+    addr = array.ctypes.data
+    start = -(-addr // HUGE_PAGE) * HUGE_PAGE
+    end = (addr + array.nbytes) // HUGE_PAGE * HUGE_PAGE
+    return end > start and _madvise(start, end - start, _MADV_HUGEPAGE) == 0

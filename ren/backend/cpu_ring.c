@@ -108,6 +108,12 @@ static inline u32 redc64(u64 t, u32 q, u32 qn, u32 rq) {
 #else
 #define REN_AVX512 0
 #endif
+#include "cpu_ring_keccak.c"
+#if defined(__AVX512F__)
+#include "cpu_ring_keccak_x8.c"
+#elif defined(__AVX2__)
+#include "cpu_ring_keccak_x4.c"
+#endif
 #include "cpu_ring_sample.c"
 
 /* the widest vectors the NTT of this build uses: 512, 256 or 0 (scalar) */

@@ -26,14 +26,27 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_sample_uniform.argtypes = [_u8p, _i64, _u8p, _i64, ctypes.c_void_p, _i64, _i64,
                                            ctypes.c_void_p]
     lib.ren_cpu_sample_uniform.restype = ctypes.c_int
+    lib.ren_cpu_sample_uniform_ways.argtypes = [*lib.ren_cpu_sample_uniform.argtypes,
+                                                ctypes.c_int]
+    lib.ren_cpu_sample_uniform_ways.restype = ctypes.c_int
+    lib.ren_cpu_keccak_ways.restype = ctypes.c_int
     lib.ren_cpu_shake128.argtypes = [_u8p, _i64, ctypes.c_void_p, _i64]
     lib.ren_cpu_shake128.restype = None
 
 
-def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:
+def keccak_ways(lib: ctypes.CDLL) -> int:
+    """How many limbs' SHAKE-128 streams one Keccak permutation of the ring library `lib`
+    runs: 8 on the AVX-512 path, 4 on AVX2, 1 on the scalar path."""
+    _bind(lib)
+    return int(lib.ren_cpu_keccak_ways())
+
+
+def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
+                   ways: int | None = None) -> np.ndarray | None:
     """`ren.sampling.sample(spec, ring)` for a uniform `spec`, sampled by the ring library
-    `lib` on its threads; None when the stream input is longer than the C sampler takes (the
-    caller then samples in Python)."""
+    `lib` on its threads, `ways` limbs' streams a permutation (default: `keccak_ways(lib)`;
+    1 runs one stream at a time, the scalar permutation, on any path); None when the stream
+    input is longer than the C sampler takes (the caller then samples in Python)."""
     validate(spec.kind, spec.params, ring)
     if spec.kind != "uniform":
         raise ValueError(f"sample_uniform: a {spec.kind!r} spec is not uniform")
@@ -41,10 +54,13 @@ def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.nda
     _bind(lib)
     out = np.empty((ring.limbs, ring.N), dtype=np.uint32)
     moduli = np.array(ring.moduli, dtype=np.uint32)
-    too_long = lib.ren_cpu_sample_uniform(UNIFORM_PREFIX, len(UNIFORM_PREFIX), seed, len(seed),
-                                          moduli.ctypes.data, ring.limbs, ring.N,
-                                          out.ctypes.data)
-    return None if too_long else out
+    if ways is not None and ways not in (1, keccak_ways(lib)):
+        raise ValueError(f"sample_uniform: this library runs 1 or {keccak_ways(lib)} streams "
+                         f"a permutation, not {ways}")
+    status = lib.ren_cpu_sample_uniform_ways(UNIFORM_PREFIX, len(UNIFORM_PREFIX), seed,
+                                             len(seed), moduli.ctypes.data, ring.limbs, ring.N,
+                                             out.ctypes.data, ways or 0)
+    return None if status else out
 
 
 def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int) -> bytes:
@@ -55,4 +71,4 @@ def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int) -> bytes:
     return out[:nbytes].tobytes()
 
 
-__all__ = ["sample_uniform", "shake128"]
+__all__ = ["keccak_ways", "sample_uniform", "shake128"]

@@ -27,7 +27,7 @@ from ren.bfv import Evaluator as BFVEvaluator
 from ren.bfv import InsecureParametersWarning as BFVInsecure
 from ren.bfv import galois_keys as bfv_galois_keys
 from ren.ckks import Decryptor, Encryptor, Evaluator, dumps
-from ren.distributed import SecretKeyError, WireError, run_point
+from ren.distributed import SecretKeyError, WireError, frames, run_point
 from ren.distributed.frames import adoptable, register_dask
 from ren.distributed.sweep import expand_grid
 from ren.distributed.wire import Codec, Sealed, guarded_dumps, wire_bytes
@@ -281,16 +281,80 @@ def test_corrupted_truncated_or_unknown_records_are_refused(ckks):
         codec.decode(Sealed("ct", rec.meta, rec.frames, "md5", rec.checksum))
 
 
-def test_sha256_records_are_read_too(ckks):
-    # a sender without blake3 writes SHA-256 records; every receiver reads them
+def _reference_checksum(alg: str, rec) -> bytes:
+    """The record's checksum recomputed by the hash package itself, over kind, meta, frames."""
+    data = rec.kind.encode() + rec.meta + b"".join(bytes(f) for f in rec.frames)
+    if alg == "sha256":
+        return hashlib.sha256(data).digest()
+    module = pytest.importorskip({"xxh3_128": "xxhash", "blake3": "blake3"}[alg])
+    return (module.xxh3_128(data) if alg == "xxh3_128" else module.blake3(data)).digest()
+
+
+@pytest.mark.parametrize("alg", ["xxh3_128", "blake3", "sha256"])
+def test_records_of_every_checksum_algorithm_are_read(ckks, alg):
+    # a sender without xxhash writes BLAKE3 records, one without blake3 too SHA-256 ones; every
+    # receiver that has the package reads them, and a flipped bit fails under each
     codec = Codec()
     rec = codec.encode(ckks.encrypt([0.5]), "ct")
-    sha = Sealed(rec.kind, rec.meta, rec.frames, "sha256")
-    assert sha.checksum == hashlib.sha256(b"ct" + rec.meta + b"".join(
-        bytes(f) for f in rec.frames)).digest()
-    assert dumps(codec.decode(sha)) == dumps(codec.decode(rec))
-    with pytest.raises(SerializationError, match="failed its sha256 checksum"):
-        codec.decode(_flip(sha, 0, 7))
+    want = _reference_checksum(alg, rec)
+    other = Sealed(rec.kind, rec.meta, rec.frames, alg)
+    assert other.alg == alg and other.checksum == want
+    assert len(want) == (16 if alg == "xxh3_128" else 32)
+    assert dumps(codec.decode(other)) == dumps(codec.decode(rec))
+    with pytest.raises(SerializationError, match=f"failed its {alg} checksum"):
+        codec.decode(_flip(other, 0, 7))
+    with pytest.raises(SerializationError, match=f"failed its {alg} checksum"):
+        codec.decode(_flip(other, 1, len(other.frames[1]) - 1))  # the last byte counts too
+
+
+def test_records_are_checksummed_with_xxh3_and_cache_keys_with_a_cryptographic_hash(ckks):
+    # transit corruption: the fast non-cryptographic XXH3-128 (the distributed extra's xxhash);
+    # content addressing (the workers' cache keys): BLAKE3, never the records' hash
+    pytest.importorskip("xxhash")
+    blake3 = pytest.importorskip("blake3")
+    rec = Codec().encode(ckks.encrypt([0.5]), "ct")
+    assert frames.CHECKSUM == rec.alg == "xxh3_128"
+    assert rec.checksum == _reference_checksum("xxh3_128", rec)
+    assert frames.CONTENT_HASH == "blake3"
+    assert frames.digest(b"plan") == "blake3-" + blake3.blake3(b"plan").hexdigest()[:32]
+    # a receiver without the package the record names: WireError saying what to install
+    for alg, attr, package in (("xxh3_128", "_xxhash", "xxhash"), ("blake3", "_blake3", "blake3")):
+        other = Sealed(rec.kind, rec.meta, rec.frames, alg)
+        saved = getattr(frames, attr)
+        setattr(frames, attr, None)
+        try:
+            with pytest.raises(WireError, match=f"checksummed with {alg} arrived, but the "
+                                                f"{package} package is not installed here"):
+                Codec({ckks.params.fingerprint: ckks.params}).decode(other)
+        finally:
+            setattr(frames, attr, saved)
+
+
+def test_without_xxhash_a_sender_falls_back_to_blake3_and_still_talks_to_others():
+    # the README's venv may lack the extra: a process without xxhash writes BLAKE3 records
+    # (SHA-256 without blake3 too) and reads an XXH3 record only with a clear WireError
+    code = """
+        import sys
+        sys.modules["xxhash"] = None  # not installed
+        from ren.distributed import frames
+        from ren.distributed.errors import WireError
+        rec = frames.Sealed("poly", b"{}", (b"abcd",))
+        print(frames.CHECKSUM, rec.alg, frames.CONTENT_HASH)
+        rec.verify()
+        try:
+            frames.Sealed("poly", b"{}", (b"abcd",), "xxh3_128", bytes(16)).verify()
+        except WireError as e:
+            print("WireError", "pip install xxhash" in str(e))
+        import importlib
+        sys.modules["blake3"] = None
+        print(*(importlib.reload(frames).CHECKSUM, frames.CONTENT_HASH))
+    """
+    pytest.importorskip("blake3")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["blake3", "blake3", "blake3", "WireError", "True", "sha256",
+                                "sha256"]
 
 
 def test_bgv_ciphertexts_travel_with_their_level_and_factor():

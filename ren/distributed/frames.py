@@ -22,14 +22,18 @@ the ``c1`` of a fresh secret-key encryption) travels as its 32-byte seed and is 
 the receiver (the samplers are deterministic in the seed on every device); that half is public
 data, as the sample itself is.
 
-**Checksum.**  BLAKE3 (the `blake3` package, in ren's ``distributed`` extra): a cryptographic
-hash that runs at about 4-5 GB/s on one core, where SHA-256 runs at about 0.9 GB/s with the
-SHA extensions (measured by ``benchmarks/bench_distributed.py``).  Without `blake3` the sender
-falls back to SHA-256 and says so in the record; a receiver without the algorithm a record
-names raises `WireError` saying what to install.  An unkeyed hash detects corruption (a flipped
-bit, a frame cut short); it cannot stop someone who can rewrite the frames from rewriting the
-checksum too: run Dask over TLS where the network is not trusted.  Content addressing (the
-workers' cache keys of keys and plans, `digest`) uses the same cryptographic hash.
+**Checksum.**  A record's checksum guards against corruption in transit only (a flipped bit, a
+frame cut short or mixed up): it is unkeyed, so whoever can rewrite the frames can rewrite it
+too, whatever the hash — run Dask over TLS where the network is not trusted.  So it is XXH3-128
+(the `xxhash` package, in ren's ``distributed`` extra; not cryptographic, ~60 GB/s on one core
+in cache, where BLAKE3 runs at ~5-6 GB/s and SHA-256 at ~1-2 GB/s, measured by
+``benchmarks/bench_distributed.py``): it gives the same guarantee against transit corruption at
+a tenth of BLAKE3's cost, on both sides of every record.  Without `xxhash` the sender falls back
+to BLAKE3 (the `blake3` package), then to SHA-256, and names the algorithm in the record
+(`Sealed.alg`); a receiver without the algorithm a record names raises `WireError` saying what
+to install.  **Content addressing** (`digest`: the workers' cache keys of contexts, plans and
+shared blobs) is different: a crafted collision there could make a worker reuse another job's
+keys or plan, so it keeps a cryptographic hash (`CONTENT_HASH`: BLAKE3, else SHA-256).
 
 Any problem with a record raises `ren.errors.SerializationError` (a checksum mismatch, a frame
 of the wrong length, residues not below their moduli, malformed metadata) or `WireError` (an
@@ -61,28 +65,41 @@ from ren.realization import host_residues
 from ren.ring import Domain, RingSpec
 
 _blake3: Any
-try:  # the distributed extra's hash; SHA-256 otherwise (module doc).  Imported by name so that
-    # mypy sees the same module type with and without the package installed
+_xxhash: Any
+try:  # the distributed extra's hashes; SHA-256 otherwise (module doc).  Imported by name so that
+    # mypy sees the same module type with and without the packages installed
     _blake3 = importlib.import_module("blake3")
 except ImportError:  # pragma: no cover - the distributed extra installs it
     _blake3 = None
+try:
+    _xxhash = importlib.import_module("xxhash")
+except ImportError:  # pragma: no cover - the distributed extra installs it
+    _xxhash = None
 
 #: the version of the record layout (`Sealed.meta`'s "v")
 RECORD_VERSION = 1
-#: the checksum algorithm this process writes: "blake3" where installed, else "sha256"
-CHECKSUM = "blake3" if _blake3 is not None else "sha256"
+#: the content hash of `digest` (cache keys: cryptographic): "blake3" where installed, else
+#: "sha256"
+CONTENT_HASH = "blake3" if _blake3 is not None else "sha256"
+#: the checksum algorithm this process writes into records (transit corruption only, module
+#: doc): "xxh3_128" where `xxhash` is installed, else `CONTENT_HASH`
+CHECKSUM = "xxh3_128" if _xxhash is not None else CONTENT_HASH
+#: what each algorithm needs installed (`WireError` where a record names one that is missing)
+_PACKAGES = {"xxh3_128": "xxhash", "blake3": "blake3"}
 _DOMAINS = {Domain.COEFF: 0, Domain.NTT: 1}
 _CODES = {v: k for k, v in _DOMAINS.items()}
 MAX_SCALE_DIGITS = 700  # as ren.ckks.serialize: scales of at most 1024-bit integers
 
 
 def _hasher(alg: str) -> Any:
-    if alg == "blake3":
-        if _blake3 is None:
-            raise WireError("a record checksummed with BLAKE3 arrived, but the blake3 package is "
-                            "not installed here; pip install blake3 (it is in ren's distributed "
-                            "extra) on every machine of the cluster")
-        return _blake3.blake3()
+    if alg in _PACKAGES:
+        module = {"xxh3_128": _xxhash, "blake3": _blake3}[alg]
+        if module is None:
+            package = _PACKAGES[alg]
+            raise WireError(f"a record checksummed with {alg} arrived, but the {package} "
+                            f"package is not installed here; pip install {package} (it is in "
+                            "ren's distributed extra) on every machine of the cluster")
+        return module.xxh3_128() if alg == "xxh3_128" else module.blake3()
     if alg == "sha256":
         return hashlib.sha256()
     raise WireError(f"a record with the unknown checksum algorithm {alg!r} arrived (a newer ren "
@@ -90,7 +107,8 @@ def _hasher(alg: str) -> Any:
 
 
 def checksum(alg: str, parts: Any) -> bytes:
-    """The digest (32 bytes) of the byte strings or buffers `parts`, in order, under `alg`."""
+    """The digest of the byte strings or buffers `parts`, in order, under `alg` (16 bytes for
+    XXH3-128, 32 for BLAKE3 and SHA-256)."""
     h = _hasher(alg)
     for p in parts:
         h.update(p)
@@ -98,9 +116,10 @@ def checksum(alg: str, parts: Any) -> bytes:
 
 
 def digest(data: bytes) -> str:
-    """A content hash (hex, 128 bits): the cache key of a blob on the workers (BLAKE3 where
-    installed, else SHA-256; the algorithm's name is part of the key)."""
-    return f"{CHECKSUM}-{checksum(CHECKSUM, [data]).hex()[:32]}"
+    """A content hash (hex, 128 bits): the cache key of a blob on the workers; cryptographic
+    (`CONTENT_HASH`: BLAKE3 where installed, else SHA-256; never the records' XXH3, module
+    doc), the algorithm's name part of the key."""
+    return f"{CONTENT_HASH}-{checksum(CONTENT_HASH, [data]).hex()[:32]}"
 
 
 class Sealed:
@@ -414,6 +433,7 @@ if not register_dask():  # Dask not loaded yet: register when it is
 
 __all__ = [
     "CHECKSUM",
+    "CONTENT_HASH",
     "DASK_SERIALIZE",
     "RECORD_VERSION",
     "Sealed",

@@ -2,8 +2,9 @@
 
 Ren objects travel as `Sealed` records (`ren.distributed.frames`): a small header (kind, JSON
 metadata with the parameters' fingerprint, a ciphertext's level, scale (CKKS) or factor (BGV),
-and a checksum, BLAKE3 where installed) and frames that are the polynomials' own storage, never
-pickled Python objects and never copied into a byte string on the way out:
+and a checksum against transit corruption, XXH3-128 where installed) and frames that are the
+polynomials' own storage, never pickled Python objects and never copied into a byte string on
+the way out:
 
 * a `Ciphertext` (CKKS, BFV, BGV or RLWE), a CKKS `Plaintext`, a `PublicKey`, `RelinKey`,
   `GaloisKey` or `GaloisKeys` (under `CKKSParams`, `BFVParams`, `BGVParams`): one frame per

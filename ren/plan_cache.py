@@ -20,10 +20,15 @@ leaves, bit for bit what a fresh schedule would run.
 
 **Entry.**  ``<REN_CACHE_DIR or ~/.cache/ren>/plans/<key>.plan``: the pickled scheduled items,
 memory plan, outputs and one detached parameter per leaf — structure only, never a leaf's data
-(no key material is written).  On a hit the constants' parameters are attached to the traced
-graph's buffers (baked in, as a fresh capture bakes them) and the inputs' parameters are the
-template's.  Entries are written atomically; a file that does not load (truncated, corrupted,
-another format, leaves that do not match) gives a `PlanCacheWarning`, is removed and the graph
+(no key material is written) — followed by a second pickle, the programs the lowering rendered
+for its elementwise kernels (C text and constant tables, `ren.backend.render_c`).  A hit hands
+those to the renderer, so lowering it renders no C just to find the kernels the compile cache
+holds (~0.2-0.3 s of a bootstrapping's loaded first call at N = 2^12); an entry is written once
+its template is lowered, so a schedule that does not lower is never stored.  On a hit the
+constants' parameters are attached to the traced graph's buffers (baked in, as a fresh capture
+bakes them) and the inputs' parameters are the template's.  Entries are written atomically; a
+file that does not load (truncated, corrupted, another format, leaves or programs that do not
+match) gives a `PlanCacheWarning`, is removed and the graph
 is scheduled as if it were new: a bad entry costs time, never a wrong answer.  A folder this
 process cannot write (another user's, read-only) is still read: a hit loads as usual (its
 "use" stamp is best effort) and a miss is scheduled, not stored (a `PlanCacheWarning`).  At most
@@ -40,6 +45,7 @@ import contextlib
 import dataclasses
 import enum
 import hashlib
+import io
 import os
 import pickle
 import sys
@@ -53,8 +59,9 @@ import numpy as np
 from ren import settings
 from ren.backend.c_host import write_atomically
 from ren.backend.cpu_cache import cache_root
+from ren.backend.render_c import CKernel, Program, remember, rendered
 from ren.device import Buffer
-from ren.kernel import ScheduledKernel
+from ren.kernel import ELEMENTWISE, ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node
 from ren.passes.pipeline import current_pipeline
@@ -68,7 +75,7 @@ from ren.replay import Template, lower_and_run, structure_key
 from ren.runtime import make_exec_units
 
 #: bumped when an entry's layout changes (older entries then miss)
-FORMAT = 1
+FORMAT = 2  # 2: the entry carries its elementwise kernels' rendered programs
 #: entries kept in the folder; a store beyond it removes the oldest
 MAX_ENTRIES = 256
 
@@ -249,11 +256,17 @@ def _compile(nodes: Sequence[Node], params: Sequence[Buffer], inputs: Sequence[B
         finally:
             for s in slots:  # (detached: what is stored, and what a hit starts from)
                 s.release()
-        _store(path, items, plan, slots, outputs)
+        # stored once lowered: the entry carries the programs the lowering rendered.  The
+        # slots are pickled now, before `_bind` attaches the constants' storage to them
+        stored = _State(items, plan, slots, outputs)
         ordered = _bind(slots, leaves, params)
         if inputs is None:
-            return Template(make_exec_units(items), plan, ordered, outputs), SCHEDULED, None
-        return _scheduled(*lower_and_run(items, plan, ordered, outputs, inputs))
+            template = Template(make_exec_units(items), plan, ordered, outputs)
+            _store(path, stored)
+            return template, SCHEDULED, None
+        template, results = lower_and_run(items, plan, ordered, outputs, inputs)
+        _store(path, stored)
+        return template, SCHEDULED, results
     finally:
         for p in params:  # the inputs' stand-ins keep no input storage (as compile_template)
             p.release()
@@ -261,6 +274,23 @@ def _compile(nodes: Sequence[Node], params: Sequence[Buffer], inputs: Sequence[B
 
 def _scheduled(template: Template, results: list[Node]) -> tuple[Template, str, list[Node]]:
     return template, SCHEDULED, results
+
+
+class _State:
+    """What an entry stores of a fresh schedule, in two pickles: the schedule (items, memory
+    plan, slots, outputs), pickled when it is made — before the lowering attaches storage to
+    any of its buffers, so no leaf's data is written — and, appended when it is stored, the
+    elementwise programs the lowering rendered meanwhile (`_programs`)."""
+
+    def __init__(self, items: list[ScheduledKernel], plan: MemoryPlan | None,
+                 slots: list[Buffer], outputs: list[Node]):
+        self.items = items
+        state = {"format": FORMAT, "items": [dataclasses.replace(i, node=None) for i in items],
+                 "plan": plan, "slots": slots, "outputs": outputs}
+        try:
+            self.blob: bytes | None = pickle.dumps(state, protocol=5)
+        except Exception:  # an item that does not pickle: this graph is scheduled every time
+            self.blob = None
 
 
 def _bind(slots: Sequence[Buffer], leaves: Sequence[Buffer], params: Sequence[Buffer]
@@ -280,14 +310,13 @@ def _bind(slots: Sequence[Buffer], leaves: Sequence[Buffer], params: Sequence[Bu
             for s, p in zip(ordered, params, strict=True)]
 
 
-def _store(path: Path, items: list[ScheduledKernel], plan: MemoryPlan | None,
-           slots: list[Buffer], outputs: list[Node]) -> None:
-    state = {"format": FORMAT, "items": [dataclasses.replace(i, node=None) for i in items],
-             "plan": plan, "slots": slots, "outputs": outputs}
-    try:
-        blob = pickle.dumps(state, protocol=5)
-    except Exception:  # an item that does not pickle: this graph is scheduled every time
+def _store(path: Path, stored: _State) -> None:
+    if stored.blob is None:
         return
+    try:
+        blob = stored.blob + pickle.dumps(_programs(stored.items), protocol=5)
+    except Exception:  # (a program that does not pickle: the entry without programs)
+        blob = stored.blob
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(str(path), blob, str(path.parent))
@@ -300,6 +329,44 @@ def _store(path: Path, items: list[ScheduledKernel], plan: MemoryPlan | None,
     _trim(path.parent)
 
 
+def _programs(items: list[ScheduledKernel]) -> list[tuple[int, dict[str, Program]]]:
+    """The elementwise programs rendered for `items` so far (`ren.backend.render_c.rendered`),
+    as (index of the first item of that key, {dialect name: program}): a hit hands them back
+    to the renderer (`_remember_programs`), so lowering it renders no C to find the compiled
+    kernels."""
+    out: list[tuple[int, dict[str, Program]]] = []
+    seen: set[Any] = set()
+    for i, item in enumerate(items):
+        if item.kind != ELEMENTWISE or item.key in seen:
+            continue
+        seen.add(item.key)
+        programs = rendered(item.key)
+        if programs:
+            out.append((i, programs))
+    return out
+
+
+def _remember_programs(items: list[ScheduledKernel], programs: Any) -> bool:
+    """Hand a loaded entry's programs to the renderer; False (nothing handed) when they are not
+    well formed."""
+    if not isinstance(programs, list):
+        return False
+    checked: list[tuple[Any, str, Program]] = []
+    for entry in programs:
+        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], int)
+                and 0 <= entry[0] < len(items) and items[entry[0]].kind == ELEMENTWISE
+                and isinstance(entry[1], dict)):
+            return False
+        for dialect, program in entry[1].items():
+            if not (isinstance(dialect, str) and isinstance(program, Program)
+                    and program.kernels and all(isinstance(k, CKernel) for k in program.kernels)):
+                return False
+            checked.append((items[entry[0]].key, dialect, program))
+    for key, dialect, program in checked:
+        remember(key, dialect, program)
+    return True
+
+
 def _load_state(path: Path, leaves: Sequence[Buffer]) -> dict | None:
     """The unpickled entry at `path` whose slots match `leaves`, or None (no entry; an unusable
     one is removed with a warning).  Its items are checked for type, not lowered."""
@@ -310,8 +377,11 @@ def _load_state(path: Path, leaves: Sequence[Buffer]) -> dict | None:
     except OSError as e:
         _bad(path, f"it cannot be read ({e})")
         return None
+    stream = io.BytesIO(blob)
     try:
-        state = pickle.loads(blob)
+        state = pickle.load(stream)
+        # the programs' pickle follows the schedule's (none: an entry stored without them)
+        programs = pickle.load(stream) if stream.tell() < len(blob) else []
     except Exception as e:
         _bad(path, f"it does not unpickle ({type(e).__name__}: {e})")
         return None
@@ -327,6 +397,9 @@ def _load_state(path: Path, leaves: Sequence[Buffer]) -> dict | None:
     items = state.get("items")
     if not isinstance(items, list) or not all(isinstance(i, ScheduledKernel) for i in items):
         _bad(path, "its items do not lower (they are not scheduled kernels)")
+        return None
+    if not _remember_programs(items, programs):
+        _bad(path, "its rendered programs are not well formed")
         return None
     return state
 

@@ -6,6 +6,9 @@ eager graph."""
 
 from __future__ import annotations
 
+import collections
+import io
+import pickle
 import sys
 import threading
 from pathlib import Path
@@ -17,7 +20,7 @@ from test_first_run import fresh, keyswitch_like
 import ren
 from ren import plan_cache, replay
 from ren import settings as ren_settings
-from ren.backend import get_device, malloc
+from ren.backend import elementwise_c, get_device, malloc, render_c
 from ren.kernel import LIGHT_KINDS
 from ren.plan_cache import LOADED, SCHEDULED
 
@@ -161,3 +164,87 @@ def test_a_large_scratch_array_is_advised_huge_pages_and_keeps_its_words():
     b = np.full(words, 7, dtype=np.uint32)
     replay._fault_in(b)  # advised, then one word per page
     assert (b == 0).sum() == -(-words // replay._WORDS_PER_PAGE)
+
+
+# -- a hit renders no C: the entry carries its elementwise kernels' rendered programs ----------
+def _entry() -> Path:
+    (path,) = plan_cache.plans_dir().glob("*.plan")
+    return path
+
+
+def _schedule_part(blob: bytes) -> int:
+    """Where the entry's first pickle (the schedule) ends and the programs' pickle begins."""
+    stream = io.BytesIO(blob)
+    pickle.load(stream)
+    return stream.tell()
+
+
+@pytest.fixture
+def renders(monkeypatch):
+    """A new process's renderer and cpu kernel cache (none rendered, none compiled in this
+    process), counting the elementwise kernels rendered."""
+    monkeypatch.setattr(render_c, "_programs", {})
+    monkeypatch.setattr(get_device("cpu"), "_cache", collections.OrderedDict())
+    real, count = elementwise_c.render_elementwise, []
+
+    def render(item, dialect):
+        count.append(item.key)
+        return real(item, dialect)
+
+    monkeypatch.setattr(elementwise_c, "render_elementwise", render)
+    return count
+
+
+def test_a_plan_cache_hit_renders_no_c(renders):
+    a, b = fresh(31, "cpu"), fresh(32, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    got = _words(ren.jit(keyswitch_like)(a, b))  # scheduled: renders, then stores the entry
+    rendered = len(set(renders))
+    assert rendered > 0 and _same(got, eager)
+    render_c.forget_programs()
+    get_device("cpu").clear_cache()
+    renders.clear()
+    fn = ren.jit(keyswitch_like)
+    got = _words(fn(a, b))
+    assert fn.plans[0].compiled_by == LOADED and renders == []
+    assert _same(got, eager)
+    c, d = fresh(33, "cpu"), fresh(34, "cpu")
+    assert _same(_words(fn(c, d)), _words(keyswitch_like(c, d)))  # the replay
+    # every distinct elementwise kernel came with the entry
+    items = [u.item for u in fn.plans[0].units if u.item is not None]
+    assert len({i.key for i in items if i.kind == "elementwise"}) == rendered
+
+
+def test_an_entry_without_programs_renders_them(renders):
+    a, b = fresh(35, "cpu"), fresh(36, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    ren.jit(keyswitch_like)(a, b)
+    path = _entry()
+    blob = path.read_bytes()
+    path.write_bytes(blob[:_schedule_part(blob)])  # (as an entry stored without programs)
+    render_c.forget_programs()
+    get_device("cpu").clear_cache()
+    renders.clear()
+    fn = ren.jit(keyswitch_like)
+    got = _words(fn(a, b))
+    assert fn.plans[0].compiled_by == LOADED and len(renders) > 0
+    assert _same(got, eager)
+
+
+@pytest.mark.parametrize("programs", [[("not an index", {})], [(0, {"c": "not a program"})],
+                                      "not a list"])
+def test_malformed_programs_are_a_warning_and_a_fresh_schedule(renders, programs):
+    a, b = fresh(37, "cpu"), fresh(38, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    ren.jit(keyswitch_like)(a, b)
+    path = _entry()
+    blob = path.read_bytes()
+    path.write_bytes(blob[:_schedule_part(blob)] + pickle.dumps(programs))
+    render_c.forget_programs()
+    fn = ren.jit(keyswitch_like)
+    with pytest.warns(plan_cache.PlanCacheWarning, match="programs are not well formed"):
+        got = _words(fn(a, b))
+    assert fn.plans[0].compiled_by == SCHEDULED and _same(got, eager)
+    assert all(  # nothing of the bad entry reached the renderer
+        isinstance(p, render_c.Program) for ps in render_c._programs.values()
+        for p in ps.values())

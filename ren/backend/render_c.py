@@ -43,6 +43,7 @@ in `ren.backend.ring_c`.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -312,19 +313,57 @@ def signature(params: tuple[Param, ...], restrict: bool = False) -> str:
     return ", ".join(f"{p.ctype}{qual if p.is_pointer else ''} {p.name}" for p in params)
 
 
+#: elementwise programs by item key, then dialect name (`render_program`, `remember`)
+_programs: dict[tuple, dict[str, Program]] = {}
+_programs_lock = threading.Lock()
+#: distinct kernels kept; past it the memo starts again (a bootstrapping has ~360)
+PROGRAMS_KEPT = 4096
+
+
 def render_program(item: ScheduledKernel, dialect: Dialect, **options) -> Program:
     """The program of any compute kernel (elementwise or a ring kernel) in `dialect`.
-    `options` tune library kernels (e.g. ``shared_chunk`` of the NTT; see `ren.backend.ring_c`)."""
+    `options` tune library kernels (e.g. ``shared_chunk`` of the NTT; see `ren.backend.ring_c`).
+
+    An elementwise program is a function of the item's key and the dialect alone (the kernel
+    cache of every device relies on it), so it is rendered once per process and kept
+    (`rendered` reads it back; `remember` puts in programs rendered elsewhere, as a plan
+    cache entry carries them)."""
     if item.kind == ELEMENTWISE:
         from ren.backend.elementwise_c import render_elementwise
 
-        return render_elementwise(item, dialect)
+        key = item.key
+        known = _programs.get(key)
+        program = known.get(dialect.name) if known is not None else None
+        if program is None:
+            program = render_elementwise(item, dialect)
+            remember(key, dialect.name, program)
+        return program
     from ren.backend.ring_c import render_ring_call
 
     call = item.ring_call
     if call is None:
         raise RealizeError(f"render_c: cannot render a {item.kind} item ({item.name})")
     return render_ring_call(call, item.name, **options)
+
+
+def remember(key: tuple, dialect: str, program: Program) -> None:
+    """Keep `program` as the `dialect` rendering of the elementwise kernel of item key `key`
+    (the caller vouches that `render_program` renders exactly it)."""
+    with _programs_lock:
+        if len(_programs) >= PROGRAMS_KEPT and key not in _programs:
+            _programs.clear()
+        _programs.setdefault(key, {})[dialect] = program
+
+
+def rendered(key: tuple) -> dict[str, Program]:
+    """The programs kept for item key `key`, by dialect name (empty: none rendered)."""
+    return dict(_programs.get(key, {}))
+
+
+def forget_programs() -> None:
+    """Drop every kept program (tests; `render_program` renders again)."""
+    with _programs_lock:
+        _programs.clear()
 
 
 __all__ = [
@@ -338,6 +377,9 @@ __all__ = [
     "Launch",
     "Param",
     "Program",
+    "forget_programs",
+    "remember",
     "render_program",
+    "rendered",
     "translation_unit",
 ]

@@ -68,7 +68,26 @@ class EncapsulationKeys:
 
     @property
     def nbytes(self) -> int:
+        """The bytes the keys hold in memory (a lean key's a rows are seeds)."""
         return self.to_sparse.nbytes + self.to_dense.nbytes
+
+    @property
+    def full_nbytes(self) -> int:
+        """The bytes of both keys with both halves stored."""
+        return self.to_sparse.full_nbytes + self.to_dense.full_nbytes
+
+    @property
+    def is_lean(self) -> bool:
+        """Whether both keys are lean (`ren.rlwe.keys.SwitchingKey.lean`)."""
+        return self.to_sparse.is_lean and self.to_dense.is_lean
+
+    def lean(self) -> EncapsulationKeys:
+        """Both keys lean: their a rows kept as seeds, regenerated in each key switch."""
+        return EncapsulationKeys(self.to_sparse.lean(), self.to_dense.lean(), self.weight)
+
+    def stored(self) -> EncapsulationKeys:
+        """Both keys with their a rows realized and kept."""
+        return EncapsulationKeys(self.to_sparse.stored(), self.to_dense.stored(), self.weight)
 
     def __repr__(self) -> str:
         return (f"<EncapsulationKeys weight {self.weight}: to_sparse {self.to_sparse.nbytes} "
@@ -102,13 +121,13 @@ class Encapsulation:
 
     def keys(self, keygen: KeyGenerator) -> EncapsulationKeys:
         """Draw an ephemeral sparse secret s' and make both keys with `keygen`'s secret s (the
-        secret s' is not kept)."""
+        secret s' is not kept); lean keys if `keygen` is lean (``KeyGenerator(..., lean=True)``)."""
         p = self.params
         if not isinstance(keygen, KeyGenerator) or keygen.params != p:
             raise ParameterError("Encapsulation.keys: needs the KeyGenerator of the same "
                                  "parameters (it holds the dense secret s)")
         s_coeffs = keygen.secret_key().poly.coefficients()
-        sparse = KeyGenerator(self.small)  # draws s' of weight h' over Q_0·P'
+        sparse = KeyGenerator(self.small, lean=keygen.lean)  # draws s' of weight h' over Q_0·P'
         s1_coeffs = sparse.secret_key().poly.coefficients()
         s_small = Poly.from_coefficients(s_coeffs, self.small.key_ring, device=p.device).ntt()
         s1_big = Poly.from_coefficients(s1_coeffs, p.key_ring, device=p.device).ntt()

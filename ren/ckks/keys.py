@@ -4,6 +4,11 @@
     keygen = KeyGenerator(params)                 # params: CKKSParams
     sk, pk, rlk = keygen.secret_key(), keygen.public_key(), keygen.relin_key()
     gk = keygen.rotation_keys([1, -1], conjugate=True)
+
+Lean keys (half the memory: the switching keys' uniform halves kept as seeds and regenerated
+inside each key switch, the same results word for word):
+
+    keygen = KeyGenerator(params, lean=True)     # or: rlk.lean(), gk.lean(), enc_keys.lean()
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """`KeyGenerator`: draws a secret key and derives public, switching, relinearization and Galois
 keys from it, all as Poly graphs (NTT domain).  Keys are realized when generated (they are
-long-lived).
+long-lived); with ``lean=True`` a switching key's uniform halves a_j are not realized at all but
+kept as their seeds and regenerated inside each key switch (`ren.rlwe.keys.SwitchingKey`):
+half the key memory, the same results word for word, some sampling per key switch.
 
 Every key draws fresh RANDOM nodes (seeds from the OS CSPRNG, or the insecure test stream of
 `ren.random.seed`), in a fixed order, so a seeded run makes the same keys word for word.
@@ -42,12 +44,20 @@ def normalize_steps(steps: Iterable[int] | None, slots: int) -> list[int]:
 
 class KeyGenerator:
     """Draws a secret key (fresh OS randomness unless `ren.random.seed` is set) and derives the
-    public, relinearization, rotation and conjugation keys from it."""
+    public, relinearization, rotation and conjugation keys from it.
+
+    ``lean=True``: the switching keys it makes (relinearization, Galois, `switching_key`, and
+    the encapsulation keys made with it) are lean: their a rows are kept as seeds and
+    regenerated where a key switch reads them (`SwitchingKey.lean`).  The same seeds give the
+    same keys either way: a seeded run's lean keys are its stored keys' `lean()`."""
 
     #: The parameters' class this generator takes (a scheme narrows it).
     params_type: ClassVar[type[RLWEParams]] = RLWEParams
 
-    def __init__(self, params: RLWEParams, secret_key: SecretKey | None = None) -> None:
+    def __init__(self, params: RLWEParams, secret_key: SecretKey | None = None, *,
+                 lean: bool = False) -> None:
+        #: whether the switching keys it makes are lean (their a rows kept as seeds)
+        self.lean: bool = check_bool(lean, "KeyGenerator: lean")
         if not isinstance(params, self.params_type):
             raise ParameterError(f"KeyGenerator needs {self.params_type.__name__}, got "
                                  f"{type(params).__name__}")
@@ -83,7 +93,9 @@ class KeyGenerator:
         return PublicKey(b, a, p)
 
     def switching_rows(self, s_from: Poly) -> tuple[tuple[Poly, ...], tuple[Poly, ...]]:
-        """The realized rows (b_j), (a_j) of a key from `s_from` (NTT domain, key ring) to s."""
+        """The rows (b_j), (a_j) of a key from `s_from` (NTT domain, key ring) to s: the b_j
+        realized, the a_j too unless the generator is lean (then they are unrealized samples,
+        sampled only inside the b_j's realization)."""
         p = self.params
         check_ntt_polys((s_from,), lambda _: "switching key: s_from", p.key_ring,
                         "the key ring params.key_ring", "keys live in the key ring Q·P", p)
@@ -93,22 +105,22 @@ class KeyGenerator:
             a = Poly.uniform(ring, device=p.device, domain="NTT")
             bs.append(Poly.gaussian(ring, p.sigma, device=p.device).ntt() - a * s + s_from * g)
             as_.append(a)
-        bs[0].realize(*bs[1:], *as_)
+        bs[0].realize(*bs[1:], *(() if self.lean else as_))
         return tuple(bs), tuple(as_)
 
     def switching_key(self, s_from: Poly) -> SwitchingKey:
         """A key that switches a ciphertext under `s_from` (NTT domain, key ring) to s."""
-        return SwitchingKey(*self.switching_rows(s_from), self.params)
+        return SwitchingKey(*self.switching_rows(s_from), self.params, lean=self.lean)
 
     def relin_key(self) -> RelinKey:
         """The relinearization key (from s² to s)."""
         s = self._sk.poly
-        return RelinKey(*self.switching_rows(s * s), self.params)
+        return RelinKey(*self.switching_rows(s * s), self.params, lean=self.lean)
 
     def galois_key(self, g: int) -> GaloisKey:
         """The key that switches s(X^g) back to s (g odd)."""
         return GaloisKey(*self.switching_rows(self._sk.poly.automorph(g)), self.params,
-                         galois=g % (2 * self.params.N))
+                         galois=g % (2 * self.params.N), lean=self.lean)
 
     def rotation_keys(self, steps: Iterable[int] | None = None, conjugate: bool = False,
                       progress: bool = False) -> GaloisKeys:

@@ -14,23 +14,21 @@ writes a directory of files by design, creates DIR itself.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ren import passdev as pd
 from ren import settings
 from ren.device import canonical_device
-from ren.errors import InspectError, RenError
+from ren.errors import RenError
 from ren.passes.pipeline import Pipeline, current_pipeline
 from ren.passes.pipeline import using as using_pipeline
 from ren.viz import arena as av
@@ -42,15 +40,19 @@ from ren.viz import report as rp
 from ren.viz import trace as tr
 from ren.viz.kernels import kernel_infos
 
+from .output import (
+    check_output_dir,
+    check_output_file,
+    console,
+    emit,
+    os_errors,
+    print_marked,
+    table,
+    write_file,
+    write_text,
+)
+
 EXIT_USER, EXIT_INTERNAL = 2, 3
-LINE_STYLE = {"+": "green", "-": "red", "~": "yellow", "=": "bold", "@": "magenta"}
-
-
-def console() -> Console:
-    """A console on the current stdout: colour only on a terminal (rich also honours NO_COLOR);
-    120 columns when not a terminal so tables do not wrap in files and pipes."""
-    c = Console(highlight=False)
-    return c if c.is_terminal else Console(highlight=False, width=120)
 
 
 def _debug_flag(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -170,102 +172,6 @@ def output_option(f: Callable) -> Callable:
                         help="Write here instead of stdout.")(f)
 
 
-def _require_directory(target: Path, directory: Path) -> None:
-    """InspectError unless `directory` (where `target` goes) exists: never create it, so a
-    typo in -o does not silently make directories."""
-    if directory.is_dir():
-        return
-    existing = directory
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        raise InspectError(f"cannot write {target}: {existing} is a file, not a directory")
-    raise InspectError(f"cannot write {target}: the directory {directory} does not exist; "
-                       f"create it first (mkdir -p {directory}) or pick another -o")
-
-
-def check_output_file(output: Path | None) -> None:
-    """Fail before any work when `output` cannot be a file to write (None: stdout): its
-    directory must exist and let the file be created (tried, then removed) or, for a file that
-    exists, opened for writing (not truncated)."""
-    if output is None:
-        return
-    with _os_errors(output):
-        if output.is_dir():
-            raise InspectError(f"cannot write {output}: it is a directory; give a file name "
-                               f"(-o {output}/NAME)")
-        _require_directory(output, output.parent)
-        try:
-            with open(output, "x"):
-                pass
-        except FileExistsError:
-            if output.is_file():  # (a device or a pipe is opened when it is written, not now)
-                with open(output, "a"):
-                    pass
-        else:
-            output.unlink()
-
-
-def check_output_dir(output: Path) -> None:
-    """Fail before any work when `output` cannot be the directory of per-stage files (it is
-    created if missing, but its parent must exist)."""
-    with _os_errors(output):
-        if output.exists() and not output.is_dir():
-            raise InspectError(f"cannot write files into {output}: it is a file, not a "
-                               "directory")
-        _require_directory(output, output.parent)
-
-
-@contextlib.contextmanager
-def _os_errors(output: Path) -> Iterator[None]:
-    """An OSError (permission denied, name too long, disk full) as one clear InspectError."""
-    try:
-        yield
-    except OSError as e:
-        why = e.strerror or str(e)
-        if isinstance(e, FileNotFoundError) and output.parent.is_dir():  # e.g. under /proc
-            why = (f"the directory {output.parent} does not let files be created in it ({why}); "
-                   "pick another -o")
-        raise InspectError(f"cannot write {output}: {why}") from None
-
-
-def write_file(output: Path, write: Callable[[Any], None]) -> None:
-    """Open `output` for text and call `write(f)`."""
-    with _os_errors(output), open(output, "w", encoding="utf-8") as f:
-        write(f)
-
-
-def write_text(output: Path, text: str) -> None:
-    """Write `text` to the file `output`."""
-    write_file(output, lambda f: f.write(text))
-
-
-def emit(text: str, output: Path | None, what: str = "") -> None:
-    """Write `text` to `output` (saying so on stderr) or to stdout."""
-    if output is None:
-        click.echo(text, nl=not text.endswith("\n"))
-        return
-    check_output_file(output)
-    write_text(output, text)
-    click.echo(f"wrote {output} ({av.fmt_bytes(len(text.encode()))}){what}", err=True)
-
-
-def print_marked(text: str) -> None:
-    """Print lines coloured by their first character (+ - ~ = @) on a terminal."""
-    out = console()
-    for line in text.splitlines():
-        out.print(Text(line, style=LINE_STYLE.get(line[:1], "")), soft_wrap=True)
-
-
-def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for c in columns:
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(*(str(x) for x in r))
-    return t
-
-
 # -- examples --------------------------------------------------------------------------------------
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -358,7 +264,7 @@ def passes(program: str, ckks_params: str, which: str | None, fmt: str, timing: 
     if output is None:
         raise click.UsageError("svg of every stage needs -o DIR (one file per stage) or "
                                "--pass N for one stage")
-    with _os_errors(output):
+    with os_errors(output):
         output.mkdir(exist_ok=True)  # the one directory -o may create: its parent was checked
     for stage, text in rendered:
         write_text(output / f"{stage.name}.{fmt}", text)

@@ -58,7 +58,8 @@ def format_arg(arg: Any, names: _Names) -> str:
         return text
     if isinstance(arg, RandomSpec):
         params = ",".join(repr(p) for p in arg.params)
-        return f"{arg.kind}({params}) seed={arg.seed.hex()[:12]} {arg.device}"
+        public = " public" if arg.public else ""
+        return f"{arg.kind}({params}) seed={arg.seed.hex()[:12]} {arg.device}{public}"
     if isinstance(arg, bytes):
         return arg.hex()[:16]
     if isinstance(arg, Kernel):

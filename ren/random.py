@@ -27,12 +27,18 @@ SEED_BYTES = 32
 
 @dataclass(frozen=True)
 class RandomSpec:
-    """The `arg` of a RANDOM node: what to sample, with which seed, on which device."""
+    """The `arg` of a RANDOM node: what to sample, with which seed, on which device.
+
+    `public` marks a sample that is public and fixed, the same words wherever and whenever it
+    is drawn: a switching key's uniform half kept as its seed (a lean key, `ren.rlwe.keys`).
+    `ren.jit` captures such a node unrealized and every replay regenerates it where it is used;
+    any other unrealized RANDOM node is refused there, since a replay would reuse its noise."""
 
     kind: str  # "uniform" | "uniform_on_interval" | "ternary" | "sparse_ternary" | "gaussian"
     params: tuple
     seed: bytes
     device: str
+    public: bool = False
 
 
 class _State(threading.local):

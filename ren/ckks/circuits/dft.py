@@ -42,7 +42,7 @@ from fractions import Fraction
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext
-from ren.ckks.circuits.lintrans import LinearTransform
+from ren.ckks.circuits.lintrans import DIAGONAL_FORMS, LinearTransform
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.params import CKKSParams, log2_exact
 from ren.ckks.special_fft import (
@@ -51,7 +51,7 @@ from ren.ckks.special_fft import (
     multiply_diagonals,
     special_fft_stages,
 )
-from ren.errors import check_int_range
+from ren.errors import check_choice, check_int_range
 from ren.poly import Poly
 
 
@@ -61,37 +61,50 @@ def _check_levels(levels: int, slots: int, name: str) -> int:
                            hint=f"log2 of the {slots} slots is the most")
 
 
+def _check_diagonals(diagonals: str, name: str) -> str:
+    return check_choice(diagonals, f"Bootstrapper: {name} diagonals", DIAGONAL_FORMS)
+
+
 @dataclass(frozen=True)
 class CoeffToSlotParams:
-    """CoeffToSlot's shape: `levels` sparse transforms (module docstring)."""
+    """CoeffToSlot's shape: `levels` sparse transforms (module docstring).  `diagonals`: how
+    its transforms store their plaintext diagonals (`LinearTransform(diagonals=)`): "rns",
+    encoded (limbs × N words each), or "coeff", integer coefficients (N·8 bytes each) expanded
+    at every application (a TO_RNS and an NTT per diagonal more)."""
 
     levels: int = 2
+    diagonals: str = "rns"
 
     def checked(self, slots: int) -> CoeffToSlotParams:
         """These parameters checked for `slots` slots (at most log2(slots) levels)."""
         _check_levels(self.levels, slots, "cts_levels")
+        _check_diagonals(self.diagonals, "CoeffToSlot")
         return self
 
     def build(self, params: CKKSParams, slots: int, top: int, factor: float,
               input_scale: Fraction) -> CoeffToSlot:
         """The prepared CoeffToSlot from level `top` down, times `factor` in all."""
-        return CoeffToSlot(params, slots, int(self.levels), top, factor, input_scale)
+        return CoeffToSlot(params, slots, int(self.levels), top, factor, input_scale,
+                           self.diagonals)
 
 
 @dataclass(frozen=True)
 class SlotToCoeffParams:
-    """SlotToCoeff's shape: `levels` sparse transforms (module docstring)."""
+    """SlotToCoeff's shape: `levels` sparse transforms (module docstring); `diagonals` as in
+    `CoeffToSlotParams`."""
 
     levels: int = 2
+    diagonals: str = "rns"
 
     def checked(self, slots: int) -> SlotToCoeffParams:
         """These parameters checked for `slots` slots (at most log2(slots) levels)."""
         _check_levels(self.levels, slots, "stc_levels")
+        _check_diagonals(self.diagonals, "SlotToCoeff")
         return self
 
     def build(self, params: CKKSParams, slots: int, top: int, factor: float) -> SlotToCoeff:
         """The prepared SlotToCoeff from level `top` down, times `factor`."""
-        return SlotToCoeff(params, slots, int(self.levels), top, factor)
+        return SlotToCoeff(params, slots, int(self.levels), top, factor, self.diagonals)
 
 
 def balanced(params: CKKSParams, groups: list[Diagonals], factor: float, top: int,
@@ -169,14 +182,15 @@ class CoeffToSlot:
     scale, so it is prepared per scale (`transforms_for`)."""
 
     def __init__(self, params: CKKSParams, slots: int, levels: int, top: int, factor: float,
-                 input_scale: Fraction) -> None:
+                 input_scale: Fraction, diagonals: str = "rns") -> None:
         self.params, self.slots, self.levels, self.top = params, slots, levels, top
+        self.diagonal_form = diagonals  # (`LinearTransform(diagonals=)`)
         groups = merge_stages(special_fft_stages(slots, inverse=True), levels)
         self.packed = packs(params, slots)
         if self.packed:  # the last transform writes the lower n of every 2n slots only
             groups[-1] = _lower_rows(widen(groups[-1], slots), slots)
         self.diagonals = balanced(params, groups, factor, top, input_scale)
-        self._rest = tuple(LinearTransform(params, d, top - g)
+        self._rest = tuple(LinearTransform(params, d, top - g, diagonals=diagonals)
                            for g, d in enumerate(self.diagonals) if g)
         self._first: dict[Fraction, LinearTransform] = {}
         self.transforms_for(input_scale)
@@ -214,7 +228,8 @@ class CoeffToSlot:
     def transforms_for(self, scale: Fraction) -> tuple[LinearTransform, ...]:
         """The transforms for inputs of `scale` (the raised ciphertext's)."""
         if scale not in self._first:
-            self._first[scale] = LinearTransform(self.params, self.diagonals[0], self.top, scale)
+            self._first[scale] = LinearTransform(self.params, self.diagonals[0], self.top, scale,
+                                                 diagonals=self.diagonal_form)
         return (self._first[scale], *self._rest)
 
     def apply(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, ...]:
@@ -237,14 +252,14 @@ class SlotToCoeff:
     """The prepared SlotToCoeff transforms."""
 
     def __init__(self, params: CKKSParams, slots: int, levels: int, top: int,
-                 factor: float) -> None:
+                 factor: float, diagonals: str = "rns") -> None:
         self.params, self.slots, self.levels, self.top = params, slots, levels, top
         groups = merge_stages(special_fft_stages(slots), levels)
         self.packed = packs(params, slots)
         if self.packed:  # (v_lo | v_hi) -> v_lo + i·v_hi first
             groups[0] = multiply_diagonals(widen(groups[0], slots), _combine(slots), 2 * slots)
         groups[0] = {k: v * factor for k, v in groups[0].items()}
-        self.transforms = tuple(LinearTransform(params, d, top - g)
+        self.transforms = tuple(LinearTransform(params, d, top - g, diagonals=diagonals)
                                 for g, d in enumerate(groups))
 
     def apply(self, ev: Evaluator, first: Ciphertext, second: Ciphertext | None = None

@@ -23,7 +23,13 @@ rotations (`rotation_steps`: 27 keys instead of 39 for the bootstrapping at N = 
 **Memory.**  Single hoisting (the default) multiplies the diagonals on Q only, so they are stored
 on Q (`diagonal_polys`, `nbytes`); double hoisting stores them on Q·P (`extended`, the Q
 plaintexts their views).  At N = 2^16 the bootstrapping's 316 diagonals take 2.93 GiB on Q
-instead of 3.55 GiB on Q·P.
+instead of 3.55 GiB on Q·P.  ``diagonals="coeff"`` stores each one as its integer coefficients
+instead (`coefficient_words`: 8 bytes each while |c| < 2^62, which the Q/2 check and the
+bootstrapping's Δ_pt·max|d| ≈ 2^50 keep; else the fewest 32-bit words that hold them), and
+every application expands them in the graph, TO_RNS to the level's moduli then NTT: the same
+residues (bit-identical results), N·8 bytes per diagonal (158 MiB instead of 2.93 GiB at
+N = 2^16), the expanded limbs living in the arena only while used; the price is a TO_RNS and an
+NTT per diagonal per application (under `ren.jit` the plan holds the words and replays both).
 
 **Hoisting.**  The baby rotations all rotate the same ciphertext, so they share one key-switching
 decomposition (`ren.rlwe.hoisted_automorphisms`): a dense n×n transform makes n2 = n/n1
@@ -64,7 +70,7 @@ ciphertext there.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -94,6 +100,8 @@ from ren.errors import (
     check_real_range,
     check_sequence,
 )
+from ren.node import Node
+from ren.ops import DType, Op
 from ren.poly import Poly, realize_polys
 from ren.realization import current_recorder
 from ren.ring import galois_element
@@ -177,6 +185,12 @@ def _check_diagonals(diagonals: Mapping[Any, Any], slots: int) -> dict[int, np.n
 DEFAULT_HOISTING = "single"
 
 
+#: how a transform stores its diagonals (`LinearTransform(diagonals=)`): "rns", encoded
+#: plaintexts (limbs × N words each, ready to multiply), or "coeff", their integer coefficients
+#: (N·8 bytes each), expanded to limbs at every application (a TO_RNS and an NTT more)
+DIAGONAL_FORMS = ("rns", "coeff")
+
+
 def hoisting_arg(hoisted: Any, who: str) -> Literal[True] | str:
     """`hoisted` checked: True (the transform's own hoisting, `LinearTransform.hoisting`), or
     one of `HOISTING` (False is "none")."""
@@ -197,12 +211,16 @@ class LinearTransform:
     `input_scale` (default: that level's default scale), applied with `hoisting` (`HOISTING`,
     default `DEFAULT_HOISTING`) unless `apply` is told otherwise.  n1 (`baby_steps`) is planned
     by `baby_steps_for` with the `rotation_costs` of the level and hoisting and `key_cost` baby
-    steps per Galois key (default `KEY_COST`), unless given.  See the module docstring."""
+    steps per Galois key (default `KEY_COST`), unless given.  `diagonals` (`DIAGONAL_FORMS`):
+    "rns" (the default) keeps the encoded plaintexts, limbs × N words each; "coeff" keeps each
+    one's integer coefficients (`coefficient_words`, about L/2 to L times smaller at L limbs)
+    and expands them in every application's graph (a TO_RNS and an NTT per diagonal: more time,
+    the same results to the bit).  See the module docstring."""
 
     def __init__(self, params: CKKSParams, matrix_or_diagonals: Any, level: int | None = None,
                  input_scale: Fraction | float | None = None,
                  baby_steps: int | None = None, key_cost: float | None = None,
-                 hoisting: str | None = None) -> None:
+                 hoisting: str | None = None, diagonals: str = "rns") -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"LinearTransform needs CKKSParams, got {type(params).__name__}")
         self.params = params
@@ -218,6 +236,9 @@ class LinearTransform:
         #: how `apply` rotates by default (`HOISTING`)
         self.hoisting: str = DEFAULT_HOISTING if hoisting is None else check_choice(
             hoisting, "LinearTransform: hoisting", HOISTING)
+        #: how the diagonals are stored (`DIAGONAL_FORMS`)
+        self.diagonal_form: str = check_choice(diagonals, "LinearTransform: diagonals",
+                                               DIAGONAL_FORMS)
         key_cost = KEY_COST if key_cost is None else check_real_range(
             key_cost, "LinearTransform: key_cost", 0.0,
             hint="what one Galois key costs, in baby steps (0: time only)")
@@ -246,23 +267,35 @@ class LinearTransform:
                 f"2^{log2_exact(self.output_scale):.2f}; rescale the input first"))
         self._encoder = Encoder(params)
         #: giant step g -> {baby step b: rot_(−g·n1)(d_(g·n1+b)) encoded}: on Q for single
-        #: hoisting (it never reads the special primes' rows), views of `extended` for double
-        self.plaintexts: dict[int, dict[int, Plaintext]] = {}
+        #: hoisting (it never reads the special primes' rows), views of `extended` for double;
+        #: with ``diagonals="coeff"`` a read-only mapping that makes a fresh lazy plaintext
+        #: from `coefficient_words` on every read (nothing keeps its limbs)
+        self.plaintexts: dict[int, Mapping[int, Plaintext]] = {}
         #: the same integer polynomials on Q·P (where double hoisting multiplies them by the
         #: baby steps' inner products): prepared for a double-hoisted transform only (a single-
         #: hoisted one applied with ``hoisted="double"`` encodes them then, `_qp_diagonal`)
         self.extended: dict[int, dict[int, Poly]] = {}
+        #: ``diagonals="coeff"``: giant step g -> {baby step b: the BUFFER node of the diagonal's
+        #: integer coefficients, packed in two's-complement u32 words (N × W)}
+        self.coefficient_words: dict[int, dict[int, Node]] = {}
+        self._copy_to: str | None = None  # (a device whose storage is not host memory)
+        encoded: dict[int, dict[int, Plaintext]] = {}
         for i in indices:
             g, b = divmod(i, n1)
             pre, coeffs = self._encoded(i)
+            if self.diagonal_form == "coeff":
+                self._store_words(g, b, coeffs)
+                continue
             if self.hoisting == "double":
                 qp = self._on(coeffs, params.ring_qp(self.level))
                 self.extended.setdefault(g, {})[b] = qp
                 poly = qp.to_ring(params.ring(self.level))
             else:
                 poly = self._on(coeffs, params.ring(self.level))
-            self.plaintexts.setdefault(g, {})[b] = Plaintext(
+            encoded.setdefault(g, {})[b] = Plaintext(
                 poly, self.plaintext_scale, self.level, params).keep_values(pre)
+        self.plaintexts.update(encoded)
+        self.plaintexts.update({g: _Expanding(self, g) for g in self.coefficient_words})
         # prepared once: the encoded diagonals are realized now (on Q·P, the plaintexts reading
         # their limbs of Q, or on Q alone), not in every application; except while a JIT
         # capture or the key planner traces (they must not realize: the diagonals are then part
@@ -287,6 +320,33 @@ class LinearTransform:
     def _on(self, coeffs: Any, ring: Any) -> Poly:
         return Poly.from_coefficients(coeffs, ring, device=self.params.device).ntt()
 
+    def _store_words(self, g: int, b: int, coeffs: Any) -> None:
+        """Keep the coefficients' words (the BUFFER under `Poly.from_coefficients`' TO_RNS,
+        which is made but never realized: nothing expands them now)."""
+        node = Poly.from_coefficients(coeffs, self.params.ring(self.level),
+                                      device=self.params.device).node
+        if node.op is Op.COPY:
+            self._copy_to, node = node.arg, node.src[0]
+        self.coefficient_words.setdefault(g, {})[b] = node.src[0]
+
+    def _expand(self, g: int, b: int, ring: Any) -> Poly:
+        """Diagonal (g, b) from its stored words on `ring` (Q or Q·P), in the NTT domain: a
+        graph of TO_RNS and NTT (the node `Poly.from_coefficients(...).ntt()` would make: the
+        same residues), in no live Poly until the caller holds one."""
+        words = self.coefficient_words[g][b]
+        node = Node(Op.TO_RNS, DType.U32, (words,), (ring, words.arg.shape[1]))
+        if self._copy_to is not None:
+            node = Node(Op.COPY, DType.U32, (node,), self._copy_to)
+        return Poly(node).ntt()
+
+    def _expanded(self, g: int, b: int) -> Plaintext:
+        """A fresh Plaintext of diagonal (g, b) on Q, expanded from its words (a view of its
+        Q·P expansion for double hoisting, the graph then sharing one expansion)."""
+        p = self.params
+        poly = (self._expand(g, b, p.ring_qp(self.level)).to_ring(p.ring(self.level))
+                if self.hoisting == "double" else self._expand(g, b, p.ring(self.level)))
+        return Plaintext(poly, self.plaintext_scale, self.level, p)
+
     def _qp_diagonal(self, g: int, b: int) -> Poly:
         """The diagonal of giant step g, baby step b on Q·P (double hoisting's operand): the
         prepared one, or for a single-hoisted transform encoded now (kept, realized, when no
@@ -294,6 +354,8 @@ class LinearTransform:
         group = self.extended.get(g, {})
         if b in group:
             return group[b]
+        if self.diagonal_form == "coeff":
+            return self._expand(g, b, self.params.ring_qp(self.level))
         qp = self._on(self._encoded(g * self.baby_steps + b)[1],
                       self.params.ring_qp(self.level))
         if current_recorder() is None:
@@ -304,15 +366,21 @@ class LinearTransform:
     @property
     def diagonal_polys(self) -> list[Poly]:
         """The polynomials that hold the prepared diagonals' words: on Q·P (`extended`) for
-        double hoisting, on Q (the plaintexts) for single hoisting or none."""
+        double hoisting, on Q (the plaintexts) for single hoisting or none; none with
+        ``diagonals="coeff"`` (`coefficient_words` holds them)."""
+        if self.diagonal_form == "coeff":
+            return []
         if self.hoisting == "double":
             return [qp for group in self.extended.values() for qp in group.values()]
         return [pt.poly for group in self.plaintexts.values() for pt in group.values()]
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the prepared diagonals (`diagonal_polys`: 4-byte words, limbs × N each)."""
-        return sum(4 * p.ring.limbs * p.ring.N for p in self.diagonal_polys)
+        """Bytes of the prepared diagonals: 4-byte words, limbs × N each (`diagonal_polys`),
+        or with ``diagonals="coeff"`` N × W each (`coefficient_words`; W = 2 below 2^62)."""
+        words = [w for group in self.coefficient_words.values() for w in group.values()]
+        return (sum(4 * p.ring.limbs * p.ring.N for p in self.diagonal_polys)
+                + sum(4 * w.arg.shape[0] * w.arg.shape[1] for w in words))
 
     @property
     def rotation_steps(self) -> list[int]:
@@ -331,7 +399,7 @@ class LinearTransform:
         g + slots/n1)."""
         return g if g >= 0 else g + self.params.slots // self.baby_steps
 
-    def _group(self, g: int) -> dict[int, Plaintext]:
+    def _group(self, g: int) -> Mapping[int, Plaintext]:
         return self.plaintexts[self._key(g)]
 
     def _giant_keys(self) -> set[int]:
@@ -488,6 +556,25 @@ class LinearTransform:
         return settle_scale(ev.rescale(out), self.output_scale)
 
 
+class _Expanding(Mapping[int, Plaintext]):
+    """Giant step g's diagonals of a ``diagonals="coeff"`` transform, baby step -> Plaintext:
+    each read expands the stored words anew (`LinearTransform._expanded`)."""
+
+    def __init__(self, lt: LinearTransform, g: int) -> None:
+        self._lt, self._g = lt, g
+
+    def __getitem__(self, b: int) -> Plaintext:
+        if b not in self._lt.coefficient_words[self._g]:
+            raise KeyError(b)
+        return self._lt._expanded(self._g, b)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._lt.coefficient_words[self._g])
+
+    def __len__(self) -> int:
+        return len(self._lt.coefficient_words[self._g])
+
+
 def _plus(x: Poly | None, y: Poly | None) -> Poly | None:
     return y if x is None else x if y is None else x + y
 
@@ -583,6 +670,6 @@ def apply_transforms(ev: Evaluator, ct: Ciphertext, transforms: Sequence[LinearT
     return _apply(ev, first._fit(ev, ct), lts, first.hoisting if mode is True else mode)
 
 
-__all__ = ["DEFAULT_HOISTING", "HOISTING", "KEY_COST", "LinearTransform", "apply_transforms",
-           "baby_steps_for", "diagonals_of", "giant_chains", "hoisting_arg", "horner_steps",
-           "linear_transform", "rotation_costs"]
+__all__ = ["DEFAULT_HOISTING", "DIAGONAL_FORMS", "HOISTING", "KEY_COST", "LinearTransform",
+           "apply_transforms", "baby_steps_for", "diagonals_of", "giant_chains", "hoisting_arg",
+           "horner_steps", "linear_transform", "rotation_costs"]

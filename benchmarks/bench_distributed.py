@@ -14,6 +14,13 @@ one, whose replay is ~20x faster, so the distributed path's own cost shows) the 
 With ``--rounds R`` it runs R such jobs per worker count, the counts taking turns, and reports
 the median of the rounds (a shared machine's load varies from one job to the next).
 
+Per job it also prints CPU seconds per ciphertext, which a shared machine's load does not
+inflate as it does wall time: the client process's (every thread: encoding, decoding, Dask's
+in-process scheduler and comms), the workers' (every thread, `client.run`) and, of those, the
+replay's own (the task thread's CPU, `run_cpu` in the job's timings) and the rest; and the
+wire bytes per ciphertext each way.  The "CPU accounting" line sums the distributed path's own
+CPU (client + workers outside the replay) against the replay's.
+
 It prints the speedup of 2 workers over 1 (goal >= 1.8× on a 2-core machine) and the
 per-ciphertext overhead of the distributed path with one worker: (wall per ciphertext − the
 worker's replay per ciphertext) / the replay (goal <= 10 %): serialization on both sides,
@@ -138,27 +145,47 @@ def ceiling(log_n: int, device: str, processes: int, repeat: int) -> float:
     return statistics.mean(times)
 
 
-def _time_job(w: int, batch: list, rlk: Any, label: str) -> tuple[float, float]:
-    """One timed job on a fresh `w`-worker LocalCluster (after a warm-up job): its wall time
-    and the workers' median replay per ciphertext; prints the job's figures."""
+def _process_cpu() -> float:
+    """This process's CPU seconds, all threads (run on each worker by `client.run`)."""
+    return time.process_time()
+
+
+def _time_job(w: int, batch: list, rlk: Any, label: str) -> dict[str, float]:
+    """One timed job on a fresh `w`-worker LocalCluster (after a warm-up job); prints the job's
+    figures and returns them: ``wall`` (s), ``run`` (the workers' median replay per ciphertext,
+    wall s) and, per ciphertext, CPU seconds that a loaded machine does not inflate: ``client``
+    (the client process, every thread: encoding, decoding, Dask's scheduler and comms),
+    ``worker`` (the worker processes, every thread), ``replay`` (the replays' own, on the task
+    threads), ``outside`` (the workers' CPU outside the replay: decode, encode, Dask), and the
+    wire bytes ``sent`` and ``received`` by the client."""
     with local_client(workers=w, silence_logs=logging.CRITICAL) as client:
         t0 = time.perf_counter()
         submit(square, batch[: 2 * w], keys=rlk, client=client).result()
         warm_s = time.perf_counter() - t0
+        before = client.run(_process_cpu)
         t0, cpu0 = time.perf_counter(), time.process_time()
         job = submit(square, batch, keys=rlk, client=client)
         job.result()
         wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        after = client.run(_process_cpu)
     n = len(batch)
     run = statistics.median(t["run"] for t in job.timings)
     wire = statistics.median(t["decode"] + t["encode"] for t in job.timings)
+    worker_cpu = sum(after[a] - before[a] for a in after if a in before) / n
+    replay_cpu = sum(t["run_cpu"] for t in job.timings) / n
+    figures = {"wall": wall, "run": run, "client": client_cpu / n, "worker": worker_cpu,
+               "replay": replay_cpu, "outside": worker_cpu - replay_cpu,
+               "sent": job.input_bytes / n, "received": job.result_bytes / n}
     print(f"{w} worker(s){label}: {wall:.2f} s for {n}, {n / wall:.2f} ciphertexts/s, "
           f"{wall / n * 1e3:.1f} ms each; per ciphertext on a worker: replay {run * 1e3:.1f} ms, "
           f"decode+encode {wire * 1e3:.1f} ms; warm-up (keys {size(job.keys_bytes)} and plan "
-          f"{size(job.program_bytes)} to each worker, {2 * w} inputs) {warm_s:.2f} s; the client "
-          f"process (encoding, decoding, Dask's scheduler) used {client_cpu:.2f} s of CPU "
-          "meanwhile")
-    return wall, run
+          f"{size(job.program_bytes)} to each worker, {2 * w} inputs) {warm_s:.2f} s")
+    print(f"  CPU per ciphertext: client process {client_cpu / n * 1e3:.2f} ms (encoding, "
+          f"decoding, Dask's scheduler and comms); workers {worker_cpu * 1e3:.2f} ms, of which "
+          f"the replay {replay_cpu * 1e3:.2f} ms and outside it "
+          f"{figures['outside'] * 1e3:.2f} ms; wire bytes per ciphertext: sent "
+          f"{size(int(figures['sent']))}, received {size(int(figures['received']))}")
+    return figures
 
 
 def _median_seconds(fn: Any, repeat: int = 30) -> float:
@@ -391,21 +418,29 @@ def main(argv: list[str] | None = None) -> None:
     print(f"local replay: {op * 1e3:.1f} ms per ciphertext (median of {len(local)})")
     wire_report(fresh[0], out, params)
 
-    # per worker count, one (wall, replay per ciphertext) per round; the counts take turns
+    # per worker count, one job's figures (`_time_job`) per round; the counts take turns
     # within a round, so a burst of load elsewhere hits them alike
-    results: dict[int, list[tuple[float, float]]] = {w: [] for w in args.workers}
+    results: dict[int, list[dict[str, float]]] = {w: [] for w in args.workers}
     for r in range(args.rounds):
         for w in args.workers:
             results[w].append(_time_job(w, batch, rlk, f" (round {r + 1})" * (args.rounds > 1)))
+    for w, jobs in results.items():
+        med = {k: statistics.median(j[k] for j in jobs) for k in jobs[0]}
+        fixed = med["client"] + med["outside"]
+        print(f"CPU accounting, {w} worker(s) (median of {len(jobs)} job(s); robust on a shared "
+              f"machine): the distributed path's own CPU per ciphertext {fixed * 1e3:.2f} ms "
+              f"(client {med['client'] * 1e3:.2f} + workers outside the replay "
+              f"{med['outside'] * 1e3:.2f}) = {fixed / med['replay'] * 100:.1f} % of the replay's "
+              f"CPU ({med['replay'] * 1e3:.2f} ms)")
     if 1 in results:
-        pers = [wall / len(batch) for wall, _ in results[1]]
-        over = statistics.median((per - run) / run for per, (_, run) in zip(pers, results[1]))
-        per, run1 = statistics.median(pers), statistics.median(run for _, run in results[1])
+        pers = [j["wall"] / len(batch) for j in results[1]]
+        over = statistics.median((per - j["run"]) / j["run"] for per, j in zip(pers, results[1]))
+        per, run1 = statistics.median(pers), statistics.median(j["run"] for j in results[1])
         print(f"overhead of the distributed path (1 worker): {over * 100:.1f} % of the replay "
               f"({per * 1e3:.1f} vs {run1 * 1e3:.1f} ms per ciphertext; goal <= 10 %); against "
               f"the local replay: {(per - op) / op * 100:.1f} %")
     if 1 in results and 2 in results:
-        ups = [one[0] / two[0] for one, two in zip(results[1], results[2])]
+        ups = [one["wall"] / two["wall"] for one, two in zip(results[1], results[2])]
         spread = f" (median of {len(ups)} rounds: {', '.join(f'{u:.2f}' for u in ups)})" \
             if len(ups) > 1 else ""
         print(f"speedup 2 workers / 1: {statistics.median(ups):.2f}x{spread} (goal >= 1.8x on "

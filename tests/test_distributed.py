@@ -92,6 +92,12 @@ def test_map_replays_the_plan_bit_identically_and_in_order(client, ckks):
     assert 0.4 * len(dumps(rlk)) < job.keys_bytes < 0.6 * len(dumps(rlk))
     assert "once per worker: keys" in job.describe()
     assert {t["worker"] for t in job.timings} == set(client.scheduler_info()["workers"])
+    # the task thread's CPU seconds (robust on a loaded machine): within the item's, and no
+    # more than the wall seconds they were measured over
+    for t in job.timings:
+        assert 0 < t["run_cpu"] <= t["cpu"] <= sum(t[k] for k in (
+            "load", "decode", "run", "encode")) + 1e-3
+        assert t["run_cpu"] <= t["run"] + 1e-3
     if sys.platform == "linux":  # glibc: large buffers stay on the heap in the workers
         assert all(client.run(tune_allocator).values())
 

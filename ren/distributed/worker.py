@@ -9,7 +9,9 @@ content hash, so a batch of 64 inputs loads the keys and compiles the plan once,
 
 `run_item` is one task: decode the input, replay the plan (or call the function), realize and
 encode the result; it returns the wire result and the seconds each of those steps took (the
-client adds them up to report the distributed path's overhead), or (``keep=True``, a result
+client adds them up to report the distributed path's overhead; wall seconds, and the task
+thread's CPU seconds of the replay and of the whole item, ``run_cpu`` and ``cpu``, which a
+loaded machine does not inflate), or (``keep=True``, a result
 that stays on the cluster as an item of a `ren.distributed.Batch`) the wire result alone.  An
 input may be a wire tree sent by the client or the wire result of an earlier task on the
 cluster (a chained map).  An exception carries a note naming the input and the worker, and
@@ -149,14 +151,14 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
                 for p, one, i in zip(plan_index, item, index, strict=True)]
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         context = cached(context_key, context_blob, load_context)
         program = cached(program_key, program_blob, load_program)
         t1 = time.perf_counter()
         args = context.codec.decode(item)
         args = args if type(args) is tuple else (args,)
         kwargs = {"keys": context.keys} if context.has_keys else {}
-        t2 = time.perf_counter()
+        c2, t2 = time.thread_time(), time.perf_counter()
         if program.plans is not None:
             assert plan_index is not None
             result = program.plans[plan_index](*args, **kwargs)
@@ -164,9 +166,9 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
             assert program.function is not None
             result = program.function(*args, **kwargs)
         realize_tree(result)
-        t3 = time.perf_counter()
+        c3, t3 = time.thread_time(), time.perf_counter()
         wire = context.codec.encode(result, "the result")
-        t4 = time.perf_counter()
+        c4, t4 = time.thread_time(), time.perf_counter()
     except Exception as e:
         e.add_note(f"ren.distributed: while running input {index} on worker {worker_address()}")
         e.ren_input = index  # type: ignore[attr-defined]
@@ -174,7 +176,7 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
     if keep:
         return wire
     return wire, {"load": t1 - t0, "decode": t2 - t1, "run": t3 - t2, "encode": t4 - t3,
-                  "worker": worker_address()}
+                  "run_cpu": c3 - c2, "cpu": c4 - c0, "worker": worker_address()}
 
 
 def save_item(item: Any, path: str, index: int, *, context_key: str, context_blob: bytes

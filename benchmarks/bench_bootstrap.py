@@ -33,18 +33,28 @@ transforms' baby-step giant-step plans need, the digits and limbs of each key) -
 slots: a replicated message, `Bootstrapper(slots=n)`) and prints a line per count: precision,
 levels left, replay and first-call time, Galois keys.
 
+``--lean`` is the lean mode (issue 41 §3: peak RSS): lean keys (`KeyGenerator(params,
+lean=True)`: the switching keys' uniform halves kept as seeds and regenerated inside each key
+switch) and, where `Bootstrapper` takes it, ``diagonals="coeff"`` (the transforms' diagonals
+kept as integer coefficients and expanded where used); the same results word for word, less
+memory, some time.  Its report gives the memory per part (keys resident against stored,
+diagonals, arena) and its dry run estimates them.  Until `ren.jit` captures lean keys (it needs
+`ren.random.mark_regenerable`) the lean run is eager, with the RANDOM rows sampled in the graph
+(REN_DEVICE_SAMPLING=1) so that the memory plan frees them after use.
+
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
                                             [--first-call schedule|plan-cache] [--log-n 8]
                                             [--secret preset|dense|sparse] [--dry-run]
                                             [--shape balanced|levels|precision]
-                                            [--slots 8,32,full]
+                                            [--slots 8,32,full] [--lean]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import math
 import os
@@ -98,6 +108,18 @@ def circuits() -> tuple[ModuleType, ModuleType]:
     """Ren's bootstrapping and linear-transform modules, wherever they live now."""
     return (_module("ren.ckks.circuits.bootstrap", "ren.ckks.bootstrap"),
             _module("ren.ckks.circuits.lintrans", "ren.ckks.lintrans"))
+
+
+def coeff_diagonals() -> bool:
+    """Whether `Bootstrapper` takes ``diagonals="coeff"`` (integer-coefficient diagonals)."""
+    return "diagonals" in inspect.signature(circuits()[0].Bootstrapper).parameters
+
+
+def jit_takes_lean_keys() -> bool:
+    """Whether `ren.jit` captures a lean key's unrealized rows (`ren.random.mark_regenerable`)."""
+    import ren
+
+    return hasattr(ren.random, "mark_regenerable")
 
 
 def make_params(preset: str, device: str, log_n: int, secret: str, shape: str = "balanced",
@@ -163,14 +185,19 @@ def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
     full = {"galois": galois * _switching_key_bytes(params), "relin": _switching_key_bytes(params)}
     compact = {"galois": galois * _switching_key_bytes(params, True),
                "relin": _switching_key_bytes(params, True)}
+    seeds = {"galois": galois * len(params.digits), "relin": len(params.digits)}
     if weight:
         small = Encapsulation(params, weight).small
         full["encapsulation"] = _switching_key_bytes(params) + _switching_key_bytes(small)
         compact["encapsulation"] = (_switching_key_bytes(params, True)
                                     + _switching_key_bytes(small, True))
+        seeds["encapsulation"] = len(params.digits) + len(small.digits)
+    # a lean key holds its b rows and a 32-byte seed per a row (`SwitchingKey.nbytes`)
+    lean = {k: compact[k] + 32 * seeds[k] for k in compact}
     return {"galois_keys": galois, "key_bytes": full, "key_bytes_compact": compact,
-            "diagonals": diagonals, "diagonal_bytes": diagonal_bytes, "dnum": len(params.digits),
-            "key_limbs": params.key_ring.limbs, "N": params.N}
+            "key_bytes_lean": lean, "diagonals": diagonals, "diagonal_bytes": diagonal_bytes,
+            "diagonal_bytes_coeff": diagonals * params.N * 8,  # int64 coefficients
+            "dnum": len(params.digits), "key_limbs": params.key_ring.limbs, "N": params.N}
 
 
 def _rss_gib() -> float:
@@ -183,7 +210,7 @@ def _bits(got: np.ndarray, want: np.ndarray) -> float:
 
 def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int = 8,
             secret: str = "preset", shape_name: str = "balanced", slots: int | None = None,
-            meta: bool = False) -> dict:
+            meta: bool = False, lean: bool = False) -> dict:
     import ren
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
     from ren.ckks.serialize import serialized_size
@@ -192,7 +219,13 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
 
     params, shape = make_params(preset, device, log_n, secret, shape_name, slots)
     n = slots or params.slots
-    out: dict = {"library": "ren", "params": repr(params), "shape_name": shape_name}
+    out: dict = {"library": "ren", "params": repr(params), "shape_name": shape_name,
+                 "lean": lean}
+    if lean and coeff_diagonals():
+        shape = {**shape, "diagonals": "coeff"}
+    out["diagonal_form"] = shape.get("diagonals", "rns")
+    if lean and not eager and not jit_takes_lean_keys():
+        eager = True  # ren.jit refuses the unrealized rows for now: the lean run is eager
     t0 = time.perf_counter()
     bt = circuits()[0].Bootstrapper(params, **shape)
     out["prepare_s"] = time.perf_counter() - t0
@@ -201,7 +234,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     out["diagonal_bytes"] = sum(t.nbytes for t in transforms)
     t0 = time.perf_counter()
     with ren.random.seeded(1):  # reproducible (insecure) keys: a benchmark
-        kg = KeyGenerator(params)
+        kg = KeyGenerator(params, lean=lean)
         keys = bt.keys(kg)
         # a dense secret: the two keys of sparse-secret encapsulation
         ek = bt.encapsulation_keys(kg) if bt.encapsulation is not None else None
@@ -209,6 +242,8 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         encryptor = Encryptor(params, kg.public_key())
     out["keygen_s"] = time.perf_counter() - t0
     out["key_bytes"] = keys.nbytes + ev.relin_key.nbytes + (ek.nbytes if ek else 0)
+    out["key_bytes_full"] = (keys.full_nbytes + ev.relin_key.full_nbytes
+                             + (ek.full_nbytes if ek else 0))
     parts = {"galois": keys, "relin": ev.relin_key, **({"encapsulation": ek} if ek else {})}
     out["key_parts"] = {name: [serialized_size(k), serialized_size(k, compact=True)]
                         for name, k in parts.items()}
@@ -216,11 +251,14 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     out["encapsulation"] = bt.ephemeral_weight
     enc, dec = Encoder(params), Decryptor(params, kg.secret_key())
     rng = np.random.default_rng(2)
+    drawn = iter(range(1 << 62))
 
     def fresh() -> tuple:
         x = rng.uniform(-1, 1, n)
-        # the last level a computation uses; n < N/2 slots replicated (a sparse packing)
-        ct = encryptor.encrypt(enc.encode(x, level=1, slots=slots))
+        # the last level a computation uses; n < N/2 slots replicated (a sparse packing);
+        # reproducible encryptions, so that runs (stored and lean keys) decrypt to the same
+        with ren.random.seeded(f"bench_bootstrap encryption {next(drawn)}"):
+            ct = encryptor.encrypt(enc.encode(x, level=1, slots=slots))
         ren.realize(list(ct.parts))
         return x, ct
 
@@ -290,6 +328,14 @@ def _memory_lines(r: dict) -> list[str]:
         lines.append(f"  memory: {r['diagonals']} plaintext diagonals (at their level) "
                      f"{_mib(r['diagonal_bytes'])}; keys in memory {_mib(r['key_bytes'])}"
                      + (f"; arena {_mib(r['arena_bytes'])}" if "arena_bytes" in r else ""))
+    if r.get("lean"):
+        arena = r.get("arena_bytes")
+        total = r["key_bytes"] + r["diagonal_bytes"] + (arena or 0)
+        lines.append(f"  memory (lean mode): keys resident {_mib(r['key_bytes'])} of "
+                     f"{_mib(r.get('key_bytes_full', r['key_bytes']))} stored; diagonals "
+                     f"({r.get('diagonal_form', 'rns')}) {_mib(r['diagonal_bytes'])}; arena "
+                     + (f"{_mib(arena)}; together {_mib(total)}" if arena is not None else
+                        f"(eager: in the peak RSS); keys and diagonals {_mib(total)}"))
     return lines
 
 
@@ -340,6 +386,14 @@ def dry_run(preset: str, log_n: int, secret: str, threads: list[int], shape: str
           + f": {_mib(full)} full, {_mib(compact)} with seeded uniform halves -- "
           + ", ".join(f"{k} {_mib(v)}" for k, v in est["key_bytes"].items()))
     print(f"  diagonals: {est['diagonals']} at their levels: {_mib(est['diagonal_bytes'])}")
+    lean_keys = sum(est["key_bytes_lean"].values())
+    coeff = coeff_diagonals()
+    diagonals = est["diagonal_bytes_coeff"] if coeff else est["diagonal_bytes"]
+    rows = est["dnum"] * est["key_limbs"] * est["N"] * WORD
+    form = "integer coefficients" if coeff else "RNS: this Bootstrapper has no coeff form"
+    print(f"  lean mode (--lean): keys resident {_mib(lean_keys)} (b halves and seeds), "
+          f"diagonals {_mib(diagonals)} ({form}): {_mib(lean_keys + diagonals)} before the "
+          f"arena, which adds a key's regenerated a rows ({_mib(rows)}) while it switches")
     return est
 
 
@@ -376,8 +430,11 @@ def run_desilo(reps: int) -> dict:
 
 def _in_subprocess(args: list[str], threads: int = 1, plan_cache: bool = False) -> dict:
     """One library's figures, measured in a fresh interpreter (its own peak RSS), with Ren's
-    cpu device on `threads` OpenMP threads and its plan cache on or off."""
+    cpu device on `threads` OpenMP threads and its plan cache on or off (a lean run samples
+    in the graph: REN_DEVICE_SAMPLING=1)."""
     env = {**os.environ, "REN_CPU_THREADS": str(threads), "REN_PLAN_CACHE": str(int(plan_cache))}
+    if "--lean" in args:
+        env["REN_DEVICE_SAMPLING"] = "1"
     done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           check=False, env=env)
     if done.returncode != 0:
@@ -463,6 +520,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="Ren runs Meta-BTS (ren.ckks.circuits.MetaBootstrapper: the error of "
                          "the first bootstrapping bootstrapped once more): about twice the "
                          "precision for about twice the time and one level")
+    ap.add_argument("--lean", action="store_true",
+                    help="the lean mode: lean keys (uniform halves regenerated from their "
+                         "seeds in each key switch) and integer-coefficient diagonals where "
+                         "the Bootstrapper has them; less memory, some time")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
     try:
@@ -473,7 +534,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--slots: give powers of two or 'full', such as 8,32,full, got {args.slots!r}")
     if args.only == "ren":
         print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager, args.log_n,
-                                 args.secret, args.shape, slot_counts[0], args.meta)))
+                                 args.secret, args.shape, slot_counts[0], args.meta,
+                                 args.lean)))
         return 0
     if args.only == "desilo":
         print(json.dumps(run_desilo(args.reps)))
@@ -496,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     cached = args.first_call == "plan-cache"
     ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else []),
-                *(["--meta"] if args.meta else [])]
+                *(["--meta"] if args.meta else []), *(["--lean"] if args.lean else [])]
     if cached:  # fill the plan cache (this run's figures are not reported)
         print("filling the plan cache (one Ren run first) ...", flush=True)
         fill = _in_subprocess(ren_args, counts[0], plan_cache=True)

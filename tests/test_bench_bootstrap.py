@@ -192,3 +192,67 @@ def test_meta_bts_doubles_the_bits_for_one_level():
     assert meta["levels_left"] == plain["levels_left"] - 1
     assert meta["levels_used"] == plain["levels_used"] + 1
     assert meta["shape"].startswith("Meta-BTS") and not plain["shape"].startswith("Meta-BTS")
+
+
+def test_the_report_gives_the_lean_modes_memory_per_part(capsys):
+    bench._report([{**REN, "lean": True, "key_bytes": 3 * 2**30, "key_bytes_full": 6 * 2**30,
+                    "diagonal_form": "coeff", "diagonals": 316, "diagonal_bytes": 158 * 2**20,
+                    "arena_bytes": 1024 * 2**20}])
+    out = capsys.readouterr().out
+    assert "memory (lean mode): keys resident 3.00 GiB of 6.00 GiB stored; diagonals (coeff) " \
+        "158.0 MiB; arena 1.00 GiB; together 4.15 GiB" in out
+    bench._report([{**REN, "lean": True, "diagonals": 316, "diagonal_bytes": 2**30}])
+    assert "arena (eager: in the peak RSS); keys and diagonals 9.20 GiB" in \
+        capsys.readouterr().out
+
+
+@pytest.mark.parametrize("secret", ["preset", "dense"])
+def test_the_lean_estimate_is_what_lean_keys_hold(secret):
+    """The lean key bytes of the estimate against lean keys of the small preset (their b rows
+    and seeds), and half the stored bytes within the seeds."""
+    import ren
+    from ren.ckks import KeyGenerator
+
+    params, shape = bench.make_params("small", "python", 8, secret)
+    est = bench.estimate_memory(params, **shape)
+    bt = bench.circuits()[0].Bootstrapper(params, **shape)
+    with ren.random.seeded(1):
+        kg = KeyGenerator(params, lean=True)
+        keys = {"galois": bt.keys(kg), "relin": kg.relin_key()}
+        if bt.encapsulation is not None:
+            keys["encapsulation"] = bt.encapsulation_keys(kg)
+    for name, key in keys.items():
+        assert key.is_lean and est["key_bytes_lean"][name] == key.nbytes
+        assert est["key_bytes"][name] == key.full_nbytes == 2 * est["key_bytes_compact"][name]
+    assert est["diagonal_bytes_coeff"] == est["diagonals"] * params.N * 8
+
+
+def test_a_dry_run_at_n16_estimates_the_lean_mode(monkeypatch, capsys):
+    monkeypatch.setattr(bench, "_in_subprocess", lambda *a, **k: pytest.fail("a run started"))
+    assert bench.main(["--preset", "n16", "--dry-run", "--lean"]) == 0
+    out = capsys.readouterr().out
+    params, shape = bench.make_params("n16", "python", 8, "preset")
+    est = bench.estimate_memory(params, **shape)
+    keys = sum(est["key_bytes_lean"].values())
+    assert keys < sum(est["key_bytes"].values()) / 1.99
+    diagonals = est["diagonal_bytes_coeff"] if bench.coeff_diagonals() else est["diagonal_bytes"]
+    assert diagonals < 2**30 or not bench.coeff_diagonals()
+    rows = est["dnum"] * est["key_limbs"] * params.N * 4
+    assert f"lean mode (--lean): keys resident {bench._mib(keys)} (b halves and seeds), " \
+        f"diagonals {bench._mib(diagonals)}" in out
+    assert f"{bench._mib(keys + diagonals)} before the arena, which adds a key's regenerated " \
+        f"a rows ({bench._mib(rows)})" in out
+
+
+def test_a_lean_run_gives_the_stored_runs_results_with_half_the_key_bytes():
+    """--lean (N = 256, eager): lean keys (and coefficient diagonals where the Bootstrapper
+    has them) decrypt to the very values of the stored run (same seeds): equal precision
+    figures; the keys in memory are about half."""
+    plain = bench.run_ren("small", "cpu", 1, eager=True)
+    lean = bench.run_ren("small", "cpu", 1, eager=True, lean=True)
+    assert lean["lean"] and not plain["lean"]
+    assert (lean["bits_min"], lean["bits_max"]) == (plain["bits_min"], plain["bits_max"])
+    assert lean["levels_left"] == plain["levels_left"]
+    assert lean["key_bytes_full"] == plain["key_bytes"] == plain["key_bytes_full"]
+    assert lean["key_bytes"] < plain["key_bytes"] / 1.9
+    assert lean["diagonal_form"] == ("coeff" if bench.coeff_diagonals() else "rns")

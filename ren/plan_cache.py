@@ -9,7 +9,8 @@ call of a new process then costs the trace, this cache's look-up, the lowering o
 items (rendering and loading kernels, which the compile cache keeps) and one run.
 
 **Key.**  SHA-256 of a canonical form (`canonical`: the same text in every process exactly
-when the values are equal) of the traced graph's `ren.replay.structure_key` (the DAG up to
+when the values are equal; `structure_text` writes a graph's repeated arguments once, then by
+back reference) of the traced graph's `ren.replay.structure_key` (the DAG up to
 which buffers its leaves hold: every leaf — the jitted function's inputs *and* the key material
 or plaintexts it closes over — is a positional slot), the switches that change a schedule
 (REN_NO_MEMPLAN, REN_NO_ELISION), the Python version (the entry is a pickle), and a fingerprint
@@ -191,11 +192,55 @@ def entry_key(key: tuple) -> str | None:
     try:
         # the pipeline in force names its passes and digests its user passes' code: a plan
         # scheduled under one pipeline never loads under another
-        form = canonical((FORMAT, sys.version_info[:2], key, bool(settings.get("REN_NO_MEMPLAN")),
+        form = canonical((FORMAT, sys.version_info[:2], bool(settings.get("REN_NO_MEMPLAN")),
                           bool(settings.get("REN_NO_ELISION")), current_pipeline().key), {})
+        text = structure_text(key)
     except _NoCanonicalForm:
         return None
-    return hashlib.sha256(f"{source_fingerprint()}\0{form!r}".encode()).hexdigest()
+    return hashlib.sha256(f"{source_fingerprint()}\0{form!r}\0{text}".encode()).hexdigest()
+
+
+def structure_text(key: tuple) -> str:
+    """A text of `ren.replay.structure_key`'s key that is the same in every process exactly
+    when the keys are equal, as ``repr(canonical(key))`` is, in a fraction of its time and
+    length: a node's op, dtype and argument are written as the repr of their canonical forms,
+    and each such text written before is written again as ``@k`` (the k-th distinct text), so
+    the ring of ~1,500 nodes is spelled out once.  The text decodes back to the key (a back
+    reference names a text written earlier in it), so equal texts mean equal keys.  A key not
+    of the structure key's shape is written as ``repr(canonical(key))``."""
+    if not (key and isinstance(key[-1], tuple) and all(
+            type(n) is tuple and len(n) == 4 and type(n[3]) is tuple for n in key[:-1])):
+        return repr(canonical(key, {}))
+    memo: dict[int, tuple[Any, str]] = {}  # id -> (object, the repr of its canonical form)
+    forms: dict[int, tuple[Any, Any]] = {}  # canonical's memo, shared
+    numbers: dict[str, str] = {}  # a text written already -> its back reference
+
+    def piece(x: Any) -> str:
+        if x is None or type(x) in _ATOMS:
+            return repr(x)
+        got = memo.get(id(x))
+        if got is not None and got[0] is x:
+            text = got[1]
+        else:
+            text = repr(canonical(x, forms))
+            memo[id(x)] = (x, text)
+        ref = numbers.get(text)
+        if ref is None:  # first time: spelled out, and numbered for later back references
+            numbers[text] = f"@{len(numbers)}"
+            return text
+        return ref
+
+    parts = []
+    for op, dtype, arg, src in key[:-1]:
+        if not all(type(i) is int for i in src):
+            return repr(canonical(key, {}))
+        if type(arg) is tuple and len(arg) == 2:  # (type of the argument, the argument)
+            a = f"({piece(arg[0])}, {piece(arg[1])})"
+        else:
+            a = f"[{piece(arg)}]"
+        parts.append(f"{piece(op)} {piece(dtype)} {a} {src!r}")
+    parts.append(repr(canonical(key[-1], forms)))
+    return "\n".join(parts)
 
 
 def compile_cached(nodes: Sequence[Node], params: Sequence[Buffer]) -> tuple[Template, str]:
@@ -455,4 +500,4 @@ def clear() -> int:
 
 __all__ = ["LOADED", "MAX_ENTRIES", "SCHEDULED", "PlanCacheWarning", "clear", "compile_cached",
            "compile_cached_and_run",
-           "enabled", "entry_key", "plans_dir", "source_fingerprint", "stats"]
+           "enabled", "entry_key", "plans_dir", "source_fingerprint", "stats", "structure_text"]

@@ -29,6 +29,7 @@ from ren import plan_cache, realization
 from ren import settings as ren_settings
 from ren.ops import Op
 from ren.plan_cache import LOADED, SCHEDULED, PlanCacheWarning
+from ren.replay import structure_key
 
 ROOT = Path(__file__).resolve().parent.parent
 RING = ren.RingSpec.generate(16, 3)
@@ -414,3 +415,49 @@ def test_unknown_argument_types_are_not_cached():
     with pytest.raises(plan_cache._NoCanonicalForm):
         plan_cache.canonical((1, Opaque()))
     assert plan_cache.entry_key(((Op.CONST, Opaque()),)) is None
+
+
+_nodes = st.lists(st.tuples(st.sampled_from([Op.ADD, Op.MUL, Op.CONST]),
+                            st.sampled_from(list(ren.ops.DType)),
+                            _values, st.lists(st.integers(0, 5), max_size=2)),
+                  min_size=1, max_size=5)
+
+
+def _structure(nodes: list) -> tuple:
+    """A key of `ren.replay.structure_key`'s shape: (op, dtype, (type, argument), sources)
+    per node, then the roots."""
+    return (*((op, dt, (type(v), v), tuple(src)) for op, dt, v, src in nodes), (0,))
+
+
+@given(_nodes, _nodes)
+@settings(max_examples=200)
+def test_structure_texts_are_equal_only_for_equal_keys(a, b):
+    ka, kb = _structure(a), _structure(b)
+    text_a = plan_cache.structure_text(ka)
+    assert text_a == plan_cache.structure_text(copy.deepcopy(ka))  # no identity in it
+    if text_a == plan_cache.structure_text(kb):  # the same entry: the same graph
+        assert ka == kb and [type(v) for *_, v, _ in a] == [type(v) for *_, v, _ in b]
+
+
+def test_a_structure_text_spells_each_argument_once():
+    x = poly(1)
+    f = program(poly(2))
+    key = structure_key([f(x).node])[0]
+    text = plan_cache.structure_text(key)
+    full = repr(plan_cache.canonical(key))
+    spelled = repr(plan_cache.canonical(RING))
+    assert full.count(spelled) > 1 and text.count(spelled) == 1  # then back references
+    def other_ring(node: tuple) -> tuple:
+        op, dt, (kind, arg), src = node
+        return op, dt, (kind, (RING.sub(0, 2), *arg[1:])), src
+
+    rings = [i for i, n in enumerate(key[:-1]) if type(n[2]) is tuple and len(n[2]) == 2
+             and type(n[2][1]) is tuple and n[2][1][:1] == (RING,)]
+    assert len(rings) > 1
+    everywhere = [other_ring(n) if i in rings else n for i, n in enumerate(key[:-1])]
+    assert plan_cache.structure_text((*everywhere, key[-1])) != text
+    # a later use of another ring is spelled out, not a back reference to the first one
+    mixed = [other_ring(n) if i == rings[-1] else n for i, n in enumerate(key[:-1])]
+    assert plan_cache.structure_text((*mixed, key[-1])) != text
+    assert plan_cache.entry_key(key) != plan_cache.entry_key((*mixed, key[-1]))
+    assert plan_cache.entry_key(key) == plan_cache.entry_key(copy.deepcopy(key))

@@ -12,8 +12,10 @@ import pytest
 
 import ren
 from ren.ckks import encoder
-from ren.ring import RingSpec
+from ren.ring import RingSpec, rns
+from ren.ring.modarith import to_mont
 from ren.ring.rns import centered_floats
+from ren.ring.tables import get_tables
 
 
 def _residues(values: list[int], ring: RingSpec) -> np.ndarray:
@@ -34,7 +36,7 @@ def test_decoder_lift_in_pieces_gives_centered_floats_words(big):
     assert np.array_equal(want, np.array([float(v) for v in values]))  # the lift is exact here
     for t in (1, 2):
         with ren.settings.override(REN_CPU_THREADS=t):
-            got = encoder._lift(res, ring, 0, bits)
+            got = encoder._lift(to_mont(res, get_tables(ring)), ring, 0, bits)
         assert np.array_equal(got.view(np.int64), want.view(np.int64)), f"{t} threads"
 
 
@@ -54,3 +56,56 @@ def test_decode_is_the_same_at_one_and_two_threads():
             out[t] = enc.decode(pt)
     assert np.array_equal(out[1].view(np.float64), out[2].view(np.float64))
     assert np.max(np.abs(out[1][:64].real - np.linspace(-1, 1, 64))) < 1e-3
+
+
+def _lift_case(limbs: int, bits: int, seed: int) -> tuple[RingSpec, list[int], np.ndarray]:
+    ring = RingSpec.generate(64, limbs)
+    rnd = random.Random(seed)
+    values = [rnd.randrange(-(1 << bits), 1 << bits) for _ in range(ring.N)]
+    values[:4] = [0, -1, (1 << bits) - 1, -(1 << bits) + 1]
+    return ring, values, _residues(values, ring)
+
+
+@pytest.mark.parametrize("montgomery", [False, True])
+def test_prefix_check_in_floats_accepts_the_lift_and_refuses_any_other_residue(montgomery):
+    """The prefix lift's check (`_matches`, one exact float64 matrix product) against the
+    integers themselves: it passes for the residues of the values and fails when any one residue
+    of a checked row is off by one — at the first, a middle and the last row, positive and
+    negative values; the u64 check says the same."""
+    ring, _, res = _lift_case(12, 100, 3)
+    k = rns._prefix_for(ring, 100)
+    assert k < ring.limbs
+    digits, above = rns._garner_digits(res[:k], ring.sub(0, k))
+    words = to_mont(res, get_tables(ring)) if montgomery else res
+    check = rns._matches_float
+    assert check(words, ring, k, digits, above, montgomery=montgomery)
+    if not montgomery:
+        assert rns._matches(res, ring, k, digits, above)
+    for row, col in [(k, 0), (k, 1), ((k + ring.limbs) // 2, 7), (ring.limbs - 1, ring.N - 1)]:
+        bad = words.copy()
+        bad[row, col] = (int(bad[row, col]) + 1) % ring.moduli[row]
+        assert not check(bad, ring, k, digits, above, montgomery=montgomery), (row, col)
+        if not montgomery:
+            assert not rns._matches(bad, ring, k, digits, above)
+    # a digit of the prefix off by one is refused too (the check is not only of the residues)
+    off = digits.copy()
+    off[0, 5] = (int(off[0, 5]) + 1) % ring.moduli[0]
+    assert not check(words, ring, k, off, above, montgomery=montgomery)
+
+
+@pytest.mark.parametrize("bits,limbs", [(100, 12), (70, 12), (1020, 40)])
+def test_montgomery_lift_gives_the_standard_lift_floats(bits, limbs):
+    """centered_floats(montgomery=True) of the Montgomery words gives the very floats of the
+    standard residues' lift: values below the prefix bound, one far above it (the whole basis),
+    and a prefix longer than the float check takes (k > 32: the u64 check)."""
+    ring, values, res = _lift_case(limbs, min(bits, 60), 5)
+    if bits == 70:
+        values[9] = (1 << 300) + 7
+        res = _residues(values, ring)
+    words = to_mont(res, get_tables(ring))
+    want = centered_floats(res, ring, 0, bits=bits)
+    got = centered_floats(words, ring, 0, bits=bits, montgomery=True)
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    assert abs(got[9] - values[9]) <= abs(values[9]) * 2.0 ** -48 and got[1] == -1.0  # ints
+    if bits == 1020:
+        assert rns._prefix_for(ring, bits) > rns._FLOAT_CHECK_MAX_K

@@ -24,6 +24,7 @@ from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOf
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError, ShapeError, check_int_range
 from ren.poly import Poly
+from ren.realization import host_residues
 from ren.ring import RingSpec
 from ren.ring.rns import centered_floats
 
@@ -53,25 +54,28 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def _lift(residues: np.ndarray, ring: RingSpec, shift: int, bits: int) -> np.ndarray:
-    """`centered_floats(residues, ring, shift, bits=bits)`, in pieces of LIFT_PIECE columns
-    over REN_CPU_THREADS threads.  A piece whose values pass the prefix bound falls back to the
-    whole basis by itself, where the whole array would have fallen back at once; so when any
-    value reaches 2^(bits+1) (the only case where a piece can have fallen back) the lift runs
-    again on the whole array: the floats are `centered_floats`'s own in every case."""
-    n = residues.shape[1]
+def _lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int) -> np.ndarray:
+    """`centered_floats(words, ring, shift, bits=bits, montgomery=True)` of Montgomery-form
+    `words` (as every device stores them), in pieces of LIFT_PIECE columns over REN_CPU_THREADS
+    threads: each piece is lifted by itself, in cache.  A piece whose
+    values pass the prefix bound falls back to the whole basis by itself, where the whole array
+    would have fallen back at once; so when any value reaches 2^(bits+1) (the only case where a
+    piece can have fallen back) the lift runs again on the whole array: the floats are
+    `centered_floats`'s own in every case."""
+    n = words.shape[1]
     if n < 2 * LIFT_PIECE or n % LIFT_PIECE:
-        return centered_floats(residues, ring, shift, bits=bits)
+        return centered_floats(words, ring, shift, bits=bits, montgomery=True)
     starts = range(0, n, LIFT_PIECE)
 
     def piece(c: int) -> np.ndarray:
-        return centered_floats(residues[:, c:c + LIFT_PIECE], ring, shift, bits=bits)
+        return centered_floats(words[:, c:c + LIFT_PIECE], ring, shift, bits=bits,
+                               montgomery=True)
 
     workers = min(settings.get("REN_CPU_THREADS"), len(starts))
     parts = list(_pool(workers).map(piece, starts)) if workers > 1 else [piece(c) for c in starts]
     x = np.concatenate(parts)
     if float(np.max(np.abs(x), initial=0.0)) >= math.ldexp(1.0, bits + 1 - shift):
-        return centered_floats(residues, ring, shift, bits=bits)
+        return centered_floats(words, ring, shift, bits=bits, montgomery=True)
     return x
 
 
@@ -254,11 +258,13 @@ class Encoder:
         ring = pt.poly.ring
         # coefficient form on the plaintext's own device (the compiled INTT on "cpu"), then the
         # centred CRT lift straight to floats (Garner's mixed radix: no Python ints)
-        residues = pt.poly.intt().numpy()
+        coeffs = pt.poly.intt()
+        coeffs.realize()
+        words = host_residues(coeffs.node, montgomery=True)  # from Montgomery form in _lift
         shift = max(0, ring.Q.bit_length() - 1000)  # Q·2^-shift fits a float64
         # messages up to 2^62 take the short path (a prefix of the moduli, checked against the
         # rest); anything larger falls back to the whole basis by itself
-        x = _lift(residues, ring, shift, bits=math.ceil(log2_exact(pt.scale)) + 64)
+        x = _lift(words, ring, shift, bits=math.ceil(log2_exact(pt.scale)) + 64)
         peak = float(np.max(np.abs(x), initial=0.0))
         top_bits = (math.frexp(peak)[1] + shift) if peak else 0  # bits of the largest |coefficient|
         log2_scale = log2_exact(pt.scale)

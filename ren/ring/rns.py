@@ -152,7 +152,7 @@ def _shoup(t: np.ndarray, w: np.ndarray, ws: np.ndarray, q: np.ndarray) -> np.nd
 
 
 def centered_floats(residues: np.ndarray, ring: RingSpec, shift: int = 0,
-                    bits: int | None = None) -> np.ndarray:
+                    bits: int | None = None, montgomery: bool = False) -> np.ndarray:
     """(L, N) standard residues → the centred CRT lift x ∈ (-Q/2, Q/2] of each coefficient,
     times 2^-shift, as float64 (relative error below L·2^-52), without any Python int.
 
@@ -162,13 +162,28 @@ def centered_floats(residues: np.ndarray, ring: RingSpec, shift: int = 0,
     `bits`: the values are expected below 2^bits (a decoder knows its scale).  Then the lift runs
     on the shortest prefix of moduli whose product exceeds 2^(bits+2) and is checked against
     every other modulus (x' ≡ x mod each q_j and |x'| < Q_prefix/2 < Q/2 make x' the lift); if
-    any coefficient fails the check, the whole basis is used: never a wrong value."""
+    any coefficient fails the check, the whole basis is used: never a wrong value.
+
+    `montgomery`: the residues are Montgomery words r·2^32 mod q (as devices store them); the
+    floats are those of their standard form, but only the prefix leaves Montgomery form (the
+    check compares the other rows as they are, with constants times 2^32)."""
     if bits is not None:
         k = _prefix_for(ring, bits)
+        if montgomery and k < ring.limbs and k <= _FLOAT_CHECK_MAX_K:
+            t = get_tables(ring)
+            head = mont_mul_raw(residues[:k], _ONE, t.q32[:k], t.q64[:k], t.qneg[:k])
+            digits, above = _garner_digits(head, ring.sub(0, k))
+            if _matches_float(residues, ring, k, digits, above, montgomery=True):
+                return _to_floats(digits, above, ring.sub(0, k), shift)
+            return centered_floats(from_mont(residues, t), ring, shift)
+        if montgomery:
+            residues, montgomery = from_mont(residues, get_tables(ring)), False
         if k < ring.limbs:
             digits, above = _garner_digits(residues[:k], ring.sub(0, k))
             if _matches(residues, ring, k, digits, above):
                 return _to_floats(digits, above, ring.sub(0, k), shift)
+    if montgomery:
+        residues = from_mont(residues, get_tables(ring))
     digits, above = _garner_digits(residues, ring)
     return _to_floats(digits, above, ring, shift)
 
@@ -201,7 +216,14 @@ def _to_floats(t: np.ndarray, above: np.ndarray, ring: RingSpec, shift: int) -> 
     neg = get_tables(ring).q64 - U64(1) - t
     neg[0] += U64(1)
     digits = np.where(above, neg, t).astype(np.float64)
-    out = (_place_values(ring, shift) @ digits)[0]
+    places = _place_values(ring, shift)
+    out = np.empty((1, digits.shape[1]))
+    # column blocks (a multiple of 64 wide, the same at every thread count) that BLAS runs on
+    # the calling thread (`_BLAS_GEMV_ONE_THREAD`); each column's sum is the same in any block
+    step = max(64, _BLAS_GEMV_ONE_THREAD // digits.shape[0] // 64 * 64)
+    for c in range(0, digits.shape[1], step):
+        np.matmul(places, digits[:, c:c + step], out=out[:, c:c + step])
+    out = out[0]
     return np.where(above, -out, out)
 
 
@@ -233,11 +255,50 @@ def _check_constants(ring: RingSpec, k: int) -> tuple[np.ndarray, np.ndarray, np
     return c, cs, qk, red
 
 
+#: the float check (`_matches_float`) splits each digit into 16-bit halves: a product of a half
+#: and a constant below 2^31 is below 2^47, and a sum of 2k + 2 such terms stays below 2^53
+#: (float64's exact integers) while k <= _FLOAT_CHECK_MAX_K
+_FLOAT_CHECK_MAX_K = 32
+#: OpenBLAS runs a matrix product of m·n·k <= 2^18 multiply-adds on the calling thread; a larger
+#: one wakes its own threads, which fight the decoder's lift threads for the cores (the lift at
+#: N = 2^16 on 2 threads: 24 ms with whole-piece products, 13 ms in blocks below this size)
+_BLAS_ONE_THREAD = 1 << 18
+#: ... and a matrix-vector product of m·n < 9216 (2304 times its threading threshold, 4)
+_BLAS_GEMV_ONE_THREAD = 9216
+
+
+@lru_cache(maxsize=64)
+def _float_check_constants(ring: RingSpec, k: int, montgomery: bool = False
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For rows j ≥ k, as float64: the matrix [W_i mod q_j | W_i·2^16 mod q_j | −(Q_k mod q_j)]
+    (i < k) the digits' low halves, high halves and the sign row are multiplied by (each times
+    2^32 mod q_j when the rows compared are `montgomery` words); q_j and 1/q_j (columns)."""
+    qs = ring.moduli
+    m = np.zeros((len(qs) - k, 2 * k + 1))
+    for r, qj in enumerate(qs[k:]):
+        acc, f = 1, R if montgomery else 1
+        for i in range(k):
+            m[r, i] = acc * f % qj
+            m[r, k + i] = (acc << 16) * f % qj
+            acc *= qs[i]
+        m[r, 2 * k] = -(acc * f % qj)
+    q = np.array(qs[k:], dtype=np.float64).reshape(-1, 1)
+    qinv = 1.0 / q
+    for a in (m, q, qinv):
+        a.flags.writeable = False
+    return m, q, qinv
+
+
 def _matches(residues: np.ndarray, ring: RingSpec, k: int, digits: np.ndarray,
              above: np.ndarray) -> bool:
     """Whether the lift over the first k moduli (its digits, and where it is negative) agrees
-    with every other row of `residues`: Σ_i v_i·W_i (− Q_k where negative) mod q_j.  Each
-    product v_i·(W_i mod q_j) is below 2^62, so four of them sum in a u64 before a reduction."""
+    with every other row of `residues`: Σ_i v_i·W_i (− Q_k where negative) mod q_j.
+
+    In float64 (`_matches_float`: one matrix product, exact) when k <= _FLOAT_CHECK_MAX_K; else
+    in u64: each product v_i·(W_i mod q_j) is below 2^62, so four of them sum in a u64 before a
+    reduction.  Both say the same (exact integer arithmetic); the float one is ~6x faster."""
+    if k <= _FLOAT_CHECK_MAX_K:
+        return _matches_float(residues, ring, k, digits, above)
     c, _, qk, _ = _check_constants(ring, k)
     q = get_tables(ring).q64[k:]
     acc = np.zeros((ring.limbs - k, residues.shape[1]), dtype=U64)
@@ -250,6 +311,34 @@ def _matches(residues: np.ndarray, ring: RingSpec, k: int, digits: np.ndarray,
         acc = part % q
     acc = np.where(above[None, :], np.where(acc >= qk, acc - qk, acc + q - qk), acc)
     return bool(np.array_equal(acc, residues[k:]))
+
+
+def _matches_float(residues: np.ndarray, ring: RingSpec, k: int, digits: np.ndarray,
+                   above: np.ndarray, montgomery: bool = False) -> bool:
+    """`_matches` by one float64 matrix product, exactly.  The digits v_i < 2^31 split into
+    halves v_i = h_i·2^16 + l_i, so x_j = Σ_i l_i·(W_i mod q_j) + h_i·(W_i·2^16 mod q_j)
+    − [negative]·(Q_k mod q_j) − r_j (r_j the residue) is a sum of 2k + 2 integers below 2^47
+    in magnitude: below 2^53 for k <= _FLOAT_CHECK_MAX_K, so every partial sum is exact in any
+    order (BLAS's blocking and threads change nothing).  The lift matches row j exactly when
+    x_j ≡ 0 mod q_j, i.e. when x_j − rint(x_j·(1/q_j))·q_j is 0: for x_j = n·q_j the rounded
+    quotient is n (x_j·(1/q_j) is within 2^-50·|n| of it), and for any other x_j no integer
+    multiple of q_j gives 0.  With `montgomery` rows r_j·2^32 mod q_j, the constants are times
+    2^32 too: x_j·2^32 ≡ r_j·2^32 exactly when x_j ≡ r_j."""
+    m, q, qinv = _float_check_constants(ring, k, montgomery)
+    cols = digits.shape[1]
+    rows = np.empty((2 * k + 1, cols))
+    np.bitwise_and(digits, U64(0xFFFF), out=rows[:k], casting="unsafe")
+    np.right_shift(digits, U64(16), out=rows[k:2 * k], casting="unsafe")
+    rows[2 * k] = above
+    x = np.empty((m.shape[0], cols))
+    step = max(1, _BLAS_ONE_THREAD // m.size)  # column blocks BLAS runs on the calling thread
+    for c in range(0, cols, step):
+        np.matmul(m, rows[:, c:c + step], out=x[:, c:c + step])
+    x -= residues[k:]
+    e = np.multiply(x, qinv)
+    np.rint(e, out=e)
+    e *= q
+    return not np.any(np.not_equal(e, x))
 
 
 # -- fast basis conversion (Q -> P) ---------------------------------------------------------------

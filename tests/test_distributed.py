@@ -374,7 +374,7 @@ def test_a_job_keeps_a_window_of_inputs_out_and_goes_on_without_result(client, c
     callback thread as tasks finish, so the job completes before result() is even called."""
     from ren.distributed.batch import IN_FLIGHT_PER_WORKER, size
 
-    cts = batch(ckks, 21)
+    cts = batch(ckks, 15)  # one input a task (`inputs_per_task`)
     rlk = ckks.ev.relin_key
     job = submit(square, cts, keys=rlk, client=client)
     window = IN_FLIGHT_PER_WORKER * 2
@@ -392,7 +392,7 @@ def test_a_job_keeps_a_window_of_inputs_out_and_goes_on_without_result(client, c
     assert job.input_bytes == sum(wire_bytes(codec.encode(ct, "ct")) for ct in cts)
     text = job.describe()
     assert "at most 8 inputs out at a time" in text
-    assert f"inputs sent {size(job.input_bytes)} ({size(job.input_bytes // 21)} each)" in text
+    assert f"inputs sent {size(job.input_bytes)} ({size(job.input_bytes // 15)} each)" in text
     assert f"results {size(job.result_bytes)}; on the workers per input: run" in text
 
 
@@ -577,13 +577,15 @@ def test_a_large_batch_goes_as_tasks_of_several_inputs(client, ckks, monkeypatch
     one timing per input, and a failing input named by its own index."""
     import ren.distributed.batch as batch_module
 
-    assert batch_module.inputs_per_task(64, 2) == batch_module.MAX_INPUTS_PER_TASK == 4
-    assert batch_module.inputs_per_task(6, 2) == 1
+    assert batch_module.inputs_per_task(64, 2) == batch_module.MAX_INPUTS_PER_TASK == 8
+    assert batch_module.inputs_per_task(6, 2) == batch_module.inputs_per_task(15, 2) == 1
+    assert batch_module.inputs_per_task(16, 2) == 2
     monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, workers: 3)
     cts, rlk = batch(ckks, 7), ckks.ev.relin_key
     job = submit(square, cts, keys=rlk, client=client)
     outs = job.result(timeout=60)
     assert job._groups == [[0, 1, 2], [3, 4, 5], [6]] and len(job.futures) == 3
+    assert job._window() == batch_module.GROUPED_IN_FLIGHT_PER_WORKER * 2  # tasks, 2 workers
     assert len(job) == len(outs) == 7 and "7 inputs" in job.describe()
     assert [dumps(o) for o in outs] == [dumps(square(ct, keys=rlk)) for ct in cts]
     assert len(job.timings) == 7 and all(t["run"] > 0 for t in job.timings)

@@ -23,13 +23,14 @@ sends no key byte (`MapJob.shared_sent_bytes` is 0).  Per input: the input's wir
 `ren.distributed.wire` record: a header and frames of the limbs' storage, checksummed),
 scattered to one worker (round robin) and its task sent after it, which the scheduler runs
 where the input is; at most `IN_FLIGHT_PER_WORKER` tasks per worker are out at a time, sent in
-chunks as results come back (`MapJob`); per result: the result's wire form.  A large batch (16
+chunks as results come back (`MapJob`); per result: the result's wire form.  A large batch (8
 inputs or more per worker) goes as tasks of up to `MAX_INPUTS_PER_TASK` inputs
-(`inputs_per_task`; not with ``keep=True``): Dask's cost is per task, and the job's `futures`
-are then one per task.  With a client made with ``direct_to_workers=True`` (as `local_client`
-makes it) inputs and results go between the client and the workers directly, not through the
-scheduler: measured with 2 MB inputs, that halves the client process's CPU per task.  A secret
-key never travels (`SecretKeyError` from the client before anything is sent).
+(`inputs_per_task`; not with ``keep=True``), `GROUPED_IN_FLIGHT_PER_WORKER` of them out per
+worker: Dask's cost is per task, and the job's `futures` are then one per task.  With a client
+made with ``direct_to_workers=True`` (as `local_client` makes it) inputs and results go between
+the client and the workers directly, not through the scheduler: measured with 2 MB inputs,
+that halves the client process's CPU per task.  A secret key never travels (`SecretKeyError`
+from the client before anything is sent).
 
 **Data that stays on the cluster** (`ren.distributed.remote`).  The batch may be a `Batch` (or
 a list of Dask futures): each task then takes its input where it lies, and nothing passes
@@ -94,19 +95,26 @@ from ren.jit import JitPlan, Jitted
 _job_ids = itertools.count()
 #: times the client scatters one input again after the worker holding it died
 MAX_RESENDS = 3
-#: tasks a job keeps out per worker (sent, not finished): `MapJob`'s flow control
+#: tasks of one input a job keeps out per worker (sent, not finished): `MapJob`'s flow control
 IN_FLIGHT_PER_WORKER = 4
+#: tasks of several inputs a job keeps out per worker: one running and one queued behind it
+GROUPED_IN_FLIGHT_PER_WORKER = 2
 #: the most inputs one task of a large batch carries (`inputs_per_task`)
-MAX_INPUTS_PER_TASK = 4
+MAX_INPUTS_PER_TASK = 8
 
 
 def inputs_per_task(n: int, workers: int) -> int:
     """Inputs per Dask task for a batch of `n` inputs on `workers` workers: 1 for a small
-    batch, up to `MAX_INPUTS_PER_TASK` for one of at least twice that many tasks' worth per
-    window.  Dask's own cost is per task (~6 ms of the client process's CPU at N = 2^14:
-    messages, the scheduler, a gather per result), so a task of 4 inputs halves the client's
-    CPU per ciphertext (measured: 0.56 -> 0.28 s per 64 inputs, one worker)."""
-    return max(1, min(MAX_INPUTS_PER_TASK, n // (2 * IN_FLIGHT_PER_WORKER * max(1, workers))))
+    batch, up to `MAX_INPUTS_PER_TASK` for one of at least two windows of tasks
+    (`GROUPED_IN_FLIGHT_PER_WORKER` per worker).  Dask's own cost is per task: about 4 ms of
+    the client process's CPU and 2-3 ms of the worker's (messages, the in-process scheduler's
+    transitions, a scatter per chunk, a gather per result), whatever the task carries.
+    Measured at N = 2^14 (CPU per ciphertext, one worker; noisy, shared machine): client
+    3.8 ms with 4 inputs a task, 3.1 with 8, 2.6 with 16; the worker outside the replay 2.6,
+    2.3, 2.1 ms.  8 keeps a task short enough (~70 ms at N = 2^14 on one core) that the last
+    tasks of a batch even out across the workers."""
+    return max(1, min(MAX_INPUTS_PER_TASK,
+                      n // (2 * GROUPED_IN_FLIGHT_PER_WORKER * max(1, workers))))
 
 
 def _arguments(item: Any) -> tuple:
@@ -194,8 +202,9 @@ class MapJob:
     """A submitted batch: its futures (in input order; None for an input not sent yet) and
     what travelled.  `result()` waits.
 
-    **Flow control.**  At most `IN_FLIGHT_PER_WORKER` inputs per worker are out at a time
-    (sent and not yet finished): whenever half of them have finished, the next chunk is encoded
+    **Flow control.**  At most `IN_FLIGHT_PER_WORKER` tasks per worker are out at a time
+    (`GROUPED_IN_FLIGHT_PER_WORKER` when tasks carry several inputs; sent and not yet
+    finished): whenever half of them have finished, the next chunk is encoded
     and sent, from Dask's callback thread, so the job keeps going while the caller does
     something else.  A worker holds a few inputs, not the whole batch, and the client encodes
     the inputs as they are needed rather than all at the start, when every worker's first task
@@ -254,8 +263,11 @@ class MapJob:
         return sum(self._attempts)
 
     def _window(self) -> int:
+        """Tasks out at a time: per worker `IN_FLIGHT_PER_WORKER` of one input, or
+        `GROUPED_IN_FLIGHT_PER_WORKER` of several (as many inputs, or more, in fewer tasks)."""
         workers = len(self._sender.addresses) if self._sender is not None else 1
-        return IN_FLIGHT_PER_WORKER * max(1, workers)
+        per = IN_FLIGHT_PER_WORKER if self._groups is None else GROUPED_IN_FLIGHT_PER_WORKER
+        return per * max(1, workers)
 
     def _send(self, indices: range, attempt: int = 0) -> list[tuple[int, Any]]:
         """Send `indices` (holding the lock); (index, task future) of each."""
@@ -599,4 +611,5 @@ def map(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, keys: 
     return job.persist(timeout=timeout) if job.keep else job.result(timeout=timeout)
 
 
-__all__ = ["IN_FLIGHT_PER_WORKER", "MAX_RESENDS", "MapJob", "map", "submit"]
+__all__ = ["GROUPED_IN_FLIGHT_PER_WORKER", "IN_FLIGHT_PER_WORKER", "MAX_INPUTS_PER_TASK",
+           "MAX_RESENDS", "MapJob", "map", "submit"]

@@ -1,6 +1,7 @@
 """Baby-step giant-step planning for `ren.ckks.circuits.lintrans`: how many baby steps a
 transform takes (`baby_steps_for`, weighing `rotation_costs` and keys), and in which order its
-giant steps rotate (`giant_chains`, `horner_steps`).
+giant steps rotate (`giant_chains`, `horner_steps`); and the diagonals it plans for, read from
+a matrix (`diagonals_of`) or a dict of them (checked).
 
 **Giant steps by few keys.**  Σ_g rot_(g·n1)(v_g) = v_0 + rot_(n1)(v_1 + rot_(n1)(v_2 + …)):
 evaluated in this Horner order, the giant steps g ≥ 1 make as many rotations (key switches) as
@@ -15,11 +16,14 @@ choice of n1, and the key-switch count, is what it was.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from ren.ckks.params import CKKSParams
 from ren.errors import (
+    ParameterError,
     check_choice,
     check_instance,
     check_int_range,
@@ -155,5 +159,71 @@ def horner_order(chain: Sequence[int], n1: int) -> list[tuple[int | None, int]]:
     return out
 
 
-__all__ = ["HOISTING", "KEY_COST", "MAX_SLOTS", "baby_steps_for", "giant_chains", "horner_order",
-           "horner_steps", "rotation_costs"]
+# -- the diagonals of a transform's input (`LinearTransform`, `ren.ckks.debug`) ----------------
+def diagonals_of(matrix: Any, slots: int) -> dict[int, np.ndarray]:
+    """The nonzero generalized diagonals of a square matrix (size n dividing `slots`), each
+    repeated to `slots` entries: {i: d_i} with d_i[j] = M[j mod n][(j + i) mod n]."""
+    slots = check_int_range(slots, "diagonals_of: slots", 1, MAX_SLOTS)
+    m = _numbers(matrix, "LinearTransform: the matrix")
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ParameterError(f"LinearTransform: a matrix must be square, got shape {m.shape}")
+    n = m.shape[0]
+    if n == 0 or slots % n:
+        raise ParameterError(f"LinearTransform: the matrix size {n} must divide the slot count "
+                             f"{slots} (pad the matrix to a power of two, and replicate x)")
+    if not np.all(np.isfinite(m)):
+        raise ParameterError("LinearTransform: the matrix holds a non-finite value (NaN or "
+                             "infinity)")
+    rows = np.arange(n)
+    out = {}
+    for i in range(n):
+        d = m[rows, (rows + i) % n].astype(complex)
+        if np.any(d != 0):
+            out[i] = np.tile(d, slots // n)
+    return out
+
+
+def _numbers(values: Any, what: str) -> np.ndarray:
+    """`values` as a NumPy array of numbers (ints, floats, complex; never bools, strings or
+    objects: one rule with `ren.errors.check_number`), or a ParameterError naming `what`."""
+    if isinstance(values, str | bytes):
+        raise ParameterError(f"{what} must hold numbers, got {type(values).__name__} "
+                             f"{values[:20]!r}")
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as e:  # ragged nesting, odd objects
+        raise ParameterError(f"{what} must be an array of numbers, got {type(values).__name__} "
+                             f"({e})") from None
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number):
+        raise ParameterError(f"{what} must hold numbers (int, float or complex), got "
+                             f"{arr.dtype}" + (" (flags, not numbers)" if arr.dtype == np.bool_
+                                               else ""))
+    return arr
+
+
+def _check_diagonals(diagonals: Mapping[Any, Any], slots: int) -> dict[int, np.ndarray]:
+    out: dict[int, np.ndarray] = {}
+    if len(diagonals) > slots:
+        raise ParameterError(f"LinearTransform: {len(diagonals)} diagonals, but {slots} slots "
+                             f"have only {slots} distinct ones (indices mod {slots})")
+    for i, d in diagonals.items():
+        if isinstance(i, bool) or not isinstance(i, int | np.integer):
+            raise ParameterError(f"LinearTransform: diagonal indices must be ints, got {i!r}")
+        v = _numbers(d, f"LinearTransform: diagonal {i}").astype(complex).ravel()
+        if len(v) == 0 or slots % len(v):
+            raise ParameterError(f"LinearTransform: diagonal {i} has {len(v)} entries; give "
+                                 f"{slots} (or a divisor of {slots}, repeated)")
+        if not np.all(np.isfinite(v)):
+            raise ParameterError(f"LinearTransform: diagonal {i} holds a non-finite value")
+        k = int(i) % slots
+        if k in out:
+            raise ParameterError(f"LinearTransform: diagonals {i} and another index ≡ {k} "
+                                 f"(mod {slots}) are the same diagonal")
+        if np.any(v != 0):
+            out[k] = np.tile(v, slots // len(v))
+    if not out:
+        raise ParameterError("LinearTransform: every diagonal is zero")
+    return out
+
+__all__ = ["HOISTING", "KEY_COST", "MAX_SLOTS", "baby_steps_for", "diagonals_of", "giant_chains",
+           "horner_order", "horner_steps", "rotation_costs"]

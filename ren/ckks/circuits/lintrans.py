@@ -23,13 +23,24 @@ rotations (`rotation_steps`: 27 keys instead of 39 for the bootstrapping at N = 
 **Memory.**  Single hoisting (the default) multiplies the diagonals on Q only, so they are stored
 on Q (`diagonal_polys`, `nbytes`); double hoisting stores them on Q·P (`extended`, the Q
 plaintexts their views).  At N = 2^16 the bootstrapping's 316 diagonals take 2.93 GiB on Q
-instead of 3.55 GiB on Q·P.  ``diagonals="coeff"`` stores each one as its integer coefficients
-instead (`coefficient_words`: 8 bytes each while |c| < 2^62, which the Q/2 check and the
-bootstrapping's Δ_pt·max|d| ≈ 2^50 keep; else the fewest 32-bit words that hold them), and
-every application expands them in the graph, TO_RNS to the level's moduli then NTT: the same
-residues (bit-identical results), N·8 bytes per diagonal (158 MiB instead of 2.93 GiB at
-N = 2^16), the expanded limbs living in the arena only while used; the price is a TO_RNS and an
-NTT per diagonal per application (under `ren.jit` the plan holds the words and replays both).
+instead of 3.55 GiB on Q·P.
+
+**Diagonals as coefficients** (``diagonals="coeff"``).  A diagonal's information is one integer
+vector c = round(Δ_pt·m), m the inverse embedding of the pre-rotated diagonal d (|m_i| ≤ max|d|,
+so |c| ≤ Δ_pt·max|d| + 1/2).  `coefficient_words` keeps it packed in two's-complement 32-bit
+words: two a coefficient (8 bytes) below 2^62, else the fewest that hold it (three for
+SlotToCoeff's first transform at the small bootstrapping preset, whose EvalMod factor makes
+2^67 to 2^69 at its 60-bit scale; at `bootstrap_params_n16` the largest bound is 2^61.4, so
+8 bytes throughout).  Every application expands it in its own graph, TO_RNS onto the level's
+moduli (Q·P where double hoisting multiplies) then NTT: the nodes
+`Poly.from_coefficients(c, ring).ntt()` makes, so the same residues and results equal to the
+last bit; no live Poly holds them, so the limbs live in the realization's arena only while
+used, and under `ren.jit` the plan holds the words and replays the expansion.  Memory: 4·N·W
+bytes a diagonal instead of 4·N·L (L limbs): the bootstrapping at N = 2^16 keeps 158 MiB
+instead of 2.93 GiB, at N = 4096 9.9 MiB instead of 88 MiB (its arena grows by 8%).  Time: a
+TO_RNS and an NTT of L limbs per diagonal per application: at N = 4096 the bootstrapping's
+kernels take 0.66 s instead of 0.51 s on one core (TO_RNS 0.11 s: the "cpu" device reduces each
+word with a 64-bit division, about four NTTs' time per limb; the NTTs 0.03 s).
 
 **Hoisting.**  The baby rotations all rotate the same ciphertext, so they share one key-switching
 decomposition (`ren.rlwe.hoisted_automorphisms`): a dense n×n transform makes n2 = n/n1
@@ -80,8 +91,9 @@ from ren.ckks.ciphertext import Ciphertext, Plaintext, settle_scale
 from ren.ckks.circuits.bsgs import (
     HOISTING,
     KEY_COST,
-    MAX_SLOTS,
+    _check_diagonals,
     baby_steps_for,
+    diagonals_of,
     giant_chains,
     horner_order,
     horner_steps,
@@ -108,73 +120,6 @@ from ren.ring import galois_element
 from ren.rlwe.automorphism import hoisted_automorphisms_qp
 from ren.rlwe.keys import GaloisKey
 from ren.rlwe.keyswitch import decompose, inner_product, mod_down, times_p
-
-
-def diagonals_of(matrix: Any, slots: int) -> dict[int, np.ndarray]:
-    """The nonzero generalized diagonals of a square matrix (size n dividing `slots`), each
-    repeated to `slots` entries: {i: d_i} with d_i[j] = M[j mod n][(j + i) mod n]."""
-    slots = check_int_range(slots, "diagonals_of: slots", 1, MAX_SLOTS)
-    m = _numbers(matrix, "LinearTransform: the matrix")
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ParameterError(f"LinearTransform: a matrix must be square, got shape {m.shape}")
-    n = m.shape[0]
-    if n == 0 or slots % n:
-        raise ParameterError(f"LinearTransform: the matrix size {n} must divide the slot count "
-                             f"{slots} (pad the matrix to a power of two, and replicate x)")
-    if not np.all(np.isfinite(m)):
-        raise ParameterError("LinearTransform: the matrix holds a non-finite value (NaN or "
-                             "infinity)")
-    rows = np.arange(n)
-    out = {}
-    for i in range(n):
-        d = m[rows, (rows + i) % n].astype(complex)
-        if np.any(d != 0):
-            out[i] = np.tile(d, slots // n)
-    return out
-
-
-def _numbers(values: Any, what: str) -> np.ndarray:
-    """`values` as a NumPy array of numbers (ints, floats, complex; never bools, strings or
-    objects: one rule with `ren.errors.check_number`), or a ParameterError naming `what`."""
-    if isinstance(values, str | bytes):
-        raise ParameterError(f"{what} must hold numbers, got {type(values).__name__} "
-                             f"{values[:20]!r}")
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError) as e:  # ragged nesting, odd objects
-        raise ParameterError(f"{what} must be an array of numbers, got {type(values).__name__} "
-                             f"({e})") from None
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number):
-        raise ParameterError(f"{what} must hold numbers (int, float or complex), got "
-                             f"{arr.dtype}" + (" (flags, not numbers)" if arr.dtype == np.bool_
-                                               else ""))
-    return arr
-
-
-def _check_diagonals(diagonals: Mapping[Any, Any], slots: int) -> dict[int, np.ndarray]:
-    out: dict[int, np.ndarray] = {}
-    if len(diagonals) > slots:
-        raise ParameterError(f"LinearTransform: {len(diagonals)} diagonals, but {slots} slots "
-                             f"have only {slots} distinct ones (indices mod {slots})")
-    for i, d in diagonals.items():
-        if isinstance(i, bool) or not isinstance(i, int | np.integer):
-            raise ParameterError(f"LinearTransform: diagonal indices must be ints, got {i!r}")
-        v = _numbers(d, f"LinearTransform: diagonal {i}").astype(complex).ravel()
-        if len(v) == 0 or slots % len(v):
-            raise ParameterError(f"LinearTransform: diagonal {i} has {len(v)} entries; give "
-                                 f"{slots} (or a divisor of {slots}, repeated)")
-        if not np.all(np.isfinite(v)):
-            raise ParameterError(f"LinearTransform: diagonal {i} holds a non-finite value")
-        k = int(i) % slots
-        if k in out:
-            raise ParameterError(f"LinearTransform: diagonals {i} and another index ≡ {k} "
-                                 f"(mod {slots}) are the same diagonal")
-        if np.any(v != 0):
-            out[k] = np.tile(v, slots // len(v))
-    if not out:
-        raise ParameterError("LinearTransform: every diagonal is zero")
-    return out
-
 
 #: a transform's hoisting unless prepared with another (`LinearTransform(hoisting=)`): single,
 #: because on Ren's "cpu" device double hoisting's products on Q·P (K/L more rows, and the
@@ -212,10 +157,10 @@ class LinearTransform:
     default `DEFAULT_HOISTING`) unless `apply` is told otherwise.  n1 (`baby_steps`) is planned
     by `baby_steps_for` with the `rotation_costs` of the level and hoisting and `key_cost` baby
     steps per Galois key (default `KEY_COST`), unless given.  `diagonals` (`DIAGONAL_FORMS`):
-    "rns" (the default) keeps the encoded plaintexts, limbs × N words each; "coeff" keeps each
-    one's integer coefficients (`coefficient_words`, about L/2 to L times smaller at L limbs)
-    and expands them in every application's graph (a TO_RNS and an NTT per diagonal: more time,
-    the same results to the bit).  See the module docstring."""
+    "rns" (the default) keeps the encoded plaintexts, L limbs × N words each; "coeff" keeps
+    each one's integer coefficients (`coefficient_words`, N × 2 words below 2^62: L/2 times
+    less) and expands them in every application's graph (a TO_RNS and an NTT of L limbs per
+    diagonal: more time, the same results to the bit).  See the module docstring."""
 
     def __init__(self, params: CKKSParams, matrix_or_diagonals: Any, level: int | None = None,
                  input_scale: Fraction | float | None = None,

@@ -248,3 +248,29 @@ def test_malformed_programs_are_a_warning_and_a_fresh_schedule(renders, programs
     assert all(  # nothing of the bad entry reached the renderer
         isinstance(p, render_c.Program) for ps in render_c._programs.values()
         for p in ps.values())
+
+
+def test_an_entry_writes_each_large_table_once():
+    """Equal constant tables of several programs are pickled once (shared on load); unequal or
+    small ones stay their own, and every program keeps its words."""
+    rng = np.random.default_rng(5)
+    big = rng.integers(0, 2**31, 4096, dtype=np.int64).astype(np.int32)
+    other = big.copy()
+    other[7] += 1
+    small = np.arange(8, dtype=np.uint32)
+
+    def prog(name: str, **tables: np.ndarray) -> render_c.Program:
+        kernel = render_c.CKernel(name, f"/* {name} */", ())
+        return render_c.Program(name, (kernel,), (), {k: v.copy() for k, v in tables.items()})
+
+    programs = [prog("a", m=big, s=small), prog("b", m=big, s=small), prog("c", m=other)]
+    shared: dict = {}
+    stored = [plan_cache._share_tables(p, shared) for p in programs]
+    a, b, c = pickle.loads(pickle.dumps(stored))
+    assert a.tables["m"] is b.tables["m"] and a.tables["s"] is not b.tables["s"]
+    assert c.tables["m"] is not a.tables["m"]
+    for got, want in zip((a, b, c), programs, strict=True):
+        assert got.name == want.name and got.tables.keys() == want.tables.keys()
+        assert all(np.array_equal(got.tables[k], want.tables[k])
+                   and got.tables[k].dtype == want.tables[k].dtype for k in want.tables)
+    assert len(pickle.dumps(stored)) < 1.5 * big.nbytes * 2  # the first map once, the other

@@ -221,6 +221,34 @@ def test_secret_keys_are_refused_before_anything_is_sent(client, ckks):
         dmap(lambda p: p * 2, [s, cts[0].parts[0]], client=client)
 
 
+def test_the_processes_objects_are_walked_for_secrets_only_when_a_check_needs_them(
+        client, ckks, monkeypatch):
+    """live_secret_keys walks every object of the client process (~20 ms with a cluster): a
+    job of ciphertexts whose program an earlier job pickled needs no secret's data, so it does
+    not walk them; a Poly input or a newly pickled program does, once per job, and is still
+    refused when it is (or holds) a secret."""
+    import ren.distributed.wire as wire_module
+
+    calls: list[int] = []
+    real = wire_module.live_secret_keys
+    monkeypatch.setattr(wire_module, "live_secret_keys", lambda: calls.append(1) or real())
+    cts, rlk, sk = batch(ckks, 3), ckks.ev.relin_key, ckks.keygen.secret_key()
+    dmap(square, cts, keys=rlk, client=client)  # the program pickled (here or earlier)
+    calls.clear()
+    outs = dmap(square, cts, keys=rlk, client=client)
+    assert calls == [] and [dumps(o) for o in outs] == [dumps(square(c, keys=rlk)) for c in cts]
+    with pytest.raises(SecretKeyError, match=r"batch\[1\]: refusing to send a Poly over a secret"):
+        dmap(square_poly, [cts[0].parts[0], sk.poly], client=client)
+    assert calls == [1]  # once for the job: the first Poly looked them up
+    calls.clear()
+    dmap(lambda ct: ct, cts[:1], client=client)  # a plain function: pickled anew, checked
+    assert calls == [1]
+
+
+def square_poly(p):
+    return p * p
+
+
 # -- sweep ---------------------------------------------------------------------------------------
 def rotate_multiply(ev, ct):
     return ev.rescale(ev.multiply(ev.rotate(ct, 1), ct))

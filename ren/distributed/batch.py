@@ -80,12 +80,11 @@ from ren.distributed.errors import DistributedError, SchedulerLostError, TaskErr
 from ren.distributed.remote import Batch, as_batch, share, standin
 from ren.distributed.wire import (
     Codec,
+    LiveSecrets,
     digest,
     guarded_dumps,
-    live_secret_keys,
     refuse_secret,
     refuse_secret_data,
-    secret_buffers,
     wire_bytes,
 )
 from ren.distributed.worker import Program, run_item
@@ -487,7 +486,7 @@ _blobs: weakref.WeakKeyDictionary[JitPlan, tuple[tuple[int, ...], str, bytes]] =
     weakref.WeakKeyDictionary()
 
 
-def _program_blob(program: Program, secrets: list) -> tuple[str, bytes]:
+def _program_blob(program: Program, secrets: LiveSecrets) -> tuple[str, bytes]:
     """The program's name and pickle, checked for secrets.  The pickle of a program of plans
     is made once: a later job of the same plans reuses its name and bytes (a plan's pickle
     carries its parameters' caches, which grow, so pickling it again gives other bytes)."""
@@ -499,7 +498,7 @@ def _program_blob(program: Program, secrets: list) -> tuple[str, bytes]:
     blob = guarded_dumps(program, "map: the program (plans or function)")
     # by data, plans and functions alike: a function that closes over a secret's Poly pickles
     # its residues (the type guard sees a Poly, not a SecretKey)
-    refuse_secret_data(blob, secrets, "map: the captured plan" if program.plans else
+    refuse_secret_data(blob, secrets.keys(), "map: the captured plan" if program.plans else
                        "map: the function (with what it closes over)")
     name = f"ren-program-{digest(blob)}"
     if program.plans:
@@ -529,8 +528,8 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
                            not isinstance(batch, Iterable)):
         raise ParameterError(f"map: batch must be a list of inputs (ciphertexts, Polys or tuples "
                              f"of them) or a ren.distributed.Batch, got {type(batch).__name__}")
-    secrets = live_secret_keys()
-    codec = Codec(secret_buffers=secret_buffers(secrets))
+    secrets = LiveSecrets()  # looked up only where a check needs them (Polys, a new program)
+    codec = Codec(secret_buffers=secrets.buffers)
     keys_wire = codec.encode(keys, "keys") if keys is not None else None
     if remote is not None:
         for params in remote.params:

@@ -50,7 +50,7 @@ from ren.distributed.cluster import (
     worker_addresses,
 )
 from ren.distributed.errors import DistributedError
-from ren.distributed.wire import Codec, live_secret_keys, secret_buffers, wire_bytes
+from ren.distributed.wire import Codec, LiveSecrets, wire_bytes
 from ren.errors import ParameterError, check_int_range
 from ren.ir import is_const
 from ren.poly import Poly
@@ -265,7 +265,7 @@ def scatter(items: Iterable[Any], *, client: Any = None) -> Batch:
         raise ParameterError(f"scatter: items must be a list of ciphertexts (or Polys, or "
                              f"tuples of them), got {type(items).__name__}")
     items = list(items)
-    codec = Codec(secret_buffers=secret_buffers(live_secret_keys()))
+    codec = Codec(secret_buffers=LiveSecrets().buffers)  # looked up if a Poly is sent
     for i, item in enumerate(items):
         codec.check(item, f"scatter: items[{i}]")
     standins: list[Any] = []

@@ -76,6 +76,7 @@ os.environ.setdefault("REN_CPU_THREADS", "1")  # Ren's "cpu" device: one thread 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import math  # noqa: E402
+import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -189,6 +190,77 @@ def _param(params: Any, *names: str) -> Any:
     return None
 
 
+#: --threads: per (op, thread count), each timed run's (process CPU, busiest thread's CPU) in
+#: seconds, from the threads' own clocks (`thread_cpu`); the warm-up run is left out
+THREAD_CPU: dict[tuple[str, int], list[tuple[float, float]]] = {}
+
+
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds of each thread of this process so far (Linux: /proc/self/task/*/schedstat,
+    nanoseconds on the CPU); {} where there is no such file."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0]) * 1e-9
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+            pass
+    return out
+
+
+def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int
+                  ) -> tuple[tuple[list[float], list[float]], Any]:
+    """`timed(fn, reps)`, keeping each timed run's CPU per thread in THREAD_CPU[name, threads]:
+    the busiest thread's CPU is the wall time the run needs at the least with its threads on
+    cores of their own, whatever else runs on the machine (a run whose work is split evenly
+    over t threads shows 1/t of its one-thread CPU there; serial parts show on one thread)."""
+    samples: list[tuple[float, float]] = []
+
+    def run() -> Any:
+        before = thread_cpu()
+        out = fn()
+        used = [cpu - before.get(tid, 0.0) for tid, cpu in thread_cpu().items()]
+        samples.append((sum(used), max(used, default=0.0)))
+        return out
+
+    result = timed(run, reps)
+    THREAD_CPU[name, threads] = samples[1:]
+    return result
+
+
+def thread_table(threads: tuple[int, ...]) -> str:
+    """Per op: the CPU of a run on the first thread count, the busiest thread's CPU (and the
+    process's) on each other, and their ratio, the speed-up the work's split allows (medians,
+    ms); empty when THREAD_CPU holds no op at two of the thread counts."""
+    base = threads[0]
+    ops = [op for (op, t) in THREAD_CPU if t == base
+           and any((op, u) in THREAD_CPU for u in threads[1:])]
+    if not ops:
+        return ""
+    med = statistics.median
+    head = (f"{'CPU per thread, ms':22s}{f'{base} thr CPU':>14s}" + "".join(
+        f"{f'{t} thr busiest (all)':>26s}{'split':>8s}" for t in threads[1:]))
+    lines = [head, "-" * len(head)]
+    for op in ops:
+        one = med(s[0] for s in THREAD_CPU[op, base]) * 1e3
+        line = f"{op:22s}{one:14.1f}"
+        for t in threads[1:]:
+            samples = THREAD_CPU.get((op, t))
+            if not samples:
+                line += f"{'-':>26s}{'':>8s}"
+                continue
+            busy, total = (med(s[1] for s in samples) * 1e3, med(s[0] for s in samples) * 1e3)
+            line += f"{f'{busy:.1f} ({total:.1f})':>26s}{one / busy if busy else math.nan:7.2f}x"
+        lines.append(line)
+    lines.append("split: CPU on one thread over the busiest thread's CPU, the wall-time speed-up "
+                 "the work's split allows on idle cores (memory bandwidth and wake-ups aside)")
+    return "\n".join(lines)
+
+
 def run_ren(cfg: Config) -> Result:
     """Ren on `cfg.device`: the "cpu" device runs every kernel of ren.ckks (which names the
     "python" device) by overriding that device kind for the whole run."""
@@ -267,13 +339,18 @@ def _run_ren(cfg: Config) -> Result:
     if isinstance(log2_qp, int | float):
         check_security(name, cfg.n, log2_qp, cfg.insecure)
 
+    def timed_op(name: str, fn: Callable[[], Any], reps: int) -> tuple[Any, Any]:
+        """`timed`, with each run's CPU per thread kept (THREAD_CPU) under --threads."""
+        return timed(fn, reps) if cfg.threads is None else \
+            threads_timed(fn, reps, name, cfg.threads)
+
     def keygen() -> tuple[Any, ...]:
         kg = KeyGenerator(params)
         keys = (kg.secret_key(), kg.public_key(), kg.relin_key(), kg.rotation_keys([1]))
         realize_all(keys)
         return keys
 
-    sk, pk, rlk, gk = res.record("keygen", timed(keygen, cfg.keygen_reps))
+    sk, pk, rlk, gk = res.record("keygen", timed_op("keygen", keygen, cfg.keygen_reps))
     encoder, encryptor = Encoder(params), Encryptor(params, pk)
     decryptor = Decryptor(params, sk)
     ev = Evaluator(params, relin_key=rlk, rotation_keys=gk)
@@ -305,20 +382,22 @@ def _run_ren(cfg: Config) -> Result:
     def rotate(a: Any) -> Any:
         return ev.rotate(a, 1)
 
-    cx = res.record("encrypt", timed(lambda: encrypt(x), cfg.reps))
+    cx = res.record("encrypt", timed_op("encrypt", lambda: encrypt(x), cfg.reps))
     cy = encrypt(y)
     res.params["ct_bytes"] = sum(p.numpy().nbytes for p in _polys(cx))
     # A lazy engine could share a result between identical graphs; every timed run below builds
     # its graph anew on realized inputs, and Poly.realize skips nothing that is not realized.
-    res.record("add", timed(op("add", lambda: ev.add(cx, cy)), cfg.reps))
-    prod = res.record("mul", timed(op("mul", lambda: mul(cx, cy)), cfg.reps))
-    rot = res.record("rotate", timed(op("rotate", lambda: rotate(cx)), cfg.reps))
+    res.record("add", timed_op("add", op("add", lambda: ev.add(cx, cy)), cfg.reps))
+    prod = res.record("mul", timed_op("mul", op("mul", lambda: mul(cx, cy)), cfg.reps))
+    rot = res.record("rotate", timed_op("rotate", op("rotate", lambda: rotate(cx)),
+                                                 cfg.reps))
     # JIT: timed()'s warm-up call captures the plan, every timed call replays it.
     jitted = {"mul": (ren.jit(mul), (cx, cy)), "rotate": (ren.jit(rotate), (cx,))}
     replayed = {}
     for op_name, (fn, args) in jitted.items():
         replayed[op_name] = res.record(f"{op_name} jit",
-                                       timed(lambda fn=fn, args=args: fn(*args), cfg.reps))
+                                       timed_op(f"{op_name} jit",
+                                                lambda fn=fn, args=args: fn(*args), cfg.reps))
         if fn.misses != 1 or fn.hits != cfg.reps:
             raise AssertionError(f"{name}: {op_name} jit captured {fn.misses} times and replayed "
                                  f"{fn.hits} (expected 1 capture, {cfg.reps} replays)")
@@ -335,7 +414,7 @@ def _run_ren(cfg: Config) -> Result:
                 res.notes.append(f"{name}: no breakdown of {op_name}: {e}")
     if cfg.profile:
         res.notes.append(profile(op("mul", lambda: mul(cx, cy))))
-    res.record("decrypt", timed(lambda: decrypt(cx), cfg.reps))
+    res.record("decrypt", timed_op("decrypt", lambda: decrypt(cx), cfg.reps))
     if cfg.depth >= PROGRAM_DEPTH:
         # the programs: the transform is prepared once (its diagonals encoded), like Lattigo's;
         # its keys are made apart from the timed key generation
@@ -345,10 +424,10 @@ def _run_ren(cfg: Config) -> Result:
             lev = Evaluator(params, relin_key=rlk,
                             rotation_keys=KeyGenerator(params, sk).rotation_keys(lt.rotation_steps))
         cv = encrypt(tiled)
-        poly = res.record("poly", timed(op("poly", lambda: ev.evaluate_polynomial(cx, POLY)),
-                                        cfg.reps))
-        lin = res.record("lintrans", timed(op("lintrans", lambda: lev.linear_transform(cv, lt)),
-                                           cfg.reps))
+        poly = res.record("poly", timed_op(
+            "poly", op("poly", lambda: ev.evaluate_polynomial(cx, POLY)), cfg.reps))
+        lin = res.record("lintrans", timed_op(
+            "lintrans", op("lintrans", lambda: lev.linear_transform(cv, lt)), cfg.reps))
         res.precision["poly"] = bits(np.abs(decrypt(poly) - poly_value(x)).max())
         res.precision["lintrans"] = bits(np.abs(decrypt(lin)[:MATRIX_N] - m @ v).max())
         res.params["lintrans"] = (f"{MATRIX_N}x{MATRIX_N}, BSGS n1={lt.baby_steps}, "
@@ -633,6 +712,10 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
         print(time_table(results))
         print()
         print(time_table(results, cpu=True))
+        if threads is not None and len(threads) > 1 and thread_table(threads):
+            print()
+            print(thread_table(threads))
+        THREAD_CPU.clear()
         for r in results:
             if r.stages:
                 print()

@@ -1,0 +1,76 @@
+"""bench_ckks.py --threads: each run's CPU per thread (issue 42 §4).  On a shared machine wall-time
+ratios between thread counts say little; the busiest thread's CPU says how far the work split.
+Checked with a known split (a helper thread spinning beside the caller) and on the CLI."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ckks.py"
+if "bench_ckks" in sys.modules:
+    bench = sys.modules["bench_ckks"]
+else:
+    _spec = importlib.util.spec_from_file_location("bench_ckks", _PATH)
+    bench = importlib.util.module_from_spec(_spec)
+    sys.modules["bench_ckks"] = bench  # dataclasses look their module up by name
+    _spec.loader.exec_module(bench)
+
+_PROC = pytest.mark.skipif(not os.path.exists("/proc/self/task"),
+                           reason="per-thread CPU needs Linux's /proc")
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@_PROC
+def test_thread_cpu_finds_the_busiest_thread() -> None:
+    """A run that spins 60 ms on a helper thread and 15 ms on its own: the helper is the
+    busiest thread and both are in the total; thread_table divides the one-thread CPU by the
+    busiest thread's."""
+    def work() -> None:
+        helper = threading.Thread(target=_spin, args=(0.06,))
+        helper.start()
+        _spin(0.015)
+        helper.join()
+
+    bench.THREAD_CPU.clear()
+    try:
+        bench.threads_timed(work, 2, "probe", 2)
+        samples = bench.THREAD_CPU["probe", 2]
+        assert len(samples) == 2  # the warm-up run is left out
+        total, busiest = samples[0]
+        assert 0.055 <= busiest <= total and total >= busiest + 0.013, (total, busiest)
+        bench.THREAD_CPU["probe", 1] = [(0.09, 0.09)]
+        row = next(line for line in bench.thread_table((1, 2)).splitlines()
+                   if line.startswith("probe"))
+        busy = sorted(s[1] for s in samples)[len(samples) // 2] if len(samples) % 2 else \
+            sum(s[1] for s in samples) / 2
+        assert row.rstrip().endswith(f"{0.09 / busy:.2f}x"), row
+        assert bench.thread_table((2, 4)) == ""  # no op ran at both counts
+    finally:
+        bench.THREAD_CPU.clear()
+
+
+@_PROC
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="the cpu device needs a C compiler")
+def test_cli_threads_prints_the_split_per_op(capsys) -> None:
+    bench.main(["--only", "ren", "--device", "cpu", "--threads", "1,2", "--sizes", "10",
+                "--depth", "1", "--reps", "1", "--keygen-reps", "1", "--insecure"])
+    out = capsys.readouterr().out
+    table = out[out.index("CPU per thread, ms"):]
+    for op in ("keygen", "encrypt", "mul", "mul jit", "rotate jit", "decrypt"):
+        row = next(line for line in table.splitlines() if line.startswith(op + " "))
+        assert row.rstrip().endswith("x"), row
+    assert not bench.THREAD_CPU  # cleared after each size's tables

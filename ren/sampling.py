@@ -69,6 +69,13 @@ def _u64(seed: bytes, purpose: str, count: int) -> np.ndarray:
     return np.frombuffer(_stream(seed, purpose, 8 * count), dtype="<u8").astype(U64)
 
 
+def stream_words(seed: bytes, purpose: str, count: int) -> np.ndarray:
+    """The first `count` little-endian u64 words of the SHAKE-256 stream of `purpose`
+    (``ren-sample\\0 purpose \\0 seed``): what the small-coefficient samplers map (the "cpu"
+    device maps the same words in C, cpu_ring_sample.c)."""
+    return _u64(seed, purpose, count)
+
+
 def _mod_u128(hi: np.ndarray, lo: np.ndarray, m: np.ndarray | np.uint64) -> np.ndarray:
     """(hi·2^64 + lo) mod m for m < 2^32, an array or one u64 (u64 arithmetic, no overflow)."""
     two64 = (U64(2**63) % m) * U64(2) % m
@@ -105,6 +112,16 @@ def validate(kind: str, params: tuple, ring: RingSpec) -> None:
                 f"gaussian: sigma must be a positive number below 10^6, got {sigma!r}")
 
 
+def gaussian_from_words(w1: np.ndarray, w2: np.ndarray, sigma: float) -> np.ndarray:
+    """``gaussian(sigma)``'s coefficients from the "gauss" stream's words: coefficient i from
+    w1[i] (the stream's first N u64 words) and w2[i] (the next N), int64."""
+    u1 = ((w1 >> U64(11)).astype(np.float64) + 1.0) / float(1 << 53)  # 53 bits, in (0, 1]
+    u2 = (w2 >> U64(11)).astype(np.float64) / float(1 << 53)
+    normal = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+    bound = gaussian_bound(sigma)
+    return np.clip(np.rint(normal * sigma), -bound, bound).astype(np.int64)
+
+
 def sample_signed(spec: RandomSpec, N: int) -> np.ndarray:
     """The N signed integer coefficients of a small-coefficient RANDOM node (int64)."""
     kind, params, seed = spec.kind, spec.params, spec.seed
@@ -125,12 +142,8 @@ def sample_signed(spec: RandomSpec, N: int) -> np.ndarray:
         return out
     if kind == "gaussian":
         (sigma,) = params
-        u = _u64(seed, "gauss", 2 * N) >> U64(11)  # 53 random bits each
-        u1 = (u[:N].astype(np.float64) + 1.0) / float(1 << 53)  # in (0, 1]
-        u2 = u[N:].astype(np.float64) / float(1 << 53)
-        normal = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-        bound = gaussian_bound(sigma)
-        return np.clip(np.rint(normal * sigma), -bound, bound).astype(np.int64)
+        u = _u64(seed, "gauss", 2 * N)
+        return gaussian_from_words(u[:N], u[N:], sigma)
     raise ParameterError(f"{kind!r} is not a small-coefficient distribution")
 
 

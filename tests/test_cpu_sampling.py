@@ -57,7 +57,8 @@ def c_sampler_calls(monkeypatch) -> list[str]:
     return calls
 
 
-@pytest.mark.parametrize("length", [0, 1, 54, 166, 167, 168, 169, 335, 336, 337, 600])
+@pytest.mark.parametrize("length", [0, 1, 54, 135, 136, 137, 166, 167, 168, 169, 272, 335, 336,
+                                    337, 600])
 def test_shake128_is_hashlib(length: int) -> None:
     from ren.backend.cpu_sampling import shake128
 
@@ -65,6 +66,8 @@ def test_shake128_is_hashlib(length: int) -> None:
     for _isa, lib in _paths():
         for nbytes in (0, 1, 167, 168, 169, 1000):
             assert shake128(lib, msg, nbytes) == hashlib.shake_128(msg).digest(nbytes)
+            # SHAKE-256 (rate 136) through the same absorb and squeeze
+            assert shake128(lib, msg, nbytes, 256) == hashlib.shake_256(msg).digest(nbytes)
 
 
 @settings(max_examples=30, deadline=None)

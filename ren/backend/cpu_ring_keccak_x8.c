@@ -1,7 +1,7 @@
 /* Eight Keccak-f[1600] states at once in AVX-512 registers: the uniform sampler's lanes.
 
    Written for this project from FIPS 202 (the step mappings theta, rho, pi, chi, iota of its
-   section 3.2; rho's offsets and iota's constants are cpu_ring_keccak.c's tables).  Included by
+   section 3.2; rho and pi's list of lanes and iota's constants are cpu_ring_keccak.c's).  Included by
    cpu_ring.c when the library is built with AVX-512 (REN_CPU_ISA=avx512); cpu_ring_sample.c
    runs one limb's SHAKE-128 stream in each of the eight 64-bit lanes of a zmm register.
 
@@ -25,14 +25,9 @@ static void keccak_f1600_x8(u64 s[25][8]) {
       c[x] = K8_XOR3(K8_XOR3(a[x], a[x + 5], a[x + 10]), a[x + 15], a[x + 20]);
     for (int x = 0; x < 5; ++x)
       d[x] = _mm512_xor_si512(c[(x + 4) % 5], _mm512_rol_epi64(c[(x + 1) % 5], 1));
-    /* theta's XOR, then rho's rotation of lane SRC into lane DST = pi(SRC): lane (x, y) goes
-       to (y, 2x + 3y); the offsets are KECCAK_RHO[SRC] (literals: vprolq takes an immediate) */
+    /* theta's XOR, rho and pi (cpu_ring_keccak.c's list) */
 #define RP(DST, SRC, X, R) b[DST] = _mm512_rol_epi64(_mm512_xor_si512(a[SRC], d[X]), R)
-    RP(0, 0, 0, 0); RP(16, 5, 0, 36); RP(7, 10, 0, 3); RP(23, 15, 0, 41); RP(14, 20, 0, 18);
-    RP(10, 1, 1, 1); RP(1, 6, 1, 44); RP(17, 11, 1, 10); RP(8, 16, 1, 45); RP(24, 21, 1, 2);
-    RP(20, 2, 2, 62); RP(11, 7, 2, 6); RP(2, 12, 2, 43); RP(18, 17, 2, 15); RP(9, 22, 2, 61);
-    RP(5, 3, 3, 28); RP(21, 8, 3, 55); RP(12, 13, 3, 25); RP(3, 18, 3, 21); RP(19, 23, 3, 56);
-    RP(15, 4, 4, 27); RP(6, 9, 4, 20); RP(22, 14, 4, 39); RP(13, 19, 4, 8); RP(4, 24, 4, 14);
+    KECCAK_RHO_PI(RP);
 #undef RP
     for (int y = 0; y < 25; y += 5)  /* chi, row by row */
       for (int x = 0; x < 5; ++x)

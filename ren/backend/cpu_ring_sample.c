@@ -147,3 +147,138 @@ int ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i64
                            const u32* moduli, i64 L, i64 n, u32* out) {
   return ren_cpu_sample_uniform_ways(prefix, prefix_len, seed, seed_len, moduli, L, n, out, 0);
 }
+
+/* ---- small coefficients: ren.sampling.sample_signed's ternary, sparse ternary, Gaussian ----
+   Each purpose's words are one SHAKE-256 stream, a serial squeeze: the caller squeezes it
+   (hashlib's SHAKE-256 is faster than this file's scalar Keccak, twice as fast in the AVX-512
+   build, see keccak_f1600) and these functions map the words to coefficients, the mappings on
+   REN_CPU_THREADS threads in chunks of REN_SMALL_CHUNK coefficients (the values do not depend
+   on the chunks or the threads). */
+#include <math.h>
+
+#define REN_SMALL_CHUNK 4096
+/* whether a mapping of n coefficients uses a team (REN_PARALLEL_FOR's threshold) */
+#define REN_SMALL_PAR(n) (ren_threads > 1 && (n) * 8 >= REN_PAR_MIN_WORK)
+
+/* uniform_on_interval / ternary: out[i] = lo + (high[i] 2^64 + low[i]) mod width, high and
+   low the words of the "hi" and "lo" streams (ren.sampling's _mod_u128: the same u64 steps,
+   whose result is the exact remainder); 0 < width <= 2^32 */
+void ren_cpu_map_interval(const u64* high, const u64* low, u64 width, i64 lo, i64 n,
+                          i64* out) {
+  const u64 two64 = (((1ULL << 63) % width) * 2) % width;
+  const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
+  REN_OMP(parallel for schedule(static) num_threads(ren_threads) if(REN_SMALL_PAR(n)))
+  for (i64 c = 0; c < chunks; ++c) {
+    const i64 end = (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n;
+    if (width == 3) {  /* ternary: constant divisors (no division); 2^64 mod 3 is 1 */
+      for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i)
+        out[i] = lo + (i64)((high[i] % 3 + low[i] % 3) % 3);
+    } else {
+      for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i)
+        out[i] = lo + (i64)(((high[i] % width) * two64 % width + low[i] % width) % width);
+    }
+  }
+}
+
+/* the order of (key, index) pairs: stable argsort's */
+typedef struct {
+  u64 key;
+  i64 index;
+} keyed;
+static int keyed_cmp(const void* x, const void* y) {
+  const keyed *a = (const keyed*)x, *b = (const keyed*)y;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+/* the k-th smallest (from 0) of v[0..n), v reordered (quickselect, three-way partition) */
+static u64 select_kth(u64* v, i64 n, i64 k) {
+  i64 lo = 0, hi = n;  /* the answer is in v[lo..hi) */
+  for (;;) {
+    const u64 a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+    const u64 pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+    i64 lt = lo, i = lo, gt = hi;  /* [lo, lt) < pivot, [lt, i) == pivot, [gt, hi) > pivot */
+    while (i < gt) {
+      const u64 x = v[i];
+      if (x < pivot) {
+        v[i++] = v[lt];
+        v[lt++] = x;
+      } else if (x > pivot) {
+        v[i] = v[--gt];
+        v[gt] = x;
+      } else {
+        ++i;
+      }
+    }
+    if (k < lt) hi = lt;
+    else if (k >= gt) lo = gt;
+    else return pivot;
+  }
+}
+
+/* sparse_ternary(h): the positions of the h smallest of the "positions" words keys[0..n)
+   (ties: the lower index first, as a stable argsort orders them), in that order, take the
+   signs 2 (signs[i] & 1) - 1; every other coefficient is 0.  Returns 0, or 1 when out of
+   memory (nothing written). */
+int ren_cpu_map_sparse(const u64* keys, const u64* signs, i64 h, i64 n, i64* out) {
+  if (n <= 0) return 0;
+  if (h <= 0) {
+    memset(out, 0, (size_t)n * sizeof(i64));
+    return 0;
+  }
+  u64* scratch = (u64*)malloc((size_t)n * sizeof(u64));
+  keyed* chosen = (keyed*)malloc((size_t)h * sizeof(keyed));
+  if (!scratch || !chosen) {
+    free(scratch);
+    free(chosen);
+    return 1;
+  }
+  memcpy(scratch, keys, (size_t)n * sizeof(u64));
+  const u64 last = select_kth(scratch, n, h - 1);  /* the h-th smallest key */
+  i64 m = 0;
+  for (i64 i = 0; i < n; ++i)  /* the keys below it, then those equal to it, by index */
+    if (keys[i] < last) chosen[m++] = (keyed){keys[i], i};
+  for (i64 i = 0; i < n && m < h; ++i)
+    if (keys[i] == last) chosen[m++] = (keyed){keys[i], i};
+  qsort(chosen, (size_t)h, sizeof(keyed), keyed_cmp);
+  memset(out, 0, (size_t)n * sizeof(i64));
+  for (i64 i = 0; i < h; ++i) out[chosen[i].index] = (i64)(signs[i] & 1) * 2 - 1;
+  free(scratch);
+  free(chosen);
+  return 0;
+}
+
+/* gaussian(sigma), clipped to +-bound, from the "gauss" stream's words w1 (the first n) and
+   w2 (the next n): u1 = ((w1[i] >> 11) + 1) / 2^53, u2 = (w2[i] >> 11) / 2^53,
+   x = sqrt(-2 log u1) cos(2 pi u2) sigma, coefficient i = clip(rint(x)): ren.sampling's
+   operations in its order.  libm's log and cos may differ from NumPy's in the last bit, which
+   changes a coefficient only where x sits at a rounding tie: where x lies within
+   tie_eps (1 + |x| + sigma) of a half-integer the coefficient is left to the caller (NumPy, from
+   the same words): its index goes to ties (at most max_ties of them; any order).  Returns how
+   many there are (more than max_ties: the caller computes them all). */
+i64 ren_cpu_map_gaussian(const u64* w1, const u64* w2, double sigma, i64 bound, double tie_eps,
+                         i64 n, i64* out, i64* ties, i64 max_ties) {
+  const double two53 = 9007199254740992.0, two_pi = 2.0 * M_PI;
+  i64 nties = 0;
+  const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
+  REN_OMP(parallel for schedule(static) num_threads(ren_threads) if(REN_SMALL_PAR(n)))
+  for (i64 c = 0; c < chunks; ++c) {
+    const i64 end = (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n;
+    for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i) {
+      const double u1 = ((double)(w1[i] >> 11) + 1.0) / two53;
+      const double u2 = (double)(w2[i] >> 11) / two53;
+      const double x = sqrt(-2.0 * log(u1)) * cos(two_pi * u2) * sigma;
+      if (fabs(x - floor(x) - 0.5) <= tie_eps * (1.0 + fabs(x) + sigma)) {
+        i64 t;
+        REN_OMP(atomic capture)
+        t = nties++;
+        if (t < max_ties) ties[t] = i;
+        out[i] = 0;
+        continue;
+      }
+      const double k = rint(x);
+      out[i] = k < (double)-bound ? -bound : k > (double)bound ? bound : (i64)k;
+    }
+  }
+  return nties;
+}

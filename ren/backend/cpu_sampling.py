@@ -1,11 +1,22 @@
-"""The "cpu" device's sampler: `ren.sampling`'s uniform residues from the ring library's own
-SHAKE-128 (`cpu_ring_sample.c`), one limb per thread.
+"""The "cpu" device's samplers: `ren.sampling`'s uniform residues from the ring library's own
+SHAKE-128 (`cpu_ring_sample.c`: 8 limbs' streams a Keccak permutation on the AVX-512 path, 4 on
+AVX2, limbs over the threads), and its small coefficients (ternary, sparse ternary, Gaussian,
+uniform on an interval) mapped in C on the threads from the same SHAKE-256 words.
 
 Key generation is mostly uniform sampling (each key-switching key holds a uniform polynomial
 over the whole key ring per digit), and Python's hashlib squeezes a SHAKE stream holding the
 GIL: sampled in Python, key generation ran on one core whatever ``REN_CPU_THREADS`` said.  The C
 sampler reads the same streams (FIPS 202 SHAKE-128 of ``UNIFORM_PREFIX || limb || seed``) and
 keeps the same words, so its residues are `ren.sampling.sample`'s at every thread count.
+
+Small coefficients (`sample_signed`) are `ren.sampling.sample_signed`'s: each purpose's stream
+is one serial SHAKE-256 squeeze, which hashlib does (faster than the library's scalar Keccak),
+and the library maps the words on its threads (the sparse secret's positions: a quickselect
+instead of a sort of N keys).  A Gaussian coefficient takes libm's log and cos where the
+definition takes NumPy's; the two may differ in the last bit, which can change a coefficient
+only where x = normal · sigma sits at a rounding tie, so the C mapping leaves the coefficients
+within a small margin of a half-integer (~1e-8 of them) to NumPy, computed from their words by
+the definition's own `ren.sampling.gaussian_from_words`.
 """
 
 from __future__ import annotations
@@ -14,9 +25,11 @@ import ctypes
 
 import numpy as np
 
+from ren.errors import ParameterError, is_int
 from ren.random import RandomSpec
 from ren.ring import RingSpec
-from ren.sampling import UNIFORM_PREFIX, validate
+from ren.sampling import UNIFORM_PREFIX, gaussian_bound, gaussian_from_words, stream_words
+from ren.sampling import validate as validate_spec
 
 _u8p, _i64 = ctypes.c_char_p, ctypes.c_longlong
 
@@ -30,8 +43,16 @@ def _bind(lib: ctypes.CDLL) -> None:
                                                 ctypes.c_int]
     lib.ren_cpu_sample_uniform_ways.restype = ctypes.c_int
     lib.ren_cpu_keccak_ways.restype = ctypes.c_int
-    lib.ren_cpu_shake128.argtypes = [_u8p, _i64, ctypes.c_void_p, _i64]
-    lib.ren_cpu_shake128.restype = None
+    lib.ren_cpu_shake.argtypes = [ctypes.c_int, _u8p, _i64, ctypes.c_void_p, _i64]
+    lib.ren_cpu_shake.restype = None
+    _p = ctypes.c_void_p
+    lib.ren_cpu_map_interval.argtypes = [_p, _p, ctypes.c_uint64, _i64, _i64, _p]
+    lib.ren_cpu_map_interval.restype = None
+    lib.ren_cpu_map_sparse.argtypes = [_p, _p, _i64, _i64, _p]
+    lib.ren_cpu_map_sparse.restype = ctypes.c_int
+    lib.ren_cpu_map_gaussian.argtypes = [_p, _p, ctypes.c_double, _i64, ctypes.c_double, _i64,
+                                         _p, _p, _i64]
+    lib.ren_cpu_map_gaussian.restype = _i64
 
 
 def keccak_ways(lib: ctypes.CDLL) -> int:
@@ -47,7 +68,7 @@ def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
     `lib` on its threads, `ways` limbs' streams a permutation (default: `keccak_ways(lib)`;
     1 runs one stream at a time, the scalar permutation, on any path); None when the stream
     input is longer than the C sampler takes (the caller then samples in Python)."""
-    validate(spec.kind, spec.params, ring)
+    validate_spec(spec.kind, spec.params, ring)
     if spec.kind != "uniform":
         raise ValueError(f"sample_uniform: a {spec.kind!r} spec is not uniform")
     seed = bytes(spec.seed)
@@ -63,12 +84,64 @@ def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
     return None if status else out
 
 
-def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int) -> bytes:
-    """SHAKE-128(msg) to `nbytes` bytes by the ring library (to check it against hashlib)."""
+#: a Gaussian coefficient whose x = normal * sigma lies within TIE_EPS (1 + |x| + sigma) of a
+#: half-integer is computed by NumPy (module docstring): far above the last-bit differences of
+#: two libms' log and cos (~1e-16 relative), and rare (~2e-9 (1 + sigma) of the coefficients)
+TIE_EPS = 1e-9
+
+
+def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int,
+                  tie_eps: float = TIE_EPS) -> np.ndarray:
+    """`ren.sampling.sample_signed(spec, N)`: the N int64 coefficients of a small-coefficient
+    spec, its stream words squeezed by hashlib and mapped by the ring library `lib` on its
+    threads.  `tie_eps` is the Gaussian's margin around rounding ties left to NumPy (module
+    docstring; tests raise it to send every coefficient there)."""
+    kind, params, seed = spec.kind, spec.params, spec.seed
+    if kind == "ternary":
+        params, kind = (-1, 1), "uniform_on_interval"
+    _bind(lib)
+    out = np.empty(N, dtype=np.int64)
+    if kind == "uniform_on_interval":
+        lo, hi = params
+        if not (is_int(lo) and is_int(hi)) or not 0 <= hi - lo < 1 << 32 \
+                or max(abs(lo), abs(hi)) >= 1 << 62:
+            raise ParameterError(f"uniform_on_interval: need ints lo <= hi, hi - lo < 2^32, "
+                                 f"|lo|, |hi| < 2^62, got lo={lo!r}, hi={hi!r}")
+        high, low = stream_words(seed, "hi", N), stream_words(seed, "lo", N)
+        lib.ren_cpu_map_interval(high.ctypes.data, low.ctypes.data, hi - lo + 1, lo, N,
+                                 out.ctypes.data)
+        return out
+    if kind == "sparse_ternary":
+        (h,) = params
+        if not is_int(h) or not 0 <= h <= N:
+            raise ParameterError(f"sparse_ternary: hamming_weight must be an int in [0, N={N}], "
+                                 f"got {h!r}")
+        keys, signs = stream_words(seed, "positions", N), stream_words(seed, "signs", h)
+        if lib.ren_cpu_map_sparse(keys.ctypes.data, signs.ctypes.data, h, N, out.ctypes.data):
+            raise MemoryError(f"the C sampler could not allocate its buffers for {N} sparse "
+                              "ternary coefficients")
+        return out
+    if kind == "gaussian":
+        (sigma,) = params
+        words = stream_words(seed, "gauss", 2 * N)
+        ties = np.empty(max(N, 1), dtype=np.int64)
+        count = lib.ren_cpu_map_gaussian(words.ctypes.data, words[N:].ctypes.data, float(sigma),
+                                         gaussian_bound(sigma), tie_eps, N, out.ctypes.data,
+                                         ties.ctypes.data, N)
+        if count:  # the coefficients at a rounding tie: the definition's NumPy, same words
+            at = ties[:count]
+            out[at] = gaussian_from_words(words[at], words[N + at], sigma)
+        return out
+    raise ParameterError(f"{kind!r} is not a small-coefficient distribution")
+
+
+def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> bytes:
+    """SHAKE-128(msg) (or SHAKE-256 for ``bits=256``) to `nbytes` bytes by the ring library
+    (to check it against hashlib)."""
     _bind(lib)
     out = np.empty(max(nbytes, 1), dtype=np.uint8)
-    lib.ren_cpu_shake128(msg, len(msg), out.ctypes.data, nbytes)
+    lib.ren_cpu_shake(bits, msg, len(msg), out.ctypes.data, nbytes)
     return out[:nbytes].tobytes()
 
 
-__all__ = ["keccak_ways", "sample_uniform", "shake128"]
+__all__ = ["TIE_EPS", "keccak_ways", "sample_signed", "sample_uniform", "shake128"]

@@ -430,10 +430,10 @@ def run_desilo(reps: int) -> dict:
 
 def _in_subprocess(args: list[str], threads: int = 1, plan_cache: bool = False) -> dict:
     """One library's figures, measured in a fresh interpreter (its own peak RSS), with Ren's
-    cpu device on `threads` OpenMP threads and its plan cache on or off (a lean run samples
-    in the graph: REN_DEVICE_SAMPLING=1)."""
+    cpu device on `threads` OpenMP threads and its plan cache on or off (a lean run before
+    `ren.random.mark_regenerable` samples in the graph: REN_DEVICE_SAMPLING=1)."""
     env = {**os.environ, "REN_CPU_THREADS": str(threads), "REN_PLAN_CACHE": str(int(plan_cache))}
-    if "--lean" in args:
+    if "--lean" in args and not jit_takes_lean_keys():
         env["REN_DEVICE_SAMPLING"] = "1"
     done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           check=False, env=env)

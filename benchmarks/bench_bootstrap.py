@@ -224,8 +224,8 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     if lean and coeff_diagonals():
         shape = {**shape, "diagonals": "coeff"}
     out["diagonal_form"] = shape.get("diagonals", "rns")
-    if lean and not eager and not jit_takes_lean_keys():
-        eager = True  # ren.jit refuses the unrealized rows for now: the lean run is eager
+    forced = lean and not eager and not jit_takes_lean_keys()
+    eager = eager or forced  # ren.jit refuses the unrealized rows for now: the lean run is eager
     t0 = time.perf_counter()
     bt = circuits()[0].Bootstrapper(params, **shape)
     out["prepare_s"] = time.perf_counter() - t0
@@ -280,6 +280,8 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     ren.realize(list(res.parts))
     out["first_s"] = time.perf_counter() - t0
     out["mode"] = "eager (template cache)" if eager else "ren.jit (capture, replay)"
+    if forced:
+        out["mode"] += "; lean keys: ren.jit captures them once ren.random.mark_regenerable exists"
     if not eager:
         plan = fn.plans[0]
         out["compiled_by"] = plan.compiled_by

@@ -137,3 +137,23 @@ def test_bad_parameters_are_parameter_errors() -> None:
                                 ("uniform", (), "not a small-coefficient")]:
         with pytest.raises(ParameterError, match=match):
             c_signed(lib, RandomSpec(kind, params, b"", "cpu"), 16)
+
+
+def test_residue_rows_of_every_kind_are_ren_samplings() -> None:
+    """`cpu_sampling.sample`, the device's whole sampler: (L, N) u32 rows equal to
+    `ren.sampling.sample`'s for every kind (small coefficients below every modulus: no
+    division; a wide interval: the remainder), on every path at 1..3 threads."""
+    from ren.backend.cpu_sampling import sample as c_sample
+    from ren.ring import RingSpec
+
+    ring = RingSpec.generate(4096, 5, 30)  # above the threshold for a team
+    specs = [*SPECS[:5], ("sparse_ternary", (64,)), ("uniform", ()),
+             ("uniform_on_interval", (-(2**31), 2**31 - 1))]
+    for kind, params in specs:
+        spec = RandomSpec(kind, params, b"rows", "cpu")
+        want = ren.sampling.sample(spec, ring)
+        for isa, lib in _paths():
+            for threads in (1, 2, 3):
+                got = _on_threads(lib, threads, lambda s=spec, lib=lib: c_sample(lib, s, ring))
+                assert got is not None and got.dtype == np.uint32 and np.array_equal(got, want), \
+                    (kind, params, isa, threads)

@@ -282,3 +282,27 @@ i64 ren_cpu_map_gaussian(const u64* w1, const u64* w2, double sigma, i64 bound, 
   }
   return nties;
 }
+
+/* out (L x n, row-major): the residues c mod moduli[l] (in [0, q)) of n signed coefficients,
+   ren.sampling.sample's rows of a small-coefficient node; limbs on the threads.  A limb whose
+   q exceeds every |c| (ternary, Gaussian) takes c, or c + q for c < 0, with no division. */
+void ren_cpu_signed_residues(const i64* c, const u32* moduli, i64 L, i64 n, u32* out) {
+  u64 most = 0;  /* the largest |c| */
+  for (i64 i = 0; i < n; ++i) {
+    const u64 a = c[i] < 0 ? -(u64)c[i] : (u64)c[i];
+    most = a > most ? a : most;
+  }
+  REN_PARALLEL_FOR(L * n)
+  for (i64 l = 0; l < L; ++l) {
+    const u32 q = moduli[l];
+    u32* row = out + l * n;
+    if (most < q) {
+      for (i64 i = 0; i < n; ++i) row[i] = (u32)c[i] + (c[i] < 0 ? q : 0u);
+    } else {
+      for (i64 i = 0; i < n; ++i) {
+        const i64 r = c[i] % (i64)q;
+        row[i] = (u32)(r < 0 ? r + (i64)q : r);
+      }
+    }
+  }
+}

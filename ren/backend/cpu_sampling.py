@@ -53,6 +53,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_map_gaussian.argtypes = [_p, _p, ctypes.c_double, _i64, ctypes.c_double, _i64,
                                          _p, _p, _i64]
     lib.ren_cpu_map_gaussian.restype = _i64
+    lib.ren_cpu_signed_residues.argtypes = [_p, _p, _i64, _i64, _p]
+    lib.ren_cpu_signed_residues.restype = None
 
 
 def keccak_ways(lib: ctypes.CDLL) -> int:
@@ -135,6 +137,22 @@ def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int,
     raise ParameterError(f"{kind!r} is not a small-coefficient distribution")
 
 
+def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:
+    """`ren.sampling.sample(spec, ring)`: the residues (L, N) u32 of any RANDOM spec, by the
+    ring library `lib` on its threads (uniform: `sample_uniform`; the rest: `sample_signed`,
+    then every limb's residues in C); None where the C sampler does not take the spec (a
+    uniform seed longer than it takes), which the caller then samples in Python."""
+    if spec.kind == "uniform":
+        return sample_uniform(lib, spec, ring)
+    validate_spec(spec.kind, spec.params, ring)
+    coeffs = sample_signed(lib, spec, ring.N)
+    out = np.empty((ring.limbs, ring.N), dtype=np.uint32)
+    moduli = np.array(ring.moduli, dtype=np.uint32)
+    lib.ren_cpu_signed_residues(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs, ring.N,
+                                out.ctypes.data)
+    return out
+
+
 def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> bytes:
     """SHAKE-128(msg) (or SHAKE-256 for ``bits=256``) to `nbytes` bytes by the ring library
     (to check it against hashlib)."""
@@ -144,4 +162,4 @@ def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> byte
     return out[:nbytes].tobytes()
 
 
-__all__ = ["TIE_EPS", "keccak_ways", "sample_signed", "sample_uniform", "shake128"]
+__all__ = ["TIE_EPS", "keccak_ways", "sample", "sample_signed", "sample_uniform", "shake128"]

@@ -15,7 +15,12 @@ from ckks_helpers import make_params
 
 import ren
 from ren.ckks import Encoder, Encryptor, Evaluator, KeyGenerator, LinearTransform
-from ren.ckks.circuits import Bootstrapper, CoeffToSlotParams, bootstrap_params_small
+from ren.ckks.circuits import (
+    Bootstrapper,
+    CoeffToSlotParams,
+    bootstrap_params_small,
+    preset_bootstrapper,
+)
 from ren.ckks.encoder import embed
 from ren.errors import ParameterError
 from ren.ops import Op
@@ -152,12 +157,15 @@ def test_the_stored_words_are_the_encoders_coefficients():
 
 
 def test_the_bootstrapper_passes_the_form_through():
-    """`Bootstrapper(diagonals=)` reaches every transform of both stages; a stage's parameter
-    object may say it for that stage alone; the bootstrapping's words are the rns form's."""
-    params = bootstrap_params_small()
+    """`Bootstrapper(diagonals=)` (and `preset_bootstrapper`) reaches every transform of both
+    stages; a stage's parameter object may say it for that stage alone; a jitted bootstrapping
+    on "cpu" gives the rns form's words."""
+    params = bootstrap_params_small("cpu")
     rns, coeff = Bootstrapper(params), Bootstrapper(params, diagonals="coeff")
     assert {t.diagonal_form for t in rns.transforms} == {"rns"}
     assert {t.diagonal_form for t in coeff.transforms} == {"coeff"}
+    assert {t.diagonal_form for t in preset_bootstrapper(params, "levels",
+                                                         diagonals="coeff").transforms} == {"coeff"}
     # 8 bytes a coefficient below 2^62, else the fewest 32-bit words: SlotToCoeff's first
     # transform (EvalMod's output factor folded in) reaches 2^69 at this 60-bit scale: 12 bytes
     widths = []
@@ -178,9 +186,9 @@ def test_the_bootstrapper_passes_the_form_through():
         ct = Encryptor(params, kg.public_key()).encrypt(
             Encoder(params).encode(np.linspace(-1, 1, params.slots), level=0,
                                    scale=rns.input_scale))
-    raised = rns.mod_raise(ct)
-    a, b = rns.coeff_to_slot(ev, raised), coeff.coeff_to_slot(ev, raised)
-    assert all(same(x, y) for x, y in zip(a, b, strict=True))
+    ren.realize(list(ct.parts))
+    got = [ren.jit(lambda x, bt=bt: bt.bootstrap(ev, x))(ct) for bt in (rns, coeff)]
+    assert same(*got)
 
 
 def test_a_bad_form_is_refused():

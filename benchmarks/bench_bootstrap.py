@@ -38,9 +38,9 @@ lean=True)`: the switching keys' uniform halves kept as seeds and regenerated in
 switch) and, where `Bootstrapper` takes it, ``diagonals="coeff"`` (the transforms' diagonals
 kept as integer coefficients and expanded where used); the same results word for word, less
 memory, some time.  Its report gives the memory per part (keys resident against stored,
-diagonals, arena) and its dry run estimates them.  Until `ren.jit` captures lean keys (it needs
-`ren.random.mark_regenerable`) the lean run is eager, with the RANDOM rows sampled in the graph
-(REN_DEVICE_SAMPLING=1) so that the memory plan frees them after use.
+diagonals, arena) and its dry run estimates them.  `ren.jit` captures the lean keys' rows
+unrealized (public samples, `RandomSpec.public`): every replay regenerates them where they are
+used, in arena buffers the memory plan frees after use.
 
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
@@ -113,13 +113,6 @@ def circuits() -> tuple[ModuleType, ModuleType]:
 def coeff_diagonals() -> bool:
     """Whether `Bootstrapper` takes ``diagonals="coeff"`` (integer-coefficient diagonals)."""
     return "diagonals" in inspect.signature(circuits()[0].Bootstrapper).parameters
-
-
-def jit_takes_lean_keys() -> bool:
-    """Whether `ren.jit` captures a lean key's unrealized rows (`ren.random.mark_regenerable`)."""
-    import ren
-
-    return hasattr(ren.random, "mark_regenerable")
 
 
 def make_params(preset: str, device: str, log_n: int, secret: str, shape: str = "balanced",
@@ -224,8 +217,6 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     if lean and coeff_diagonals():
         shape = {**shape, "diagonals": "coeff"}
     out["diagonal_form"] = shape.get("diagonals", "rns")
-    forced = lean and not eager and not jit_takes_lean_keys()
-    eager = eager or forced  # ren.jit refuses the unrealized rows for now: the lean run is eager
     t0 = time.perf_counter()
     bt = circuits()[0].Bootstrapper(params, **shape)
     out["prepare_s"] = time.perf_counter() - t0
@@ -280,8 +271,6 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     ren.realize(list(res.parts))
     out["first_s"] = time.perf_counter() - t0
     out["mode"] = "eager (template cache)" if eager else "ren.jit (capture, replay)"
-    if forced:
-        out["mode"] += "; lean keys: ren.jit captures them once ren.random.mark_regenerable exists"
     if not eager:
         plan = fn.plans[0]
         out["compiled_by"] = plan.compiled_by
@@ -432,11 +421,8 @@ def run_desilo(reps: int) -> dict:
 
 def _in_subprocess(args: list[str], threads: int = 1, plan_cache: bool = False) -> dict:
     """One library's figures, measured in a fresh interpreter (its own peak RSS), with Ren's
-    cpu device on `threads` OpenMP threads and its plan cache on or off (a lean run before
-    `ren.random.mark_regenerable` samples in the graph: REN_DEVICE_SAMPLING=1)."""
+    cpu device on `threads` OpenMP threads and its plan cache on or off."""
     env = {**os.environ, "REN_CPU_THREADS": str(threads), "REN_PLAN_CACHE": str(int(plan_cache))}
-    if "--lean" in args and not jit_takes_lean_keys():
-        env["REN_DEVICE_SAMPLING"] = "1"
     done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           check=False, env=env)
     if done.returncode != 0:

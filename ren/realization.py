@@ -268,6 +268,8 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
             continue
         seen.add(n)
         if n.op is Op.AS_RING and n.src and n.src[0].op is Op.RANDOM:
+            if n.src[0].arg.public:
+                continue  # a lean key's row: sampled in the graph where it is used, then freed
             ring, domain = n.arg
             spec = n.src[0].arg
             values = get_device(spec.device).sample(spec, ring)

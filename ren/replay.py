@@ -507,8 +507,8 @@ def _structure_key(nodes: Sequence[Node], recursive: bool) -> tuple[tuple, list[
                 raise _NotReplayable
             params.append(buf)
             arg: object = ("param", buf.shape, buf.device, buf.no_opt)
-        elif op is Op.RANDOM or op is Op.BUFFER_VIEW:
-            raise _NotReplayable
+        elif (op is Op.RANDOM and not n.arg.public) or op is Op.BUFFER_VIEW:
+            raise _NotReplayable  # (a public sample, a lean key's row, is keyed by its seed)
         else:
             arg = (type(n.arg), n.arg)
         i = index[n] = len(key)

@@ -24,8 +24,8 @@ def fresh(seed: int) -> ren.Poly:
     return ren.Poly.from_residues(res, RQ, "NTT", "python").realize()
 
 
-def sample(public: bool) -> ren.Poly:
-    spec = RandomSpec("uniform", (), bytes(range(32)), "python", public=public)
+def sample(public: bool, seed: bytes = bytes(range(32))) -> ren.Poly:
+    spec = RandomSpec("uniform", (), seed, "python", public=public)
     return ren.Poly.from_random(spec, RQ, "NTT")
 
 
@@ -51,3 +51,20 @@ def test_public_is_part_of_the_spec_and_of_the_dump():
     assert not spec.public and dataclasses.replace(spec, public=True) != spec
     assert "public" in dump(sample(public=True).node)
     assert "public" not in dump(sample(public=False).node)
+
+
+def test_eager_realization_keeps_a_public_sample_in_the_graph_and_replays_its_template():
+    from ren import realization
+
+    lazy, stored = sample(public=True), sample(public=False).realize()
+    private = sample(public=False, seed=bytes(32))  # unrealized, private: sampled on the host
+    assert realization.sample_random_leaves([(fresh(1) * lazy).node]) == {}
+    assert len(realization.sample_random_leaves([(fresh(1) * private).node])) == 1
+    for seed, replayed in ((1, None), (2, True)):  # the second realization reuses the template
+        x = fresh(seed)
+        got = (x * lazy).realize()
+        timings = realization.last_timings
+        np.testing.assert_array_equal(got.numpy(), (x * stored).numpy())
+        if replayed:
+            assert timings.extra["replayed"] is True
+    assert not is_realized(lazy.node)

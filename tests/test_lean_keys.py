@@ -25,9 +25,6 @@ from ren.sampling import gaussian_bound, sample
 
 DEVICES = ["python", "cpu"]
 
-#: ren.jit captures a lean key's RANDOM rows once ren.random can mark them regenerable (the
-#: change asked of ren/jit.py and ren/random.py in the leankeys note); until then it refuses
-JIT_READY = hasattr(ren.random, "mark_regenerable")
 
 
 def _params(device: str, secret: str | tuple[str, int] = "ternary") -> CKKSParams:
@@ -154,9 +151,6 @@ def test_rotate_conjugate_relinearize_are_the_stored_keys(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.xfail(not JIT_READY, raises=JitError, strict=True,
-                   reason="ren.jit refuses unrealized RANDOM leaves until ren.random can mark "
-                          "a lean key's rows regenerable (see /tmp/notes/leankeys.md)")
 def test_jit_replays_regenerate_the_rows(device):
     params = _params(device)
     (_, stored), (_, lean) = _both(params, lambda k: k.galois_key(5))

@@ -16,10 +16,9 @@ keys lean, ``.stored()`` back.  Results are the same words either way (see `Swit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from ren import random as ren_random
 from ren.errors import ParameterError, check_bool, is_int
 from ren.poly import Poly
 from ren.random import SEED_BYTES, RandomSpec
@@ -141,11 +140,9 @@ class SwitchingKey:
             raise ParameterError(f"{kind}: galois must be None or an odd int in (0, {N2}), got "
                                  f"{g!r}")
         if check_bool(lean, f"{kind}: lean"):
-            self.a_rows = tuple(_uniform_origin(p, kind, j) for j, p in enumerate(self.a_rows))
-            mark = getattr(ren_random, "mark_regenerable", None)  # ren.jit may capture them
-            if mark is not None:
-                for spec in self.a_rows:
-                    mark(spec)
+            # public: ren.jit captures the rows unrealized and every replay regenerates them
+            self.a_rows = tuple(replace(_uniform_origin(p, kind, j), public=True)
+                                for j, p in enumerate(self.a_rows))
 
     @property
     def a(self) -> tuple[Poly, ...]:
@@ -169,8 +166,9 @@ class SwitchingKey:
         if self.is_lean:
             return self.a_rows  # type: ignore[return-value]
         out = [p.random_origin() for p in self.a_rows]  # type: ignore[union-attr]
+        # a key's rows are public samples, lean or stored (`RandomSpec.public`)
         return None if any(o is None or o.kind != "uniform" for o in out) else tuple(
-            o for o in out if o is not None)
+            replace(o, public=True) for o in out if o is not None)
 
     def lean(self) -> SwitchingKey:
         """This key as a lean key (same class, same values; the b rows are shared): its a rows

@@ -151,7 +151,15 @@ def omp_environment() -> None:
     18..19 ms on 2 (passive); at N = 2^16, 600 ms against 1190 ms (spinning), 540 ms (passive).
     Passive waiting costs a futex wake per parallel loop instead, which the kernels' work
     thresholds (cpu_ring.c's REN_PAR_MIN_WORK) keep small against the loop.
-    On a machine with cores to spare, ``OMP_WAIT_POLICY=active`` restores spinning."""
+    On a machine with cores to spare, ``OMP_WAIT_POLICY=active`` restores spinning, and a short
+    spin (``GOMP_SPINCOUNT=10000``, ~0.1 ms) catches the next kernel of a plan without sleeping.
+    What a wake costs, measured on a 2-core VM (2026-12, other load beside): an OpenMP loop of
+    350 us of work took 178 us on 2 threads spinning (any spin count from 1,000 up) and 226 us
+    passive; a multiply replay at N = 2^16 makes ~45 parallel loops (~90 futex wakes), a
+    bootstrapping replay at N = 2^12 ~2,200 (~6,800), where 2 threads took 585 ms passive
+    against 438 ms with GOMP_SPINCOUNT=10000 (1 thread: 473 ms).  But with the cores busy
+    elsewhere, the same short spin made the multiply at N = 2^14 4x slower (17 -> 70 ms), so
+    passive stays the default."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = OMP_WAIT_DEFAULT
 

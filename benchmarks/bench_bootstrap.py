@@ -10,8 +10,10 @@ Presets: ``small`` (`bootstrap_params_small`: N = 256, INSECURE, seconds; ``--lo
 for the same shape at N = 2^10..2^12) and ``n16``
 (`bootstrap_params_n16`: N = 2^16, 2^15 slots, 128-bit by the HE-standard table with a dense
 ternary secret, bootstrapped through sparse-secret encapsulation; ``--secret sparse`` for the
-sparse h = 192 secret instead; minutes and ~16 GB for Ren's keys and transforms, DESILO
-~6 GB).  DESILO only runs its own full-slot parameters (N = 2^16), so it is skipped at
+sparse h = 192 secret instead; minutes and ~11 GiB for Ren's keys and transforms, ~5 GiB with
+``--lean``).  DESILO runs with each of its two bootstrapping keys (``--desilo-keys
+medium,small``, each in its own process): the medium key (~17 GB at N = 2^16) and the small one
+(~6 GB, slower).  It only runs its own full-slot parameters (N = 2^16), so it is skipped at
 ``small``.
 
 The first call: ``--first-call schedule`` (default) turns the plan cache off in Ren's process
@@ -388,20 +390,35 @@ def dry_run(preset: str, log_n: int, secret: str, threads: list[int], shape: str
     return est
 
 
-def run_desilo(reps: int) -> dict:
+#: DESILO's bootstrapping keys: ``create_bootstrap_key(sk, size="medium")`` (fast, ~17 GB at
+#: N = 2^16) and ``create_small_bootstrap_key`` (rotations by key-switching chains: ~6 GB, slower)
+DESILO_KEYS = ("medium", "small")
+
+
+def run_desilo(reps: int, key: str = "medium") -> dict:
+    """DESILO's CPU bootstrapping on one thread with its `key` (one of `DESILO_KEYS`)."""
+    name = f"desilo ({key} key)"
     try:
         import desilofhe
     except ImportError:
-        return {"library": "desilo", "skipped": "desilofhe is not installed (pip install -e "
-                                                "\".[bench]\")"}
+        return {"library": name, "skipped": "desilofhe is not installed (pip install -e "
+                                            "\".[bench]\")"}
     t0 = time.perf_counter()
     engine = desilofhe.Engine(mode="cpu", bootstrap=True, thread_count=1)
     sk = engine.create_secret_key()
     pk = engine.create_public_key(sk)
     relin = engine.create_relinearization_key(sk)
     conj = engine.create_conjugation_key(sk)
-    roll = engine.create_roll_key(sk)
-    boot_key = engine.create_small_bootstrap_key(sk)
+    if key == "small":
+        roll, small_key = engine.create_roll_key(sk), engine.create_small_bootstrap_key(sk)
+
+        def boot(ct: Any) -> Any:
+            return engine.bootstrap(ct, relin, conj, roll, small_key)
+    else:
+        boot_key = engine.create_bootstrap_key(sk, size=key)
+
+        def boot(ct: Any) -> Any:
+            return engine.bootstrap(ct, relin, conj, boot_key)
     keygen = time.perf_counter() - t0
     rng = np.random.default_rng(2)
     times, bits, level = [], [], None
@@ -409,11 +426,11 @@ def run_desilo(reps: int) -> dict:
         x = rng.uniform(-1, 1, engine.slot_count)
         ct = engine.encrypt(x, pk, level=0)
         t0 = time.perf_counter()
-        res = engine.bootstrap(ct, relin, conj, roll, boot_key)
+        res = boot(ct)
         times.append(time.perf_counter() - t0)
         level = res.level
         bits.append(_bits(engine.decrypt(res, sk), x))
-    return {"library": "desilo", "version": getattr(desilofhe, "__version__", "?"),
+    return {"library": name, "version": getattr(desilofhe, "__version__", "?"),
             "keygen_s": keygen, "first_s": times[0], "replay_s": statistics.median(times[1:]),
             "bits_min": min(bits), "bits_max": max(bits), "levels_left": level,
             "slots": engine.slot_count, "N": engine.slot_count * 2, "rss_gib": _rss_gib()}
@@ -458,18 +475,20 @@ def _report(rows: list[dict]) -> None:
                       f"{r['peak_live_bytes'] / 2**20:.0f} MiB peak-live "
                       f"({r['arena_bytes'] / max(r['peak_live_bytes'], 1):.3f}x)")
         else:
-            print(f"  keygen (incl. the small bootstrap key) {r['keygen_s']:.1f} s")
+            print(f"  keygen (incl. the bootstrap key) {r['keygen_s']:.1f} s")
         how = {"schedule": " (scheduled)", "plan cache": " (template from the plan cache)"}
         print(f"  first call {r['first_s']:.1f} s{how.get(r.get('compiled_by', ''), '')}; "
               f"again {r['replay_s']:.2f} s (median), "
               f"{r['first_s'] / max(r['replay_s'], 1e-9):.1f}x; peak RSS {r['rss_gib']:.1f} GiB")
     for line in _thread_lines(rows) + _slot_lines(rows):
         print(line)
-    peer = next((r for r in rows if r["library"] == "desilo" and "skipped" not in r), None)
-    if ren_row and peer and "skipped" not in ren_row:
-        print(f"ren/desilo, bootstrapping again (one thread): "
+    peers = [r for r in rows if r["library"].startswith("desilo") and "skipped" not in r]
+    for peer in peers if ren_row and "skipped" not in ren_row else []:
+        print(f"ren/{peer['library']}, bootstrapping again (one thread): "
               f"{ren_row['replay_s'] / peer['replay_s']:.2f}x the time, "
-              f"{ren_row['bits_min'] - peer['bits_min']:+.1f} bits")
+              f"{ren_row['bits_min'] - peer['bits_min']:+.1f} bits, "
+              f"{ren_row['levels_left'] - peer['levels_left']:+d} levels, "
+              f"{ren_row['rss_gib'] / peer['rss_gib']:.2f}x the peak RSS")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -512,8 +531,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="the lean mode: lean keys (uniform halves regenerated from their "
                          "seeds in each key switch) and integer-coefficient diagonals where "
                          "the Bootstrapper has them; less memory, some time")
+    ap.add_argument("--desilo-keys", default=",".join(DESILO_KEYS),
+                    help="DESILO's bootstrapping keys to run, comma-separated (default "
+                         "medium,small: each in its own process)")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
+    desilo_keys = [k.strip() for k in args.desilo_keys.split(",") if k.strip()]
+    if not desilo_keys or any(k not in DESILO_KEYS for k in desilo_keys):
+        ap.error(f"--desilo-keys: give some of {','.join(DESILO_KEYS)}, got {args.desilo_keys!r}")
+    if args.only == "desilo" and len(desilo_keys) != 1:
+        ap.error("--only desilo runs one key")
     try:
         slot_counts = [None if v.strip() == "full" else int(v) for v in args.slots.split(",")]
         if any(n is not None and (n < 1 or n & (n - 1)) for n in slot_counts):
@@ -526,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
                                  args.lean)))
         return 0
     if args.only == "desilo":
-        print(json.dumps(run_desilo(args.reps)))
+        print(json.dumps(run_desilo(args.reps, args.desilo_keys)))
         return 0
     try:
         counts = [int(t) for t in args.threads.split(",")]
@@ -558,10 +585,12 @@ def main(argv: list[str] | None = None) -> int:
         for t in counts:
             rows.append({**_in_subprocess([*ren_args, *slot_args], t, plan_cache=cached),
                          "threads": t})
-    if args.peers == "desilo":
-        rows.append(_in_subprocess(["--only", "desilo", *common]) if args.preset == "n16" else
-                    {"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "
+    if args.peers == "desilo" and args.preset != "n16":
+        rows.append({"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "
                                                      "--preset n16"})
+    elif args.peers == "desilo":
+        rows += [_in_subprocess(["--only", "desilo", *common, "--desilo-keys", key])
+                 for key in desilo_keys]
     _report(rows)
     return 0
 

@@ -22,17 +22,22 @@ REN = {"library": "ren", "params": "CKKSParams(N=65536, ...)", "slots": 32768, "
        "shape": "CoeffToSlot 3, EvalMod 10, SlotToCoeff 3", "galois_keys": 39,
        "key_bytes": 8.2 * 2**30, "prepare_s": 33.9, "keygen_s": 60.5, "mode": "eager",
        "first_s": 252.8, "replay_s": 56.2, "rss_gib": 22.7, "threads": 1}
-DESILO = {"library": "desilo", "version": "2.0", "slots": 32768, "bits_min": 13.6,
+DESILO = {"library": "desilo (small key)", "version": "2.0", "slots": 32768, "bits_min": 13.6,
           "bits_max": 13.7, "levels_left": 17, "keygen_s": 44.5, "first_s": 211.2,
           "replay_s": 215.2, "rss_gib": 6.5}
+MEDIUM = {**DESILO, "library": "desilo (medium key)", "replay_s": 33.3, "rss_gib": 16.7,
+          "bits_min": 15.1}
 
 
 def test_the_report_compares_in_one_run(capsys):
-    bench._report([REN, {**REN, "threads": 2, "replay_s": 40.0}, DESILO,
+    bench._report([REN, {**REN, "threads": 2, "replay_s": 40.0}, MEDIUM, DESILO,
                    {"library": "seal", "skipped": "not installed"}])
     out = capsys.readouterr().out
     assert "ren (2 threads)" in out and "seal: skipped (not installed)" in out
-    assert "ren/desilo, bootstrapping again (one thread): 0.26x the time, +8.0 bits" in out
+    assert "ren/desilo (small key), bootstrapping again (one thread): 0.26x the time, +8.0 " \
+           "bits, -8 levels, 3.49x the peak RSS" in out
+    assert "ren/desilo (medium key), bootstrapping again (one thread): 1.69x the time, +6.5 " \
+           "bits, -8 levels, 1.36x the peak RSS" in out
     assert "21.6..21.7 bits" in out and "9 levels left" in out
     assert "first call 252.8 s; again 56.20 s (median), 4.5x" in out
     assert "39 Galois keys + relinearization, 8.20 GiB" in out
@@ -256,3 +261,8 @@ def test_a_lean_run_gives_the_stored_runs_results_with_half_the_key_bytes():
     assert lean["key_bytes_full"] == plain["key_bytes"] == plain["key_bytes_full"]
     assert lean["key_bytes"] < plain["key_bytes"] / 1.9
     assert lean["diagonal_form"] == ("coeff" if bench.coeff_diagonals() else "rns")
+
+
+def test_desilo_keys_are_checked():
+    with pytest.raises(SystemExit):
+        bench.main(["--desilo-keys", "large", "--dry-run"])

@@ -228,3 +228,22 @@ def test_distributed_wire_sends_seeds_and_decodes_the_same_key():
     g = next(iter(stored.keys))
     assert _same(key_switch(d, back.keys[g], params.depth),
                  key_switch(d, stored.keys[g], params.depth))
+
+
+def test_the_compact_form_of_a_lean_key_samples_no_row(monkeypatch):
+    """A seed record needs no words: writing a lean key compactly regenerates nothing (the full
+    form does, to write the words)."""
+    import ren.backend.numpy_backend as nb
+    from ren.backend import get_device
+
+    if not isinstance(get_device("python"), nb.NumpyDevice):
+        pytest.skip("counts the NumPy device's sampler calls (--ren-backend cpu samples in C)")
+    params = _params("python")
+    key = KeyGenerator(params, lean=True).relin_key()
+    calls = []
+    real = nb.sample
+    monkeypatch.setattr(nb, "sample", lambda spec, ring: calls.append(spec) or real(spec, ring))
+    dumps(key, compact=True)
+    assert calls == []
+    dumps(key)
+    assert len(calls) == len(key.a_rows)

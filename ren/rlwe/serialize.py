@@ -118,9 +118,11 @@ def ints_record(values: np.ndarray) -> bytes:
 def poly_records(polys: Sequence[Poly], compact: bool, form: str, who: str) -> list[bytes]:
     """Each Poly as a seed record (compact, uniform) or its `Poly.tobytes(form)`."""
     payload_dtype(form, who)  # a bad form fails before anything is realized
-    if polys:
-        polys[0].realize(*polys[1:])
-    return [(seed_record(p) if compact else None) or p.tobytes(form) for p in polys]
+    seeds = [seed_record(p) if compact else None for p in polys]
+    dense = [p for p, s in zip(polys, seeds) if s is None]
+    if dense:  # (a seed record needs no words: a lean key's rows are not regenerated to write it)
+        dense[0].realize(*dense[1:])
+    return [s or p.tobytes(form) for p, s in zip(polys, seeds)]
 
 
 def write_container(magic: bytes, kind: int, fingerprint: bytes, meta: Mapping[str, Any],

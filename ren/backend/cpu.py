@@ -343,6 +343,9 @@ def library_call(call: RingCall, isa: str | None = None,
         extra = [_sizes(N, LS, K), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
                  t["p_inv"], t["lift"], t["p_all_inv"]]
         return CpuCall("rescale", _address(lib, "ren_cpu_rescale"), 2, extra, lib)
+    if kind is RingKernel.TO_RNS:  # cpu_ring_to_rns.c
+        extra = [_sizes(N, len(call.dst), call.words), t["q"]]
+        return CpuCall("to_rns", _address(lib, "ren_cpu_to_rns"), 2, extra, lib)
     return None
 
 
@@ -561,9 +564,9 @@ class CpuDevice(Device):
 
     def _program(self, item: ScheduledKernel) -> Program | None:
         """The rendered program of an item this device compiles from source (elementwise,
-        TO_RNS, RANDOM), or None for library ring kernels."""
+        RANDOM), or None for library ring kernels."""
         call = item.ring_call
-        if call is not None and call.kind not in (RingKernel.TO_RNS, RingKernel.RANDOM):
+        if call is not None and call.kind is not RingKernel.RANDOM:
             return None
         return render_program(item, C)
 

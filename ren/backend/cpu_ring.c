@@ -115,6 +115,7 @@ static inline u32 redc64(u64 t, u32 q, u32 qn, u32 rq) {
 #include "cpu_ring_keccak_x4.c"
 #endif
 #include "cpu_ring_sample.c"
+#include "cpu_ring_to_rns.c"
 
 /* the widest vectors the NTT of this build uses: 512, 256 or 0 (scalar) */
 int ren_cpu_vector_bits(void) { return REN_AVX512 ? 512 : REN_AVX2 ? 256 : 0; }

@@ -1,0 +1,133 @@
+/* TO_RNS for the "cpu" device: packed integer coefficients to Montgomery residues.
+   Included by cpu_ring.c (its helpers: shoup, umin, modadd, modsub, REN_PARALLEL_FOR).
+
+   Written for this project.  The input is n coefficients of W u32 words each (little-endian
+   two's complement, coefficient j at words[j*W .. j*W+W-1]); limb l of the output is
+   [c_j]_{q_l} * R mod q_l (R = 2^32), fully reduced: the word the NumPy backend's
+   to_mont(reduce_words(...)) gives, for any W >= 1 and any q < 2^31.
+
+   With c = sum_k w_k 2^(32k) - s 2^(32W) (s the sign bit of the top word),
+     c R = sum_k w_k R^(k+1) - s R^(W+1)  (mod q),
+   so each word takes one Shoup product by the constant R^(k+1) mod q (any u32 w_k: the product
+   lands in [0, 2q), one conditional subtraction), the terms are summed with modadd and a
+   negative coefficient subtracts R^(W+1) mod q: no division per residue, and the result is the
+   canonical residue, the same word as a Horner remainder converted to Montgomery form.
+
+   Loops: coefficients go in blocks of TORNS_BLOCK; a block's words are transposed, up to
+   TORNS_CHUNK words at a time, into planes on the stack (one plane per word, unit stride), and
+   every limb of a task then runs a plain loop over the block that vectorizes (W = 2 and 3, the
+   diagonals' widths, are one chunk; wider W accumulate chunk by chunk in the output row).
+   Tasks are (block, group of limbs): whole limb ranges per block, and when the blocks alone are
+   too few for the threads the limbs are split into groups too.  A task writes only its own
+   words, and every word is computed the same way whatever the split, so the output does not
+   depend on the thread count.
+
+   a: out (L x n u32), words (n x W u32), sizes {n, L, W} (long long), q (L u32). */
+#define TORNS_BLOCK 1024
+#define TORNS_CHUNK 4
+
+/* o[j] (+)= sum_{k < kc} [p_k[j] R^(k0+k+1)]_q, minus R^(W+1) where the top word is negative
+   (last chunk).  Inlined with a literal kc, so each width gets its own vector loop. */
+static inline __attribute__((always_inline)) void
+torns_rows(u32* restrict o, const u32* restrict pl, const i64 m, const u32* restrict tw,
+           const u32* restrict ts, const u32 q, const u32 wrap, const int kc, const int first,
+           const int last) {
+  const u32* restrict p0 = pl;
+  const u32* restrict p1 = pl + TORNS_BLOCK;
+  const u32* restrict p2 = pl + 2 * TORNS_BLOCK;
+  const u32* restrict p3 = pl + 3 * TORNS_BLOCK;
+  const u32* restrict top = pl + (kc - 1) * TORNS_BLOCK;
+  const u32 w0 = tw[0], s0 = ts[0];
+  const u32 w1 = kc > 1 ? tw[1] : 0, s1 = kc > 1 ? ts[1] : 0;
+  const u32 w2 = kc > 2 ? tw[2] : 0, s2 = kc > 2 ? ts[2] : 0;
+  const u32 w3 = kc > 3 ? tw[3] : 0, s3 = kc > 3 ? ts[3] : 0;
+  for (i64 j = 0; j < m; ++j) {
+    u32 t = shoup(p0[j], w0, s0, q);
+    u32 s = umin(t, t - q);
+    if (kc > 1) { t = shoup(p1[j], w1, s1, q); s = modadd(s, umin(t, t - q), q); }
+    if (kc > 2) { t = shoup(p2[j], w2, s2, q); s = modadd(s, umin(t, t - q), q); }
+    if (kc > 3) { t = shoup(p3[j], w3, s3, q); s = modadd(s, umin(t, t - q), q); }
+    if (!first) s = modadd(o[j], s, q);
+    if (last) s = modsub(s, (0u - (top[j] >> 31)) & wrap, q);
+    o[j] = s;
+  }
+}
+
+void ren_cpu_to_rns(void** a) {
+  u32* out = (u32*)a[0];
+  const u32* words = (const u32*)a[1];
+  const i64* sz = (const i64*)a[2];
+  const u32* q = (const u32*)a[3];
+  const i64 n = sz[0], L = sz[1], W = sz[2];
+  if (n <= 0 || L <= 0) return;
+  if (W <= 0) {  /* no words: every coefficient is 0 */
+    memset(out, 0, (size_t)(L * n) * sizeof(u32));
+    return;
+  }
+  /* per limb, W + 1 weights R^(k+1) mod q (k = 0..W; the last is the wrap R^(W+1)) and their
+     Shoup companions floor(w 2^32 / q): L (W + 2) divisions a call, none per residue */
+  const i64 S = W + 1;
+  u32* tw = (u32*)malloc((size_t)(2 * L * S) * sizeof(u32));
+  if (tw == NULL) return;  /* cannot happen for any ring's sizes; leaves out untouched */
+  u32* ts = tw + L * S;
+  for (i64 l = 0; l < L; ++l) {
+    const u64 ql = q[l];
+    u64 w = (1ull << 32) % ql;
+    for (i64 k = 0; k < S; ++k) {
+      tw[l * S + k] = (u32)w;
+      ts[l * S + k] = (u32)((w << 32) / ql);
+      w = (w << 32) % ql;
+    }
+  }
+  const i64 blocks = (n + TORNS_BLOCK - 1) / TORNS_BLOCK;
+  /* limb groups per block: 1, or enough for about 4 tasks a thread when blocks are few */
+  i64 groups = 1;
+#ifdef _OPENMP
+  if (ren_threads > 1 && blocks < 4 * (i64)ren_threads) {
+    groups = (4 * (i64)ren_threads + blocks - 1) / blocks;
+    if (groups > L) groups = L;
+  }
+#endif
+  const i64 tasks = blocks * groups;
+  REN_PARALLEL_FOR(tasks > 1 ? L * n * W : 0)
+  for (i64 task = 0; task < tasks; ++task) {
+    const i64 b = task / groups, g = task % groups;
+    const i64 l0 = g * L / groups, l1 = (g + 1) * L / groups;
+    const i64 c0 = b * TORNS_BLOCK;
+    const i64 m = n - c0 < TORNS_BLOCK ? n - c0 : TORNS_BLOCK;
+    const u32* restrict in = words + c0 * W;
+    u32 pl[TORNS_CHUNK * TORNS_BLOCK];
+    for (i64 k0 = 0; k0 < W; k0 += TORNS_CHUNK) {
+      const int kc = (int)(W - k0 < TORNS_CHUNK ? W - k0 : TORNS_CHUNK);
+      const int first = k0 == 0, last = k0 + kc == W;
+      if (W == 2) {
+        for (i64 j = 0; j < m; ++j) {
+          pl[j] = in[2 * j];
+          pl[TORNS_BLOCK + j] = in[2 * j + 1];
+        }
+      } else if (W == 3) {
+        for (i64 j = 0; j < m; ++j) {
+          pl[j] = in[3 * j];
+          pl[TORNS_BLOCK + j] = in[3 * j + 1];
+          pl[2 * TORNS_BLOCK + j] = in[3 * j + 2];
+        }
+      } else {
+        for (int k = 0; k < kc; ++k)
+          for (i64 j = 0; j < m; ++j) pl[k * TORNS_BLOCK + j] = in[j * W + k0 + k];
+      }
+      for (i64 l = l0; l < l1; ++l) {
+        u32* restrict o = out + l * n + c0;
+        const u32* wl = tw + l * S + k0;
+        const u32* sl = ts + l * S + k0;
+        const u32 ql = q[l], wrap = tw[l * S + W];
+        switch (kc) {
+          case 1: torns_rows(o, pl, m, wl, sl, ql, wrap, 1, first, last); break;
+          case 2: torns_rows(o, pl, m, wl, sl, ql, wrap, 2, first, last); break;
+          case 3: torns_rows(o, pl, m, wl, sl, ql, wrap, 3, first, last); break;
+          default: torns_rows(o, pl, m, wl, sl, ql, wrap, 4, first, last); break;
+        }
+      }
+    }
+  }
+  free(tw);
+}

@@ -41,8 +41,14 @@ U64 = np.uint64
 KINDS = ("uniform", "uniform_on_interval", "ternary", "sparse_ternary", "gaussian")
 
 
+def stream_input(seed: bytes, purpose: str) -> bytes:
+    """The SHAKE-256 input of the small-coefficient stream of `purpose`:
+    ``ren-sample\\0 purpose \\0 seed`` (the "cpu" device squeezes the same streams in C)."""
+    return b"ren-sample\0" + purpose.encode() + b"\0" + bytes(seed)
+
+
 def _stream(seed: bytes, purpose: str, nbytes: int) -> bytes:
-    return hashlib.shake_256(b"ren-sample\0" + purpose.encode() + b"\0" + seed).digest(nbytes)
+    return hashlib.shake_256(stream_input(seed, purpose)).digest(nbytes)
 
 
 #: what a uniform limb's SHAKE-128 input starts with: UNIFORM_PREFIX || limb (4 bytes, little
@@ -71,8 +77,7 @@ def _u64(seed: bytes, purpose: str, count: int) -> np.ndarray:
 
 def stream_words(seed: bytes, purpose: str, count: int) -> np.ndarray:
     """The first `count` little-endian u64 words of the SHAKE-256 stream of `purpose`
-    (``ren-sample\\0 purpose \\0 seed``): what the small-coefficient samplers map (the "cpu"
-    device maps the same words in C, cpu_ring_sample.c)."""
+    (`stream_input`): what the small-coefficient samplers map."""
     return _u64(seed, purpose, count)
 
 

@@ -1,8 +1,9 @@
-"""The "cpu" device's small-coefficient samplers (cpu_ring_sample.c's mappings through
-ren.backend.cpu_sampling.sample_signed): ternary, uniform on an interval, sparse ternary and
-Gaussian coefficients equal to `ren.sampling.sample_signed`'s on every vector path and at 1..3
-threads, including the Gaussian coefficients at rounding ties (left to NumPy) and sparse keys
-with repeated values (a stable argsort's order)."""
+"""The "cpu" device's small-coefficient samplers (cpu_ring_sample.c's SHAKE-256 squeezes and
+mappings through ren.backend.cpu_sampling.sample_signed): ternary, uniform on an interval,
+sparse ternary and Gaussian coefficients equal to `ren.sampling.sample_signed`'s on every vector
+path and at 1..3 threads, squeezed in C or by hashlib (``words=True``: the tests that craft the
+words use it), including the Gaussian coefficients at rounding ties (left to NumPy) and sparse
+keys with repeated values (a stable argsort's order)."""
 
 from __future__ import annotations
 
@@ -54,9 +55,11 @@ def test_every_kind_is_ren_samplings_on_every_path_and_thread_count(N: int) -> N
         want = sample_signed(spec, N)
         for isa, lib in _paths():
             for threads in (1, 2, 3):
-                got = _on_threads(lib, threads, lambda s=spec, lib=lib: c_signed(lib, s, N))
-                assert got.dtype == np.int64 and np.array_equal(got, want), \
-                    (kind, params, isa, threads)
+                for words in (False, True):  # C's squeeze, or hashlib's words mapped in C
+                    got = _on_threads(lib, threads,
+                                      lambda s=spec, lib=lib, w=words: c_signed(lib, s, N, words=w))
+                    assert got.dtype == np.int64 and np.array_equal(got, want), \
+                        (kind, params, isa, threads, words)
     assert len(set(sample_signed(RandomSpec("ternary", (), b"t", "cpu"), 1000).tolist())) == 3
 
 
@@ -70,7 +73,9 @@ def test_gaussian_ties_go_to_numpy_from_the_same_words() -> None:
         spec = RandomSpec("gaussian", (sigma,), b"ties", "cpu")
         want = sample_signed(spec, 5000)
         for eps in (0.0, 1.0):
-            assert np.array_equal(c_signed(lib, spec, 5000, tie_eps=eps), want), (sigma, eps)
+            for words in (False, True):
+                assert np.array_equal(c_signed(lib, spec, 5000, tie_eps=eps, words=words),
+                                      want), (sigma, eps, words)
 
 
 def test_a_coefficient_at_a_tie_is_numpys(monkeypatch) -> None:
@@ -97,7 +102,7 @@ def test_a_coefficient_at_a_tie_is_numpys(monkeypatch) -> None:
     for half in (0.5, 2.5):
         sigma = half / r
         spec = RandomSpec("gaussian", (sigma,), b"tie", "cpu")
-        assert np.array_equal(c_signed(lib, spec, n), sample_signed(spec, n))
+        assert np.array_equal(c_signed(lib, spec, n, words=True), sample_signed(spec, n))
         out, ties = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         count = lib.ren_cpu_map_gaussian(words.ctypes.data, words.ctypes.data, sigma,
                                          ren.sampling.gaussian_bound(sigma), 1e-9, n,
@@ -122,7 +127,7 @@ def test_sparse_positions_with_repeated_keys_follow_a_stable_argsort(monkeypatch
             want = sample_signed(spec, 300)
             assert np.count_nonzero(want) == h
             for isa, lib in _paths():
-                assert np.array_equal(c_signed(lib, spec, 300), want), (values, h, isa)
+                assert np.array_equal(c_signed(lib, spec, 300, words=True), want), (values, h, isa)
         monkeypatch.setattr(ren.sampling, "_u64", real)
 
 

@@ -79,6 +79,41 @@ static void shake_absorb(u64 a[25], int rate, const u8* msg, i64 len) {
   }
 }
 
+/* a stream squeezed a word at a time: the state and the next lane of its block */
+typedef struct {
+  u64 a[25];
+  int rate_words, next;
+} shake_reader;
+
+static void shake_open(shake_reader* r, int rate, const u8* msg, i64 len) {
+  shake_absorb(r->a, rate, msg, len);
+  r->rate_words = rate / 8;
+  r->next = 0;
+}
+
+/* the stream's next nwords little-endian u64 words (a lane's value is its 8 bytes read
+   little-endian, so the lanes are the words) */
+static void shake_read_u64(shake_reader* r, u64* out, i64 nwords) {
+  while (nwords > 0) {
+    if (r->next == r->rate_words) {
+      keccak_f1600(r->a);
+      r->next = 0;
+    }
+    const i64 m = nwords < r->rate_words - r->next ? nwords : r->rate_words - r->next;
+    memcpy(out, r->a + r->next, (size_t)m * sizeof(u64));
+    out += m;
+    nwords -= m;
+    r->next += (int)m;
+  }
+}
+
+/* the first nwords u64 words of SHAKE-256(msg) */
+static void shake256_u64(const u8* msg, i64 len, u64* out, i64 nwords) {
+  shake_reader r;
+  shake_open(&r, SHAKE256_RATE, msg, len);
+  shake_read_u64(&r, out, nwords);
+}
+
 /* SHAKE-128 (bits 128) or SHAKE-256 (256) of msg, outlen bytes (the tests' check against
    hashlib) */
 void ren_cpu_shake(int bits, const u8* msg, i64 len, u8* out, i64 outlen) {

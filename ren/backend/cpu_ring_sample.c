@@ -149,11 +149,12 @@ int ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i64
 }
 
 /* ---- small coefficients: ren.sampling.sample_signed's ternary, sparse ternary, Gaussian ----
-   Each purpose's words are one SHAKE-256 stream, a serial squeeze: the caller squeezes it
-   (hashlib's SHAKE-256 is faster than this file's scalar Keccak, twice as fast in the AVX-512
-   build, see keccak_f1600) and these functions map the words to coefficients, the mappings on
-   REN_CPU_THREADS threads in chunks of REN_SMALL_CHUNK coefficients (the values do not depend
-   on the chunks or the threads). */
+   Each purpose's words are one SHAKE-256 stream (its input, ren.sampling.stream_input, comes
+   from the caller), a serial squeeze; what runs on the threads: the two streams of a kind that
+   has two side by side, the second half of the Gaussian stream beside the first half's
+   logarithms, and the mappings of words to coefficients in chunks of REN_SMALL_CHUNK
+   coefficients (the values do not depend on the chunks or the threads).  The ren_cpu_map_*
+   entry points take words squeezed elsewhere (the tests feed them crafted words). */
 #include <math.h>
 
 #define REN_SMALL_CHUNK 4096
@@ -254,20 +255,27 @@ int ren_cpu_map_sparse(const u64* keys, const u64* signs, i64 h, i64 n, i64* out
    operations in its order.  libm's log and cos may differ from NumPy's in the last bit, which
    changes a coefficient only where x sits at a rounding tie: where x lies within
    tie_eps (1 + |x| + sigma) of a half-integer the coefficient is left to the caller (NumPy, from
-   the same words): its index goes to ties (at most max_ties of them; any order).  Returns how
-   many there are (more than max_ties: the caller computes them all). */
-i64 ren_cpu_map_gaussian(const u64* w1, const u64* w2, double sigma, i64 bound, double tie_eps,
-                         i64 n, i64* out, i64* ties, i64 max_ties) {
-  const double two53 = 9007199254740992.0, two_pi = 2.0 * M_PI;
+   the same words): its index goes to ties (at most max_ties of them; any order), and the
+   functions return how many there are (more than max_ties: the caller computes them all). */
+#define GAUSS_TWO53 9007199254740992.0
+
+/* radius[i] = sqrt(-2 log u1) for i in [i0, i1) */
+static void gauss_radius(const u64* w1, i64 i0, i64 i1, double* radius) {
+  for (i64 i = i0; i < i1; ++i)
+    radius[i] = sqrt(-2.0 * log(((double)(w1[i] >> 11) + 1.0) / GAUSS_TWO53));
+}
+
+/* the coefficients from the radii and w2, on the threads */
+static i64 gauss_finish(const double* radius, const u64* w2, double sigma, i64 bound,
+                        double tie_eps, i64 n, i64* out, i64* ties, i64 max_ties) {
+  const double two_pi = 2.0 * M_PI;
   i64 nties = 0;
   const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
   REN_OMP(parallel for schedule(static) num_threads(ren_threads) if(REN_SMALL_PAR(n)))
   for (i64 c = 0; c < chunks; ++c) {
     const i64 end = (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n;
     for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i) {
-      const double u1 = ((double)(w1[i] >> 11) + 1.0) / two53;
-      const double u2 = (double)(w2[i] >> 11) / two53;
-      const double x = sqrt(-2.0 * log(u1)) * cos(two_pi * u2) * sigma;
+      const double x = radius[i] * cos(two_pi * ((double)(w2[i] >> 11) / GAUSS_TWO53)) * sigma;
       if (fabs(x - floor(x) - 0.5) <= tie_eps * (1.0 + fabs(x) + sigma)) {
         i64 t;
         REN_OMP(atomic capture)
@@ -281,6 +289,95 @@ i64 ren_cpu_map_gaussian(const u64* w1, const u64* w2, double sigma, i64 bound, 
     }
   }
   return nties;
+}
+
+/* from words squeezed elsewhere (see above); -2 when out of memory */
+i64 ren_cpu_map_gaussian(const u64* w1, const u64* w2, double sigma, i64 bound, double tie_eps,
+                         i64 n, i64* out, i64* ties, i64 max_ties) {
+  if (n <= 0) return 0;
+  double* radius = (double*)malloc((size_t)n * sizeof(double));
+  if (!radius) return -2;
+  const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
+  REN_OMP(parallel for schedule(static) num_threads(ren_threads) if(REN_SMALL_PAR(n)))
+  for (i64 c = 0; c < chunks; ++c)
+    gauss_radius(w1, c * REN_SMALL_CHUNK,
+                 (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n, radius);
+  const i64 nties = gauss_finish(radius, w2, sigma, bound, tie_eps, n, out, ties, max_ties);
+  free(radius);
+  return nties;
+}
+
+/* from the stream whose input is msg: its first n words, then the next n squeezed on one thread
+   while another takes the first n's logarithms; -2 when out of memory */
+i64 ren_cpu_sample_gaussian(const u8* msg, i64 len, double sigma, i64 bound, double tie_eps,
+                            i64 n, i64* out, i64* ties, i64 max_ties) {
+  if (n <= 0) return 0;
+  u64* u = (u64*)malloc((size_t)n * 2 * sizeof(u64));
+  double* radius = (double*)malloc((size_t)n * sizeof(double));
+  if (!u || !radius) {
+    free(u);
+    free(radius);
+    return -2;
+  }
+  shake_reader r;
+  shake_open(&r, SHAKE256_RATE, msg, len);
+  shake_read_u64(&r, u, n);
+  REN_OMP(parallel sections num_threads(2) if(REN_SMALL_PAR(n)))
+  {
+    REN_OMP(section)
+    shake_read_u64(&r, u + n, n);
+    REN_OMP(section)
+    gauss_radius(u, 0, n, radius);
+  }
+  const i64 nties = gauss_finish(radius, u + n, sigma, bound, tie_eps, n, out, ties, max_ties);
+  free(u);
+  free(radius);
+  return nties;
+}
+
+/* uniform_on_interval / ternary from the "hi" and "lo" streams' inputs: the two squeezed side
+   by side, then ren_cpu_map_interval.  Returns 0, or 1 when out of memory. */
+int ren_cpu_sample_interval(const u8* msg_hi, i64 len_hi, const u8* msg_lo, i64 len_lo,
+                            u64 width, i64 lo, i64 n, i64* out) {
+  if (n <= 0) return 0;
+  u64* low = (u64*)malloc((size_t)n * sizeof(u64));
+  if (!low) return 1;
+  u64* high = (u64*)out;  /* the "hi" words go where their coefficients will */
+  REN_OMP(parallel sections num_threads(2) if(REN_SMALL_PAR(n)))
+  {
+    REN_OMP(section)
+    shake256_u64(msg_hi, len_hi, high, n);
+    REN_OMP(section)
+    shake256_u64(msg_lo, len_lo, low, n);
+  }
+  ren_cpu_map_interval(high, low, width, lo, n, out);  /* out[i] after high[i] only */
+  free(low);
+  return 0;
+}
+
+/* sparse_ternary(h) from the "positions" and "signs" streams' inputs: the two squeezed side by
+   side, then ren_cpu_map_sparse.  Returns 0, or 1 when out of memory. */
+int ren_cpu_sample_sparse(const u8* msg_pos, i64 len_pos, const u8* msg_sign, i64 len_sign,
+                          i64 h, i64 n, i64* out) {
+  if (n <= 0) return 0;
+  u64* keys = (u64*)malloc((size_t)n * sizeof(u64));
+  u64* signs = (u64*)malloc((size_t)(h > 0 ? h : 1) * sizeof(u64));
+  if (!keys || !signs) {
+    free(keys);
+    free(signs);
+    return 1;
+  }
+  REN_OMP(parallel sections num_threads(2) if(REN_SMALL_PAR(n)))
+  {
+    REN_OMP(section)
+    shake256_u64(msg_pos, len_pos, keys, n);
+    REN_OMP(section)
+    shake256_u64(msg_sign, len_sign, signs, h);
+  }
+  const int status = ren_cpu_map_sparse(keys, signs, h, n, out);
+  free(keys);
+  free(signs);
+  return status;
 }
 
 /* out (L x n, row-major): the residues c mod moduli[l] (in [0, q)) of n signed coefficients,

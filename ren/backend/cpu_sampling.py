@@ -10,13 +10,15 @@ sampler reads the same streams (FIPS 202 SHAKE-128 of ``UNIFORM_PREFIX || limb |
 keeps the same words, so its residues are `ren.sampling.sample`'s at every thread count.
 
 Small coefficients (`sample_signed`) are `ren.sampling.sample_signed`'s: each purpose's stream
-is one serial SHAKE-256 squeeze, which hashlib does (faster than the library's scalar Keccak),
-and the library maps the words on its threads (the sparse secret's positions: a quickselect
-instead of a sort of N keys).  A Gaussian coefficient takes libm's log and cos where the
-definition takes NumPy's; the two may differ in the last bit, which can change a coefficient
-only where x = normal · sigma sits at a rounding tie, so the C mapping leaves the coefficients
-within a small margin of a half-integer (~1e-8 of them) to NumPy, computed from their words by
-the definition's own `ren.sampling.gaussian_from_words`.
+is one serial SHAKE-256 squeeze, but a kind's two streams (ternary's "hi" and "lo", the sparse
+secret's "positions" and "signs") are squeezed side by side, the Gaussian stream's second half
+beside the first half's logarithms, and the mappings run on the threads, with the GIL released
+throughout (the sparse secret's positions: a quickselect instead of a sort of N keys).  A
+Gaussian coefficient takes libm's log and cos where the definition takes NumPy's; the two may
+differ in the last bit, which can change a coefficient only where x = normal · sigma sits at a
+rounding tie, so the C mapping leaves the coefficients within a small margin of a half-integer
+(~1e-8 of them) to NumPy, computed from their words by the definition's own
+`ren.sampling.gaussian_from_words`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ import numpy as np
 from ren.errors import ParameterError, is_int
 from ren.random import RandomSpec
 from ren.ring import RingSpec
-from ren.sampling import UNIFORM_PREFIX, gaussian_bound, gaussian_from_words, stream_words
+from ren.sampling import (
+    UNIFORM_PREFIX,
+    gaussian_bound,
+    gaussian_from_words,
+    stream_input,
+    stream_words,
+)
 from ren.sampling import validate as validate_spec
 
 _u8p, _i64 = ctypes.c_char_p, ctypes.c_longlong
@@ -53,6 +61,14 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_map_gaussian.argtypes = [_p, _p, ctypes.c_double, _i64, ctypes.c_double, _i64,
                                          _p, _p, _i64]
     lib.ren_cpu_map_gaussian.restype = _i64
+    lib.ren_cpu_sample_interval.argtypes = [_u8p, _i64, _u8p, _i64, ctypes.c_uint64, _i64, _i64,
+                                            _p]
+    lib.ren_cpu_sample_interval.restype = ctypes.c_int
+    lib.ren_cpu_sample_sparse.argtypes = [_u8p, _i64, _u8p, _i64, _i64, _i64, _p]
+    lib.ren_cpu_sample_sparse.restype = ctypes.c_int
+    lib.ren_cpu_sample_gaussian.argtypes = [_u8p, _i64, ctypes.c_double, _i64, ctypes.c_double,
+                                            _i64, _p, _p, _i64]
+    lib.ren_cpu_sample_gaussian.restype = _i64
     lib.ren_cpu_signed_residues.argtypes = [_p, _p, _i64, _i64, _p]
     lib.ren_cpu_signed_residues.restype = None
 
@@ -92,13 +108,15 @@ def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
 TIE_EPS = 1e-9
 
 
-def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int,
-                  tie_eps: float = TIE_EPS) -> np.ndarray:
+def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int, tie_eps: float = TIE_EPS,
+                  words: bool = False) -> np.ndarray:
     """`ren.sampling.sample_signed(spec, N)`: the N int64 coefficients of a small-coefficient
-    spec, its stream words squeezed by hashlib and mapped by the ring library `lib` on its
-    threads.  `tie_eps` is the Gaussian's margin around rounding ties left to NumPy (module
-    docstring; tests raise it to send every coefficient there)."""
-    kind, params, seed = spec.kind, spec.params, spec.seed
+    spec, by the ring library `lib` on its threads: its SHAKE-256 streams squeezed (two at once
+    where a kind has two) and mapped in C, or with ``words=True`` the words from
+    `ren.sampling.stream_words` (hashlib) mapped in C.  `tie_eps` is the Gaussian's margin
+    around rounding ties left to NumPy (module docstring; tests raise it to send every
+    coefficient there)."""
+    kind, params, seed = spec.kind, spec.params, bytes(spec.seed)
     if kind == "ternary":
         params, kind = (-1, 1), "uniform_on_interval"
     _bind(lib)
@@ -109,32 +127,56 @@ def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int,
                 or max(abs(lo), abs(hi)) >= 1 << 62:
             raise ParameterError(f"uniform_on_interval: need ints lo <= hi, hi - lo < 2^32, "
                                  f"|lo|, |hi| < 2^62, got lo={lo!r}, hi={hi!r}")
-        high, low = stream_words(seed, "hi", N), stream_words(seed, "lo", N)
-        lib.ren_cpu_map_interval(high.ctypes.data, low.ctypes.data, hi - lo + 1, lo, N,
-                                 out.ctypes.data)
+        if words:
+            high, low = stream_words(seed, "hi", N), stream_words(seed, "lo", N)
+            lib.ren_cpu_map_interval(high.ctypes.data, low.ctypes.data, hi - lo + 1, lo, N,
+                                     out.ctypes.data)
+            return out
+        m_hi, m_lo = stream_input(seed, "hi"), stream_input(seed, "lo")
+        if lib.ren_cpu_sample_interval(m_hi, len(m_hi), m_lo, len(m_lo), hi - lo + 1, lo, N,
+                                       out.ctypes.data):
+            raise _no_memory(N, kind)
         return out
     if kind == "sparse_ternary":
         (h,) = params
         if not is_int(h) or not 0 <= h <= N:
             raise ParameterError(f"sparse_ternary: hamming_weight must be an int in [0, N={N}], "
                                  f"got {h!r}")
-        keys, signs = stream_words(seed, "positions", N), stream_words(seed, "signs", h)
-        if lib.ren_cpu_map_sparse(keys.ctypes.data, signs.ctypes.data, h, N, out.ctypes.data):
-            raise MemoryError(f"the C sampler could not allocate its buffers for {N} sparse "
-                              "ternary coefficients")
+        if words:
+            keys, signs = stream_words(seed, "positions", N), stream_words(seed, "signs", h)
+            status = lib.ren_cpu_map_sparse(keys.ctypes.data, signs.ctypes.data, h, N,
+                                            out.ctypes.data)
+        else:
+            m_pos, m_sign = stream_input(seed, "positions"), stream_input(seed, "signs")
+            status = lib.ren_cpu_sample_sparse(m_pos, len(m_pos), m_sign, len(m_sign), h, N,
+                                               out.ctypes.data)
+        if status:
+            raise _no_memory(N, kind)
         return out
     if kind == "gaussian":
         (sigma,) = params
-        words = stream_words(seed, "gauss", 2 * N)
         ties = np.empty(max(N, 1), dtype=np.int64)
-        count = lib.ren_cpu_map_gaussian(words.ctypes.data, words[N:].ctypes.data, float(sigma),
-                                         gaussian_bound(sigma), tie_eps, N, out.ctypes.data,
-                                         ties.ctypes.data, N)
+        args = (float(sigma), gaussian_bound(sigma), tie_eps, N, out.ctypes.data,
+                ties.ctypes.data, N)
+        w = stream_words(seed, "gauss", 2 * N) if words else None
+        if w is not None:
+            count = lib.ren_cpu_map_gaussian(w.ctypes.data, w[N:].ctypes.data, *args)
+        else:
+            msg = stream_input(seed, "gauss")
+            count = lib.ren_cpu_sample_gaussian(msg, len(msg), *args)
+        if count < 0:
+            raise _no_memory(N, kind)
         if count:  # the coefficients at a rounding tie: the definition's NumPy, same words
+            w = stream_words(seed, "gauss", 2 * N) if w is None else w
             at = ties[:count]
-            out[at] = gaussian_from_words(words[at], words[N + at], sigma)
+            out[at] = gaussian_from_words(w[at], w[N + at], sigma)
         return out
     raise ParameterError(f"{kind!r} is not a small-coefficient distribution")
+
+
+def _no_memory(N: int, kind: str) -> MemoryError:
+    return MemoryError(f"the C sampler could not allocate its buffers for {N} {kind} "
+                       "coefficients")
 
 
 def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:

@@ -109,3 +109,68 @@ def test_montgomery_lift_gives_the_standard_lift_floats(bits, limbs):
     assert abs(got[9] - values[9]) <= abs(values[9]) * 2.0 ** -48 and got[1] == -1.0  # ints
     if bits == 1020:
         assert rns._prefix_for(ring, bits) > rns._FLOAT_CHECK_MAX_K
+
+
+def _has_cc() -> bool:
+    from ren.backend import cpu
+
+    try:
+        cpu.cpu_flags()
+    except ren.RenError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_cc(), reason="the compiled lift needs a C compiler")
+@pytest.mark.parametrize("big", [False, True])
+def test_compiled_lift_gives_the_numpy_lift_words(big):
+    """The compiled prefix lift (digits, sign and check in C over OpenMP threads) gives the
+    NumPy lift's floats word for word at 1 and 2 threads, for the Python ints' values; a value
+    past the prefix bound makes it decline (None), and `_lift` then gives the whole-basis lift."""
+    N = 2 * encoder.LIFT_PIECE
+    ring = RingSpec.generate(N, 9)
+    bits = 70
+    rnd = random.Random(11)
+    values = [rnd.randrange(-(1 << bits), 1 << bits) for _ in range(N)]
+    values[:3] = [0, -1, (1 << bits) - 1]
+    if big:
+        values[N - 2] = -(1 << 200) + 3
+    words = to_mont(_residues(values, ring), get_tables(ring))
+    want = encoder._lift(words, ring, 0, bits)
+    assert abs(want[N - 2] - values[N - 2]) <= abs(values[N - 2]) * 2.0 ** -48
+    for t in (1, 2):
+        with ren.settings.override(REN_CPU_THREADS=t):
+            ren.backend.cpu.CpuDevice("cpu").set_threads(t)
+            got = encoder._lift_compiled(words, ring, 0, bits)
+            whole = encoder._lift(words, ring, 0, bits, compiled=True)
+        assert np.array_equal(whole.view(np.int64), want.view(np.int64)), t
+        if big:
+            assert got is None
+        else:
+            assert got is not None and np.array_equal(got.view(np.int64), want.view(np.int64))
+    ren.backend.cpu.CpuDevice("cpu").set_threads(None)
+
+
+@pytest.mark.skipif(not _has_cc(), reason="the cpu device needs a C compiler")
+def test_decode_on_the_cpu_device_is_the_same_at_one_and_two_threads():
+    from ren.backend import backend_override, cpu
+    from ren.ckks import CKKSParams, Decryptor, Encoder, Encryptor, KeyGenerator
+
+    params = CKKSParams(N=2 * encoder.LIFT_PIECE, depth=2, scale_bits=30, first_bits=40,
+                        insecure=True)
+    x = np.linspace(-1, 1, 64)
+    with backend_override("python", cpu.open_device), ren.random.seeded(2):
+        kg = KeyGenerator(params)
+        enc = Encoder(params)
+        ct = Encryptor(params, kg.public_key()).encrypt(enc.encode(x))
+        pt = Decryptor(params, kg.secret_key()).decrypt(ct)
+        out = {}
+        for t in (1, 2):
+            with ren.settings.override(REN_CPU_THREADS=t):
+                cpu.CpuDevice("cpu").set_threads(t)
+                out[t] = enc.decode(pt)
+        cpu.CpuDevice("cpu").set_threads(None)
+    ref = Encoder(params).decode(pt)  # the "python" device's plaintext words, NumPy lift
+    assert np.array_equal(out[1].view(np.float64), out[2].view(np.float64))
+    assert np.array_equal(out[1].view(np.float64), ref.view(np.float64))
+    assert np.max(np.abs(out[1][:64].real - x)) < 1e-3

@@ -8,6 +8,7 @@ twisted coefficients m_i·ζ^i, so both directions cost O(N log N) with NumPy's 
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import threading
@@ -15,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from functools import lru_cache
 from numbers import Number
+from typing import Any
 
 import numpy as np
 
@@ -22,10 +24,10 @@ from ren import settings
 from ren.ckks.ciphertext import Plaintext
 from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOfBoundsError
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
-from ren.errors import ParameterError, ShapeError, check_int_range
+from ren.errors import ParameterError, RenError, ShapeError, check_int_range
 from ren.poly import Poly
 from ren.realization import host_residues
-from ren.ring import RingSpec
+from ren.ring import RingSpec, get_tables, rns
 from ren.ring.rns import centered_floats
 
 #: Coefficients stay below 2^62 in magnitude on the fast (int64) path.
@@ -54,15 +56,21 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def _lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int) -> np.ndarray:
+def _lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int,
+          compiled: bool = False) -> np.ndarray:
     """`centered_floats(words, ring, shift, bits=bits, montgomery=True)` of Montgomery-form
     `words` (as every device stores them), in pieces of LIFT_PIECE columns over REN_CPU_THREADS
     threads: each piece is lifted by itself, in cache.  A piece whose
     values pass the prefix bound falls back to the whole basis by itself, where the whole array
     would have fallen back at once; so when any value reaches 2^(bits+1) (the only case where a
     piece can have fallen back) the lift runs again on the whole array: the floats are
-    `centered_floats`'s own in every case."""
+    `centered_floats`'s own in every case.  `compiled` (words of a compiled device): the prefix
+    digits and the check run compiled first (`_lift_compiled`: the same words, no GIL)."""
     n = words.shape[1]
+    if compiled and n >= 2 * LIFT_PIECE:
+        x = _lift_compiled(words, ring, shift, bits)
+        if x is not None:
+            return x
     if n < 2 * LIFT_PIECE or n % LIFT_PIECE:
         return centered_floats(words, ring, shift, bits=bits, montgomery=True)
     starts = range(0, n, LIFT_PIECE)
@@ -76,6 +84,162 @@ def _lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int) -> np.ndarra
     x = np.concatenate(parts)
     if float(np.max(np.abs(x), initial=0.0)) >= math.ldexp(1.0, bits + 1 - shift):
         return centered_floats(words, ring, shift, bits=bits, montgomery=True)
+    return x
+
+
+#: the compiled prefix lift (`_lift_compiled`): per column, the Montgomery words of the k prefix
+#: rows to standard form, Garner's digits and sign (exactly `rns._garner_digits`'s), and the
+#: check of every other row (exactly `rns._matches_float`'s: float64 sums of integers below
+#: 2^53, in any order); columns in blocks over the OpenMP threads.  Returns the count of columns
+#: whose check fails.
+_LIFT_C = r"""
+#include <stdint.h>
+#include <math.h>
+typedef uint32_t u32; typedef uint64_t u64; typedef int64_t i64;
+#define REN_LIFT_MAX_K 32
+#define REN_LIFT_BLOCK 512
+long long ren_lift_prefix(const u32* w, long long L, long long n, long long k,
+                          const u64* q, const u64* qneg, const u64* red, const u64* gw,
+                          const u64* gws, const u64* half,
+                          const double* m, const double* qf, const double* qinv,
+                          u64* dig, unsigned char* above, int threads) {
+  long long bad = 0;
+  const i64 mk = 2 * k + 1;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(+:bad) \
+    if(threads > 1)
+#endif
+  for (i64 c0 = 0; c0 < n; c0 += REN_LIFT_BLOCK) {
+    const i64 c1 = c0 + REN_LIFT_BLOCK < n ? c0 + REN_LIFT_BLOCK : n;
+    double rows[2 * REN_LIFT_MAX_K + 1][REN_LIFT_BLOCK];
+    for (i64 c = c0; c < c1; ++c) {
+      u64 t[REN_LIFT_MAX_K];
+      for (i64 i = 0; i < k; ++i) {  /* from Montgomery form: x * 2^-32 mod q_i */
+        u64 x = w[i * n + c];
+        const u64 mm = (x * qneg[i]) & 0xFFFFFFFFULL;
+        x = (x + mm * q[i]) >> 32;
+        t[i] = x >= q[i] ? x - q[i] : x;
+      }
+      for (i64 i = 0; i + 1 < k; ++i) {  /* Garner: row j becomes (t_j - v_i) q_i^-1 mod q_j */
+        const u64 v = t[i];
+        for (i64 j = i + 1; j < k; ++j) {
+          u64 vr = v - ((v * red[j]) >> 32) * q[j];  /* v mod q_j, first in [0, 2 q_j) */
+          vr = vr >= q[j] ? vr - q[j] : vr;
+          const u64 d = t[j] >= vr ? t[j] - vr : t[j] + q[j] - vr;
+          const u64 r = d * gw[j * k + i] - ((d * gws[j * k + i]) >> 32) * q[j];  /* Shoup */
+          t[j] = r >= q[j] ? r - q[j] : r;
+        }
+      }
+      int ab = 0, eq = 1;
+      for (i64 j = k - 1; j >= 0; --j) {
+        ab |= eq & (t[j] > half[j]);
+        eq &= t[j] == half[j];
+      }
+      above[c] = (unsigned char)ab;
+      for (i64 i = 0; i < k; ++i) {
+        dig[i * n + c] = t[i];
+        rows[i][c - c0] = (double)(t[i] & 0xFFFFULL);
+        rows[k + i][c - c0] = (double)(t[i] >> 16);
+      }
+      rows[2 * k][c - c0] = (double)ab;
+    }
+    const i64 nc = c1 - c0;
+    for (i64 j = k; j < L; ++j) {  /* the check, vectorised over the block's columns */
+      const double* mr = m + (j - k) * mk;
+      const double qj = qf[j - k], qi = qinv[j - k];
+      double x[REN_LIFT_BLOCK];
+      for (i64 c = 0; c < nc; ++c) x[c] = -(double)w[j * n + c0 + c];
+      for (i64 i = 0; i < mk; ++i) {
+        const double mi = mr[i];
+        for (i64 c = 0; c < nc; ++c) x[c] += rows[i][c] * mi;
+      }
+      for (i64 c = 0; c < nc; ++c) bad += rint(x[c] * qi) * qj != x[c];
+    }
+  }
+  return bad;
+}
+"""
+_lift_lib: list[Any] = []  # [the loaded library, or None where it cannot be built]
+_lift_lock = threading.Lock()
+
+
+def _lift_library() -> Any:
+    """The compiled prefix lift (ctypes), built once per process; None without a C compiler."""
+    with _lift_lock:
+        if not _lift_lib:
+            try:
+                from ren.backend import c_host, cpu
+                cpu.omp_environment()
+                lib = c_host.compile_source(_LIFT_C, (*cpu.cpu_flags(), "-lm"), cpu.cache_dir())
+                fn = lib.ren_lift_prefix
+                fn.restype = ctypes.c_longlong
+                fn.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
+                               ctypes.c_longlong, *[ctypes.c_void_p] * 11, ctypes.c_int]
+                _lift_lib.append(fn)
+            except (RenError, OSError, AttributeError):
+                _lift_lib.append(None)
+        return _lift_lib[0]
+
+
+@lru_cache(maxsize=64)
+def _compiled_lift_constants(ring: RingSpec, k: int) -> tuple[np.ndarray, ...]:
+    """The compiled lift's tables: q, −q^-1 mod 2^32 and floor(2^32/q) (rows < k), q_i^-1 mod
+    q_j with its Shoup companion (k × k), the digits of floor(Q_k/2), and
+    `rns._float_check_constants(ring, k, montgomery=True)` (as `rns._garner_constants`)."""
+    t = get_tables(ring)
+    gw = np.zeros((k, k), dtype=np.uint64)
+    gws = np.zeros((k, k), dtype=np.uint64)
+    for j in range(k):
+        for i in range(j):
+            gw[j, i] = pow(ring.moduli[i], -1, ring.moduli[j])
+            gws[j, i] = (int(gw[j, i]) << 32) // ring.moduli[j]
+    red = np.array([(1 << 32) // qq for qq in ring.moduli[:k]], dtype=np.uint64)
+    half, digits = ring.sub(0, k).Q // 2, []
+    for qq in ring.moduli[:k]:
+        digits.append(half % qq)
+        half //= qq
+    m, qf, qinv = rns._float_check_constants(ring, k, True)
+    return (np.ascontiguousarray(t.q64[:k, 0]), np.ascontiguousarray(t.qneg[:k, 0]), red, gw,
+            gws, np.array(digits, dtype=np.uint64), np.ascontiguousarray(m),
+            np.ascontiguousarray(qf[:, 0]), np.ascontiguousarray(qinv[:, 0]))
+
+
+def _compiled_device(name: str) -> bool:
+    """Whether device `name` runs compiled kernels (the "cpu" device, whatever its name)."""
+    from ren.backend import get_device
+    from ren.backend.cpu import CpuDevice
+    return isinstance(get_device(name), CpuDevice)
+
+
+def _lift_compiled(words: np.ndarray, ring: RingSpec, shift: int, bits: int
+                   ) -> np.ndarray | None:
+    """`_lift` with the prefix digits and the check compiled (`_LIFT_C`, on the "cpu" device's
+    thread count `ren.backend.cpu.threads()`, without the GIL): the same digits and the same
+    decision, exact integer work; the floats are made from the digits by `rns._to_floats` in
+    LIFT_PIECE pieces as `_lift`'s pieces make them.  None where it does not apply (no
+    compiler; a prefix of more than 32 moduli or of the whole basis; a ring `_lift` does not
+    split), or where a column fails the check."""
+    n = words.shape[1]
+    k = rns._prefix_for(ring, bits)
+    if not (k < ring.limbs and k <= rns._FLOAT_CHECK_MAX_K) or n % LIFT_PIECE:
+        return None
+    fn = _lift_library()
+    if fn is None:
+        return None
+    w = np.ascontiguousarray(words, dtype=np.uint32)
+    consts = _compiled_lift_constants(ring, k)
+    dig = np.empty((k, n), dtype=np.uint64)
+    above = np.empty(n, dtype=np.uint8)
+    from ren.backend.cpu import threads
+    bad = fn(w.ctypes.data, ring.limbs, n, k, *(c.ctypes.data for c in consts),
+             dig.ctypes.data, above.ctypes.data, threads())
+    if bad:
+        return None
+    sub, ab = ring.sub(0, k), above.view(bool)
+    x = np.concatenate([rns._to_floats(dig[:, c:c + LIFT_PIECE], ab[c:c + LIFT_PIECE], sub,
+                                       shift) for c in range(0, n, LIFT_PIECE)])
+    if float(np.max(np.abs(x), initial=0.0)) >= math.ldexp(1.0, bits + 1 - shift):
+        return None  # where `_lift` lifts the whole array again: let it
     return x
 
 
@@ -264,7 +428,8 @@ class Encoder:
         shift = max(0, ring.Q.bit_length() - 1000)  # Q·2^-shift fits a float64
         # messages up to 2^62 take the short path (a prefix of the moduli, checked against the
         # rest); anything larger falls back to the whole basis by itself
-        x = _lift(words, ring, shift, bits=math.ceil(log2_exact(pt.scale)) + 64)
+        x = _lift(words, ring, shift, bits=math.ceil(log2_exact(pt.scale)) + 64,
+                  compiled=_compiled_device(coeffs.device))
         peak = float(np.max(np.abs(x), initial=0.0))
         top_bits = (math.frexp(peak)[1] + shift) if peak else 0  # bits of the largest |coefficient|
         log2_scale = log2_exact(pt.scale)

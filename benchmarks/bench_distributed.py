@@ -34,8 +34,9 @@ one alone; on a VM whose two cores share caches and memory bandwidth this is bel
 
 Before the jobs it prints the wire's own speed on one core (`wire_report`): encode and decode
 GB/s of an input and of a result ciphertext through `ren.distributed.wire` and Dask's
-serialization (goal >= 2 GB/s each way), the on-disk container for comparison, and SHA-256
-against BLAKE3 (and xxHash where installed) over the same bytes.
+serialization (goal >= 2 GB/s each way; the records' checksum is XXH3-128 where xxhash is
+installed), the on-disk container for comparison, and SHA-256, BLAKE2b, BLAKE3 and XXH3-128
+over the same bytes.
 
 The batch cycles through `--distinct` fresh encryptions (encrypting 64 at N = 2^14 takes a
 while and is not what is measured).  The machine is often shared: run it on a quiet one.

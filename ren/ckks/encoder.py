@@ -97,7 +97,7 @@ _LIFT_C = r"""
 #include <math.h>
 typedef uint32_t u32; typedef uint64_t u64; typedef int64_t i64;
 #define REN_LIFT_MAX_K 32
-#define REN_LIFT_BLOCK 512
+#define REN_LIFT_BLOCK 256
 long long ren_lift_prefix(const u32* w, long long L, long long n, long long k,
                           const u64* q, const u64* qneg, const u64* red, const u64* gw,
                           const u64* gws, const u64* half,
@@ -111,39 +111,49 @@ long long ren_lift_prefix(const u32* w, long long L, long long n, long long k,
 #endif
   for (i64 c0 = 0; c0 < n; c0 += REN_LIFT_BLOCK) {
     const i64 c1 = c0 + REN_LIFT_BLOCK < n ? c0 + REN_LIFT_BLOCK : n;
+    const i64 nc = c1 - c0;
     double rows[2 * REN_LIFT_MAX_K + 1][REN_LIFT_BLOCK];
-    for (i64 c = c0; c < c1; ++c) {
-      u64 t[REN_LIFT_MAX_K];
-      for (i64 i = 0; i < k; ++i) {  /* from Montgomery form: x * 2^-32 mod q_i */
-        u64 x = w[i * n + c];
-        const u64 mm = (x * qneg[i]) & 0xFFFFFFFFULL;
-        x = (x + mm * q[i]) >> 32;
-        t[i] = x >= q[i] ? x - q[i] : x;
+    u64 t[REN_LIFT_MAX_K][REN_LIFT_BLOCK];  /* row j becomes digit v_j (loops over columns) */
+    for (i64 i = 0; i < k; ++i) {  /* from Montgomery form: x * 2^-32 mod q_i */
+      const u64 qi = q[i], qn = qneg[i];
+      for (i64 c = 0; c < nc; ++c) {
+        u64 x = w[i * n + c0 + c];
+        const u64 mm = (x * qn) & 0xFFFFFFFFULL;
+        x = (x + mm * qi) >> 32;
+        t[i][c] = x >= qi ? x - qi : x;
       }
-      for (i64 i = 0; i + 1 < k; ++i) {  /* Garner: row j becomes (t_j - v_i) q_i^-1 mod q_j */
-        const u64 v = t[i];
-        for (i64 j = i + 1; j < k; ++j) {
-          u64 vr = v - ((v * red[j]) >> 32) * q[j];  /* v mod q_j, first in [0, 2 q_j) */
-          vr = vr >= q[j] ? vr - q[j] : vr;
-          const u64 d = t[j] >= vr ? t[j] - vr : t[j] + q[j] - vr;
-          const u64 r = d * gw[j * k + i] - ((d * gws[j * k + i]) >> 32) * q[j];  /* Shoup */
-          t[j] = r >= q[j] ? r - q[j] : r;
+    }
+    for (i64 i = 0; i + 1 < k; ++i)  /* Garner: row j becomes (t_j - v_i) q_i^-1 mod q_j */
+      for (i64 j = i + 1; j < k; ++j) {
+        const u64 qj = q[j], rj = red[j], g = gw[j * k + i], gs = gws[j * k + i];
+        for (i64 c = 0; c < nc; ++c) {
+          const u64 v = t[i][c];
+          u64 vr = v - ((v * rj) >> 32) * qj;  /* v mod q_j, first in [0, 2 q_j) */
+          vr = vr >= qj ? vr - qj : vr;
+          const u64 d = t[j][c] >= vr ? t[j][c] - vr : t[j][c] + qj - vr;
+          const u64 r = d * g - ((d * gs) >> 32) * qj;  /* Shoup: d g mod q_j, in [0, 2 q_j) */
+          t[j][c] = r >= qj ? r - qj : r;
         }
       }
-      int ab = 0, eq = 1;
-      for (i64 j = k - 1; j >= 0; --j) {
-        ab |= eq & (t[j] > half[j]);
-        eq &= t[j] == half[j];
+    unsigned char ab[REN_LIFT_BLOCK], eq[REN_LIFT_BLOCK];
+    for (i64 c = 0; c < nc; ++c) { ab[c] = 0; eq[c] = 1; }
+    for (i64 j = k - 1; j >= 0; --j) {  /* x > floor(Q_k/2): digits compared from the top */
+      const u64 h = half[j];
+      for (i64 c = 0; c < nc; ++c) {
+        ab[c] |= eq[c] & (t[j][c] > h);
+        eq[c] &= t[j][c] == h;
       }
-      above[c] = (unsigned char)ab;
-      for (i64 i = 0; i < k; ++i) {
-        dig[i * n + c] = t[i];
-        rows[i][c - c0] = (double)(t[i] & 0xFFFFULL);
-        rows[k + i][c - c0] = (double)(t[i] >> 16);
-      }
-      rows[2 * k][c - c0] = (double)ab;
     }
-    const i64 nc = c1 - c0;
+    for (i64 c = 0; c < nc; ++c) {
+      above[c0 + c] = ab[c];
+      rows[2 * k][c] = (double)ab[c];
+    }
+    for (i64 i = 0; i < k; ++i)
+      for (i64 c = 0; c < nc; ++c) {
+        dig[i * n + c0 + c] = t[i][c];
+        rows[i][c] = (double)(t[i][c] & 0xFFFFULL);
+        rows[k + i][c] = (double)(t[i][c] >> 16);
+      }
     for (i64 j = k; j < L; ++j) {  /* the check, vectorised over the block's columns */
       const double* mr = m + (j - k) * mk;
       const double qj = qf[j - k], qi = qinv[j - k];

@@ -1,7 +1,8 @@
 """The "cpu" device's samplers: `ren.sampling`'s uniform residues from the ring library's own
 SHAKE-128 (`cpu_ring_sample.c`: 8 limbs' streams a Keccak permutation on the AVX-512 path, 4 on
 AVX2, limbs over the threads), and its small coefficients (ternary, sparse ternary, Gaussian,
-uniform on an interval) mapped in C on the threads from the same SHAKE-256 words.
+uniform on an interval) from the same SHAKE-256 streams, squeezed and mapped in C; `sample`
+takes any kind to its residue rows.
 
 Key generation is mostly uniform sampling (each key-switching key holds a uniform polynomial
 over the whole key ring per digit), and Python's hashlib squeezes a SHAKE stream holding the

@@ -25,6 +25,8 @@ from ren.ckks.ciphertext import Plaintext
 from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOfBoundsError
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError, RenError, ShapeError, check_int_range
+from ren.ir import storage_buffer
+from ren.ops import Op
 from ren.poly import Poly
 from ren.realization import host_residues
 from ren.ring import RingSpec, get_tables, rns
@@ -214,6 +216,18 @@ def _compiled_lift_constants(ring: RingSpec, k: int) -> tuple[np.ndarray, ...]:
             np.ascontiguousarray(qf[:, 0]), np.ascontiguousarray(qinv[:, 0]))
 
 
+def _host_words(p: Poly) -> np.ndarray:
+    """A realized Poly's words as its device stores them (Montgomery form): the host array
+    itself where the device keeps it in host memory (read only; `p` holds it), else a copy
+    (`host_residues`)."""
+    leaf = p.node.src[0]
+    if leaf.op is not Op.CONST:
+        words = storage_buffer(leaf).array()
+        if isinstance(words, np.ndarray) and words.dtype == np.uint32:
+            return words
+    return host_residues(p.node, montgomery=True)
+
+
 def _compiled_device(name: str) -> bool:
     """Whether device `name` runs compiled kernels (the "cpu" device, whatever its name)."""
     from ren.backend import get_device
@@ -246,8 +260,11 @@ def _lift_compiled(words: np.ndarray, ring: RingSpec, shift: int, bits: int
     if bad:
         return None
     sub, ab = ring.sub(0, k), above.view(bool)
-    x = np.concatenate([rns._to_floats(dig[:, c:c + LIFT_PIECE], ab[c:c + LIFT_PIECE], sub,
-                                       shift) for c in range(0, n, LIFT_PIECE)])
+
+    def floats(c: int) -> np.ndarray:
+        return rns._to_floats(dig[:, c:c + LIFT_PIECE], ab[c:c + LIFT_PIECE], sub, shift)
+
+    x = np.concatenate([floats(c) for c in range(0, n, LIFT_PIECE)])
     if float(np.max(np.abs(x), initial=0.0)) >= math.ldexp(1.0, bits + 1 - shift):
         return None  # where `_lift` lifts the whole array again: let it
     return x
@@ -434,7 +451,7 @@ class Encoder:
         # centred CRT lift straight to floats (Garner's mixed radix: no Python ints)
         coeffs = pt.poly.intt()
         coeffs.realize()
-        words = host_residues(coeffs.node, montgomery=True)  # from Montgomery form in _lift
+        words = _host_words(coeffs)  # from Montgomery form in _lift
         shift = max(0, ring.Q.bit_length() - 1000)  # Q·2^-shift fits a float64
         # messages up to 2^62 take the short path (a prefix of the moduli, checked against the
         # rest); anything larger falls back to the whole basis by itself

@@ -217,7 +217,8 @@ def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int
     """`timed(fn, reps)`, keeping each timed run's CPU per thread in THREAD_CPU[name, threads]:
     the busiest thread's CPU is the wall time the run needs at the least with its threads on
     cores of their own, whatever else runs on the machine (a run whose work is split evenly
-    over t threads shows 1/t of its one-thread CPU there; serial parts show on one thread)."""
+    over t threads shows 1/t of its one-thread CPU there; serial parts show on one thread).
+    A thread that ends within a run is not counted (Ren's OpenMP team and pools live on)."""
     samples: list[tuple[float, float]] = []
 
     def run() -> Any:

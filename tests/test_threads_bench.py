@@ -8,8 +8,8 @@ import importlib.util
 import os
 import shutil
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -35,14 +35,15 @@ def _spin(seconds: float) -> None:
 
 @_PROC
 def test_thread_cpu_finds_the_busiest_thread() -> None:
-    """A run that spins 60 ms on a helper thread and 15 ms on its own: the helper is the
+    """A run that spins 60 ms on a pool thread and 15 ms on its own: the pool thread is the
     busiest thread and both are in the total; thread_table divides the one-thread CPU by the
     busiest thread's."""
+    helper = ThreadPoolExecutor(1)  # a thread that lives on (one that ends is not counted)
+
     def work() -> None:
-        helper = threading.Thread(target=_spin, args=(0.06,))
-        helper.start()
+        done = helper.submit(_spin, 0.06)
         _spin(0.015)
-        helper.join()
+        done.result()
 
     bench.THREAD_CPU.clear()
     try:
@@ -60,6 +61,7 @@ def test_thread_cpu_finds_the_busiest_thread() -> None:
         assert bench.thread_table((2, 4)) == ""  # no op ran at both counts
     finally:
         bench.THREAD_CPU.clear()
+        helper.shutdown()
 
 
 @_PROC

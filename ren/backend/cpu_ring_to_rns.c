@@ -26,32 +26,50 @@
 #define TORNS_BLOCK 1024
 #define TORNS_CHUNK 4
 
-/* o[j] (+)= sum_{k < kc} [p_k[j] R^(k0+k+1)]_q, minus R^(W+1) where the top word is negative
-   (last chunk).  Inlined with a literal kc, so each width gets its own vector loop. */
-static inline __attribute__((always_inline)) void
-torns_rows(u32* restrict o, const u32* restrict pl, const i64 m, const u32* restrict tw,
-           const u32* restrict ts, const u32 q, const u32 wrap, const int kc, const int first,
-           const int last) {
-  const u32* restrict p0 = pl;
-  const u32* restrict p1 = pl + TORNS_BLOCK;
-  const u32* restrict p2 = pl + 2 * TORNS_BLOCK;
-  const u32* restrict p3 = pl + 3 * TORNS_BLOCK;
-  const u32* restrict top = pl + (kc - 1) * TORNS_BLOCK;
-  const u32 w0 = tw[0], s0 = ts[0];
-  const u32 w1 = kc > 1 ? tw[1] : 0, s1 = kc > 1 ? ts[1] : 0;
-  const u32 w2 = kc > 2 ? tw[2] : 0, s2 = kc > 2 ? ts[2] : 0;
-  const u32 w3 = kc > 3 ? tw[3] : 0, s3 = kc > 3 ? ts[3] : 0;
-  for (i64 j = 0; j < m; ++j) {
-    u32 t = shoup(p0[j], w0, s0, q);
-    u32 s = umin(t, t - q);
-    if (kc > 1) { t = shoup(p1[j], w1, s1, q); s = modadd(s, umin(t, t - q), q); }
-    if (kc > 2) { t = shoup(p2[j], w2, s2, q); s = modadd(s, umin(t, t - q), q); }
-    if (kc > 3) { t = shoup(p3[j], w3, s3, q); s = modadd(s, umin(t, t - q), q); }
-    if (!first) s = modadd(o[j], s, q);
-    if (last) s = modsub(s, (0u - (top[j] >> 31)) & wrap, q);
-    o[j] = s;
-  }
+/* [x R^(k+1)]_q for one word x: a Shoup product in [0, 2q), then one conditional subtraction */
+static inline u32 torns_term(u32 x, u32 w, u32 ws, u32 q) {
+  const u32 t = shoup(x, w, ws, q);
+  return umin(t, t - q);
 }
+
+/* o[j] (+)= sum_{k < KC} [p_k[j] R^(k0+k+1)]_q, minus R^(W+1) where the top word is negative
+   (the last chunk).  One function per KC and one loop per case (first chunk or not, last or
+   not), each a plain loop that vectorizes. */
+#define TORNS_ROWS(KC)                                                                        \
+  static void torns_rows##KC(u32* restrict o, const u32* restrict pl, const i64 m,            \
+                             const u32* restrict tw, const u32* restrict ts, const u32 q,       \
+                             const u32 wrap, const int first, const int last) {                \
+    const u32* restrict p0 = pl;                                                              \
+    const u32* restrict p1 = pl + TORNS_BLOCK;                                                \
+    const u32* restrict p2 = pl + 2 * TORNS_BLOCK;                                            \
+    const u32* restrict p3 = pl + 3 * TORNS_BLOCK;                                            \
+    const u32* restrict top = pl + (KC - 1) * TORNS_BLOCK;                                    \
+    const u32 w0 = tw[0], s0 = ts[0];                                                         \
+    const u32 w1 = KC > 1 ? tw[1] : 0, s1 = KC > 1 ? ts[1] : 0;                               \
+    const u32 w2 = KC > 2 ? tw[2] : 0, s2 = KC > 2 ? ts[2] : 0;                               \
+    const u32 w3 = KC > 3 ? tw[3] : 0, s3 = KC > 3 ? ts[3] : 0;                               \
+    if (first && last) {                                                                      \
+      for (i64 j = 0; j < m; ++j)                                                             \
+        o[j] = modsub(TORNS_SUM(KC), (0u - (top[j] >> 31)) & wrap, q);                        \
+    } else if (first) {                                                                       \
+      for (i64 j = 0; j < m; ++j) o[j] = TORNS_SUM(KC);                                        \
+    } else if (last) {                                                                        \
+      for (i64 j = 0; j < m; ++j)                                                             \
+        o[j] = modsub(modadd(o[j], TORNS_SUM(KC), q), (0u - (top[j] >> 31)) & wrap, q);       \
+    } else {                                                                                  \
+      for (i64 j = 0; j < m; ++j) o[j] = modadd(o[j], TORNS_SUM(KC), q);                       \
+    }                                                                                         \
+  }
+#define TORNS_T(k) torns_term(p##k[j], w##k, s##k, q)
+#define TORNS_SUM(KC)                                                                         \
+  (KC == 1 ? TORNS_T(0)                                                                       \
+   : KC == 2 ? modadd(TORNS_T(0), TORNS_T(1), q)                                              \
+   : KC == 3 ? modadd(modadd(TORNS_T(0), TORNS_T(1), q), TORNS_T(2), q)                       \
+   : modadd(modadd(TORNS_T(0), TORNS_T(1), q), modadd(TORNS_T(2), TORNS_T(3), q), q))
+TORNS_ROWS(1)
+TORNS_ROWS(2)
+TORNS_ROWS(3)
+TORNS_ROWS(4)
 
 void ren_cpu_to_rns(void** a) {
   u32* out = (u32*)a[0];
@@ -121,10 +139,10 @@ void ren_cpu_to_rns(void** a) {
         const u32* sl = ts + l * S + k0;
         const u32 ql = q[l], wrap = tw[l * S + W];
         switch (kc) {
-          case 1: torns_rows(o, pl, m, wl, sl, ql, wrap, 1, first, last); break;
-          case 2: torns_rows(o, pl, m, wl, sl, ql, wrap, 2, first, last); break;
-          case 3: torns_rows(o, pl, m, wl, sl, ql, wrap, 3, first, last); break;
-          default: torns_rows(o, pl, m, wl, sl, ql, wrap, 4, first, last); break;
+          case 1: torns_rows1(o, pl, m, wl, sl, ql, wrap, first, last); break;
+          case 2: torns_rows2(o, pl, m, wl, sl, ql, wrap, first, last); break;
+          case 3: torns_rows3(o, pl, m, wl, sl, ql, wrap, first, last); break;
+          default: torns_rows4(o, pl, m, wl, sl, ql, wrap, first, last); break;
         }
       }
     }

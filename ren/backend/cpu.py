@@ -157,8 +157,8 @@ def omp_environment() -> None:
     350 us of work took 178 us on 2 threads spinning (any spin count from 1,000 up) and 226 us
     passive; a multiply replay at N = 2^16 (38 kernels) makes ~176 futex calls and ~90
     context switches, a bootstrapping replay at N = 2^12 (4,477 kernels) ~13,600 and ~4,700,
-    where 2 threads took 585 ms passive against 438 ms with GOMP_SPINCOUNT=10000 (1 thread:
-    473 ms).  But with the cores busy
+    where 2 threads took 370–585 ms passive against 315–450 ms with GOMP_SPINCOUNT=10000
+    (1 thread: 473–525 ms; runs minutes apart on the shared VM).  But with the cores busy
     elsewhere, the same short spin made the multiply at N = 2^14 4x slower (17 -> 70 ms), so
     passive stays the default."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:

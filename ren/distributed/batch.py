@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ren import settings
+from ren.distributed import shm
 from ren.distributed.cluster import (
     cancel_quietly,
     check_timeout,
@@ -174,6 +175,9 @@ class _Sender:
     keep: bool = False
     group: bool = False  # each item is a list of inputs run by one task (`inputs_per_task`)
     indices: list[list[int]] = field(default_factory=list)  # each group's input indices
+    #: the job's shared-memory prefix and smallest record (`ren.distributed.shm`), or None
+    shm: tuple[str, int] | None = None
+    segments: Any = None  # its writer of input segments
 
     def send_many(self, indices: range, attempt: int = 0) -> list[tuple[Any, Any, int]]:
         """(the task's future, the scattered input's future, the input's wire bytes) of each
@@ -183,7 +187,8 @@ class _Sender:
         client's CPU per 64 inputs 0.42 s one by one, 0.20 s in chunks)."""
         keys = [f"ren-map-{self.job_id}-{i}" + (f"-resend{attempt}" if attempt else "")
                 for i in indices]
-        wires = [self.codec.encode(self.items[i], f"batch[{i}]") for i in indices]
+        wires = [self.codec.encode(self.items[i], f"batch[{i}]", self.segments)
+                 for i in indices]
         # a dict: each wire tree is one value (a tuple would be scattered item by item)
         data = self.client.scatter({f"{k}-input": w for k, w in zip(keys, wires)},
                                    workers=self.addresses, hash=False)
@@ -192,7 +197,7 @@ class _Sender:
             run_item, [self.which[i] for i in indices], [data[f"{k}-input"] for k in keys],
             [self.indices[i] for i in indices] if self.group else list(indices), key=keys,
             pure=False, context_key=ck, context_blob=self.shared[ck], program_key=pk,
-            program_blob=self.shared[pk], keep=self.keep, group=self.group)
+            program_blob=self.shared[pk], keep=self.keep, group=self.group, shm=self.shm)
         return [(f, data[f"{k}-input"], wire_bytes(w)) for f, k, w in zip(futures, keys, wires)]
 
 
@@ -245,6 +250,8 @@ class MapJob:
     #: the input indices of each task when tasks carry several inputs (`inputs_per_task`);
     #: `futures`, `_inputs` and `_attempts` are then per task
     _groups: list[list[int]] | None = None
+    #: ends the job's shared-memory segments (`ren.distributed.shm.end_job`; once)
+    _shm_end: Callable[[], Any] | None = None
 
     def _sent_inputs(self) -> int:
         """Inputs sent so far."""
@@ -403,6 +410,8 @@ class MapJob:
         except BaseException:
             self.cancel()  # no further input is sent for a job that failed
             raise
+        finally:
+            self._end_segments()
         self.timings = timings
         self.wall_seconds = time.perf_counter() - self._submitted
         self._fetched = True
@@ -425,6 +434,8 @@ class MapJob:
         except BaseException:
             self.cancel()
             raise
+        finally:
+            self._end_segments()
         self.wall_seconds = time.perf_counter() - self._submitted
         which = None
         if self.standins is not None:
@@ -439,6 +450,13 @@ class MapJob:
             self._cancelled = True
             self._cond.notify_all()
         cancel_quietly(self.client, self.futures)
+        self._end_segments()
+
+    def _end_segments(self) -> None:
+        """Unlink what is left of the job's shared-memory segments (an input a dead worker
+        never read, a cancelled task's result); nothing on the path of frames."""
+        if self._shm_end is not None:
+            self._shm_end()
 
     def describe(self) -> str:
         """What travelled, in a few lines (bytes; per worker where it is sent once each)."""
@@ -561,6 +579,11 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
                  _submitted=time.perf_counter(), _inputs=[None] * n, _attempts=[0] * n)
     if not n:
         return job
+    prefix = shm.start_job(client, addresses)  # None: records travel in the messages
+    job_shm = None if prefix is None else (prefix, shm.min_bytes())
+    if prefix is not None:
+        # the job's leftovers are unlinked when it ends, or when it is garbage collected
+        job._shm_end = weakref.finalize(job, shm.end_job, prefix)
     # ck and pk name the content (the workers' cache of loaded keys and plans); the client
     # keeps them broadcast for its later jobs (remote.share)
     shared: dict[str, Any] = {}
@@ -572,7 +595,7 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
         tasks = client.map(run_item, which, remote.futures, list(range(n)),
                            key=[f"ren-map-{job_id}-{i}" for i in range(n)], pure=False,
                            context_key=ck, context_blob=shared[ck], program_key=pk,
-                           program_blob=shared[pk], keep=keep)
+                           program_blob=shared[pk], keep=keep, shm=job_shm)
         job.futures[:] = tasks
         job._next = n
         return job
@@ -587,6 +610,8 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
     else:
         job._sender = _Sender(client, items, codec, shared, ck, pk, which, job_id, addresses,
                               keep)
+    if job_shm is not None:
+        job._sender.shm, job._sender.segments = job_shm, shm.Segments(*job_shm)
     with job._cond:
         # one input to each worker first, so that every worker starts at once; then the
         # rest of the window, which the workers' first tasks no longer wait for

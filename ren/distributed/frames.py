@@ -396,7 +396,17 @@ def register_dask() -> bool:
     dask_deserialize.register(Sealed)(_dask_deserialize)
     sizeof.register(Sealed)(_sizeof)
     _registered = True
+    shm = sys.modules.get("ren.distributed.shm")  # records whose frames are in shared memory
+    if shm is None:
+        from ren.distributed import shm
+    if hasattr(shm, "register_dask"):  # else shm is being imported: it registers at its end
+        shm.register_dask()
     return True
+
+
+def registered() -> bool:
+    """Whether `register_dask` registered `Sealed` in this process."""
+    return _registered
 
 
 class _AfterDask(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -450,6 +460,7 @@ __all__ = [
     "polys_from",
     "rebuild",
     "register_dask",
+    "registered",
     "scale_meta",
     "stored_words",
     "unpack_meta",

@@ -80,6 +80,7 @@ from ren.distributed.frames import (
     scale_meta,
     unpack_meta,
 )
+from ren.distributed.shm import Shared, receive
 from ren.errors import SerializationError
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
@@ -130,7 +131,7 @@ def refuse_secret(obj: Any, where: str) -> None:
 
 def wire_bytes(tree: Any) -> int:
     """The bytes of every `Sealed` record in a wire tree (metadata and frames)."""
-    if isinstance(tree, Sealed):
+    if isinstance(tree, Sealed | Shared):
         return tree.nbytes
     if isinstance(tree, list | tuple):
         return sum(wire_bytes(v) for v in tree)
@@ -199,9 +200,10 @@ class Codec:
         before it sends the first one."""
         self._encode(obj, where, dry=True)
 
-    def encode(self, obj: Any, where: str) -> Any:
+    def encode(self, obj: Any, where: str, segments: Any = None) -> Any:
         """The wire tree of `obj` (its Polys realized together first).  `where` names `obj` in
-        error messages (e.g. ``"batch[3]"``)."""
+        error messages (e.g. ``"batch[3]"``).  With `segments` (a `ren.distributed.shm.Segments`)
+        large records are written into shared memory and travel by name."""
         polys: list[Poly] = []
         try:
             flatten(obj, polys, [], None, WireError)
@@ -210,7 +212,8 @@ class Codec:
         pending = [p for p in polys if not is_realized(p.node)]
         if pending:
             realize_polys(pending)
-        return self._encode(obj, where)
+        tree = self._encode(obj, where)
+        return tree if segments is None else _into(tree, segments)
 
     def _encode(self, obj: Any, where: str, dry: bool = False) -> Any:
         refuse_secret(obj, where)
@@ -280,6 +283,8 @@ class Codec:
         objects on their parameters' device)."""
         if isinstance(tree, Sealed):
             return self._unseal(tree)
+        if isinstance(tree, Shared):  # not through Dask: its segment mapped here
+            return self._unseal(receive(tree.header()))
         if isinstance(tree, RLWEParams):
             return self.register(tree)
         t = type(tree)
@@ -376,6 +381,18 @@ class Codec:
             keys[g] = rebuild(what, GaloisKey, tuple(mine[:dnum]), tuple(mine[dnum:]), p,
                               galois=g)
         return rebuild(what, GaloisKeys, keys, p)
+
+
+def _into(tree: Any, segments: Any) -> Any:
+    """`tree` with its large records in `segments` (shared memory)."""
+    if isinstance(tree, Sealed):
+        return segments.seal(tree)
+    t = type(tree)
+    if t is list or t is tuple:
+        return t(_into(v, segments) for v in tree)
+    if t is dict:
+        return {k: _into(v, segments) for k, v in tree.items()}
+    return tree
 
 
 # -- a secret's data inside a pickled plan ------------------------------------------------

@@ -35,6 +35,7 @@ from typing import Any
 
 from ren.backend.malloc import tune_allocator
 from ren.ckks import dumps, loads
+from ren.distributed import shm
 from ren.distributed.errors import WireError
 from ren.distributed.wire import Codec
 from ren.errors import ParameterError
@@ -139,15 +140,18 @@ def realize_tree(tree: Any) -> None:
 
 def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
              context_blob: bytes, program_key: str, program_blob: bytes, keep: bool = False,
-             group: bool = False) -> Any:
+             group: bool = False, shm: tuple[str, int] | None = None) -> Any:
     """One input of a map job (module doc): (the wire result, timings in seconds), or the wire
     result alone with ``keep=True``.  With ``group=True`` the task carries several inputs
     (`plan_index`, `item` and `index` are lists of the same length) and returns the list of
     their results; an exception names the input that raised (and carries it as
-    ``ren_input``)."""
+    ``ren_input``).  `shm`: the job's shared-memory prefix and smallest record
+    (`ren.distributed.shm`): a result is written into segments while the client's job marker
+    is here."""
     if group:
         return [run_item(p, one, i, context_key=context_key, context_blob=context_blob,
-                         program_key=program_key, program_blob=program_blob, keep=keep)
+                         program_key=program_key, program_blob=program_blob, keep=keep,
+                         shm=shm)
                 for p, one, i in zip(plan_index, item, index, strict=True)]
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
@@ -167,7 +171,7 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
             result = program.function(*args, **kwargs)
         realize_tree(result)
         c3, t3 = time.thread_time(), time.perf_counter()
-        wire = context.codec.encode(result, "the result")
+        wire = encode_result(context.codec, result, None if keep else shm)
         c4, t4 = time.thread_time(), time.perf_counter()
     except Exception as e:
         e.add_note(f"ren.distributed: while running input {index} on worker {worker_address()}")
@@ -177,6 +181,26 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
         return wire
     return wire, {"load": t1 - t0, "decode": t2 - t1, "run": t3 - t2, "encode": t4 - t3,
                   "run_cpu": c3 - c2, "cpu": c4 - c0, "worker": worker_address()}
+
+
+def encode_result(codec: Codec, result: Any, job: tuple[str, int] | None) -> Any:
+    """The wire tree of a result: its large records in shared-memory segments while the job
+    (its prefix and smallest record) is alive on this machine (`ren.distributed.shm`: the
+    marker is checked after the segments are made, and they are unlinked again when it is
+    gone), else in frames."""
+    if job is None or not shm.job_alive(job[0]):
+        return codec.encode(result, "the result")
+    shm_prefix = job[0]
+    segments = shm.Segments(*job)
+    try:
+        wire = codec.encode(result, "the result", segments)
+    except BaseException:
+        segments.discard()
+        raise
+    if shm.job_alive(shm_prefix):
+        return wire
+    segments.discard()  # the job ended meanwhile: its cleanup may have listed the files already
+    return codec.encode(result, "the result")
 
 
 def save_item(item: Any, path: str, index: int, *, context_key: str, context_blob: bytes
@@ -223,6 +247,20 @@ def load_item(path: str, index: int, *, context_key: str, context_blob: bytes) -
         raise
 
 
-__all__ = ["CACHE_ENTRIES", "Context", "Program", "cached", "clear_cache", "load_context",
-           "load_item", "load_program", "realize_tree", "run_item", "save_item", "stats",
-           "tune_allocator", "worker_address"]
+__all__ = [
+    "CACHE_ENTRIES",
+    "Context",
+    "Program",
+    "cached",
+    "clear_cache",
+    "encode_result",
+    "load_context",
+    "load_item",
+    "load_program",
+    "realize_tree",
+    "run_item",
+    "save_item",
+    "stats",
+    "tune_allocator",
+    "worker_address",
+]

@@ -1,0 +1,426 @@
+"""Same-host records through shared memory: Dask carries the names, /dev/shm the limbs.
+
+When a client and its workers share a machine (a `local_client()` cluster, or workers started
+on the client's host), sending a 2 MB ciphertext through Dask's TCP comm costs each side's
+event-loop thread ~2-3 ms of CPU (tornado's reads and writes in ~64-128 kB pieces), several
+times Ren's own encoding.  On this path a record's frames are written once into a *segment*, a
+file in `SHM_DIR` (tmpfs: memory), and the Dask message carries only the segment's name, the
+frames' offsets and sizes, and the record's header with its checksum (`Shared`).  The receiver
+maps the file (``mmap``: no copy; the mapped words become the Poly's storage, as a received
+writable frame does), unlinks its name at once, and decodes the record as any other: the
+checksum, the frames' lengths and the residue ranges are checked as before, so a corrupted,
+truncated or missing segment raises `SerializationError`.  Records under `MIN_BYTES` (and
+everything that is not a record) still travel in the message.
+
+**Which path.**  ``REN_DISTRIBUTED_SHM`` (environment variable, read per job): ``off`` (the
+default, see *Cost*) sends the frames in the message; ``auto`` uses segments when every worker
+of the job sees the client's `SHM_DIR` (a probe: the
+client writes a marker file of random contents there, the workers read it back, once per
+client and worker address; `visible_workers`), the frames in the message otherwise; ``on``
+requires segments (a job whose workers do not all see the marker raises
+`DistributedError`).  A worker writes its results into segments only while the client's
+job marker is in its `SHM_DIR` (a worker of another machine never does); ``keep=True`` results,
+which stay on the workers, are never segments.
+
+**Lifetimes.**  Every segment of a job is named after it (``ren-<client pid>-<token>-<job>-...``)
+and lives in transit only.  A worker unlinks an input's segment when it maps it (its memory
+stays while the decoded object does); a result's segment stays until its job ends, because Dask
+fetches a result again when a gather of several fails half-way (a worker killed meanwhile).
+What a receiver never opened (an input sent to a worker that died, a result of a cancelled
+task), and the results' segments, are unlinked by the client when the job ends (`end_job`: after its
+results, on a failure, on `cancel`, or when the job object is garbage collected): it removes
+the job marker first, then every file of the job's prefix; a worker creates a segment and then
+checks the marker, unlinking the segment itself when the marker is gone, so no segment
+outlives its job.  At exit the client removes every file of its own prefix
+(`atexit`), and a process that starts using this path removes the files of clients whose
+process is gone (`reap`, e.g. a client killed by a signal: its pid no longer exists; only
+files older than `REAP_AFTER` seconds, and only by pid, so it assumes one pid namespace per
+`SHM_DIR`).
+
+**Cost.**  Measured on a shared 2-core VM (noisy; CPU time per 2.1 MB record, one core):
+writing a new segment ~0.95 ms (tmpfs allocates and charges every page), mapping it with
+``MAP_POPULATE`` ~0.3 ms, and freeing its pages when the last view goes ~0.45 ms: about what
+the loopback TCP path costs, so `bench_distributed.py --device cpu` showed no gain in the
+client's or the workers' CPU per ciphertext (client 4.1 against 3.9 ms, workers outside the
+replay 3.6 against 3.0).  Hence ``off`` by default.  What would pay: segments that are reused
+(a pool of pages written over, not allocated and freed per record).
+
+**Trust.**  A segment is a file the client's user can write (mode 0600): the same trust as the
+loopback TCP connection it replaces.  The checksum is verified on the mapped words when the
+record is decoded; a process of the same user that rewrites a segment after that could change
+the words under the decoder, which TCP would not allow, so do not share a `SHM_DIR` with
+processes you do not trust.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import mmap
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from ren.distributed import frames
+from ren.distributed.errors import DistributedError
+from ren.distributed.frames import Sealed
+from ren.errors import SerializationError
+
+#: where segments live (tmpfs on Linux); None where there is none (the path is then off)
+SHM_DIR: str | None = "/dev/shm" if os.path.isdir("/dev/shm") and \
+    os.access("/dev/shm", os.W_OK) else None
+#: the environment variable that picks the path: "auto", "on" or "off" (module doc)
+ENV = "REN_DISTRIBUTED_SHM"
+MODES = ("auto", "on", "off")
+#: records with fewer bytes of frames travel in the message (``REN_DISTRIBUTED_SHM_MIN_BYTES``
+#: on the client overrides it for its jobs, workers included)
+MIN_BYTES = 64 * 1024
+MIN_ENV = "REN_DISTRIBUTED_SHM_MIN_BYTES"
+#: frames start at multiples of this in a segment (page and cache-line aligned words)
+ALIGN = 64
+#: files of a dead client younger than this (seconds) are left to `reap` later
+REAP_AFTER = 60.0
+PREFIX = "ren-"
+_NAME = re.compile(r"ren-(\d+)-([0-9a-f]{12})(?:[-.][A-Za-z0-9.-]*)?")
+
+_lock = threading.Lock()
+_token: str | None = None  # this process's client token (its marker's contents), once made
+_counter = itertools.count()
+_jobs = itertools.count()
+_visible: dict[tuple[int, str], bool] = {}  # (id of a client, worker address) -> sees the marker
+_reaped = False
+
+
+def mode() -> str:
+    """The path ``REN_DISTRIBUTED_SHM`` picks ("off" when unset); DistributedError for a
+    value that is not one of `MODES`."""
+    value = os.environ.get(ENV, "off").strip().lower() or "off"
+    value = {"1": "on", "0": "off", "true": "on", "false": "off"}.get(value, value)
+    if value not in MODES:
+        raise DistributedError(f"{ENV}={value!r}: expected one of auto, on, off")
+    return value
+
+
+def min_bytes() -> int:
+    """The smallest record (bytes of frames) a job of this client puts into a segment."""
+    value = os.environ.get(MIN_ENV, "").strip()
+    if not value:
+        return MIN_BYTES
+    if not value.isdigit():
+        raise DistributedError(f"{MIN_ENV}={value!r}: expected a number of bytes")
+    return int(value)
+
+
+def _path(name: str) -> str:
+    assert SHM_DIR is not None
+    if not _NAME.fullmatch(name):
+        raise SerializationError(f"a shared-memory record names the segment {name!r:.80}, "
+                                 "which is not a Ren segment name")
+    return os.path.join(SHM_DIR, name)
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+# -- the client's marker and jobs -------------------------------------------------------------
+def client_prefix() -> str:
+    """This process's prefix of segment names (``ren-<pid>-<token>``), its marker file made
+    (the probe workers read) the first time."""
+    global _token
+    with _lock:
+        if _token is None:
+            if SHM_DIR is None:
+                raise DistributedError(f"shared memory: there is no writable {'/dev/shm'} here; "
+                                       f"set {ENV}=off")
+            reap()
+            token = secrets.token_hex(6)
+            prefix = f"{PREFIX}{os.getpid()}-{token}"
+            fd = os.open(os.path.join(SHM_DIR, prefix + ".host"),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, token.encode())
+            finally:
+                os.close(fd)
+            _token = token
+            atexit.register(_at_exit, prefix)
+        return f"{PREFIX}{os.getpid()}-{_token}"
+
+
+def _at_exit(prefix: str) -> None:
+    remove_prefix(prefix)
+
+
+def remove_prefix(prefix: str) -> int:
+    """Unlink every file in `SHM_DIR` whose name starts with `prefix`; how many."""
+    if SHM_DIR is None:
+        return 0
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return 0
+    return sum(_unlink(os.path.join(SHM_DIR, n)) for n in names if n.startswith(prefix))
+
+
+def sees_marker(name: str, token: str) -> bool:
+    """Whether this process's `SHM_DIR` holds the marker `name` with the contents `token` (run
+    on each worker by `visible_workers`)."""
+    if SHM_DIR is None:
+        return False
+    try:
+        with open(_path(name), "rb") as f:
+            return f.read(64) == token.encode()
+    except (OSError, SerializationError):
+        return False
+
+
+def visible_workers(client: Any, addresses: list[str]) -> bool:
+    """Whether every worker of `addresses` sees this client's `SHM_DIR` (asked once per client
+    and worker address: ``client.run`` of `sees_marker`)."""
+    prefix = client_prefix()
+    todo = [a for a in addresses if (id(client), a) not in _visible]
+    if todo:
+        try:
+            seen = client.run(sees_marker, prefix + ".host", str(_token), workers=todo)
+        except Exception:  # a worker gone meanwhile: no segments for this job
+            return False
+        with _lock:
+            for a in todo:
+                _visible[(id(client), a)] = bool(seen.get(a, False))
+    return all(_visible.get((id(client), a), False) for a in addresses)
+
+
+def start_job(client: Any, addresses: list[str]) -> str | None:
+    """The segment prefix of a new job on `addresses` (its marker made), or None when its
+    records travel in the messages (`mode`, `visible_workers`)."""
+    m = mode()
+    if m == "off" or (SHM_DIR is None and m == "auto"):
+        return None
+    ok = visible_workers(client, addresses)
+    if not ok:
+        if m == "on":
+            raise DistributedError(f"map: {ENV}=on, but not every worker sees this client's "
+                                   f"{SHM_DIR} (workers on other machines?); set {ENV}=auto "
+                                   "or off")
+        return None
+    prefix = f"{client_prefix()}-{next(_jobs)}"
+    fd = os.open(_job_marker(prefix), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    return prefix
+
+
+def _job_marker(prefix: str) -> str:
+    return _path(prefix + ".job")
+
+
+def end_job(prefix: str | None) -> int:
+    """Remove job `prefix`'s marker, then every segment of it left (module doc); how many
+    segments.  Idempotent."""
+    if prefix is None:
+        return 0
+    _unlink(_job_marker(prefix))
+    return remove_prefix(prefix + "-")
+
+
+def job_alive(prefix: str) -> bool:
+    """Whether job `prefix`'s marker is here (a worker of the same machine, job not ended)."""
+    try:
+        return SHM_DIR is not None and os.path.exists(_job_marker(prefix))
+    except SerializationError:
+        return False
+
+
+def reap(now: float | None = None) -> int:
+    """Unlink the files of clients whose process is gone (module doc); how many."""
+    global _reaped
+    _reaped = True
+    if SHM_DIR is None:
+        return 0
+    now = time.time() if now is None else now
+    gone = 0
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return 0
+    for n in names:
+        m = _NAME.fullmatch(n)
+        if m is None or int(m.group(1)) == os.getpid() or os.path.exists(f"/proc/{m.group(1)}"):
+            continue
+        path = os.path.join(SHM_DIR, n)
+        try:
+            if now - os.stat(path).st_mtime < REAP_AFTER:
+                continue
+        except OSError:
+            continue
+        gone += _unlink(path)
+    return gone
+
+
+# -- segments ---------------------------------------------------------------------------------
+class Segments:
+    """Writes the records of one job of at least `least` bytes of frames into segments named
+    ``<prefix>-<pid>.<n>``; `names` lists those it made (`discard` unlinks them)."""
+
+    def __init__(self, prefix: str, least: int = MIN_BYTES) -> None:
+        self.prefix, self.least = f"{prefix}-{os.getpid()}", least
+        self.names: list[str] = []
+
+    def seal(self, rec: Sealed) -> Any:
+        """`rec` itself when it is small, else a `Shared` of its frames in a new segment."""
+        sizes = [memoryview(f).nbytes for f in rec.frames]
+        if sum(sizes) < self.least:
+            return rec
+        name = f"{self.prefix}.{next(_counter)}"
+        offsets, end = [], 0
+        for s in sizes:
+            offsets.append(end)
+            end += -(-s // ALIGN) * ALIGN
+        write_segment(_path(name), rec.frames, offsets, end)
+        self.names.append(name)
+        return Shared(rec, name, offsets, sizes)
+
+    def discard(self) -> None:
+        """Unlink every segment this writer made (ENOENT: a receiver took it already)."""
+        for n in self.names:
+            _unlink(_path(n))
+        self.names.clear()
+
+
+def write_segment(path: str, frames: Iterable[Any], offsets: list[int], total: int) -> None:
+    """A new file `path` of `total` bytes holding each frame at its offset (one ``pwritev``;
+    the bytes between frames are zero)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.ftruncate(fd, total)
+        for frame, off in zip(frames, offsets):
+            view = memoryview(frame).cast("B")
+            done = 0
+            while done < view.nbytes:  # tmpfs writes it all at once; a signal may cut it
+                done += os.pwrite(fd, view[done:], off + done)
+    except BaseException:
+        _unlink(path)
+        raise
+    finally:
+        os.close(fd)
+
+
+def map_segment(name: str, offsets: list[int], sizes: list[int], unlink: bool = True
+                ) -> list[memoryview]:
+    """The frames of segment `name`, mapped (writable, no copy), its name unlinked when
+    `unlink`; SerializationError when it is missing or shorter than the frames."""
+    path = _path(name)
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        raise SerializationError(f"the shared-memory segment {name} of a Ren record is gone "
+                                 "(read twice, or its job ended); send it again") from None
+    except OSError as exc:
+        raise SerializationError(f"cannot open the shared-memory segment {name}: {exc}") \
+            from exc
+    try:
+        if unlink:
+            _unlink(path)  # in transit only: the mapping keeps the memory
+        need = max((o + s for o, s in zip(offsets, sizes)), default=0)
+        have = os.fstat(fd).st_size
+        if have < need:
+            raise SerializationError(f"the shared-memory segment {name} has {have} bytes, its "
+                                     f"record's frames need {need}: it was cut short")
+        if need == 0:
+            return [memoryview(b"")] * len(sizes)
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        m = mmap.mmap(fd, need, flags, mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+    view = memoryview(m)
+    return [view[o:o + s] for o, s in zip(offsets, sizes)]
+
+
+class Shared:
+    """A `Sealed` record whose frames are in a segment (module doc): what Dask sends is its
+    header, the segment's name, and the frames' offsets and sizes."""
+
+    __slots__ = ("name", "offsets", "record", "sizes")
+
+    def __init__(self, record: Sealed, name: str, offsets: list[int], sizes: list[int]) -> None:
+        self.record, self.name, self.offsets, self.sizes = record, name, offsets, sizes
+
+    @property
+    def nbytes(self) -> int:
+        return self.record.nbytes
+
+    def header(self) -> dict[str, Any]:
+        return {**self.record.header(), "shm": self.name, "offsets": self.offsets,
+                "sizes": self.sizes}
+
+    def __repr__(self) -> str:
+        return f"<Shared {self.record.kind} {self.nbytes} bytes in {self.name}>"
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        return receive, (self.header(),)
+
+
+def receive(header: Any) -> Sealed:
+    """The `Sealed` record of a `Shared` header: its segment mapped (`map_segment`); the
+    checksum is verified when the record is decoded."""
+    if not isinstance(header, dict) or not isinstance(header.get("shm"), str):
+        raise SerializationError(f"a shared-memory Ren record arrived with a malformed header "
+                                 f"{header!r:.120}")
+    offsets, sizes = header.get("offsets"), header.get("sizes")
+    if not (isinstance(offsets, list | tuple) and isinstance(sizes, list | tuple) and
+            len(offsets) == len(sizes) and
+            all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 40
+                for v in (*offsets, *sizes))):
+        raise SerializationError("a shared-memory Ren record arrived with malformed frame "
+                                 "offsets or sizes")
+    if SHM_DIR is None:
+        raise SerializationError("a shared-memory Ren record arrived in a process without "
+                                 f"/dev/shm; set {ENV}=off on the client")
+    name = header["shm"]
+    m = _NAME.fullmatch(name)
+    # a client's segment (an input) is unlinked by the worker that maps it; a worker's (a
+    # result) stays until its job ends: Dask fetches a result again when a gather of several
+    # fails half-way (a worker killed meanwhile), and that must find the segment
+    by_client = m is not None and name.rsplit("-", 1)[-1].split(".")[0] == m.group(1)
+    return Sealed.from_header(header, map_segment(name, list(offsets), list(sizes), by_client))
+
+
+def _dask_serialize(rec: Shared) -> tuple[dict[str, Any], list[Any]]:
+    return rec.header(), []
+
+
+def _dask_deserialize(header: dict[str, Any], frames: list[Any]) -> Sealed:
+    return receive(header)
+
+
+def _sizeof(rec: Shared) -> int:
+    return rec.nbytes + 200
+
+
+def register_dask() -> None:
+    """Register `Shared` with Dask's serialization family (called by
+    `ren.distributed.frames.register_dask`)."""
+    from dask.sizeof import sizeof
+    from distributed.protocol.serialize import dask_deserialize, dask_serialize
+
+    dask_serialize.register(Shared)(_dask_serialize)
+    dask_deserialize.register(Shared)(_dask_deserialize)
+    sizeof.register(Shared)(_sizeof)
+
+
+if frames.registered():  # Dask's family knows `Sealed` already: `Shared` too
+    register_dask()
+
+__all__ = [
+    "ALIGN", "ENV", "MIN_BYTES", "MIN_ENV", "MODES", "SHM_DIR", "Segments", "Shared",
+    "client_prefix", "end_job", "job_alive", "map_segment", "min_bytes", "mode", "reap",
+    "receive", "register_dask", "remove_prefix", "sees_marker", "start_job", "visible_workers",
+    "write_segment",
+]

@@ -1,0 +1,317 @@
+"""Same-host records through shared memory (`ren.distributed.shm`): a record's frames written
+into a /dev/shm segment, the message carrying its name; the receiver maps it (the mapped words
+become the Poly's storage) and verifies it as any record (a corrupted, truncated or missing
+segment raises SerializationError); the switch (``REN_DISTRIBUTED_SHM``); and no segment left
+behind after a job, a failure, a cancelled or dropped job, a killed worker, a client's exit or
+a killed client.  The cluster tests lower the size threshold to 0 so that N = 64 records go
+through segments.  Skipped without the `distributed` extra or /dev/shm."""
+
+from __future__ import annotations
+
+import gc
+import mmap
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip(
+    "distributed", reason='needs Dask distributed: pip install -e ".[distributed]"')
+
+from ckks_helpers import context  # noqa: E402
+
+import ren  # noqa: E402
+from ren.ckks import Evaluator, dumps  # noqa: E402
+from ren.distributed import DistributedError, TaskError, local_client, shm, submit  # noqa: E402
+from ren.distributed import map as dmap  # noqa: E402
+from ren.distributed.frames import register_dask  # noqa: E402
+from ren.distributed.wire import Codec, Sealed, wire_bytes  # noqa: E402
+from ren.distributed.worker import encode_result  # noqa: E402
+from ren.errors import LevelError, SerializationError  # noqa: E402
+from ren.ir import storage_buffer  # noqa: E402
+
+pytestmark = pytest.mark.skipif(shm.SHM_DIR is None, reason="needs a writable /dev/shm")
+
+
+@pytest.fixture(scope="module")
+def ckks():
+    return context(N=64, depth=3, scale_bits=30, first_bits=40, steps=(1,))
+
+
+@pytest.fixture(scope="module")
+def client():
+    with local_client(workers=2) as c:
+        yield c
+
+
+@pytest.fixture
+def small(monkeypatch):
+    """Every record through a segment (N = 64 records are ~1 kB), the path on 'auto'."""
+    monkeypatch.setenv(shm.MIN_ENV, "0")
+    monkeypatch.setenv(shm.ENV, "auto")
+
+
+def values(i: int, slots: int) -> np.ndarray:
+    return np.random.default_rng(i).uniform(-1, 1, slots)
+
+
+def batch(ctx, n: int) -> list:
+    return [ctx.encrypt(values(i, ctx.params.slots)) for i in range(n)]
+
+
+@ren.jit
+def square(ct, keys):
+    ev = Evaluator(ct.params, relin_key=keys)
+    return ev.rescale(ev.multiply(ct, ct))
+
+
+def ours() -> list[str]:
+    """This process's files in /dev/shm (its marker, jobs, segments)."""
+    return sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith(shm.client_prefix()))
+
+
+def leftovers() -> list[str]:
+    """This process's files besides its marker: segments and job markers."""
+    return [n for n in ours() if not n.endswith(".host")]
+
+
+def mapped(poly) -> bool:
+    """Whether a Poly's storage is (a view of) a mapped segment."""
+    obj = storage_buffer(poly.node).array()
+    while obj is not None:
+        if isinstance(obj, mmap.mmap):
+            return True
+        obj = obj.obj if isinstance(obj, memoryview) else getattr(obj, "base", None)
+    return False
+
+
+def sealed_segment(ckks, prefix: str):
+    ct = ckks.encrypt([0.5, 0.125])
+    codec = Codec()
+    writer = shm.Segments(prefix, 0)
+    rec = codec.encode(ct, "ct", writer)
+    return ct, codec, writer, rec
+
+
+# -- segments, no cluster ----------------------------------------------------------------------
+def test_a_segment_is_mapped_adopted_and_unlinked_by_its_receiver(ckks):
+    prefix = shm.client_prefix() + "-unit"
+    ct, codec, writer, rec = sealed_segment(ckks, prefix)
+    assert isinstance(rec, shm.Shared) and len(writer.names) == 1
+    path = os.path.join(shm.SHM_DIR, writer.names[0])
+    assert os.path.exists(path) and wire_bytes(rec) == wire_bytes(Codec().encode(ct, "ct"))
+    with open(path, "rb") as f:  # the frames at aligned offsets, as stored
+        raw = f.read()
+    plain = Codec().encode(ct, "ct")
+    for off, size, frame in zip(rec.offsets, rec.sizes, plain.frames):
+        assert off % shm.ALIGN == 0 and raw[off:off + size] == bytes(frame)
+    # through Dask's own family: a header, no frame; the receiver maps the segment
+    protocol = pytest.importorskip("distributed.protocol")
+    assert register_dask()
+    header, frames = protocol.serialize(rec, serializers=("dask",))
+    assert sum(memoryview(f).nbytes for f in frames) < 1000
+    back = protocol.deserialize(header, frames)
+    assert isinstance(back, Sealed) and not os.path.exists(path)  # unlinked once mapped
+    out = codec.decode(back)
+    assert dumps(out) == dumps(ct) and all(mapped(p) for p in out.parts)  # no copy
+    assert np.allclose(ckks.decrypt(ckks.ev.add(out, out))[:2], [1.0, 0.25], atol=1e-6)
+    # read twice (its name is gone): an error, not a hang
+    with pytest.raises(SerializationError, match="is gone"):
+        protocol.deserialize(header, frames)
+    # small records stay in the message
+    assert isinstance(Codec().encode(ct, "ct", shm.Segments(prefix)), Sealed)
+    assert shm.end_job(prefix) == 0  # nothing left: the receiver took the one segment
+    assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
+
+
+def test_a_corrupted_truncated_or_missing_segment_raises(ckks):
+    prefix = shm.client_prefix() + "-bad"
+    _, codec, writer, rec = sealed_segment(ckks, prefix)
+    path = os.path.join(shm.SHM_DIR, writer.names[0])
+    with open(path, "r+b") as f:  # one flipped bit in the last frame's last word
+        f.seek(rec.offsets[-1] + rec.sizes[-1] - 1)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 1]))
+    with pytest.raises(SerializationError, match="checksum"):
+        codec.decode(rec)
+    assert not os.path.exists(path)  # the receiver unlinked it before it failed
+    _, _, writer, rec = sealed_segment(ckks, prefix)
+    os.truncate(os.path.join(shm.SHM_DIR, writer.names[0]), rec.offsets[-1] + 8)
+    with pytest.raises(SerializationError, match="cut short"):
+        codec.decode(rec)
+    _, _, writer, rec = sealed_segment(ckks, prefix)
+    writer.discard()
+    with pytest.raises(SerializationError, match="is gone"):
+        codec.decode(rec)
+    # headers that name no Ren segment, or give bad offsets
+    good = rec.header()
+    for bad in ({**good, "shm": "../../etc/passwd"}, {**good, "offsets": [0, -64]},
+                {**good, "sizes": ["8"]}, {**good, "shm": 7}, "nonsense"):
+        with pytest.raises(SerializationError):
+            shm.receive(bad)
+    # a record whose frames were swapped in the segment: its checksum names it
+    _, _, writer, rec = sealed_segment(ckks, prefix)
+    rec.offsets.reverse()
+    with pytest.raises(SerializationError):
+        codec.decode(rec)
+    shm.end_job(prefix)
+
+
+def test_the_switch_and_the_threshold(monkeypatch):
+    monkeypatch.delenv(shm.ENV, raising=False)
+    assert shm.mode() == "off"  # the default (module doc: no gain measured yet)
+    for value, want in (("", "off"), ("auto", "auto"), ("ON", "on"), ("1", "on"),
+                        ("off", "off"), ("0", "off")):
+        monkeypatch.setenv(shm.ENV, value)
+        assert shm.mode() == want
+    monkeypatch.setenv(shm.ENV, "sometimes")
+    with pytest.raises(DistributedError, match="auto, on, off"):
+        shm.mode()
+    monkeypatch.setenv(shm.ENV, "off")
+    assert shm.start_job(object(), ["tcp://nowhere"]) is None  # no probe, no marker
+    monkeypatch.setenv(shm.MIN_ENV, "1000")
+    assert shm.min_bytes() == 1000
+    monkeypatch.setenv(shm.MIN_ENV, "lots")
+    with pytest.raises(DistributedError, match="number of bytes"):
+        shm.min_bytes()
+
+
+def test_a_worker_writes_no_segment_for_a_job_that_ended(ckks, monkeypatch):
+    """The worker's side of the lifetimes: segments only while the job's marker exists, checked
+    after they are made (a job that ends meanwhile gets frames, and no file stays)."""
+    prefix = shm.client_prefix() + "-w"
+    open(os.path.join(shm.SHM_DIR, prefix + ".job"), "wb").close()
+    assert shm.job_alive(prefix)
+    codec, ct = Codec(), ckks.encrypt([0.25])
+    assert isinstance(encode_result(codec, ct, (prefix, 0)), shm.Shared)
+    assert shm.end_job(prefix) == 1 and not shm.job_alive(prefix)
+    assert isinstance(encode_result(codec, ct, (prefix, 0)), Sealed)
+    # the marker removed while the segments were being written: unlinked again, frames sent
+    open(os.path.join(shm.SHM_DIR, prefix + ".job"), "wb").close()
+    seal = shm.Segments.seal
+
+    def racing(self, rec):
+        out = seal(self, rec)
+        os.unlink(os.path.join(shm.SHM_DIR, prefix + ".job"))
+        return out
+
+    monkeypatch.setattr(shm.Segments, "seal", racing)
+    assert isinstance(encode_result(codec, ct, (prefix, 0)), Sealed)
+    assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
+
+
+_CHILD = textwrap.dedent("""
+    import os, sys, time
+    from ren.distributed import shm
+    from ren.distributed.frames import Sealed
+    prefix = shm.client_prefix()
+    shm.Segments(prefix + "-0", 0).seal(Sealed("poly", b"{}", (bytearray(4096),)))
+    print(prefix, flush=True)
+    if sys.argv[1] == "hang":
+        time.sleep(60)
+""")
+
+
+def test_a_clients_files_go_at_exit_and_a_killed_clients_are_reaped(monkeypatch):
+    out = subprocess.run([sys.executable, "-c", _CHILD, "exit"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()[0]
+    assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(out)]  # atexit
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, "hang"], stdout=subprocess.PIPE,
+                             text=True)
+    prefix = child.stdout.readline().split()[0]
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    child.stdout.close()
+    left = [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
+    assert len(left) == 2  # its marker and a segment: no atexit after SIGKILL
+    assert shm.reap() == 0  # too young: a client that is starting may not be in /proc yet
+    assert shm.reap(now=time.time() + shm.REAP_AFTER + 1) >= 2
+    assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
+    assert shm.client_prefix() + ".host" in os.listdir(shm.SHM_DIR)  # a live one's stay
+
+
+# -- on a LocalCluster -------------------------------------------------------------------------
+def test_map_through_segments_gives_the_same_bits_and_leaves_nothing(client, ckks, small):
+    cts, rlk = batch(ckks, 12), ckks.ev.relin_key
+    want = [dumps(square(ct, keys=rlk)) for ct in cts]
+    job = submit(square, cts, keys=rlk, client=client)
+    assert job._sender is not None and job._sender.shm is not None
+    outs = job.result(timeout=60)
+    assert [dumps(o) for o in outs] == want
+    assert all(mapped(o.parts[0]) for o in outs)  # results came back as segments, adopted
+    assert len(job._sender.segments.names) >= 12  # the inputs went as segments
+    assert leftovers() == []
+    # 'off': the frames in the messages, the same bits
+    os.environ[shm.ENV] = "off"
+    job = submit(square, cts, keys=rlk, client=client)
+    outs = job.result(timeout=60)
+    assert job._sender.shm is None and not any(mapped(o.parts[0]) for o in outs)
+    assert [dumps(o) for o in outs] == want
+    os.environ[shm.ENV] = "on"  # every worker sees it: 'on' works too
+    assert [dumps(o) for o in dmap(square, cts, keys=rlk, client=client)] == want
+    assert leftovers() == []
+
+
+def test_chained_keep_maps_and_a_failure_leave_nothing(client, ckks, small):
+    cts, rlk = batch(ckks, 6), ckks.ev.relin_key
+    mid = dmap(square, cts, keys=rlk, client=client, keep=True)  # inputs through segments
+    out = dmap(square, mid, keys=rlk, client=client)  # results through segments
+    assert [dumps(o) for o in out] == [dumps(square(square(c, keys=rlk), keys=rlk))
+                                       for c in cts]
+    assert [dumps(o) for o in mid.gather()] == [dumps(square(c, keys=rlk)) for c in cts]
+    assert leftovers() == []
+    ev = ckks.ev
+
+    def square_eagerly(ct):
+        return ev.rescale(ev.multiply(ct, ct))
+
+    failing = batch(ckks, 12)
+    failing[5] = ckks.encrypt(values(5, ckks.params.slots), level=0)  # no level left
+    with pytest.raises(TaskError) as err:
+        dmap(square_eagerly, failing, client=client)
+    assert err.value.index == 5 and isinstance(err.value.__cause__, LevelError)
+    time.sleep(0.5)  # the tasks still running when the job failed finish and are dropped
+    assert leftovers() == []
+    job = submit(square, cts, keys=rlk, client=client)
+    job.cancel()
+    assert leftovers() == []
+    job = submit(square, cts, keys=rlk, client=client)  # dropped without result()
+    deadline = time.monotonic() + 60
+    while not all(f is not None and f.done() for f in job.futures):
+        assert time.monotonic() < deadline, "the job did not finish"
+        time.sleep(0.05)
+    assert leftovers()  # its results wait on the workers, in segments
+    del job
+    gc.collect()
+    assert leftovers() == []  # the job's finalizer unlinked them
+
+
+def test_a_killed_worker_leaves_every_result_once_and_no_segment(ckks, small):
+    import ren.distributed.batch as batch_module
+
+    cts, rlk = batch(ckks, 40), ckks.ev.relin_key
+    want = [dumps(square(ct, keys=rlk)) for ct in cts]
+    with local_client(workers=2) as c:
+        pids = c.run(os.getpid)
+        job = submit(square, cts, keys=rlk, client=c)
+        assert job._sender is not None and job._sender.shm is not None
+        victim = None
+        deadline = time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline:
+            done = [f for f in job.futures if f is not None and f.done()]
+            holders = c.who_has(done) if done else {}
+            victim = next((w for ws in holders.values() for w in ws), None)
+            time.sleep(0.005)
+        assert victim is not None, "no result arrived"
+        os.kill(pids[victim], signal.SIGKILL)  # holding results (segments) and inputs
+        outs = job.result(timeout=120)
+        assert [dumps(o) for o in outs] == want
+        assert leftovers() == []
+        assert batch_module.MAX_RESENDS >= 1
+    assert leftovers() == []

@@ -396,10 +396,11 @@ def register_dask() -> bool:
     dask_deserialize.register(Sealed)(_dask_deserialize)
     sizeof.register(Sealed)(_sizeof)
     _registered = True
-    shm = sys.modules.get("ren.distributed.shm")  # records whose frames are in shared memory
-    if shm is None:
-        from ren.distributed import shm
-    if hasattr(shm, "register_dask"):  # else shm is being imported: it registers at its end
+    # records whose frames are in shared memory (ren.distributed.shm); while shm itself is being
+    # imported (it imports this module), it registers at its end
+    shm: Any = sys.modules.get("ren.distributed.shm") or importlib.import_module(
+        "ren.distributed.shm")
+    if hasattr(shm, "register_dask"):
         shm.register_dask()
     return True
 

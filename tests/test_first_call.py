@@ -274,3 +274,24 @@ def test_an_entry_writes_each_large_table_once():
         assert all(np.array_equal(got.tables[k], want.tables[k])
                    and got.tables[k].dtype == want.tables[k].dtype for k in want.tables)
     assert len(pickle.dumps(stored)) < 1.5 * big.nbytes * 2  # the first map once, the other
+
+
+def test_a_schedule_that_fails_to_lower_is_not_stored(monkeypatch):
+    """An entry is written once its template is lowered (it carries the rendered programs), so
+    a fresh schedule whose lowering fails leaves no entry behind; the next call schedules and
+    stores as usual."""
+    a, b = fresh(39, "cpu"), fresh(40, "cpu")
+    real = plan_cache.lower_and_run
+
+    def fail(*args):
+        raise RuntimeError("no compiler today")
+
+    monkeypatch.setattr(plan_cache, "lower_and_run", fail)
+    with pytest.raises(RuntimeError, match="no compiler today"):
+        ren.jit(keyswitch_like)(a, b)
+    assert list(plan_cache.plans_dir().glob("*.plan")) == []
+    monkeypatch.setattr(plan_cache, "lower_and_run", real)
+    fn = ren.jit(keyswitch_like)
+    got = _words(fn(a, b))
+    assert fn.plans[0].compiled_by == SCHEDULED and _same(got, _words(keyswitch_like(a, b)))
+    assert len(list(plan_cache.plans_dir().glob("*.plan"))) == 1

@@ -267,10 +267,11 @@ def test_openmp_threads_give_the_same_words():
 @pytest.mark.parametrize("limbs", [1, 3])
 def test_few_limbs_split_over_two_threads_give_the_same_words(limbs):
     """Fewer limbs than threads (or 3 on 2): elementwise kernels loop over (limb, piece) tasks
-    and the ring kernels split a limb's stages and rows, and the hosted TO_RNS / RANDOM
-    kernels share their grid's blocks out — NumPy's words, on 1 and 2 threads, for a fused
-    inner product, an automorphism (staged loads), NTT/INTT round trips, device-sampled
-    uniform, ternary and Gaussian polynomials and 2-word coefficients brought to RNS."""
+    and the ring kernels split a limb's stages and rows (TO_RNS its blocks and limb groups),
+    and the hosted RANDOM kernel shares its grid's blocks out — NumPy's words, on 1 and 2
+    threads, for a fused inner product, an automorphism (staged loads), NTT/INTT round trips,
+    device-sampled uniform, ternary and Gaussian polynomials and 2-word coefficients brought
+    to RNS."""
     N = 1 << 15 if limbs == 3 else 1 << 16  # >= 2^16 words: above the OpenMP threshold
     ring = RingSpec.generate(N, limbs)
 

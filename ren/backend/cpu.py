@@ -7,10 +7,11 @@
   schedule in one compiler run.
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
   and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion, exact
-  rescale), fed the call's tables from `ren.ring.kernel_tables`.  TO_RNS and RANDOM, which run
-  at encoding and key generation only, are `ren.backend.ring_c`'s programs in the same C dialect
-  (RANDOM expands its seed on the host, so it is bit-identical to the NumPy device by
-  construction).
+  rescale, TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`, which runs inside
+  replays too, where a transform's diagonals are stored as integer coefficients), fed the
+  call's tables from `ren.ring.kernel_tables`.  RANDOM is `ren.backend.ring_c`'s program in
+  the same C dialect (it expands its seed on the host, so it is bit-identical to the NumPy
+  device by construction).
 * Sampling (`CpuDevice.sample`, what realization asks for a random polynomial): uniform limbs
   come from the ring library's own SHAKE-128 and rejection sampler (`cpu_ring_sample.c`,
   `ren.backend.cpu_sampling`), one limb per thread: `ren.sampling`'s words, without hashlib's
@@ -356,8 +357,8 @@ def _wrapper(k: CKernel) -> str:
 
 
 def _host_parallel(k: CKernel) -> str:
-    """``ren_hostp_<name>(dims, args)``: the host wrapper of a one-phase hosted kernel (TO_RNS,
-    RANDOM: a thread per output word, no shared memory) with the grid's blocks shared out over
+    """``ren_hostp_<name>(dims, args)``: the host wrapper of a one-phase hosted kernel (RANDOM:
+    a thread per output word, no shared memory) with the grid's blocks shared out over
     the OpenMP threads (the shim's block and thread indices are per thread under OpenMP) when
     the grid has 2^16 threads or more; other grids go to the shim's serial ``ren_host_``."""
     call = ", ".join(f"({p.ctype})args[{i}]" if p.is_pointer else f"*(const {p.ctype}*)args[{i}]"
@@ -517,7 +518,7 @@ class CpuDevice(Device):
         self.isa = resolve_isa(isa)
         self.flags = isa_flags(self.isa)
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address
-        self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (TO_RNS, RANDOM)
+        self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (RANDOM)
         self.compiler_runs = 0
         self._lib_of: dict[str, ctypes.CDLL] = {}  # kernel name -> its library
         # id(library) -> (library, its kernel names), least recently used first

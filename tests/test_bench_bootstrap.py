@@ -266,3 +266,11 @@ def test_a_lean_run_gives_the_stored_runs_results_with_half_the_key_bytes():
 def test_desilo_keys_are_checked():
     with pytest.raises(SystemExit):
         bench.main(["--desilo-keys", "large", "--dry-run"])
+
+
+def test_the_report_says_when_the_first_call_compiled(capsys):
+    bench._report([{**REN, "first_compiles": 3}, {**REN, "threads": 2, "first_compiles": 0}])
+    out = capsys.readouterr().out
+    assert out.count("compiler run(s) inside it") == 1
+    assert "first call 252.8 s, 3 compiler run(s) inside it (kernels not in the compile " \
+           "cache); again 56.20 s" in out

@@ -205,7 +205,7 @@ def _bits(got: np.ndarray, want: np.ndarray) -> float:
 
 def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int = 8,
             secret: str = "preset", shape_name: str = "balanced", slots: int | None = None,
-            meta: bool = False, lean: bool = False) -> dict:
+            meta: bool = False, lean: bool = False, keep_level: bool = False) -> dict:
     import ren
     from ren.backend import c_host
     from ren.ckks import Decryptor, Encoder, Encryptor, Evaluator, KeyGenerator
@@ -259,7 +259,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     if meta:  # Meta-BTS: the first result's error bootstrapped once more (one level more)
         from ren.ckks.circuits import MetaBootstrapper
 
-        mb = MetaBootstrapper(bt)
+        mb = MetaBootstrapper(bt, keep_level=keep_level)
 
         def boot(c):
             return mb.bootstrap(ev, c, ek)
@@ -534,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="Ren runs Meta-BTS (ren.ckks.circuits.MetaBootstrapper: the error of "
                          "the first bootstrapping bootstrapped once more): about twice the "
                          "precision for about twice the time and one level")
+    ap.add_argument("--keep-level", action="store_true",
+                    help="with --meta: spend no level on the second bootstrapping (its 2^-k stays "
+                         "in the scale label: MetaBootstrapper(keep_level=True))")
     ap.add_argument("--lean", action="store_true",
                     help="the lean mode: lean keys (uniform halves regenerated from their "
                          "seeds in each key switch) and integer-coefficient diagonals where "
@@ -543,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
                          "medium,small: each in its own process)")
     ap.add_argument("--only", choices=("ren", "desilo"), help=argparse.SUPPRESS)  # subprocesses
     args = ap.parse_args(argv)
+    if args.keep_level and not args.meta:
+        ap.error("--keep-level is for --meta (Meta-BTS's second bootstrapping)")
     desilo_keys = [k.strip() for k in args.desilo_keys.split(",") if k.strip()]
     if not desilo_keys or any(k not in DESILO_KEYS for k in desilo_keys):
         ap.error(f"--desilo-keys: give some of {','.join(DESILO_KEYS)}, got {args.desilo_keys!r}")
@@ -557,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "ren":
         print(json.dumps(run_ren(args.preset, args.device, args.reps, args.eager, args.log_n,
                                  args.secret, args.shape, slot_counts[0], args.meta,
-                                 args.lean)))
+                                 args.lean, args.keep_level)))
         return 0
     if args.only == "desilo":
         print(json.dumps(run_desilo(args.reps, args.desilo_keys)))
@@ -580,7 +585,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     cached = args.first_call == "plan-cache"
     ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else []),
-                *(["--meta"] if args.meta else []), *(["--lean"] if args.lean else [])]
+                *(["--meta"] if args.meta else []), *(["--lean"] if args.lean else []),
+                *(["--keep-level"] if args.keep_level else [])]
     if cached:  # fill the plan cache (this run's figures are not reported)
         print("filling the plan cache (one Ren run first) ...", flush=True)
         fill = _in_subprocess(ren_args, counts[0], plan_cache=True)

@@ -263,9 +263,12 @@ def test_a_lean_run_gives_the_stored_runs_results_with_half_the_key_bytes():
     assert lean["diagonal_form"] == ("coeff" if bench.coeff_diagonals() else "rns")
 
 
-def test_desilo_keys_are_checked():
+def test_desilo_keys_and_keep_level_are_checked(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--desilo-keys", "large", "--dry-run"])
+    with pytest.raises(SystemExit):
+        bench.main(["--keep-level", "--dry-run"])
+    assert "--keep-level is for --meta" in capsys.readouterr().err
 
 
 def test_the_report_says_when_the_first_call_compiled(capsys):

@@ -51,8 +51,11 @@ result against its plaintext.  ``--preset small`` (N = 2^8, insecure: seconds) o
 plan, so it needs about three times what ``bench_bootstrap.py --preset n16`` needs; run it
 where memory allows).
 
+The data path (``--shm off|auto|on``, else ``REN_DISTRIBUTED_SHM``; `ren.distributed.shm`) is
+printed first: records in Dask's messages, or through same-host /dev/shm segments.
+
 Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
-                                             [--device python|cpu] [--rounds 3]
+                                             [--device python|cpu] [--rounds 3] [--shm auto]
       python benchmarks/bench_distributed.py --bootstrap [--preset small|n16] [--batch 8]
 """
 
@@ -63,6 +66,7 @@ import hashlib
 import importlib
 import logging
 import multiprocessing
+import os
 import queue
 import statistics
 import time
@@ -85,7 +89,7 @@ from ren.ckks import (
     loads,
 )
 from ren.ckks.circuits import Bootstrapper, bootstrap_params_n16, bootstrap_params_small
-from ren.distributed import local_client, submit
+from ren.distributed import local_client, shm, submit
 from ren.distributed.batch import size
 from ren.distributed.frames import CHECKSUM
 from ren.distributed.wire import Codec
@@ -377,6 +381,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="ciphertexts per job (default 64; 8 with --bootstrap)")
     ap.add_argument("--distinct", type=int, default=8, help="fresh encryptions the batch cycles")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--shm", choices=("off", "auto", "on"), default=None,
+                    help="the data path (sets REN_DISTRIBUTED_SHM; ren.distributed.shm): off "
+                         "(frames in Dask's messages, the default), auto or on (same-host "
+                         "shared-memory segments)")
     ap.add_argument("--local-repeat", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=1,
                     help="jobs per worker count, the counts taking turns; the speedup is the "
@@ -408,6 +416,11 @@ def main(argv: list[str] | None = None) -> None:
     for ct in fresh:
         ct.parts[0].realize(*ct.parts[1:])
     batch = [fresh[i % len(fresh)] for i in range(args.batch)]
+    if args.shm is not None:
+        os.environ[shm.ENV] = args.shm
+    print(f"data path: {shm.ENV}={shm.mode()} (" + (
+        "records' frames in Dask's messages" if shm.mode() == "off" else
+        "records of 64 kB or more through /dev/shm segments where the workers see it") + ")")
     print(f"N = 2^{args.log_n}, depth {params.depth}, batch {args.batch} "
           f"({len(fresh)} distinct), relinearization key {size(rlk.nbytes)} "
           f"({size(len(dumps(rlk, compact=True)))} in the compact wire form)")

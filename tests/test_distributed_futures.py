@@ -143,8 +143,11 @@ def test_a_task_that_raises_on_a_batch_names_its_index(client, ckks):
 @pytest.fixture
 def socket_bytes(monkeypatch):
     """Bytes this process writes to and reads from TCP sockets (the client's traffic, and the
-    in-process scheduler's), counted in Dask's TCP comm."""
+    in-process scheduler's), counted in Dask's TCP comm; records in the messages (not through
+    shared memory, `ren.distributed.shm`), whose bytes these tests count."""
     from distributed.comm import tcp
+
+    monkeypatch.setenv("REN_DISTRIBUTED_SHM", "off")
 
     count = {"sent": 0, "received": 0}
     write, read_rw = tcp.TCP.write, tcp.read_bytes_rw

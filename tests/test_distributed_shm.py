@@ -280,6 +280,8 @@ def test_chained_keep_maps_and_a_failure_leave_nothing(client, ckks, small):
     assert leftovers() == []
     job = submit(square, cts, keys=rlk, client=client)
     job.cancel()
+    with pytest.raises(DistributedError, match="cancelled"):
+        job.result(timeout=60)
     assert leftovers() == []
     job = submit(square, cts, keys=rlk, client=client)  # dropped without result()
     deadline = time.monotonic() + 60

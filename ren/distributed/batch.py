@@ -450,11 +450,12 @@ class MapJob:
             self._cancelled = True
             self._cond.notify_all()
         cancel_quietly(self.client, self.futures)
-        self._end_segments()
 
     def _end_segments(self) -> None:
         """Unlink what is left of the job's shared-memory segments (an input a dead worker
-        never read, a cancelled task's result); nothing on the path of frames."""
+        never read, a cancelled task's result; `result` and `persist` call it when they end,
+        and the job's finalizer when it is collected: not `cancel`, after which `result` still
+        fetches what had finished); nothing on the path of frames."""
         if self._shm_end is not None:
             self._shm_end()
 

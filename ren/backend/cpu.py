@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.backend import Device, GraphRunner, KernelFn
+from ren.backend import Device, GraphRunner, KernelFn, cpu_sampling
 from ren.backend.c_host import (
     HostRunner,
     compiler,
@@ -97,7 +97,6 @@ from ren.backend.cpu_cache import (
     index_library,
     indexed_library,
 )
-from ren.backend.cpu_sampling import sample_uniform
 from ren.backend.malloc import tune_allocator
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
@@ -534,13 +533,11 @@ class CpuDevice(Device):
         self.ring_lib.ren_set_threads(threads())
 
     def sample(self, spec: RandomSpec, ring: RingSpec) -> np.ndarray:
-        """`Device.sample`: uniform limbs in C on this device's threads (`cpu_sampling`), the
-        same words as `ren.sampling.sample`; other kinds (N small coefficients) in Python."""
-        if spec.kind == "uniform":
-            values = sample_uniform(self.ring_lib, spec, ring)
-            if values is not None:
-                return values
-        return super().sample(spec, ring)
+        """`Device.sample`: every kind in C on this device's threads (`cpu_sampling.sample`:
+        uniform limbs by multi-way Keccak, the small distributions with the GIL released), the
+        same words as `ren.sampling.sample`; in Python where the C sampler declines."""
+        values = cpu_sampling.sample(self.ring_lib, spec, ring)
+        return values if values is not None else super().sample(spec, ring)
 
     def set_threads(self, n: int | None) -> None:
         """Use `n` OpenMP threads in the library kernels from now on (1: none), in the libraries

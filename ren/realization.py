@@ -36,6 +36,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -259,7 +260,7 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
     kernel's.  The buffer holds the standard-form residues s as they come; read as storage
     (Montgomery form) they are s·2^-32, so the substitute is that times the constant 2^32,
     a product the consumer's kernel fuses: no conversion on the host."""
-    out: dict[Node, Node] = {}
+    leaves: list[Node] = []
     seen: set[Node] = set()
     stack = list(nodes)
     while stack:
@@ -268,18 +269,32 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
             continue
         seen.add(n)
         if n.op is Op.AS_RING and n.src and n.src[0].op is Op.RANDOM:
-            if n.src[0].arg.public:
-                continue  # a lean key's row: sampled in the graph where it is used, then freed
-            ring, domain = n.arg
-            spec = n.src[0].arg
-            values = get_device(spec.device).sample(spec, ring)
-            buf = Buffer(spec.device, (ring.limbs, ring.N)).copyin(values)
-            stored = as_ring(Node(Op.BUFFER, DType.U32, (), buf), ring, domain)
-            out[n] = Node(Op.MUL, DType.U32, (stored, const_node(1 << 32, ring, domain,
-                                                                 spec.device)))
+            if not n.src[0].arg.public:  # (a lean key's row is sampled in the graph, where
+                leaves.append(n)         # it is used, and freed after)
             continue
         stack.extend(n.src)
+
+    def draw(n: Node) -> np.ndarray:
+        spec = n.src[0].arg
+        return get_device(spec.device).sample(spec, n.arg[0])
+
+    # an encryption's u, e0, e1 are independent streams, and the cpu device's samplers release
+    # the GIL: drawn side by side
+    with ThreadPoolExecutor(min(len(leaves), SAMPLING_THREADS)) if len(leaves) > 1 else \
+            contextlib.nullcontext() as pool:
+        drawn = list(pool.map(draw, leaves)) if pool is not None else [draw(n) for n in leaves]
+    out: dict[Node, Node] = {}
+    for n, values in zip(leaves, drawn, strict=True):
+        ring, domain = n.arg
+        device = n.src[0].arg.device
+        buf = Buffer(device, (ring.limbs, ring.N)).copyin(values)
+        stored = as_ring(Node(Op.BUFFER, DType.U32, (), buf), ring, domain)
+        out[n] = Node(Op.MUL, DType.U32, (stored, const_node(1 << 32, ring, domain, device)))
     return out
+
+
+#: random leaves one realization draws at the same time (`sample_random_leaves`)
+SAMPLING_THREADS = 4
 
 
 def _must_schedule() -> bool:

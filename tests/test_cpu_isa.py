@@ -24,7 +24,7 @@ import pytest
 from backend_programs import same_words
 
 import ren
-from ren.backend import backend_override, cpu, cpu_isa
+from ren.backend import backend_override, cpu, cpu_calls, cpu_isa
 from ren.backend.c_host import cached_library, compile_source, find_cc
 from ren.errors import DeviceError
 from ren.kernel import RingCall
@@ -208,7 +208,7 @@ def test_a_wrong_ntt_is_caught_on_every_path(isa):
     out = np.empty_like(x)
     fn = cpu.CpuCall("broken", ctypes.cast(lib.ren_cpu_ntt, ctypes.c_void_p).value, 2,
                      [np.array([1024, 2], np.int64), call.tables()["q"],
-                      cpu._row_pointers(rows), cpu._row_pointers(companions)],
+                      cpu_calls.row_pointers(rows), cpu_calls.row_pointers(companions)],
                      keep=(rows, companions))
     fn([out, x])
     assert not np.array_equal(out, ntt(x, ring))

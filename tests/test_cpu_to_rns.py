@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ren
-from ren.backend import cpu
+from ren.backend import cpu, cpu_calls
 from ren.backend.numpy_backend import _to_rns
 from ren.backend.ring_c import render_ring_call
 from ren.device import get_device
@@ -161,7 +161,7 @@ def test_strided_input_is_copied_first():
     wide = rng.integers(0, R, size=(512, 4), dtype=np.uint64).astype(np.uint32)
     view = wide[:, 1:3]
     call = RingCall(RingKernel.TO_RNS, 512, (), moduli, words=2)
-    fn = cpu._RingInput(cpu.library_call(call))
+    fn = cpu_calls.RingInput(cpu.library_call(call))
     out = np.empty((2, 512), np.uint32)
     fn([out, view])
     want = np.empty_like(out)

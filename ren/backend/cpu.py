@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.backend import Device, GraphRunner, KernelFn, cpu_sampling
+from ren.backend import Device, GraphRunner, KernelFn, cpu_calls, cpu_sampling
 from ren.backend.c_host import (
     HostRunner,
     compiler,
@@ -97,17 +97,14 @@ from ren.backend.cpu_cache import (
     index_library,
     indexed_library,
 )
+from ren.backend.cpu_calls import VOIDP, CpuCall, RingInput, address, pointer
 from ren.backend.malloc import tune_allocator
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
-from ren.errors import DeviceError, KernelCompileError, RealizeError
+from ren.errors import KernelCompileError, RealizeError
 from ren.kernel import ELEMENTWISE, LIGHT_KINDS, RingCall, ScheduledKernel
 from ren.random import RandomSpec
 from ren.ring import RingKernel, RingSpec
-
-#: a compiled entry point: void f(void** args)
-_ENTRY = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))
-_VOIDP = ctypes.c_void_p
 
 #: prepended to every kernel library: the thread count and the OpenMP loop over limbs
 _HEADER = r"""/* Ren elementwise kernels for the "cpu" device */
@@ -241,112 +238,12 @@ def loaded_libraries() -> int:
     return len(_live)
 
 
-def _address(lib: ctypes.CDLL, name: str) -> int:
-    try:
-        fn = lib[name]  # not getattr: that caches fn in lib, a cycle that delays its closing
-    except AttributeError:
-        raise KernelCompileError(f"the compiled library {lib._name} has no entry point {name}; "
-                                 f"remove it (or the folder {cache_dir()}) and run again") from None
-    address = ctypes.cast(fn, _VOIDP).value
-    assert address is not None  # a symbol the library has is at a non-NULL address
-    return address
-
-
-def _pointer(arr: np.ndarray) -> int:
-    if not arr.flags.c_contiguous:
-        raise DeviceError("cpu: a kernel argument is not a contiguous array")
-    return arr.ctypes.data
-
-
-class CpuCall:
-    """A KernelFn: one compiled entry point, its `nslots` slot arrays (given per call) followed
-    by constant arrays (`extra`: sizes and tables, kept alive here).  `owner`: the library the
-    entry point lives in, kept loaded while this call lives; `keep`: what the tables point into
-    (the twiddle rows behind an array of row pointers), kept alive while this call lives."""
-
-    __slots__ = ("_extra_ptrs", "address", "extra", "fn", "keep", "name", "nslots", "owner")
-
-    def __init__(self, name: str, address: int, nslots: int, extra: Sequence[np.ndarray] = (),
-                 owner: ctypes.CDLL | None = None, keep: Any = None):
-        self.name = name
-        self.owner = owner
-        self.keep = keep
-        self.address = address
-        self.fn = _ENTRY(address)
-        self.nslots = nslots
-        self.extra = [np.ascontiguousarray(a) for a in extra]
-        self._extra_ptrs = [a.ctypes.data for a in self.extra]
-
-    def argv(self, bufs: Sequence[Any]) -> ctypes.Array:
-        """The argument vector of a call on `bufs` (None slots stay null: patched later)."""
-        ptrs = [None if b is None else _pointer(b) for b in bufs[: self.nslots]]
-        return (_VOIDP * (self.nslots + len(self.extra)))(*ptrs, *self._extra_ptrs)
-
-    def __call__(self, bufs: Sequence[Any]) -> None:
-        self.fn(self.argv(bufs))
-
-    def __repr__(self) -> str:
-        return f"<CpuCall {self.name}>"
-
-
-class _RingInput:
-    """Wraps a ring-kernel CpuCall whose input may be a strided view: copies it first."""
-
-    def __init__(self, call: CpuCall):
-        self.call = call
-
-    def __call__(self, bufs: Sequence[Any]) -> None:
-        src = bufs[1]
-        if not src.flags.c_contiguous:
-            bufs = [bufs[0], np.ascontiguousarray(src), *bufs[2:]]
-        self.call(bufs)
-
-
-def _sizes(*values: int) -> np.ndarray:
-    return np.array(values, dtype=np.int64)
-
-
-def _row_pointers(rows: Sequence[np.ndarray]) -> np.ndarray:
-    """The addresses of `rows` (C-contiguous arrays the caller keeps alive), as a C array of
-    pointers."""
-    return np.array([_pointer(r) for r in rows], dtype=np.uintp)
-
-
 def library_call(call: RingCall, isa: str | None = None,
                  lib: ctypes.CDLL | None = None) -> CpuCall | None:
     """The library CpuCall of a ring call on path `isa` (default: `resolve_isa()`), or None for
     the kinds run as rendered programs.  `lib`: that path's ring library when the caller holds
     it already (resolving a path looks $CC up on PATH: a device builds thousands of calls)."""
-    lib = lib if lib is not None else ring_library(isa)
-    N = call.n
-    kind = call.kind
-    if kind in (RingKernel.NTT, RingKernel.INTT):
-        # a pointer per limb to its modulus' own twiddle row (shared by every call over that
-        # prime) rather than a stacked (L, N) copy per limb set: a bootstrapping's ~120
-        # distinct limb sets stacked ~90 MB of copies of 66 rows
-        t = call.tables(twiddles=False)
-        rows, companions = call.twiddle_rows()
-        extra = [_sizes(N, len(call.dst)), t["q"], _row_pointers(rows), _row_pointers(companions)]
-        keep = (rows, companions)
-        if kind is RingKernel.NTT:
-            return CpuCall("ntt", _address(lib, "ren_cpu_ntt"), 2, extra, lib, keep)
-        return CpuCall("intt", _address(lib, "ren_cpu_intt"), 2,
-                       [*extra, t["n_inv"], t["n_inv_shoup"]], lib, keep)
-    t = call.tables()
-    if kind is RingKernel.BASIS_CONVERT:
-        extra = [_sizes(N, len(call.src), len(call.dst)), t["src_q"], t["src_qneg"],
-                 t["qhat_inv"], t["q"], t["qneg"], t["bconv"], t["copy_from"]]
-        return CpuCall("basis_convert", _address(lib, "ren_cpu_bconv"), 2, extra, lib)
-    if kind is RingKernel.RESCALE:
-        call.check_rescale("cpu backend")
-        LS, K = len(call.src), len(call.dropped)
-        extra = [_sizes(N, LS, K), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
-                 t["p_inv"], t["lift"], t["p_all_inv"]]
-        return CpuCall("rescale", _address(lib, "ren_cpu_rescale"), 2, extra, lib)
-    if kind is RingKernel.TO_RNS:  # cpu_ring_to_rns.c
-        extra = [_sizes(N, len(call.dst), call.words), t["q"]]
-        return CpuCall("to_rns", _address(lib, "ren_cpu_to_rns"), 2, extra, lib)
-    return None
+    return cpu_calls.library_call(call, lib if lib is not None else ring_library(isa))
 
 
 def _wrapper(k: CKernel) -> str:
@@ -423,8 +320,8 @@ class CompiledPlan(GraphRunner):
             if not run:
                 return
             vectors = [fn.argv(args) for fn, args in run]
-            fns = (_VOIDP * len(run))(*(fn.address for fn, _ in run))
-            argvs = (_VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
+            fns = (VOIDP * len(run))(*(fn.address for fn, _ in run))
+            argvs = (VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
             for v in vectors:
                 where.append((v, len(self.segments)))
             self.segments.append(("c", len(run), fns, argvs, vectors))
@@ -445,7 +342,7 @@ class CompiledPlan(GraphRunner):
 
     def _patch(self, arrays: Sequence[Any]) -> None:
         for target, slot, i, is_list in self.patches:
-            target[slot] = arrays[i] if is_list else _pointer(arrays[i])
+            target[slot] = arrays[i] if is_list else pointer(arrays[i])
 
     def _unpatch(self) -> None:
         for target, slot, _, _ in self.patches:
@@ -469,7 +366,7 @@ class CompiledPlan(GraphRunner):
             for seg in self.segments:
                 if seg[0] == "c":
                     base_f, base_a = ctypes.addressof(seg[2]), ctypes.addressof(seg[3])
-                    step = ctypes.sizeof(_VOIDP)
+                    step = ctypes.sizeof(VOIDP)
                     for k in range(seg[1]):
                         t0 = time.perf_counter()
                         self._run_plan(1, base_f + k * step, base_a + k * step)
@@ -641,7 +538,7 @@ class CpuDevice(Device):
         """Take kernels `names` (of `kernels`) from the loaded library `lib` (caller holds the
         build lock); a one-phase hosted kernel through its parallel wrapper."""
         lib["ren_set_threads"](threads())
-        found = {name: _address(lib, f"ren_cpu_{name}") if name.startswith("ren_ew_")
+        found = {name: address(lib, f"ren_cpu_{name}") if name.startswith("ren_ew_")
                  else _host_function(lib, name) if kernels[name].phases == 1
                  else host_function(lib, name) for name in names}
         for name, fn in found.items():
@@ -717,7 +614,7 @@ class CpuDevice(Device):
         if call is not None:
             fn = library_call(call, self.isa, self.ring_lib)
             if fn is not None:
-                return _RingInput(fn)
+                return RingInput(fn)
         with self._build_lock:
             program = self._rendered.pop(item.key, None)
         if program is None:
@@ -739,7 +636,7 @@ class CpuDevice(Device):
 
     def graph(self, calls: Sequence[tuple[KernelFn, list[Any]]],
               patches: Sequence[tuple[int, int, int]]) -> CompiledPlan:
-        unwrapped = [(fn.call if isinstance(fn, _RingInput) else fn, args) for fn, args in calls]
+        unwrapped = [(fn.call if isinstance(fn, RingInput) else fn, args) for fn, args in calls]
         return CompiledPlan(unwrapped, patches, self.isa)
 
 

@@ -76,8 +76,27 @@ def ours() -> list[str]:
 
 
 def leftovers() -> list[str]:
-    """This process's files besides its marker: segments and job markers."""
-    return [n for n in ours() if not n.endswith(".host")]
+    """This process's files besides its marker and the pools' slots (reused across jobs, gone
+    at exit): segments and job markers."""
+    return [n for n in ours() if not n.endswith(".host") and "-pool-" not in n]
+
+
+def taken_slots() -> list[str]:
+    """Pool slots not free (every input's and result's slot is freed once read and decoded;
+    a slot of an ended job is taken again by its writer)."""
+    out = []
+    for n in ours():
+        if "-pool-" in n:
+            with open(os.path.join(shm.SHM_DIR, n), "rb") as f:
+                if f.read(8) != bytes(8):
+                    out.append(n)
+    return out
+
+
+def dead_pools() -> list[str]:
+    """Pool files of this client whose writer process is gone."""
+    return [n for n in ours() if "-pool-" in n and
+            not os.path.exists(f"/proc/{n.rsplit('-', 1)[-1].split('.')[0]}")]
 
 
 def mapped(poly) -> bool:
@@ -189,8 +208,10 @@ def test_a_worker_writes_no_segment_for_a_job_that_ended(ckks, monkeypatch):
     open(os.path.join(shm.SHM_DIR, prefix + ".job"), "wb").close()
     assert shm.job_alive(prefix)
     codec, ct = Codec(), ckks.encrypt([0.25])
-    assert isinstance(encode_result(codec, ct, (prefix, 0)), shm.Shared)
-    assert shm.end_job(prefix) == 1 and not shm.job_alive(prefix)
+    first = encode_result(codec, ct, (prefix, 0))
+    assert isinstance(first, shm.Shared)
+    shm.end_job(prefix)
+    assert not shm.job_alive(prefix)
     assert isinstance(encode_result(codec, ct, (prefix, 0)), Sealed)
     # the marker removed while the segments were being written: unlinked again, frames sent
     open(os.path.join(shm.SHM_DIR, prefix + ".job"), "wb").close()
@@ -204,6 +225,9 @@ def test_a_worker_writes_no_segment_for_a_job_that_ended(ckks, monkeypatch):
     monkeypatch.setattr(shm.Segments, "seal", racing)
     assert isinstance(encode_result(codec, ct, (prefix, 0)), Sealed)
     assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
+    # the slot it had filled is free again; the first one waits for a reader or its job's end
+    assert taken_slots() == [first.name]
+    shm.free_slot(first.name, first.gen)
 
 
 _CHILD = textwrap.dedent("""
@@ -236,6 +260,60 @@ def test_a_clients_files_go_at_exit_and_a_killed_clients_are_reaped(monkeypatch)
     assert shm.client_prefix() + ".host" in os.listdir(shm.SHM_DIR)  # a live one's stay
 
 
+def test_pool_slots_are_reused_checked_and_freed(ckks):
+    """A pooled writer copies records into slots it keeps mapped; the reader copies them out
+    and frees an input's slot at once, a result's (written by a worker) once decoded
+    (`release`); a slot written over, corrupted or cut short raises SerializationError."""
+    job = shm.client_prefix() + "-77"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    ct = ckks.encrypt([0.5, 0.125])
+    codec = Codec()
+    writer = shm.Segments(job, 0, pooled=True)
+    first = codec.encode(ct, "ct", writer)
+    assert isinstance(first, shm.Shared) and first.gen > 0 and "-pool-" in first.name
+    back = shm.receive(first.header())  # written by this (the client's) process: freed now
+    assert dumps(codec.decode(back)) == dumps(ct) and back.origin is None
+    with pytest.raises(SerializationError, match="another record"):  # read twice
+        shm.receive(first.header())
+    second = codec.encode(ct, "ct", writer)
+    assert second.name == first.name and second.gen != first.gen  # the same slot, reused
+    path = os.path.join(shm.SHM_DIR, second.name)
+    with open(path, "r+b") as f:  # a flipped bit in the last frame
+        f.seek(second.offsets[-1] + second.sizes[-1] - 1)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 4]))
+    with pytest.raises(SerializationError, match="checksum"):
+        codec.decode(shm.receive(second.header()))
+    taken = codec.encode(ct, "ct", writer)
+    other = codec.encode(ct, "ct", writer)  # the first slot is taken: a second one
+    assert taken.name != other.name
+    stale = shm.Shared(taken.record, taken.name, taken.offsets, taken.sizes, taken.gen + 99)
+    with pytest.raises(SerializationError, match="another record"):
+        shm.receive(stale.header())
+    # a worker's slot (another writer pid in its name): kept until the decoded tree is released
+    worker_name = taken.name.rsplit("-", 1)[0] + "-1.0"
+    os.link(path, os.path.join(shm.SHM_DIR, worker_name))
+    got = shm.receive({**taken.header(), "shm": worker_name})
+    assert got.origin == (worker_name, taken.gen)
+    assert dumps(codec.decode(got)) == dumps(ct)
+    assert shm.receive({**taken.header(), "shm": worker_name}).origin  # fetched again: fine
+    shm.release([got])
+    with pytest.raises(SerializationError, match="another record"):
+        shm.receive({**taken.header(), "shm": worker_name})
+    os.unlink(os.path.join(shm.SHM_DIR, worker_name))
+    os.truncate(os.path.join(shm.SHM_DIR, other.name), 100)
+    with pytest.raises(SerializationError, match="cut short"):
+        shm.receive(other.header())
+    # the writer drops a slot cut short (or unlinked) by someone else instead of writing past
+    # its end (SIGBUS)
+    names = {codec.encode(ct, "ct", writer).name for _ in range(3)}
+    assert other.name not in names and not os.path.exists(path.replace(taken.name, other.name))
+    # a slot taken by a job that ended is taken again; pool files of a dead pid are removed
+    assert shm.end_job(job) == 0
+    assert shm.remove_dead_pools(shm.client_prefix()) == 0  # (every writer here is alive)
+
+
 # -- on a LocalCluster -------------------------------------------------------------------------
 def test_map_through_segments_gives_the_same_bits_and_leaves_nothing(client, ckks, small):
     cts, rlk = batch(ckks, 12), ckks.ev.relin_key
@@ -244,9 +322,11 @@ def test_map_through_segments_gives_the_same_bits_and_leaves_nothing(client, ckk
     assert job._sender is not None and job._sender.shm is not None
     outs = job.result(timeout=60)
     assert [dumps(o) for o in outs] == want
-    assert all(mapped(o.parts[0]) for o in outs)  # results came back as segments, adopted
-    assert len(job._sender.segments.names) >= 12  # the inputs went as segments
-    assert leftovers() == []
+    # results came back through the workers' pool slots (copied out: no mapping to adopt)
+    writers = {int(n.rsplit("-", 1)[-1].split(".")[0]) for n in ours() if "-pool-" in n}
+    assert set(client.run(os.getpid).values()) & writers
+    assert len(job._sender.segments.slots) >= 12  # the inputs went through pool slots
+    assert leftovers() == [] and taken_slots() == []  # every slot read and freed
     # 'off': the frames in the messages, the same bits
     os.environ[shm.ENV] = "off"
     job = submit(square, cts, keys=rlk, client=client)
@@ -314,6 +394,6 @@ def test_a_killed_worker_leaves_every_result_once_and_no_segment(ckks, small):
         os.kill(pids[victim], signal.SIGKILL)  # holding results (segments) and inputs
         outs = job.result(timeout=120)
         assert [dumps(o) for o in outs] == want
-        assert leftovers() == []
+        assert leftovers() == [] and dead_pools() == []  # the victim's slots went too
         assert batch_module.MAX_RESENDS >= 1
     assert leftovers() == []

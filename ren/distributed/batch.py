@@ -386,6 +386,7 @@ class MapJob:
                     wire, timing = (one, {}) if self.keep else one
                     self.result_bytes += wire_bytes(wire)
                     out[j] = self.codec.decode(wire)
+                    shm.release(wire)  # its shared-memory slots, if any, back to the worker
                     timings[j] = timing
                 self.futures[i].release()  # the worker may drop it (and its input) now
                 if self._inputs[i] is not None:  # (a Batch's input stays: the Batch holds it)
@@ -612,7 +613,7 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
         job._sender = _Sender(client, items, codec, shared, ck, pk, which, job_id, addresses,
                               keep)
     if job_shm is not None:
-        job._sender.shm, job._sender.segments = job_shm, shm.Segments(*job_shm)
+        job._sender.shm, job._sender.segments = job_shm, shm.Segments(*job_shm, pooled=True)
     with job._cond:
         # one input to each worker first, so that every worker starts at once; then the
         # rest of the window, which the workers' first tasks no longer wait for

@@ -126,11 +126,13 @@ class Sealed:
     """One Ren object on the wire (module doc): `kind`, JSON `meta`, `frames` (buffers of limbs,
     or a seedless byte string), and `checksum` under the algorithm `alg`."""
 
-    __slots__ = ("alg", "checksum", "frames", "kind", "meta")
+    __slots__ = ("alg", "checksum", "frames", "kind", "meta", "origin")
 
     def __init__(self, kind: str, meta: bytes, frames: tuple[Any, ...], alg: str = CHECKSUM,
                  checksum_: bytes | None = None) -> None:
         self.kind, self.meta, self.frames, self.alg = kind, meta, tuple(frames), alg
+        #: the shared-memory slot it was read from, to free once decoded (`ren.distributed.shm`)
+        self.origin: Any = None
         self.checksum = checksum_ if checksum_ is not None else checksum(
             alg, [kind.encode(), meta, *self.frames])
 

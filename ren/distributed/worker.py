@@ -191,7 +191,7 @@ def encode_result(codec: Codec, result: Any, job: tuple[str, int] | None) -> Any
     if job is None or not shm.job_alive(job[0]):
         return codec.encode(result, "the result")
     shm_prefix = job[0]
-    segments = shm.Segments(*job)
+    segments = shm.Segments(*job, pooled=True)
     try:
         wire = codec.encode(result, "the result", segments)
     except BaseException:

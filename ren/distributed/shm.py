@@ -2,54 +2,68 @@
 
 When a client and its workers share a machine (a `local_client()` cluster, or workers started
 on the client's host), sending a 2 MB ciphertext through Dask's TCP comm costs each side's
-event-loop thread ~2-3 ms of CPU (tornado's reads and writes in ~64-128 kB pieces), several
-times Ren's own encoding.  On this path a record's frames are written once into a *segment*, a
-file in `SHM_DIR` (tmpfs: memory), and the Dask message carries only the segment's name, the
-frames' offsets and sizes, and the record's header with its checksum (`Shared`).  The receiver
-maps the file (``mmap``: no copy; the mapped words become the Poly's storage, as a received
-writable frame does), unlinks its name at once, and decodes the record as any other: the
-checksum, the frames' lengths and the residue ranges are checked as before, so a corrupted,
-truncated or missing segment raises `SerializationError`.  Records under `MIN_BYTES` (and
-everything that is not a record) still travel in the message.
+event-loop thread ~2-3 ms of CPU (tornado's reads and writes in ~64-128 kB pieces).  On this
+path the record's frames go through a file in `SHM_DIR` (tmpfs: memory).  The Dask message
+carries only the record's header with its checksum, the file's name, and the frames' offsets
+and sizes (`Shared`).  The receiver decodes the record as any other: the checksum, the frames'
+lengths and the residue ranges are checked as before, so a corrupted, truncated, missing or
+overwritten file raises `SerializationError`.  Records under `MIN_BYTES` (and everything that
+is not a record) still travel in the message.
 
-**Which path.**  ``REN_DISTRIBUTED_SHM`` (environment variable, read per job): ``off`` (the
-default, see *Cost*) sends the frames in the message; ``auto`` uses segments when every worker
-of the job sees the client's `SHM_DIR` (a probe: the
-client writes a marker file of random contents there, the workers read it back, once per
-client and worker address; `visible_workers`), the frames in the message otherwise; ``on``
-requires segments (a job whose workers do not all see the marker raises
-`DistributedError`).  A worker writes its results into segments only while the client's
-job marker is in its `SHM_DIR` (a worker of another machine never does); ``keep=True`` results,
-which stay on the workers, are never segments.
+**Pool slots (what a job uses).**  Each writer process (the client for inputs, a worker for
+results) keeps a `Pool` per client: up to `POOL_SLOTS` files ``<client>-pool-<pid>.<k>``,
+mapped for good and written over.  A slot's first word is its state: 0 is free, else the
+generation of the record in it, which the message names too.  The writer copies the frames
+into pages that already exist.  The reader checks the generation, copies the frames out (one
+C copy each into a buffer of its own), checks the generation again, and frees the slot.  An
+input's slot is freed at once.  A result's slot is freed by `MapJob.result` once it has decoded
+the result (`release`, through `Sealed.origin`): Dask fetches a result again when a gather of
+several fails half-way (a worker killed meanwhile), and that second read must find it.  A slot
+whose job ended is taken again, so a reader that never came does not leak it.  A slot that
+another process cut short or unlinked is dropped, not written past its end.  When a pool is
+full the record gets a *segment* of its own instead (`Segments` without a pool).  The
+receiver maps such a segment (``mmap``: the mapped words become the Poly's storage, no copy).
+It unlinks an input's segment as it maps it.  A result's segment stays until the job ends.
 
-**Lifetimes.**  Every segment of a job is named after it (``ren-<client pid>-<token>-<job>-...``)
-and lives in transit only.  A worker unlinks an input's segment when it maps it (its memory
-stays while the decoded object does); a result's segment stays until its job ends, because Dask
-fetches a result again when a gather of several fails half-way (a worker killed meanwhile).
-What a receiver never opened (an input sent to a worker that died, a result of a cancelled
-task), and the results' segments, are unlinked by the client when the job ends (`end_job`: after its
-results, on a failure, on `cancel`, or when the job object is garbage collected): it removes
-the job marker first, then every file of the job's prefix; a worker creates a segment and then
-checks the marker, unlinking the segment itself when the marker is gone, so no segment
-outlives its job.  At exit the client removes every file of its own prefix
-(`atexit`), and a process that starts using this path removes the files of clients whose
-process is gone (`reap`, e.g. a client killed by a signal: its pid no longer exists; only
-files older than `REAP_AFTER` seconds, and only by pid, so it assumes one pid namespace per
-`SHM_DIR`).
+**Which path.**  ``REN_DISTRIBUTED_SHM`` (environment variable, read per job):
+- ``off`` (the default, see *Cost*): the frames travel in the message.
+- ``auto``: files when every worker of the job sees the client's `SHM_DIR`, the frames in the
+  message otherwise.  The probe: the client writes a marker file of random contents there and
+  the workers read it back, once per client and worker address (`visible_workers`).
+- ``on``: files are required; a job whose workers do not all see the marker raises
+  `DistributedError`.
+A worker writes its results into files only while the client's job marker is in its `SHM_DIR`
+(a worker of another machine never does).  ``keep=True`` results, which stay on the workers,
+never go into files.
+
+**Lifetimes.**  Every file lives under the client's prefix (``ren-<client pid>-<token>``);
+segments are also named after their job (``...-<job>-<writer pid>.<n>``).
+- When a job ends (`end_job`: at the end of `MapJob.result` or `persist`, on a failure, or
+  when the job object is garbage collected), the client removes the job marker first, then
+  every segment of the job's prefix, and the pool files of writers whose process is gone (a
+  killed worker's).  A worker writes a record and then checks the marker.  When the marker is
+  gone it unlinks or frees what it wrote and sends the frames instead, so nothing outlives
+  its job.
+- At exit every process unlinks its own pool files, and the client every file of its prefix
+  (`atexit`).
+- A process that starts using this path removes the files of clients whose process is gone
+  (`reap`, e.g. a client killed by a signal).  It only removes files older than `REAP_AFTER`
+  seconds, and it judges by pid, so it assumes one pid namespace per `SHM_DIR`.
 
 **Cost.**  Measured on a shared 2-core VM (noisy; CPU time per 2.1 MB record, one core):
-writing a new segment ~0.95 ms (tmpfs allocates and charges every page), mapping it with
-``MAP_POPULATE`` ~0.3 ms, and freeing its pages when the last view goes ~0.45 ms: about what
-the loopback TCP path costs, so `bench_distributed.py --device cpu` showed no gain in the
-client's or the workers' CPU per ciphertext (client 4.1 against 3.9 ms, workers outside the
-replay 3.6 against 3.0).  Hence ``off`` by default.  What would pay: segments that are reused
-(a pool of pages written over, not allocated and freed per record).
+- A new tmpfs file costs ~0.95 ms to write (tmpfs allocates and charges every page), ~0.3 ms
+  to map with ``MAP_POPULATE``, and ~0.45 ms to free its pages.  That is about what the loopback
+  TCP path costs, and the one-segment-per-record design measured worse than ``off`` in
+  `bench_distributed.py --device cpu`.  Hence the pools.
+- Writing into a kept mapping costs ~0.06 ms, and copying out with ``preadv`` ~0.2 ms.
+- With the pools, the benchmark's CPU figures were within the run-to-run noise of ``off`` (see
+  the session note); Dask's own per-task work dominates the client's CPU.  So ``off`` stays the
+  default.
 
-**Trust.**  A segment is a file the client's user can write (mode 0600): the same trust as the
-loopback TCP connection it replaces.  The checksum is verified on the mapped words when the
-record is decoded; a process of the same user that rewrites a segment after that could change
-the words under the decoder, which TCP would not allow, so do not share a `SHM_DIR` with
-processes you do not trust.
+**Trust.**  A file here is one the client's user can write (mode 0600): the same trust as the
+loopback TCP connection it replaces.  A process of the same user that rewrites a mapped
+segment after its checksum was verified could change the words under the decoder, which TCP
+would not allow.  Do not share a `SHM_DIR` with processes you do not trust.
 """
 
 from __future__ import annotations

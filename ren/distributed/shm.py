@@ -80,6 +80,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from ren.distributed import frames
 from ren.distributed.errors import DistributedError
 from ren.distributed.frames import Sealed
@@ -490,8 +492,8 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
                                      "again")
         out = []
         for off, size in zip(offsets, sizes):
-            buf = bytearray(size)
-            if os.preadv(fd, [buf], off) != size:
+            buf = np.empty(size, np.uint8)  # (not zero-filled, as a bytearray would be)
+            if os.preadv(fd, [buf.data], off) != size:
                 raise SerializationError(f"the shared-memory slot {name} was cut short")
             out.append(buf)
         os.preadv(fd, [head], 0)

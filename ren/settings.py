@@ -123,6 +123,9 @@ SWITCHES = {s.name: s for s in (
                                  "they open, so large NumPy buffers are reused instead of "
                                  "page-faulted on every replay (ren.backend.malloc); 0: leave the "
                                  "allocator as it is"),
+    Switch("REN_DISTRIBUTED_SHM_MIN_BYTES", 64 * 1024,
+           "with REN_DISTRIBUTED_SHM on or auto: records with fewer bytes of frames still travel "
+           "in the message (read per job, on the client)", range(0, 1 << 40)),
     Switch("REN_INSPECT_DEBUG", 0, "1: ren-inspect shows tracebacks instead of one-line errors "
                                    "(same as its --debug)"),
     Switch("REN_CPU_ISA", "auto", "vector unit of the compiled 'cpu' device's kernels: auto (the "
@@ -134,6 +137,12 @@ SWITCHES = {s.name: s for s in (
                                "+mypkg.passes:my_pass@after=lower_ring_ops'); empty: the "
                                "default twelve passes; read when a realization starts",
            None, text=True),
+    # read per job by ren.distributed.shm (not once per process): a client may change it
+    Switch("REN_DISTRIBUTED_SHM", "off", "ren.distributed's same-host data path: off (records "
+                                         "travel in Dask's messages), auto (through /dev/shm "
+                                         "segments where client and worker share it) or on "
+                                         "(the same, an error where they do not); 1/0 and "
+                                         "true/false read as on/off", ("auto", "on", "off")),
     Switch("REN_CACHE_DIR", "", "folder of Ren's caches: the 'cpu' device's compiled "
                                 "libraries (in its cpu/ subfolder) and the plan cache (plans/); "
                                 "empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren; an "

@@ -31,6 +31,7 @@ OUT_OF_RANGE = {
     "REN_MALLOC_TUNE": (-1, 2),
     "REN_CPU_THREADS": (0, 100000),
     "REN_CPU_LIBRARIES": (0, 10**9),
+    "REN_DISTRIBUTED_SHM_MIN_BYTES": (-1, 1 << 40),
 }
 
 

@@ -82,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+from ren import settings
 from ren.distributed import frames
 from ren.distributed.errors import DistributedError
 from ren.distributed.frames import Sealed
@@ -90,13 +91,14 @@ from ren.errors import SerializationError
 #: where segments live (tmpfs on Linux); None where there is none (the path is then off)
 SHM_DIR: str | None = "/dev/shm" if os.path.isdir("/dev/shm") and \
     os.access("/dev/shm", os.W_OK) else None
-#: the environment variable that picks the path: "auto", "on" or "off" (module doc)
+#: the environment variable that picks the path: "auto", "on" or "off" (module doc); its
+#: values and default are `ren.settings`' (read here per job, not once per process)
 ENV = "REN_DISTRIBUTED_SHM"
-MODES = ("auto", "on", "off")
+MODES: tuple[str, ...] = tuple(str(v) for v in settings.SWITCHES[ENV].allowed or ())
 #: records with fewer bytes of frames travel in the message (``REN_DISTRIBUTED_SHM_MIN_BYTES``
 #: on the client overrides it for its jobs, workers included)
-MIN_BYTES = 64 * 1024
 MIN_ENV = "REN_DISTRIBUTED_SHM_MIN_BYTES"
+MIN_BYTES = int(settings.SWITCHES[MIN_ENV].default)
 #: frames start at multiples of this in a segment (page and cache-line aligned words)
 ALIGN = 64
 #: files of a dead client younger than this (seconds) are left to `reap` later
@@ -120,10 +122,11 @@ _reaped = False
 def mode() -> str:
     """The path ``REN_DISTRIBUTED_SHM`` picks ("off" when unset); DistributedError for a
     value that is not one of `MODES`."""
-    value = os.environ.get(ENV, "off").strip().lower() or "off"
+    default = str(settings.SWITCHES[ENV].default)
+    value = os.environ.get(ENV, default).strip().lower() or default
     value = {"1": "on", "0": "off", "true": "on", "false": "off"}.get(value, value)
     if value not in MODES:
-        raise DistributedError(f"{ENV}={value!r}: expected one of auto, on, off")
+        raise DistributedError(f"{ENV}={value!r}: expected one of {', '.join(MODES)}")
     return value
 
 

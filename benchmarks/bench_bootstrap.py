@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import inspect
 import json
 import math
@@ -434,7 +435,11 @@ def run_desilo(reps: int, key: str = "medium") -> dict:
         times.append(time.perf_counter() - t0)
         level = res.level
         bits.append(_bits(engine.decrypt(res, sk), x))
-    return {"library": name, "version": getattr(desilofhe, "__version__", "?"),
+    try:
+        version = importlib.metadata.version("desilofhe")
+    except importlib.metadata.PackageNotFoundError:
+        version = getattr(desilofhe, "__version__", "?")
+    return {"library": name, "version": f"desilofhe {version}",
             "keygen_s": keygen, "first_s": times[0], "replay_s": statistics.median(times[1:]),
             "bits_min": min(bits), "bits_max": max(bits), "levels_left": level,
             "slots": engine.slot_count, "N": engine.slot_count * 2, "rss_gib": _rss_gib()}

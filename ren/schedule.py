@@ -21,10 +21,11 @@ import gc
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ren import contracts, settings
+from ren.device import Buffer
 from ren.errors import ParameterError, ScheduleError, check_int
 from ren.ir import storage_buffer
 from ren.kernel import VIEW, ScheduledKernel
@@ -274,7 +275,12 @@ def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Entry, ...]) -> N
 
 
 def linearize(sink: Node) -> list[ScheduledKernel]:
-    """The kernels and light items of a kernelized graph, in dependency order."""
+    """The kernels and light items of a kernelized graph, in dependency order (public samples
+    regenerated where they are read long after: `regenerate_public_samples`)."""
+    return regenerate_public_samples(_linearize(sink))
+
+
+def _linearize(sink: Node) -> list[ScheduledKernel]:
     items: list[ScheduledKernel] = []
     for n in toposort(sink):
         if n.op is Op.KERNEL:
@@ -287,6 +293,66 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
             items.append(ScheduledKernel(VIEW, f"view{len(items)}", None, (view, view.base),
                                          None, n))
     return items
+
+
+#: a public sample read more than this many items after its latest generation is generated
+#: again right before the read (`regenerate_public_samples`)
+REGENERATE_AFTER = 32
+
+
+def _public_sample(item: ScheduledKernel) -> bool:
+    call = item.ring_call if item.kind != VIEW else None
+    return call is not None and call.random is not None and call.random.public
+
+
+def regenerate_public_samples(items: list[ScheduledKernel],
+                              after: int = REGENERATE_AFTER) -> list[ScheduledKernel]:
+    """`items` with each public sample (`RandomSpec.public`: a lean key's row, the same words
+    whenever it is drawn) generated again, into a fresh buffer, before a read that comes more
+    than `after` items after its latest generation, and that read (and its views of the
+    sample) pointed at the new buffer.  Memory for time: a row a bootstrapping's key switches
+    share would otherwise live from its first key switch to its last (at N = 2^16 all 189 rows
+    of the lean keys at once, ~3 GiB of arena), where now each use's copy lives only around
+    that use.  The words are the same, so the results are too."""
+    if not any(_public_sample(it) for it in items):
+        return items
+    out: list[ScheduledKernel] = []
+    root: dict[Buffer, Buffer] = {}  # a sample's buffer, or a view of it -> the sample's buffer
+    maker: dict[Buffer, ScheduledKernel] = {}  # a sample's buffer -> its RANDOM item
+    viewer: dict[Buffer, ScheduledKernel] = {}  # a view of a sample -> its VIEW item
+    latest: dict[Buffer, tuple[int, dict[Buffer, Buffer]]] = {}  # where and as what it is now
+    for it in items:
+        if _public_sample(it):
+            b = it.bufs[0]
+            root[b], maker[b] = b, it
+            latest[b] = (len(out), {b: b})
+            out.append(it)
+            continue
+        if it.kind == VIEW and it.bufs[1] in root:
+            view, base = it.bufs
+            root[view], viewer[view] = root[base], it
+            at, now = latest[root[base]]
+            if now[base] is base:  # still the first generation: the view as scheduled
+                now[view] = view
+                out.append(it)
+            continue  # (a later generation's view is made where it is read)
+        bufs = list(it.bufs)
+        for i, b in enumerate(bufs):
+            r = root.get(b)
+            if r is None or i == 0:
+                continue
+            at, now = latest[r]
+            if len(out) - at > after:  # regenerate the sample right here
+                fresh = r.fresh_like()
+                out.append(replace(maker[r], bufs=(fresh, *maker[r].bufs[1:])))
+                at, now = latest[r] = (len(out) - 1, {r: fresh})
+            if b not in now:  # a view of a regenerated sample, made for this generation
+                now[b] = Buffer(b.device, b.shape, base=now[r], offset=b.offset,
+                                no_opt=b.no_opt)
+                out.append(replace(viewer[b], bufs=(now[b], now[r])))
+            bufs[i] = now[b]
+        out.append(it if bufs == list(it.bufs) else replace(it, bufs=tuple(bufs)))
+    return out
 
 
 def schedule(*outputs: Any, ctx: ScheduleContext | None = None,

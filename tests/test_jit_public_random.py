@@ -68,3 +68,37 @@ def test_eager_realization_keeps_a_public_sample_in_the_graph_and_replays_its_te
         if replayed:
             assert timings.extra["replayed"] is True
     assert not is_realized(lazy.node)
+
+
+def test_a_sample_read_long_after_is_generated_again_and_the_arena_shrinks(monkeypatch):
+    """`ren.schedule.regenerate_public_samples`: a public sample read at both ends of a long
+    chain is generated a second time before the late read (a fresh buffer), so the arena no
+    longer holds it across the chain; the words are the same."""
+    import importlib
+
+    from ren import realization
+    from ren.kernel import VIEW
+
+    sched = importlib.import_module("ren.schedule")
+    lazy, stored = sample(public=True), sample(public=False).realize()
+
+    x = fresh(1)
+
+    def chain(s):
+        y = x * s
+        for _ in range(sched.REGENERATE_AFTER):  # ~4 kernels each between the two reads
+            y = (y * y + x).intt()
+            y = (y + 1).ntt()
+        return y + s
+
+    items, plan, _ = realization.schedule_and_plan([chain(lazy).node])
+    randoms = [i for i in items if i.kind != VIEW and i.ring_call is not None
+               and i.ring_call.random is not None]
+    assert len(randoms) == 2 and randoms[0].bufs[0] is not randoms[1].bufs[0]
+    monkeypatch.setattr(realization, "linearize", sched._linearize)  # no regeneration
+    kept, plan_kept, _ = realization.schedule_and_plan([chain(lazy).node])
+    assert len(kept) == len(items) - 1
+    assert plan is not None and plan_kept is not None
+    assert plan.peak_live_bytes < plan_kept.peak_live_bytes
+    monkeypatch.undo()
+    np.testing.assert_array_equal(chain(lazy).realize().numpy(), chain(stored).realize().numpy())

@@ -33,6 +33,7 @@ becomes_map or on buffer storage.  Building graphs and reading realized values t
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -280,9 +281,8 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
 
     # an encryption's u, e0, e1 are independent streams, and the cpu device's samplers release
     # the GIL: drawn side by side
-    with ThreadPoolExecutor(min(len(leaves), SAMPLING_THREADS)) if len(leaves) > 1 else \
-            contextlib.nullcontext() as pool:
-        drawn = list(pool.map(draw, leaves)) if pool is not None else [draw(n) for n in leaves]
+    drawn = list(_sampling_pool().map(draw, leaves)) if len(leaves) > 1 else \
+        [draw(n) for n in leaves]
     out: dict[Node, Node] = {}
     for n, values in zip(leaves, drawn, strict=True):
         ring, domain = n.arg
@@ -295,6 +295,20 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
 
 #: random leaves one realization draws at the same time (`sample_random_leaves`)
 SAMPLING_THREADS = 4
+_pool: tuple[int, ThreadPoolExecutor] | None = None  # (the pid that made it, the pool)
+_pool_lock = threading.Lock()
+
+
+def _sampling_pool() -> ThreadPoolExecutor:
+    """The process's pool for `sample_random_leaves`, made once per process (every encryption
+    draws its leaves through it: a pool per realization would start threads each time; a
+    forked child has none of its parent's threads, so it makes its own)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(),
+                     ThreadPoolExecutor(SAMPLING_THREADS, thread_name_prefix="ren-sampling"))
+        return _pool[1]
 
 
 def _must_schedule() -> bool:

@@ -88,9 +88,9 @@ def test_a_loaded_entry_whose_items_fail_to_lower_is_scheduled_again(monkeypatch
     assert _same(_words(got), _words(keyswitch_like(a, b)))
 
 
-def test_a_cold_compile_cache_compiles_the_rest_in_one_batch(monkeypatch, pipelined):
-    """The first chunk's prepare reports compiled kernels (a cold cache): the next prepare gets
-    every later compute item at once, and the words are the eager graph's."""
+def _record_prepares(monkeypatch, compiled) -> list[int]:
+    """Patch the cpu device's prepare to record each batch's item count (the list returned)
+    and to report `compiled(number of the batch)` as the kernels it compiled."""
     dev = get_device("cpu")
     real = dev.prepare
     batches: list[int] = []
@@ -99,9 +99,17 @@ def test_a_cold_compile_cache_compiles_the_rest_in_one_batch(monkeypatch, pipeli
         items = list(items)
         batches.append(len(items))
         real(items)
-        return 1 if len(batches) == 1 else 0  # "the first chunk compiled something"
+        return compiled(len(batches))
 
     monkeypatch.setattr(dev, "prepare", prepare)
+    return batches
+
+
+def test_a_cold_compile_cache_compiles_the_rest_in_one_batch(monkeypatch, pipelined):
+    """The first chunk's prepare reports compiled kernels (a cold cache): the next prepare gets
+    every later compute item at once, and the words are the eager graph's."""
+    # "the first chunk compiled something"
+    batches = _record_prepares(monkeypatch, lambda n: 1 if n == 1 else 0)
     a, b = fresh(27, "cpu"), fresh(28, "cpu")
     fn = ren.jit(keyswitch_like)
     with ren_settings.override(REN_PLAN_CACHE=0):  # (scheduled: lower_and_run on its items)
@@ -115,17 +123,7 @@ def test_a_cold_compile_cache_compiles_the_rest_in_one_batch(monkeypatch, pipeli
 
 
 def test_a_warm_compile_cache_lowers_chunk_by_chunk(monkeypatch, pipelined):
-    dev = get_device("cpu")
-    real = dev.prepare
-    batches: list[int] = []
-
-    def prepare(items):
-        items = list(items)
-        batches.append(len(items))
-        real(items)
-        return 0  # nothing compiled: warm
-
-    monkeypatch.setattr(dev, "prepare", prepare)
+    batches = _record_prepares(monkeypatch, lambda n: 0)  # nothing compiled: warm
     a, b = fresh(29, "cpu"), fresh(30, "cpu")
     fn = ren.jit(keyswitch_like)
     with ren_settings.override(REN_PLAN_CACHE=0):

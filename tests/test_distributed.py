@@ -18,6 +18,7 @@ distributed = pytest.importorskip(
 cloudpickle = pytest.importorskip("cloudpickle", reason="comes with Dask distributed")
 
 from ckks_helpers import context  # noqa: E402
+from distributed_helpers import result_holder  # noqa: E402
 
 import ren  # noqa: E402
 from ren.backend.malloc import tune_allocator  # noqa: E402
@@ -315,14 +316,7 @@ def test_a_worker_killed_mid_batch_has_its_tasks_run_elsewhere(ckks):
     with local_client(workers=2) as c:
         pids = c.run(os.getpid)
         job = submit(square, cts, keys=rlk, client=c)
-        victim = None
-        deadline = time.monotonic() + 30
-        while victim is None and time.monotonic() < deadline:
-            done = [f for f in job.futures if f is not None and f.done()]
-            holders = c.who_has(done) if done else {}
-            victim = next((w for ws in holders.values() for w in ws), None)
-            time.sleep(0.005)
-        assert victim is not None, "no result arrived"
+        victim = result_holder(c, job, 30)
         sent = [f for f in job.futures if f is not None]  # the rest is not out yet
         lost = [k for k, ws in c.who_has(sent).items() if victim in ws]
         os.kill(pids[victim], signal.SIGKILL)  # with results held and tasks still queued there

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ distributed = pytest.importorskip(
     "distributed", reason='needs Dask distributed: pip install -e ".[distributed]"')
 
 from ckks_helpers import context  # noqa: E402
+from distributed_helpers import batch, result_holder, values  # noqa: E402
 
 import ren  # noqa: E402
 from ren.ckks import Evaluator, dumps, loads  # noqa: E402
@@ -65,14 +65,6 @@ def wide():
     """Ciphertexts of ~100 kB, so that data dominates the task messages in byte counts."""
     return context(N=4096, depth=2, scale_bits=30, first_bits=40, steps=(1,),
                    powers_of_two=False)
-
-
-def values(i: int, slots: int) -> np.ndarray:
-    return np.random.default_rng(i).uniform(-1, 1, slots)
-
-
-def batch(ctx, n: int) -> list:
-    return [ctx.encrypt(values(i, ctx.params.slots)) for i in range(n)]
 
 
 @ren.jit
@@ -307,14 +299,7 @@ def test_a_bootstrapping_batch_survives_a_killed_worker(boot):
         assert job.shared_sent_bytes == (job.context_bytes + job.program_bytes) * 2
         full = sum(len(dumps(k)) for k in keys)  # each uniform half as its seed on the wire
         assert 0.4 * full < job.keys_bytes < 0.6 * full, (job.keys_bytes, full)
-        victim = None
-        deadline = time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline:
-            done = [f for f in job.futures if f is not None and f.done()]
-            holders = c.who_has(done) if done else {}
-            victim = next((w for ws in holders.values() for w in ws), None)
-            time.sleep(0.01)
-        assert victim is not None, "no result arrived"
+        victim = result_holder(c, job, 60, poll=0.01)
         os.kill(pids[victim], signal.SIGKILL)  # a result held there, tasks still to run
         outs = job.result(timeout=120)
         computed = [e[0] for e in c.cluster.scheduler.transition_log if e[2] == "memory"]
@@ -339,14 +324,7 @@ def test_tasks_of_several_inputs_survive_a_killed_worker(ckks, monkeypatch):
         pids = c.run(os.getpid)
         job = submit(square, cts, keys=rlk, client=c)
         assert job._groups is not None and len(job.futures) == 60
-        victim = None
-        deadline = time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline:
-            done = [f for f in job.futures if f is not None and f.done()]
-            holders = c.who_has(done) if done else {}
-            victim = next((w for ws in holders.values() for w in ws), None)
-            time.sleep(0.005)
-        assert victim is not None, "no result arrived"
+        victim = result_holder(c, job, 60)
         os.kill(pids[victim], signal.SIGKILL)
         outs = job.result(timeout=120)
         computed = [e[0] for e in c.cluster.scheduler.transition_log if e[2] == "memory"]

@@ -24,6 +24,7 @@ distributed = pytest.importorskip(
     "distributed", reason='needs Dask distributed: pip install -e ".[distributed]"')
 
 from ckks_helpers import context  # noqa: E402
+from distributed_helpers import batch, result_holder, values  # noqa: E402
 
 import ren  # noqa: E402
 from ren.ckks import Evaluator, dumps  # noqa: E402
@@ -54,14 +55,6 @@ def small(monkeypatch):
     """Every record through a segment (N = 64 records are ~1 kB), the path on 'auto'."""
     monkeypatch.setenv(shm.MIN_ENV, "0")
     monkeypatch.setenv(shm.ENV, "auto")
-
-
-def values(i: int, slots: int) -> np.ndarray:
-    return np.random.default_rng(i).uniform(-1, 1, slots)
-
-
-def batch(ctx, n: int) -> list:
-    return [ctx.encrypt(values(i, ctx.params.slots)) for i in range(n)]
 
 
 @ren.jit
@@ -383,14 +376,7 @@ def test_a_killed_worker_leaves_every_result_once_and_no_segment(ckks, small):
         pids = c.run(os.getpid)
         job = submit(square, cts, keys=rlk, client=c)
         assert job._sender is not None and job._sender.shm is not None
-        victim = None
-        deadline = time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline:
-            done = [f for f in job.futures if f is not None and f.done()]
-            holders = c.who_has(done) if done else {}
-            victim = next((w for ws in holders.values() for w in ws), None)
-            time.sleep(0.005)
-        assert victim is not None, "no result arrived"
+        victim = result_holder(c, job, 60)
         os.kill(pids[victim], signal.SIGKILL)  # holding results (segments) and inputs
         outs = job.result(timeout=120)
         assert [dumps(o) for o in outs] == want

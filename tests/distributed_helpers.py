@@ -1,0 +1,33 @@
+"""Helpers shared by the ren.distributed test files: a batch of CKKS inputs, and the worker to
+kill in the killed-worker tests (one that holds a finished result)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+
+def values(i: int, slots: int) -> np.ndarray:
+    """The i-th input's slot values (uniform in [-1, 1], reproducible)."""
+    return np.random.default_rng(i).uniform(-1, 1, slots)
+
+
+def batch(ctx: Any, n: int) -> list:
+    """`n` encryptions of `values(0..n-1)` under a `ckks_helpers.context`."""
+    return [ctx.encrypt(values(i, ctx.params.slots)) for i in range(n)]
+
+
+def result_holder(client: Any, job: Any, timeout: float, poll: float = 0.005) -> str:
+    """The address of a worker that holds a finished result of `job` (a `MapJob`), waiting up
+    to `timeout` seconds for one; fails the test when none arrives."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = [f for f in job.futures if f is not None and f.done()]
+        holders = client.who_has(done) if done else {}
+        victim = next((w for ws in holders.values() for w in ws), None)
+        if victim is not None:
+            return victim
+        time.sleep(poll)
+    raise AssertionError("no result arrived")

@@ -331,7 +331,7 @@ def regenerate_public_samples(items: list[ScheduledKernel],
         if it.kind == VIEW and it.bufs[1] in root:
             view, base = it.bufs
             root[view], viewer[view] = root[base], it
-            at, now = latest[root[base]]
+            now = latest[root[base]][1]
             if now[base] is base:  # still the first generation: the view as scheduled
                 now[view] = view
                 out.append(it)

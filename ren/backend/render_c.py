@@ -257,7 +257,15 @@ class Dialect:
 
 CUDA = Dialect("cuda", CUDA_PRELUDE, host=False)
 SHIM = Dialect("shim", SHIM_PRELUDE, host=True)
-C = Dialect("c", SHIM_PRELUDE + PERMUTE_HELPER, host=True, elementwise_loop=True)
+#: the loop dialect's per-limb function of an elementwise kernel (`ren.backend.elementwise_c`):
+#: kept out of line, so its pointer parameters stay `restrict` when OpenMP outlines the limb loop
+ROW_HELPER = r"""#if defined(__GNUC__) || defined(__clang__)
+#define REN_ROW static __attribute__((noinline))
+#else
+#define REN_ROW static
+#endif
+"""
+C = Dialect("c", SHIM_PRELUDE + PERMUTE_HELPER + ROW_HELPER, host=True, elementwise_loop=True)
 
 
 def translation_unit(programs: list[Program], dialect: Dialect) -> str:

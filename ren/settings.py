@@ -1,7 +1,7 @@
 """Debug switches: one registry of documented environment variables.
 
-Each switch is read from the environment the first time it is asked for and can be changed from
-Python, for a block of code, with `settings.override(NAME=value)`::
+Each switch is read from the environment the first time it is asked for (once per process) and
+can be changed from Python, for a block of code, with `settings.override(NAME=value)`::
 
     with ren.settings.override(REN_CHECK=1):
         p.realize()      # verify every pass while scheduling this realization
@@ -9,6 +9,10 @@ Python, for a block of code, with `settings.override(NAME=value)`::
 An override holds for the thread (or asyncio task) that entered the block, like
 `decimal.localcontext`: other threads keep their own values, and threads started inside the
 block do not inherit it (enter an override in the thread itself).
+
+A switch declared ``fresh`` (`Switch.fresh`) is read from the environment every time `get`
+asks, so a program may change it between uses: ``REN_DISTRIBUTED_SHM`` and its threshold, which
+a client reads at the start of each distributed job.  An `override` still wins over it.
 
 Every switch declares its allowed values as data (`Switch.allowed`): a `range` of ints, a
 tuple of words for a choice switch (e.g. REN_CPU_ISA), or None for a path switch (any text;
@@ -42,6 +46,12 @@ class Switch:
     allowed: range | tuple[str, ...] | None = range(0, 2)
     #: with ``allowed`` None: free text read by its user (e.g. a pipeline spec), not a path
     text: bool = False
+    #: read from the environment each time `get` asks (a switch a program changes between
+    #: uses), not once per process
+    fresh: bool = False
+    #: for a choice switch: other words the environment may give for an allowed one, as
+    #: (word, allowed word) pairs, e.g. ("1", "on")
+    aliases: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_path(self) -> bool:
@@ -125,7 +135,8 @@ SWITCHES = {s.name: s for s in (
                                  "allocator as it is"),
     Switch("REN_DISTRIBUTED_SHM_MIN_BYTES", 64 * 1024,
            "with REN_DISTRIBUTED_SHM on or auto: records with fewer bytes of frames still travel "
-           "in the message (read per job, on the client)", range(0, 1 << 40)),
+           "in the message (read each time a job starts, on the client)", range(0, 1 << 40),
+           fresh=True),
     Switch("REN_INSPECT_DEBUG", 0, "1: ren-inspect shows tracebacks instead of one-line errors "
                                    "(same as its --debug)"),
     Switch("REN_CPU_ISA", "auto", "vector unit of the compiled 'cpu' device's kernels: auto (the "
@@ -137,12 +148,14 @@ SWITCHES = {s.name: s for s in (
                                "+mypkg.passes:my_pass@after=lower_ring_ops'); empty: the "
                                "default twelve passes; read when a realization starts",
            None, text=True),
-    # read per job by ren.distributed.shm (not once per process): a client may change it
+    # read at the start of each job by ren.distributed.shm: a client may change it between jobs
     Switch("REN_DISTRIBUTED_SHM", "off", "ren.distributed's same-host data path: off (records "
                                          "travel in Dask's messages), auto (through /dev/shm "
                                          "segments where client and worker share it) or on "
                                          "(the same, an error where they do not); 1/0 and "
-                                         "true/false read as on/off", ("auto", "on", "off")),
+                                         "true/false read as on/off; read each time a job "
+                                         "starts, on the client", ("auto", "on", "off"),
+           fresh=True, aliases=(("1", "on"), ("true", "on"), ("0", "off"), ("false", "off"))),
     Switch("REN_CACHE_DIR", "", "folder of Ren's caches: the 'cpu' device's compiled "
                                 "libraries (in its cpu/ subfolder) and the plan cache (plans/); "
                                 "empty: $XDG_CACHE_HOME/ren, else ~/.cache/ren; an "
@@ -150,7 +163,7 @@ SWITCHES = {s.name: s for s in (
                                 "warning", None),
 )}
 
-_values: dict[str, int | str] = {}  # read from the environment once per process
+_values: dict[str, int | str] = {}  # read from the environment once per process (not `fresh`)
 #: the overrides of the current thread / asyncio task (`override` blocks), innermost last
 _overrides: ContextVar[Mapping[str, int | str]] = ContextVar(
     "ren_settings_overrides", default=MappingProxyType({}))
@@ -171,7 +184,10 @@ def _read_env(name: str) -> int | str:
     if s.is_path:
         return s.check(raw, where)
     if s.is_choice:
-        return s.check(raw.strip().lower(), "the environment")
+        word = raw.strip().lower()
+        if not word:
+            return s.default
+        return s.check(dict(s.aliases).get(word, word), "the environment")
     try:
         value = int(raw)
     except ValueError:
@@ -181,13 +197,15 @@ def _read_env(name: str) -> int | str:
 
 
 def get(name: str) -> Any:
-    """The current value of switch `name` (an int; a str for the path switch REN_CACHE_DIR
-    and the choice switch REN_CPU_ISA):
-    the innermost `override` of this thread (context), else the environment's value."""
+    """The current value of switch `name` (an int; a str for a path, text or choice switch):
+    the innermost `override` of this thread (context), else the environment's value, read
+    once per process, or now for a `Switch.fresh` switch."""
     overridden = _overrides.get()
     if type(name) is str and name in overridden:  # (a bad name falls through to the error)
         return overridden[name]
     s = _switch(name)
+    if s.fresh:
+        return _read_env(s.name)
     if name not in _values:
         _values[name] = _read_env(s.name)
     return _values[name]
@@ -225,5 +243,6 @@ def _override(values: dict[str, int | str]) -> Iterator[None]:
 
 def describe() -> str:
     """A table of the switches with their current values and allowed values."""
-    return "\n".join(f"{s.name}={get(s.name)!r}  ({s.allowed_text()})  {s.doc}"
+    return "\n".join(f"{s.name}={get(s.name)!r}  ({s.allowed_text()}"
+                     f"{'; read each time' if s.fresh else ''})  {s.doc}"
                      for s in SWITCHES.values())

@@ -6,6 +6,7 @@ process with SIGSEGV inside libgomp)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -184,3 +185,73 @@ def test_nested_overrides_unwind_in_order():
             assert (settings.get("REN_DEBUG"), settings.get("REN_CHECK")) == (2, 1)
         assert (settings.get("REN_DEBUG"), settings.get("REN_CHECK")) == (1, 0)
     assert settings.get("REN_DEBUG") == 0
+
+
+# -- switches read each time (Switch.fresh) ------------------------------------------------------
+FRESH = {"REN_DISTRIBUTED_SHM", "REN_DISTRIBUTED_SHM_MIN_BYTES"}
+
+
+def test_a_fresh_switch_is_read_each_time_and_others_once(monkeypatch):
+    """`ren.distributed.shm`'s switches are read from the environment at each `get` (a client
+    changes them between jobs); every other switch once per process."""
+    assert {s.name for s in settings.SWITCHES.values() if s.fresh} == FRESH
+    monkeypatch.setattr(settings, "_values", {})  # nothing read yet in this "process"
+    monkeypatch.setenv("REN_DEBUG", "1")
+    assert settings.get("REN_DEBUG") == 1
+    monkeypatch.setenv("REN_DEBUG", "2")
+    assert settings.get("REN_DEBUG") == 1  # once per process
+    for raw, want in (("auto", "auto"), ("off", "off"), ("on", "on")):
+        monkeypatch.setenv("REN_DISTRIBUTED_SHM", raw)
+        assert settings.get("REN_DISTRIBUTED_SHM") == want
+    for raw in ("0", "4096", "70000"):
+        monkeypatch.setenv("REN_DISTRIBUTED_SHM_MIN_BYTES", raw)
+        assert settings.get("REN_DISTRIBUTED_SHM_MIN_BYTES") == int(raw)
+    monkeypatch.delenv("REN_DISTRIBUTED_SHM_MIN_BYTES")
+    assert settings.get("REN_DISTRIBUTED_SHM_MIN_BYTES") == 64 * 1024
+    assert "REN_DISTRIBUTED_SHM" not in settings._values  # nothing cached for it
+    # a bad value is an error where it is read, each time (not once, then stale)
+    monkeypatch.setenv("REN_DISTRIBUTED_SHM", "sometimes")
+    with pytest.raises(SettingsError, match=r"REN_DISTRIBUTED_SHM='sometimes' is not allowed"
+                                            r".*one of auto\|on\|off"):
+        settings.get("REN_DISTRIBUTED_SHM")
+    monkeypatch.setenv("REN_DISTRIBUTED_SHM_MIN_BYTES", "lots")
+    with pytest.raises(SettingsError, match=r"REN_DISTRIBUTED_SHM_MIN_BYTES='lots'.*not an "
+                                            r"integer"):
+        settings.get("REN_DISTRIBUTED_SHM_MIN_BYTES")
+
+
+def test_an_override_wins_over_a_fresh_switch_for_its_block(monkeypatch):
+    monkeypatch.setenv("REN_DISTRIBUTED_SHM", "auto")
+    with settings.override(REN_DISTRIBUTED_SHM="off", REN_DISTRIBUTED_SHM_MIN_BYTES=7):
+        monkeypatch.setenv("REN_DISTRIBUTED_SHM", "on")  # the environment changes meanwhile
+        assert settings.get("REN_DISTRIBUTED_SHM") == "off"
+        assert settings.get("REN_DISTRIBUTED_SHM_MIN_BYTES") == 7
+    assert settings.get("REN_DISTRIBUTED_SHM") == "on"  # the environment's, read now
+
+
+def test_a_choice_switch_reads_its_aliases_from_the_environment_only(monkeypatch):
+    for s in settings.SWITCHES.values():  # aliases name allowed words of a choice switch
+        assert not s.aliases or s.is_choice, s.name
+        words = s.allowed if isinstance(s.allowed, tuple) else ()
+        assert all(a not in words and w in words for a, w in s.aliases), s.name
+    for raw, want in (("1", "on"), ("TRUE", "on"), (" 0 ", "off"), ("false", "off"),
+                      ("Auto", "auto"), ("  ", "off")):
+        monkeypatch.setenv("REN_DISTRIBUTED_SHM", raw)
+        assert settings._read_env("REN_DISTRIBUTED_SHM") == want, raw
+    monkeypatch.setenv("REN_CPU_ISA", "1")  # another switch's aliases are not its own
+    with pytest.raises(SettingsError, match="REN_CPU_ISA='1' is not allowed"):
+        settings._read_env("REN_CPU_ISA")
+    for bad in ("1", True, "ON"):  # from Python the exact word is asked for
+        with pytest.raises(SettingsError, match="REN_DISTRIBUTED_SHM"):
+            settings.override(REN_DISTRIBUTED_SHM=bad)
+
+
+def test_describe_and_the_settings_page_name_the_fresh_switches():
+    lines = {line.split("=", 1)[0]: line for line in settings.describe().splitlines()}
+    assert {n for n, line in lines.items() if "; read each time)" in line} == FRESH
+    with open(os.path.join(REPO, "docs", "howto-settings.md")) as f:
+        page = f.read()
+    bullet = page.split("* Switches are read from the environment once per process")[1]
+    bullet = bullet.split("\n* ")[0]
+    assert "read each time" in bullet
+    assert set(re.findall(r"`(REN_\w+)`", bullet)) == FRESH

@@ -27,13 +27,14 @@ from ckks_helpers import context  # noqa: E402
 from distributed_helpers import batch, result_holder, values  # noqa: E402
 
 import ren  # noqa: E402
+from ren import settings  # noqa: E402
 from ren.ckks import Evaluator, dumps  # noqa: E402
 from ren.distributed import DistributedError, TaskError, local_client, shm, submit  # noqa: E402
 from ren.distributed import map as dmap  # noqa: E402
 from ren.distributed.frames import register_dask  # noqa: E402
 from ren.distributed.wire import Codec, Sealed, wire_bytes  # noqa: E402
 from ren.distributed.worker import encode_result  # noqa: E402
-from ren.errors import LevelError, SerializationError  # noqa: E402
+from ren.errors import LevelError, SerializationError, SettingsError  # noqa: E402
 from ren.ir import storage_buffer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shm.SHM_DIR is None, reason="needs a writable /dev/shm")
@@ -183,15 +184,54 @@ def test_the_switch_and_the_threshold(monkeypatch):
         monkeypatch.setenv(shm.ENV, value)
         assert shm.mode() == want
     monkeypatch.setenv(shm.ENV, "sometimes")
-    with pytest.raises(DistributedError, match="auto, on, off"):
+    with pytest.raises(SettingsError, match=r"REN_DISTRIBUTED_SHM='sometimes'.*auto\|on\|off"):
         shm.mode()
     monkeypatch.setenv(shm.ENV, "off")
     assert shm.start_job(object(), ["tcp://nowhere"]) is None  # no probe, no marker
     monkeypatch.setenv(shm.MIN_ENV, "1000")
     assert shm.min_bytes() == 1000
-    monkeypatch.setenv(shm.MIN_ENV, "lots")
-    with pytest.raises(DistributedError, match="number of bytes"):
-        shm.min_bytes()
+    monkeypatch.delenv(shm.MIN_ENV)
+    assert shm.min_bytes() == shm.MIN_BYTES == 64 * 1024
+    for bad, why in (("lots", "not an integer"), ("-1", "outside the allowed range")):
+        monkeypatch.setenv(shm.MIN_ENV, bad)
+        with pytest.raises(SettingsError, match=why):
+            shm.min_bytes()
+
+
+class _SameHost:
+    """A stand-in Dask client whose workers are this process (`client.run` runs here)."""
+
+    def __init__(self) -> None:
+        self.probes = 0
+
+    def run(self, fn, *args, workers):
+        self.probes += 1
+        return {w: fn(*args) for w in workers}
+
+
+def test_the_switch_is_read_each_time_a_job_starts(monkeypatch):
+    """A client changes ``REN_DISTRIBUTED_SHM`` (or overrides it in a block) between jobs: each
+    job takes the value of its start (``ren.settings`` reads this switch each time)."""
+    client, workers = _SameHost(), ["tcp://here:1"]
+    monkeypatch.setenv(shm.ENV, "auto")
+    first = shm.start_job(client, workers)
+    assert first is not None and os.path.exists(os.path.join(shm.SHM_DIR, first + ".job"))
+    monkeypatch.setenv(shm.ENV, "off")
+    assert shm.start_job(client, workers) is None
+    with settings.override(REN_DISTRIBUTED_SHM="on"):  # the environment says off
+        second = shm.start_job(client, workers)
+    assert second is not None and second != first
+    assert shm.start_job(client, workers) is None  # the block ended: off again
+    monkeypatch.setenv(shm.ENV, "1")
+    third = shm.start_job(client, workers)
+    assert third is not None and client.probes <= 1  # the probe is asked once per address
+    monkeypatch.setenv(shm.MIN_ENV, "12345")
+    assert shm.min_bytes() == 12345
+    with settings.override(REN_DISTRIBUTED_SHM_MIN_BYTES=7):
+        assert shm.min_bytes() == 7
+    for job in (first, second, third):
+        shm.end_job(job)
+        assert not shm.job_alive(job)
 
 
 def test_a_worker_writes_no_segment_for_a_job_that_ended(ckks, monkeypatch):
@@ -326,6 +366,9 @@ def test_map_through_segments_gives_the_same_bits_and_leaves_nothing(client, ckk
     outs = job.result(timeout=60)
     assert job._sender.shm is None and not any(mapped(o.parts[0]) for o in outs)
     assert [dumps(o) for o in outs] == want
+    with settings.override(REN_DISTRIBUTED_SHM="auto"):  # for this thread's next job only
+        job = submit(square, cts, keys=rlk, client=client)
+    assert job._sender.shm is not None and [dumps(o) for o in job.result(timeout=60)] == want
     os.environ[shm.ENV] = "on"  # every worker sees it: 'on' works too
     assert [dumps(o) for o in dmap(square, cts, keys=rlk, client=client)] == want
     assert leftovers() == []

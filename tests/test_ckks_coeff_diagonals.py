@@ -3,11 +3,14 @@
 graph at every application: the stored words are the encoder's coefficients (checked against
 NumPy's embedding and Python integers), their expansion the residues c mod q_i, and every
 application gives the words of the "rns" form, single and double hoisted, eager and jitted, on
-the "python" and "cpu" devices; a jitted plan holds the words, not the limbs."""
+the "python" and "cpu" devices; a jitted plan holds the words, not the limbs.  The transform keeps
+nothing else of its diagonals (no complex values): `diagonals` and `matrix` are decoded from the
+words at each read, within N/(2·Δ_pt) of the given ones."""
 
 from __future__ import annotations
 
 import gc
+import types
 
 import numpy as np
 import pytest
@@ -21,7 +24,9 @@ from ren.ckks.circuits import (
     bootstrap_params_small,
     preset_bootstrapper,
 )
+from ren.ckks.circuits.lintrans import diagonals_of
 from ren.ckks.encoder import embed
+from ren.ckks.params import CKKSParams
 from ren.errors import ParameterError
 from ren.ops import Op
 from ren.realization import is_realized
@@ -133,6 +138,7 @@ def test_the_stored_words_are_the_encoders_coefficients():
     (Python integers), in a fresh lazy plaintext that nothing keeps."""
     p = make_params(N=N, depth=3, scale_bits=40, first_bits=55, insecure=True)
     lt = LinearTransform(p, matrix(), baby_steps=4, diagonals="coeff")
+    given = diagonals_of(matrix(), p.slots)
     assert lt.diagonal_polys == [] and not lt.extended
     assert lt.nbytes == MATRIX * N * 8
     moduli = p.ring(lt.level).moduli
@@ -140,7 +146,7 @@ def test_the_stored_words_are_the_encoders_coefficients():
         for b, node in group.items():
             assert node.op is Op.BUFFER and node.arg.shape == (N, 2)
             coeffs = unpack_words(node.arg.array())
-            pre = np.roll(lt.diagonals[g * lt.baby_steps + b], g * lt.baby_steps)
+            pre = np.roll(given[g * lt.baby_steps + b], g * lt.baby_steps)
             got = embed(np.array(coeffs, dtype=float), N) / float(lt.plaintext_scale)
             assert np.max(np.abs(got - pre)) < 1e-9  # the coefficients encode the diagonal
             assert max(abs(x) for x in coeffs) < 1 << 62
@@ -154,6 +160,69 @@ def test_the_stored_words_are_the_encoders_coefficients():
     gc.collect()
     again = lt.plaintexts[0][0]
     assert not is_realized(again.poly.node)  # the realized expansion was not kept
+
+
+def reachable_arrays(root) -> list[np.ndarray]:
+    """The NumPy arrays (each base buffer once) reachable from `root`, not through the parameters
+    (shared by everything made with them), modules, classes or functions."""
+    skip = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
+            types.MethodType, CKKSParams)
+    seen, bases, out, stack = set(), set(), [], [root]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, skip):
+            continue
+        seen.add(id(o))
+        if isinstance(o, np.ndarray):
+            while isinstance(o.base, np.ndarray):
+                o = o.base
+            if id(o) not in bases:
+                bases.add(id(o))
+                out.append(o)
+            continue
+        stack.extend(gc.get_referents(o))
+    return out
+
+
+@pytest.mark.parametrize("hoisting", ["single", "double"])
+def test_the_coefficient_form_keeps_no_complex_diagonals(c, hoisting):
+    """All the arrays a coefficient-form transform holds are its words (`nbytes`, 8 bytes a
+    coefficient), before and after it is applied and its diagonals and matrix are read; the
+    rns form keeps the given complex diagonals (what the walk would find)."""
+    coeff = LinearTransform(c.params, matrix(), baby_steps=4, hoisting=hoisting,
+                            diagonals="coeff")
+    rns = LinearTransform(c.params, matrix(), baby_steps=4, hoisting=hoisting)
+    for _ in range(2):
+        held = reachable_arrays(coeff)
+        assert not [a for a in held if np.iscomplexobj(a)]
+        assert sum(a.nbytes for a in held) == coeff.nbytes == MATRIX * N * 8
+        ren.realize(list(c.ev.linear_transform(c.cts[0], coeff, "double").parts))
+        assert len(coeff.diagonals) == MATRIX and coeff.matrix().shape == (N // 2, N // 2)
+    assert any(np.iscomplexobj(a) for a in reachable_arrays(rns))
+
+
+def test_the_diagonals_and_matrix_are_decoded_from_the_words():
+    """The coefficient form's `diagonals` (indices at once, each decoded at a read) and
+    `matrix` are the given ones to within N/(2·Δ_pt), the rounding of the coefficients (not
+    exactly: decoded); the rns form's are the given values, kept."""
+    p = make_params(N=N, depth=3, scale_bits=40, first_bits=55, insecure=True)
+    coeff = LinearTransform(p, matrix(), baby_steps=4, diagonals="coeff")
+    rns = LinearTransform(p, matrix(), baby_steps=4)
+    given = diagonals_of(matrix(), p.slots)
+    assert rns.diagonals is rns.diagonals and list(rns.diagonals) == sorted(given)
+    assert all(np.array_equal(rns.diagonals[i], d) for i, d in given.items())
+    assert np.array_equal(rns.matrix(MATRIX), matrix())
+    bound = N / (2 * float(coeff.plaintext_scale))
+    assert list(coeff.diagonals) == sorted(given) and len(coeff.diagonals) == len(given)
+    errors = [np.max(np.abs(coeff.diagonals[i] - d)) for i, d in given.items()]
+    assert 0 < max(errors) <= bound
+    assert 0 < np.max(np.abs(coeff.matrix(MATRIX) - matrix())) <= bound
+    assert np.max(np.abs(coeff.matrix() - rns.matrix())) <= bound
+    assert MATRIX not in coeff.diagonals and True not in coeff.diagonals
+    with pytest.raises(KeyError):
+        coeff.diagonals[MATRIX]  # (no such diagonal, as the rns form's dict says)
+    with pytest.raises(TypeError):
+        coeff.diagonals[0] = given[0]  # type: ignore[index]  # (read-only)
 
 
 def test_the_bootstrapper_passes_the_form_through():
@@ -176,6 +245,11 @@ def test_the_bootstrapper_passes_the_form_through():
                 widths.append(2 if top < 1 << 62 else -(-(top.bit_length() + 1) // 32))
                 assert node.arg.shape == (params.N, widths[-1])
     assert set(widths) == {2, 3}
+    for tc, tr in zip(coeff.transforms, rns.transforms, strict=True):  # decoded, W = 3 too
+        assert list(tc.diagonals) == sorted(tr.diagonals)
+        for i, d in tr.diagonals.items():
+            tol = params.N / (2 * float(tc.plaintext_scale)) + 1e-12 * np.max(np.abs(d))
+            assert np.max(np.abs(tc.diagonals[i] - d)) <= tol
     assert sum(t.nbytes for t in coeff.transforms) == 4 * params.N * sum(widths)
     assert sum(t.nbytes for t in coeff.transforms) * 4 < sum(t.nbytes for t in rns.transforms)
     mixed = Bootstrapper(params, cts=CoeffToSlotParams(2, diagonals="coeff"))

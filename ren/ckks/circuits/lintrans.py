@@ -25,22 +25,13 @@ on Q (`diagonal_polys`, `nbytes`); double hoisting stores them on Q·P (`extende
 plaintexts their views).  At N = 2^16 the bootstrapping's 316 diagonals take 2.93 GiB on Q
 instead of 3.55 GiB on Q·P.
 
-**Diagonals as coefficients** (``diagonals="coeff"``).  A diagonal's information is one integer
-vector c = round(Δ_pt·m), m the inverse embedding of the pre-rotated diagonal d (|m_i| ≤ max|d|,
-so |c| ≤ Δ_pt·max|d| + 1/2).  `coefficient_words` keeps it packed in two's-complement 32-bit
-words: two a coefficient (8 bytes) below 2^62, else the fewest that hold it (three for
-SlotToCoeff's first transform at the small bootstrapping preset, whose EvalMod factor makes
-2^67 to 2^69 at its 60-bit scale; at `bootstrap_params_n16` the largest bound is 2^61.4, so
-8 bytes throughout).  Every application expands it in its own graph, TO_RNS onto the level's
-moduli (Q·P where double hoisting multiplies) then NTT: the nodes
-`Poly.from_coefficients(c, ring).ntt()` makes, so the same residues and results equal to the
-last bit; no live Poly holds them, so the limbs live in the realization's arena only while
-used, and under `ren.jit` the plan holds the words and replays the expansion.  Memory: 4·N·W
-bytes a diagonal instead of 4·N·L (L limbs): the bootstrapping at N = 2^16 keeps 158 MiB
-instead of 2.93 GiB, at N = 4096 9.9 MiB instead of 88 MiB (its arena grows by 8%).  Time: a
-TO_RNS and an NTT of L limbs per diagonal per application: at N = 4096 the bootstrapping's
-kernels take 0.66 s instead of 0.51 s on one core (TO_RNS 0.11 s: the "cpu" device reduces each
-word with a 64-bit division, about four NTTs' time per limb; the NTTs 0.03 s).
+**Diagonals as coefficients** (``diagonals="coeff"``, `ren.ckks.circuits.coeffdiag`).  Each
+pre-rotated diagonal is kept as its integer coefficients only, packed in 32-bit words (8 bytes a
+coefficient below 2^62), and expanded to limbs (TO_RNS, NTT) in every application's graph: the
+same results to the bit, 4·N·W bytes a diagonal instead of 4·N·L (the bootstrapping at
+N = 2^16: 158 MiB instead of 2.93 GiB), a TO_RNS and an NTT more per diagonal per application.
+The complex diagonals are not kept: `diagonals` and `matrix` decode the words at every read
+(the values applied, within N/(2·Δ_pt) of the given ones).
 
 **Hoisting.**  The baby rotations all rotate the same ciphertext, so they share one key-switching
 decomposition (`ren.rlwe.hoisted_automorphisms`): a dense n×n transform makes n2 = n/n1
@@ -81,7 +72,7 @@ ciphertext there.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -99,6 +90,7 @@ from ren.ckks.circuits.bsgs import (
     horner_steps,
     rotation_costs,
 )
+from ren.ckks.circuits.coeffdiag import CoefficientDiagonals
 from ren.ckks.circuits.inputs import ready
 from ren.ckks.encoder import Encoder
 from ren.ckks.errors import OutOfLevelsError, ScaleMismatchError, ScaleOutOfBoundsError
@@ -113,7 +105,6 @@ from ren.errors import (
     check_sequence,
 )
 from ren.node import Node
-from ren.ops import DType, Op
 from ren.poly import Poly, realize_polys
 from ren.realization import current_recorder
 from ren.ring import galois_element
@@ -157,10 +148,12 @@ class LinearTransform:
     default `DEFAULT_HOISTING`) unless `apply` is told otherwise.  n1 (`baby_steps`) is planned
     by `baby_steps_for` with the `rotation_costs` of the level and hoisting and `key_cost` baby
     steps per Galois key (default `KEY_COST`), unless given.  `diagonals` (`DIAGONAL_FORMS`):
-    "rns" (the default) keeps the encoded plaintexts, L limbs × N words each; "coeff" keeps
-    each one's integer coefficients (`coefficient_words`, N × 2 words below 2^62: L/2 times
-    less) and expands them in every application's graph (a TO_RNS and an NTT of L limbs per
-    diagonal: more time, the same results to the bit).  See the module docstring."""
+    "rns" (the default) keeps the encoded plaintexts, L limbs × N words each, and the given
+    diagonals; "coeff" keeps each one's integer coefficients only (`coefficient_words`, N × 2
+    words below 2^62: L/2 times less) and expands them in every application's graph (a TO_RNS
+    and an NTT of L limbs per diagonal: more time, the same results to the bit); its
+    `diagonals` are decoded from them at each read (`ren.ckks.circuits.coeffdiag`).  See the
+    module docstring."""
 
     def __init__(self, params: CKKSParams, matrix_or_diagonals: Any, level: int | None = None,
                  input_scale: Fraction | float | None = None,
@@ -200,7 +193,6 @@ class LinearTransform:
         else:
             n1 = check_int_range(baby_steps, "LinearTransform: baby_steps", 1, slots)
         self.baby_steps = n1
-        self.diagonals = diags
         #: the output's scale: exactly the default scale of the level below
         self.output_scale = params.scale(self.level - 1)
         P = math.prod(params.rescale_moduli(self.level))
@@ -211,6 +203,12 @@ class LinearTransform:
                 f"{self.level}'s primes (2^{log2_exact(Fraction(P)):.2f}) above the output's "
                 f"2^{log2_exact(self.output_scale):.2f}; rescale the input first"))
         self._encoder = Encoder(params)
+        #: ``diagonals="coeff"``: the stored coefficients (nothing else of the diagonals is kept)
+        self._coeff = (CoefficientDiagonals(params, self.level, self.plaintext_scale, n1,
+                                            self.hoisting == "double")
+                       if self.diagonal_form == "coeff" else None)
+        #: "rns": the diagonals as given, {i: d_i} (`diagonals`)
+        self._diagonals: dict[int, np.ndarray] = {} if self._coeff is not None else diags
         #: giant step g -> {baby step b: rot_(−g·n1)(d_(g·n1+b)) encoded}: on Q for single
         #: hoisting (it never reads the special primes' rows), views of `extended` for double;
         #: with ``diagonals="coeff"`` a read-only mapping that makes a fresh lazy plaintext
@@ -222,14 +220,14 @@ class LinearTransform:
         self.extended: dict[int, dict[int, Poly]] = {}
         #: ``diagonals="coeff"``: giant step g -> {baby step b: the BUFFER node of the diagonal's
         #: integer coefficients, packed in two's-complement u32 words (N × W)}
-        self.coefficient_words: dict[int, dict[int, Node]] = {}
-        self._copy_to: str | None = None  # (a device whose storage is not host memory)
+        self.coefficient_words: dict[int, dict[int, Node]] = (
+            self._coeff.words if self._coeff is not None else {})
         encoded: dict[int, dict[int, Plaintext]] = {}
         for i in indices:
             g, b = divmod(i, n1)
-            pre, coeffs = self._encoded(i)
-            if self.diagonal_form == "coeff":
-                self._store_words(g, b, coeffs)
+            pre, coeffs = self._encoded(i, diags[i])
+            if self._coeff is not None:
+                self._coeff.store(g, b, coeffs)
                 continue
             if self.hoisting == "double":
                 qp = self._on(coeffs, params.ring_qp(self.level))
@@ -240,7 +238,8 @@ class LinearTransform:
             encoded.setdefault(g, {})[b] = Plaintext(
                 poly, self.plaintext_scale, self.level, params).keep_values(pre)
         self.plaintexts.update(encoded)
-        self.plaintexts.update({g: _Expanding(self, g) for g in self.coefficient_words})
+        if self._coeff is not None:
+            self.plaintexts.update({g: self._coeff.group(g) for g in self.coefficient_words})
         # prepared once: the encoded diagonals are realized now (on Q·P, the plaintexts reading
         # their limbs of Q, or on Q alone), not in every application; except while a JIT
         # capture or the key planner traces (they must not realize: the diagonals are then part
@@ -248,11 +247,19 @@ class LinearTransform:
         if current_recorder() is None:
             realize_polys(self.diagonal_polys)
 
-    def _encoded(self, i: int) -> tuple[np.ndarray, Any]:
-        """(rot_(−g·n1)(d_i), its integer coefficients at the plaintext scale) for i = g·n1 + b,
-        or ScaleOutOfBoundsError if they reach Q/2."""
+    @property
+    def diagonals(self) -> Mapping[int, np.ndarray]:
+        """{i: d_i}, the transform's nonzero diagonals (N/2 slots each): "rns", the dict of the
+        values given (repeated to N/2 slots); "coeff", a read-only mapping that decodes each
+        from its stored coefficients at every read: the values the transform applies, within
+        N/(2·Δ_pt) of the given ones (`ren.ckks.circuits.coeffdiag`), nothing kept."""
+        return self._coeff.diagonals() if self._coeff is not None else self._diagonals
+
+    def _encoded(self, i: int, d: np.ndarray) -> tuple[np.ndarray, Any]:
+        """(rot_(−g·n1)(d), its integer coefficients at the plaintext scale) for diagonal
+        i = g·n1 + b, or ScaleOutOfBoundsError if they reach Q/2."""
         g = i // self.baby_steps
-        pre = np.roll(self.diagonals[i], g * self.baby_steps)  # slot j gets slot j − g·n1
+        pre = np.roll(d, g * self.baby_steps)  # slot j gets slot j − g·n1
         coeffs = self._encoder.coefficients(pre, self.plaintext_scale)
         if 2 * max(abs(c) for c in coeffs) >= self.params.ring(self.level).Q:
             raise ScaleOutOfBoundsError(
@@ -265,33 +272,6 @@ class LinearTransform:
     def _on(self, coeffs: Any, ring: Any) -> Poly:
         return Poly.from_coefficients(coeffs, ring, device=self.params.device).ntt()
 
-    def _store_words(self, g: int, b: int, coeffs: Any) -> None:
-        """Keep the coefficients' words (the BUFFER under `Poly.from_coefficients`' TO_RNS,
-        which is made but never realized: nothing expands them now)."""
-        node = Poly.from_coefficients(coeffs, self.params.ring(self.level),
-                                      device=self.params.device).node
-        if node.op is Op.COPY:
-            self._copy_to, node = node.arg, node.src[0]
-        self.coefficient_words.setdefault(g, {})[b] = node.src[0]
-
-    def _expand(self, g: int, b: int, ring: Any) -> Poly:
-        """Diagonal (g, b) from its stored words on `ring` (Q or Q·P), in the NTT domain: a
-        graph of TO_RNS and NTT (the node `Poly.from_coefficients(...).ntt()` would make: the
-        same residues), in no live Poly until the caller holds one."""
-        words = self.coefficient_words[g][b]
-        node = Node(Op.TO_RNS, DType.U32, (words,), (ring, words.arg.shape[1]))
-        if self._copy_to is not None:
-            node = Node(Op.COPY, DType.U32, (node,), self._copy_to)
-        return Poly(node).ntt()
-
-    def _expanded(self, g: int, b: int) -> Plaintext:
-        """A fresh Plaintext of diagonal (g, b) on Q, expanded from its words (a view of its
-        Q·P expansion for double hoisting, the graph then sharing one expansion)."""
-        p = self.params
-        poly = (self._expand(g, b, p.ring_qp(self.level)).to_ring(p.ring(self.level))
-                if self.hoisting == "double" else self._expand(g, b, p.ring(self.level)))
-        return Plaintext(poly, self.plaintext_scale, self.level, p)
-
     def _qp_diagonal(self, g: int, b: int) -> Poly:
         """The diagonal of giant step g, baby step b on Q·P (double hoisting's operand): the
         prepared one, or for a single-hoisted transform encoded now (kept, realized, when no
@@ -299,10 +279,10 @@ class LinearTransform:
         group = self.extended.get(g, {})
         if b in group:
             return group[b]
-        if self.diagonal_form == "coeff":
-            return self._expand(g, b, self.params.ring_qp(self.level))
-        qp = self._on(self._encoded(g * self.baby_steps + b)[1],
-                      self.params.ring_qp(self.level))
+        if self._coeff is not None:
+            return self._coeff.expand(g, b, self.params.ring_qp(self.level))
+        i = g * self.baby_steps + b
+        qp = self._on(self._encoded(i, self._diagonals[i])[1], self.params.ring_qp(self.level))
         if current_recorder() is None:
             realize_polys([qp])
             self.extended.setdefault(g, {})[b] = qp
@@ -323,9 +303,9 @@ class LinearTransform:
     def nbytes(self) -> int:
         """Bytes of the prepared diagonals: 4-byte words, limbs × N each (`diagonal_polys`),
         or with ``diagonals="coeff"`` N × W each (`coefficient_words`; W = 2 below 2^62)."""
-        words = [w for group in self.coefficient_words.values() for w in group.values()]
-        return (sum(4 * p.ring.limbs * p.ring.N for p in self.diagonal_polys)
-                + sum(4 * w.arg.shape[0] * w.arg.shape[1] for w in words))
+        if self._coeff is not None:
+            return self._coeff.nbytes
+        return sum(4 * p.ring.limbs * p.ring.N for p in self.diagonal_polys)
 
     @property
     def rotation_steps(self) -> list[int]:
@@ -380,7 +360,8 @@ class LinearTransform:
         return count + 2 * bool(self.rotation_steps)
 
     def matrix(self, n: int | None = None) -> np.ndarray:
-        """The dense slots×slots matrix (or its top-left n×n block) this transform applies."""
+        """The dense slots×slots matrix (or its top-left n×n block) this transform applies, from
+        `diagonals` (with ``diagonals="coeff"`` decoded from the coefficients)."""
         slots = self.params.slots
         n = slots if n is None else check_int_range(n, "LinearTransform.matrix: n", 1, slots)
         if slots % n:
@@ -499,25 +480,6 @@ class LinearTransform:
                               "linear_transform")
         out = Ciphertext((out0, out1), scale, level, p)
         return settle_scale(ev.rescale(out), self.output_scale)
-
-
-class _Expanding(Mapping[int, Plaintext]):
-    """Giant step g's diagonals of a ``diagonals="coeff"`` transform, baby step -> Plaintext:
-    each read expands the stored words anew (`LinearTransform._expanded`)."""
-
-    def __init__(self, lt: LinearTransform, g: int) -> None:
-        self._lt, self._g = lt, g
-
-    def __getitem__(self, b: int) -> Plaintext:
-        if b not in self._lt.coefficient_words[self._g]:
-            raise KeyError(b)
-        return self._lt._expanded(self._g, b)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._lt.coefficient_words[self._g])
-
-    def __len__(self) -> int:
-        return len(self._lt.coefficient_words[self._g])
 
 
 def _plus(x: Poly | None, y: Poly | None) -> Poly | None:

@@ -26,11 +26,12 @@ device reduces each word with a 64-bit division, about four NTTs' time per limb;
 
 **Decoding.**  `decoded` (what `LinearTransform.diagonals` and `matrix` read in this form) turns
 the words back into slot values at each read: d' = rot_(g·n1)(embed(c)/Δ_pt), the diagonal the
-transform applies.  It differs from the given one by the rounding of c only: |c − Δ_pt·m| ≤ 1/2
-in each of N coefficients, so |d' − d| ≤ N/(2·Δ_pt) in every slot (2^-33 for the bootstrapping's
-CoeffToSlot at N = 2^16, whose Δ_pt is 2^49; typically far less), plus float64's rounding.  As
-with Lattigo's or OpenFHE's encoded transforms, the exact values given are the caller's to keep:
-the "rns" form keeps them (`LinearTransform.diagonals` is then the given dict).
+transform applies.  It differs from the given one by the rounding of c: |c − Δ_pt·m| ≤ 1/2 in
+each of N coefficients, so |d' − d| ≤ N/(2·Δ_pt) in every slot (2^-43 for the bootstrapping's
+transforms at N = 2^16, whose Δ_pt is 2^58), plus float64's rounding (about 2^-50·max|d|;
+measured at N = 4096 in the same shape: 2^-58 to 2^-43, each diagonal decoded in 0.1 to 0.4 ms).
+As with Lattigo's or OpenFHE's encoded transforms, the exact values given are the caller's to
+keep: the "rns" form keeps them (`LinearTransform.diagonals` is then the given dict).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ coefficient below 2^62), and expanded to limbs (TO_RNS, NTT) in every applicatio
 same results to the bit, 4·N·W bytes a diagonal instead of 4·N·L (the bootstrapping at
 N = 2^16: 158 MiB instead of 2.93 GiB), a TO_RNS and an NTT more per diagonal per application.
 The complex diagonals are not kept: `diagonals` and `matrix` decode the words at every read
-(the values applied, within N/(2·Δ_pt) of the given ones).
+(the values applied: the given ones to within N/(2·Δ_pt) and float64's rounding).
 
 **Hoisting.**  The baby rotations all rotate the same ciphertext, so they share one key-switching
 decomposition (`ren.rlwe.hoisted_automorphisms`): a dense n×n transform makes n2 = n/n1
@@ -251,8 +251,9 @@ class LinearTransform:
     def diagonals(self) -> Mapping[int, np.ndarray]:
         """{i: d_i}, the transform's nonzero diagonals (N/2 slots each): "rns", the dict of the
         values given (repeated to N/2 slots); "coeff", a read-only mapping that decodes each
-        from its stored coefficients at every read: the values the transform applies, within
-        N/(2·Δ_pt) of the given ones (`ren.ckks.circuits.coeffdiag`), nothing kept."""
+        from its stored coefficients at every read: the values the transform applies, the
+        given ones to within N/(2·Δ_pt) and float64's rounding (`ren.ckks.circuits.coeffdiag`),
+        nothing kept."""
         return self._coeff.diagonals() if self._coeff is not None else self._diagonals
 
     def _encoded(self, i: int, d: np.ndarray) -> tuple[np.ndarray, Any]:

@@ -35,8 +35,9 @@
   plan or template still runs them.
 * Every compiled entry point has one signature, ``void f(void** args)``; a `CpuCall` is the
   KernelFn binding one of them to its tables.  `CpuDevice.graph` (the JIT's hook) turns a captured
-  call list into `CompiledPlan`: a C array of entry points and argument vectors run by one C loop
-  (``ren_run_plan``), with only the per-run arrays patched in from Python.
+  call list into `CompiledPlan` (`ren.backend.cpu_plan`): a C array of entry points and
+  argument vectors run by one C loop (``ren_run_plan``), with only the per-run arrays patched
+  in from Python.
 * Threads: ``REN_CPU_THREADS`` (default 1) splits limbs over OpenMP threads when the compiler
   supports OpenMP: a limb loop goes parallel only when its work is large enough (2^15 weighted
   words in the ring kernels, 2^16 words in an elementwise kernel), with dynamic scheduling, and
@@ -63,7 +64,6 @@ import ctypes
 import hashlib
 import os
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.backend import Device, GraphRunner, KernelFn, cpu_calls, cpu_sampling
+from ren.backend import Device, KernelFn, cpu_calls, cpu_sampling
 from ren.backend.c_host import (
     HostRunner,
     compiler,
@@ -97,7 +97,8 @@ from ren.backend.cpu_cache import (
     index_library,
     indexed_library,
 )
-from ren.backend.cpu_calls import VOIDP, CpuCall, RingInput, address, pointer
+from ren.backend.cpu_calls import CpuCall, RingInput, address
+from ren.backend.cpu_plan import CompiledPlan
 from ren.backend.malloc import tune_allocator
 from ren.backend.numpy_backend import HOST
 from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
@@ -292,92 +293,6 @@ def _host_function(lib: ctypes.CDLL, k_name: str) -> Any:
 
 #: programs `CpuDevice.prepare` keeps for `build` at most (more: builds that never came)
 _RENDERED_KEPT = 1 << 16
-
-
-class CompiledPlan(GraphRunner):
-    """The ``"cpu"`` graph runner: consecutive compiled calls run as one C loop
-    (``ren_run_plan`` over arrays of entry points and argument vectors built once); a call that
-    is not a compiled entry point (a host copy, RANDOM's host expansion) runs from Python between
-    two such loops.  A run patches the per-run arrays into the argument vectors and clears them
-    afterwards.  Not reentrant: callers hold a lock per runner."""
-
-    kind = "cpu-compiled"
-
-    def __init__(self, calls: Sequence[tuple[KernelFn, list[Any]]],
-                 patches: Sequence[tuple[int, int, int]], isa: str | None = None):
-        run_plan = ring_library(isa).ren_run_plan
-        run_plan.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
-        run_plan.restype = None
-        self._run_plan = run_plan
-        self._keep = [args for _, args in calls]  # the static arrays stay alive with the plan
-        # and so do the calls, which hold their libraries: the plan runs raw entry points
-        self._calls = [fn for fn, _ in calls]
-        self.segments: list[tuple] = []  # ("c", count, fns, argvs, vectors) | ("py", fn, args)
-        where: list[tuple[Any, int]] = []  # per call: (argument vector or list, segment)
-        run: list[tuple[CpuCall, list[Any]]] = []
-
-        def flush() -> None:
-            if not run:
-                return
-            vectors = [fn.argv(args) for fn, args in run]
-            fns = (VOIDP * len(run))(*(fn.address for fn, _ in run))
-            argvs = (VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
-            for v in vectors:
-                where.append((v, len(self.segments)))
-            self.segments.append(("c", len(run), fns, argvs, vectors))
-            run.clear()
-
-        for fn, args in calls:
-            if isinstance(fn, CpuCall):
-                run.append((fn, list(args)))
-            else:
-                flush()
-                args = list(args)
-                where.append((args, len(self.segments)))
-                self.segments.append(("py", fn, args))
-        flush()
-        self.patches = [(where[c][0], slot, i, isinstance(where[c][0], list))
-                        for c, slot, i in patches]
-        self.calls = len(calls)
-
-    def _patch(self, arrays: Sequence[Any]) -> None:
-        for target, slot, i, is_list in self.patches:
-            target[slot] = arrays[i] if is_list else pointer(arrays[i])
-
-    def _unpatch(self) -> None:
-        for target, slot, _, _ in self.patches:
-            target[slot] = None
-
-    def __call__(self, arrays: Sequence[Any]) -> None:
-        self._patch(arrays)
-        try:
-            for seg in self.segments:
-                if seg[0] == "c":
-                    self._run_plan(seg[1], seg[2], seg[3])
-                else:
-                    seg[1](seg[2])
-        finally:
-            self._unpatch()
-
-    def profile(self, arrays: Sequence[Any]) -> list[float]:
-        self._patch(arrays)
-        times: list[float] = []
-        try:
-            for seg in self.segments:
-                if seg[0] == "c":
-                    base_f, base_a = ctypes.addressof(seg[2]), ctypes.addressof(seg[3])
-                    step = ctypes.sizeof(VOIDP)
-                    for k in range(seg[1]):
-                        t0 = time.perf_counter()
-                        self._run_plan(1, base_f + k * step, base_a + k * step)
-                        times.append(time.perf_counter() - t0)
-                else:
-                    t0 = time.perf_counter()
-                    seg[1](seg[2])
-                    times.append(time.perf_counter() - t0)
-        finally:
-            self._unpatch()
-        return times
 
 
 class _HostRunner(HostRunner):
@@ -637,7 +552,7 @@ class CpuDevice(Device):
     def graph(self, calls: Sequence[tuple[KernelFn, list[Any]]],
               patches: Sequence[tuple[int, int, int]]) -> CompiledPlan:
         unwrapped = [(fn.call if isinstance(fn, RingInput) else fn, args) for fn, args in calls]
-        return CompiledPlan(unwrapped, patches, self.isa)
+        return CompiledPlan(unwrapped, patches, self.ring_lib)
 
 
 def open_device(name: str) -> CpuDevice:

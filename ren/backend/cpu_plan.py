@@ -1,0 +1,106 @@
+"""The ``"cpu"`` device's graph runner: a JIT plan's compiled calls run as C loops.
+
+`CompiledPlan` turns a captured call list (`CpuDevice.graph`) into C arrays of entry points and
+argument vectors that the ring library's ``ren_run_plan`` runs in one loop; only the per-run
+arrays are patched in from Python.  Calls that are not compiled entry points run from Python
+between two such loops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ren.backend import GraphRunner, KernelFn
+from ren.backend.cpu_calls import VOIDP, CpuCall, pointer
+
+
+class CompiledPlan(GraphRunner):
+    """The ``"cpu"`` graph runner: consecutive compiled calls run as one C loop
+    (``ren_run_plan`` over arrays of entry points and argument vectors built once); a call that
+    is not a compiled entry point (a host copy, RANDOM's host expansion) runs from Python between
+    two such loops.  A run patches the per-run arrays into the argument vectors and clears them
+    afterwards.  Not reentrant: callers hold a lock per runner."""
+
+    kind = "cpu-compiled"
+
+    def __init__(self, calls: Sequence[tuple[KernelFn, list[Any]]],
+                 patches: Sequence[tuple[int, int, int]], ring_lib: ctypes.CDLL):
+        run_plan = ring_lib.ren_run_plan
+        run_plan.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
+        run_plan.restype = None
+        self._run_plan = run_plan
+        self._keep = [args for _, args in calls]  # the static arrays stay alive with the plan
+        # and so do the calls, which hold their libraries: the plan runs raw entry points
+        self._calls = [fn for fn, _ in calls]
+        self.segments: list[tuple] = []  # ("c", count, fns, argvs, vectors) | ("py", fn, args)
+        where: list[tuple[Any, int]] = []  # per call: (argument vector or list, segment)
+        run: list[tuple[CpuCall, list[Any]]] = []
+
+        def flush() -> None:
+            if not run:
+                return
+            vectors = [fn.argv(args) for fn, args in run]
+            fns = (VOIDP * len(run))(*(fn.address for fn, _ in run))
+            argvs = (VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
+            for v in vectors:
+                where.append((v, len(self.segments)))
+            self.segments.append(("c", len(run), fns, argvs, vectors))
+            run.clear()
+
+        for fn, args in calls:
+            if isinstance(fn, CpuCall):
+                run.append((fn, list(args)))
+            else:
+                flush()
+                args = list(args)
+                where.append((args, len(self.segments)))
+                self.segments.append(("py", fn, args))
+        flush()
+        self.patches = [(where[c][0], slot, i, isinstance(where[c][0], list))
+                        for c, slot, i in patches]
+        self.calls = len(calls)
+
+    def _patch(self, arrays: Sequence[Any]) -> None:
+        for target, slot, i, is_list in self.patches:
+            target[slot] = arrays[i] if is_list else pointer(arrays[i])
+
+    def _unpatch(self) -> None:
+        for target, slot, _, _ in self.patches:
+            target[slot] = None
+
+    def __call__(self, arrays: Sequence[Any]) -> None:
+        self._patch(arrays)
+        try:
+            for seg in self.segments:
+                if seg[0] == "c":
+                    self._run_plan(seg[1], seg[2], seg[3])
+                else:
+                    seg[1](seg[2])
+        finally:
+            self._unpatch()
+
+    def profile(self, arrays: Sequence[Any]) -> list[float]:
+        self._patch(arrays)
+        times: list[float] = []
+        try:
+            for seg in self.segments:
+                if seg[0] == "c":
+                    base_f, base_a = ctypes.addressof(seg[2]), ctypes.addressof(seg[3])
+                    step = ctypes.sizeof(VOIDP)
+                    for k in range(seg[1]):
+                        t0 = time.perf_counter()
+                        self._run_plan(1, base_f + k * step, base_a + k * step)
+                        times.append(time.perf_counter() - t0)
+                else:
+                    t0 = time.perf_counter()
+                    seg[1](seg[2])
+                    times.append(time.perf_counter() - t0)
+        finally:
+            self._unpatch()
+        return times
+
+
+__all__ = ["CompiledPlan"]

@@ -255,10 +255,14 @@ def thread_table(threads: tuple[int, ...]) -> str:
                 line += f"{'-':>26s}{'':>8s}"
                 continue
             busy, total = (med(s[1] for s in samples) * 1e3, med(s[0] for s in samples) * 1e3)
-            line += f"{f'{busy:.1f} ({total:.1f})':>26s}{one / busy if busy else math.nan:7.2f}x"
+            # t cores cannot run the process's CPU in less than total / t: work spread over
+            # more threads than t (a pool beside the OpenMP team) is bounded by that
+            bound = max(busy, total / t)
+            line += f"{f'{busy:.1f} ({total:.1f})':>26s}{one / bound if bound else math.nan:7.2f}x"
         lines.append(line)
-    lines.append("split: CPU on one thread over the busiest thread's CPU, the wall-time speed-up "
-                 "the work's split allows on idle cores (memory bandwidth and wake-ups aside)")
+    lines.append("split: CPU on one thread over the larger of the busiest thread's CPU and the "
+                 "process's CPU / threads: the wall-time speed-up the work's split allows on idle "
+                 "cores (memory bandwidth and wake-ups aside)")
     return "\n".join(lines)
 
 

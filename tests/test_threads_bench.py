@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,33 @@ def test_thread_cpu_finds_the_busiest_thread() -> None:
             sum(s[1] for s in samples) / 2
         assert row.rstrip().endswith(f"{0.09 / busy:.2f}x"), row
         assert bench.thread_table((2, 4)) == ""  # no op ran at both counts
+    finally:
+        bench.THREAD_CPU.clear()
+        helper.shutdown()
+
+
+@_PROC
+def test_split_is_bounded_by_the_process_cpu_over_the_threads() -> None:
+    """Work spread evenly over three pool threads, measured at 2 threads: the busiest thread
+    holds a third of the CPU, but two cores need half of it, so the split is one-thread CPU over
+    the process's CPU / 2, not over the busiest thread's."""
+    helper = ThreadPoolExecutor(3)
+
+    def work() -> None:
+        for f in [helper.submit(_spin, 0.02) for _ in range(3)]:
+            f.result()
+
+    bench.THREAD_CPU.clear()
+    try:
+        bench.threads_timed(work, 2, "spread", 2)
+        samples = bench.THREAD_CPU["spread", 2]
+        total = statistics.median(s[0] for s in samples)
+        busiest = statistics.median(s[1] for s in samples)
+        assert busiest < total / 2, (total, busiest)
+        bench.THREAD_CPU["spread", 1] = [(0.09, 0.09)]
+        row = next(line for line in bench.thread_table((1, 2)).splitlines()
+                   if line.startswith("spread"))
+        assert row.rstrip().endswith(f"{0.09 / (total / 2):.2f}x"), row
     finally:
         bench.THREAD_CPU.clear()
         helper.shutdown()

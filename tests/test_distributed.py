@@ -594,12 +594,12 @@ def test_a_closed_client_is_refused(client, ckks):
 
 
 def test_a_large_batch_goes_as_tasks_of_several_inputs(client, ckks, monkeypatch):
-    """A batch of many inputs per worker goes as tasks of up to MAX_INPUTS_PER_TASK inputs
+    """A batch of many inputs per worker goes as packed groups of several inputs
     (Dask's cost is per task): results in input order and bit-identical to the local replay,
     one timing per input, and a failing input named by its own index."""
     import ren.distributed.batch as batch_module
 
-    assert batch_module.inputs_per_task(64, 2) == batch_module.MAX_INPUTS_PER_TASK == 8
+    assert batch_module.inputs_per_task(64, 2) == 8  # (sizes: test_distributed_grouping)
     assert batch_module.inputs_per_task(6, 2) == batch_module.inputs_per_task(15, 2) == 1
     assert batch_module.inputs_per_task(16, 2) == 2
     monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, workers: 3)

@@ -24,9 +24,11 @@ sends no key byte (`MapJob.shared_sent_bytes` is 0).  Per input: the input's wir
 scattered to one worker (round robin) and its task sent after it, which the scheduler runs
 where the input is; at most `IN_FLIGHT_PER_WORKER` tasks per worker are out at a time, sent in
 chunks as results come back (`MapJob`); per result: the result's wire form.  A large batch (8
-inputs or more per worker) goes as tasks of up to `MAX_INPUTS_PER_TASK` inputs
-(`inputs_per_task`; not with ``keep=True``), `GROUPED_IN_FLIGHT_PER_WORKER` of them out per
-worker: Dask's cost is per task, and the job's `futures` are then one per task.  With a client
+inputs or more per worker; not with ``keep=True``) goes as **packed groups**
+(`ren.distributed.grouping`): each group of up to `MAX_INPUTS_PER_TASK` consecutive inputs is
+one scattered object, one task and one result object, `GROUPED_IN_FLIGHT_PER_WORKER` tasks out
+per worker: Dask's cost is per key, task and message, and the job's `futures` are then one
+per group.  With a client
 made with ``direct_to_workers=True`` (as `local_client` makes it) inputs and results go between
 the client and the workers directly, not through the scheduler: measured with 2 MB inputs,
 that halves the client process's CPU per task.  A secret key never travels (`SecretKeyError`
@@ -78,6 +80,16 @@ from ren.distributed.cluster import (
     worker_addresses,
 )
 from ren.distributed.errors import DistributedError, SchedulerLostError, TaskError
+from ren.distributed.grouping import (
+    GROUPED_IN_FLIGHT_PER_WORKER,
+    IN_FLIGHT_PER_WORKER,
+    MAX_INPUTS_PER_TASK,
+    Sender,
+    bytes_cap,
+    inputs_per_task,
+    make_groups,
+    window,
+)
 from ren.distributed.remote import Batch, as_batch, share, standin
 from ren.distributed.wire import (
     Codec,
@@ -95,28 +107,6 @@ from ren.jit import JitPlan, Jitted
 _job_ids = itertools.count()
 #: times the client scatters one input again after the worker holding it died
 MAX_RESENDS = 3
-#: tasks of one input a job keeps out per worker (sent, not finished): `MapJob`'s flow control
-IN_FLIGHT_PER_WORKER = 4
-#: tasks of several inputs a job keeps out per worker: one running and one queued behind it
-GROUPED_IN_FLIGHT_PER_WORKER = 2
-#: the most inputs one task of a large batch carries (`inputs_per_task`)
-MAX_INPUTS_PER_TASK = 8
-
-
-def inputs_per_task(n: int, workers: int) -> int:
-    """Inputs per Dask task for a batch of `n` inputs on `workers` workers: 1 for a small
-    batch, up to `MAX_INPUTS_PER_TASK` for one of at least two windows of tasks
-    (`GROUPED_IN_FLIGHT_PER_WORKER` per worker).  Dask's own cost is per task: about 4 ms of
-    the client process's CPU and 2-3 ms of the worker's (messages, the in-process scheduler's
-    transitions, a scatter per chunk, a gather per result), whatever the task carries.
-    Measured at N = 2^14 (CPU per ciphertext, one worker; noisy, shared machine): client
-    3.8 ms with 4 inputs a task, 3.1 with 8, 2.6 with 16; the worker outside the replay 2.6,
-    2.3, 2.1 ms.  8 keeps a task short enough (~70 ms at N = 2^14 on one core) that the last
-    tasks of a batch even out across the workers."""
-    return max(1, min(MAX_INPUTS_PER_TASK,
-                      n // (2 * GROUPED_IN_FLIGHT_PER_WORKER * max(1, workers))))
-
-
 def _arguments(item: Any) -> tuple:
     return item if type(item) is tuple else (item,)
 
@@ -160,48 +150,6 @@ def _program(fn: Any, items: list | None, keys: Any) -> tuple[Program, list[int 
 
 
 @dataclass
-class _Sender:
-    """Sends inputs of a job: scatters their wire forms to workers, then submits their tasks."""
-
-    client: Any
-    items: list[Any]
-    codec: Codec
-    shared: dict[str, Any]  # the context and program futures, by key
-    context_key: str
-    program_key: str
-    which: list[int | None]
-    job_id: str
-    addresses: list[str]
-    keep: bool = False
-    group: bool = False  # each item is a list of inputs run by one task (`inputs_per_task`)
-    indices: list[list[int]] = field(default_factory=list)  # each group's input indices
-    #: the job's shared-memory prefix and smallest record (`ren.distributed.shm`), or None
-    shm: tuple[str, int] | None = None
-    segments: Any = None  # its writer of input segments
-
-    def send_many(self, indices: range, attempt: int = 0) -> list[tuple[Any, Any, int]]:
-        """(the task's future, the scattered input's future, the input's wire bytes) of each
-        of the inputs `indices`, sent for the `attempt`-th time (0: the first): one scatter over
-        `addresses` (Dask deals the inputs out round robin), then one submission of all their
-        tasks.  Dask's cost is per message, not per input (measured with 2 MB inputs: the
-        client's CPU per 64 inputs 0.42 s one by one, 0.20 s in chunks)."""
-        keys = [f"ren-map-{self.job_id}-{i}" + (f"-resend{attempt}" if attempt else "")
-                for i in indices]
-        wires = [self.codec.encode(self.items[i], f"batch[{i}]", self.segments)
-                 for i in indices]
-        # a dict: each wire tree is one value (a tuple would be scattered item by item)
-        data = self.client.scatter({f"{k}-input": w for k, w in zip(keys, wires)},
-                                   workers=self.addresses, hash=False)
-        ck, pk = self.context_key, self.program_key
-        futures = self.client.map(
-            run_item, [self.which[i] for i in indices], [data[f"{k}-input"] for k in keys],
-            [self.indices[i] for i in indices] if self.group else list(indices), key=keys,
-            pure=False, context_key=ck, context_blob=self.shared[ck], program_key=pk,
-            program_blob=self.shared[pk], keep=self.keep, group=self.group, shm=self.shm)
-        return [(f, data[f"{k}-input"], wire_bytes(w)) for f, k, w in zip(futures, keys, wires)]
-
-
-@dataclass
 class MapJob:
     """A submitted batch: its futures (in input order; None for an input not sent yet) and
     what travelled.  `result()` waits.
@@ -238,7 +186,7 @@ class MapJob:
     wall_seconds: float = 0.0
     _submitted: float = 0.0
     _inputs: list[Any] = field(default_factory=list)  # the scattered inputs' futures
-    _sender: _Sender | None = None
+    _sender: Sender | None = None
     _attempts: list[int] = field(default_factory=list)  # resends, per input
     _cancelled: bool = False
     _next: int = 0  # the first input not sent yet
@@ -272,8 +220,7 @@ class MapJob:
         """Tasks out at a time: per worker `IN_FLIGHT_PER_WORKER` of one input, or
         `GROUPED_IN_FLIGHT_PER_WORKER` of several (as many inputs, or more, in fewer tasks)."""
         workers = len(self._sender.addresses) if self._sender is not None else 1
-        per = IN_FLIGHT_PER_WORKER if self._groups is None else GROUPED_IN_FLIGHT_PER_WORKER
-        return per * max(1, workers)
+        return window(workers, self._groups is not None)
 
     def _send(self, indices: range, attempt: int = 0) -> list[tuple[int, Any]]:
         """Send `indices` (holding the lock); (index, task future) of each."""
@@ -602,16 +549,18 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
         job._next = n
         return job
     per_task = 1 if keep else inputs_per_task(n, len(addresses))
-    if per_task > 1:  # tasks of several inputs; futures, inputs and resends per task
-        groups = [list(range(s, min(n, s + per_task))) for s in range(0, n, per_task)]
+    if per_task > 1:  # at most MAX_TASK_BYTES of inputs a task (as large as the first one)
+        per_task = bytes_cap(per_task, wire_bytes(codec.encode(items[0], "batch[0]")))
+    if per_task > 1:  # packed groups (`ren.distributed.grouping`): futures etc. per group
+        groups = make_groups(n, per_task)
         job._groups, n = groups, len(groups)
         job.futures, job._inputs, job._attempts = [None] * n, [None] * n, [0] * n
-        job._sender = _Sender(client, [[items[j] for j in g] for g in groups], codec, shared,
-                              ck, pk, [[which[j] for j in g] for g in groups],  # type: ignore
-                              job_id, addresses, keep, group=True, indices=groups)
+        job._sender = Sender(client, [[items[j] for j in g] for g in groups], codec, shared,
+                             ck, pk, [[which[j] for j in g] for g in groups],  # type: ignore
+                             job_id, addresses, keep, group=True, indices=groups)
     else:
-        job._sender = _Sender(client, items, codec, shared, ck, pk, which, job_id, addresses,
-                              keep)
+        job._sender = Sender(client, items, codec, shared, ck, pk, which, job_id, addresses,
+                             keep)
     if job_shm is not None:
         job._sender.shm, job._sender.segments = job_shm, shm.Segments(*job_shm, pooled=True)
     with job._cond:

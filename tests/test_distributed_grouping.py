@@ -1,0 +1,119 @@
+"""Packed groups (`ren.distributed.grouping`): a large batch goes as one scattered key, one task
+and one result object per group of inputs, sized by the batch, the workers and the bytes."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+distributed = pytest.importorskip(
+    "distributed", reason="ren.distributed needs the distributed extra (Dask)")
+
+from ckks_helpers import context  # noqa: E402
+from distributed_helpers import batch, result_holder  # noqa: E402
+
+import ren  # noqa: E402
+import ren.distributed.batch as batch_module  # noqa: E402
+from ren.ckks import Evaluator, dumps  # noqa: E402
+from ren.distributed import local_client, submit  # noqa: E402
+from ren.distributed.grouping import (  # noqa: E402
+    GROUPED_IN_FLIGHT_PER_WORKER,
+    IN_FLIGHT_PER_WORKER,
+    MAX_INPUTS_PER_TASK,
+    MAX_TASK_BYTES,
+    TASKS_PER_WORKER,
+    bytes_cap,
+    inputs_per_task,
+    make_groups,
+    window,
+)
+
+
+@ren.jit
+def square(ct, keys):
+    ev = Evaluator(ct.params, relin_key=keys)
+    return ev.rescale(ev.multiply(ct, ct))
+
+
+@pytest.fixture(scope="module")
+def ckks():
+    return context(N=64, depth=3, scale_bits=30, first_bits=40, steps=(1,))
+
+
+def test_group_sizes_follow_the_batch_the_workers_and_the_bytes():
+    """TASKS_PER_WORKER tasks per worker at least, MAX_INPUTS_PER_TASK inputs and
+    MAX_TASK_BYTES at most; groups cover every input once, in order."""
+    assert TASKS_PER_WORKER == 2 * GROUPED_IN_FLIGHT_PER_WORKER
+    assert inputs_per_task(64, 1) == 16 and inputs_per_task(64, 2) == 8  # the bench's batch
+    assert inputs_per_task(15, 2) == 1 and inputs_per_task(16, 2) == 2  # packing starts at 2
+    assert inputs_per_task(10**6, 3) == MAX_INPUTS_PER_TASK == 32
+    assert inputs_per_task(0, 0) == 1
+    mb = 2_100_000  # an N = 2^14 input
+    assert bytes_cap(32, mb) == MAX_TASK_BYTES // mb == 31 and bytes_cap(8, mb) == 8
+    assert bytes_cap(8, MAX_TASK_BYTES + 1) == 1 and bytes_cap(8, 0) == 8
+    for n, per in ((7, 3), (64, 16), (1, 1), (33, 32)):
+        groups = make_groups(n, per)
+        assert [i for g in groups for i in g] == list(range(n))
+        assert all(len(g) == per for g in groups[:-1]) and 0 < len(groups[-1]) <= per
+    assert window(2, grouped=True) == 2 * GROUPED_IN_FLIGHT_PER_WORKER
+    assert window(3, grouped=False) == 3 * IN_FLIGHT_PER_WORKER and window(0, False) > 0
+
+
+def _task_keys(client, job) -> set[str]:
+    """The keys of `job`'s tasks that the scheduler computed (its transition log)."""
+    prefix = f"ren-map-{job._sender.job_id}-"
+
+    def memory(dask_scheduler, prefix=prefix):
+        return sorted({str(e[0]) for e in dask_scheduler.transition_log
+                       if str(e[0]).startswith(prefix) and e[2] == "memory"})
+
+    return set(client.run_on_scheduler(memory))
+
+
+def test_a_packed_group_is_one_key_one_task_and_one_result(ckks, monkeypatch):
+    """24 inputs as 4 groups of 6: 4 scattered keys and 4 tasks on the cluster (not 24 each),
+    each task's value one list of its 6 results; results in order with the local bits; a
+    group's bytes bound its size."""
+    monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, workers: 6)
+    cts, rlk = batch(ckks, 24), ckks.ev.relin_key
+    want = [dumps(square(ct, keys=rlk)) for ct in cts]
+    with local_client(workers=2) as c:
+        scattered: list[str] = []  # the keys of every scatter the job makes
+        scatter = c.scatter
+        monkeypatch.setattr(c, "scatter", lambda data, **kw: (scattered.extend(data),
+                                                              scatter(data, **kw))[1])
+        job = submit(square, cts, keys=rlk, client=c)
+        groups = [f.result() for f in job.futures if f is not None]
+        outs = job.result(timeout=60)
+        tasks = _task_keys(c, job)
+        inputs = {k for k in scattered if k.startswith(f"ren-map-{job._sender.job_id}-")}
+        # the group's bytes: a cap of 2 inputs' worth makes groups of 2
+        one = job.input_bytes // 24
+        monkeypatch.setattr("ren.distributed.grouping.MAX_TASK_BYTES", 2 * one + 1)
+        small = submit(square, cts[:8], keys=rlk, client=c)
+        assert [dumps(o) for o in small.result(timeout=60)] == want[:8]
+    assert job._groups == [list(range(s, s + 6)) for s in range(0, 24, 6)]
+    assert len(job.futures) == 4 and len(inputs) == 4 and len(tasks) == 4, (inputs, tasks)
+    assert all(isinstance(g, list) and len(g) == 6 for g in groups)
+    assert [dumps(o) for o in outs] == want and len(job.timings) == 24
+    assert small._groups == [[0, 1], [2, 3], [4, 5], [6, 7]]
+
+
+def test_packed_groups_survive_a_killed_worker_at_the_default_size(ckks):
+    """96 inputs on 2 workers at the default packing (8 groups of 12): a worker SIGKILLed once
+    a result arrived; something ran again (Dask, or the client's resend of a lost group), and
+    every result arrived exactly once, in its place, with the local replay's bits."""
+    cts, rlk = batch(ckks, 96), ckks.ev.relin_key
+    want = [dumps(square(ct, keys=rlk)) for ct in cts]
+    with local_client(workers=2) as c:
+        pids = c.run(os.getpid)
+        job = submit(square, cts, keys=rlk, client=c)
+        assert job._groups is not None and len(job._groups[0]) == inputs_per_task(96, 2) == 12
+        victim = result_holder(c, job, 60)
+        os.kill(pids[victim], signal.SIGKILL)
+        outs = job.result(timeout=120)
+        computed = [e[0] for e in c.cluster.scheduler.transition_log if e[2] == "memory"]
+    assert len(computed) > len(set(computed)) or job.resends >= 1
+    assert len(outs) == 96 and [dumps(o) for o in outs] == want

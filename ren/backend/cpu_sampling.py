@@ -28,6 +28,7 @@ import ctypes
 
 import numpy as np
 
+from ren.backend.numpy_backend import host_empty
 from ren.errors import ParameterError, is_int
 from ren.random import RandomSpec
 from ren.ring import RingSpec
@@ -92,7 +93,7 @@ def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
         raise ValueError(f"sample_uniform: a {spec.kind!r} spec is not uniform")
     seed = bytes(spec.seed)
     _bind(lib)
-    out = np.empty((ring.limbs, ring.N), dtype=np.uint32)
+    out = host_empty((ring.limbs, ring.N))  # the host allocator's own kind of array
     moduli = np.array(ring.moduli, dtype=np.uint32)
     if ways is not None and ways not in (1, keccak_ways(lib)):
         raise ValueError(f"sample_uniform: this library runs 1 or {keccak_ways(lib)} streams "
@@ -189,7 +190,7 @@ def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.ndarray | N
         return sample_uniform(lib, spec, ring)
     validate_spec(spec.kind, spec.params, ring)
     coeffs = sample_signed(lib, spec, ring.N)
-    out = np.empty((ring.limbs, ring.N), dtype=np.uint32)
+    out = host_empty((ring.limbs, ring.N))  # the host allocator's own kind of array
     moduli = np.array(ring.moduli, dtype=np.uint32)
     lib.ren_cpu_signed_residues(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs, ring.N,
                                 out.ctypes.data)

@@ -79,6 +79,27 @@ def test_local_client_turns_the_workers_profiler_off_unless_asked(client):
         assert set(profiled.run(profiler_enabled).values()) == {True}
 
 
+def tick_interval(dask_worker=None, dask_scheduler=None) -> float:
+    return (dask_worker or dask_scheduler)._tick_interval
+
+
+def test_local_client_slows_the_event_loop_tick_unless_configured(client):
+    """Dask's 20 ms tick costs idle CPU in every process (cluster.TICK_INTERVAL); local_client
+    runs it every second in the scheduler and the workers, and keeps an interval the caller's
+    Dask config sets."""
+    import dask.config
+
+    from ren.distributed.cluster import TICK_INTERVAL
+
+    assert TICK_INTERVAL == "1s"
+    assert set(client.run(tick_interval).values()) == {1.0}
+    assert client.run_on_scheduler(tick_interval) == 1.0
+    with dask.config.set({"distributed.admin.tick.interval": "50ms"}), \
+            local_client(workers=1) as own:
+        assert set(own.run(tick_interval).values()) == {0.05}
+        assert own.run_on_scheduler(tick_interval) == 0.05
+
+
 def test_map_replays_the_plan_bit_identically_and_in_order(client, ckks):
     cts = batch(ckks, 10)
     rlk = ckks.ev.relin_key

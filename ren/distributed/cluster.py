@@ -41,6 +41,10 @@ WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 MAX_TIMEOUT = 10**9
 #: the most worker processes, and threads per process, `local_client` starts on one machine
 MAX_LOCAL_WORKERS = 1024
+#: the event-loop tick of `local_client`'s processes (``distributed.admin.tick.interval``, where
+#: the caller's Dask config leaves it at Dask's 20 ms): the tick only measures how late the
+#: loop runs (Dask warns when it is later than ``distributed.admin.tick.limit``, 3 s)
+TICK_INTERVAL = "1s"
 #: a Dask client whose status is one of these can send and receive
 _LIVE = ("running", "newly-created")
 
@@ -281,7 +285,15 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
     ``profile=False`` (the default) switches off Dask's statistical profiler in the workers
     (``distributed.worker.profile.enabled``: a thread that reads every thread's stack every 10
     ms, holding the GIL, for the dashboard's profile page).  Measured in `bench_distributed.py`:
-    about 5 % of a worker's CPU and of the job's wall time.  ``profile=True`` keeps it."""
+    about 5 % of a worker's CPU and of the job's wall time.  ``profile=True`` keeps it.
+
+    The event loops' tick (a callback that measures how late each loop runs, for Dask's
+    "event loop was unresponsive" warning and the dashboard) runs every `TICK_INTERVAL`
+    instead of Dask's 20 ms, unless the caller's Dask config sets another interval: measured on
+    an idle cluster of one worker (noisy, shared 2-core machine), the 20 ms tick costs the
+    client process (which hosts the scheduler) 15-17 ms of CPU per second and each worker
+    ~9 ms per second, about 0.3 ms of the client's CPU per N = 2^14 ciphertext of a
+    `ren.distributed.map` at ~15 ms per ciphertext."""
     workers = check_int_range(workers, "local_client: workers", 1, MAX_LOCAL_WORKERS)
     threads = check_int_range(threads_per_worker, "local_client: threads_per_worker", 1,
                               MAX_LOCAL_WORKERS)
@@ -299,7 +311,11 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
                                    env=dict(WORKER_ENV))
     options.update(cluster_options)
     # the nannies copy this process's Dask config into their workers when they start
-    worker_config = {"distributed.worker.profile.enabled": profile}
+    worker_config: dict[str, Any] = {"distributed.worker.profile.enabled": profile}
+    from dask.utils import parse_timedelta
+
+    if parse_timedelta(dask_config().get("distributed.admin.tick.interval"), "ms") == 0.02:
+        worker_config["distributed.admin.tick.interval"] = TICK_INTERVAL  # (Dask's default)
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(dask_config().set(worker_config))
@@ -316,6 +332,6 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
         yield client
 
 
-__all__ = ["INSTALL_HINT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT", "WORKER_ENV", "cancel_quietly",
-           "check_timeout", "dask_distributed", "gather_as_completed", "local_client",
-           "lost_error", "resolve_client", "scheduler_lost", "worker_addresses"]
+__all__ = ["INSTALL_HINT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT", "TICK_INTERVAL", "WORKER_ENV",
+           "cancel_quietly", "check_timeout", "dask_distributed", "gather_as_completed",
+           "local_client", "lost_error", "resolve_client", "scheduler_lost", "worker_addresses"]

@@ -126,3 +126,47 @@ def test_inner_product_words_match_numpy_on_one_and_two_threads(limbs, N):
         finally:
             dev.set_threads(None)
         assert np.array_equal(got, want), f"{t} threads"
+
+
+def _mixed_ring(N: int) -> RingSpec:
+    """Two 31-bit moduli (the special primes' size) before three 29-bit ones."""
+    big, small = RingSpec.generate(N, 2, bits=31), RingSpec.generate(N, 3, bits=29)
+    return RingSpec(N, big.moduli + small.moduli)
+
+
+def test_rows_whose_sums_differ_get_classes_of_their_own():
+    """A 6-product inner product over 31-bit and 29-bit moduli: the 31-bit rows sum 4 products
+    before a 64-bit reduction (4·q² < 2^64), the 29-bit rows all 6 in one sum below q·2^32 and
+    one REDC — one row class each (the whole kernel took the 31-bit plan before); equal moduli
+    sizes keep one class."""
+    from ren.backend.elementwise_c import _Elementwise
+
+    assert _Elementwise._sum_plan(2**31 - 1, 6) == (4,)
+    assert _Elementwise._sum_plan(2**29 + 11, 6) == ()  # 6·q < 2^32: one REDC
+    assert _Elementwise._sum_plan(2**29 + 11, 8) == (8,)
+    assert _Elementwise._sum_plan(2**29 + 11, 40) == (32,)
+    (k,) = _program(_mixed_ring(64)).kernels
+    cases = k.source.split("case ")[1:]
+    assert len(cases) == 2, k.source
+    sums = sorted((case.count("ren_redc64("), case.count("ren_redc(")) for case in cases)
+    assert sums == [(0, 1), (2, 0)]  # 29-bit rows: one REDC; 31-bit rows: 4 + 2 products
+    (plain,) = _program(RingSpec.generate(64, 5, bits=29)).kernels
+    assert "switch" not in plain.source and plain.source.count("ren_redc(") == 1
+
+
+@needs_cc
+@pytest.mark.parametrize("N", [64, 1 << 14])
+def test_mixed_moduli_inner_product_words_match_numpy(N):
+    """The classes of `test_rows_whose_sums_differ_get_classes_of_their_own` give NumPy's words
+    (1 and 2 threads at N = 2^14)."""
+    ring = _mixed_ring(N)
+    want = _inner_product(ring, "python").numpy()
+    dev = get_device("cpu")
+    for t in (1, 2):
+        try:
+            with ren.settings.override(REN_CPU_THREADS=t):
+                dev.set_threads(t)
+                got = _inner_product(ring, "cpu").numpy()
+        finally:
+            dev.set_threads(None)
+        assert np.array_equal(got, want), f"{t} threads"

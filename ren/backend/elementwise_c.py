@@ -315,17 +315,31 @@ class _Elementwise:
             expr = f"ren_modadd({expr}, {self.var[other]}, {self.var[modulus]})"
         return expr
 
+    @staticmethod
+    def _sum_plan(q: int, terms: int) -> tuple[int, ...]:
+        """How `_product_sum` sums `terms` products under modulus `q`: () one sum and one REDC
+        (k·q < 2^32), else (k,) sums of k terms (k·q² < 2^64) each reduced by `ren_redc64`."""
+        if terms <= max(1, ((1 << 32) - 1) // q):
+            return ()
+        return (min(terms, max(1, min(32, ((1 << 64) - 1) // (q * q)))),)
+
     def _product_sum(self, modulus: Node, terms: list[Node]) -> str:
         """Montgomery products (each a·b < q²) summed in 64 bits: one sum below q·2^32 (k·q <
         2^32 for the largest modulus: 3 terms at 30 bits) and one Montgomery reduction; more in
         sums below 2^64 (k·q² < 2^64: 16 terms at 30 bits, 4 at 31), each reduced by
-        `ren_redc64`.  Either way every sum leaves as its canonical residue."""
+        `ren_redc64`.  Either way every sum leaves as its canonical residue.  The largest
+        modulus is that of the rows being rendered (`_rows`): `_render` renders rows whose
+        moduli take different plans (`_sum_plan`: 31-bit special primes beside 29-bit ones,
+        say) in classes of their own, so a 30-bit row sums 32 products before a reduction
+        instead of the 4 a 31-bit row allows."""
         q = self.var[modulus]
-        qmax = max(modulus.arg)
-        if len(terms) <= max(1, ((1 << 32) - 1) // qmax):
+        moduli = [modulus.arg[r] for r in self._rows]
+        self._plans.append(tuple(self._sum_plan(m, len(terms)) for m in moduli))
+        plan = self._sum_plan(max(moduli), len(terms))
+        if not plan:
             return "ren_redc(" + " + ".join(f"(u64){self.var[t.src[0]]} * {self.var[t.src[1]]}"
                                             for t in terms) + f", {q}, {q}n)"
-        k = max(1, min(32, ((1 << 64) - 1) // (qmax * qmax)))
+        (k,) = plan
         r = self._table("u32", [(1 << 32) % m for m in modulus.arg])
         limb = self.var[modulus.src[0]]
         sums = []
@@ -357,12 +371,28 @@ class _Elementwise:
         memo: dict[Node, AxisValue] = {}
         self.groups: list[_RowClass] = []
         for rows, choose in classes:
-            self.var, self.lines, self.row_line = {}, [], []
-            self.staged, self._staged_of = [], {}
-            self._emit(order, value, fold, choose, memo)
-            self._line(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
-                       f"{self.var[value]};")
-            self.groups.append(_RowClass(rows, self.lines, self.row_line, self.staged))
+            self._emit_class(rows, choose, order, value, fold, memo, out)
+            plans = list(zip(*self._plans))  # per row: the plan of each product sum
+            if len(set(plans)) > 1:  # rows whose sums differ: a class for each plan
+                del self.groups[-1]
+                by_plan: dict[tuple, list[int]] = {}
+                for row, plan in zip(rows, plans):
+                    by_plan.setdefault(plan, []).append(row)
+                for part in by_plan.values():
+                    self._emit_class(part, choose, order, value, fold, memo, out)
+
+    def _emit_class(self, rows: list[int], choose: dict[Node, Node], order: list[Node],
+                    value: Node, fold: dict[Node, bool], memo: dict[Node, AxisValue],
+                    out) -> None:
+        """Render the class of `rows` (its lines, appended to `groups`)."""
+        self.var, self.lines, self.row_line = {}, [], []
+        self.staged, self._staged_of = [], {}
+        self._rows = rows
+        self._plans: list[tuple[tuple[int, ...], ...]] = []
+        self._emit(order, value, fold, choose, memo)
+        self._line(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
+                   f"{self.var[value]};")
+        self.groups.append(_RowClass(rows, self.lines, self.row_line, self.staged))
 
     def _line(self, text: str, row: bool = False) -> None:
         self.lines.append(text)

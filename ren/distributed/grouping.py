@@ -8,17 +8,20 @@ ONE object (the list of the group's results and timings).  Dask's cost is per ke
 and per message, not per byte, so a group of g inputs costs the client and the workers about
 what one input costs in scheduling, messages and event-loop work, plus the bytes.
 
-Measured at N = 2^14 (CPU per ciphertext, one worker, 64 inputs; noisy, shared machine): the
-client 3.4-4.2 ms with 8 inputs a task, 3.0-3.5 with 16, 2.8-3.4 with 32; the worker outside
-the replay 2.9-3.0, 2.8-3.0, 2.2-2.9 ms.  A plain Dask job moving the same bytes (numpy arrays
-of the same sizes, no Ren) costs the client 2.1 / 1.7 / 1.4 ms per input with groups of
-8 / 16 / 64: that is the floor of Dask's TCP path on this machine.
+Measured at N = 2^14 (CPU per ciphertext, 64 inputs; noisy, shared 2-core machine), one
+worker: the client 3.1-4.2 ms with 8 inputs a task, 3.0-3.5 with 16, 3.1-3.4 with 32; the
+worker outside the replay 2.5-3.0, 2.8-3.0, 2.9 ms.  Two workers: the client 2.9 ms with 8,
+2.1 with 16; the workers outside the replay 2.8 and 2.5 ms.  A plain Dask job moving the same
+bytes (NumPy arrays of the same sizes, no Ren) costs the client 2.1 / 1.7 / 1.4 ms per input
+in groups of 8 / 16 / 64: the floor of Dask's TCP path on that machine.
 
-**The size of a group** (`inputs_per_task`): at least `TASKS_PER_WORKER` tasks per worker
-(so that each worker has one task running and one queued behind it, twice: the client
-encodes and decodes while the workers compute, and the last tasks even out), at most
-`MAX_INPUTS_PER_TASK` inputs and at most `MAX_TASK_BYTES` of them per task (a worker holds two
-groups, the one it runs and the one queued).
+**The size of a group** (`inputs_per_task`, `bytes_cap`): as many inputs as give each worker
+`TASKS_PER_WORKER` tasks (one running and one queued behind it, twice: the client encodes and
+decodes while the workers compute, and the last tasks even out), at most `MAX_INPUTS_PER_TASK`
+inputs and `MAX_TASK_BYTES` of them per task (a worker holds two groups, the one it runs and
+the one queued); more tasks where a cap applies.  Two tasks per worker (groups of 16 on two
+workers for 64 inputs) showed no clear gain over four in `bench_distributed.py`'s CPU
+accounting (alternating runs, within the noise), so four keep the tail even.
 
 **The window** (`window`): a job keeps `IN_FLIGHT_PER_WORKER` tasks of one input per worker
 out at a time, or `GROUPED_IN_FLIGHT_PER_WORKER` tasks of a group; `MapJob` sends the next

@@ -28,7 +28,7 @@ from ren import contracts, settings
 from ren.device import Buffer
 from ren.errors import ParameterError, ScheduleError, check_int
 from ren.ir import storage_buffer
-from ren.kernel import VIEW, ScheduledKernel
+from ren.kernel import LIGHT_KINDS, VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes import SHORTCUTS
@@ -275,9 +275,10 @@ def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Entry, ...]) -> N
 
 
 def linearize(sink: Node) -> list[ScheduledKernel]:
-    """The kernels and light items of a kernelized graph, in dependency order (public samples
-    regenerated where they are read long after: `regenerate_public_samples`)."""
-    return regenerate_public_samples(_linearize(sink))
+    """The kernels and light items of a kernelized graph, in dependency order (short chains
+    from leaf buffers, public samples among them, computed again where they are read long
+    after: `regenerate_leaf_chains`)."""
+    return regenerate_leaf_chains(_linearize(sink), REGENERATE_AFTER, REGENERATE_DEPTH)
 
 
 def _linearize(sink: Node) -> list[ScheduledKernel]:
@@ -295,9 +296,13 @@ def _linearize(sink: Node) -> list[ScheduledKernel]:
     return items
 
 
-#: a public sample read more than this many items after its latest generation is generated
-#: again right before the read (`regenerate_public_samples`)
+#: a value of a leaf chain (`regenerate_leaf_chains`) read more than this many items after its
+#: latest computation is computed again right before the read
 REGENERATE_AFTER = 32
+#: the longest chain of kernels from leaf buffers that `linearize` computes again rather than
+#: keeps: 2 is a coefficient-form diagonal's expansion (TO_RNS, then NTT) or a lean key's row
+#: (one RANDOM kernel)
+REGENERATE_DEPTH = 2
 
 
 def _public_sample(item: ScheduledKernel) -> bool:
@@ -305,54 +310,108 @@ def _public_sample(item: ScheduledKernel) -> bool:
     return call is not None and call.random is not None and call.random.public
 
 
-def regenerate_public_samples(items: list[ScheduledKernel],
-                              after: int = REGENERATE_AFTER) -> list[ScheduledKernel]:
-    """`items` with each public sample (`RandomSpec.public`: a lean key's row, the same words
-    whenever it is drawn) generated again, into a fresh buffer, before a read that comes more
-    than `after` items after its latest generation, and that read (and its views of the
-    sample) pointed at the new buffer.  Memory for time: a row a bootstrapping's key switches
-    share would otherwise live from its first key switch to its last (at N = 2^16 all 189 rows
-    of the lean keys at once, ~3 GiB of arena), where now each use's copy lives only around
-    that use.  The words are the same, so the results are too."""
-    if not any(_public_sample(it) for it in items):
+def _root(b: Buffer) -> Buffer:
+    while b.base is not None:
+        b = b.base
+    return b
+
+
+def leaf_chains(items: list[ScheduledKernel], depth: int = REGENERATE_DEPTH
+                ) -> dict[Buffer, int]:
+    """The outputs of `items` computed from leaf buffers alone (buffers no item writes: the
+    graph's constants and inputs, unchanged while the schedule runs) through at most `depth`
+    kernels, each with its depth: a public sample (`RandomSpec.public`, the same words at every
+    generation) has depth 1, and so has a kernel that reads only leaves; a kernel that reads
+    leaves and outputs of depth < `depth` has one more.  Only a base buffer that one kernel
+    writes counts; never a private sample (its words differ at every draw), a copy or a view.
+    ``depth=0``: the public samples alone."""
+    writers = Counter(_root(it.bufs[0]) for it in items if it.kind != VIEW)
+    found: dict[Buffer, int] = {}
+    for it in items:
+        out = it.bufs[0]
+        if it.kind in LIGHT_KINDS or out.base is not None or writers[out] != 1:
+            continue
+        call = it.ring_call
+        if call is not None and call.random is not None:
+            if call.random.public:
+                found[out] = 1
+            continue
+        reached = 0
+        for b in it.bufs[1:]:
+            r = _root(b)
+            if r in writers:  # computed: only a chain's output may be read
+                reached = max(reached, found.get(r, depth))
+        if reached < depth:
+            found[out] = reached + 1
+    return found
+
+
+def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE_AFTER,
+                           depth: int = REGENERATE_DEPTH) -> list[ScheduledKernel]:
+    """`items` with every value of a leaf chain (`leaf_chains`: a public sample, a lean key's
+    row; a coefficient-form diagonal's TO_RNS and NTT) computed again, into a fresh buffer,
+    before a read that comes more than `after` items after its latest computation (its
+    sources, when they are chain values read as long after, computed again too), and that read
+    (and its views of the value) pointed at the new buffer.  Memory for time: such a value
+    would otherwise live from its first read to its last.  At N = 2^16 that was every row of
+    the lean keys at once (~3 GiB of arena), and in a Meta-BTS plan every expanded diagonal
+    from the first bootstrapping to the second (the two share them): 4.47 GiB of arena against
+    1.46 GiB for one bootstrapping.  Leaves are not written while the schedule runs and the
+    kernels are deterministic, so the words are the same, and so are the results."""
+    chains = leaf_chains(items, depth)
+    if not chains:
         return items
     out: list[ScheduledKernel] = []
-    root: dict[Buffer, Buffer] = {}  # a sample's buffer, or a view of it -> the sample's buffer
-    maker: dict[Buffer, ScheduledKernel] = {}  # a sample's buffer -> its RANDOM item
-    viewer: dict[Buffer, ScheduledKernel] = {}  # a view of a sample -> its VIEW item
+    root: dict[Buffer, Buffer] = {}  # a chain value's buffer, or a view of it -> that buffer
+    maker: dict[Buffer, ScheduledKernel] = {}  # a chain value's buffer -> its item, as scheduled
+    viewer: dict[Buffer, ScheduledKernel] = {}  # a view of a chain value -> its VIEW item
     latest: dict[Buffer, tuple[int, dict[Buffer, Buffer]]] = {}  # where and as what it is now
+
+    def read(b: Buffer) -> Buffer:
+        """The buffer that holds `b` for a read appended now (computed again when stale)."""
+        r = root.get(b)
+        if r is None:
+            return b
+        at, now = latest[r]
+        if len(out) - at > after:  # compute the value again right here
+            fresh = r.fresh_like()
+            src = maker[r]
+            ins = tuple(read(x) for x in src.bufs[1:])
+            out.append(replace(src, bufs=(fresh, *ins)))
+            at, now = latest[r] = (len(out) - 1, {r: fresh})
+        return current(b, now)
+
+    def current(b: Buffer, now: dict[Buffer, Buffer]) -> Buffer:
+        """`b` (the value or a view of it) in the generation `now`, its views made here."""
+        if b not in now:  # a view of a computed-again value, made for this generation
+            base = current(viewer[b].bufs[1], now)
+            now[b] = Buffer(b.device, b.shape, base=base, offset=b.offset, no_opt=b.no_opt)
+            out.append(replace(viewer[b], bufs=(now[b], base)))
+        return now[b]
+
     for it in items:
-        if _public_sample(it):
-            b = it.bufs[0]
-            root[b], maker[b] = b, it
-            latest[b] = (len(out), {b: b})
-            out.append(it)
-            continue
         if it.kind == VIEW and it.bufs[1] in root:
             view, base = it.bufs
             root[view], viewer[view] = root[base], it
             now = latest[root[base]][1]
-            if now[base] is base:  # still the first generation: the view as scheduled
+            if now.get(base) is base:  # still the first generation: the view as scheduled
                 now[view] = view
                 out.append(it)
             continue  # (a later generation's view is made where it is read)
-        bufs = list(it.bufs)
-        for i, b in enumerate(bufs):
-            r = root.get(b)
-            if r is None or i == 0:
-                continue
-            at, now = latest[r]
-            if len(out) - at > after:  # regenerate the sample right here
-                fresh = r.fresh_like()
-                out.append(replace(maker[r], bufs=(fresh, *maker[r].bufs[1:])))
-                at, now = latest[r] = (len(out) - 1, {r: fresh})
-            if b not in now:  # a view of a regenerated sample, made for this generation
-                now[b] = Buffer(b.device, b.shape, base=now[r], offset=b.offset,
-                                no_opt=b.no_opt)
-                out.append(replace(viewer[b], bufs=(now[b], now[r])))
-            bufs[i] = now[b]
-        out.append(it if bufs == list(it.bufs) else replace(it, bufs=tuple(bufs)))
+        ins = tuple(read(b) for b in it.bufs[1:])
+        if it.bufs[0] in chains:
+            b = it.bufs[0]
+            root[b], maker[b] = b, it
+            latest[b] = (len(out), {b: b})
+        out.append(it if ins == it.bufs[1:] else replace(it, bufs=(it.bufs[0], *ins)))
     return out
+
+
+def regenerate_public_samples(items: list[ScheduledKernel],
+                              after: int = REGENERATE_AFTER) -> list[ScheduledKernel]:
+    """`regenerate_leaf_chains` for the public samples alone (a lean key's rows: the same
+    words whenever they are drawn)."""
+    return regenerate_leaf_chains(items, after, depth=0)
 
 
 def schedule(*outputs: Any, ctx: ScheduleContext | None = None,

@@ -1,7 +1,9 @@
 """The worker side of `ren.distributed`: the functions Dask runs in a worker process.
 
 A map job sends two blobs once per worker (Dask's broadcast scatter) and one small task per
-input.  The *context* blob holds the parameters and the public evaluation keys (wire form,
+input, or per packed group of inputs (`ren.distributed.grouping`: the group's inputs are one
+scattered list, and the task returns one list of their results).  The *context* blob holds
+the parameters and the public evaluation keys (wire form,
 `ren.distributed.wire`); the *program* blob holds the captured JIT plans (pickled: scheduled
 kernels and their constants, compiled again when loaded) or a plain function.  A worker
 decodes each blob once and keeps the result in a small per-process cache keyed by the blob's

@@ -435,6 +435,47 @@ def test_decoded_galois_keys_keep_their_order_so_a_plan_captured_on_them_replays
     assert len(_rotate_sum.plans) == 1
 
 
+def test_lean_keys_arrive_lean_so_a_plan_captured_on_them_replays(ckks):
+    """A lean key (a rows as seeds) travels as its b rows and seeds and arrives lean: a plan
+    captured on lean keys reads their b rows only, and a stored key arriving in its place
+    would not match it (the bootstrapping bench's --lean failed so on the workers)."""
+    from ren.ckks.encapsulation import Encapsulation
+
+    params = ckks.params
+    with ren.random.seeded(11):
+        kg = KeyGenerator(params, lean=True)
+        rlk, gk = kg.relin_key(), kg.rotation_keys([1, 4])
+        ek = Encapsulation(params, weight=8).keys(kg)
+    assert rlk.is_lean and gk.is_lean and ek.is_lean
+    codec = Codec()
+    wire = codec.encode({"rlk": rlk, "gk": gk, "ek": ek, "stored": rlk.stored()}, "keys")
+    back = Codec(codec.params).decode(pickle.loads(pickle.dumps(wire, protocol=5)))
+    assert back["rlk"].is_lean and back["gk"].is_lean and back["ek"].is_lean
+    assert not back["stored"].is_lean  # a stored key stays stored
+    assert back["rlk"].seeds == rlk.seeds and list(back["gk"].keys) == list(gk.keys)
+    for k in (back["rlk"], back["stored"], *back["gk"].keys.values()):
+        want = rlk if k.galois is None else gk.keys[k.galois]
+        assert [p.coefficients() for p in k.stored().a] == \
+            [p.coefficients() for p in want.stored().a]
+    ct = ckks.encrypt([0.5, -0.25, 0.125])
+    want = _rotate_sum_lean(ct, keys=gk)
+    assert dumps(_rotate_sum_lean(ct, keys=back["gk"])) == dumps(want)
+    assert len(_rotate_sum_lean.plans) == 1  # the decoded lean keys replay the captured plan
+    # a record whose flag is not a boolean is refused, not read as stored or lean
+    bad = codec.encode(rlk, "rlk")
+    meta = frames.unpack_meta(bad)
+    meta["lean"] = "yes"
+    forged = Sealed(bad.kind, frames.pack_meta(meta), bad.frames)
+    with pytest.raises(SerializationError, match="'lean' flag must be true or false"):
+        Codec(codec.params).decode(forged)
+
+
+@ren.jit
+def _rotate_sum_lean(ct, keys):
+    ev = Evaluator(ct.params, None, keys)
+    return ev.add(ev.rotate(ct, 1), ev.rotate(ct, 4))
+
+
 def test_values_that_cannot_travel_say_what_can(ckks):
     with pytest.raises(WireError, match=r"batch\[2\]\[0\]: a Evaluator cannot travel.*NumPy"):
         Codec().encode([1, 2, (ckks.ev,)], "batch")

@@ -7,6 +7,7 @@ to become lean when a row is not a seeded sample."""
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -202,14 +203,45 @@ def test_serialization_writes_the_compact_form_and_keeps_the_key_lean():
         k.relin_key(), k.rotation_keys([1], conjugate=True), Encapsulation(params).keys(k)))
     for s, k in zip(stored, lean, strict=True):
         assert k.is_lean
-        assert dumps(k, compact=True) == dumps(s, compact=True)
+        # the same seeds and b rows; the lean key's container also says it is lean
+        assert len(dumps(k, compact=True)) > len(dumps(s, compact=True))
         assert dumps(k) == dumps(s)  # the full form regenerates the rows to write them
         assert k.is_lean and k.nbytes < k.full_nbytes
-        back = loads(dumps(k, compact=True), params).lean()
-        assert back.is_lean and dumps(back, compact=True) == dumps(s, compact=True)
+        back = loads(dumps(k, compact=True), params)  # lean again, as written
+        assert back.is_lean and dumps(back, compact=True) == dumps(k, compact=True)
+        assert dumps(back.stored(), compact=True) == dumps(s, compact=True)
+        assert not loads(dumps(s, compact=True), params).is_lean  # a stored key stays stored
+        assert not loads(dumps(k), params).is_lean  # the full form holds the rows themselves
     d = Poly.uniform(params.ring(1), domain="NTT").realize()
-    back = loads(dumps(lean[0], compact=True), params).lean()
+    back = loads(dumps(lean[0], compact=True), params)
     assert _same(key_switch(d, back, 1), key_switch(d, stored[0], 1))
+
+
+def test_a_loaded_lean_key_replays_a_plan_captured_on_the_lean_key_and_bad_flags_fail():
+    from ren.rlwe.serialize import CorruptedDataError
+
+    params = _params("python")
+    (_, stored), (_, lean) = _both(params, lambda k: k.rotation_keys([1]))
+    d = Poly.uniform(params.ring(1), domain="NTT").realize()
+    g = next(iter(lean.keys))
+
+    @ren.jit
+    def switch(x, keys):
+        return key_switch(x, keys.keys[g], 1)
+
+    want = switch(d, lean)
+    back = loads(dumps(lean, compact=True), params)
+    assert _same(switch(d, back), want) and len(switch.plans) == 1  # no second capture
+    assert _same(want, key_switch(d, stored.keys[g], 1))
+    # a container whose flag is not the list of booleans it must be is refused
+    data = bytearray(dumps(lean, compact=True))
+    meta_at = data.index(b'"lean":[true]')
+    for bad in (b'"lean":[1234]', b'"lean":"yes!"'):  # the same length as the flag
+        body = bytes(data[:meta_at] + bad + data[meta_at + len(bad):-16])
+        # the checksum recomputed: the flag itself must be refused, not the checksum
+        forged = body + hashlib.sha256(body).digest()[:16]
+        with pytest.raises(CorruptedDataError, match="'lean' must be a list of booleans"):
+            loads(forged, params)
 
 
 def test_distributed_wire_sends_seeds_and_decodes_the_same_key():

@@ -71,12 +71,12 @@ def _is_bgv_ct(obj: Any) -> bool:
     return bgv is not None and isinstance(obj, bgv.BGVCiphertext)
 
 
-def _parts(obj: Any, who: str) -> tuple[dict, list[Poly]]:
+def _parts(obj: Any, who: str, compact: bool) -> tuple[dict, list[Poly]]:
     if isinstance(obj, Ciphertext):
         return {}, list(obj.parts)
     if _is_bgv_ct(obj):
         return {"level": obj.level, "factor": obj.factor}, list(obj.parts)
-    parts = key_parts(obj)
+    parts = key_parts(obj, compact)
     if parts is None:
         raise ParameterError(f"{who}: cannot serialize a {type(obj).__name__}; expected a BFV "
                              "Plaintext, Ciphertext or an RLWE key (SecretKey, PublicKey, "
@@ -103,7 +103,7 @@ def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False,
     if isinstance(obj, Plaintext):
         return write_container(MAGIC, KINDS[Plaintext], obj.params.fingerprint, {},
                                [ints_record(obj.coeffs)])
-    meta, polys = _parts(obj, who)
+    meta, polys = _parts(obj, who, compact)
     _check_params(obj, who)
     if isinstance(obj, SecretKey) and not allow_secret:
         raise ParameterError(f"{who}: refusing to serialize a SecretKey; pass "
@@ -160,7 +160,7 @@ def serialized_size(obj: Any, compact: bool = False) -> int:
     compact = check_bool(compact, "ren.bfv.serialized_size: compact")
     if isinstance(obj, Plaintext):
         return container_size({}, [8 + 8 + 8 + 8 * obj.params.N])
-    meta, polys = _parts(obj, "ren.bfv.serialized_size")
+    meta, polys = _parts(obj, "ren.bfv.serialized_size", compact)
     return container_size(meta, [record_size(q, compact) for q in polys])
 
 

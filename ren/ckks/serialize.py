@@ -15,7 +15,7 @@ Layout (little-endian; the container every Ren scheme shares, `ren.rlwe.serializ
     params   16   the parameters' fingerprint (`CKKSParams.fingerprint`)
     meta_len  4   u32 length of the metadata
     meta          UTF-8 JSON object (level and exact scale, Galois elements, the ephemeral
-                  secret's weight)
+                  secret's weight, and in the compact form whether a key is lean)
     count     4   u32 number of polynomials
     polys         each: u64 length, then `Poly.tobytes()` (its own header and checksum), or
                   (version 2) a seed record: b"RENSEED\\x00", u8 domain (1 = NTT), 32-byte seed
@@ -24,7 +24,9 @@ Layout (little-endian; the container every Ren scheme shares, `ren.rlwe.serializ
 **Compact form** (``dumps(obj, compact=True)``, SEAL's seeded serialization): a polynomial that is
 exactly a uniform sample (the ``a`` half of a secret-key encryption, of a public key, of every
 relinearization, Galois and encapsulation key row) is written as its 32-byte seed, and `loads`
-regenerates it (the samplers are deterministic in the seed, on every device).  That halves fresh
+regenerates it (the samplers are deterministic in the seed, on every device).  A lean key
+(``KeyGenerator(..., lean=True)``: its a rows kept as seeds) is marked so and `loads` makes it
+lean again, so a `ren.jit` plan captured on lean keys replays on the loaded ones.  That halves fresh
 symmetric ciphertexts and keys: a bootstrapping's evaluation keys travel at half their size to
 a process that holds no secret (tests/test_ckks_bootstrap_remote.py).  The seed of the uniform
 half is public data, as the half itself is; the error and the secret are never derived from it.
@@ -61,6 +63,7 @@ from ren.rlwe.serialize import (
     build_key,
     container_size,
     key_parts,
+    lean_flags,
     meta_int,
     poly_records,
     read_container,
@@ -81,15 +84,16 @@ def _scale_meta(scale: Fraction) -> list[str]:
     return [str(scale.numerator), str(scale.denominator)]
 
 
-def _parts(obj: Any) -> tuple[dict, list[Poly]]:
+def _parts(obj: Any, compact: bool) -> tuple[dict, list[Poly]]:
     if isinstance(obj, Plaintext):
         return {"level": obj.level, "scale": _scale_meta(obj.scale)}, [obj.poly]
     if isinstance(obj, Ciphertext):
         return {"level": obj.level, "scale": _scale_meta(obj.scale)}, list(obj.parts)
     if isinstance(obj, EncapsulationKeys):  # the small ring follows from params and weight
-        return {"weight": obj.weight}, [*obj.to_sparse.b, *obj.to_sparse.a, *obj.to_dense.b,
-                                        *obj.to_dense.a]
-    parts = key_parts(obj)
+        lean = {"lean": True} if compact and obj.is_lean else {}
+        return {"weight": obj.weight, **lean}, [*obj.to_sparse.b, *obj.to_sparse.a,
+                                                *obj.to_dense.b, *obj.to_dense.a]
+    parts = key_parts(obj, compact)
     if parts is None:
         raise ParameterError(f"ren.ckks.dumps: cannot serialize a {type(obj).__name__}; expected "
                              "a Plaintext, Ciphertext or key")
@@ -107,7 +111,7 @@ def dumps(obj: Any, *, allow_secret: bool = False, compact: bool = False,
     if isinstance(obj, SecretKey) and not allow_secret:
         raise ParameterError("ren.ckks.dumps: refusing to serialize a SecretKey; pass "
                              "allow_secret=True if you really mean to write the secret out")
-    meta, polys = _parts(obj)
+    meta, polys = _parts(obj, compact)
     records = poly_records(polys, compact, form, "ren.ckks.dumps")
     return write_container(MAGIC, KINDS[type(obj)], obj.params.fingerprint, meta, records)
 
@@ -157,18 +161,19 @@ def _build(kind: int, meta: dict, count: int, r: Reader, p: CKKSParams) -> Any:
         small = Encapsulation(p, weight).small
         d, dnum = len(small.digits), len(p.digits)
         _expect_count(r, count, 2 * d + 2 * dnum, kind)
+        lean = lean_flags(r, meta, 1, many=False)[0]
         sparse = r.polys(2 * d, small.key_ring, p.device)
         dense = r.polys(2 * dnum, p.key_ring, p.device)
-        return EncapsulationKeys(SwitchingKey(tuple(sparse[:d]), tuple(sparse[d:]), small),
-                                 SwitchingKey(tuple(dense[:dnum]), tuple(dense[dnum:]), p),
-                                 weight)
+        return EncapsulationKeys(
+            SwitchingKey(tuple(sparse[:d]), tuple(sparse[d:]), small, lean=lean),
+            SwitchingKey(tuple(dense[:dnum]), tuple(dense[dnum:]), p, lean=lean), weight)
     return build_key(kind, meta, count, r, p)
 
 
 def serialized_size(obj: SwitchingKey | Any, compact: bool = False) -> int:
     """The length of `dumps(obj, allow_secret=True, compact=compact)` without building it."""
     compact = check_bool(compact, "ren.ckks.serialized_size: compact")
-    meta, polys = _parts(obj)
+    meta, polys = _parts(obj, compact)
     return container_size(meta, [record_size(q, compact) for q in polys])
 
 

@@ -10,7 +10,8 @@ the way out:
   `GaloisKey` or `GaloisKeys` (under `CKKSParams`, `BFVParams`, `BGVParams`): one frame per
   polynomial, its words exactly as Ren stores them (Montgomery form: neither side converts a
   limb), and every uniform half (a key's ``a``, a fresh secret-key encryption's ``c1``) as its
-  32-byte seed (the compact form); a `GaloisKeys` keeps its elements in their order (a
+  32-byte seed (the compact form), and a lean key (`KeyGenerator(..., lean=True)`) arrives
+  lean; a `GaloisKeys` keeps its elements in their order (a
   `ren.jit` plan captured on the original keys is keyed by that structure and must match the
   decoded ones on a worker);
 * a BFV/BGV `Plaintext`: its int64 coefficients as one frame;
@@ -166,10 +167,13 @@ def _object_polys(obj: Any) -> tuple[dict[str, Any], list[Poly]]:
     if isinstance(obj, SwitchingKey):
         which = "relin" if isinstance(obj, RelinKey) else \
             "galois" if isinstance(obj, GaloisKey) else "switching"
-        return {"kind": "swk", "type": which, "galois": obj.galois}, [*obj.b, *obj.a]
+        return {"kind": "swk", "type": which, "galois": obj.galois, "lean": obj.is_lean}, \
+            [*obj.b, *obj.a]
     assert isinstance(obj, GaloisKeys)
     elements = list(obj.keys)  # in the object's order: a jit plan's key is its structure
-    return {"kind": "gks", "elements": elements}, \
+    # a lean key arrives lean: a plan captured on lean keys reads their b rows only
+    return {"kind": "gks", "elements": elements,
+            "lean": [obj.keys[g].is_lean for g in elements]}, \
         [p for g in elements for p in (*obj.keys[g].b, *obj.keys[g].a)]
 
 
@@ -324,7 +328,7 @@ class Codec:
         if kind == "ckks-blob":
             if len(rec.frames) != 1 or not isinstance(p, CKKSParams):
                 raise SerializationError(f"{what}: one frame of a CKKS container expected")
-            return loads(rec.frames[0], p)
+            return loads(rec.frames[0], p)  # (a lean key's container says so itself)
         if kind == "bfv-pt":
             if len(rec.frames) != 1 or not isinstance(p, BFVParams):
                 raise SerializationError(f"{what}: one frame of BFV coefficients expected")
@@ -367,20 +371,32 @@ class Codec:
                 raise SerializationError(f"{what}: unknown key type {meta.get('type')!r:.40}")
             rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum, p.device, what)
             g = meta.get("galois")
-            return rebuild(what, cls, tuple(rows[:dnum]), tuple(rows[dnum:]), p, galois=g)
+            return rebuild(what, cls, tuple(rows[:dnum]), tuple(rows[dnum:]), p, galois=g,
+                           lean=_lean_flag(meta.get("lean", False), what))
         elements = meta.get("elements")
         if not isinstance(elements, list) or len(elements) > p.N or \
                 len(set(map(repr, elements))) != len(elements):
             raise SerializationError(f"{what}: 'elements' must be a list of distinct Galois "
                                      "elements")
+        lean = meta.get("lean", [False] * len(elements))
+        if not isinstance(lean, list) or len(lean) != len(elements):
+            raise SerializationError(f"{what}: 'lean' must be a list of one flag per element")
         rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum * len(elements), p.device,
                           what)
         keys = {}
         for i, g in enumerate(elements):
             mine = rows[2 * dnum * i: 2 * dnum * (i + 1)]
             keys[g] = rebuild(what, GaloisKey, tuple(mine[:dnum]), tuple(mine[dnum:]), p,
-                              galois=g)
+                              galois=g, lean=_lean_flag(lean[i], what))
         return rebuild(what, GaloisKeys, keys, p)
+
+
+def _lean_flag(value: Any, what: str) -> bool:
+    """A record's flag that a key travelled lean (its a rows as seeds, kept so on arrival)."""
+    if not isinstance(value, bool):
+        raise SerializationError(f"{what}: the 'lean' flag must be true or false, got "
+                                 f"{value!r:.40}")
+    return value
 
 
 def _into(tree: Any, segments: Any) -> Any:

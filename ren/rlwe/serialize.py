@@ -338,21 +338,40 @@ def galois_element(r: Reader, g: Any, N: int) -> int:
     return g
 
 
-def key_parts(obj: Any) -> tuple[dict, list[Poly]] | None:
-    """(metadata, polynomials) of an RLWE key, None for anything else."""
+def key_parts(obj: Any, compact: bool = False) -> tuple[dict, list[Poly]] | None:
+    """(metadata, polynomials) of an RLWE key, None for anything else.  In the compact form a
+    lean key (`SwitchingKey.lean`) is marked ``"lean"`` (per element for `GaloisKeys`), and
+    `build_key` makes it lean again: a plan captured on lean keys reads their b rows only."""
     if isinstance(obj, SecretKey):
         return {}, [obj.poly]
     if isinstance(obj, PublicKey):
         return {}, [obj.b, obj.a]
-    if isinstance(obj, GaloisKey):
-        return {"galois": obj.galois}, [*obj.b, *obj.a]
-    if isinstance(obj, RelinKey):
-        return {}, [*obj.b, *obj.a]
+    if isinstance(obj, GaloisKey | RelinKey):
+        meta: dict[str, Any] = {"galois": obj.galois} if isinstance(obj, GaloisKey) else {}
+        if compact and obj.is_lean:
+            meta["lean"] = True
+        return meta, [*obj.b, *obj.a]
     if isinstance(obj, GaloisKeys):
         elements = list(obj.keys)  # in the object's order: a jit plan captured on it matches
-        return {"elements": elements}, [q for g in elements for q in (*obj.keys[g].b,
-                                                                      *obj.keys[g].a)]
+        meta = {"elements": elements}
+        if compact and any(obj.keys[g].is_lean for g in elements):
+            meta["lean"] = [obj.keys[g].is_lean for g in elements]
+        return meta, [q for g in elements for q in (*obj.keys[g].b, *obj.keys[g].a)]
     return None
+
+
+def lean_flags(r: Reader, meta: dict, count: int, many: bool) -> list[bool]:
+    """The metadata's ``"lean"`` flags (`key_parts`) of one key (a boolean) or of `count`
+    keys (`many`: a list of booleans); absent: none is lean."""
+    v = meta.get("lean")
+    if v is None:
+        return [False] * count
+    if many and isinstance(v, list) and len(v) == count and all(isinstance(f, bool) for f in v):
+        return list(v)
+    if not many and isinstance(v, bool):
+        return [v]
+    want = "a list of booleans, one per key" if many else "a boolean"
+    raise r.fail(f"metadata field 'lean' must be {want}, got {v!r}"[:300])
 
 
 def _expect_count(r: Reader, count: int, want: int, name: str) -> None:
@@ -375,10 +394,11 @@ def build_key(kind: int, meta: dict, count: int, r: Reader, p: Any) -> Any:
         _expect_count(r, count, 2 * dnum, "RelinKey" if kind == 5 else "GaloisKey")
         if kind == 6:
             g = galois_element(r, meta.get("galois"), p.N)
+        lean = lean_flags(r, meta, 1, many=False)[0]
         polys = r.polys(2 * dnum, ring, dev)
         if kind == 5:
-            return RelinKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p)
-        return GaloisKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p, galois=g)
+            return RelinKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p, lean=lean)
+        return GaloisKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p, galois=g, lean=lean)
     if kind != 7:
         raise ParameterError(f"build_key: {kind} is not a key kind ({sorted(KEY_KINDS.values())})")
     elements = meta.get("elements")
@@ -388,10 +408,11 @@ def build_key(kind: int, meta: dict, count: int, r: Reader, p: Any) -> Any:
     if len(set(gs)) != len(gs):
         raise r.fail("metadata field 'elements' repeats a Galois element")
     _expect_count(r, count, 2 * dnum * len(gs), "GaloisKeys")
+    flags = lean_flags(r, meta, len(gs), many=True)
     keys: dict[int, GaloisKey] = {}
-    for g in gs:
+    for g, lean in zip(gs, flags):
         polys = r.polys(2 * dnum, ring, dev)
-        keys[g] = GaloisKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p, galois=g)
+        keys[g] = GaloisKey(tuple(polys[:dnum]), tuple(polys[dnum:]), p, galois=g, lean=lean)
     return GaloisKeys(keys, p)
 
 
@@ -399,5 +420,5 @@ __all__ = ["CHECKSUM_SIZE", "COMPACT_VERSION", "INTS_MAGIC", "KEY_KINDS", "MAGIC
            "SUPPORTED_VERSIONS", "VERSION", "CorruptedDataError", "FingerprintMismatchError",
            "KindMismatchError", "Reader", "TruncatedDataError", "build_checked", "build_key",
            "check_kind", "container_size", "galois_element", "ints_record", "key_parts",
-           "meta_int", "poly_records", "read_container", "record_size", "seed_record",
+           "lean_flags", "meta_int", "poly_records", "read_container", "record_size", "seed_record",
            "write_container"]

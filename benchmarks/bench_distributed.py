@@ -49,7 +49,9 @@ warm-up job and by the timed job (none: they stay on the workers), and the preci
 result against its plaintext.  ``--preset small`` (N = 2^8, insecure: seconds) or
 ``--preset n16`` (N = 2^16, 128-bit: each worker process and the client hold the keys and the
 plan, so it needs about three times what ``bench_bootstrap.py --preset n16`` needs; run it
-where memory allows).
+where memory allows).  ``--lean`` runs it in the lean mode of ``bench_bootstrap.py --lean``
+(lean keys: each uniform half a seed, regenerated in the key switches; the diagonals as
+integer coefficients), about 6 GiB a process at n16, so a client and two workers fit in 24 GiB.
 
 The data path (``--shm off|auto|on``, else ``REN_DISTRIBUTED_SHM``; `ren.distributed.shm`) is
 printed first: records in Dask's messages, or through same-host /dev/shm segments.
@@ -57,6 +59,7 @@ printed first: records in Dask's messages, or through same-host /dev/shm segment
 Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
                                              [--device python|cpu] [--rounds 3] [--shm auto]
       python benchmarks/bench_distributed.py --bootstrap [--preset small|n16] [--batch 8]
+                                             [--lean]
 """
 
 from __future__ import annotations
@@ -278,14 +281,23 @@ def _bits(err: float) -> float:
 MEMORY_FACTOR = 1.5
 
 
-def memory_needed(params: CKKSParams, processes: int) -> tuple[float, float]:
+LEAN_NOTE = " (lean keys, coefficient-form diagonals)"
+
+
+def memory_needed(params: CKKSParams, processes: int, lean: bool = False
+                  ) -> tuple[float, float]:
     """(GiB that `processes` processes holding a bootstrapping's keys and plan need, GiB
-    available now): each one holds the keys in full and the plan's diagonals
+    available now): each one holds the keys in full and the plan's diagonals, or with `lean`
+    the lean keys (b halves and seeds) and the diagonals as integer coefficients
     (`bench_bootstrap.estimate_memory`, from the parameters alone)."""
     from bench_bootstrap import estimate_memory
 
     est = estimate_memory(params, 3, 3)
-    one = (sum(est["key_bytes"].values()) + est["diagonal_bytes"]) * MEMORY_FACTOR / 2**30
+    if lean:
+        held = sum(est["key_bytes_lean"].values()) + est["diagonal_bytes_coeff"]
+    else:
+        held = sum(est["key_bytes"].values()) + est["diagonal_bytes"]
+    one = held * MEMORY_FACTOR / 2**30
     try:
         with open("/proc/meminfo") as f:
             info = dict(line.split(":", 1) for line in f)
@@ -298,21 +310,23 @@ def memory_needed(params: CKKSParams, processes: int) -> tuple[float, float]:
 def bootstrap_main(args: argparse.Namespace) -> None:
     """`--bootstrap` (module doc): a batch of bootstrappings on 1 and 2 local workers."""
     t0 = time.perf_counter()
+    # the lean mode (bench_bootstrap.py --lean): seeded key halves, diagonals as coefficients
+    diagonals = "coeff" if args.lean else "rns"
     if args.preset == "n16":
         params = bootstrap_params_n16(args.device)
-        need, avail = memory_needed(params, max(args.workers) + 1)  # the client too
+        need, avail = memory_needed(params, max(args.workers) + 1, args.lean)  # and the client
         print(f"n16: the client and {max(args.workers)} worker(s) need about {need:.0f} GiB; "
               f"{avail:.0f} GiB available")
         if need > avail and not args.force:
             raise SystemExit(f"bench_distributed --bootstrap --preset n16: about {need:.0f} GiB "
                              f"needed, {avail:.0f} GiB available; run it on a larger machine "
                              "(or --force)")
-        bt = Bootstrapper(params, cts_levels=3, stc_levels=3)
+        bt = Bootstrapper(params, cts_levels=3, stc_levels=3, diagonals=diagonals)
     else:
         params = bootstrap_params_small(args.device)
-        bt = Bootstrapper(params)
+        bt = Bootstrapper(params, diagonals=diagonals)
     with ren.random.seeded(1):  # reproducible (insecure) keys: a benchmark
-        kg = KeyGenerator(params)
+        kg = KeyGenerator(params, lean=args.lean)
         keys: tuple = (kg.relin_key(), bt.keys(kg))
         if bt.encapsulation is not None:
             keys += (bt.encapsulation_keys(kg),)
@@ -329,7 +343,8 @@ def bootstrap_main(args: argparse.Namespace) -> None:
     print(f"bootstrapping, preset {args.preset}: N = 2^{params.N.bit_length() - 1}, "
           f"{params.slots} slots, batch {args.batch} ({len(fresh)} distinct), keys "
           f"({len(keys[1])} Galois keys{', encapsulation keys' * (len(keys) > 2)}) "
-          f"{size(full)} in Ren's full format; set up in {time.perf_counter() - t0:.1f} s")
+          f"{size(full)} in Ren's full format{LEAN_NOTE * args.lean}; set up in "
+          f"{time.perf_counter() - t0:.1f} s")
 
     bootstrap = bootstrapping(bt)
     t0 = time.perf_counter()
@@ -393,6 +408,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="a batch of jitted bootstrappings instead (module doc)")
     ap.add_argument("--preset", default="small", choices=("small", "n16"),
                     help="--bootstrap's parameters: small (N=2^8, insecure) or n16 (N=2^16)")
+    ap.add_argument("--lean", action="store_true",
+                    help="--bootstrap in the lean mode: lean keys and coefficient-form diagonals "
+                         "(bench_bootstrap.py --lean; ~6 GiB a process at n16)")
     ap.add_argument("--force", action="store_true",
                     help="--preset n16 even where the memory estimate says it will not fit")
     args = ap.parse_args(argv)

@@ -692,18 +692,23 @@ def test_the_benchmark_takes_the_median_of_its_rounds(capsys, monkeypatch) -> No
         bench.main(["--rounds", "0"])
 
 
-def test_the_benchmark_bootstraps_a_batch_on_one_and_two_workers(capsys, monkeypatch) -> None:
+@pytest.mark.parametrize("lean", [False, True])
+def test_the_benchmark_bootstraps_a_batch_on_one_and_two_workers(capsys, monkeypatch,
+                                                                 lean) -> None:
     """bench_distributed.py --bootstrap at the small preset, a batch of 2: every result is a
     bootstrapping (precise, at the output level), the keys and plan go to each worker once
-    (the warm-up job sends them, the timed job none), and the 2/1 line is printed."""
+    (the warm-up job sends them, the timed job none), and the 2/1 line is printed; with
+    --lean too (lean keys arrive lean: the plan captured on them replays on the workers)."""
     import importlib
     import re
     from pathlib import Path
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     bench = importlib.import_module("bench_distributed")
-    bench.main(["--bootstrap", "--preset", "small", "--batch", "2", "--local-repeat", "1"])
+    bench.main(["--bootstrap", "--preset", "small", "--batch", "2", "--local-repeat", "1",
+                *(["--lean"] if lean else [])])
     out = capsys.readouterr().out
+    assert (bench.LEAN_NOTE in out) is lean
     jobs = re.findall(r"^(\d) worker\(s\): ([\d.]+) bootstrappings/s .* sent ([\d.]+) MB of "
                       r"keys, parameters and plan, the timed job 0 B; .* precision ([\d.]+) "
                       r"bits \(worst of 2, level (\d+)\)", out, re.M)
@@ -727,7 +732,9 @@ def test_the_n16_bootstrap_benchmark_refuses_what_memory_cannot_hold(monkeypatch
     one, _ = bench.memory_needed(bootstrap_params_n16(), 1)
     three, _ = bench.memory_needed(bootstrap_params_n16(), 3)
     assert three == pytest.approx(3 * one) and one > 12  # keys 8.4 GiB, diagonals 3.5 GiB
-    monkeypatch.setattr(bench, "memory_needed", lambda params, n: (n * 18.0, 20.0))
+    lean, _ = bench.memory_needed(bootstrap_params_n16(), 1, lean=True)
+    assert 3 < lean < one / 2  # lean keys ~3 GiB, diagonals as coefficients 158 MiB
+    monkeypatch.setattr(bench, "memory_needed", lambda params, n, lean: (n * 18.0, 20.0))
     with pytest.raises(SystemExit, match="about 54 GiB needed, 20 GiB available"):
         bench.main(["--bootstrap", "--preset", "n16"])
 

@@ -191,6 +191,8 @@ def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
     # a lean key holds its b rows and a 32-byte seed per a row (`SwitchingKey.nbytes`)
     lean = {k: compact[k] + 32 * seeds[k] for k in compact}
     return {"galois_keys": galois, "key_bytes": full, "key_bytes_compact": compact,
+            "levels": {"CoeffToSlot": cts_levels, "EvalMod": evalmod, "SlotToCoeff": stc_levels,
+                       "depth": top},
             "key_bytes_lean": lean, "diagonals": diagonals, "diagonal_bytes": diagonal_bytes,
             "diagonal_bytes_coeff": diagonals * params.N * 8,  # int64 coefficients
             "dnum": len(params.digits), "key_limbs": params.key_ring.limbs, "N": params.N}
@@ -368,7 +370,8 @@ def _thread_lines(rows: list[dict]) -> list[str]:
 
 
 def dry_run(preset: str, log_n: int, secret: str, threads: list[int], shape: str = "balanced",
-            slots: list[int | None] | None = None) -> dict:
+            slots: list[int | None] | None = None, meta: bool = False,
+            keep_level: bool = False) -> dict:
     """What a run would do, and the keys' and diagonals' memory from the parameters (nothing
     is encoded, generated or bootstrapped; full slots: `estimate_memory`)."""
     params, kwargs = make_params(preset, "python", log_n, secret, shape)
@@ -384,6 +387,13 @@ def dry_run(preset: str, log_n: int, secret: str, threads: list[int], shape: str
           + f": {_mib(full)} full, {_mib(compact)} with seeded uniform halves -- "
           + ", ".join(f"{k} {_mib(v)}" for k, v in est["key_bytes"].items()))
     print(f"  diagonals: {est['diagonals']} at their levels: {_mib(est['diagonal_bytes'])}")
+    lv = est["levels"]
+    used = lv["CoeffToSlot"] + lv["EvalMod"] + lv["SlotToCoeff"]
+    spent = 1 if meta and not keep_level else 0  # Meta-BTS's correction (none with keep_level)
+    print(f"  levels: CoeffToSlot {lv['CoeffToSlot']} + EvalMod {lv['EvalMod']} + SlotToCoeff "
+          f"{lv['SlotToCoeff']} = {used} of {lv['depth']}"
+          + (f", Meta-BTS {spent}" if meta else "")
+          + f": {lv['depth'] - used - spent} left for the user's circuit")
     lean_keys = sum(est["key_bytes_lean"].values())
     coeff = coeff_diagonals()
     diagonals = est["diagonal_bytes_coeff"] if coeff else est["diagonal_bytes"]
@@ -583,7 +593,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.preset != "small" and args.log_n != 8:
         ap.error("--log-n is for --preset small (n16 is N = 2^16)")
     if args.dry_run:
-        dry_run(args.preset, args.log_n, args.secret, counts, args.shape, slot_counts)
+        dry_run(args.preset, args.log_n, args.secret, counts, args.shape, slot_counts,
+                args.meta, args.keep_level)
         return 0
     common = ["--preset", args.preset, "--device", args.device, "--reps", str(args.reps),
               "--log-n", str(args.log_n), "--secret", args.secret, "--shape", args.shape]

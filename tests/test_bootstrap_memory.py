@@ -165,3 +165,43 @@ def test_a_meta_bts_computing_its_diagonals_again_gives_the_same_words(lean_boot
     assert len(kinds(items, "to_rns")) > len(kinds(kept_items, "to_rns"))
     for a, b in zip(got, (p.realize().numpy() for p in kept.parts), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _bench():
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    return importlib.import_module("bench_bootstrap")
+
+
+@pytest.mark.parametrize("shape", ["balanced", "levels", "precision"])
+def test_the_dry_runs_levels_are_the_bootstrappers(shape):
+    """`bench_bootstrap.estimate_memory`'s levels (what ``--dry-run`` prints as levels left)
+    against a `Bootstrapper` of the same shape, with the dense secret that encapsulates as
+    n16's does."""
+    from ren.ckks.circuits import Bootstrapper, bootstrap_params_small
+    from ren.ckks.circuits.presets import bootstrap_shape
+
+    params = bootstrap_params_small("python", N=1024, secret="ternary")
+    kwargs = bootstrap_shape(params, shape)
+    levels = _bench().estimate_memory(params, **kwargs)["levels"]
+    bt = Bootstrapper(params, **kwargs)
+    assert (levels["CoeffToSlot"], levels["EvalMod"], levels["SlotToCoeff"]) == (
+        bt.cts_levels, bt.evalmod_levels, bt.stc_levels)
+    assert levels["depth"] - bt.levels_used == bt.output_level
+
+
+def test_the_n16_levels_shape_leaves_twelve_levels(capsys):
+    """Issue 41: at least 12 levels for the user's circuit at N = 2^16 (the dry run, from the
+    parameters alone); the balanced shape leaves two fewer."""
+    bench = _bench()
+    left = {}
+    for shape in ("balanced", "levels"):
+        est = bench.dry_run("n16", 8, "preset", [1], shape, meta=True, keep_level=True)
+        lv = est["levels"]
+        left[shape] = lv["depth"] - lv["CoeffToSlot"] - lv["EvalMod"] - lv["SlotToCoeff"]
+        assert f"{left[shape]} left for the user's circuit" in capsys.readouterr().out
+    assert left["levels"] >= 12 and left["levels"] == left["balanced"] + 2

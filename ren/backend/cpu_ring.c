@@ -536,23 +536,15 @@ void ren_cpu_intt(void** a) {
    the stack. */
 #define BCONV_BLOCK 512
 #define BCONV_SPLIT 8  /* pieces per row when rows are split (ren_split) */
-void ren_cpu_bconv(void** a) {
-  u32* out = (u32*)a[0];
-  const u32* in = (const u32*)a[1];
-  const i64* sz = (const i64*)a[2];
-  const u32 *sq = (const u32*)a[3], *sqn = (const u32*)a[4], *qhi = (const u32*)a[5];
-  const u32 *q = (const u32*)a[6], *qn = (const u32*)a[7], *bc = (const u32*)a[8];
-  const i64* from = (const i64*)a[9];
-  const i64 n = sz[0], LS = sz[1], LD = sz[2];
-  int convert = 0;
-  for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
-  u32* y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
-  /* pieces of each row a task takes: the whole row, or n / BCONV_SPLIT words when there are
-     too few rows for the threads (ren_split) */
-  const i64 ps = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LD, n) ? BCONV_SPLIT : 1;
-  const i64 ys = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LS, n) ? BCONV_SPLIT : 1;
-  if (convert) {
-    REN_PARALLEL_FOR(LS * ys > 1 ? LS * n : 0)
+/* both loops of a conversion, on the calling thread, or shared out by every thread of the team
+   that calls it (orphaned worksharing: the barrier after the first loop orders y's rows before
+   the sums read them) */
+static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
+                        const i64 LS, const i64 LD, const i64 ps, const i64 ys, const u32* sq,
+                        const u32* sqn, const u32* qhi, const u32* q, const u32* qn,
+                        const u32* bc, const i64* from, const u32 maxq) {
+  if (y != NULL) {
+    REN_OMP(for schedule(dynamic, 1))
     for (i64 task = 0; task < LS * ys; ++task) {
       const i64 i = task / ys, c0 = (task % ys) * (n / ys), c1 = c0 + n / ys;
       const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
@@ -567,12 +559,9 @@ void ren_cpu_bconv(void** a) {
      REDC(hi * (2^32 mod p)) + REDC(lo), the same residue as one REDC of a smaller sum, so every
      output is the canonical residue either way.  Coefficients go in blocks of BCONV_BLOCK, so
      that every loop over them is a plain multiply-add that vectorizes. */
-  u32 maxq = 1;
-  for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
   const i64 k1 = (i64)(0xFFFFFFFFu / maxq);  /* terms whose sum one REDC takes */
-  /* across output limbs (and pieces of them): each reads all LS input rows, so the work is
-     LD * LS words */
-  REN_PARALLEL_FOR(LD * ps > 1 ? LD * LS * n : 0)
+  /* across output limbs (and pieces of them): each reads all LS input rows */
+  REN_OMP(for schedule(dynamic, 1))
   for (i64 task = 0; task < LD * ps; ++task) {
     const i64 d = task / ps, c0 = (task % ps) * (n / ps), c1 = c0 + n / ps;
     u32* restrict o = out + d * n;
@@ -622,6 +611,32 @@ void ren_cpu_bconv(void** a) {
       }
     }
   }
+}
+
+void ren_cpu_bconv(void** a) {
+  u32* out = (u32*)a[0];
+  const u32* in = (const u32*)a[1];
+  const i64* sz = (const i64*)a[2];
+  const u32 *sq = (const u32*)a[3], *sqn = (const u32*)a[4], *qhi = (const u32*)a[5];
+  const u32 *q = (const u32*)a[6], *qn = (const u32*)a[7], *bc = (const u32*)a[8];
+  const i64* from = (const i64*)a[9];
+  const i64 n = sz[0], LS = sz[1], LD = sz[2];
+  int convert = 0;
+  for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
+  u32* y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
+  /* pieces of each row a task takes: the whole row, or n / BCONV_SPLIT words when there are
+     too few rows for the threads (ren_split) */
+  const i64 ps = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LD, n) ? BCONV_SPLIT : 1;
+  const i64 ys = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LS, n) ? BCONV_SPLIT : 1;
+  u32 maxq = 1;
+  for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
+  /* one team for both loops (one wake-up a conversion, not two) when either loop's work (the
+     rows to convert: LS n words; the sums: LD LS n) reaches REN_PAR_MIN_WORK */
+  const int team = (convert && LS * ys > 1 && LS * n >= REN_PAR_MIN_WORK) ||
+                   (LD * ps > 1 && LD * LS * n >= REN_PAR_MIN_WORK);
+  (void)team;
+  REN_OMP(parallel num_threads(ren_threads) if(ren_threads > 1 && team))
+  bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
   free(y);
 }
 

@@ -28,7 +28,7 @@ from ren import contracts, settings
 from ren.device import Buffer
 from ren.errors import ParameterError, ScheduleError, check_int
 from ren.ir import storage_buffer
-from ren.kernel import LIGHT_KINDS, VIEW, ScheduledKernel
+from ren.kernel import ELEMENTWISE, LIGHT_KINDS, VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes import SHORTCUTS
@@ -278,7 +278,8 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
     """The kernels and light items of a kernelized graph, in dependency order (short chains
     from leaf buffers, public samples among them, computed again where they are read long
     after: `regenerate_leaf_chains`)."""
-    return regenerate_leaf_chains(_linearize(sink), REGENERATE_AFTER, REGENERATE_DEPTH)
+    return regenerate_leaf_chains(_linearize(sink), REGENERATE_AFTER, REGENERATE_DEPTH,
+                                  REGENERATE_COPIES)
 
 
 def _linearize(sink: Node) -> list[ScheduledKernel]:
@@ -347,7 +348,8 @@ def leaf_chains(items: list[ScheduledKernel], depth: int = REGENERATE_DEPTH
 
 
 def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE_AFTER,
-                           depth: int = REGENERATE_DEPTH) -> list[ScheduledKernel]:
+                           depth: int = REGENERATE_DEPTH,
+                           copies: bool | None = None) -> list[ScheduledKernel]:
     """`items` with every value of a leaf chain (`leaf_chains`: a public sample, a lean key's
     row; a coefficient-form diagonal's TO_RNS and NTT) computed again, into a fresh buffer,
     before a read that comes more than `after` items after its latest computation (its
@@ -357,26 +359,53 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
     the lean keys at once (~3 GiB of arena), and in a Meta-BTS plan every expanded diagonal
     from the first bootstrapping to the second (the two share them): 4.47 GiB of arena against
     1.46 GiB for one bootstrapping.  Leaves are not written while the schedule runs and the
-    kernels are deterministic, so the words are the same, and so are the results."""
+    kernels are deterministic, so the words are the same, and so are the results.
+
+    With `copies` (default `REGENERATE_COPIES`), so is a *copy*: an elementwise kernel of one
+    input (a permutation, a scaling: a hoisted rotation's digit σ_b(d)) read that long after,
+    when its input is still read at or after that point anyway (so computing it again there
+    keeps nothing alive longer), or when several copies read that input (it is kept instead of
+    them: one digit instead of its n1 rotations).  A hoisted rotation's two inner products (c0
+    and c1) read every baby step's rotated digits, and the schedule may place them hundreds of
+    items apart: at N = 2^13 in n16's ``levels`` shape, 105 such digits were most of the
+    arena."""
+    copies = REGENERATE_COPIES if copies is None else copies
     chains = leaf_chains(items, depth)
-    if not chains:
+    copy_of = _copies(items, chains) if copies else {}
+    if not chains and not copy_of:
         return items
+    written = {_root(it.bufs[0]) for it in items if it.kind != VIEW}
+    last: dict[Buffer, int] = {}  # a base buffer -> the last item that reads it, as scheduled
+    for j, it in enumerate(items):
+        for b in it.bufs[1:]:
+            last[_root(b)] = j
     out: list[ScheduledKernel] = []
     root: dict[Buffer, Buffer] = {}  # a chain value's buffer, or a view of it -> that buffer
     maker: dict[Buffer, ScheduledKernel] = {}  # a chain value's buffer -> its item, as scheduled
     viewer: dict[Buffer, ScheduledKernel] = {}  # a view of a chain value -> its VIEW item
     latest: dict[Buffer, tuple[int, dict[Buffer, Buffer]]] = {}  # where and as what it is now
 
-    def read(b: Buffer) -> Buffer:
-        """The buffer that holds `b` for a read appended now (computed again when stale)."""
+    # a buffer several copies read (a digit, rotated for every baby step): kept instead of them
+    shared = Counter(_root(it.bufs[1]) for it in items if it.bufs[0] in copy_of)
+
+    def available(x: Buffer, j: int) -> bool:
+        """Whether reading `x` at item `j` (as scheduled) keeps nothing alive longer, or only
+        one buffer instead of several copies of it."""
+        r = _root(x)
+        return r not in written or r in chains or last.get(r, -1) >= j or shared[r] > 1
+
+    def read(b: Buffer, j: int) -> Buffer:
+        """The buffer that holds `b` for item `j`'s read appended now (computed again when
+        stale)."""
         r = root.get(b)
         if r is None:
             return b
         at, now = latest[r]
-        if len(out) - at > after:  # compute the value again right here
-            fresh = r.fresh_like()
-            src = maker[r]
-            ins = tuple(read(x) for x in src.bufs[1:])
+        src = maker[r]
+        if len(out) - at > after and (r in chains or all(available(x, j)
+                                                          for x in src.bufs[1:])):
+            fresh = r.fresh_like()  # compute the value again right here
+            ins = tuple(read(x, j) for x in src.bufs[1:])
             out.append(replace(src, bufs=(fresh, *ins)))
             at, now = latest[r] = (len(out) - 1, {r: fresh})
         return current(b, now)
@@ -389,7 +418,7 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
             out.append(replace(viewer[b], bufs=(now[b], base)))
         return now[b]
 
-    for it in items:
+    for j, it in enumerate(items):
         if it.kind == VIEW and it.bufs[1] in root:
             view, base = it.bufs
             root[view], viewer[view] = root[base], it
@@ -398,13 +427,26 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
                 now[view] = view
                 out.append(it)
             continue  # (a later generation's view is made where it is read)
-        ins = tuple(read(b) for b in it.bufs[1:])
-        if it.bufs[0] in chains:
+        ins = tuple(read(b, j) for b in it.bufs[1:])
+        if it.bufs[0] in chains or it.bufs[0] in copy_of:
             b = it.bufs[0]
             root[b], maker[b] = b, it
             latest[b] = (len(out), {b: b})
         out.append(it if ins == it.bufs[1:] else replace(it, bufs=(it.bufs[0], *ins)))
     return out
+
+
+#: whether `linearize` computes copies again too (`regenerate_leaf_chains`)
+REGENERATE_COPIES = True
+
+
+def _copies(items: list[ScheduledKernel], chains: dict[Buffer, int]) -> set[Buffer]:
+    """The outputs of elementwise kernels of one input (not leaf chains): base buffers one
+    kernel writes."""
+    writers = Counter(_root(it.bufs[0]) for it in items if it.kind != VIEW)
+    return {it.bufs[0] for it in items
+            if it.kind == ELEMENTWISE and len(it.bufs) == 2 and it.bufs[0].base is None
+            and writers[it.bufs[0]] == 1 and it.bufs[0] not in chains}
 
 
 def regenerate_public_samples(items: list[ScheduledKernel],

@@ -67,3 +67,57 @@ def test_basis_conversion_gives_the_same_words_on_one_and_two_threads(N, src_lim
             assert np.array_equal(out, want), t
     finally:
         dev.set_threads(None)
+
+
+def test_plan_runs_consecutive_ring_kernels_in_one_team_with_the_same_words():
+    """A jitted multiply (key switch: INTT, basis conversion, NTT in a row) and a rotation replay
+    with the runs of ring kernels in one OpenMP team each at 2 threads (ren_run_plan), giving
+    the words of 1 thread and of the "python" device."""
+    import ctypes
+
+    import ren
+    from ren.backend import backend_override, cpu
+    from ren.ckks import CKKSParams, Encoder, Encryptor, Evaluator, KeyGenerator
+
+    params = CKKSParams(N=1 << 13, depth=3, scale_bits=30, first_bits=40, insecure=True)
+    x = np.linspace(-1, 1, 64)
+
+    def run(threads: int | None):
+        with ren.random.seeded(5):
+            kg = KeyGenerator(params)
+            ev = Evaluator(params, relin_key=kg.relin_key(), rotation_keys=kg.rotation_keys([1]))
+            enc = Encryptor(params, kg.public_key())
+            a, b = (enc.encrypt(Encoder(params).encode(v)) for v in (x, x[::-1]))
+        mul = ren.jit(lambda u, v: ev.rescale(ev.multiply(u, v)))
+        rot = ren.jit(lambda u: ev.rotate(u, 1))
+        for _ in range(2):  # capture, then replay
+            out = [mul(a, b), rot(a)]
+        words = [p.numpy() for ct in out for p in ct.parts]
+        return words, (mul, rot)
+
+    want, _ = run(None)
+    dev = cpu.CpuDevice("cpu")
+    lib = cpu.ring_library()
+    lib.ren_cpu_plan_teams.restype = ctypes.c_longlong
+    lib.ren_cpu_plan_teams.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
+    got = {}
+    try:
+        with backend_override("python", cpu.open_device):
+            for t in (2, 1):
+                with ren.settings.override(REN_CPU_THREADS=t):
+                    dev.set_threads(t)
+                    got[t], jitted = run(t)
+                    teams = 0
+                    for fn in jitted:
+                        runner = fn.plans[0].template.runner
+                        assert isinstance(runner, cpu.CompiledPlan)
+                        for seg in runner.segments:
+                            if seg[0] == "c":
+                                teams += lib.ren_cpu_plan_teams(seg[1], ctypes.addressof(seg[2]),
+                                                                ctypes.addressof(seg[3]))
+                    assert (teams > 0) == (t == 2), (t, teams)
+    finally:
+        dev.set_threads(None)
+    for t in (1, 2):
+        assert len(got[t]) == len(want)
+        assert all(np.array_equal(g, w) for g, w in zip(got[t], want)), t

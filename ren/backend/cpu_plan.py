@@ -3,7 +3,11 @@
 `CompiledPlan` turns a captured call list (`CpuDevice.graph`) into C arrays of entry points and
 argument vectors that the ring library's ``ren_run_plan`` runs in one loop; only the per-run
 arrays are patched in from Python.  Calls that are not compiled entry points run from Python
-between two such loops.
+between two such loops.  On more than one thread, ``ren_run_plan`` runs each stretch of two or
+more consecutive ring kernels that would each fork an OpenMP team (a key switch's INTT, basis
+conversion and NTT) inside one team, which the kernels share out among themselves: one wake-up
+of the team per stretch instead of one per kernel (``ren_set_plan_teams(0)`` turns this off,
+for measurements).
 """
 
 from __future__ import annotations

@@ -42,11 +42,17 @@ void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
   REN_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(ren_threads)          \
              if(ren_threads > 1 && (work) >= REN_PAR_MIN_WORK))
 #define REN_OMP(x) REN_PRAGMA(omp x)
+#define REN_IN_TEAM() omp_in_parallel()
 #else
 #define REN_PARALLEL_FOR(work)
 #define REN_OMP(x)
+#define REN_IN_TEAM() 0
 #endif
 int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
+/* REN_IN_TEAM(): whether the kernel runs on every thread of the team ren_run_plan opened for a
+   run of kernels (no kernel is called inside any other parallel region): its loops are then
+   shared out by orphaned worksharing, whose implicit barrier ends the kernel, instead of
+   forking a team of their own */
 
 /* Whether a kernel over L limbs of n words splits each limb over the threads (coefficient
    blocks, or butterfly ranges of one NTT stage) instead of giving each thread whole limbs: when
@@ -497,8 +503,14 @@ void ren_cpu_ntt(void** a) {
   const u32* const* ws = (const u32* const*)a[5];
   const i64 n = sz[0], L = sz[1];
   if (ren_split_ntt(L, n)) {
+    if (REN_IN_TEAM()) { ntt_split(out, in, n, L, q, w, ws); return; }
     REN_OMP(parallel num_threads(ren_threads))
     ntt_split(out, in, n, L, q, w, ws);
+    return;
+  }
+  if (REN_IN_TEAM()) {
+    REN_OMP(for schedule(dynamic, 1))
+    for (i64 l = 0; l < L; ++l) ntt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], n);
     return;
   }
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)  /* log2(n) butterfly passes per word: weighted x4 */
@@ -519,8 +531,15 @@ void ren_cpu_intt(void** a) {
   const u32 *ni = (const u32*)a[6], *nis = (const u32*)a[7];
   const i64 n = sz[0], L = sz[1];
   if (ren_split_ntt(L, n)) {
+    if (REN_IN_TEAM()) { intt_split(out, in, n, L, q, w, ws, ni, nis); return; }
     REN_OMP(parallel num_threads(ren_threads))
     intt_split(out, in, n, L, q, w, ws, ni, nis);
+    return;
+  }
+  if (REN_IN_TEAM()) {
+    REN_OMP(for schedule(dynamic, 1))
+    for (i64 l = 0; l < L; ++l)
+      intt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], ni[l], nis[l], n);
     return;
   }
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)
@@ -623,7 +642,14 @@ void ren_cpu_bconv(void** a) {
   const i64 n = sz[0], LS = sz[1], LD = sz[2];
   int convert = 0;
   for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
-  u32* y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
+  u32* y = NULL;
+  const int in_team = REN_IN_TEAM();
+  if (in_team) {  /* one thread allocates the scratch, every thread uses it */
+    REN_OMP(single copyprivate(y))
+    y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
+  } else {
+    y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
+  }
   /* pieces of each row a task takes: the whole row, or n / BCONV_SPLIT words when there are
      too few rows for the threads (ren_split) */
   const i64 ps = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LD, n) ? BCONV_SPLIT : 1;
@@ -635,6 +661,12 @@ void ren_cpu_bconv(void** a) {
   const int team = (convert && LS * ys > 1 && LS * n >= REN_PAR_MIN_WORK) ||
                    (LD * ps > 1 && LD * LS * n >= REN_PAR_MIN_WORK);
   (void)team;
+  if (in_team) {  /* the sums' loop ended with a barrier: no thread reads y any more */
+    bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+    REN_OMP(single)
+    free(y);
+    return;
+  }
   REN_OMP(parallel num_threads(ren_threads) if(ren_threads > 1 && team))
   bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
   free(y);
@@ -651,6 +683,68 @@ void ren_cpu_bconv(void** a) {
    the words are the same.  Blocks of RESCALE_BLOCK coefficients keep a block's digits (on the
    stack) in cache while every kept row reads them. */
 #define RESCALE_BLOCK 256
+/* block b of the rescale (RESCALE_BLOCK coefficients of every kept row) */
+static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, const i64 LS,
+                          const i64 K, const u32* q, const u32* qn, const u32* r2,
+                          const u32* half, const u32* pinv, const u32* lift,
+                          const u32* pall, const u32 maxp) {
+  const i64 LK = LS - K;
+  const i64 c0 = b * RESCALE_BLOCK;
+  const i64 m = n - c0 < RESCALE_BLOCK ? n - c0 : RESCALE_BLOCK;
+  u32 d[K * RESCALE_BLOCK];  /* row s: the digit of the s-th dropped modulus, standard form */
+  for (i64 j = LK; j < LS; ++j) {  /* z = x + floor(P/2) on the dropped rows */
+    const u32 qj = q[j], h = half[j];
+    const u32* restrict x = in + j * n + c0;
+    u32* restrict zj = d + (LS - 1 - j) * RESCALE_BLOCK;
+    for (i64 c = 0; c < m; ++c) zj[c] = modadd(x[c], h, qj);
+  }
+  for (i64 s = 0; s < K; ++s) {
+    const i64 jp = LS - 1 - s;  /* the s-th digit, mod p = q[jp] */
+    const u32 p = q[jp], pn = qn[jp];
+    u32* restrict ds = d + s * RESCALE_BLOCK;
+    for (i64 c = 0; c < m; ++c) ds[c] = montmul(ds[c], 1u, p, pn);  /* [z]_p, standard */
+    for (i64 t = s + 1; t < K; ++t) {  /* the moduli still to be divided by */
+      const i64 i = LS - 1 - t;
+      const u32 qi = q[i], qni = qn[i], r2i = r2[i], pi = pinv[s * LS + i];
+      u32* restrict zi = d + t * RESCALE_BLOCK;
+      for (i64 c = 0; c < m; ++c) {
+        /* d < 2^32 and r2i < qi, so d * r2i < qi * 2^32: one Montgomery product gives
+           [d]_{qi} in Montgomery form, fully reduced, with no division */
+        const u32 rm = montmul(ds[c], r2i, qi, qni);
+        zi[c] = montmul(modsub(zi[c], rm, qi), pi, qi, qni);
+      }
+    }
+  }
+  for (i64 i = 0; i < LK; ++i) {
+    const u32 qi = q[i], qni = qn[i], h = half[i], pa = pall[i];
+    const u32 rq = (u32)((1ull << 32) % qi);
+    /* terms whose 64-bit sum cannot wrap (the basis conversion's rule; at least one) */
+    i64 kk = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxp * qi));
+    if (kk < 1) kk = 1;
+    const u32* restrict x = in + i * n + c0;
+    u32* restrict o = out + i * n + c0;
+    u64 acc[RESCALE_BLOCK];
+    u32 r[RESCALE_BLOCK];
+    for (i64 s0 = 0; s0 < K; s0 += kk) {
+      const i64 cnt = K - s0 < kk ? K - s0 : kk;
+      const u64 w0 = lift[s0 * LS + i];
+      const u32* restrict d0 = d + s0 * RESCALE_BLOCK;
+      for (i64 c = 0; c < m; ++c) acc[c] = (u64)d0[c] * w0;
+      for (i64 s = 1; s < cnt; ++s) {
+        const u64 ws = lift[(s0 + s) * LS + i];
+        const u32* restrict dsr = d + (s0 + s) * RESCALE_BLOCK;
+        for (i64 c = 0; c < m; ++c) acc[c] += (u64)dsr[c] * ws;
+      }
+      for (i64 c = 0; c < m; ++c) {  /* the partial sum in Montgomery form */
+        const u32 v = redc64(acc[c], qi, qni, rq);
+        r[c] = s0 == 0 ? v : modadd(r[c], v, qi);
+      }
+    }
+    for (i64 c = 0; c < m; ++c)
+      o[c] = montmul(modsub(modadd(x[c], h, qi), r[c], qi), pa, qi, qni);
+  }
+}
+
 void ren_cpu_rescale(void** a) {
   u32* out = (u32*)a[0];
   const u32* in = (const u32*)a[1];
@@ -662,67 +756,83 @@ void ren_cpu_rescale(void** a) {
   const i64 blocks = (n + RESCALE_BLOCK - 1) / RESCALE_BLOCK;
   u32 maxp = 1;
   for (i64 j = LK; j < LS; ++j) maxp = q[j] > maxp ? q[j] : maxp;
-  REN_PARALLEL_FOR(blocks > 1 ? LS * n * K : 0)
-  for (i64 b = 0; b < blocks; ++b) {
-    const i64 c0 = b * RESCALE_BLOCK;
-    const i64 m = n - c0 < RESCALE_BLOCK ? n - c0 : RESCALE_BLOCK;
-    u32 d[K * RESCALE_BLOCK];  /* row s: the digit of the s-th dropped modulus, standard form */
-    for (i64 j = LK; j < LS; ++j) {  /* z = x + floor(P/2) on the dropped rows */
-      const u32 qj = q[j], h = half[j];
-      const u32* restrict x = in + j * n + c0;
-      u32* restrict zj = d + (LS - 1 - j) * RESCALE_BLOCK;
-      for (i64 c = 0; c < m; ++c) zj[c] = modadd(x[c], h, qj);
-    }
-    for (i64 s = 0; s < K; ++s) {
-      const i64 jp = LS - 1 - s;  /* the s-th digit, mod p = q[jp] */
-      const u32 p = q[jp], pn = qn[jp];
-      u32* restrict ds = d + s * RESCALE_BLOCK;
-      for (i64 c = 0; c < m; ++c) ds[c] = montmul(ds[c], 1u, p, pn);  /* [z]_p, standard */
-      for (i64 t = s + 1; t < K; ++t) {  /* the moduli still to be divided by */
-        const i64 i = LS - 1 - t;
-        const u32 qi = q[i], qni = qn[i], r2i = r2[i], pi = pinv[s * LS + i];
-        u32* restrict zi = d + t * RESCALE_BLOCK;
-        for (i64 c = 0; c < m; ++c) {
-          /* d < 2^32 and r2i < qi, so d * r2i < qi * 2^32: one Montgomery product gives
-             [d]_{qi} in Montgomery form, fully reduced, with no division */
-          const u32 rm = montmul(ds[c], r2i, qi, qni);
-          zi[c] = montmul(modsub(zi[c], rm, qi), pi, qi, qni);
-        }
-      }
-    }
-    for (i64 i = 0; i < LK; ++i) {
-      const u32 qi = q[i], qni = qn[i], h = half[i], pa = pall[i];
-      const u32 rq = (u32)((1ull << 32) % qi);
-      /* terms whose 64-bit sum cannot wrap (the basis conversion's rule; at least one) */
-      i64 kk = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxp * qi));
-      if (kk < 1) kk = 1;
-      const u32* restrict x = in + i * n + c0;
-      u32* restrict o = out + i * n + c0;
-      u64 acc[RESCALE_BLOCK];
-      u32 r[RESCALE_BLOCK];
-      for (i64 s0 = 0; s0 < K; s0 += kk) {
-        const i64 cnt = K - s0 < kk ? K - s0 : kk;
-        const u64 w0 = lift[s0 * LS + i];
-        const u32* restrict d0 = d + s0 * RESCALE_BLOCK;
-        for (i64 c = 0; c < m; ++c) acc[c] = (u64)d0[c] * w0;
-        for (i64 s = 1; s < cnt; ++s) {
-          const u64 ws = lift[(s0 + s) * LS + i];
-          const u32* restrict dsr = d + (s0 + s) * RESCALE_BLOCK;
-          for (i64 c = 0; c < m; ++c) acc[c] += (u64)dsr[c] * ws;
-        }
-        for (i64 c = 0; c < m; ++c) {  /* the partial sum in Montgomery form */
-          const u32 v = redc64(acc[c], qi, qni, rq);
-          r[c] = s0 == 0 ? v : modadd(r[c], v, qi);
-        }
-      }
-      for (i64 c = 0; c < m; ++c)
-        o[c] = montmul(modsub(modadd(x[c], h, qi), r[c], qi), pa, qi, qni);
-    }
+  if (REN_IN_TEAM()) {
+    REN_OMP(for schedule(dynamic, 1))
+    for (i64 b = 0; b < blocks; ++b)
+      rescale_block(b, out, in, n, LS, K, q, qn, r2, half, pinv, lift, pall, maxp);
+    return;
   }
+  REN_PARALLEL_FOR(blocks > 1 ? LS * n * K : 0)
+  for (i64 b = 0; b < blocks; ++b)
+    rescale_block(b, out, in, n, LS, K, q, qn, r2, half, pinv, lift, pall, maxp);
 }
 
 /* ---- the plan runner: entries run in order, in one C loop ---------------------------------- */
 typedef void (*ren_entry)(void**);
+/* Whether entry `f` on `a` is a ring kernel that would share its loops over a team of its own
+   (the thresholds of each kernel above): only such kernels go into a team ren_run_plan opens,
+   since a kernel that runs on one thread by itself would pay a barrier there */
+static int ren_team_kernel(ren_entry f, void** a) {
+  if (ren_threads < 2 || !(f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_rescale ||
+                            f == ren_cpu_bconv))
+    return 0;  /* (another entry's a[2] is no sizes array) */
+  const i64* sz = (const i64*)a[2];
+  const i64 n = sz[0];
+  if (f == ren_cpu_ntt || f == ren_cpu_intt) {
+    const i64 L = sz[1];
+    return ren_split_ntt(L, n) || (L > 1 && L * n * 4 >= REN_PAR_MIN_WORK);
+  }
+  if (f == ren_cpu_rescale) {
+    const i64 LS = sz[1], K = sz[2];
+    return n > RESCALE_BLOCK && LS * n * K >= REN_PAR_MIN_WORK;
+  }
+  if (f == ren_cpu_bconv) {
+    const i64 LS = sz[1], LD = sz[2];
+    const i64* from = (const i64*)a[9];
+    int convert = 0;
+    for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
+    const int cut = n % (BCONV_SPLIT * BCONV_BLOCK) == 0;
+    const i64 ps = cut && ren_split(LD, n) ? BCONV_SPLIT : 1;
+    const i64 ys = cut && ren_split(LS, n) ? BCONV_SPLIT : 1;
+    return (convert && LS * ys > 1 && LS * n >= REN_PAR_MIN_WORK) ||
+           (LD * ps > 1 && LD * LS * n >= REN_PAR_MIN_WORK);
+  }
+  return 0;
+}
+
+/* Entries run in order.  A run of two or more consecutive ring kernels that would each fork a
+   team (an INTT, a basis conversion and an NTT of a key switch, say) runs inside one team
+   instead: every thread calls every kernel of the run, whose loops are shared out by orphaned
+   worksharing (REN_IN_TEAM) and end with a barrier, so the run wakes the team once instead of
+   once per kernel.  Every kernel writes the words it writes on its own, so nothing changes in
+   the output. */
+static int ren_plan_teams = 1;
+/* 0: every kernel of a plan forks its own team, as eager calls do (for measurements) */
+void ren_set_plan_teams(int on) { ren_plan_teams = on != 0; }
 void ren_run_plan(i64 count, const ren_entry* fns, void*** args) {
-  for (i64 k = 0; k < count; ++k) fns[k](args[k]);
+  i64 k = 0;
+  while (k < count) {
+    i64 e = k;
+#ifdef _OPENMP
+    while (ren_plan_teams && e < count && ren_team_kernel(fns[e], args[e])) ++e;
+#endif
+    if (e - k < 2) {
+      fns[k](args[k]);
+      ++k;
+      continue;
+    }
+    REN_OMP(parallel num_threads(ren_threads))
+    for (i64 j = k; j < e; ++j) fns[j](args[j]);
+    k = e;
+  }
+}
+/* for tests: how many teams ren_run_plan opens for these entries (runs of two or more) */
+i64 ren_cpu_plan_teams(i64 count, const ren_entry* fns, void*** args) {
+  i64 teams = 0, run = 0;
+  for (i64 k = 0; k <= count; ++k) {
+    if (k < count && ren_team_kernel(fns[k], args[k])) { ++run; continue; }
+    teams += run >= 2;
+    run = 0;
+  }
+  return teams;
 }

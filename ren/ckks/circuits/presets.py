@@ -45,9 +45,17 @@ levels     58 + conj.    12.51 GiB              1150, 11.48 GiB
 precision  39 + conj.    8.62 GiB               259, 2.13 GiB
 =========  ============  =====================  ===============
 
-So at N = 2^16 the levels preset is not for a laptop: two-stage transforms of 2^15 slots have
-~2^8 diagonals each (about 24 GiB in all); a lean mode (keys' uniform halves regenerated,
-diagonals streamed) would have to come first.
+So at N = 2^16 the levels preset in full (RNS) form is not for a laptop: two-stage transforms
+of 2^15 slots have ~2^8 diagonals each.  In the lean mode (``--lean``: lean keys, coefficient
+diagonals) its keys resident are 6.26 GiB (59 Galois keys; balanced 2.97 GiB) and its
+diagonals 575 MiB; the JIT plan's arena is what remains.  A Meta-BTS plan once held every
+expanded diagonal from its first bootstrapping to its second (n16 balanced: 4.47 GiB of arena
+against 1.46 for one; n16 levels ran out of 23 GiB); `ren.schedule.regenerate_leaf_chains`
+now computes them again where they are read, so two bootstrappings keep about one's arena
+(N = 2^13, levels shape, lean Meta-BTS: 710 → 316 MB).  The largest remaining term is a single-
+hoisted transform's c0 path, fused into one kernel that reads all of its expanded diagonals
+(511 at n16): projected ~15 GiB peak at n16 for the lean levels shape, ~10 GiB once each giant
+step's inner sum is its own buffer; below 6 GiB needs fewer keys.
 """
 
 from __future__ import annotations

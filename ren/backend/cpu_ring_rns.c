@@ -1,0 +1,222 @@
+/* Ren's compiled ring kernels: fast basis conversion and exact rescale (divide-and-round).
+   Written for this project.  Included by cpu_ring.c (its helpers: montmul, redc, redc64,
+   modadd, modsub, ren_split, REN_OMP, REN_PARALLEL_FOR, REN_IN_TEAM). */
+
+/* ---- fast basis conversion (TO_RING onto new moduli) ---------------------------------------
+   a: out, in, sizes {N, L_src, L_dst}, src_q, src_qneg, qhat_inv, q, qneg, bconv, copy_from.
+   Scratch y (L_src x N: y_i = [x_i * qhat_i^-1]_{q_i}, standard form) is allocated per call,
+   so concurrent calls never share it; BCONV_BLOCK coefficients of 64-bit sums (4 KiB) sit on
+   the stack. */
+#define BCONV_BLOCK 512
+#define BCONV_SPLIT 8  /* pieces per row when rows are split (ren_split) */
+/* both loops of a conversion, on the calling thread, or shared out by every thread of the team
+   that calls it (orphaned worksharing: the barrier after the first loop orders y's rows before
+   the sums read them) */
+static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
+                        const i64 LS, const i64 LD, const i64 ps, const i64 ys, const u32* sq,
+                        const u32* sqn, const u32* qhi, const u32* q, const u32* qn,
+                        const u32* bc, const i64* from, const u32 maxq) {
+  if (y != NULL) {
+    REN_OMP(for schedule(dynamic, 1))
+    for (i64 task = 0; task < LS * ys; ++task) {
+      const i64 i = task / ys, c0 = (task % ys) * (n / ys), c1 = c0 + n / ys;
+      const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
+      const u32* restrict xi = in + i * n;
+      u32* restrict yi = y + i * n;
+      for (i64 j = c0; j < c1; ++j) yi[j] = montmul(xi[j], c, qi, qni);
+    }
+  }
+  /* sum_i y_i * M[d][i] (y_i < q_i, M < p) as 64-bit sums of up to k terms, k * max(q_i) * p
+     < 2^64: about 16 products per sum for 30-bit moduli (a sum below p * 2^32, what one REDC
+     takes, would allow 3).  A sum s = hi * 2^32 + lo is s * 2^-32 = hi + lo * 2^-32 (mod p):
+     REDC(hi * (2^32 mod p)) + REDC(lo), the same residue as one REDC of a smaller sum, so every
+     output is the canonical residue either way.  Coefficients go in blocks of BCONV_BLOCK, so
+     that every loop over them is a plain multiply-add that vectorizes. */
+  const i64 k1 = (i64)(0xFFFFFFFFu / maxq);  /* terms whose sum one REDC takes */
+  /* across output limbs (and pieces of them): each reads all LS input rows */
+  REN_OMP(for schedule(dynamic, 1))
+  for (i64 task = 0; task < LD * ps; ++task) {
+    const i64 d = task / ps, c0 = (task % ps) * (n / ps), c1 = c0 + n / ps;
+    u32* restrict o = out + d * n;
+    if (from[d] >= 0) {
+      memcpy(o + c0, in + from[d] * n + c0, (size_t)(c1 - c0) * sizeof(u32));
+      continue;
+    }
+    const u32 p = q[d], pn = qn[d], rp = (u32)((1ull << 32) % p);
+    const u32* restrict row = bc + d * LS;
+    if (LS <= k1 && LS <= 3) {  /* one sum below p * 2^32: one pass, one REDC per coefficient */
+      const u32* restrict y0 = y;
+      const u32 m0 = row[0];
+      if (LS == 1) {
+        for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0, p, pn);
+      } else if (LS == 2) {
+        const u32* restrict y1 = y0 + n; const u32 m1 = row[1];
+        for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1, p, pn);
+      } else {
+        const u32* restrict y1 = y0 + n; const u32* restrict y2 = y1 + n;
+        const u32 m1 = row[1], m2 = row[2];
+        for (i64 j = c0; j < c1; ++j)
+          o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2, p, pn);
+      }
+      continue;
+    }
+    i64 k = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxq * p));
+    if (k < 1) k = 1;
+    if (k > 32) k = 32;
+    u64 acc[BCONV_BLOCK];
+    for (i64 j0 = c0; j0 < c1; j0 += BCONV_BLOCK) {
+      const i64 m = c1 - j0 < BCONV_BLOCK ? c1 - j0 : BCONV_BLOCK;
+      u32* restrict oj = o + j0;
+      for (i64 cs = 0; cs < LS; cs += k) {
+        const i64 c = LS - cs < k ? LS - cs : k;
+        const u32* restrict y0 = y + cs * n + j0;
+        const u64 m0 = row[cs];
+        for (i64 j = 0; j < m; ++j) acc[j] = (u64)y0[j] * m0;
+        for (i64 i = 1; i < c; ++i) {
+          const u32* restrict yi = y0 + i * n;
+          const u64 mi = row[cs + i];
+          for (i64 j = 0; j < m; ++j) acc[j] += (u64)yi[j] * mi;
+        }
+        for (i64 j = 0; j < m; ++j) {
+          const u32 r = redc64(acc[j], p, pn, rp);
+          oj[j] = cs == 0 ? r : modadd(oj[j], r, p);
+        }
+      }
+    }
+  }
+}
+
+void ren_cpu_bconv(void** a) {
+  u32* out = (u32*)a[0];
+  const u32* in = (const u32*)a[1];
+  const i64* sz = (const i64*)a[2];
+  const u32 *sq = (const u32*)a[3], *sqn = (const u32*)a[4], *qhi = (const u32*)a[5];
+  const u32 *q = (const u32*)a[6], *qn = (const u32*)a[7], *bc = (const u32*)a[8];
+  const i64* from = (const i64*)a[9];
+  const i64 n = sz[0], LS = sz[1], LD = sz[2];
+  int convert = 0;
+  for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
+  u32* y = NULL;
+  const int in_team = REN_IN_TEAM();
+  if (in_team) {  /* one thread allocates the scratch, every thread uses it */
+    REN_OMP(single copyprivate(y))
+    y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
+  } else {
+    y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
+  }
+  /* pieces of each row a task takes: the whole row, or n / BCONV_SPLIT words when there are
+     too few rows for the threads (ren_split) */
+  const i64 ps = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LD, n) ? BCONV_SPLIT : 1;
+  const i64 ys = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LS, n) ? BCONV_SPLIT : 1;
+  u32 maxq = 1;
+  for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
+  /* one team for both loops (one wake-up a conversion, not two) when either loop's work (the
+     rows to convert: LS n words; the sums: LD LS n) reaches REN_PAR_MIN_WORK */
+  const int team = (convert && LS * ys > 1 && LS * n >= REN_PAR_MIN_WORK) ||
+                   (LD * ps > 1 && LD * LS * n >= REN_PAR_MIN_WORK);
+  (void)team;
+  if (in_team) {  /* the sums' loop ended with a barrier: no thread reads y any more */
+    bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+    REN_OMP(single)
+    free(y);
+    return;
+  }
+  REN_OMP(parallel num_threads(ren_threads) if(ren_threads > 1 && team))
+  bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+  free(y);
+}
+
+/* ---- exact divide-and-round by the K trailing moduli (ren.ring.divide_round_mont) ----------
+   a: out, in, sizes {N, L_src, K}, src_q, src_qneg, src_r2, half, p_inv (K x L_src), lift
+   (K x L_src), p_all_inv (L_src).  With z = x + floor(P/2), P = p_1...p_K the dropped moduli:
+   the mixed-radix digits d_s of [z]_P (the last modulus first) run on the K dropped rows only
+   (K(K-1)/2 products), and every kept row takes out_i = (z_i - sum_s d_s W_s) * P^-1 mod q_i,
+   W_s the product of the moduli dropped before the s-th: a multiply-add of K terms per word,
+   the shape of the basis conversion, where dividing by one modulus at a time cost 2 K
+   Montgomery products per word of every kept row.  Both are the residues of floor(z / P), so
+   the words are the same.  Blocks of RESCALE_BLOCK coefficients keep a block's digits (on the
+   stack) in cache while every kept row reads them. */
+#define RESCALE_BLOCK 256
+/* block b of the rescale (RESCALE_BLOCK coefficients of every kept row) */
+static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, const i64 LS,
+                          const i64 K, const u32* q, const u32* qn, const u32* r2,
+                          const u32* half, const u32* pinv, const u32* lift,
+                          const u32* pall, const u32 maxp) {
+  const i64 LK = LS - K;
+  const i64 c0 = b * RESCALE_BLOCK;
+  const i64 m = n - c0 < RESCALE_BLOCK ? n - c0 : RESCALE_BLOCK;
+  u32 d[K * RESCALE_BLOCK];  /* row s: the digit of the s-th dropped modulus, standard form */
+  for (i64 j = LK; j < LS; ++j) {  /* z = x + floor(P/2) on the dropped rows */
+    const u32 qj = q[j], h = half[j];
+    const u32* restrict x = in + j * n + c0;
+    u32* restrict zj = d + (LS - 1 - j) * RESCALE_BLOCK;
+    for (i64 c = 0; c < m; ++c) zj[c] = modadd(x[c], h, qj);
+  }
+  for (i64 s = 0; s < K; ++s) {
+    const i64 jp = LS - 1 - s;  /* the s-th digit, mod p = q[jp] */
+    const u32 p = q[jp], pn = qn[jp];
+    u32* restrict ds = d + s * RESCALE_BLOCK;
+    for (i64 c = 0; c < m; ++c) ds[c] = montmul(ds[c], 1u, p, pn);  /* [z]_p, standard */
+    for (i64 t = s + 1; t < K; ++t) {  /* the moduli still to be divided by */
+      const i64 i = LS - 1 - t;
+      const u32 qi = q[i], qni = qn[i], r2i = r2[i], pi = pinv[s * LS + i];
+      u32* restrict zi = d + t * RESCALE_BLOCK;
+      for (i64 c = 0; c < m; ++c) {
+        /* d < 2^32 and r2i < qi, so d * r2i < qi * 2^32: one Montgomery product gives
+           [d]_{qi} in Montgomery form, fully reduced, with no division */
+        const u32 rm = montmul(ds[c], r2i, qi, qni);
+        zi[c] = montmul(modsub(zi[c], rm, qi), pi, qi, qni);
+      }
+    }
+  }
+  for (i64 i = 0; i < LK; ++i) {
+    const u32 qi = q[i], qni = qn[i], h = half[i], pa = pall[i];
+    const u32 rq = (u32)((1ull << 32) % qi);
+    /* terms whose 64-bit sum cannot wrap (the basis conversion's rule; at least one) */
+    i64 kk = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxp * qi));
+    if (kk < 1) kk = 1;
+    const u32* restrict x = in + i * n + c0;
+    u32* restrict o = out + i * n + c0;
+    u64 acc[RESCALE_BLOCK];
+    u32 r[RESCALE_BLOCK];
+    for (i64 s0 = 0; s0 < K; s0 += kk) {
+      const i64 cnt = K - s0 < kk ? K - s0 : kk;
+      const u64 w0 = lift[s0 * LS + i];
+      const u32* restrict d0 = d + s0 * RESCALE_BLOCK;
+      for (i64 c = 0; c < m; ++c) acc[c] = (u64)d0[c] * w0;
+      for (i64 s = 1; s < cnt; ++s) {
+        const u64 ws = lift[(s0 + s) * LS + i];
+        const u32* restrict dsr = d + (s0 + s) * RESCALE_BLOCK;
+        for (i64 c = 0; c < m; ++c) acc[c] += (u64)dsr[c] * ws;
+      }
+      for (i64 c = 0; c < m; ++c) {  /* the partial sum in Montgomery form */
+        const u32 v = redc64(acc[c], qi, qni, rq);
+        r[c] = s0 == 0 ? v : modadd(r[c], v, qi);
+      }
+    }
+    for (i64 c = 0; c < m; ++c)
+      o[c] = montmul(modsub(modadd(x[c], h, qi), r[c], qi), pa, qi, qni);
+  }
+}
+
+void ren_cpu_rescale(void** a) {
+  u32* out = (u32*)a[0];
+  const u32* in = (const u32*)a[1];
+  const i64* sz = (const i64*)a[2];
+  const u32 *q = (const u32*)a[3], *qn = (const u32*)a[4], *r2 = (const u32*)a[5];
+  const u32 *half = (const u32*)a[6], *pinv = (const u32*)a[7], *lift = (const u32*)a[8];
+  const u32* pall = (const u32*)a[9];
+  const i64 n = sz[0], LS = sz[1], K = sz[2], LK = LS - K;
+  const i64 blocks = (n + RESCALE_BLOCK - 1) / RESCALE_BLOCK;
+  u32 maxp = 1;
+  for (i64 j = LK; j < LS; ++j) maxp = q[j] > maxp ? q[j] : maxp;
+  if (REN_IN_TEAM()) {
+    REN_OMP(for schedule(dynamic, 1))
+    for (i64 b = 0; b < blocks; ++b)
+      rescale_block(b, out, in, n, LS, K, q, qn, r2, half, pinv, lift, pall, maxp);
+    return;
+  }
+  REN_PARALLEL_FOR(blocks > 1 ? LS * n * K : 0)
+  for (i64 b = 0; b < blocks; ++b)
+    rescale_block(b, out, in, n, LS, K, q, qn, r2, half, pinv, lift, pall, maxp);
+}

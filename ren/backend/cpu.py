@@ -6,12 +6,12 @@
   it) into one shared library per batch: `CpuDevice.prepare` compiles every kernel of a
   schedule in one compiler run.
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
-  and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion, exact
-  rescale, TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`, which runs inside
-  replays too, where a transform's diagonals are stored as integer coefficients), fed the
-  call's tables from `ren.ring.kernel_tables`.  RANDOM is `ren.backend.ring_c`'s program in
-  the same C dialect (it expands its seed on the host, so it is bit-identical to the NumPy
-  device by construction).
+  and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion and exact
+  rescale (`cpu_ring_rns.c`), TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`,
+  which runs inside replays too, where a transform's diagonals are stored as integer
+  coefficients), fed the call's tables from `ren.ring.kernel_tables`.  RANDOM is
+  `ren.backend.ring_c`'s program in the same C dialect (it expands its seed on the host, so it
+  is bit-identical to the NumPy device by construction).
 * Sampling (`CpuDevice.sample`, what realization asks for a random polynomial): uniform limbs
   come from the ring library's own SHAKE-128 and rejection sampler (`cpu_ring_sample.c`,
   `ren.backend.cpu_sampling`), one limb per thread: `ren.sampling`'s words, without hashlib's
@@ -48,9 +48,11 @@
   piece) tasks (`ren.backend.elementwise_c`'s ``REN_PIECES``), the basis conversion shares out
   pieces of rows, and the NTT shares out the butterflies of its large stages, then its blocks.
   Results are bit-identical at every thread count: every task writes only its own words, and
-  every word is fully reduced.  `CpuDevice.set_threads(n)` reaches the libraries loaded
-  already and pins n for those loaded later; ``set_threads(None)`` goes back to
-  ``REN_CPU_THREADS``.
+  every word is fully reduced.  A compiled plan runs each stretch of consecutive ring kernels
+  that would fork a team (a key switch's INTT, conversion, NTT …) inside one team
+  (`cpu_ring_plan.c`), which wakes once for the stretch.  `CpuDevice.set_threads(n)` reaches
+  the libraries loaded already and pins n for those loaded later; ``set_threads(None)`` goes
+  back to ``REN_CPU_THREADS``.
 
 Memory is the host allocator of the NumPy device, so copies between ``"python"`` and ``"cpu"``
 are plain array copies.  Without a C compiler, opening ``"cpu"`` raises a `DeviceError` that

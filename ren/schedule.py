@@ -27,7 +27,7 @@ from typing import Any
 from ren import contracts, settings
 from ren.device import Buffer
 from ren.errors import ParameterError, ScheduleError, check_int
-from ren.ir import storage_buffer
+from ren.ir import is_const, storage_buffer
 from ren.kernel import ELEMENTWISE, LIGHT_KINDS, VIEW, ScheduledKernel
 from ren.node import Node, toposort
 from ren.ops import DType, Op
@@ -279,7 +279,21 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
     from leaf buffers, public samples among them, computed again where they are read long
     after: `regenerate_leaf_chains`)."""
     return regenerate_leaf_chains(_linearize(sink), REGENERATE_AFTER, REGENERATE_DEPTH,
-                                  REGENERATE_COPIES)
+                                  REGENERATE_COPIES, _output_roots(sink))
+
+
+def _output_roots(sink: Node) -> set[Buffer] | None:
+    """The base buffers of the sink's stored outputs (a constant output has none), or None
+    when one of them has no storage to name (nothing unread is dropped then)."""
+    roots: set[Buffer] = set()
+    for s in sink.src:
+        if is_const(s):
+            continue
+        try:
+            roots.add(_root(storage_buffer(s)))
+        except (IndexError, AttributeError, TypeError, ValueError):
+            return None
+    return roots
 
 
 def _linearize(sink: Node) -> list[ScheduledKernel]:
@@ -348,8 +362,8 @@ def leaf_chains(items: list[ScheduledKernel], depth: int = REGENERATE_DEPTH
 
 
 def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE_AFTER,
-                           depth: int = REGENERATE_DEPTH,
-                           copies: bool | None = None) -> list[ScheduledKernel]:
+                           depth: int = REGENERATE_DEPTH, copies: bool | None = None,
+                           outputs: set[Buffer] | None = None) -> list[ScheduledKernel]:
     """`items` with every value of a leaf chain (`leaf_chains`: a public sample, a lean key's
     row; a coefficient-form diagonal's TO_RNS and NTT) computed again, into a fresh buffer,
     before a read that comes more than `after` items after its latest computation (its
@@ -433,7 +447,30 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
             root[b], maker[b] = b, it
             latest[b] = (len(out), {b: b})
         out.append(it if ins == it.bufs[1:] else replace(it, bufs=(it.bufs[0], *ins)))
-    return out
+    return out if outputs is None else _drop_unread(out, chains.keys() | copy_of, outputs)
+
+
+def _drop_unread(items: list[ScheduledKernel], values: set[Buffer], outputs: set[Buffer]
+                 ) -> list[ScheduledKernel]:
+    """`items` without the computations of `values` (first generations of chain values and
+    copies) that no item reads and that are not `outputs`, nor their views; a computation
+    only such a one read goes too (the list is walked backwards)."""
+    reads = Counter(_root(b) for it in items if it.kind != VIEW for b in it.bufs[1:])
+    dropped: set[Buffer] = set()
+    keep: list[ScheduledKernel] = []
+    for it in reversed(items):
+        r = _root(it.bufs[0])
+        if it.kind == VIEW:
+            if r not in dropped:
+                keep.append(it)
+            continue
+        if r in values and not reads[r] and r not in outputs:
+            dropped.add(r)
+            for b in it.bufs[1:]:
+                reads[_root(b)] -= 1
+            continue
+        keep.append(it)
+    return items if not dropped else keep[::-1]
 
 
 #: whether `linearize` computes copies again too (`regenerate_leaf_chains`)

@@ -15,6 +15,7 @@ import pytest
 
 import ren
 from ren import realization
+from ren.ir import storage_buffer
 from ren.kernel import VIEW
 from ren.random import RandomSpec
 
@@ -164,6 +165,30 @@ def test_rotated_digits_are_rotated_again_rather_than_kept(lean_bootstrapping, m
         return sum(1 for it in schedule if it.kind == "elementwise" and len(it.bufs) == 2)
 
     assert copies(items) > copies(kept_items)
+
+
+def test_a_value_computed_again_before_its_first_read_is_computed_once(lean_bootstrapping,
+                                                                      monkeypatch):
+    """An expansion toposort placed long before its first read is computed again there; the
+    first computation, read by nothing, is dropped (N = 256: 100 or more NTTs and TO_RNS
+    that ran for nothing)."""
+    bt, ev, ct = lean_bootstrapping
+
+    def unread(schedule, outs):
+        reads = {_root(b) for it in schedule if it.kind != VIEW for b in it.bufs[1:]}
+        return [it for it in schedule if it.kind != VIEW and _root(it.bufs[0]) not in reads
+                and _root(it.bufs[0]) not in outs]
+
+    items, _, outputs = realization.schedule_and_plan([p.node for p in
+                                                       bt.bootstrap(ev, ct).parts])
+    assert unread(items, {_root(storage_buffer(o)) for o in outputs}) == []
+    original = sched.regenerate_leaf_chains
+    monkeypatch.setattr(sched, "regenerate_leaf_chains",
+                        lambda *a: original(*a[:4]))  # without the outputs: nothing dropped
+    again = bt.bootstrap(ev, ct)
+    kept_items, _ = _plan(again)
+    assert len([it for it in unread(kept_items, set()) if it.kind == "ntt"]) > 10
+    assert len(kept_items) > len(items)
 
 
 @pytest.mark.slow  # two Meta-BTS realizations: ~10 s on a quiet core

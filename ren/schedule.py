@@ -320,11 +320,6 @@ REGENERATE_AFTER = 32
 REGENERATE_DEPTH = 2
 
 
-def _public_sample(item: ScheduledKernel) -> bool:
-    call = item.ring_call if item.kind != VIEW else None
-    return call is not None and call.random is not None and call.random.public
-
-
 def _root(b: Buffer) -> Buffer:
     while b.base is not None:
         b = b.base

@@ -121,6 +121,12 @@ from ren.rlwe.keyswitch import decompose, inner_product, mod_down, times_p
 DEFAULT_HOISTING = "single"
 
 
+#: single hoisting with coefficient-form diagonals gives each giant step's inner sum its own
+#: buffer (`LinearTransform._single`), so no kernel holds all of a transform's expanded
+#: diagonals at once; False only to measure what that saves (tests/test_bootstrap_memory.py)
+GIANT_STEP_BUFFERS = True
+
+
 #: how a transform stores its diagonals (`LinearTransform(diagonals=)`): "rns", encoded
 #: plaintexts (limbs × N words each, ready to multiply), or "coeff", their integer coefficients
 #: (N·8 bytes each), expanded to limbs at every application (a TO_RNS and an NTT more)
@@ -432,6 +438,13 @@ class LinearTransform:
                     term = ev.multiply_plain(rotated[b] if b else ct, pt)
                     inner = term if inner is None else ev.add(inner, term)
                 assert inner is not None
+                if self.diagonal_form == "coeff" and GIANT_STEP_BUFFERS:
+                    # one buffer per giant step: coefficient diagonals are values the graph
+                    # computes (TO_RNS, NTT), and without this pass 5 fuses every giant step's
+                    # c0 products into one kernel that holds all of the transform's diagonals
+                    # at once (n16's levels shape: 511 diagonals, ~6 GiB of arena)
+                    inner = Ciphertext(tuple(p.contiguous() for p in inner.parts), inner.scale,
+                                       inner.level, inner.params)
                 run = inner if run is None else ev.add(run, inner)
             if run is not None:
                 acc = run if acc is None else ev.add(acc, run)

@@ -11,6 +11,7 @@ import pytest
 import ren.sampling
 from ren.backend.c_host import find_cc
 from ren.backend.numpy_backend import HOST_ALIGN
+from ren.ops import Op
 from ren.random import RandomSpec
 from ren.ring import RingSpec
 
@@ -121,3 +122,46 @@ def test_plan_runs_consecutive_ring_kernels_in_one_team_with_the_same_words():
     for t in (1, 2):
         assert len(got[t]) == len(want)
         assert all(np.array_equal(g, w) for g, w in zip(got[t], want)), t
+
+
+def test_realization_adopts_a_fresh_aligned_sample_and_copies_anything_else(monkeypatch):
+    """A random leaf drawn on the cpu device becomes its buffer's storage as it is (no copy on
+    the calling thread); an array the allocator cannot adopt (misaligned, or read-only) is
+    copied in; the words are the sampler's either way."""
+    from ren import realization
+    from ren.backend import cpu
+    from ren.backend.numpy_backend import HostAllocator, host_empty
+
+    alloc = HostAllocator()
+    good = host_empty((3, 1024))
+    assert alloc.can_adopt(good, (3, 1024))
+    shifted = host_empty((1, 3 * 1024 + 1)).reshape(-1)[1:].reshape(3, 1024)  # off the line
+    assert not alloc.can_adopt(shifted, (3, 1024))
+    frozen = host_empty((3, 1024))
+    frozen.flags.writeable = False
+    assert not alloc.can_adopt(frozen, (3, 1024)) and not alloc.can_adopt(good, (3, 512))
+
+    drawn: list[np.ndarray] = []
+    real_sample = cpu.CpuDevice.sample
+
+    def recording(self, spec, ring):
+        out = real_sample(self, spec, ring)
+        drawn.append(out)
+        return out
+
+    monkeypatch.setattr(cpu.CpuDevice, "sample", recording)
+    ring = RingSpec.generate(1024, 3)
+    p = ren.Poly.uniform(ring, device="cpu")
+    (subst,) = realization.sample_random_leaves([p.node]).values()
+    stored = subst.src[0].src[0]  # the sample's buffer (as a ring), times 2^32
+    assert len(drawn) == 1 and stored.op is Op.BUFFER
+    held = stored.arg.array()
+    assert np.shares_memory(held, drawn[0])  # adopted, not copied
+    assert np.array_equal(held, ren.sampling.sample(p.random_origin(), ring))
+    # an array it cannot adopt is copied in, with the same words
+    monkeypatch.setattr(cpu.CpuDevice, "sample", lambda self, spec, ring: np.array(
+        ren.sampling.sample(spec, ring)[:, ::-1][:, ::-1], order="F"))
+    q = ren.Poly.uniform(ring, device="cpu")
+    (subst,) = realization.sample_random_leaves([q.node]).values()
+    copied = subst.src[0].src[0].arg.array()
+    assert np.array_equal(copied, ren.sampling.sample(q.random_origin(), ring))

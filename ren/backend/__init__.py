@@ -87,6 +87,11 @@ class Allocator:
     def adopt(self, data: Any, shape: tuple[int, int]) -> Any:
         raise NotImplementedError
 
+    def can_adopt(self, data: Any, shape: tuple[int, int]) -> bool:
+        """Whether host array `data`, fresh and held by nothing else (a sampler's output), can
+        be a buffer's storage as it is (`adopt`) instead of being copied in; this default: no."""
+        return False
+
     def copyin(self, dst: Any, host: np.ndarray) -> None:
         raise NotImplementedError
 

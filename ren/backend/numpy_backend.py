@@ -288,6 +288,13 @@ class HostAllocator(Allocator):
             if self._spare is None or owner.size > self._spare.size:
                 self._spare = owner
 
+    def can_adopt(self, data: Any, shape: tuple[int, int]) -> bool:
+        """An array of this allocator's own kind: C-contiguous uint32 of `shape` starting on a
+        HOST_ALIGN boundary (what the cpu device's samplers return: `host_empty`)."""
+        return (isinstance(data, np.ndarray) and data.dtype == U32 and data.shape == shape
+                and data.flags.c_contiguous and data.flags.writeable
+                and data.ctypes.data % HOST_ALIGN == 0)
+
     def spare_bytes(self) -> int:
         """Bytes of the arena kept for reuse (0: none)."""
         spare = self._spare

@@ -13,11 +13,12 @@ when the values are equal; `structure_text` writes a graph's repeated arguments 
 back reference) of the traced graph's `ren.replay.structure_key` (the DAG up to
 which buffers its leaves hold: every leaf — the jitted function's inputs *and* the key material
 or plaintexts it closes over — is a positional slot), the switches that change a schedule
-(REN_NO_MEMPLAN, REN_NO_ELISION), the Python version (the entry is a pickle), and a fingerprint
-of Ren's own source files (another version of Ren schedules differently, so it never reads
-this one's entries).  A schedule never depends on what a leaf holds (realization's template
-cache relies on the same fact), so a hit is exact: the cached template runs the traced graph's
-leaves, bit for bit what a fresh schedule would run.
+(REN_NO_MEMPLAN, REN_NO_ELISION, `ren.schedule`'s REGENERATE_* constants), the Python
+version (the entry is a pickle), and a fingerprint of Ren's own source files (another version
+of Ren schedules differently, so it never reads this one's entries).  A schedule never
+depends on what a leaf holds (realization's template cache relies on the same fact), so a
+hit is exact: the cached template runs the traced graph's leaves, bit for bit what a fresh
+schedule would run.
 
 **Entry.**  ``<REN_CACHE_DIR or ~/.cache/ren>/plans/<key>.plan``: the pickled scheduled items,
 memory plan, outputs and one detached parameter per leaf — structure only, never a leaf's data
@@ -46,6 +47,7 @@ import contextlib
 import dataclasses
 import enum
 import hashlib
+import importlib
 import io
 import os
 import pickle
@@ -186,6 +188,14 @@ def _qualname(t: type) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
+def _linearize_knobs() -> tuple:
+    """The module constants that change what `ren.schedule.linearize` computes again (memory
+    for time): a plan scheduled under other values (a measurement that changes them) never
+    loads under these."""
+    sched = importlib.import_module("ren.schedule")  # (``ren.schedule`` is also a function)
+    return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES)
+
+
 def entry_key(key: tuple) -> str | None:
     """The file name (hex digest) of a graph's structure key, or None when an argument of it
     has no canonical form (such a graph is compiled every time)."""
@@ -193,7 +203,8 @@ def entry_key(key: tuple) -> str | None:
         # the pipeline in force names its passes and digests its user passes' code: a plan
         # scheduled under one pipeline never loads under another
         form = canonical((FORMAT, sys.version_info[:2], bool(settings.get("REN_NO_MEMPLAN")),
-                          bool(settings.get("REN_NO_ELISION")), current_pipeline().key), {})
+                          bool(settings.get("REN_NO_ELISION")), current_pipeline().key,
+                          _linearize_knobs()), {})
         text = structure_text(key)
     except _NoCanonicalForm:
         return None

@@ -134,6 +134,20 @@ def test_schedule_switches_are_part_of_the_key(switch):
     assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
 
 
+@pytest.mark.parametrize("knob, value", [("REGENERATE_AFTER", 7), ("REGENERATE_DEPTH", 0),
+                                         ("REGENERATE_COPIES", False)])
+def test_the_linearize_constants_are_part_of_the_key(monkeypatch, knob, value):
+    """A plan linearized under other REGENERATE_* values (memory for time) never loads."""
+    import importlib
+
+    c, x = poly(42), poly(43)
+    ren.jit(program(c))(x)
+    monkeypatch.setattr(importlib.import_module("ren.schedule"), knob, value)
+    f = ren.jit(program(c))
+    assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+
+
 @pytest.mark.parametrize("spec", ["default,-simplify_domains",
                                   "default,+pipeline_user_passes:canonical_mul@after=simplify"])
 def test_the_pipeline_is_part_of_the_key(spec):

@@ -189,9 +189,12 @@ class CoeffToSlot:
         self.packed = packs(params, slots)
         if self.packed:  # the last transform writes the lower n of every 2n slots only
             groups[-1] = _lower_rows(widen(groups[-1], slots), slots)
-        self.diagonals = balanced(params, groups, factor, top, input_scale)
+        every = balanced(params, groups, factor, top, input_scale)
         self._rest = tuple(LinearTransform(params, d, top - g, diagonals=diagonals)
-                           for g, d in enumerate(self.diagonals) if g)
+                           for g, d in enumerate(every) if g)
+        #: the first transform's diagonals, prepared again per input scale (`transforms_for`);
+        #: the others live in their transforms only (~63 MiB at N = 2^16 not kept twice)
+        self.diagonals = every[:1]
         self._first: dict[Fraction, LinearTransform] = {}
         self.transforms_for(input_scale)
 

@@ -110,12 +110,9 @@ def test_gcc_vectorizes_the_row_loop_under_openmp():
         f"no vectorized loop in the kernel (lines {first}-{wrapper}); GCC reported {vectorized}")
 
 
-@needs_cc
-@pytest.mark.parametrize("limbs,N", [(3, 1 << 15), (6, 1 << 14)])
-def test_inner_product_words_match_numpy_on_one_and_two_threads(limbs, N):
-    """(limb, piece) tasks (3 limbs) and the plain limb loop (6), above the OpenMP threshold:
-    the cpu device's words are the NumPy backend's on 1 and 2 threads."""
-    ring = RingSpec.generate(N, limbs)
+def _same_words_on_one_and_two_threads(ring: RingSpec) -> None:
+    """The cpu device's inner product over `ring` has the NumPy backend's words on 1 and 2
+    threads."""
     want = _inner_product(ring, "python").numpy()
     dev = get_device("cpu")
     for t in (1, 2):
@@ -126,6 +123,15 @@ def test_inner_product_words_match_numpy_on_one_and_two_threads(limbs, N):
         finally:
             dev.set_threads(None)
         assert np.array_equal(got, want), f"{t} threads"
+
+
+@needs_cc
+@pytest.mark.parametrize("limbs,N", [(3, 1 << 15), (6, 1 << 14)])
+def test_inner_product_words_match_numpy_on_one_and_two_threads(limbs, N):
+    """(limb, piece) tasks (3 limbs) and the plain limb loop (6), above the OpenMP threshold:
+    the cpu device's words are the NumPy backend's on 1 and 2 threads."""
+    ring = RingSpec.generate(N, limbs)
+    _same_words_on_one_and_two_threads(ring)
 
 
 def _mixed_ring(N: int) -> RingSpec:
@@ -160,13 +166,4 @@ def test_mixed_moduli_inner_product_words_match_numpy(N):
     """The classes of `test_rows_whose_sums_differ_get_classes_of_their_own` give NumPy's words
     (1 and 2 threads at N = 2^14)."""
     ring = _mixed_ring(N)
-    want = _inner_product(ring, "python").numpy()
-    dev = get_device("cpu")
-    for t in (1, 2):
-        try:
-            with ren.settings.override(REN_CPU_THREADS=t):
-                dev.set_threads(t)
-                got = _inner_product(ring, "cpu").numpy()
-        finally:
-            dev.set_threads(None)
-        assert np.array_equal(got, want), f"{t} threads"
+    _same_words_on_one_and_two_threads(ring)

@@ -275,14 +275,18 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
             continue
         stack.extend(n.src)
 
-    def draw(n: Node) -> np.ndarray:
-        spec = n.src[0].arg
-        return get_device(spec.device).sample(spec, n.arg[0])
+    def draw(group: list[Node]) -> list[np.ndarray]:
+        return [get_device(n.src[0].arg.device).sample(n.src[0].arg, n.arg[0]) for n in group]
 
     # an encryption's u, e0, e1 are independent streams, and the cpu device's samplers release
-    # the GIL: drawn side by side
-    drawn = list(_sampling_pool().map(draw, leaves)) if len(leaves) > 1 else \
-        [draw(n) for n in leaves]
+    # the GIL: drawn side by side, as many at a time as the devices have threads
+    width = min(SAMPLING_THREADS, len(leaves), max(
+        (get_device(n.src[0].arg.device).sampling_threads() for n in leaves), default=1))
+    if width > 1:
+        groups = list(_sampling_pool().map(draw, [leaves[i::width] for i in range(width)]))
+        drawn = [groups[i % width][i // width] for i in range(len(leaves))]
+    else:
+        drawn = draw(leaves)
     out: dict[Node, Node] = {}
     for n, values in zip(leaves, drawn, strict=True):
         ring, domain = n.arg

@@ -165,3 +165,38 @@ def test_realization_adopts_a_fresh_aligned_sample_and_copies_anything_else(monk
     (subst,) = realization.sample_random_leaves([q.node]).values()
     copied = subst.src[0].src[0].arg.array()
     assert np.array_equal(copied, ren.sampling.sample(q.random_origin(), ring))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_random_leaves_are_drawn_on_as_many_threads_as_the_device_has(monkeypatch, threads):
+    """An encryption's random leaves are drawn side by side, but never on more threads than
+    the device's (`Device.sampling_threads`): with one, every draw runs on the calling thread
+    (a one-thread benchmark uses one thread); the words are the sampler's in order."""
+    import threading
+
+    from ren import realization
+    from ren.backend import cpu
+
+    where: list[int] = []
+    real_sample = cpu.CpuDevice.sample
+
+    def recording(self, spec, ring):
+        where.append(threading.get_ident())
+        return real_sample(self, spec, ring)
+
+    monkeypatch.setattr(cpu.CpuDevice, "sample", recording)
+    dev = ren.device.get_device("cpu")
+    ring = RingSpec.generate(1024, 2)
+    polys = [ren.Poly.uniform(ring, device="cpu") for _ in range(5)]
+    try:
+        dev.set_threads(threads)
+        assert dev.sampling_threads() == threads
+        subst = realization.sample_random_leaves([p.node for p in polys])
+    finally:
+        dev.set_threads(None)
+    assert len(where) == 5
+    assert (set(where) == {threading.get_ident()}) is (threads == 1)
+    assert len(set(where)) <= threads
+    for p in polys:
+        got = subst[p.node].src[0].src[0].arg.array()
+        assert np.array_equal(got, ren.sampling.sample(p.random_origin(), ring))

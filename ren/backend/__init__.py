@@ -182,6 +182,11 @@ class Device:
         device samples uniform limbs in C, on its threads)."""
         return sample(spec, ring)
 
+    def sampling_threads(self) -> int:
+        """How many `sample` calls realization may run side by side for this device (the
+        device's host threads; this default: one at a time, on the calling thread)."""
+        return 1
+
     def clear_cache(self) -> None:
         self._cache.clear()
 

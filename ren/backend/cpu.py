@@ -353,6 +353,12 @@ class CpuDevice(Device):
         values = cpu_sampling.sample(self.ring_lib, spec, ring)
         return values if values is not None else super().sample(spec, ring)
 
+    def sampling_threads(self) -> int:
+        """The device's threads (`threads`): its samplers release the GIL, so realization draws
+        that many random leaves side by side, and one thread means one (a fair one-thread
+        benchmark)."""
+        return threads()
+
     def set_threads(self, n: int | None) -> None:
         """Use `n` OpenMP threads in the library kernels from now on (1: none), in the libraries
         loaded already and in those loaded later; `n` must be in REN_CPU_THREADS's range.

@@ -126,7 +126,8 @@ class Buffer:
     object, so two buffers never merge.
     """
 
-    __slots__ = ("__weakref__", "_data", "base", "device", "no_opt", "offset", "shape", "uid")
+    __slots__ = ("__weakref__", "_data", "again_of", "base", "device", "no_opt", "offset",
+                 "shape", "uid")
 
     def __init__(self, device: str, shape: tuple[int, int], *, base: Buffer | None = None,
                  offset: int = 0, no_opt: bool = False):
@@ -137,6 +138,9 @@ class Buffer:
         self.no_opt = no_opt  # never placed in a shared arena
         self.uid = next(_buffer_ids)
         self._data: Any = None  # a backend array once allocated
+        #: the buffer whose value this one holds again (`ren.schedule.linearize` computes a
+        #: cheap value a second time rather than keep it): pictures and reports name it so
+        self.again_of: Buffer | None = None
 
     def fresh_like(self) -> Buffer:
         """A new, unallocated base buffer with this one's device, shape and no_opt flag (no
@@ -146,6 +150,7 @@ class Buffer:
             self.no_opt
         b.uid = next(_buffer_ids)
         b._data = None
+        b.again_of = None
         return b
 
     @property

@@ -414,6 +414,7 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
         if len(out) - at > after and (r in chains or all(available(x, j)
                                                           for x in src.bufs[1:])):
             fresh = r.fresh_like()  # compute the value again right here
+            fresh.again_of = r
             ins = tuple(read(x, j) for x in src.bufs[1:])
             out.append(replace(src, bufs=(fresh, *ins)))
             at, now = latest[r] = (len(out) - 1, {r: fresh})
@@ -424,6 +425,7 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
         if b not in now:  # a view of a computed-again value, made for this generation
             base = current(viewer[b].bufs[1], now)
             now[b] = Buffer(b.device, b.shape, base=base, offset=b.offset, no_opt=b.no_opt)
+            now[b].again_of = b
             out.append(replace(viewer[b], bufs=(now[b], base)))
         return now[b]
 

@@ -39,7 +39,7 @@ class ArenaView:
     outputs: set[Buffer] = field(default_factory=set)
 
     def name(self, b: Buffer) -> str:
-        return self.names.get(id(b), f"#{b.uid}")
+        return self.names.get(id(b)) or self.names.get(id(same_value(b)), f"#{b.uid}")
 
     def step_name(self, i: int) -> str:
         """The kernel at schedule step `i` (``step i`` for a bare plan, which has no items)."""
@@ -61,6 +61,24 @@ def buffer_names(sink: Node) -> dict[int, str]:
     return {k: v for k, v in names.buffers.items()}
 
 
+def same_value(b: Buffer) -> Buffer:
+    """The buffer of the dump whose value `b` holds: `b`, or the one whose value `linearize`
+    computed again into `b` (`Buffer.again_of`), which pictures and reports name alike."""
+    while b.again_of is not None:
+        b = b.again_of
+    return b
+
+
+def name_again(names: dict[int, str], items: list[ScheduledKernel]) -> dict[int, str]:
+    """`names` (id(Buffer) -> name) with every buffer of `items` that holds a named buffer's
+    value again (`same_value`) named as that buffer."""
+    for item in items:
+        for b in item.bufs:
+            if id(b) not in names and id(same_value(b)) in names:
+                names[id(b)] = names[id(same_value(b))]
+    return names
+
+
 def plan_program(outputs: Any, policy: str = "auto") -> ArenaView:
     """Schedule the outputs (Polys, Nodes or a SINK) and plan their memory, as realization
     does, without running anything."""
@@ -71,7 +89,7 @@ def plan_program(outputs: Any, policy: str = "auto") -> ArenaView:
     items = linearize(final)
     out_bufs = {storage_buffer(v) for v in ctx.becomes_map.values() if v.src[0].op is Op.BUFFER}
     plan = plan_memory(items, outputs=out_bufs, policy=policy)
-    return ArenaView(items, plan, buffer_names(final), out_bufs)
+    return ArenaView(items, plan, name_again(buffer_names(final), items), out_bufs)
 
 
 def fmt_bytes(n: int) -> str:
@@ -227,5 +245,5 @@ def arena_ascii(view: ArenaView, width: int = 72, height: int = 16) -> str:
 
 
 __all__ = ["ArenaView", "arena_ascii", "arena_rows", "arena_svg", "arena_svgs", "buffer_names",
-           "ckks_memory_rows", "devices", "fmt_bytes", "kept_text", "plan_program",
-           "summary_rows"]
+           "ckks_memory_rows", "devices", "fmt_bytes", "kept_text", "name_again",
+           "plan_program", "same_value", "summary_rows"]

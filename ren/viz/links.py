@@ -24,7 +24,7 @@ from ren.kernel import ScheduledKernel
 from ren.memory import plan_memory
 from ren.ops import Op
 from ren.schedule import linearize
-from ren.viz.arena import ArenaView
+from ren.viz.arena import ArenaView, same_value
 from ren.viz.jitplan import JitView
 from ren.viz.trace import PassTrace
 
@@ -40,7 +40,10 @@ def plan_trace(trace: PassTrace, policy: str = "auto") -> ArenaView:
     names = trace.names
     for item in items:
         for b in item.bufs:
-            names.buffer(b)
+            if id(same_value(b)) in names.buffers:  # a value linearize computed again
+                names.buffers[id(b)] = names.buffers[id(same_value(b))]
+            else:
+                names.buffer(b)
     return ArenaView(items, plan, names.buffers, out_bufs)
 
 

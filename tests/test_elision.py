@@ -31,6 +31,7 @@ from ren.interpret import evaluate_sink
 from ren.ir import broadcast_const
 from ren.node import Node
 from ren.ops import DType, Op
+from ren.passes import elision
 from ren.passes import p04_simplify_domains as p04
 from ren.passes.elision import ELISION_RULES
 from ren.reference import evaluate, intt_limb, ntt_limb
@@ -158,12 +159,24 @@ def test_ckks_multiply_relin_rescale_limb_transforms(monkeypatch):
     ctx_stats = run_passes(*outputs, upto=4).ctx.stats["simplify_domains"]
     assert ctx_stats["rescale_in_ntt"] == 4  # two mod-downs by P, two rescales
     assert ctx_stats["mod_up_in_ntt"] == 2  # one per digit
+    with ren.random.seeded(7):
+        fused = ckks_multiply_rescale()
+    words = [p.numpy() for p in fused]
+    # the mod-down's correction joins the rescale's NTT (`split_ntt`): 7 NTT rows per part for
+    # both roundings instead of 8 + 7, and the same words
+    monkeypatch.setattr(elision, "LOOK_THROUGH", False)
+    templates.clear()
+    assert limb_transforms(outputs) == {"intt": 14, "ntt": 42}  # the two roundings apart: 56
+    with ren.random.seeded(7):
+        unfused = ckks_multiply_rescale()
+    assert all(np.array_equal(w, p.numpy()) for w, p in zip(words, unfused, strict=True))
+    monkeypatch.setattr(elision, "LOOK_THROUGH", True)
     without_elision(monkeypatch)
     before = limb_transforms(outputs)
     assert before == {"intt": 44, "ntt": 50}  # 94 limb transforms
     # mod-down: 2 INTT rows instead of 10, per accumulator; rescale: 1 instead of 8, per part;
-    # mod-up: 6 NTT rows instead of 10, per digit
-    assert after == {"intt": 14, "ntt": 42}  # 56
+    # mod-up: 6 NTT rows instead of 10, per digit; one NTT of 7 rows per part for both
+    assert after == {"intt": 14, "ntt": 26}  # 40
 
 
 def test_no_elision_switch():
@@ -174,7 +187,7 @@ def test_no_elision_switch():
     outputs = ckks_multiply_rescale()
     with ren_settings.override(REN_NO_ELISION=1):
         assert limb_transforms(outputs) == {"intt": 44, "ntt": 50}
-    assert limb_transforms(outputs) == {"intt": 14, "ntt": 42}
+    assert limb_transforms(outputs) == {"intt": 14, "ntt": 26}
     ring = RingSpec(N, ntt_primes(N, 30, 4))
     x = ren.Poly.from_residues(np.arange(4 * N, dtype=np.uint32).reshape(4, N) % 1000, ring,
                                "ntt")

@@ -38,7 +38,7 @@ live on x's device).
 
 from __future__ import annotations
 
-from ren.ir import broadcast_const, const_node, pnode
+from ren.ir import broadcast_const, const_node, const_value, is_const, is_subset, pnode
 from ren.node import Node
 from ren.ops import Op
 from ren.rewrite import P, X
@@ -66,21 +66,108 @@ def _scale(x: Node, c: int) -> Node:
 RESCALE_KERNEL_FROM = 3
 
 
+#: `rescale_in_ntt` looks through sums for NTT-domain terms (`split_ntt`); False builds the
+#: rounding from x as it is (the form before, kept for comparisons)
+LOOK_THROUGH = True
+#: how deep `split_ntt` looks through sums, scalar products and limb selections
+SPLIT_DEPTH = 8
+
+
+def _plus(a: Node | None, b: Node | None) -> Node | None:
+    return b if a is None else a if b is None else pnode(Op.ADD, a, b)
+
+
+def _minus(a: Node | None, b: Node | None) -> Node | None:
+    if b is None:
+        return a
+    return _scale(b, -1) if a is None else pnode(Op.SUB, a, b)
+
+
+def split_ntt(x: Node, depth: int = SPLIT_DEPTH) -> tuple[Node | None, Node | None]:
+    """(L, W) with x = L + NTT(W) exactly, for an NTT-domain x: W (COEFF, on x's ring) gathers
+    the NTT terms of x found through sums, differences, products by a scalar constant and limb
+    selections (each commutes with the NTT, which is linear and acts on every limb alone); L is
+    the rest (None: 0).  W is None when x has no such term; then L is x itself, not rebuilt."""
+    op = x.op
+    if op is Op.NTT:
+        return None, x.src[0]
+    if depth == 0 or op not in (Op.ADD, Op.SUB, Op.MUL, Op.TO_RING):
+        return x, None
+    if op is Op.TO_RING:
+        if not is_subset(x):
+            return x, None
+        lo, w = split_ntt(x.src[0], depth - 1)
+        if w is None:
+            return x, None
+        return (None if lo is None else _to_ring(lo, x.arg)), _to_ring(w, x.arg)
+    a, b = x.src
+    if op is Op.MUL:
+        const, other = (a, b) if is_const(a) else (b, a) if is_const(b) else (None, None)
+        if const is None or other is None or is_const(other):
+            return x, None
+        lo, w = split_ntt(other, depth - 1)
+        if w is None:
+            return x, None
+        c = const_value(const)
+        return (None if lo is None else _scale(lo, c)), _scale(w, c)
+    la, wa = split_ntt(a, depth - 1)
+    lb, wb = split_ntt(b, depth - 1)
+    if wa is None and wb is None:
+        return x, None
+    if op is Op.ADD:
+        return _plus(la, lb), _plus(wa, wb)
+    return _minus(la, lb), _minus(wa, wb)
+
+
+class _Rows:
+    """x = L + NTT(W) (`split_ntt`, or L = x when nothing is found) and the two things a
+    rounding reads of x: rows in the coefficient domain, and x's rows minus an NTT."""
+
+    def __init__(self, x: Node) -> None:
+        self.lo, self.w = split_ntt(x) if LOOK_THROUGH else (x, None)
+
+    def coeff(self, ring: RingSpec) -> Node:
+        """INTT(x on `ring`) = INTT(L on ring) + W on ring (INTT(NTT(W)) = W)."""
+        lo = None if self.lo is None else pnode(Op.INTT, _to_ring(self.lo, ring))
+        out = _plus(lo, None if self.w is None else _to_ring(self.w, ring))
+        assert out is not None
+        return out
+
+    def minus_ntt(self, ring: RingSpec, c: Node) -> Node:
+        """x on `ring` - NTT(c) = L on ring - NTT(c - W on ring): one NTT for both."""
+        if self.w is not None:
+            c = pnode(Op.SUB, c, _to_ring(self.w, ring))
+        if self.lo is None:
+            return pnode(Op.NTT, _scale(c, -1))
+        return pnode(Op.SUB, _to_ring(self.lo, ring), pnode(Op.NTT, c))
+
+    def plus_ntt(self, ring: RingSpec, factor: int, c: Node) -> Node:
+        """(x on `ring`)·factor + NTT(c) = (L on ring)·factor + NTT(c + (W on ring)·factor)."""
+        if self.w is not None:
+            c = pnode(Op.ADD, _scale(_to_ring(self.w, ring), factor), c)
+        nc = pnode(Op.NTT, c)
+        return nc if self.lo is None else pnode(Op.ADD, _scale(_to_ring(self.lo, ring), factor), nc)
+
+
 def rescale_in_ntt(x: Node, r: Node) -> Node:
-    """NTT(RESCALE(INTT(x))) with the correction applied in the NTT domain (module docstring)."""
+    """NTT(RESCALE(INTT(x))) with the correction applied in the NTT domain (module docstring).
+    An NTT term inside x (x = L + NTT(W), `split_ntt`: e.g. the correction of a key switch's
+    mod-down by P that a rescale by q follows) joins the correction's NTT: one NTT over the kept
+    rows for both roundings instead of two (the words are the same: INTT and NTT are exact and
+    linear mod every modulus)."""
     spec = need_spec(x)
     ring, dev, k = spec.ring, spec.device, len(r.arg)
     keep = ring.drop_last(k)  # Q
     special = ring.sub(ring.limbs - k)  # P, the dropped moduli
     P_ = special.Q
+    rows_of = _Rows(x)
+    p_inv = pow(P_, -1, keep.Q)
     if k >= RESCALE_KERNEL_FROM:  # one RESCALE kernel of zeros over Q and INTT(x mod P)
-        rows = pnode(Op.CONCAT, broadcast_const(0, keep, dev),
-                     pnode(Op.INTT, _to_ring(x, special)), arg=ring)
-        correction = pnode(Op.NTT, pnode(Op.RESCALE, rows, arg=r.arg))  # -([x+h]_P - h)/P
-        return pnode(Op.ADD, _scale(_to_ring(x, keep), pow(P_, -1, keep.Q)), correction)
+        rows = pnode(Op.CONCAT, broadcast_const(0, keep, dev), rows_of.coeff(special), arg=ring)
+        return rows_of.plus_ntt(keep, p_inv, pnode(Op.RESCALE, rows, arg=r.arg))
     h = P_ // 2
     # z = [x + h] on the dropped limbs, coefficient domain
-    z = pnode(Op.ADD, pnode(Op.INTT, _to_ring(x, special)), broadcast_const(h, special, dev))
+    z = pnode(Op.ADD, rows_of.coeff(special), broadcast_const(h, special, dev))
     terms = []  # d_m · (p_k···p_{m+1}), over Q
     weight = 1
     for m in range(k, 0, -1):
@@ -98,8 +185,7 @@ def rescale_in_ntt(x: Node, r: Node) -> Node:
     for t in terms[1:]:
         rem = pnode(Op.ADD, rem, t)
     centred = pnode(Op.SUB, rem, broadcast_const(h, keep, dev))  # [x + h]_P - h, in [-h, h]
-    diff = pnode(Op.SUB, _to_ring(x, keep), pnode(Op.NTT, centred))
-    return _scale(diff, pow(P_, -1, keep.Q))
+    return _scale(rows_of.minus_ntt(keep, centred), p_inv)
 
 
 def mod_up_in_ntt(x: Node, t: Node) -> Node | None:

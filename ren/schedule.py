@@ -357,7 +357,7 @@ def leaf_chains(items: list[ScheduledKernel], depth: int = REGENERATE_DEPTH
 
 
 def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE_AFTER,
-                           depth: int = REGENERATE_DEPTH, copies: bool | None = None,
+                           depth: int = REGENERATE_DEPTH, copies: bool | str | None = None,
                            outputs: set[Buffer] | None = None) -> list[ScheduledKernel]:
     """`items` with every value of a leaf chain (`leaf_chains`: a public sample, a lean key's
     row; a coefficient-form diagonal's TO_RNS and NTT) computed again, into a fresh buffer,
@@ -370,15 +370,16 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
     1.46 GiB for one bootstrapping.  Leaves are not written while the schedule runs and the
     kernels are deterministic, so the words are the same, and so are the results.
 
-    With `copies` (default `REGENERATE_COPIES`), so is a *copy*: an elementwise kernel of one
-    input (a permutation, a scaling: a hoisted rotation's digit σ_b(d)) read that long after,
-    when its input is still read at or after that point anyway (so computing it again there
-    keeps nothing alive longer), or when several copies read that input (it is kept instead of
-    them: one digit instead of its n1 rotations).  A hoisted rotation's two inner products (c0
+    With `copies` (default `REGENERATE_COPIES`: ``"lean"``, in a plan that reads a lean key;
+    `wants_copies`), so is a *copy*: an elementwise kernel of one input (a permutation, a
+    scaling: a hoisted rotation's digit σ_b(d)) read that long after, when its input is still
+    read at or after that point anyway (so computing it again there keeps nothing alive
+    longer), or when several copies read that input (it is kept instead of them: one digit
+    instead of its n1 rotations).  A hoisted rotation's two inner products (c0
     and c1) read every baby step's rotated digits, and the schedule may place them hundreds of
     items apart: at N = 2^13 in n16's ``levels`` shape, 105 such digits were most of the
     arena."""
-    copies = REGENERATE_COPIES if copies is None else copies
+    copies = wants_copies(items, copies)
     chains = leaf_chains(items, depth)
     copy_of = _copies(items, chains) if copies else {}
     if not chains and not copy_of:
@@ -470,8 +471,31 @@ def _drop_unread(items: list[ScheduledKernel], values: set[Buffer], outputs: set
     return items if not dropped else keep[::-1]
 
 
-#: whether `linearize` computes copies again too (`regenerate_leaf_chains`)
-REGENERATE_COPIES = True
+#: whether `linearize` computes copies again too (`regenerate_leaf_chains`): True, False, or
+#: ``"lean"`` (the default): only in a plan that draws public samples, i.e. one that reads a
+#: lean key (`ren.rlwe.keys.SwitchingKey.lean`), whose rows it regenerates anyway.  That is the
+#: lean mode, where the arena is a large part of the process (n16 bootstrapping: ~1.4 GiB beside
+#: 3.1 GiB of lean keys and coefficient diagonals) and the copies made again shrink it by about a
+#: quarter.  A plan over stored keys (the fast mode: 5.95 GiB of keys and 2.93 GiB of RNS
+#: diagonals at n16 beside a ~0.9 GiB arena) keeps its copies instead: making them again cost it
+#: ~2-3 % of the replay at N = 2^13 and 2^14.
+REGENERATE_COPIES: bool | str = "lean"
+#: the values `REGENERATE_COPIES` (and `regenerate_leaf_chains`'s `copies`) takes
+COPIES_CHOICES = (True, False, "lean")
+
+
+def wants_copies(items: list[ScheduledKernel], copies: bool | str | None = None) -> bool:
+    """Whether `regenerate_leaf_chains` computes copies again in `items` under `copies`
+    (default `REGENERATE_COPIES`): True or False as given; ``"lean"``: when an item draws a
+    public sample (a lean key's row).  Another value is a ParameterError."""
+    copies = REGENERATE_COPIES if copies is None else copies
+    if not any(copies is c or (isinstance(c, str) and copies == c) for c in COPIES_CHOICES):
+        raise ParameterError(f"regenerate copies: expected one of True, False or 'lean', got "
+                             f"{copies!r} (ren.schedule.REGENERATE_COPIES)")
+    if copies != "lean":
+        return bool(copies)
+    return any(it.ring_call is not None and it.ring_call.random is not None
+               and it.ring_call.random.public for it in items)
 
 
 def _copies(items: list[ScheduledKernel], chains: dict[Buffer, int]) -> set[Buffer]:

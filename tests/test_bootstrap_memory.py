@@ -167,6 +167,47 @@ def test_rotated_digits_are_rotated_again_rather_than_kept(lean_bootstrapping, m
     assert copies(items) > copies(kept_items)
 
 
+def test_copies_are_made_again_only_in_plans_that_read_a_lean_key(lean_bootstrapping,
+                                                                  monkeypatch):
+    """``REGENERATE_COPIES = "lean"`` (the default): a plan over stored keys (the fast mode)
+    keeps its rotated digits, which the time of making them again would cost (~2-3 % of the
+    replay at N = 2^13); a plan over lean keys makes them again (the test above)."""
+    from ren.ckks import Evaluator, KeyGenerator
+
+    bt, _, ct = lean_bootstrapping
+    with ren.random.seeded(1):
+        kg = KeyGenerator(bt.params)
+        ev = Evaluator(bt.params, kg.relin_key(), bt.keys(kg))
+
+    def schedule(copies):
+        monkeypatch.setattr(sched, "REGENERATE_COPIES", copies)
+        return [(it.kind, it.bufs[0].again_of is not None)
+                for it in _plan(bt.bootstrap(ev, ct))[0]]
+
+    default, never, always = schedule("lean"), schedule(False), schedule(True)
+    assert default == never and len(always) > len(never)
+    assert sum(again for _, again in always) > sum(again for _, again in never)
+
+
+def test_the_copies_rule_reads_public_samples_and_refuses_other_values():
+    x = fresh(5)
+    public = ren.Poly.from_random(RandomSpec("uniform", (), bytes(32), "python", public=True),
+                                  RQ, "NTT")
+    private = ren.Poly.from_random(RandomSpec("uniform", (), bytes(32), "python"), RQ, "NTT")
+
+    def items(p):
+        return sched._linearize(sched.run_passes(p.node).sink)
+
+    lean, noisy = items((x * public).intt()), items((x * private).intt())
+    assert sched.wants_copies(lean, "lean") and not sched.wants_copies(noisy, "lean")
+    assert sched.wants_copies(noisy, True) and not sched.wants_copies(lean, False)
+    for bad in ("yes", 1, None.__class__):
+        with pytest.raises(ren.errors.ParameterError, match="REGENERATE_COPIES"):
+            sched.wants_copies(lean, bad)
+        with pytest.raises(ren.errors.ParameterError, match="'lean'"):
+            sched.regenerate_leaf_chains(lean, copies=bad)
+
+
 def test_a_value_computed_again_before_its_first_read_is_computed_once(lean_bootstrapping,
                                                                       monkeypatch):
     """An expansion toposort placed long before its first read is computed again there; the

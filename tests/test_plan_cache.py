@@ -135,7 +135,8 @@ def test_schedule_switches_are_part_of_the_key(switch):
 
 
 @pytest.mark.parametrize("knob, value", [("REGENERATE_AFTER", 7), ("REGENERATE_DEPTH", 0),
-                                         ("REGENERATE_COPIES", False)])
+                                         ("REGENERATE_COPIES", False),
+                                         ("REGENERATE_COPIES", True)])
 def test_the_linearize_constants_are_part_of_the_key(monkeypatch, knob, value):
     """A plan linearized under other REGENERATE_* values (memory for time) never loads."""
     import importlib

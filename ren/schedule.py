@@ -507,13 +507,6 @@ def _copies(items: list[ScheduledKernel], chains: dict[Buffer, int]) -> set[Buff
             and writers[it.bufs[0]] == 1 and it.bufs[0] not in chains}
 
 
-def regenerate_public_samples(items: list[ScheduledKernel],
-                              after: int = REGENERATE_AFTER) -> list[ScheduledKernel]:
-    """`regenerate_leaf_chains` for the public samples alone (a lean key's rows: the same
-    words whenever they are drawn)."""
-    return regenerate_leaf_chains(items, after, depth=0)
-
-
 def schedule(*outputs: Any, ctx: ScheduleContext | None = None,
              pipeline: Pipeline | str | None = None) -> list[ScheduledKernel]:
     """Schedule the outputs (a SINK, or Polys/Nodes) with `pipeline` (default: the one in force,

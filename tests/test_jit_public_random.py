@@ -71,9 +71,10 @@ def test_eager_realization_keeps_a_public_sample_in_the_graph_and_replays_its_te
 
 
 def test_a_sample_read_long_after_is_generated_again_and_the_arena_shrinks(monkeypatch):
-    """`ren.schedule.regenerate_public_samples`: a public sample read at both ends of a long
-    chain is generated a second time before the late read (a fresh buffer), so the arena no
-    longer holds it across the chain; the words are the same."""
+    """`ren.schedule.regenerate_leaf_chains` (its ``depth=0`` case is the public samples
+    alone): a public sample read at both ends of a long chain is generated a second time before
+    the late read (a fresh buffer), so the arena no longer holds it across the chain; the words
+    are the same."""
     import importlib
 
     from ren import realization
@@ -98,6 +99,9 @@ def test_a_sample_read_long_after_is_generated_again_and_the_arena_shrinks(monke
     monkeypatch.setattr(realization, "linearize", sched._linearize)  # no regeneration
     kept, plan_kept, _ = realization.schedule_and_plan([chain(lazy).node])
     assert len(kept) == len(items) - 1
+    again = sched.regenerate_leaf_chains(kept, depth=0)  # the public sample alone
+    assert [i.kind for i in again] == [i.kind for i in items]
+    assert sum(1 for i in again if i.ring_call is not None and i.ring_call.random is not None) == 2
     assert plan is not None and plan_kept is not None
     assert plan.peak_live_bytes < plan_kept.peak_live_bytes
     monkeypatch.undo()

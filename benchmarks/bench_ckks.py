@@ -59,7 +59,9 @@ Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--dev
 
 --threads 1,2,...: Ren's "cpu" device once per thread count (REN_CPU_THREADS), columns
 ren-cpux1, ren-cpux2, ...; the peers stay on one thread.  Compare wall and CPU time: on a
-loaded machine a second thread shows up as CPU time without a wall-time gain.
+loaded machine a second thread shows up as CPU time without a wall-time gain.  Every thread
+count warms each op up alike (`ckks_common.WARMUP`: key generation three times, the first ones
+grow the process's heap).
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ from ckks_common import (  # noqa: E402  (the tests use bench_ckks.<name>)
     POLY,
     PROGRAM_DEPTH,
     PROGRAM_OPS,
+    WARMUP,
     Config,
     Result,
     Skipped,
@@ -192,7 +195,7 @@ def _param(params: Any, *names: str) -> Any:
 
 
 #: --threads: per (op, thread count), each timed run's (process CPU, busiest thread's CPU) in
-#: seconds, from the threads' own clocks (`thread_cpu`); the warm-up run is left out
+#: seconds, from the threads' own clocks (`thread_cpu`); the warm-up runs are left out
 THREAD_CPU: dict[tuple[str, int], list[tuple[float, float]]] = {}
 
 
@@ -216,7 +219,7 @@ def thread_cpu() -> dict[int, float]:
     return out
 
 
-def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int
+def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int, warmup: int = 1
                   ) -> tuple[tuple[list[float], list[float]], Any]:
     """`timed(fn, reps)`, keeping each timed run's CPU per thread in THREAD_CPU[name, threads]:
     the busiest thread's CPU is the wall time the run needs at the least with its threads on
@@ -232,8 +235,8 @@ def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int
         samples.append((sum(used), max(used, default=0.0)))
         return out
 
-    result = timed(run, reps)
-    THREAD_CPU[name, threads] = samples[1:]
+    result = timed(run, reps, warmup)
+    THREAD_CPU[name, threads] = samples[max(1, warmup):]
     return result
 
 
@@ -350,8 +353,9 @@ def _run_ren(cfg: Config) -> Result:
 
     def timed_op(name: str, fn: Callable[[], Any], reps: int) -> tuple[Any, Any]:
         """`timed`, with each run's CPU per thread kept (THREAD_CPU) under --threads."""
-        return timed(fn, reps) if cfg.threads is None else \
-            threads_timed(fn, reps, name, cfg.threads)
+        warmup = WARMUP.get(name, 1)  # the same at every thread count
+        return timed(fn, reps, warmup) if cfg.threads is None else \
+            threads_timed(fn, reps, name, cfg.threads, warmup)
 
     def keygen() -> tuple[Any, ...]:
         kg = KeyGenerator(params)

@@ -113,13 +113,24 @@ def poly_value(x: np.ndarray) -> np.ndarray:
     return np.polynomial.polynomial.polyval(x, POLY)
 
 
-def timed(fn: Callable[[], Any], reps: int) -> tuple[tuple[list[float], list[float]], Any]:
-    """Run fn once to warm up, then `reps` times: ((wall s, process CPU s) per run, last result).
+#: untimed warm-up runs of an op before its timed runs (`timed`), where one is not enough:
+#: a key generation at N = 2^16 holds ~170 MB, and the first three in a process (or after the
+#: thread count changes, a new CKKSParams) still grow the heap, paying 250-350 ms of page faults
+#: (system time) each, so with one warm-up only the first thread count of `--threads` paid them
+#: in its timed runs (keygen 1 thread 368 ms CPU against 150 steady)
+WARMUP = {"keygen": 3}
+
+
+def timed(fn: Callable[[], Any], reps: int, warmup: int = 1
+          ) -> tuple[tuple[list[float], list[float]], Any]:
+    """Run fn `warmup` times to warm up, then `reps` times: ((wall s, process CPU s) per run,
+    last result).
 
     CPU time counts every thread of the process, so it also shows a library that does not keep
     to one thread (CPU > wall), and it is less disturbed than wall time by other load.
     """
-    out = fn()
+    for _ in range(max(1, warmup)):
+        out = fn()  # (each run while the last one's result is held, as the timed runs below)
     wall, cpu = [], []
     for _ in range(reps):
         c0, t0 = time.process_time(), time.perf_counter()

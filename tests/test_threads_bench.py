@@ -122,3 +122,33 @@ def test_cli_threads_prints_the_split_per_op(capsys) -> None:
         row = next(line for line in table.splitlines() if line.startswith(op + " "))
         assert row.rstrip().endswith("x"), row
     assert not bench.THREAD_CPU  # cleared after each size's tables
+
+
+def test_every_thread_count_warms_an_op_up_alike(monkeypatch) -> None:
+    """Each thread count runs an op's warm-ups (`WARMUP`: keygen 3) before timing it, and the
+    per-thread samples leave them all out: an op whose first runs are slow (a heap that grows
+    over key generations) is timed in its steady state at every thread count, not only at the
+    later ones."""
+    assert bench.WARMUP["keygen"] >= 3
+    calls: list[int] = []
+
+    def op() -> int:
+        calls.append(len(calls))
+        _spin(0.02 if len(calls) <= 3 else 0.002)  # three slow first runs, then fast
+        return len(calls)
+
+    bench.THREAD_CPU.clear()
+    try:
+        (wall, cpu), out = bench.timed(op, 2, warmup=3)
+        assert len(calls) == 5 and out == 5 and len(wall) == len(cpu) == 2
+        assert max(cpu) < 0.015, cpu  # no slow run was timed
+        calls.clear()
+        bench.threads_timed(op, 2, "slowstart", 2, warmup=3)
+        samples = bench.THREAD_CPU["slowstart", 2]
+        assert len(calls) == 5 and len(samples) == 2
+        assert max(s[1] for s in samples) < 0.015, samples
+        calls.clear()
+        bench.timed(op, 1)  # the default: one warm-up
+        assert len(calls) == 2
+    finally:
+        bench.THREAD_CPU.clear()

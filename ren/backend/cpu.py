@@ -121,6 +121,18 @@ int ren_get_threads(void) { return ren_threads; }
 #define REN_PARALLEL_LIMBS(work)                                                     \
   REN_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(ren_threads)          \
              if(ren_threads > 1 && (work) >= (1LL << 16)))
+/* inside the plan runner's team (cpu_ring_plan.c) every thread calls the kernel: its loop is
+   shared out without a barrier (the runner's follows); ren_team_kernels marks the library, and
+   ren_team_tasks(t) counts the loop's tasks team thread t ran (for tests and measurements) */
+extern int omp_in_parallel(void);
+extern int omp_get_thread_num(void);
+#define REN_TEAM() omp_in_parallel()
+#define REN_TEAM_FOR REN_PRAGMA(omp for schedule(dynamic, 1) nowait)
+static long long ren_team_tasks_[64];
+#define REN_TEAM_TASK() \
+  __atomic_fetch_add(&ren_team_tasks_[omp_get_thread_num() & 63], 1, __ATOMIC_RELAXED)
+int ren_team_kernels(void) { return 1; }
+long long ren_team_tasks(int t) { return t >= 0 && t < 64 ? ren_team_tasks_[t] : 0; }
 #endif
 """
 

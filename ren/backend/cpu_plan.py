@@ -1,13 +1,15 @@
 """The ``"cpu"`` device's graph runner: a JIT plan's compiled calls run as C loops.
 
 `CompiledPlan` turns a captured call list (`CpuDevice.graph`) into C arrays of entry points and
-argument vectors that the ring library's ``ren_run_plan`` runs in one loop; only the per-run
-arrays are patched in from Python.  Calls that are not compiled entry points run from Python
-between two such loops.  On more than one thread, ``ren_run_plan`` runs each stretch of two or
-more consecutive ring kernels that would each fork an OpenMP team (a key switch's INTT, basis
-conversion and NTT) inside one team, which the kernels share out among themselves: one wake-up
-of the team per stretch instead of one per kernel (``ren_set_plan_teams(0)`` turns this off,
-for measurements).
+argument vectors that the ring library's ``ren_run_plan_teams`` runs in one loop; only the
+per-run arrays are patched in from Python.  Calls that are not compiled entry points run from
+Python between two such loops.  On more than one thread, the runner runs each stretch of two or
+more consecutive *team kernels* (NTT, INTT, basis conversion, rescale, and the elementwise
+kernels of libraries built with a team path: `team_kernel`) inside one OpenMP team, whose
+threads all call every kernel, share its loops out and meet at the runner's own bounded-spin
+barrier between kernels (cpu_ring_team.c): one wake-up of the team per stretch instead of one
+per kernel, and kernels too small to fork a team of their own are shared out too
+(``ren_set_plan_teams(0)`` on the ring library turns this off, for measurements).
 """
 
 from __future__ import annotations
@@ -19,6 +21,24 @@ from typing import Any
 
 from ren.backend import GraphRunner, KernelFn
 from ren.backend.cpu_calls import VOIDP, CpuCall, pointer
+
+#: the ring library's entries that share their loops out inside a plan team (cpu_ring_plan.c)
+RING_TEAM_KERNELS = frozenset({"ntt", "intt", "basis_convert", "rescale"})
+
+
+def team_kernel(call: CpuCall) -> bool:
+    """Whether `call` may run inside a plan team: every thread of the team calls it and it
+    shares its own loops out (a ring kernel of `RING_TEAM_KERNELS`, or an elementwise kernel
+    whose library was built with the team path: it exports ``ren_team_kernels``)."""
+    if call.name in RING_TEAM_KERNELS:
+        return True
+    if not call.name.startswith("ren_ew_") or call.owner is None:
+        return False
+    try:
+        call.owner["ren_team_kernels"]  # not getattr: that caches the function in the library
+    except AttributeError:
+        return False
+    return True
 
 
 class CompiledPlan(GraphRunner):
@@ -32,14 +52,15 @@ class CompiledPlan(GraphRunner):
 
     def __init__(self, calls: Sequence[tuple[KernelFn, list[Any]]],
                  patches: Sequence[tuple[int, int, int]], ring_lib: ctypes.CDLL):
-        run_plan = ring_lib.ren_run_plan
-        run_plan.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
+        run_plan = ring_lib.ren_run_plan_teams
+        run_plan.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         run_plan.restype = None
         self._run_plan = run_plan
         self._keep = [args for _, args in calls]  # the static arrays stay alive with the plan
         # and so do the calls, which hold their libraries: the plan runs raw entry points
         self._calls = [fn for fn, _ in calls]
-        self.segments: list[tuple] = []  # ("c", count, fns, argvs, vectors) | ("py", fn, args)
+        # ("c", count, fns, argvs, vectors, team flags) | ("py", fn, args)
+        self.segments: list[tuple] = []
         where: list[tuple[Any, int]] = []  # per call: (argument vector or list, segment)
         run: list[tuple[CpuCall, list[Any]]] = []
 
@@ -49,9 +70,10 @@ class CompiledPlan(GraphRunner):
             vectors = [fn.argv(args) for fn, args in run]
             fns = (VOIDP * len(run))(*(fn.address for fn, _ in run))
             argvs = (VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
+            team = (ctypes.c_byte * len(run))(*(team_kernel(fn) for fn, _ in run))
             for v in vectors:
                 where.append((v, len(self.segments)))
-            self.segments.append(("c", len(run), fns, argvs, vectors))
+            self.segments.append(("c", len(run), fns, argvs, vectors, team))
             run.clear()
 
         for fn, args in calls:
@@ -80,7 +102,7 @@ class CompiledPlan(GraphRunner):
         try:
             for seg in self.segments:
                 if seg[0] == "c":
-                    self._run_plan(seg[1], seg[2], seg[3])
+                    self._run_plan(seg[1], seg[2], seg[3], seg[5])
                 else:
                     seg[1](seg[2])
         finally:
@@ -96,7 +118,7 @@ class CompiledPlan(GraphRunner):
                     step = ctypes.sizeof(VOIDP)
                     for k in range(seg[1]):
                         t0 = time.perf_counter()
-                        self._run_plan(1, base_f + k * step, base_a + k * step)
+                        self._run_plan(1, base_f + k * step, base_a + k * step, None)
                         times.append(time.perf_counter() - t0)
                 else:
                     t0 = time.perf_counter()

@@ -43,17 +43,17 @@ void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
   REN_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(ren_threads)          \
              if(ren_threads > 1 && (work) >= REN_PAR_MIN_WORK))
 #define REN_OMP(x) REN_PRAGMA(omp x)
-#define REN_IN_TEAM() omp_in_parallel()
 #else
 #define REN_PARALLEL_FOR(work)
 #define REN_OMP(x)
-#define REN_IN_TEAM() 0
 #endif
 int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
+#include "cpu_ring_team.c"
 /* REN_IN_TEAM(): whether the kernel runs on every thread of the team ren_run_plan opened for a
-   run of kernels (no kernel is called inside any other parallel region): its loops are then
-   shared out by orphaned worksharing, whose implicit barrier ends the kernel, instead of
-   forking a team of their own */
+   stretch of kernels (cpu_ring_team.c): its loops are then shared out by orphaned worksharing
+   with `nowait` (the runner's barrier follows the kernel; ren_sync between its own phases)
+   instead of forking a team of their own */
+#define REN_IN_TEAM() (ren_cur_team != NULL)
 
 /* Whether a kernel over L limbs of n words splits each limb over the threads (coefficient
    blocks, or butterfly ranges of one NTT stage) instead of giving each thread whole limbs: when
@@ -64,16 +64,18 @@ int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
    1.13x (forward and inverse) the time of a whole limb with AVX-512 (the passes are z_ntt's
    own, shared out by butterfly range), 1.3x / 1.4x on the other paths (plain loops, one stage
    a pass), so those split only where a thread would otherwise get no limb at all (L < T).
-   The words do not depend on either: every residue is computed fully reduced. */
-static int ren_split(i64 L, i64 n) {
+   The words do not depend on either: every residue is computed fully reduced.  ren_split_rows:
+   the same rule for a row split at any n (the basis conversion's pieces, N = 2^12 too). */
+static int ren_split_rows(i64 L) {
 #ifdef _OPENMP
   const i64 T = ren_threads;
-  return T > 1 && L >= 1 && n >= 2 * 4096 && 5 * L < 4 * T * ((L + T - 1) / T);
+  return T > 1 && L >= 1 && 5 * L < 4 * T * ((L + T - 1) / T);
 #else
-  (void)L; (void)n;
+  (void)L;
   return 0;
 #endif
 }
+static int ren_split(i64 L, i64 n) { return n >= 2 * 4096 && ren_split_rows(L); }
 
 static inline u32 mulhi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
 static inline u32 umin(u32 a, u32 b) { return a < b ? a : b; }
@@ -404,19 +406,20 @@ static void ntt_split(u32* out, const u32* in, const i64 n, const i64 L, const u
     const int pair = t > BLK;
     const i64 span = pair ? t >> 1 : t, chunk = span < SPLIT_CHUNK ? span : SPLIT_CHUNK;
     const i64 parts = span / chunk, tasks = m * parts;
-    REN_OMP(for schedule(static))
+    REN_OMP(for schedule(static) nowait)
     for (i64 k = 0; k < L * tasks; ++k) {
       const i64 l = k / tasks, r = k % tasks, j0 = (r % parts) * chunk;
       ntt_pass_avx512(out + l * n, from + l * n, w[l], ws[l], qs[l], m, t, pair, r / parts, j0,
                       j0 + chunk);
     }
+    ren_sync();
     if (pair) { m <<= 2; t >>= 2; } else { m <<= 1; t >>= 1; }
   }
   (void)per;
 #else
   for (i64 m = 1, t = n >> 1; t >= BLK; m <<= 1, t >>= 1) {
     const u32* src = m == 1 ? in : out;
-    REN_OMP(for schedule(static))
+    REN_OMP(for schedule(static) nowait)
     for (i64 k = 0; k < L * per; ++k) {
       const i64 l = k / per, b = (k % per) * SPLIT_CHUNK, i = b / t, j0 = b % t;
       const u32 q = qs[l], W = w[l][m + i], WS = ws[l][m + i];
@@ -430,9 +433,10 @@ static void ntt_split(u32* out, const u32* in, const i64 n, const i64 L, const u
         X[j] = a; Y[j] = y;
       }
     }
+    ren_sync();
   }
 #endif
-  REN_OMP(for schedule(dynamic, 1))
+  REN_OMP(for schedule(dynamic, 1) nowait)
   for (i64 k = 0; k < L * blocks; ++k) {
     const i64 l = k / blocks, kb = k % blocks;
     ntt_blocks(out + l * n, w[l], ws[l], qs[l], n, kb, kb + 1);
@@ -443,29 +447,31 @@ static void intt_split(u32* out, const u32* in, const i64 n, const i64 L, const 
                        const u32* const* w, const u32* const* ws, const u32* ni,
                        const u32* nis) {
   const i64 per = (n >> 1) / SPLIT_CHUNK, blocks = n / BLK;
-  REN_OMP(for schedule(dynamic, 1))
+  REN_OMP(for schedule(dynamic, 1) nowait)
   for (i64 k = 0; k < L * blocks; ++k) {
     const i64 l = k / blocks, kb = k % blocks;
     intt_blocks(out + l * n, in + l * n, w[l], ws[l], qs[l], n, kb, kb + 1);
   }
+  ren_sync();
 #if REN_AVX512
   /* z_intt's passes (two stages a pass while two are left), shared out likewise */
   for (i64 m = n / (2 * BLK), t = BLK; m >= 1;) {
     const int pair = m >= 2;
     const i64 chunk = t < SPLIT_CHUNK ? t : SPLIT_CHUNK, parts = t / chunk;
     const i64 tasks = (pair ? m / 2 : m) * parts;
-    REN_OMP(for schedule(static))
+    REN_OMP(for schedule(static) nowait)
     for (i64 k = 0; k < L * tasks; ++k) {
       const i64 l = k / tasks, r = k % tasks, j0 = (r % parts) * chunk;
       intt_pass_avx512(out + l * n, w[l], ws[l], qs[l], ni[l], nis[l], m, t, pair, r / parts, j0,
                        j0 + chunk);
     }
     if (pair) { m >>= 2; t <<= 2; } else { m >>= 1; t <<= 1; }
+    if (m >= 1) ren_sync();
   }
   (void)per;
 #else
   for (i64 m = n / (2 * BLK), t = BLK; m >= 1; m >>= 1, t <<= 1) {
-    REN_OMP(for schedule(static))
+    REN_OMP(for schedule(static) nowait)
     for (i64 k = 0; k < L * per; ++k) {
       const i64 l = k / per, b = (k % per) * SPLIT_CHUNK, i = b / t, j0 = b % t;
       const u32 q = qs[l], W = w[l][m + i], WS = ws[l][m + i];
@@ -489,6 +495,7 @@ static void intt_split(u32* out, const u32* in, const i64 n, const i64 L, const 
         }
       }
     }
+    if (m > 1) ren_sync();
   }
 #endif
 }
@@ -510,7 +517,7 @@ void ren_cpu_ntt(void** a) {
     return;
   }
   if (REN_IN_TEAM()) {
-    REN_OMP(for schedule(dynamic, 1))
+    REN_OMP(for schedule(dynamic, 1) nowait)
     for (i64 l = 0; l < L; ++l) ntt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], n);
     return;
   }
@@ -538,7 +545,7 @@ void ren_cpu_intt(void** a) {
     return;
   }
   if (REN_IN_TEAM()) {
-    REN_OMP(for schedule(dynamic, 1))
+    REN_OMP(for schedule(dynamic, 1) nowait)
     for (i64 l = 0; l < L; ++l)
       intt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], ni[l], nis[l], n);
     return;

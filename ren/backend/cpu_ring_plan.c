@@ -3,68 +3,68 @@
 
 /* ---- the plan runner: entries run in order, in one C loop ---------------------------------- */
 typedef void (*ren_entry)(void**);
-/* Whether entry `f` on `a` is a ring kernel that would share its loops over a team of its own
-   (the thresholds of each kernel above): only such kernels go into a team ren_run_plan opens,
-   since a kernel that runs on one thread by itself would pay a barrier there */
-static int ren_team_kernel(ren_entry f, void** a) {
-  if (ren_threads < 2 || !(f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_rescale ||
-                            f == ren_cpu_bconv))
-    return 0;  /* (another entry's a[2] is no sizes array) */
-  const i64* sz = (const i64*)a[2];
-  const i64 n = sz[0];
-  if (f == ren_cpu_ntt || f == ren_cpu_intt) {
-    const i64 L = sz[1];
-    return ren_split_ntt(L, n) || (L > 1 && L * n * 4 >= REN_PAR_MIN_WORK);
-  }
-  if (f == ren_cpu_rescale) {
-    const i64 LS = sz[1], K = sz[2];
-    return n > RESCALE_BLOCK && LS * n * K >= REN_PAR_MIN_WORK;
-  }
-  if (f == ren_cpu_bconv) {
-    const i64 LS = sz[1], LD = sz[2];
-    const i64* from = (const i64*)a[9];
-    int convert = 0;
-    for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
-    const int cut = n % (BCONV_SPLIT * BCONV_BLOCK) == 0;
-    const i64 ps = cut && ren_split(LD, n) ? BCONV_SPLIT : 1;
-    const i64 ys = cut && ren_split(LS, n) ? BCONV_SPLIT : 1;
-    return (convert && LS * ys > 1 && LS * n >= REN_PAR_MIN_WORK) ||
-           (LD * ps > 1 && LD * LS * n >= REN_PAR_MIN_WORK);
-  }
-  return 0;
-}
-
-/* Entries run in order.  A run of two or more consecutive ring kernels that would each fork a
-   team (an INTT, a basis conversion and an NTT of a key switch, say) runs inside one team
-   instead: every thread calls every kernel of the run, whose loops are shared out by orphaned
-   worksharing (REN_IN_TEAM) and end with a barrier, so the run wakes the team once instead of
-   once per kernel.  Every kernel writes the words it writes on its own, so nothing changes in
-   the output. */
+/* Entries run in order.  On more than one thread, a stretch of two or more consecutive team
+   kernels (`team[k]` nonzero: ring kernels that share their loops out when REN_IN_TEAM, and
+   elementwise kernels built with a team path, ren/backend/elementwise_c.py) runs inside one
+   OpenMP parallel region: every thread calls every kernel of the stretch, the kernels share
+   their loops out by orphaned worksharing with `nowait`, and the threads meet at the plan
+   team's own barrier (cpu_ring_team.c) between kernels.  So a stretch wakes the team once,
+   however many kernels it holds (a bootstrapping replay at N = 2^12: ~4,400 kernels, one or a
+   few wake-ups instead of ~3,400), and a kernel too small to fork a team of its own is still
+   shared out.  Other entries (to_rns, hosted kernels, ...) run as before, outside any region.
+   Every kernel writes the words it writes on its own, so nothing changes in the output.
+   `team` NULL: the ring kernels above are the team kernels (ren_team_kernel). */
 static int ren_plan_teams = 1;
 /* 0: every kernel of a plan forks its own team, as eager calls do (for measurements) */
 void ren_set_plan_teams(int on) { ren_plan_teams = on != 0; }
-void ren_run_plan(i64 count, const ren_entry* fns, void*** args) {
+/* the team kernels among the ring library's own entries */
+static int ren_ring_team_kernel(ren_entry f) {
+  return f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_rescale || f == ren_cpu_bconv;
+}
+static int ren_is_team(i64 k, const ren_entry* fns, const signed char* team) {
+  return team != NULL ? team[k] != 0 : ren_ring_team_kernel(fns[k]);
+}
+/* teams opened by ren_run_plan_teams so far (for tests and measurements) */
+static i64 ren_teams_opened = 0;
+i64 ren_cpu_teams_opened(void) { return __atomic_load_n(&ren_teams_opened, __ATOMIC_RELAXED); }
+
+void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const signed char* team) {
   i64 k = 0;
   while (k < count) {
     i64 e = k;
 #ifdef _OPENMP
-    while (ren_plan_teams && e < count && ren_team_kernel(fns[e], args[e])) ++e;
+    while (ren_plan_teams && ren_threads > 1 && e < count && ren_is_team(e, fns, team)) ++e;
 #endif
     if (e - k < 2) {
       fns[k](args[k]);
       ++k;
       continue;
     }
+    ren_team tm = {0, 0, 0, NULL, 0};
+    __atomic_add_fetch(&ren_teams_opened, 1, __ATOMIC_RELAXED);
     REN_OMP(parallel num_threads(ren_threads))
-    for (i64 j = k; j < e; ++j) fns[j](args[j]);
+    {
+      ren_cur_team = &tm;
+      for (i64 j = k; j < e; ++j) {
+        fns[j](args[j]);
+        if (j + 1 < e) ren_sync();  /* the region's end joins after the last */
+      }
+      ren_cur_team = NULL;
+    }
+    free(tm.scratch);
     k = e;
   }
 }
-/* for tests: how many teams ren_run_plan opens for these entries (runs of two or more) */
+void ren_run_plan(i64 count, const ren_entry* fns, void*** args) {
+  ren_run_plan_teams(count, fns, args, NULL);
+}
+/* for tests: how many teams ren_run_plan opens for these entries (stretches of two or more ring
+   team kernels) at the current thread count */
 i64 ren_cpu_plan_teams(i64 count, const ren_entry* fns, void*** args) {
+  (void)args;
   i64 teams = 0, run = 0;
   for (i64 k = 0; k <= count; ++k) {
-    if (k < count && ren_team_kernel(fns[k], args[k])) { ++run; continue; }
+    if (k < count && ren_threads > 1 && ren_ring_team_kernel(fns[k])) { ++run; continue; }
     teams += run >= 2;
     run = 0;
   }

@@ -1,6 +1,7 @@
 /* Ren's compiled ring kernels: fast basis conversion and exact rescale (divide-and-round).
    Written for this project.  Included by cpu_ring.c (its helpers: montmul, redc, redc64,
-   modadd, modsub, ren_split, REN_OMP, REN_PARALLEL_FOR, REN_IN_TEAM). */
+   modadd, modsub, ren_split, REN_OMP, REN_PARALLEL_FOR, REN_IN_TEAM, ren_sync,
+   ren_team_scratch). */
 
 /* ---- fast basis conversion (TO_RING onto new moduli) ---------------------------------------
    a: out, in, sizes {N, L_src, L_dst}, src_q, src_qneg, qhat_inv, q, qneg, bconv, copy_from.
@@ -17,7 +18,7 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
                         const u32* sqn, const u32* qhi, const u32* q, const u32* qn,
                         const u32* bc, const i64* from, const u32 maxq) {
   if (y != NULL) {
-    REN_OMP(for schedule(dynamic, 1))
+    REN_OMP(for schedule(dynamic, 1) nowait)
     for (i64 task = 0; task < LS * ys; ++task) {
       const i64 i = task / ys, c0 = (task % ys) * (n / ys), c1 = c0 + n / ys;
       const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
@@ -25,6 +26,7 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
       u32* restrict yi = y + i * n;
       for (i64 j = c0; j < c1; ++j) yi[j] = montmul(xi[j], c, qi, qni);
     }
+    ren_sync();  /* y's rows before the sums read them */
   }
   /* sum_i y_i * M[d][i] (y_i < q_i, M < p) as 64-bit sums of up to k terms, k * max(q_i) * p
      < 2^64: about 16 products per sum for 30-bit moduli (a sum below p * 2^32, what one REDC
@@ -34,7 +36,7 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
      that every loop over them is a plain multiply-add that vectorizes. */
   const i64 k1 = (i64)(0xFFFFFFFFu / maxq);  /* terms whose sum one REDC takes */
   /* across output limbs (and pieces of them): each reads all LS input rows */
-  REN_OMP(for schedule(dynamic, 1))
+  REN_OMP(for schedule(dynamic, 1) nowait)
   for (i64 task = 0; task < LD * ps; ++task) {
     const i64 d = task / ps, c0 = (task % ps) * (n / ps), c1 = c0 + n / ps;
     u32* restrict o = out + d * n;
@@ -96,18 +98,14 @@ void ren_cpu_bconv(void** a) {
   const i64 n = sz[0], LS = sz[1], LD = sz[2];
   int convert = 0;
   for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
-  u32* y = NULL;
+  const size_t ybytes = (size_t)(LS * n) * sizeof(u32);
   const int in_team = REN_IN_TEAM();
-  if (in_team) {  /* one thread allocates the scratch, every thread uses it */
-    REN_OMP(single copyprivate(y))
-    y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
-  } else {
-    y = convert ? (u32*)malloc((size_t)(LS * n) * sizeof(u32)) : NULL;
-  }
+  /* in a plan team the team's scratch (no allocation per call), else a buffer of this call's */
+  u32* y = !convert ? NULL : in_team ? (u32*)ren_team_scratch(ybytes) : (u32*)malloc(ybytes);
   /* pieces of each row a task takes: the whole row, or n / BCONV_SPLIT words when there are
-     too few rows for the threads (ren_split) */
-  const i64 ps = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LD, n) ? BCONV_SPLIT : 1;
-  const i64 ys = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split(LS, n) ? BCONV_SPLIT : 1;
+     too few rows for the threads (ren_split_rows; n a multiple of 4096) */
+  const i64 ps = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split_rows(LD) ? BCONV_SPLIT : 1;
+  const i64 ys = n % (BCONV_SPLIT * BCONV_BLOCK) == 0 && ren_split_rows(LS) ? BCONV_SPLIT : 1;
   u32 maxq = 1;
   for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
   /* one team for both loops (one wake-up a conversion, not two) when either loop's work (the
@@ -115,10 +113,8 @@ void ren_cpu_bconv(void** a) {
   const int team = (convert && LS * ys > 1 && LS * n >= REN_PAR_MIN_WORK) ||
                    (LD * ps > 1 && LD * LS * n >= REN_PAR_MIN_WORK);
   (void)team;
-  if (in_team) {  /* the sums' loop ended with a barrier: no thread reads y any more */
+  if (in_team) {  /* the runner's barrier follows: y stays the team's */
     bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
-    REN_OMP(single)
-    free(y);
     return;
   }
   REN_OMP(parallel num_threads(ren_threads) if(ren_threads > 1 && team))
@@ -211,7 +207,7 @@ void ren_cpu_rescale(void** a) {
   u32 maxp = 1;
   for (i64 j = LK; j < LS; ++j) maxp = q[j] > maxp ? q[j] : maxp;
   if (REN_IN_TEAM()) {
-    REN_OMP(for schedule(dynamic, 1))
+    REN_OMP(for schedule(dynamic, 1) nowait)
     for (i64 b = 0; b < blocks; ++b)
       rescale_block(b, out, in, n, LS, K, q, qn, r2, half, pinv, lift, pall, maxp);
     return;

@@ -75,6 +75,16 @@ static inline i64 ren_pieces(i64 L, i64 N, i64 align) {
 """
 
 
+def _team_path(loop: str, body: str) -> str:
+    """The kernel's path inside a plan team (``ren_run_plan_teams``, cpu_ring_plan.c): when the
+    library defines ``REN_TEAM_FOR`` (the ``"cpu"`` device's, under OpenMP) and the kernel is
+    called by every thread of an open team, the tasks of `loop` (each runs `body`) are shared
+    out by orphaned worksharing without a barrier (the plan runner's own barrier follows the
+    kernel), whatever the kernel's size; ``REN_TEAM_TASK()`` counts each task per thread."""
+    return (f"#ifdef REN_TEAM_FOR\n  if (REN_TEAM()) {{\n    REN_TEAM_FOR\n    {loop} {{\n"
+            f"      REN_TEAM_TASK();\n      {body}\n    }}\n    return;\n  }}\n#endif\n")
+
+
 def _block_preserving(values: np.ndarray) -> bool:
     """Whether every aligned block of 16 and of 8 entries of the map points into one aligned
     block of as many words: what `ren_permute`'s vector paths need (an automorphism's
@@ -503,17 +513,18 @@ class _Elementwise:
             row = f"REN_ROW void @K_row({bounds}, {params}) {{\n{inner}}}\n"
             if split:
                 align = STAGE_TILE if any(g.staged for g in self.groups) else 16
-                head = (f"  const i64 np_ = REN_PIECES({L}LL, {N}LL, {align}LL);\n"
-                        f"  REN_PARALLEL_LIMBS({L}LL * np_ > 1 ? {total}LL : 0LL)\n"
-                        f"  for (i64 task = 0; task < {L}LL * np_; ++task) {{\n"
-                        f"    const i64 g0 = task / np_, c0 = (task % np_) * ({N}LL / np_);\n"
-                        f"    @K_row(g0, c0, c0 + {N}LL / np_, {names});\n")
+                body = (f"const i64 g0 = task / np_, c0 = (task % np_) * ({N}LL / np_);\n"
+                        f"    @K_row(g0, c0, c0 + {N}LL / np_, {names});")
+                walk = f"for (i64 task = 0; task < {L}LL * np_; ++task)"
+                head = f"  const i64 np_ = REN_PIECES({L}LL, {N}LL, {align}LL);\n"
                 return (f"{PIECES_PRELUDE}{tables}\n{row}REN_KERNEL void @K({params}) {{\n{head}"
-                        "  }\n}\n")
+                        f"{_team_path(walk, body)}"
+                        f"  REN_PARALLEL_LIMBS({L}LL * np_ > 1 ? {total}LL : 0LL)\n"
+                        f"  {walk} {{\n    {body}\n  }}\n}}\n")
             # the words the limb loop touches: its OpenMP threshold
-            return (f"{tables}\n{row}REN_KERNEL void @K({params}) {{\n"
-                    f"  REN_PARALLEL_LIMBS({total}LL)\n"
-                    f"  for (i64 g0 = 0; g0 < {L}LL; ++g0) @K_row(g0, {names});\n}}\n")
+            walk, body = f"for (i64 g0 = 0; g0 < {L}LL; ++g0)", f"@K_row(g0, {names});"
+            return (f"{tables}\n{row}REN_KERNEL void @K({params}) {{\n{_team_path(walk, body)}"
+                    f"  REN_PARALLEL_LIMBS({total}LL)\n  {walk} {body}\n}}\n")
         (group,) = self.groups
         body = "\n    ".join(group.lines)
         tables = "\n".join(self.tables)

@@ -1,0 +1,165 @@
+"""The cpu plan runner's team (issue 42 §4): on more than one thread a JIT replay runs each
+stretch of NTT / INTT / basis conversion / rescale *and elementwise* kernels inside one OpenMP
+team that meets at Ren's own barrier between kernels (cpu_ring_team.c, cpu_ring_plan.c), and
+kernels with fewer rows than threads share their rows' coefficients out.  The words must be the
+"python" device's at every thread count; the counters show the team and the split are used."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ren
+
+
+def _cpu_or_skip():
+    from ren.backend import cpu
+
+    try:
+        cpu.ring_library()
+    except Exception as e:  # no C compiler
+        pytest.skip(f"cpu device unavailable: {e}")
+    return cpu
+
+
+def _words(ring: ren.RingSpec, seed: int) -> np.ndarray:
+    q = np.array(ring.moduli, dtype=np.uint64).reshape(-1, 1)
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 1 << 62, (ring.limbs, ring.N), dtype=np.uint64) % q).astype(np.uint32)
+
+
+def _program(a: ren.Poly, b: ren.Poly, extra: ren.RingSpec, steps: tuple[int, ...]) -> ren.Poly:
+    """A chain of elementwise and ring kernels on a's ring (`steps` picks them), ending with a
+    basis conversion onto `extra`'s moduli and a rescale back (one-row kernels when a has one)."""
+    x, y = a.ntt(), b.ntt()
+    for s in steps:
+        if s == 0:
+            x = x * y + x
+        elif s == 1:
+            x = (x - y * 3).intt().ntt()
+        elif s == 2:
+            x = x.automorph(5) * y
+        else:
+            x = x * x - y
+    c = x.intt()
+    wide = c.to_ring(ren.RingSpec(c.ring.N, (*c.ring.moduli, *extra.moduli)))
+    return wide.rescale(extra.moduli[-1]) * 7 + a.to_ring(
+        ren.RingSpec(c.ring.N, (*c.ring.moduli, *extra.moduli[:-1])))
+
+
+def _counters(cpu) -> tuple[int, int]:
+    lib = cpu.ring_library()
+    lib.ren_cpu_teams_opened.restype = ctypes.c_longlong
+    lib.ren_cpu_team_barriers.restype = ctypes.c_longlong
+    return lib.ren_cpu_teams_opened(), lib.ren_cpu_team_barriers()
+
+
+def _check(limbs: int, N: int, steps: tuple[int, ...], counts=(1, 2, 3)) -> None:
+    cpu = _cpu_or_skip()
+    ring = ren.RingSpec.generate(N, limbs + 2)
+    base, extra = ren.RingSpec(N, ring.moduli[:limbs]), ren.RingSpec(N, ring.moduli[limbs:])
+    wa, wb = _words(base, limbs), _words(base, limbs + 1)
+    ref_a, ref_b = (ren.Poly.from_residues(w, base, device="python") for w in (wa, wb))
+    want = _program(ref_a, ref_b, extra, steps).numpy()
+    a, b = (ren.Poly.from_residues(w, base, device="cpu").realize() for w in (wa, wb))
+    jitted = ren.jit(lambda u, v: _program(u, v, extra, steps))
+    dev = cpu.CpuDevice("cpu")
+    try:
+        for t in counts:
+            dev.set_threads(t)
+            jitted(a, b).numpy()  # capture (or the plan of another count)
+            teams0, _ = _counters(cpu)
+            got = jitted(a, b).numpy()
+            teams1, _ = _counters(cpu)
+            assert np.array_equal(got, want), f"{limbs} limbs, N={N}, {t} threads"
+            assert (teams1 > teams0) == (t > 1), (t, teams1 - teams0)
+    finally:
+        dev.set_threads(None)
+
+
+def test_replay_in_plan_teams_gives_the_python_words_at_1_2_3_threads():
+    """One, two, three and five rows at N = 2^12 (below every old threshold: fewer rows than
+    threads, rows split into pieces) and at N = 2^13 (the NTT's own split)."""
+    for limbs, N in ((1, 1 << 12), (2, 1 << 12), (3, 1 << 13), (5, 1 << 12)):
+        _check(limbs, N, (0, 1, 2, 3))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(limbs=st.integers(1, 4), log_n=st.integers(11, 13),
+       steps=st.lists(st.integers(0, 3), min_size=1, max_size=4))
+def test_plan_teams_words_hypothesis(limbs, log_n, steps):
+    _check(limbs, 1 << log_n, tuple(steps), counts=(1, 2, 3))
+
+
+def test_one_row_elementwise_kernels_are_shared_out_in_a_team():
+    """A replay of one-row kernels at N = 2^12 on 2 threads: its elementwise kernels run in a
+    team (their libraries count the tasks per team thread: 8 pieces of the row per call), the
+    second thread takes some of them, and the team threads meet at the runner's barrier."""
+    cpu = _cpu_or_skip()
+    from ren.backend.cpu_plan import team_kernel
+
+    N = 1 << 12
+    base = ren.RingSpec.generate(N, 1)
+    a, b = (ren.Poly.from_residues(_words(base, s), base, device="cpu").realize()
+            for s in (1, 2))
+
+    def one_row(u: ren.Poly, v: ren.Poly) -> ren.Poly:
+        x, y = u.ntt(), v.ntt()
+        for _ in range(3):
+            x = (x * y + x).intt().ntt() - y * 3
+        return x.intt()
+
+    jitted = ren.jit(one_row)
+    dev = cpu.CpuDevice("cpu")
+    try:
+        dev.set_threads(2)
+        jitted(a, b).numpy()
+        runner = jitted.plans[0].template.runner
+        team_ew = []  # (library, calls) of the elementwise kernels that run in teams
+        team_ew = []  # the elementwise calls in stretches of two or more team kernels
+        calls = iter(runner._calls)
+        for seg in runner.segments:
+            if seg[0] != "c":
+                next(calls)
+                continue
+            run = [next(calls) for _ in range(seg[1])]
+            flags = list(seg[5])
+            assert flags == [team_kernel(c) for c in run]
+            k = 0
+            while k < len(run):
+                e = k
+                while e < len(run) and flags[e]:
+                    e += 1
+                if e - k >= 2:
+                    team_ew.extend(c for c in run[k:e] if c.name.startswith("ren_ew_"))
+                k = max(e, k + 1)
+        assert team_ew, "no elementwise kernel runs in a team"
+        libs = {id(c.owner): c.owner for c in team_ew}.values()
+        for lib in libs:
+            lib.ren_team_tasks.restype = ctypes.c_longlong
+
+        def tasks(t: int) -> int:
+            return sum(lib.ren_team_tasks(t) for lib in libs)
+
+        before = [tasks(t) for t in range(3)]
+        teams0, bars0 = _counters(cpu)
+        reps = 20
+        for _ in range(reps):
+            jitted(a, b)
+        teams1, bars1 = _counters(cpu)
+        after = [tasks(t) for t in range(3)]
+        done = [x - y for x, y in zip(after, before)]
+        assert teams1 - teams0 >= reps
+        assert bars1 - bars0 >= reps  # at least one barrier between kernels a replay
+        # every one-row elementwise call of a team ran as 8 pieces, on threads 0 and 1 only
+        assert done[2] == 0
+        assert done[0] + done[1] == 8 * len(team_ew) * reps, (done, len(team_ew))
+        assert done[1] > 0, f"the second thread took no piece of a one-row kernel: {done}"
+        assert np.array_equal(jitted(a, b).numpy(), one_row(
+            *(ren.Poly.from_residues(p.numpy(), base, device="python") for p in (a, b))).numpy())
+    finally:
+        dev.set_threads(None)

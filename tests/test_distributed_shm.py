@@ -426,3 +426,85 @@ def test_a_killed_worker_leaves_every_result_once_and_no_segment(ckks, small):
         assert leftovers() == [] and dead_pools() == []  # the victim's slots went too
         assert batch_module.MAX_RESENDS >= 1
     assert leftovers() == []
+
+
+# -- a group's inputs read in place; results copied into huge-page chunks ---------------------
+def test_a_borrowed_slot_is_read_in_place_and_freed_by_its_task(ckks):
+    """A group's input slot (``borrow``) is read in place on its worker (the decoded Poly's
+    storage is the slot's mapping: no copy), stays taken while the task runs, and is freed by
+    the task (`release`); a slot taken back meanwhile fails the task's generation check, and a
+    stale header raises."""
+    job = shm.client_prefix() + "-78"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    ct, codec = ckks.encrypt([0.5, -0.25]), Codec()
+    writer = shm.Segments(job, 0, pooled=True, borrow=True)
+    sent = codec.encode(ct, "ct", writer)
+    assert isinstance(sent, shm.Shared) and sent.header()["borrow"] is True
+    got = shm.receive(sent.header())
+    assert got.origin == (sent.name, sent.gen)
+    back = codec.decode(got)
+    assert dumps(back) == dumps(ct) and mapped(back.parts[0])  # in place, not copied
+    assert sent.name in taken_slots() and shm.borrowed_intact(got)  # taken until released
+    shm.release([got])
+    assert sent.name not in taken_slots() and got.origin is None
+    with pytest.raises(SerializationError, match="another record"):
+        shm.receive(sent.header())  # its generation is gone
+    # a slot the writer takes back while the task runs (its job ended): the check fails
+    again = codec.encode(ct, "ct", writer)
+    assert again.name == sent.name  # (the one slot, reused)
+    held = shm.receive(again.header())
+    os.unlink(os.path.join(shm.SHM_DIR, job + ".job"))  # the job ended: the slot is taken
+    back = writer.pool.take(job + "0", 64)  # back by the writer's next job and written over
+    assert back is not None and back.name == again.name
+    assert not shm.borrowed_intact([held])
+    shm.free_slot(again.name, again.gen)  # (a stale release frees nothing)
+    assert again.name in taken_slots()
+    shm.free_slot(back.name, int.from_bytes(back.mm[:8], "little"))
+    shm.end_job(job)
+
+
+def test_results_are_copied_into_huge_page_chunks(ckks):
+    """A client copies received results (a worker's slots) into `Arena` chunks: consecutive,
+    aligned pieces of one chunk, a large record a chunk of its own; the words are the same."""
+    arena = shm.Arena(chunk=1 << 20)
+    small_ = [arena.take(1000) for _ in range(3)]
+    bases = {id(np.asarray(a).base) for a in small_}
+    assert len(bases) == 1  # one chunk
+    addresses = [a.ctypes.data for a in small_]
+    assert all(a % shm.ALIGN == 0 for a in addresses) and addresses[1] - addresses[0] == 1024
+    big = arena.take(3 << 20)
+    assert big.nbytes == 3 << 20 and np.asarray(big).base is not np.asarray(small_[0]).base
+    # a result read from a worker's slot lands in the process's results arena
+    job = shm.client_prefix() + "-79"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    ct, codec = ckks.encrypt([0.75]), Codec()
+    sent = encode_result(codec, ct, (job, 0))
+    path = os.path.join(shm.SHM_DIR, sent.name)
+    worker_name = sent.name.rsplit("-", 1)[0] + "-1.0"  # as if another process wrote it
+    os.link(path, os.path.join(shm.SHM_DIR, worker_name))
+    got = shm.receive({**sent.header(), "shm": worker_name})
+    chunk = shm.results_arena.chunk
+    assert chunk is not None and all(
+        np.shares_memory(np.asarray(f), chunk) for f in got.frames)
+    assert dumps(codec.decode(got)) == dumps(ct)
+    os.unlink(os.path.join(shm.SHM_DIR, worker_name))
+    shm.free_slot(sent.name, sent.gen)
+    shm.end_job(job)
+
+
+def test_a_grouped_job_reads_its_inputs_in_place_and_frees_every_slot(client, ckks, small,
+                                                                       monkeypatch):
+    """Packed groups through shared memory: the inputs' slots are borrowed (read in place on
+    the workers) and every one is freed by its task; the same bits as a local run."""
+    from ren.distributed import batch as batch_module
+
+    monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, w: 4)
+    cts, rlk = batch(ckks, 12), ckks.ev.relin_key
+    want = [dumps(square(ct, keys=rlk)) for ct in cts]
+    job = submit(square, cts, keys=rlk, client=client)
+    assert job._groups is not None and job._sender.segments.borrow
+    assert [dumps(o) for o in job.result(timeout=60)] == want
+    used = {s.name for s in job._sender.segments.slots}
+    assert len(job._sender.segments.slots) == 12 and all("-pool-" in n for n in used)
+    # every input slot freed by its task (not by its receipt), every result slot once read
+    assert leftovers() == [] and not used & set(taken_slots())

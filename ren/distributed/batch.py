@@ -562,7 +562,10 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
         job._sender = Sender(client, items, codec, shared, ck, pk, which, job_id, addresses,
                              keep)
     if job_shm is not None:
-        job._sender.shm, job._sender.segments = job_shm, shm.Segments(*job_shm, pooled=True)
+        # a group's inputs are read in place on its worker, their slots freed by its task
+        job._sender.shm = job_shm
+        job._sender.segments = shm.Segments(*job_shm, pooled=True,
+                                            borrow=job._groups is not None)
     with job._cond:
         # one input to each worker first, so that every worker starts at once; then the
         # rest of the window, which the workers' first tasks no longer wait for

@@ -54,6 +54,7 @@ import numpy as np
 
 from ren import settings
 from ren.distributed import frames
+from ren.distributed.arena import Arena, results_arena
 from ren.distributed.frames import Sealed
 from ren.errors import SerializationError
 
@@ -127,8 +128,11 @@ class Segments:
     """Writes the records of one job of at least `least` bytes of frames into segments named
     ``<prefix>-<pid>.<n>``; `names` lists those it made (`discard` unlinks them)."""
 
-    def __init__(self, prefix: str, least: int = MIN_BYTES, pooled: bool = False) -> None:
+    def __init__(self, prefix: str, least: int = MIN_BYTES, pooled: bool = False,
+                 borrow: bool = False) -> None:
         self.prefix, self.least, self.job = f"{prefix}-{os.getpid()}", least, prefix
+        #: the reader may use a pool slot's pages as they are until its task ends (`borrow`)
+        self.borrow = borrow
         self.names: list[str] = []
         self.slots: list[_Slot] = []  # pool slots it filled
         #: reusable slots of this process for the job's client (`Pool`), when `pooled`
@@ -147,7 +151,9 @@ class Segments:
             slot = self.pool.take(self.job, HEAD + end)
             if slot is not None:
                 self.slots.append(slot)
-                return slot.fill(rec, [HEAD + o for o in offsets], sizes)
+                shared = slot.fill(rec, [HEAD + o for o in offsets], sizes)
+                shared.borrow = self.borrow
+                return shared
         name = f"{self.prefix}.{next(_counter)}"
         write_segment(path_of(name), rec.frames, offsets, end)
         self.names.append(name)
@@ -211,6 +217,7 @@ def map_segment(name: str, offsets: list[int], sizes: list[int], unlink: bool = 
         os.close(fd)
     view = memoryview(m)
     return [view[o:o + s] for o, s in zip(offsets, sizes)]
+
 
 
 _gens = itertools.count(1)
@@ -302,10 +309,11 @@ def _drop_pools() -> None:
     _pools.clear()
 
 
-def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: bool
-              ) -> list[Any]:
+def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: bool,
+              arena: Arena | None = None) -> list[Any]:
     """The frames of pool slot `name` holding generation `gen`, copied out (one C copy each
-    into a buffer of this process); the slot freed for its writer when `free`.
+    into a buffer of this process: a piece of `arena` when given); the slot freed for its
+    writer when `free`.
     SerializationError when it is missing, short, or holds another record."""
     path = path_of(name)
     try:
@@ -327,7 +335,8 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
                                      "again")
         out = []
         for off, size in zip(offsets, sizes):
-            buf = np.empty(size, np.uint8)  # (not zero-filled, as a bytearray would be)
+            # (not zero-filled, as a bytearray would be)
+            buf = np.empty(size, np.uint8) if arena is None else arena.take(size)
             if os.preadv(fd, [buf.data], off) != size:
                 raise SerializationError(f"the shared-memory slot {name} was cut short")
             out.append(buf)
@@ -342,8 +351,67 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
         os.close(fd)
 
 
+#: pool slots of a client this process (a worker) reads in place: name -> (fd, mapping)
+_borrowed: dict[str, tuple[int, mmap.mmap]] = {}
+
+
+def _forget(name: str) -> None:
+    """Stop keeping slot `name` mapped (arrays over its pages keep the mapping alive)."""
+    got = _borrowed.pop(name, None)
+    if got is not None:
+        os.close(got[0])
+
+
+def borrow_slot(name: str, gen: int, offsets: list[int], sizes: list[int]) -> list[Any]:
+    """The frames of the client's pool slot `name` holding generation `gen`, as views of its
+    pages (no copy; the mapping is kept for the slot's next records).  The slot stays taken:
+    the task that reads it frees it when it has finished (`release`).  SerializationError when
+    it is missing, short, or holds another record."""
+    need = max((o + s for o, s in zip(offsets, sizes)), default=HEAD)
+    if min(offsets, default=HEAD) < HEAD:
+        raise SerializationError(f"the shared-memory slot {name}: a frame overlaps its header")
+    with _lock:
+        got = _borrowed.get(name)
+        if got is not None:
+            st = os.fstat(got[0])
+            if st.st_nlink == 0 or len(got[1]) < need:  # its writer dropped it: map it anew
+                _forget(name)
+                got = None
+        if got is None:
+            try:
+                fd = os.open(path_of(name), os.O_RDWR)
+            except OSError as exc:
+                raise SerializationError(f"the shared-memory slot {name} of a Ren record is "
+                                         f"gone ({exc}); its writer exited or its job ended"
+                                         ) from None
+            try:
+                have = os.fstat(fd).st_size
+                if have < need:
+                    raise SerializationError(f"the shared-memory slot {name} has {have} bytes, "
+                                             f"its record's frames need {need}: it was cut short")
+                mm = mmap.mmap(fd, have, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+            except BaseException:
+                os.close(fd)
+                raise
+            for other in [n for n in _borrowed if not os.path.exists(
+                    path_of(n.split("-pool-")[0] + ".host"))]:
+                _forget(other)  # slots of clients that are gone
+            got = _borrowed[name] = (fd, mm)
+    mm = got[1]
+    if _state(mm) != gen:
+        raise SerializationError(f"the shared-memory slot {name} holds another record now "
+                                 f"(generation {_state(mm)}, not {gen}); send it again")
+    view = memoryview(mm)
+    return [view[o:o + s] for o, s in zip(offsets, sizes)]
+
+
 def free_slot(name: str, gen: int) -> None:
     """Give pool slot `name` back to its writer if it still holds generation `gen`."""
+    got = _borrowed.get(name)
+    if got is not None:  # a borrowed slot: through its mapping
+        if _state(got[1]) == gen:
+            struct.pack_into("<Q", got[1], 0, 0)
+        return
     try:
         fd = os.open(path_of(name), os.O_RDWR)
     except OSError:
@@ -371,6 +439,20 @@ def release(tree: Any) -> None:
             release(v)
 
 
+def borrowed_intact(tree: Any) -> bool:
+    """Whether every pool slot that records of `tree` borrow (`borrow_slot`) still holds their
+    record (a task checks it after it ran on them: a slot taken back meanwhile, e.g. by a
+    job that ended, means the words changed under it)."""
+    if isinstance(tree, Sealed):
+        got = _borrowed.get(tree.origin[0]) if tree.origin is not None else None
+        return got is None or _state(got[1]) == tree.origin[1]
+    if type(tree) in (list, tuple):
+        return all(borrowed_intact(v) for v in tree)
+    if type(tree) is dict:
+        return all(borrowed_intact(v) for v in tree.values())
+    return True
+
+
 def remove_dead_pools(client: str) -> int:
     """Unlink the pool files under `client` of writer processes that are gone (a killed
     worker's); how many."""
@@ -389,20 +471,25 @@ class Shared:
     """A `Sealed` record whose frames are in a segment (module doc): what Dask sends is its
     header, the segment's name, and the frames' offsets and sizes."""
 
-    __slots__ = ("gen", "name", "offsets", "record", "sizes")
+    __slots__ = ("borrow", "gen", "name", "offsets", "record", "sizes")
 
     def __init__(self, record: Sealed, name: str, offsets: list[int], sizes: list[int],
                  gen: int = 0) -> None:
         self.record, self.name, self.offsets, self.sizes = record, name, offsets, sizes
         self.gen = gen  # a pool slot's generation (0: a segment of its own)
+        #: the reader may read the slot in place and free it when its task ends
+        self.borrow = False
 
     @property
     def nbytes(self) -> int:
         return self.record.nbytes
 
     def header(self) -> dict[str, Any]:
-        return {**self.record.header(), "shm": self.name, "offsets": self.offsets,
+        head = {**self.record.header(), "shm": self.name, "offsets": self.offsets,
                 "sizes": self.sizes, "gen": self.gen}
+        if self.borrow:
+            head["borrow"] = True
+        return head
 
     def __repr__(self) -> str:
         return f"<Shared {self.record.kind} {self.nbytes} bytes in {self.name}>"
@@ -435,8 +522,14 @@ def receive(header: Any) -> Sealed:
                                  "generation")
     if gen:  # a pool slot: copied out; an input's slot freed now, a result's once decoded
         by_client = m is not None and name.rsplit("-", 1)[-1].split(".")[0] == m.group(1)
+        if by_client and header.get("borrow") is True:  # read in place, freed by its task
+            rec = Sealed.from_header(header, borrow_slot(name, gen, list(offsets),
+                                                         list(sizes)))
+            rec.origin = (name, gen)
+            return rec
         rec = Sealed.from_header(header, read_slot(name, gen, list(offsets), list(sizes),
-                                                   free=by_client))
+                                                   free=by_client,
+                                                   arena=None if by_client else results_arena))
         if not by_client:
             rec.origin = (name, gen)
         return rec
@@ -475,7 +568,7 @@ if frames.registered():  # Dask's family knows `Sealed` already: `Shared` too
 
 __all__ = [
     "ALIGN", "HEAD", "MIN_BYTES", "NAME", "POOL_SLOTS", "PREFIX", "SHM_DIR", "Pool", "Segments",
-    "Shared", "free_slot", "job_alive", "job_marker", "map_segment", "path_of", "pool_for",
-    "read_slot", "receive", "register_dask", "release", "remove_dead_pools", "remove_file",
-    "remove_prefix", "write_segment",
+    "Shared", "borrow_slot", "borrowed_intact", "free_slot", "job_alive", "job_marker",
+    "map_segment", "path_of", "pool_for", "read_slot", "receive", "register_dask", "release",
+    "remove_dead_pools", "remove_file", "remove_prefix", "write_segment",
 ]

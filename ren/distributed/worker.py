@@ -39,8 +39,10 @@ from ren.backend.malloc import tune_allocator
 from ren.ckks import dumps, loads
 from ren.distributed import shm
 from ren.distributed.errors import WireError
+from ren.distributed.shmfiles import borrowed_intact
+from ren.distributed.shmfiles import release as release_slots
 from ren.distributed.wire import Codec
-from ren.errors import ParameterError
+from ren.errors import ParameterError, SerializationError
 from ren.jit import JitPlan, jit
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
@@ -151,10 +153,13 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
     (`ren.distributed.shm`): a result is written into segments while the client's job marker
     is here."""
     if group:
-        return [run_item(p, one, i, context_key=context_key, context_blob=context_blob,
-                         program_key=program_key, program_blob=program_blob, keep=keep,
-                         shm=shm)
-                for p, one, i in zip(plan_index, item, index, strict=True)]
+        out = []
+        for p, one, i in zip(plan_index, item, index, strict=True):
+            out.append(run_item(p, one, i, context_key=context_key, context_blob=context_blob,
+                                program_key=program_key, program_blob=program_blob, keep=keep,
+                                shm=shm))
+            release_slots(one)  # a pool slot read in place: back to the client
+        return out
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
         c0, t0 = time.thread_time(), time.perf_counter()
@@ -174,6 +179,9 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
         realize_tree(result)
         c3, t3 = time.thread_time(), time.perf_counter()
         wire = encode_result(context.codec, result, None if keep else shm)
+        if not borrowed_intact(item):
+            raise SerializationError("the input's shared-memory slot was written over while "
+                                     "its task ran (its job ended?); send it again")
         c4, t4 = time.thread_time(), time.perf_counter()
     except Exception as e:
         e.add_note(f"ren.distributed: while running input {index} on worker {worker_address()}")

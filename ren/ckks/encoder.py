@@ -47,6 +47,7 @@ LIFT_PIECE = 8192
 #: (a worker of ren.distributed, say) has none of its threads, so it makes its own
 _pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
+_POOL_PREFIX = "ren-lift"
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -54,7 +55,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None:
-            pool = _pools[key] = ThreadPoolExecutor(workers, thread_name_prefix="ren-lift")
+            pool = _pools[key] = ThreadPoolExecutor(workers, thread_name_prefix=_POOL_PREFIX)
         return pool
 
 
@@ -228,6 +229,15 @@ def _host_words(p: Poly) -> np.ndarray:
     return host_residues(p.node, montgomery=True)
 
 
+def _threads(device: str) -> int:
+    """The threads the host work of an encoding for `device` may take: the "cpu" device's
+    (`ren.backend.cpu.threads()`), one for any other."""
+    if not _compiled_device(device):
+        return 1
+    from ren.backend.cpu import threads
+    return threads()
+
+
 def _compiled_device(name: str) -> bool:
     """Whether device `name` runs compiled kernels (the "cpu" device, whatever its name)."""
     from ren.backend import get_device
@@ -315,10 +325,66 @@ def embed_inverse(z: np.ndarray, N: int) -> np.ndarray:
     return (np.fft.fft(v) / N * np.conj(twist)).real
 
 
-def embed(m: np.ndarray, N: int) -> np.ndarray:
-    """The N/2 slots of the real coefficient vector m."""
+#: below this ring degree `embed` takes one length-N transform (the quarter split needs N/4 >= 2)
+_EMBED_SPLIT_MIN = 16
+#: how many `_embed_quarter` calls ran on a thread other than the caller's (tests read it)
+embed_quarters_elsewhere = 0
+
+
+@lru_cache(maxsize=16)
+def _embed_tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`embed`'s constants: ζ^i for i < N/2, exp(2πi·n/(N/2)) for n < N/4 (the odd quarter's
+    twiddles) and, per slot j, where its value sits in [E, O] (read-only)."""
     t, _, twist = _tables(N)
-    return np.fft.ifft(m * twist)[t] * N  # the slots' words as scaling all N, at half the work
+    k = t // 2  # slot j is output k = t_j/2 of the half-length transform (every t_j is even)
+    where = np.where(k % 2 == 0, k // 2, N // 4 + k // 2)
+    odd = np.exp(2j * np.pi * np.arange(N // 4) / (N // 2))
+    out = (np.ascontiguousarray(twist[: N // 2]), odd, where)
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _embed_quarter(m: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
+    """One half of `embed`'s half-length transform, written to `out[which·N/4 :]`: which = 0
+    the even outputs E, 1 the odd ones O (module docstring of `embed`).  NumPy's FFT releases
+    the GIL, so the two run side by side on two threads, each the same floats on either."""
+    global embed_quarters_elsewhere
+    if threading.current_thread().name.startswith(_POOL_PREFIX):
+        embed_quarters_elsewhere += 1
+    q = N // 4
+    twist, odd, _ = _embed_tables(N)
+    lo = twist[:q] * (m[:q] + 1j * m[2 * q:3 * q])  # a_n = ζ^n (m_n + i m_(n+N/2)), n < N/4
+    hi = twist[q:2 * q] * (m[q:2 * q] + 1j * m[3 * q:])  # a_(n+N/4)
+    b = lo + hi if which == 0 else (lo - hi) * odd
+    out[which * q:(which + 1) * q] = np.fft.ifft(b, norm="forward")  # Σ b_n e^(2πi nk/(N/4))
+
+
+def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
+    """The N/2 slots of the real coefficient vector m, z_j = Σ_i m_i ζ^(i·e_j), on up to two
+    `threads` (the lift pool's), the same floats at any count.
+
+    Every e_j = 5^j mod 2N is 1 mod 4, so slot j is output t_j = (e_j − 1)/2 (even) of the
+    length-N transform of m_i·ζ^i, and the even outputs of that are one length-N/2 transform
+    of a_n = ζ^n·(m_n + i·m_(n+N/2)) (ζ^(N/2) = i).  That one splits once more into its even
+    outputs E = the N/4 transform of a_n + a_(n+N/4) and its odd ones O = that of
+    (a_n − a_(n+N/4))·exp(2πi·n/(N/2)): two independent transforms of a quarter of the length,
+    one a thread.  The floats are not the single length-N FFT's bit for bit (`tests` bound the
+    difference: the same error against exact evaluation)."""
+    threads = check_int_range(threads, "embed: threads", 1, 256,
+                              hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
+    m = np.asarray(m, dtype=np.float64)
+    if N < _EMBED_SPLIT_MIN:
+        t, _, twist = _tables(N)
+        return np.fft.ifft(m * twist)[t] * N
+    out = np.empty(N // 2, dtype=np.complex128)
+    odd = _pool(threads).submit(_embed_quarter, m, N, 1, out) if threads > 1 else None
+    _embed_quarter(m, N, 0, out)
+    if odd is not None:
+        odd.result()
+    else:
+        _embed_quarter(m, N, 1, out)
+    return out[_embed_tables(N)[2]]
 
 
 def _check_numbers(values) -> None:
@@ -480,7 +546,7 @@ class Encoder:
                 "its message stayed below Q/2 (operations raise ScaleOutOfBoundsError when a "
                 "scale cannot hold a message of magnitude 1)")
         m = x * float(Fraction(1 << shift) / pt.scale)
-        return embed(m, self.params.N)
+        return embed(m, self.params.N, _threads(coeffs.device))
 
     def decode_real(self, pt: Plaintext) -> np.ndarray:
         """The N/2 slots of a Plaintext as real numbers (float64): the real parts of `decode`,

@@ -1,0 +1,122 @@
+"""The encoder's host work on the "cpu" device's threads (issue 42 §4, the serial parts of
+decrypt): `embed` (decode's transform) as two quarter-length transforms, side by side on two
+threads.  Checked: the same floats at one and two threads; the error against exact evaluation no
+larger than the single length-N FFT's (a NumPy reference); the second quarter really runs on
+another thread; bad thread counts refused."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ren
+from ren.ckks import encoder
+from ren.ckks.encoder import embed, slot_powers
+from ren.errors import ParameterError
+
+
+def numpy_embed(m: np.ndarray, N: int) -> np.ndarray:
+    """The reference: slot j is output (5^j − 1)/2 of one length-N inverse FFT of m_i·ζ^i."""
+    t = (slot_powers(N) - 1) // 2
+    return np.fft.ifft(m * np.exp(1j * np.pi * np.arange(N) / N))[t] * N
+
+
+def exact_embed(m: np.ndarray, N: int) -> np.ndarray:
+    """z_j = Σ_i m_i ζ^(i·e_j) by direct evaluation in long double (the exponent reduced mod 2N
+    first, so the angles are exact multiples of π/N)."""
+    k = np.outer(slot_powers(N), np.arange(N)) % (2 * N)
+    angle = np.pi * k.astype(np.longdouble) / N
+    ml = m.astype(np.longdouble)
+    return (np.cos(angle) @ ml).astype(np.float64) + 1j * (np.sin(angle) @ ml).astype(np.float64)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x).view(np.int64)
+
+
+@settings(max_examples=30, deadline=None)
+@given(log_n=st.integers(1, 11), seed=st.integers(0, 2**32 - 1),
+       magnitude=st.sampled_from([1e-3, 1.0, 1e6, 2.0**60]))
+def test_embed_is_the_same_at_one_and_two_threads_and_matches_numpy(log_n, seed, magnitude):
+    N = 1 << log_n
+    m = np.random.default_rng(seed).uniform(-magnitude, magnitude, N)
+    one, two = embed(m, N), embed(m, N, threads=2)
+    assert np.array_equal(_bits(one), _bits(two))
+    ref = numpy_embed(m, N)
+    assert np.max(np.abs(one - ref)) <= 1e-13 * max(1, log_n) * np.sum(np.abs(m)), (N, magnitude)
+
+
+@pytest.mark.parametrize("N", [16, 64, 256, 512])
+def test_embed_error_is_no_larger_than_the_length_n_transforms(N):
+    """Against exact evaluation: the quarter-length transforms lose no more than the one
+    length-N FFT the encoder used before (a few ulps of the largest slot either way)."""
+    for seed in range(3):
+        m = np.random.default_rng(seed).normal(size=N) * 1e4
+        exact = exact_embed(m, N)
+        new = np.max(np.abs(embed(m, N, threads=2) - exact))
+        old = np.max(np.abs(numpy_embed(m, N) - exact))
+        assert new <= 1.5 * old + 1e-15 * np.max(np.abs(exact)), (N, seed, new, old)
+
+
+def test_the_odd_quarter_runs_on_a_pool_thread_at_two_threads():
+    m = np.random.default_rng(5).normal(size=1 << 12)
+    before = encoder.embed_quarters_elsewhere
+    embed(m, 1 << 12)
+    assert encoder.embed_quarters_elsewhere == before  # one thread: both on the caller
+    embed(m, 1 << 12, threads=2)
+    assert encoder.embed_quarters_elsewhere == before + 1
+    embed(m[:8], 8, threads=2)  # too short to split: one transform on the caller
+    assert encoder.embed_quarters_elsewhere == before + 1
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_bad_thread_counts_are_refused(bad):
+    with pytest.raises(ParameterError, match="embed: threads"):
+        embed(np.zeros(64), 64, threads=bad)
+
+
+def test_a_bad_device_thread_count_is_refused_by_the_setting():
+    with pytest.raises(ren.RenError, match="REN_CPU_THREADS"), \
+            ren.settings.override(REN_CPU_THREADS=0):
+        ren.settings.get("REN_CPU_THREADS")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="the cpu device needs a C compiler")
+@pytest.mark.filterwarnings("ignore::ren.rlwe.errors.InsecureParametersWarning")
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_decode_on_the_cpu_device_splits_and_agrees_at_one_and_two_threads(seed):
+    """A random vector through encode → decode on the "cpu" device: the same slots at 1 and 2
+    REN_CPU_THREADS (the 2-thread decode used the pool), equal to NumPy's length-N embedding
+    of the same plaintext within a few ulps, and the encoded words do not depend on threads."""
+    from ren.backend import backend_override, cpu
+    from ren.ckks import CKKSParams, Encoder
+
+    params = CKKSParams(N=1 << 10, depth=1, scale_bits=30, first_bits=40, insecure=True)
+    x = np.random.default_rng(seed).uniform(-1, 1, 512) + 1j * np.random.default_rng(
+        seed + 1).uniform(-1, 1, 512)
+    out, words = {}, {}
+    with backend_override("python", cpu.open_device):
+        enc = Encoder(params)
+        try:
+            for t in (1, 2):
+                with ren.settings.override(REN_CPU_THREADS=t):
+                    cpu.CpuDevice("cpu").set_threads(t)
+                    pt = enc.encode(x)
+                    words[t] = pt.poly.intt().numpy()
+                    before = encoder.embed_quarters_elsewhere
+                    out[t] = enc.decode(pt)
+                    assert encoder.embed_quarters_elsewhere == before + (t == 2)
+        finally:
+            cpu.CpuDevice("cpu").set_threads(None)
+    assert np.array_equal(words[1], words[2])
+    assert np.array_equal(_bits(out[1]), _bits(out[2]))
+    coeffs = np.array(enc.coefficients(x, params.scale(params.depth)), dtype=np.float64)
+    ref = numpy_embed(coeffs / float(params.scale(params.depth)), params.N)
+    assert np.max(np.abs(out[1] - ref)) < 1e-12
+    assert np.max(np.abs(out[1] - x)) < 1e-6

@@ -100,7 +100,7 @@ def test_one_row_elementwise_kernels_are_shared_out_in_a_team():
     team (their libraries count the tasks per team thread: 8 pieces of the row per call), the
     second thread takes some of them, and the team threads meet at the runner's barrier."""
     cpu = _cpu_or_skip()
-    from ren.backend.cpu_plan import team_kernel
+    from ren.backend.cpu_plan import TEAM, team_kernel
 
     N = 1 << 12
     base = ren.RingSpec.generate(N, 1)
@@ -127,7 +127,7 @@ def test_one_row_elementwise_kernels_are_shared_out_in_a_team():
                 next(calls)
                 continue
             run = [next(calls) for _ in range(seg[1])]
-            flags = list(seg[5])
+            flags = [f & TEAM for f in seg[5]]
             assert flags == [team_kernel(c) for c in run]
             k = 0
             while k < len(run):
@@ -161,5 +161,89 @@ def test_one_row_elementwise_kernels_are_shared_out_in_a_team():
         assert done[1] > 0, f"the second thread took no piece of a one-row kernel: {done}"
         assert np.array_equal(jitted(a, b).numpy(), one_row(
             *(ren.Poly.from_residues(p.numpy(), base, device="python") for p in (a, b))).numpy())
+    finally:
+        dev.set_threads(None)
+
+
+def test_team_flags_put_barriers_only_between_dependent_kernels():
+    """`team_flags`' dependence analysis on ring calls over views of one arena: a barrier
+    before a kernel that reads what an earlier kernel of the interval wrote (RAW), writes what
+    one read (WAR) or wrote (WAW), overlapping views included; none between independent
+    neighbours; two basis conversions never in one interval; per-run arrays alias each other."""
+    from types import SimpleNamespace
+
+    from ren.backend.cpu_plan import BARRIER, TEAM, team_flags
+
+    arena = np.zeros((16, 64), np.uint32)
+    A, B, C, X, Y = (arena[2 * i: 2 * i + 2] for i in range(5))
+
+    def ntt(out, inp, name="ntt"):
+        return (SimpleNamespace(name=name, nslots=2, owner=None), [out, inp])
+
+    def flags(*calls, patched=None):
+        return team_flags(list(calls), patched or [{} for _ in calls])
+
+    T, TB = TEAM, TEAM | BARRIER
+    assert flags(ntt(A, X), ntt(B, Y)) == [T, T]  # independent
+    assert flags(ntt(A, X), ntt(B, A)) == [T, TB]  # reads what the first wrote
+    assert flags(ntt(A, X), ntt(X, Y)) == [T, TB]  # writes what the first read
+    assert flags(ntt(A, X), ntt(A, Y)) == [T, TB]  # writes what the first wrote
+    assert flags(ntt(arena[0:2], X), ntt(B, arena[1:3])) == [T, TB]  # overlapping views
+    assert flags(ntt(arena[0:2], X), ntt(B, arena[2:4])) == [T, T]  # adjacent views
+    # the interval since the last barrier: the third touches only the first's input
+    assert flags(ntt(A, X), ntt(B, A), ntt(C, X)) == [T, TB, T]
+    assert flags(ntt(A, X), ntt(B, Y), ntt(C, A)) == [T, T, TB]  # two back
+    bconv = "basis_convert"
+    assert flags(ntt(A, X, bconv), ntt(B, Y, bconv)) == [T, TB]  # the team's scratch
+    assert flags(ntt(A, X, "to_rns"), ntt(B, Y), ntt(C, Y)) == [0, T, T]  # not a team kernel
+    assert flags(ntt(A, X), ntt(B, Y, "to_rns"), ntt(C, A)) == [T, 0, T]  # a new stretch
+    # per-run arrays (None until patched): written ones conflict with any other per-run one
+    assert flags(ntt(None, X), ntt(None, Y), patched=[{0: 0}, {0: 1}]) == [T, TB]
+    assert flags(ntt(A, None), ntt(B, None), patched=[{1: 0}, {1: 1}]) == [T, T]
+
+
+def test_a_replay_meets_at_the_barriers_its_flags_ask_for():
+    """Two independent one-row chains at N = 2^12 on 2 threads: some neighbours run without a
+    barrier, and the runner meets exactly at the flagged ones (no kernel here has a barrier
+    of its own); the words are the python device's."""
+    cpu = _cpu_or_skip()
+    from ren.backend.cpu_plan import BARRIER, TEAM
+
+    N = 1 << 12
+    base = ren.RingSpec.generate(N, 1)
+    words = [_words(base, s) for s in (3, 4)]
+    a, b = (ren.Poly.from_residues(w, base, device="cpu").realize() for w in words)
+
+    def two_chains(u: ren.Poly, v: ren.Poly) -> ren.Poly:
+        x, y = u.ntt(), v.ntt()
+        for k in range(3):
+            x, y = (x * (k + 3)).intt().ntt(), (y * (k + 5)).intt().ntt()
+        return (x * y).intt()
+
+    want = two_chains(*(ren.Poly.from_residues(w, base, device="python") for w in words))
+    jitted = ren.jit(two_chains)
+    dev = cpu.CpuDevice("cpu")
+    try:
+        dev.set_threads(2)
+        jitted(a, b).numpy()
+        runner = jitted.plans[0].template.runner
+        expected = 0
+        elided = 0
+        for seg in runner.segments:
+            if seg[0] != "c":
+                continue
+            flags = list(seg[5])
+            for k in range(1, len(flags)):
+                if flags[k] & TEAM and flags[k - 1] & TEAM:  # inside a stretch
+                    expected += bool(flags[k] & BARRIER)
+                    elided += not flags[k] & BARRIER
+        assert elided > 0, "every neighbour has a barrier"
+        _, bars0 = _counters(cpu)
+        reps = 10
+        for _ in range(reps):
+            got = jitted(a, b).numpy()
+        _, bars1 = _counters(cpu)
+        assert bars1 - bars0 == reps * expected
+        assert np.array_equal(got, want.numpy())
     finally:
         dev.set_threads(None)

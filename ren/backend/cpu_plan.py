@@ -41,6 +41,63 @@ def team_kernel(call: CpuCall) -> bool:
     return True
 
 
+#: entry flags ``ren_run_plan_teams`` reads: a team kernel; a barrier before it (in a stretch)
+TEAM, BARRIER = 1, 2
+
+
+def _spans(fn: CpuCall, args: Sequence[Any], patched: dict[int, int]):
+    """What call `fn` on `args` writes and reads: byte ranges ``(start, end)`` of its static
+    arrays and ``("p", i)`` for a slot the run patches with its i-th array.  Slot 0 is every
+    compiled entry's output (an elementwise kernel's s0, a ring kernel's a[0]); the other
+    slots are read."""
+    def span(slot: int) -> Any:
+        a = args[slot] if slot < len(args) else None
+        if a is None:
+            return ("p", patched.get(slot, -1))
+        start = pointer(a)
+        return (start, start + a.nbytes)
+    return [span(0)], [span(s) for s in range(1, fn.nslots)]
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    if isinstance(a[0], str) or isinstance(b[0], str):  # a per-run array: any other may alias it
+        return isinstance(a[0], str) and isinstance(b[0], str)
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
+               patched: Sequence[dict[int, int]]) -> list[int]:
+    """Per call of a C segment: `TEAM` when it may run in a plan team (`team_kernel`), and
+    `BARRIER` when the team must meet before it: it follows a team kernel of its stretch and
+    reads or writes what a kernel since the last barrier writes, or writes what one reads (a
+    DAG's independent neighbours run without one: the threads that finish the first kernel's
+    share go on to the second's, two one-row kernels side by side).  Two basis conversions
+    never share a barrier interval (they share the team's scratch)."""
+    flags: list[int] = []
+    writes: list[Any] = []
+    reads: list[Any] = []
+    scratch = False
+    for (fn, args), slots in zip(run, patched):
+        team = team_kernel(fn)
+        w, r = _spans(fn, args, slots)
+        if not team or not flags or not flags[-1] & TEAM:  # a stretch starts (or none)
+            flags.append(TEAM if team else 0)
+            writes, reads, scratch = list(w), list(r), fn.name == "basis_convert"
+            continue
+        conflict = (any(_overlap(x, y) for x in r + w for y in writes) or
+                    any(_overlap(x, y) for x in w for y in reads) or
+                    (scratch and fn.name == "basis_convert"))
+        if conflict:
+            flags.append(TEAM | BARRIER)
+            writes, reads, scratch = list(w), list(r), False
+        else:
+            flags.append(TEAM)
+            writes += w
+            reads += r
+        scratch = scratch or fn.name == "basis_convert"
+    return flags
+
+
 class CompiledPlan(GraphRunner):
     """The ``"cpu"`` graph runner: consecutive compiled calls run as one C loop
     (``ren_run_plan`` over arrays of entry points and argument vectors built once); a call that
@@ -63,6 +120,10 @@ class CompiledPlan(GraphRunner):
         self.segments: list[tuple] = []
         where: list[tuple[Any, int]] = []  # per call: (argument vector or list, segment)
         run: list[tuple[CpuCall, list[Any]]] = []
+        patched: dict[int, dict[int, int]] = {}  # call -> {slot: the run's array index}
+        for c, slot, i in patches:
+            patched.setdefault(c, {})[slot] = i
+        slots: list[dict[int, int]] = []  # the patched slots of each call of `run`
 
         def flush() -> None:
             if not run:
@@ -70,15 +131,17 @@ class CompiledPlan(GraphRunner):
             vectors = [fn.argv(args) for fn, args in run]
             fns = (VOIDP * len(run))(*(fn.address for fn, _ in run))
             argvs = (VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
-            team = (ctypes.c_byte * len(run))(*(team_kernel(fn) for fn, _ in run))
+            team = (ctypes.c_byte * len(run))(*team_flags(run, slots))
             for v in vectors:
                 where.append((v, len(self.segments)))
             self.segments.append(("c", len(run), fns, argvs, vectors, team))
             run.clear()
+            slots.clear()
 
-        for fn, args in calls:
+        for c, (fn, args) in enumerate(calls):
             if isinstance(fn, CpuCall):
                 run.append((fn, list(args)))
+                slots.append(patched.get(c, {}))
             else:
                 flush()
                 args = list(args)
@@ -107,6 +170,29 @@ class CompiledPlan(GraphRunner):
                     seg[1](seg[2])
         finally:
             self._unpatch()
+
+    def team_waits(self, arrays: Sequence[Any], lib: ctypes.CDLL) -> list[tuple[float, float]]:
+        """One run that also measures, per call, the seconds team threads 0 and 1 waited at the
+        barrier after it (0 for calls outside teams and the last of a stretch): where the second
+        thread idles.  `lib`: the ring library (``cpu.ring_library()``)."""
+        waits: list[tuple[float, float]] = []
+        self._patch(arrays)
+        try:
+            for seg in self.segments:
+                if seg[0] == "c":
+                    buf = (ctypes.c_double * (2 * seg[1]))()
+                    lib.ren_set_team_wait(buf)
+                    try:
+                        self._run_plan(seg[1], seg[2], seg[3], seg[5])
+                    finally:
+                        lib.ren_set_team_wait(None)
+                    waits.extend((buf[2 * k], buf[2 * k + 1]) for k in range(seg[1]))
+                else:
+                    seg[1](seg[2])
+                    waits.append((0.0, 0.0))
+        finally:
+            self._unpatch()
+        return waits
 
     def profile(self, arrays: Sequence[Any]) -> list[float]:
         self._patch(arrays)

@@ -21,12 +21,38 @@ void ren_set_plan_teams(int on) { ren_plan_teams = on != 0; }
 static int ren_ring_team_kernel(ren_entry f) {
   return f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_rescale || f == ren_cpu_bconv;
 }
+/* team[k]: bit 0, entry k is a team kernel; bit 1, the team meets at a barrier before it (the
+   caller's dependence analysis, ren/backend/cpu_plan.py: a kernel that touches nothing the
+   kernels since the last barrier wrote, nor writes what they read, needs none) */
 static int ren_is_team(i64 k, const ren_entry* fns, const signed char* team) {
-  return team != NULL ? team[k] != 0 : ren_ring_team_kernel(fns[k]);
+  return team != NULL ? (team[k] & 1) != 0 : ren_ring_team_kernel(fns[k]);
+}
+static int ren_needs_sync(i64 k, const signed char* team) {
+  return team == NULL || (team[k] & 2) != 0;
 }
 /* teams opened by ren_run_plan_teams so far (for tests and measurements) */
 static i64 ren_teams_opened = 0;
 i64 ren_cpu_teams_opened(void) { return __atomic_load_n(&ren_teams_opened, __ATOMIC_RELAXED); }
+
+/* measurements: when set, ren_run_plan_teams adds the seconds thread 0 and thread 1 wait at
+   the barrier after entry j to wait[2 j] and wait[2 j + 1] (where the second thread is idle) */
+static double* ren_team_wait = NULL;
+void ren_set_team_wait(double* wait) { ren_team_wait = wait; }
+static double ren_now(void) {
+#ifdef _OPENMP
+  return omp_get_wtime();
+#else
+  return 0.0;
+#endif
+}
+static void ren_timed_sync(double* wait) {
+  const double t0 = ren_now();
+  ren_sync();
+#ifdef _OPENMP
+  const int tid = omp_get_thread_num();
+  if (tid < 2) wait[tid] += ren_now() - t0;
+#endif
+}
 
 void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const signed char* team) {
   i64 k = 0;
@@ -42,12 +68,16 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
     }
     ren_team tm = {0, 0, 0, NULL, 0};
     __atomic_add_fetch(&ren_teams_opened, 1, __ATOMIC_RELAXED);
+    double* const wait = ren_team_wait;
     REN_OMP(parallel num_threads(ren_threads))
     {
       ren_cur_team = &tm;
       for (i64 j = k; j < e; ++j) {
         fns[j](args[j]);
-        if (j + 1 < e) ren_sync();  /* the region's end joins after the last */
+        if (j + 1 < e && ren_needs_sync(j + 1, team)) {  /* the region's end joins the last */
+          if (wait == NULL) ren_sync();
+          else ren_timed_sync(wait + 2 * j);
+        }
       }
       ren_cur_team = NULL;
     }

@@ -44,6 +44,9 @@ void ren_set_plan_spin(int pauses) { ren_plan_spin = pauses < 0 ? 0 : pauses; }
 /* barriers met in plan teams so far (for tests and measurements; counted by the last arrival) */
 static i64 ren_team_barriers = 0;
 i64 ren_cpu_team_barriers(void) { return __atomic_load_n(&ren_team_barriers, __ATOMIC_RELAXED); }
+/* waits at plan-team barriers that ended asleep on the futex (the partner came late) */
+static i64 ren_team_sleeps = 0;
+i64 ren_cpu_team_sleeps(void) { return __atomic_load_n(&ren_team_sleeps, __ATOMIC_RELAXED); }
 
 /* every thread of the team (nth of them) waits here until all have arrived; what each wrote
    before it is visible to all after it */
@@ -66,6 +69,7 @@ static void ren_team_sync(ren_team* t, int nth) {
 #if REN_FUTEX
   sched_yield();
   if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != g) return;
+  __atomic_add_fetch(&ren_team_sleeps, 1, __ATOMIC_RELAXED);
   __atomic_add_fetch(&t->sleepers, 1, __ATOMIC_SEQ_CST);
   while (__atomic_load_n(&t->gen, __ATOMIC_SEQ_CST) == g)
     syscall(SYS_futex, &t->gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);

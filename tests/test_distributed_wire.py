@@ -466,8 +466,16 @@ def test_lean_keys_arrive_lean_so_a_plan_captured_on_them_replays(ckks):
     meta = frames.unpack_meta(bad)
     meta["lean"] = "yes"
     forged = Sealed(bad.kind, frames.pack_meta(meta), bad.frames)
-    with pytest.raises(SerializationError, match="'lean' flag must be true or false"):
+    with pytest.raises(SerializationError, match=r"'swk'.*'lean' must be a boolean, got 'yes'"):
         Codec(codec.params).decode(forged)
+    # the Galois keys' flags: one boolean per element (the file container's own check)
+    bad = codec.encode(gk, "gk")
+    meta = frames.unpack_meta(bad)
+    for flags in ([True], [1] * len(meta["elements"]), True):
+        meta["lean"] = flags
+        forged = Sealed(bad.kind, frames.pack_meta(meta), bad.frames)
+        with pytest.raises(SerializationError, match="'lean' must be a list of booleans, one"):
+            Codec(codec.params).decode(forged)
 
 
 @ren.jit

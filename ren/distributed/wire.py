@@ -92,6 +92,7 @@ from ren.rlwe.encrypt import Encryptor as RLWEEncryptor
 from ren.rlwe.keygen import KeyGenerator
 from ren.rlwe.keys import GaloisKey, GaloisKeys, PublicKey, RelinKey, SecretKey, SwitchingKey
 from ren.rlwe.params import RLWEParams
+from ren.rlwe.serialize import parse_lean
 from ren.tree import flatten
 
 #: Ren objects under parameters that travel as `Sealed` records (module doc)
@@ -371,32 +372,32 @@ class Codec:
                 raise SerializationError(f"{what}: unknown key type {meta.get('type')!r:.40}")
             rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum, p.device, what)
             g = meta.get("galois")
+            (lean,) = _lean(meta, 1, False, what)
             return rebuild(what, cls, tuple(rows[:dnum]), tuple(rows[dnum:]), p, galois=g,
-                           lean=_lean_flag(meta.get("lean", False), what))
+                           lean=lean)
         elements = meta.get("elements")
         if not isinstance(elements, list) or len(elements) > p.N or \
                 len(set(map(repr, elements))) != len(elements):
             raise SerializationError(f"{what}: 'elements' must be a list of distinct Galois "
                                      "elements")
-        lean = meta.get("lean", [False] * len(elements))
-        if not isinstance(lean, list) or len(lean) != len(elements):
-            raise SerializationError(f"{what}: 'lean' must be a list of one flag per element")
+        lean = _lean(meta, len(elements), True, what)
         rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum * len(elements), p.device,
                           what)
         keys = {}
         for i, g in enumerate(elements):
             mine = rows[2 * dnum * i: 2 * dnum * (i + 1)]
             keys[g] = rebuild(what, GaloisKey, tuple(mine[:dnum]), tuple(mine[dnum:]), p,
-                              galois=g, lean=_lean_flag(lean[i], what))
+                              galois=g, lean=lean[i])
         return rebuild(what, GaloisKeys, keys, p)
 
 
-def _lean_flag(value: Any, what: str) -> bool:
-    """A record's flag that a key travelled lean (its a rows as seeds, kept so on arrival)."""
-    if not isinstance(value, bool):
-        raise SerializationError(f"{what}: the 'lean' flag must be true or false, got "
-                                 f"{value!r:.40}")
-    return value
+def _lean(meta: dict[str, Any], count: int, many: bool, what: str) -> list[bool]:
+    """A key record's flags that keys travelled lean (their a rows as seeds, kept so on
+    arrival): `ren.rlwe.serialize.parse_lean`, the container's own check, named for `what`."""
+    try:
+        return parse_lean(meta.get("lean"), count, many)
+    except SerializationError as e:
+        raise SerializationError(f"{what}: {e}") from None
 
 
 def _into(tree: Any, segments: Any) -> Any:

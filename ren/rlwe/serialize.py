@@ -360,18 +360,28 @@ def key_parts(obj: Any, compact: bool = False) -> tuple[dict, list[Poly]] | None
     return None
 
 
-def lean_flags(r: Reader, meta: dict, count: int, many: bool) -> list[bool]:
-    """The metadata's ``"lean"`` flags (`key_parts`) of one key (a boolean) or of `count`
-    keys (`many`: a list of booleans); absent: none is lean."""
-    v = meta.get("lean")
-    if v is None:
+def parse_lean(value: Any, count: int, many: bool) -> list[bool]:
+    """The ``"lean"`` flags (`key_parts`) of a key's metadata value: of one key (a boolean) or
+    of `count` keys (`many`: a list of booleans); absent (None): none is lean.  The one check
+    of this flag, for the file container (`lean_flags`) and for `ren.distributed`'s wire
+    records alike; CorruptedDataError (without a prefix) for anything else."""
+    if value is None:
         return [False] * count
-    if many and isinstance(v, list) and len(v) == count and all(isinstance(f, bool) for f in v):
-        return list(v)
-    if not many and isinstance(v, bool):
-        return [v]
+    if many and isinstance(value, list) and len(value) == count and \
+            all(isinstance(f, bool) for f in value):
+        return list(value)
+    if not many and isinstance(value, bool):
+        return [value]
     want = "a list of booleans, one per key" if many else "a boolean"
-    raise r.fail(f"metadata field 'lean' must be {want}, got {v!r}"[:300])
+    raise CorruptedDataError(f"metadata field 'lean' must be {want}, got {value!r}"[:300])
+
+
+def lean_flags(r: Reader, meta: dict, count: int, many: bool) -> list[bool]:
+    """`parse_lean` of the metadata's ``"lean"``, its error naming the container (`r`)."""
+    try:
+        return parse_lean(meta.get("lean"), count, many)
+    except CorruptedDataError as e:
+        raise r.fail(str(e)) from None
 
 
 def _expect_count(r: Reader, count: int, want: int, name: str) -> None:
@@ -420,5 +430,5 @@ __all__ = ["CHECKSUM_SIZE", "COMPACT_VERSION", "INTS_MAGIC", "KEY_KINDS", "MAGIC
            "SUPPORTED_VERSIONS", "VERSION", "CorruptedDataError", "FingerprintMismatchError",
            "KindMismatchError", "Reader", "TruncatedDataError", "build_checked", "build_key",
            "check_kind", "container_size", "galois_element", "ints_record", "key_parts",
-           "lean_flags", "meta_int", "poly_records", "read_container", "record_size", "seed_record",
-           "write_container"]
+           "lean_flags", "meta_int", "parse_lean", "poly_records", "read_container",
+           "record_size", "seed_record", "write_container"]

@@ -48,9 +48,13 @@
   piece) tasks (`ren.backend.elementwise_c`'s ``REN_PIECES``), the basis conversion shares out
   pieces of rows, and the NTT shares out the butterflies of its large stages, then its blocks.
   Results are bit-identical at every thread count: every task writes only its own words, and
-  every word is fully reduced.  A compiled plan runs each stretch of consecutive ring kernels
-  that would fork a team (a key switch's INTT, conversion, NTT …) inside one team
-  (`cpu_ring_plan.c`), which wakes once for the stretch.  `CpuDevice.set_threads(n)` reaches
+  every word is fully reduced.  A compiled plan runs each stretch of consecutive NTT, INTT,
+  conversion, rescale and elementwise kernels, whatever their size, inside one team
+  (`cpu_ring_plan.c`): every thread calls every kernel and takes its share of the kernel's
+  loop, and the threads meet at Ren's own barrier (`cpu_ring_team.c`: a bounded spin, then a
+  futex) only before a kernel that depends on one since the last barrier (`cpu_plan.team_flags`)
+  — a bootstrapping replay at N = 2^12 wakes its team 8 times instead of forking ~4,500 teams.
+  `CpuDevice.set_threads(n)` reaches
   the libraries loaded already and pins n for those loaded later; ``set_threads(None)`` goes
   back to ``REN_CPU_THREADS``.
 

@@ -380,14 +380,14 @@ class Codec:
                 len(set(map(repr, elements))) != len(elements):
             raise SerializationError(f"{what}: 'elements' must be a list of distinct Galois "
                                      "elements")
-        lean = _lean(meta, len(elements), True, what)
+        flags = _lean(meta, len(elements), True, what)
         rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum * len(elements), p.device,
                           what)
         keys = {}
         for i, g in enumerate(elements):
             mine = rows[2 * dnum * i: 2 * dnum * (i + 1)]
             keys[g] = rebuild(what, GaloisKey, tuple(mine[:dnum]), tuple(mine[dnum:]), p,
-                              galois=g, lean=lean[i])
+                              galois=g, lean=flags[i])
         return rebuild(what, GaloisKeys, keys, p)
 
 

@@ -1,12 +1,15 @@
-"""The encoder's host work on the "cpu" device's threads (issue 42 §4, the serial parts of
-decrypt): `embed` (decode's transform) as two quarter-length transforms, side by side on two
-threads.  Checked: the same floats at one and two threads; the error against exact evaluation no
-larger than the single length-N FFT's (a NumPy reference); the second quarter really runs on
-another thread; bad thread counts refused."""
+"""The encoder's host work, the serial part of encrypt and decrypt (issue 42 §4).
+
+Decode: `embed` as two quarter-length transforms, side by side on the "cpu" device's threads.
+Checked: the same floats at one and two threads; the error against exact evaluation no larger
+than the single length-N FFT's (a NumPy reference); the second quarter really runs on another
+thread; bad thread counts refused.  Encode: fewer passes over the coefficients, the same words
+as the plain NumPy recipe (the length-N FFT, untwist, scale, round) bit for bit."""
 
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -32,6 +35,17 @@ def exact_embed(m: np.ndarray, N: int) -> np.ndarray:
     angle = np.pi * k.astype(np.longdouble) / N
     ml = m.astype(np.longdouble)
     return (np.cos(angle) @ ml).astype(np.float64) + 1j * (np.sin(angle) @ ml).astype(np.float64)
+
+
+def numpy_coefficients(z: np.ndarray, N: int, scale: float) -> np.ndarray:
+    """The encoder's words by the plain recipe: z and conj(z) at the odd powers 5^j and −5^j,
+    one length-N FFT, divided by N, untwisted by conj(ζ^i), real part, scaled, rounded."""
+    e = slot_powers(N)
+    v = np.zeros(N, dtype=np.complex128)
+    v[(e - 1) // 2] = z
+    v[(2 * N - e - 1) // 2] = np.conj(z)
+    m = (np.fft.fft(v) / N * np.conj(np.exp(1j * np.pi * np.arange(N) / N))).real
+    return np.rint(m * scale).astype(np.int64)
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -120,3 +134,26 @@ def test_decode_on_the_cpu_device_splits_and_agrees_at_one_and_two_threads(seed)
     ref = numpy_embed(coeffs / float(params.scale(params.depth)), params.N)
     assert np.max(np.abs(out[1] - ref)) < 1e-12
     assert np.max(np.abs(out[1] - x)) < 1e-6
+
+
+@settings(max_examples=40, deadline=None)
+@given(log_n=st.integers(2, 12), seed=st.integers(0, 2**32 - 1),
+       magnitude=st.sampled_from([1e-6, 1.0, 1e3]), scale_bits=st.integers(10, 50),
+       count=st.floats(0, 1))
+def test_encoded_words_are_the_numpy_recipes_bit_for_bit(log_n, seed, magnitude, scale_bits,
+                                                        count):
+    """`_coefficients` (and so every encoding) gives the plain recipe's words, and its bound
+    (taken from max |m| instead of another pass) is their largest magnitude exactly."""
+    from ren.ckks import Encoder
+
+    N = 1 << log_n
+    rng = np.random.default_rng(seed)
+    k = int(count * N // 2)
+    z = np.zeros(N // 2, complex)
+    z[:k] = rng.uniform(-magnitude, magnitude, k) + 1j * rng.uniform(-magnitude, magnitude, k)
+    enc = Encoder.__new__(Encoder)  # the arithmetic only: a stand-in for the parameters
+    enc.params = SimpleNamespace(slots=N // 2, N=N)
+    words, bound = enc._coefficients(z, 1 << scale_bits)
+    want = numpy_coefficients(z, N, float(1 << scale_bits))
+    assert isinstance(words, np.ndarray) and np.array_equal(words, want)
+    assert bound == int(np.max(np.abs(want), initial=0))

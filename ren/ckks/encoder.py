@@ -316,13 +316,21 @@ def _tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return t, tc, twist
 
 
+@lru_cache(maxsize=16)
+def _untwist(N: int) -> np.ndarray:
+    """ζ^-i = conj(ζ^i) (exact), kept instead of conjugated at every encoding (read-only)."""
+    u = np.conj(_tables(N)[2])
+    u.flags.writeable = False
+    return u
+
+
 def embed_inverse(z: np.ndarray, N: int) -> np.ndarray:
     """The real coefficients m (float) whose slots are z (N/2 complex values)."""
-    t, tc, twist = _tables(N)
+    t, tc, _ = _tables(N)
     v = np.zeros(N, dtype=np.complex128)
     v[t] = z
     v[tc] = np.conj(z)
-    return (np.fft.fft(v) / N * np.conj(twist)).real
+    return (np.fft.fft(v) / N * _untwist(N)).real
 
 
 #: below this ring degree `embed` takes one length-N transform (the quarter split needs N/4 >= 2)
@@ -441,12 +449,16 @@ class Encoder:
 
     def coefficients(self, values, scale: Fraction | int | float) -> list[int]:
         """The integer coefficients round(Δ·m) of `values` at `scale` (exact Python ints)."""
-        c = self._coefficients(values, scale)
+        c, _ = self._coefficients(values, scale)
         return c.tolist() if isinstance(c, np.ndarray) else c
 
-    def _coefficients(self, values, scale: Fraction | int | float) -> np.ndarray | list[int]:
-        """`coefficients`, as an int64 array when they fit one (the common case: no Python
-        ints are made), else exact Python ints."""
+    def _coefficients(self, values, scale: Fraction | int | float
+                      ) -> tuple[np.ndarray | list[int], int]:
+        """(`coefficients`, the largest |coefficient|): the coefficients as an int64 array when
+        they fit one (the common case: no Python ints are made), else exact Python ints.
+
+        On the int64 path the bound takes no pass over the coefficients: rounding is monotone
+        and odd, so max |fl(m_i·Δ)| = fl(max |m_i|·Δ) and max |rint(x_i)| = rint(max |x_i|)."""
         scale = scale_arg(scale, "coefficients: scale")
         z = _as_slots(values, self.params.slots)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
@@ -458,11 +470,13 @@ class Encoder:
                 "embedding (no modulus could hold them anyway); scale the values down")
         if top == 0 or log2_exact(scale) + math.log2(top) < math.log2(_FLOAT_SAFE):
             scaled = m * float(scale)
-            if np.max(np.abs(scaled), initial=0.0) < _INT64_SAFE:
-                return np.rint(scaled).astype(np.int64)
-            return [int(x) for x in np.rint(scaled)]
-        # a scale beyond float64's range (log2 Q > 1024 allows it): exact products, rounded
-        return [round(Fraction(float(x)) * scale) for x in m]
+            peak = top * float(scale)  # = max |scaled| (see above)
+            if peak < _INT64_SAFE:
+                return np.rint(scaled).astype(np.int64), int(np.rint(peak))
+            c = [int(x) for x in np.rint(scaled)]
+        else:  # a scale beyond float64's range (log2 Q > 1024 allows it): exact products, rounded
+            c = [round(Fraction(float(x)) * scale) for x in m]
+        return c, max(map(abs, c), default=0)
 
     def _slot_count(self, slots: int | None, op: str = "encode") -> int:
         """`slots` checked: a power of two n in [1, N/2] (None: N/2)."""
@@ -498,10 +512,8 @@ class Encoder:
             fix=(f"the default scale of level {level} does not fit its modulus: use parameters "
                  "with first_bits >= scale_bits + 2, or encode at a higher level") if default
             else "use a smaller scale or a higher level")
-        coeffs = self._coefficients(values, scale)
+        coeffs, bound = self._coefficients(values, scale)
         ring = p.ring(level)
-        bound = (int(np.max(np.abs(coeffs), initial=0)) if isinstance(coeffs, np.ndarray)
-                 else max(abs(c) for c in coeffs))
         if 2 * bound >= ring.Q:
             raise ScaleOutOfBoundsError(
                 f"encode: the scaled values reach 2^{bound.bit_length()}, beyond Q/2 at level "

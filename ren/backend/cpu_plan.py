@@ -181,11 +181,11 @@ class CompiledPlan(GraphRunner):
             for seg in self.segments:
                 if seg[0] == "c":
                     buf = (ctypes.c_double * (2 * seg[1]))()
-                    lib.ren_set_team_wait(buf)
+                    lib.ren_set_team_wait(buf, ctypes.c_longlong(seg[1]))
                     try:
                         self._run_plan(seg[1], seg[2], seg[3], seg[5])
                     finally:
-                        lib.ren_set_team_wait(None)
+                        lib.ren_set_team_wait(None, ctypes.c_longlong(0))
                     waits.extend((buf[2 * k], buf[2 * k + 1]) for k in range(seg[1]))
                 else:
                     seg[1](seg[2])

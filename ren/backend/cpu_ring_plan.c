@@ -34,10 +34,16 @@ static int ren_needs_sync(i64 k, const signed char* team) {
 static i64 ren_teams_opened = 0;
 i64 ren_cpu_teams_opened(void) { return __atomic_load_n(&ren_teams_opened, __ATOMIC_RELAXED); }
 
-/* measurements: when set, ren_run_plan_teams adds the seconds thread 0 and thread 1 wait at
-   the barrier after entry j to wait[2 j] and wait[2 j + 1] (where the second thread is idle) */
-static double* ren_team_wait = NULL;
-void ren_set_team_wait(double* wait) { ren_team_wait = wait; }
+/* measurements: when set, ren_run_plan_teams called from this thread with at most `count`
+   entries adds the seconds team threads 0 and 1 wait at the barrier after entry j to wait[2 j]
+   and wait[2 j + 1] (where the second thread is idle); per calling thread, so that another
+   thread's plans never write into it */
+static __thread double* ren_team_wait = NULL;
+static __thread i64 ren_team_wait_count = 0;
+void ren_set_team_wait(double* wait, i64 count) {
+  ren_team_wait = wait;
+  ren_team_wait_count = count;
+}
 static double ren_now(void) {
 #ifdef _OPENMP
   return omp_get_wtime();
@@ -68,7 +74,7 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
     }
     ren_team tm = {0, 0, 0, NULL, 0};
     __atomic_add_fetch(&ren_teams_opened, 1, __ATOMIC_RELAXED);
-    double* const wait = ren_team_wait;
+    double* const wait = count <= ren_team_wait_count ? ren_team_wait : NULL;
     REN_OMP(parallel num_threads(ren_threads))
     {
       ren_cur_team = &tm;

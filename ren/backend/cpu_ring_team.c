@@ -41,6 +41,7 @@ static __thread ren_team* ren_cur_team = NULL;
 /* pauses a thread spins at the barrier before it yields and sleeps (~30 ns each) */
 static int ren_plan_spin = 1000;
 void ren_set_plan_spin(int pauses) { ren_plan_spin = pauses < 0 ? 0 : pauses; }
+int ren_cpu_plan_spin(void) { return ren_plan_spin; }
 /* barriers met in plan teams so far (for tests and measurements; counted by the last arrival) */
 static i64 ren_team_barriers = 0;
 i64 ren_cpu_team_barriers(void) { return __atomic_load_n(&ren_team_barriers, __ATOMIC_RELAXED); }

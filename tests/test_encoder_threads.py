@@ -157,3 +157,42 @@ def test_encoded_words_are_the_numpy_recipes_bit_for_bit(log_n, seed, magnitude,
     want = numpy_coefficients(z, N, float(1 << scale_bits))
     assert isinstance(words, np.ndarray) and np.array_equal(words, want)
     assert bound == int(np.max(np.abs(want), initial=0))
+
+
+@pytest.mark.filterwarnings("ignore::ren.rlwe.errors.InsecureParametersWarning")
+def test_decrypt_and_decode_realize_once_and_give_the_same_slots():
+    """`Decryptor.decrypt` realizes the plaintext's coefficient form with it: decrypt + decode
+    is one realization (it was two), and the slots are those of a decoding that computes the
+    coefficient form itself (a second decode of the same plaintext, and one of a plaintext
+    whose poly was replaced, which must not use the kept form)."""
+    from ren.ckks import CKKSParams, Decryptor, Encoder, Encryptor, KeyGenerator, Plaintext
+    from ren.realization import Recorder, recording
+
+    class Count(Recorder):
+        def __init__(self) -> None:
+            self.realizations = 0
+
+        def on_realize(self, nodes) -> None:
+            self.realizations += 1
+
+    params = CKKSParams(N=64, depth=1, scale_bits=30, first_bits=40, insecure=True)
+    with ren.random.seeded(3):
+        kg = KeyGenerator(params)
+        enc = Encoder(params)
+        x = np.linspace(-1, 1, 32)
+        ct = Encryptor(params, kg.public_key()).encrypt(enc.encode(x))
+        ct.c0.realize(), ct.c1.realize()
+        y = Encryptor(params, kg.public_key()).encrypt(enc.encode(x[::-1]))
+        dec = Decryptor(params, kg.secret_key())
+        with recording(Count()) as count:
+            pt = dec.decrypt(ct)
+            first = enc.decode(pt)
+        assert count.realizations == 1
+        again = enc.decode(pt)  # the kept form is gone: computed again, the same words
+        assert np.array_equal(_bits(first), _bits(again))
+        other = dec.decrypt(y)
+        swapped = Plaintext(other.poly, pt.scale, pt.level, params)
+        pt2 = dec.decrypt(ct)
+        pt2.poly = other.poly  # a plaintext whose poly changed: its kept form is not used
+        assert np.array_equal(_bits(enc.decode(pt2)), _bits(enc.decode(swapped)))
+    assert np.max(np.abs(first.real[:32] - x)) < 1e-4

@@ -267,3 +267,29 @@ def test_a_mod_up_read_by_two_kernels_is_not_copied():
     copied = [n for n in nodes if n.op is Op.BUFFERIZE and n.src[0].op is Op.CONCAT]
     assert len(copied) == 1 and copied[0] in sink.src  # only the output `partial` is stored
     assert np.array_equal(evaluate_sink(sink)[0], evaluate(*build("keyswitch_ntt"))[0])
+
+
+@pytest.mark.parametrize("level", [1, 3])
+def test_times_p_is_concat_of_scaled_rows_and_zeros(level):
+    """P·x on Q_l·P (`times_p`): the mod-up's converted rows times P are 0 mod every special
+    prime, so `concat_times_zero_rows` drops their INTT, conversion and NTT: one elementwise
+    kernel; the words are x·(P mod q) on Q_l and 0 on P (Python integers)."""
+    import math
+
+    from ren.rlwe.keyswitch import times_p
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        p = CKKSParams(N=64, depth=4, scale_bits=40, first_bits=55, special_primes=3,
+                       insecure=True)
+    ring, ring_qp = p.ring(level), p.ring_qp(level)
+    rng = np.random.default_rng(level)
+    words = np.stack([rng.integers(0, q, 64) for q in ring.moduli]).astype(np.uint32)
+    y = times_p(ren.Poly.from_residues(words, ring, Domain.NTT), p, level)
+    stats = run_passes(y, upto=4).ctx.stats["simplify_domains"]
+    assert stats["concat_times_zero_rows"] == 1
+    assert {item.kind for item in schedule(y)} == {"elementwise"}
+    P = math.prod(p.special_moduli)
+    want = [[int(w) * P % q for w in words[ring.index(q)]] if q in ring.moduli else [0] * 64
+            for q in ring_qp.moduli]
+    assert y.numpy().tolist() == want

@@ -23,12 +23,26 @@ Rules:
                    the fast conversion of d in [0, p) is d itself), scalar products by
                    constants, RESCALE, CONCAT, and the broadcast constant
                    `ren.ir.broadcast_const` (h, or 0, in every coefficient, not only X^0).
+                   Fused roundings: when x = L + NTT(W) (`split_ntt` looks through sums,
+                   differences, scalar products and limb selections, which all commute with the
+                   NTT), e.g. x = d0 + mod_down(u) whose mod-down was itself elided into
+                   u·P^-1 + NTT(R), then INTT(x mod P) = INTT(L mod P) + (W mod P) and
+                   x mod Q - NTT(c) = L mod Q - NTT(c - W mod Q): the rescale by q and the
+                   mod-down by P before it share ONE NTT over the kept rows (two before), with
+                   the same words (INTT and NTT are exact and linear mod every modulus).  The
+                   same holds for a linear transform's sum of giant steps (each a mod-down)
+                   before its rescale.  `LOOK_THROUGH = False` builds the rounding from x as
+                   it is (for comparisons).
   mod_up_in_ntt    NTT(TO_RING(INTT(x), R_ext)), a basis extension of an NTT-domain x: the rows
                    R_ext shares with x are x's rows as they are (TO_RING keeps shared residues,
                    and the NTT of a row depends on that row only); only the new moduli are
                    converted and transformed, and CONCAT assembles the two sets of rows
                    (|x| INTT rows + |new| NTT rows instead of |x| + |R_ext|).  A selection
                    with no new moduli, NTT(TO_RING(INTT(x), R_sub)), is TO_RING(x, R_sub).
+  concat_times_zero_rows  CONCAT(a, b) · c with c = 0 mod every modulus of a (or b): those rows
+                   are the constant 0, and the work that made them is dropped.  P·x on Q·P
+                   (`ren.rlwe.keyswitch.times_p`, double hoisting's lift of c0: a mod-up times
+                   P) becomes CONCAT(x·(P mod q), 0): no INTT, conversion or NTT.
 No backend sees anything new: pass 11 lowers CONCAT to a WHERE between two loads with
 TABLE-selected limbs, and pass 9 the broadcast constant to a VCONST.
 
@@ -69,8 +83,9 @@ RESCALE_KERNEL_FROM = 3
 #: `rescale_in_ntt` looks through sums for NTT-domain terms (`split_ntt`); False builds the
 #: rounding from x as it is (the form before, kept for comparisons)
 LOOK_THROUGH = True
-#: how deep `split_ntt` looks through sums, scalar products and limb selections
-SPLIT_DEPTH = 8
+#: how deep `split_ntt` looks through sums, scalar products and limb selections (a linear
+#: transform's sum over its giant steps is a chain of additions as long as their number)
+SPLIT_DEPTH = 32
 
 
 def _plus(a: Node | None, b: Node | None) -> Node | None:
@@ -87,7 +102,20 @@ def split_ntt(x: Node, depth: int = SPLIT_DEPTH) -> tuple[Node | None, Node | No
     """(L, W) with x = L + NTT(W) exactly, for an NTT-domain x: W (COEFF, on x's ring) gathers
     the NTT terms of x found through sums, differences, products by a scalar constant and limb
     selections (each commutes with the NTT, which is linear and acts on every limb alone); L is
-    the rest (None: 0).  W is None when x has no such term; then L is x itself, not rebuilt."""
+    the rest (None: 0).  W is None when x has no such term; then L is x itself, not rebuilt.
+    Only the nodes on a path to an NTT are rebuilt (a shared node is split once)."""
+    return _split(x, depth, {})
+
+
+def _split(x: Node, depth: int, memo: dict) -> tuple[Node | None, Node | None]:
+    key = (x, depth)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _split_node(x, depth, memo)
+    return got
+
+
+def _split_node(x: Node, depth: int, memo: dict) -> tuple[Node | None, Node | None]:
     op = x.op
     if op is Op.NTT:
         return None, x.src[0]
@@ -96,7 +124,7 @@ def split_ntt(x: Node, depth: int = SPLIT_DEPTH) -> tuple[Node | None, Node | No
     if op is Op.TO_RING:
         if not is_subset(x):
             return x, None
-        lo, w = split_ntt(x.src[0], depth - 1)
+        lo, w = _split(x.src[0], depth - 1, memo)
         if w is None:
             return x, None
         return (None if lo is None else _to_ring(lo, x.arg)), _to_ring(w, x.arg)
@@ -105,13 +133,13 @@ def split_ntt(x: Node, depth: int = SPLIT_DEPTH) -> tuple[Node | None, Node | No
         const, other = (a, b) if is_const(a) else (b, a) if is_const(b) else (None, None)
         if const is None or other is None or is_const(other):
             return x, None
-        lo, w = split_ntt(other, depth - 1)
+        lo, w = _split(other, depth - 1, memo)
         if w is None:
             return x, None
         c = const_value(const)
         return (None if lo is None else _scale(lo, c)), _scale(w, c)
-    la, wa = split_ntt(a, depth - 1)
-    lb, wb = split_ntt(b, depth - 1)
+    la, wa = _split(a, depth - 1, memo)
+    lb, wb = _split(b, depth - 1, memo)
     if wa is None and wb is None:
         return x, None
     if op is Op.ADD:
@@ -205,7 +233,26 @@ def mod_up_in_ntt(x: Node, t: Node) -> Node | None:
     return pnode(Op.CONCAT, kept, converted, arg=ext)
 
 
+def concat_times_zero_rows(cat: Node, c: Node) -> Node | None:
+    """CONCAT(a, b) · c with c = 0 mod every modulus of a or of b: that source's rows are 0
+    (a constant; the work that made them is dropped).  Double hoisting's P·c0 on Q·P
+    (`ren.rlwe.keyswitch.times_p`: a mod-up of c0 times P) then needs no INTT, conversion or NTT:
+    its rows of P are 0 and its rows of Q are c0·(P mod q)."""
+    v = const_value(c)
+    s = need_spec(cat)
+    out = []
+    for src in cat.src:
+        ring = need_spec(src).ring
+        out.append(const_node(0, ring, s.domain, s.device) if all(v % q == 0 for q in ring.moduli)
+                   else _scale(src, v))
+    if not any(is_const(o) for o in out):
+        return None
+    return pnode(Op.CONCAT, *out, arg=cat.arg)
+
+
 ELISION_RULES = [
     (P(Op.NTT, P(Op.RESCALE, P(Op.INTT, X("x")), name="r")), rescale_in_ntt, "rescale_in_ntt"),
     (P(Op.NTT, P(Op.TO_RING, P(Op.INTT, X("x")), name="t")), mod_up_in_ntt, "mod_up_in_ntt"),
+    (P(Op.MUL, P(Op.CONCAT, name="cat"), P(Op.AS_RING, P(Op.CONST), name="c"),
+       commutative=True), concat_times_zero_rows, "concat_times_zero_rows"),
 ]

@@ -8,7 +8,9 @@ Rewrites:
   computed from the dropped limbs only (k INTT rows instead of L+k) and applied in the NTT
   domain, exact: the same words as the RESCALE kernel; NTT(TO_RING(INTT(x), R_ext)) ->
   CONCAT(x's rows, NTT(TO_RING(INTT(x), new moduli))): a mod-up converts and transforms only
-  the moduli x lacks
+  the moduli x lacks; a rescale of x = L + NTT(W) (e.g. d0 + a mod-down by P, `split_ntt`) folds
+  W into its own correction's NTT (one NTT for the two roundings); CONCAT(a, b)·c with c = 0 on
+  b's moduli -> CONCAT(a·c, 0) (times_p: P·x on Q·P without a mod-up)
   the shared constant rule set of pass 1 (`ren.passes.folding`) again: a conversion of a
   constant is the constant in the other domain, which can make a whole expression constant
   (e.g. NTT(c) · 3, AUTOMORPH(NTT(c)), RESCALE(INTT(NTT(c))) after pass 3's injections)

@@ -11,7 +11,9 @@ For d at level l (L limbs of Q_l), α special primes and digits of d_j limbs, Re
   (`ren.passes.elision.rescale_in_ntt`) and the NTTs of the L limbs.  The rounding is, below
   `RESCALE_KERNEL_FROM` special primes, α lifts from one modulus, the m-th onto L + m − 1 limbs
   (each a row set written and summed again); from it on, one RESCALE kernel, an α-term
-  multiply-add per output word.
+  multiply-add per output word.  Where a rescale follows (a product's relinearization, a
+  transform's last mod-down), pass 4 folds the mod-down's correction into the rescale's NTT
+  (`ren.passes.elision.split_ntt`): the L-limb NTT counted here is then the one both share.
 
 `work` weighs an NTT of one limb as log2(N)/2 multiply-adds per coefficient (its butterflies),
 a mod-down lift row as log2(N)/4 (a pass over memory with one product per word) and a RESCALE

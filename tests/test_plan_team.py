@@ -83,8 +83,10 @@ def _check(limbs: int, N: int, steps: tuple[int, ...], counts=(1, 2, 3)) -> None
 
 def test_replay_in_plan_teams_gives_the_python_words_at_1_2_3_threads():
     """One, two, three and five rows at N = 2^12 (below every old threshold: fewer rows than
-    threads, rows split into pieces) and at N = 2^13 (the NTT's own split)."""
-    for limbs, N in ((1, 1 << 12), (2, 1 << 12), (3, 1 << 13), (5, 1 << 12)):
+    threads, rows split into pieces) and at N = 2^13 (the NTT's own split; four and five rows:
+    the rows that do not share out evenly over 2 or 3 threads split, the rest go whole)."""
+    for limbs, N in ((1, 1 << 12), (2, 1 << 12), (3, 1 << 13), (5, 1 << 12), (5, 1 << 13),
+                     (4, 1 << 13)):
         _check(limbs, N, (0, 1, 2, 3))
 
 

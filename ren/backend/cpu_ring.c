@@ -133,6 +133,13 @@ int ren_cpu_vector_bits(void) { return REN_AVX512 ? 512 : REN_AVX2 ? 256 : 0; }
 static int ren_split_ntt(i64 L, i64 n) {
   return ren_split(L, n) && (REN_AVX512 || L < ren_threads);
 }
+/* in a plan team, the NTT rows that whole rows would leave uneven over the threads (L mod T of
+   L > T rows: 5 rows on 2 threads would keep one thread idle for a whole row's transform at
+   the next barrier): they split as above, the rest go whole; 0 below the split's size */
+static i64 ren_team_rest(i64 L, i64 n) {
+  const i64 T = ren_threads;
+  return T > 1 && L > T && n >= 2 * BLK ? L % T : 0;
+}
 /* for tests: 1 when rows split, 2 when the NTT splits too */
 int ren_cpu_split(long long L, long long n) { return ren_split(L, n) + ren_split_ntt(L, n); }
 
@@ -516,9 +523,11 @@ void ren_cpu_ntt(void** a) {
     ntt_split(out, in, n, L, q, w, ws);
     return;
   }
-  if (REN_IN_TEAM()) {
+  if (REN_IN_TEAM()) {  /* the rows that do not share out evenly first, split; then whole rows */
+    const i64 r = ren_team_rest(L, n), l0 = L - r;
+    if (r > 0) ntt_split(out + l0 * n, in + l0 * n, n, r, q + l0, w + l0, ws + l0);
     REN_OMP(for schedule(dynamic, 1) nowait)
-    for (i64 l = 0; l < L; ++l) ntt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], n);
+    for (i64 l = 0; l < l0; ++l) ntt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], n);
     return;
   }
   REN_PARALLEL_FOR(L > 1 ? L * n * 4 : 0)  /* log2(n) butterfly passes per word: weighted x4 */
@@ -544,9 +553,12 @@ void ren_cpu_intt(void** a) {
     intt_split(out, in, n, L, q, w, ws, ni, nis);
     return;
   }
-  if (REN_IN_TEAM()) {
+  if (REN_IN_TEAM()) {  /* as the forward transform */
+    const i64 r = ren_team_rest(L, n), l0 = L - r;
+    if (r > 0)
+      intt_split(out + l0 * n, in + l0 * n, n, r, q + l0, w + l0, ws + l0, ni + l0, nis + l0);
     REN_OMP(for schedule(dynamic, 1) nowait)
-    for (i64 l = 0; l < L; ++l)
+    for (i64 l = 0; l < l0; ++l)
       intt_limb(out + l * n, in + l * n, w[l], ws[l], q[l], ni[l], nis[l], n);
     return;
   }

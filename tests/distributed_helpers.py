@@ -1,5 +1,6 @@
-"""Helpers shared by the ren.distributed test files: a batch of CKKS inputs, and the worker to
-kill in the killed-worker tests (one that holds a finished result)."""
+"""Helpers shared by the ren.distributed test files: the jitted operation most of them map (the
+benchmark's `square`: multiply, relinearize, rescale), a batch of CKKS inputs, and the worker
+to kill in the killed-worker tests (one that holds a finished result)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,17 @@ import time
 from typing import Any
 
 import numpy as np
+
+import ren
+from ren.ckks import Evaluator
+
+
+@ren.jit
+def square(ct: Any, keys: Any) -> Any:
+    """The benchmark's operation (benchmarks/bench_distributed.py): multiply, relinearize,
+    rescale (keys: the relinearization key)."""
+    ev = Evaluator(ct.params, relin_key=keys)
+    return ev.rescale(ev.multiply(ct, ct))
 
 
 def values(i: int, slots: int) -> np.ndarray:

@@ -18,11 +18,11 @@ distributed = pytest.importorskip(
 cloudpickle = pytest.importorskip("cloudpickle", reason="comes with Dask distributed")
 
 from ckks_helpers import context  # noqa: E402
-from distributed_helpers import result_holder  # noqa: E402
+from distributed_helpers import result_holder, square  # noqa: E402
 
 import ren  # noqa: E402
 from ren.backend.malloc import tune_allocator  # noqa: E402
-from ren.ckks import Evaluator, dumps  # noqa: E402
+from ren.ckks import dumps  # noqa: E402
 from ren.distributed import (  # noqa: E402
     DistributedError,
     SecretKeyError,
@@ -56,13 +56,6 @@ def values(i: int, slots: int) -> np.ndarray:
 
 def batch(ckks, n: int, level: int | None = None) -> list:
     return [ckks.encrypt(values(i, ckks.params.slots), level) for i in range(n)]
-
-
-@ren.jit
-def square(ct, keys):
-    """The benchmark's operation: multiply, relinearize, rescale (keys: the relinearization key)."""
-    ev = Evaluator(ct.params, relin_key=keys)
-    return ev.rescale(ev.multiply(ct, ct))
 
 
 def profiler_enabled() -> bool:

@@ -18,7 +18,7 @@ distributed = pytest.importorskip(
     "distributed", reason='needs Dask distributed: pip install -e ".[distributed]"')
 
 from ckks_helpers import context  # noqa: E402
-from distributed_helpers import batch, result_holder, values  # noqa: E402
+from distributed_helpers import batch, result_holder, square, values  # noqa: E402
 
 import ren  # noqa: E402
 from ren.ckks import Evaluator, dumps, loads  # noqa: E402
@@ -65,12 +65,6 @@ def wide():
     """Ciphertexts of ~100 kB, so that data dominates the task messages in byte counts."""
     return context(N=4096, depth=2, scale_bits=30, first_bits=40, steps=(1,),
                    powers_of_two=False)
-
-
-@ren.jit
-def square(ct, keys):
-    ev = Evaluator(ct.params, relin_key=keys)
-    return ev.rescale(ev.multiply(ct, ct))
 
 
 @ren.jit

@@ -12,11 +12,10 @@ distributed = pytest.importorskip(
     "distributed", reason="ren.distributed needs the distributed extra (Dask)")
 
 from ckks_helpers import context  # noqa: E402
-from distributed_helpers import batch, result_holder  # noqa: E402
+from distributed_helpers import batch, result_holder, square  # noqa: E402
 
-import ren  # noqa: E402
 import ren.distributed.batch as batch_module  # noqa: E402
-from ren.ckks import Evaluator, dumps  # noqa: E402
+from ren.ckks import dumps  # noqa: E402
 from ren.distributed import local_client, submit  # noqa: E402
 from ren.distributed.grouping import (  # noqa: E402
     GROUPED_IN_FLIGHT_PER_WORKER,
@@ -29,12 +28,6 @@ from ren.distributed.grouping import (  # noqa: E402
     make_groups,
     window,
 )
-
-
-@ren.jit
-def square(ct, keys):
-    ev = Evaluator(ct.params, relin_key=keys)
-    return ev.rescale(ev.multiply(ct, ct))
 
 
 @pytest.fixture(scope="module")

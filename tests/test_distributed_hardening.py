@@ -15,10 +15,10 @@ import time
 import numpy as np
 import pytest
 from ckks_helpers import context
+from distributed_helpers import square
 
 import ren
 from ren import settings
-from ren.ckks import Evaluator
 from ren.distributed import (
     DistributedError,
     SchedulerLostError,
@@ -63,12 +63,6 @@ def ckks():
 
 def values(i: int, slots: int) -> np.ndarray:
     return np.random.default_rng(i).uniform(-1, 1, slots)
-
-
-@ren.jit
-def square(ct, keys):
-    ev = Evaluator(ct.params, relin_key=keys)
-    return ev.rescale(ev.multiply(ct, ct))
 
 
 def double(ev, ct):

@@ -24,11 +24,10 @@ distributed = pytest.importorskip(
     "distributed", reason='needs Dask distributed: pip install -e ".[distributed]"')
 
 from ckks_helpers import context  # noqa: E402
-from distributed_helpers import batch, result_holder, values  # noqa: E402
+from distributed_helpers import batch, result_holder, square, values  # noqa: E402
 
-import ren  # noqa: E402
 from ren import settings  # noqa: E402
-from ren.ckks import Evaluator, dumps  # noqa: E402
+from ren.ckks import dumps  # noqa: E402
 from ren.distributed import DistributedError, TaskError, local_client, shm, submit  # noqa: E402
 from ren.distributed import map as dmap  # noqa: E402
 from ren.distributed.frames import register_dask  # noqa: E402
@@ -56,12 +55,6 @@ def small(monkeypatch):
     """Every record through a segment (N = 64 records are ~1 kB), the path on 'auto'."""
     monkeypatch.setenv(shm.MIN_ENV, "0")
     monkeypatch.setenv(shm.ENV, "auto")
-
-
-@ren.jit
-def square(ct, keys):
-    ev = Evaluator(ct.params, relin_key=keys)
-    return ev.rescale(ev.multiply(ct, ct))
 
 
 def ours() -> list[str]:

@@ -28,6 +28,7 @@ import ctypes
 import errno
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -125,6 +126,35 @@ def _not_a_library(path: str) -> str | None:
     return None
 
 
+#: a function a compiler message is about (GCC/Clang: "In function 'f'") or a definition's name
+_IN_FUNCTION = re.compile(r"[Ii]n function [\u2018'`\"]([A-Za-z_]\w*)")
+_ERROR_LINE = re.compile(r"kernels\.c:(\d+):(?:\d+:)? (?:fatal )?error")
+_DEFINITION = re.compile(
+    r"^(?:REN_KERNEL|REN_ROW|REN_FN|static|void|int|u32)\b.*?\b([A-Za-z_]\w*)\s*\(")
+
+
+def _kernel_of(function: str) -> str:
+    """The kernel a generated function belongs to: ``ren_ew_<hash>`` for its row function,
+    launch and host wrappers (``..._row``, ``ren_cpu_...``, ``ren_host_...``), else itself."""
+    m = re.search(r"ren_ew_[0-9a-f]{16}", function)
+    return m.group(0) if m else function.removeprefix("ren_host_").removeprefix("ren_cpu_")
+
+
+def failing_kernels(log: str, source: str) -> list[str]:
+    """The kernels a failed compile's messages are about, in order: the functions its
+    "In function" lines name, else the function defined above each error's line in `source`."""
+    names = [_kernel_of(f) for f in _IN_FUNCTION.findall(log)]
+    if not names:
+        lines = source.splitlines()
+        for m in _ERROR_LINE.finditer(log):
+            for text in reversed(lines[:int(m.group(1))]):
+                d = _DEFINITION.match(text)
+                if d is not None:
+                    names.append(_kernel_of(d.group(1)))
+                    break
+    return list(dict.fromkeys(names))
+
+
 def _file_digest(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
@@ -148,9 +178,12 @@ def build_library(cc: Sequence[str], source: str, flags: Sequence[str], dest: st
             raise DeviceError(f"the C compiler {command} could not be run ({e}){CC_HINT}") from None
         if res.returncode != 0:
             log = (res.stderr or res.stdout).strip()
+            names = failing_kernels(log, source)
+            where = f"in kernel {', '.join(names)} " if names else ""
             raise KernelCompileError(f"the C compiler {command} failed (exit status "
-                                     f"{res.returncode}) " + (f"on the rendered kernels:\n"
-                                     f"{log[-8000:]}" if log else "and printed nothing"))
+                                     f"{res.returncode}) {where}" + (
+                                         f"on the rendered kernels:\n{log[-8000:]}" if log
+                                         else "and printed nothing"))
         problem = _not_a_library(out)
         if problem is not None:
             raise KernelCompileError(f"the C compiler {command} exited 0 but {problem}{CC_HINT}")
@@ -391,6 +424,6 @@ class HostShimDevice(Device):
 
 
 __all__ = ["CFLAGS", "DEFAULT_CCS", "HostRunner", "HostShimDevice", "build_library",
-           "cached_library", "compile_host", "compile_source", "compiler", "find_cc",
-           "host_function", "library_key", "library_verifies", "open_library",
+           "cached_library", "compile_host", "compile_source", "compiler", "failing_kernels",
+           "find_cc", "host_function", "library_key", "library_verifies", "open_library",
            "write_atomically"]

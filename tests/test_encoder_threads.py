@@ -8,6 +8,7 @@ as the plain NumPy recipe (the length-N FFT, untwist, scale, round) bit for bit.
 
 from __future__ import annotations
 
+import gc
 import shutil
 from types import SimpleNamespace
 
@@ -195,4 +196,10 @@ def test_decrypt_and_decode_realize_once_and_give_the_same_slots():
         pt2 = dec.decrypt(ct)
         pt2.poly = other.poly  # a plaintext whose poly changed: its kept form is not used
         assert np.array_equal(_bits(enc.decode(pt2)), _bits(enc.decode(swapped)))
+        kept = len(encoder._coefficient_forms)
+        pt3 = dec.decrypt(ct)
+        assert len(encoder._coefficient_forms) == kept + 1 and "_ren" not in repr(vars(pt3))
+        del pt3  # an undecoded plaintext's form goes with it
+        gc.collect()
+        assert len(encoder._coefficient_forms) == kept
     assert np.max(np.abs(first.real[:32] - x)) < 1e-4

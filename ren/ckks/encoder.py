@@ -12,6 +12,7 @@ import ctypes
 import math
 import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from functools import lru_cache
@@ -395,9 +396,11 @@ def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
     return out[_embed_tables(N)[2]]
 
 
-#: the attribute under which a decrypted Plaintext carries its coefficient form (`keep_
-#: coefficient_form`), read and dropped by its first decoding
-_COEFFICIENT_FORM = "_ren_coefficient_form"
+#: decrypted Plaintexts -> (their poly, its coefficient form) (`keep_coefficient_form`): weak
+#: keys (a Plaintext hashes by identity), so an entry goes with its plaintext and nothing is
+#: added to the plaintext itself (its pickle, its repr); read and dropped by its first decoding
+_coefficient_forms: weakref.WeakKeyDictionary[Plaintext, tuple[Poly, Poly]] = \
+    weakref.WeakKeyDictionary()
 
 
 def keep_coefficient_form(pt: Plaintext, coeffs: Poly) -> None:
@@ -405,7 +408,7 @@ def keep_coefficient_form(pt: Plaintext, coeffs: Poly) -> None:
     `Decryptor.decrypt` realizes it together with the decryption, one realization instead of
     two (~0.5 ms of Python and a thread team at N = 2^16).  The first decoding of `pt` uses it
     (while `pt.poly` is still the Poly it was made from) and drops it."""
-    setattr(pt, _COEFFICIENT_FORM, (pt.poly, coeffs))
+    _coefficient_forms[pt] = (pt.poly, coeffs)
 
 
 def _check_numbers(values) -> None:
@@ -552,7 +555,7 @@ class Encoder:
         # coefficient form on the plaintext's own device (the compiled INTT on "cpu"; realized
         # with the decryption where `Decryptor.decrypt` made it), then the centred CRT lift
         # straight to floats (Garner's mixed radix: no Python ints)
-        kept = pt.__dict__.pop(_COEFFICIENT_FORM, None)
+        kept = _coefficient_forms.pop(pt, None)
         if kept is not None and kept[0] is pt.poly:
             coeffs = kept[1]
         else:

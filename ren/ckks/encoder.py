@@ -343,30 +343,31 @@ embed_quarters_elsewhere = 0
 @lru_cache(maxsize=16)
 def _embed_tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`embed`'s constants: ζ^i for i < N/2, exp(2πi·n/(N/2)) for n < N/4 (the odd quarter's
-    twiddles) and, per slot j, where its value sits in [E, O] (read-only)."""
+    twiddles) and the slot each output of [E, O] is (read-only)."""
     t, _, twist = _tables(N)
     k = t // 2  # slot j is output k = t_j/2 of the half-length transform (every t_j is even)
-    where = np.where(k % 2 == 0, k // 2, N // 4 + k // 2)
+    where = np.where(k % 2 == 0, k // 2, N // 4 + k // 2)  # slot j's place in [E, O]
     odd = np.exp(2j * np.pi * np.arange(N // 4) / (N // 2))
-    out = (np.ascontiguousarray(twist[: N // 2]), odd, where)
+    out = (np.ascontiguousarray(twist[: N // 2]), odd, np.argsort(where))
     for a in out:
         a.flags.writeable = False
     return out
 
 
 def _embed_quarter(m: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
-    """One half of `embed`'s half-length transform, written to `out[which·N/4 :]`: which = 0
+    """One half of `embed`'s half-length transform, written to its slots of `out`: which = 0
     the even outputs E, 1 the odd ones O (module docstring of `embed`).  NumPy's FFT releases
     the GIL, so the two run side by side on two threads, each the same floats on either."""
     global embed_quarters_elsewhere
     if threading.current_thread().name.startswith(_POOL_PREFIX):
         embed_quarters_elsewhere += 1
     q = N // 4
-    twist, odd, _ = _embed_tables(N)
+    twist, odd, slot = _embed_tables(N)
     lo = twist[:q] * (m[:q] + 1j * m[2 * q:3 * q])  # a_n = ζ^n (m_n + i m_(n+N/2)), n < N/4
     hi = twist[q:2 * q] * (m[q:2 * q] + 1j * m[3 * q:])  # a_(n+N/4)
     b = lo + hi if which == 0 else (lo - hi) * odd
-    out[which * q:(which + 1) * q] = np.fft.ifft(b, norm="forward")  # Σ b_n e^(2πi nk/(N/4))
+    # Σ b_n e^(2πi nk/(N/4)), put straight into its slots (the halves' slots are disjoint)
+    out[slot[which * q:(which + 1) * q]] = np.fft.ifft(b, norm="forward")
 
 
 def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
@@ -393,7 +394,7 @@ def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
         odd.result()
     else:
         _embed_quarter(m, N, 1, out)
-    return out[_embed_tables(N)[2]]
+    return out
 
 
 #: decrypted Plaintexts -> (their poly, its coefficient form) (`keep_coefficient_form`): weak

@@ -245,6 +245,14 @@ class Bootstrapper:
             times less at N = 2^16: 158 MiB instead of 2.93 GiB) expanded in the graph at every
             bootstrapping (a TO_RNS and an NTT per diagonal, the expanded limbs in the arena
             only while used): the lean mode's memory for some time, bit-identical results.
+        cts_split: which CoeffToSlot transforms take a butterfly stage more when its levels do
+            not divide the stages (`ren.ckks.circuits.dft.SPLITS`): "first" merges the stages
+            SlotToCoeff's transforms merge, so the two share their rotations and Galois keys
+            (the ``levels`` preset).
+        key_cost: baby steps charged per Galois key when the transforms choose their baby
+            steps, counting the Horner giant steps' few keys (`dft.planned_baby_steps`);
+            None: `LinearTransform`'s planner.  A large one trades giant steps (time) for keys
+            (memory).
     """
 
     def __init__(self, params: CKKSParams, degree: int = 31,
@@ -253,7 +261,8 @@ class Bootstrapper:
                  message_ratio_bits: int | None = None, ephemeral_weight: int | None = None,
                  *, eval_mod: EvalModParams | None = None, cts: CoeffToSlotParams | None = None,
                  stc: SlotToCoeffParams | None = None, slots: int | None = None,
-                 diagonals: str = "rns") -> None:
+                 diagonals: str = "rns", cts_split: str = "last",
+                 key_cost: float | None = None) -> None:
         if not isinstance(params, CKKSParams):
             raise ParameterError(f"Bootstrapper needs CKKSParams, got {type(params).__name__}")
         # every argument is checked before any work (the fit, the transforms' encodings)
@@ -261,8 +270,10 @@ class Bootstrapper:
         #: the slots bootstrapped: N/2, or n < N/2 for a message replicated N/(2n) times
         self.slots = _slots(params, slots)
         self.ephemeral_weight = _ephemeral_weight(params, ephemeral_weight)
-        cts = _part(cts, CoeffToSlotParams, "cts", cts_levels=cts_levels, diagonals=diagonals)
-        stc = _part(stc, SlotToCoeffParams, "stc", stc_levels=stc_levels, diagonals=diagonals)
+        cts = _part(cts, CoeffToSlotParams, "cts", cts_levels=cts_levels, diagonals=diagonals,
+                    cts_split=cts_split, key_cost=key_cost)
+        stc = _part(stc, SlotToCoeffParams, "stc", stc_levels=stc_levels, diagonals=diagonals,
+                    key_cost=key_cost)
         self.cts_params = cts.checked(self.slots)
         self.stc_params = stc.checked(self.slots)
         evalmod = _part(eval_mod, EvalModParams, "eval_mod", degree=degree,
@@ -558,7 +569,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 #: keyword shortcut -> the field of its parameter object
-_FIELD = {"cts_levels": "levels", "stc_levels": "levels"}
+_FIELD = {"cts_levels": "levels", "stc_levels": "levels", "cts_split": "split"}
 
 
 __all__ = ["SMALL_RING_DEGREES", "Bootstrapper", "bootstrap_params_n16", "bootstrap_params_small",

@@ -40,27 +40,41 @@ MAX_SLOTS = 1 << (MAX_LOG_N - 1)
 KEY_COST = 1.0
 
 
+#: how `baby_steps_for` counts a transform's Galois keys: one per baby step and one per giant
+#: step ("steps", `LinearTransform`'s planner), or one per baby step and the few keys of its
+#: Horner chains ("horner": what `giant_chains` really uses, one per direction for
+#: consecutive giant steps)
+GIANT_KEYS = ("steps", "horner")
+
+
 def baby_steps_for(indices: list[int], slots: int, baby_cost: float = 1.0,
-                   giant_cost: float = 2.0, key_cost: float = 0.0) -> int:
+                   giant_cost: float = 2.0, key_cost: float = 0.0, *,
+                   giant_keys: str = "steps") -> int:
     """n1, the power of two that makes the transform cheapest: baby_cost per baby step,
-    giant_cost per giant step, key_cost per Galois key (babies + giants); among equal costs,
-    fewer keys, then larger n1.  The defaults are a single-hoisted count (a baby step is a
-    permutation, an inner product and a mod-down, a giant step adds a decomposition, about as
-    much again); `LinearTransform` passes `rotation_costs` of its parameters and level.
-    A dense n×n matrix gets n1 ≈ √(n·(giant + key)/(baby + key)); a few scattered diagonals get
-    n1 = slots (all hoisted)."""
+    giant_cost per giant step, key_cost per Galois key (`giant_keys`: babies + giants, or
+    with ``"horner"`` babies + the Horner chains' keys); among equal costs, fewer keys, then
+    larger n1.  The defaults are a single-hoisted count (a baby step is a permutation, an
+    inner product and a mod-down, a giant step adds a decomposition, about as much again);
+    `LinearTransform` passes `rotation_costs` of its parameters and level.  A dense n×n matrix
+    gets n1 ≈ √(n·(giant + key)/(baby + key)); a few scattered diagonals get n1 = slots (all
+    hoisted).  With ``"horner"`` a large key_cost favours few baby steps, since the giant
+    steps then cost time but hardly any keys (`ren.ckks.circuits.dft`'s ``key_cost``)."""
     slots = check_int_range(slots, "baby_steps_for: slots", 1, MAX_SLOTS)
     indices = [check_int_range(i, "baby_steps_for: a diagonal index", 0, slots - 1)
                for i in check_sequence(indices, "baby_steps_for: indices", 1, slots)]
     baby, giant, key = (check_real_range(c, f"baby_steps_for: {what}", 0.0)
                         for c, what in ((baby_cost, "baby_cost"), (giant_cost, "giant_cost"),
                                         (key_cost, "key_cost")))
+    horner = check_choice(giant_keys, "baby_steps_for: giant_keys", GIANT_KEYS) == "horner"
     best: tuple[float, int, int] | None = None
     for e in range(slots.bit_length()):
         n1 = 1 << e
         babies = len({i % n1 for i in indices} - {0})
-        giants = len({i // n1 for i in indices} - {0})
-        rank = (baby * babies + giant * giants + key * (babies + giants), babies + giants, -n1)
+        steps = {i // n1 for i in indices}
+        giants = len(steps - {0})
+        keys = babies + (len({s % slots for chain in giant_chains(steps, n1, slots)
+                              for s in horner_steps(chain, n1)} - {0}) if horner else giants)
+        rank = (baby * babies + giant * giants + key * keys, keys, -n1)
         if best is None or rank < best:
             best = rank
     assert best is not None
@@ -225,5 +239,5 @@ def _check_diagonals(diagonals: Mapping[Any, Any], slots: int) -> dict[int, np.n
         raise ParameterError("LinearTransform: every diagonal is zero")
     return out
 
-__all__ = ["HOISTING", "KEY_COST", "MAX_SLOTS", "baby_steps_for", "diagonals_of", "giant_chains",
-           "horner_order", "horner_steps", "rotation_costs"]
+__all__ = ["GIANT_KEYS", "HOISTING", "KEY_COST", "MAX_SLOTS", "baby_steps_for", "diagonals_of",
+           "giant_chains", "horner_order", "horner_steps", "rotation_costs"]

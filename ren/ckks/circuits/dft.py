@@ -42,17 +42,32 @@ from fractions import Fraction
 import numpy as np
 
 from ren.ckks.ciphertext import Ciphertext
+from ren.ckks.circuits import lintrans
+from ren.ckks.circuits.bsgs import (
+    KEY_COST,
+    baby_steps_for,
+    giant_chains,
+    horner_steps,
+    rotation_costs,
+)
 from ren.ckks.circuits.lintrans import DIAGONAL_FORMS, LinearTransform
 from ren.ckks.evaluator import Evaluator
 from ren.ckks.params import CKKSParams, log2_exact
 from ren.ckks.special_fft import (
     Diagonals,
-    merge_stages,
     multiply_diagonals,
     special_fft_stages,
 )
-from ren.errors import check_choice, check_int_range
+from ren.errors import check_choice, check_int_range, check_real_range
 from ren.poly import Poly
+
+#: which transforms take one butterfly stage more when the levels do not divide the stages:
+#: the last ones ("last", as `ren.ckks.special_fft.merge_stages` splits) or the first ones
+#: ("first").  CoeffToSlot applies the stages in the reverse order of SlotToCoeff, so a
+#: CoeffToSlot split "first" merges the same stages as a SlotToCoeff of as many levels split
+#: "last": their transforms have the same diagonal positions and use the same rotations, and
+#: the two share their Galois keys (n16's ``levels`` preset: 34 keys instead of 59).
+SPLITS = ("last", "first")
 
 
 def _check_levels(levels: int, slots: int, name: str) -> int:
@@ -65,6 +80,97 @@ def _check_diagonals(diagonals: str, name: str) -> str:
     return check_choice(diagonals, f"Bootstrapper: {name} diagonals", DIAGONAL_FORMS)
 
 
+def _check_shape(split: str, key_cost: float | None, name: str) -> None:
+    check_choice(split, f"Bootstrapper: {name} split", SPLITS)
+    if key_cost is not None:
+        check_real_range(key_cost, f"Bootstrapper: {name} key_cost", 0.0,
+                         hint="what one Galois key costs, in baby steps (None: LinearTransform's "
+                              "planner)")
+
+
+def stage_sizes(stages: int, levels: int, split: str = "last") -> list[int]:
+    """How many of `stages` butterfly stages each of `levels` transforms merges, in the order
+    applied: as even as possible, the last (``split="last"``) or first ones one more."""
+    base, extra = divmod(stages, levels)
+    sizes = [base + (g >= levels - extra) for g in range(levels)]
+    return sizes if check_choice(split, "stage_sizes: split", SPLITS) == "last" else sizes[::-1]
+
+
+def stage_groups(slots: int, levels: int, inverse: bool, split: str = "last"
+                 ) -> list[Diagonals]:
+    """The special FFT's stages on `slots` slots (inverse: CoeffToSlot's order) merged into
+    `levels` matrices split as `split` says (`stage_sizes`), in the order applied."""
+    stages = special_fft_stages(slots, inverse=inverse)
+    out, at = [], 0
+    for size in stage_sizes(len(stages), levels, split):
+        m = stages[at]
+        for st in stages[at + 1:at + size]:
+            m = multiply_diagonals(st, m, slots)  # st applied after m
+        out.append(m)
+        at += size
+    return out
+
+
+def group_indices(slots: int, levels: int, inverse: bool, split: str = "last"
+                  ) -> list[list[int]]:
+    """The diagonal indices of `stage_groups`' matrices, from the stages' positions alone
+    (stage S_len has diagonals 0 and ±len/2; a product of stages, the sums): no values, so
+    cheap at any slot count (a value that cancels to zero exactly is still counted)."""
+    stages = slots.bit_length() - 1
+    order = list(range(stages, 0, -1)) if inverse else list(range(1, stages + 1))
+    out, at = [], 0
+    for size in stage_sizes(stages, levels, split):
+        found = {0}
+        for s in order[at:at + size]:
+            half = 1 << (s - 1)
+            found = {(i + o) % slots for i in found for o in (0, half, -half)}
+        out.append(sorted(found))
+        at += size
+    return out
+
+
+def planned_baby_steps(params: CKKSParams, indices: list[int], level: int,
+                       key_cost: float | None, hoisting: str | None = None) -> int:
+    """n1 for a transform with diagonals at `indices` at `level` rotated with `hoisting`
+    (default `lintrans.DEFAULT_HOISTING`): `LinearTransform`'s own choice when `key_cost` is
+    None, else `baby_steps_for` charging `key_cost` baby steps per Galois key counted with its
+    Horner chains (``giant_keys="horner"``)."""
+    hoisting = lintrans.DEFAULT_HOISTING if hoisting is None else hoisting
+    baby, giant = rotation_costs(params, level, hoisting)
+    if key_cost is None:
+        return baby_steps_for(indices, params.slots, baby, giant, KEY_COST * baby)
+    return baby_steps_for(indices, params.slots, baby, giant, key_cost * baby,
+                          giant_keys="horner")
+
+
+def transform_plans(params: CKKSParams, cts: CoeffToSlotParams, stc: SlotToCoeffParams,
+                    evalmod_levels: int) -> list[tuple[int, list[int], int]]:
+    """(level, diagonal indices, n1) of every CoeffToSlot and SlotToCoeff transform of a full-
+    slot bootstrapping of `params` (CoeffToSlot from the top level, SlotToCoeff below
+    EvalMod's `evalmod_levels`), from the parameters alone: what the benchmarks' dry run counts
+    keys and diagonals from, without encoding anything."""
+    slots, top = params.slots, params.depth
+    stc_top = top - cts.levels - evalmod_levels
+    out = []
+    for part, inverse, first in ((cts, True, top), (stc, False, stc_top)):
+        part.checked(slots)
+        for g, ind in enumerate(group_indices(slots, part.levels, inverse, part.split)):
+            out.append((first - g, ind, planned_baby_steps(params, ind, first - g,
+                                                           part.key_cost)))
+    return out
+
+
+def rotation_keys(plans: list[tuple[int, list[int], int]], slots: int) -> set[int]:
+    """The rotation steps (mod `slots`, 0 left out) of `transform_plans`: baby steps and the
+    Horner chains' steps; conjugation is one key more."""
+    steps: set[int] = set()
+    for _, ind, n1 in plans:
+        steps |= {i % n1 for i in ind}
+        for chain in giant_chains({i // n1 for i in ind}, n1, slots):
+            steps |= {s % slots for s in horner_steps(chain, n1)}
+    return steps - {0}
+
+
 @dataclass(frozen=True)
 class CoeffToSlotParams:
     """CoeffToSlot's shape: `levels` sparse transforms (module docstring).  `diagonals`: how
@@ -74,18 +180,24 @@ class CoeffToSlotParams:
 
     levels: int = 2
     diagonals: str = "rns"
+    #: which transforms take a stage more (`SPLITS`; "first" shares SlotToCoeff's keys)
+    split: str = "last"
+    #: baby steps charged per Galois key when choosing n1 (`planned_baby_steps`; None:
+    #: `LinearTransform`'s planner)
+    key_cost: float | None = None
 
     def checked(self, slots: int) -> CoeffToSlotParams:
         """These parameters checked for `slots` slots (at most log2(slots) levels)."""
         _check_levels(self.levels, slots, "cts_levels")
         _check_diagonals(self.diagonals, "CoeffToSlot")
+        _check_shape(self.split, self.key_cost, "CoeffToSlot")
         return self
 
     def build(self, params: CKKSParams, slots: int, top: int, factor: float,
               input_scale: Fraction) -> CoeffToSlot:
         """The prepared CoeffToSlot from level `top` down, times `factor` in all."""
         return CoeffToSlot(params, slots, int(self.levels), top, factor, input_scale,
-                           self.diagonals)
+                           self.diagonals, self.split, self.key_cost)
 
 
 @dataclass(frozen=True)
@@ -95,16 +207,20 @@ class SlotToCoeffParams:
 
     levels: int = 2
     diagonals: str = "rns"
+    split: str = "last"
+    key_cost: float | None = None
 
     def checked(self, slots: int) -> SlotToCoeffParams:
         """These parameters checked for `slots` slots (at most log2(slots) levels)."""
         _check_levels(self.levels, slots, "stc_levels")
         _check_diagonals(self.diagonals, "SlotToCoeff")
+        _check_shape(self.split, self.key_cost, "SlotToCoeff")
         return self
 
     def build(self, params: CKKSParams, slots: int, top: int, factor: float) -> SlotToCoeff:
         """The prepared SlotToCoeff from level `top` down, times `factor`."""
-        return SlotToCoeff(params, slots, int(self.levels), top, factor, self.diagonals)
+        return SlotToCoeff(params, slots, int(self.levels), top, factor, self.diagonals,
+                           self.split, self.key_cost)
 
 
 def balanced(params: CKKSParams, groups: list[Diagonals], factor: float, top: int,
@@ -182,15 +298,20 @@ class CoeffToSlot:
     scale, so it is prepared per scale (`transforms_for`)."""
 
     def __init__(self, params: CKKSParams, slots: int, levels: int, top: int, factor: float,
-                 input_scale: Fraction, diagonals: str = "rns") -> None:
+                 input_scale: Fraction, diagonals: str = "rns", split: str = "last",
+                 key_cost: float | None = None) -> None:
         self.params, self.slots, self.levels, self.top = params, slots, levels, top
         self.diagonal_form = diagonals  # (`LinearTransform(diagonals=)`)
-        groups = merge_stages(special_fft_stages(slots, inverse=True), levels)
+        groups = stage_groups(slots, levels, True, split)
         self.packed = packs(params, slots)
         if self.packed:  # the last transform writes the lower n of every 2n slots only
             groups[-1] = _lower_rows(widen(groups[-1], slots), slots)
         every = balanced(params, groups, factor, top, input_scale)
-        self._rest = tuple(LinearTransform(params, d, top - g, diagonals=diagonals)
+        self._babies = [None if key_cost is None else
+                        planned_baby_steps(params, sorted(d), top - g, key_cost)
+                        for g, d in enumerate(every)]
+        self._rest = tuple(LinearTransform(params, d, top - g, diagonals=diagonals,
+                                           baby_steps=self._babies[g])
                            for g, d in enumerate(every) if g)
         #: the first transform's diagonals, prepared again per input scale (`transforms_for`);
         #: the others live in their transforms only (~63 MiB at N = 2^16 not kept twice)
@@ -232,7 +353,8 @@ class CoeffToSlot:
         """The transforms for inputs of `scale` (the raised ciphertext's)."""
         if scale not in self._first:
             self._first[scale] = LinearTransform(self.params, self.diagonals[0], self.top, scale,
-                                                 diagonals=self.diagonal_form)
+                                                 diagonals=self.diagonal_form,
+                                                 baby_steps=self._babies[0])
         return (self._first[scale], *self._rest)
 
     def apply(self, ev: Evaluator, raised: Ciphertext) -> tuple[Ciphertext, ...]:
@@ -255,15 +377,19 @@ class SlotToCoeff:
     """The prepared SlotToCoeff transforms."""
 
     def __init__(self, params: CKKSParams, slots: int, levels: int, top: int,
-                 factor: float, diagonals: str = "rns") -> None:
+                 factor: float, diagonals: str = "rns", split: str = "last",
+                 key_cost: float | None = None) -> None:
         self.params, self.slots, self.levels, self.top = params, slots, levels, top
-        groups = merge_stages(special_fft_stages(slots), levels)
+        groups = stage_groups(slots, levels, False, split)
         self.packed = packs(params, slots)
         if self.packed:  # (v_lo | v_hi) -> v_lo + i·v_hi first
             groups[0] = multiply_diagonals(widen(groups[0], slots), _combine(slots), 2 * slots)
         groups[0] = {k: v * factor for k, v in groups[0].items()}
-        self.transforms = tuple(LinearTransform(params, d, top - g, diagonals=diagonals)
-                                for g, d in enumerate(groups))
+        self.transforms = tuple(
+            LinearTransform(params, d, top - g, diagonals=diagonals,
+                            baby_steps=None if key_cost is None else
+                            planned_baby_steps(params, sorted(d), top - g, key_cost))
+            for g, d in enumerate(groups))
 
     def apply(self, ev: Evaluator, first: Ciphertext, second: Ciphertext | None = None
               ) -> Ciphertext:
@@ -275,5 +401,6 @@ class SlotToCoeff:
         return out
 
 
-__all__ = ["CoeffToSlot", "CoeffToSlotParams", "SlotToCoeff", "SlotToCoeffParams", "balanced",
-           "packs", "times_i", "widen"]
+__all__ = ["SPLITS", "CoeffToSlot", "CoeffToSlotParams", "SlotToCoeff", "SlotToCoeffParams",
+           "balanced", "group_indices", "packs", "planned_baby_steps", "rotation_keys",
+           "stage_groups", "stage_sizes", "times_i", "transform_plans", "widen"]

@@ -13,7 +13,9 @@ transform levels up to N = 2^12, 3 + 3 above) and, for precision, the message ra
 * ``"levels"`` (precision for levels): ``base − 1`` levels each, the default K_0: two levels
   more for the user's circuit; the transforms merge more butterfly stages each (more
   diagonals: more rotations per transform and usually more Galois keys), and their rounding
-  grows with it.
+  grows with it.  Above N = 2^12 CoeffToSlot and SlotToCoeff share their keys and the baby
+  steps are chosen for few keys (``cts_split="first"``, ``key_cost``: below), so that at
+  N = 2^16 the lean mode fits in 6 GiB.
 * ``"precision"`` (levels for precision): CoeffToSlot ``base + 1`` levels, SlotToCoeff
   ``base``, K_0 twice the default: one level less; sparser CoeffToSlot factors have fewer
   diagonals, so their error is smaller, and that leaves room for a larger K_0, which shrinks
@@ -32,30 +34,39 @@ precision  3, 2, 2^13                28.8–28.9 bits        1 of 14       11 + 
 =========  ========================  ===================  ============  ==========
 
 At N = 2^16 (`bootstrap_params_n16`, dense secret with encapsulation, 25 levels): balanced
-3, 3, 2^6 measured 21.3 bits with 10 levels left (before the Horner giant steps); levels
-2, 2, 2^6 leaves 12 levels and precision 4, 3, 2^7 leaves 9 — **their precision and time are
-still to be measured**.  Their memory from the parameters (``benchmarks/bench_bootstrap.py
---preset n16 --shape … --dry-run``; keys in full, diagonals on Q):
+3, 3, 2^6 measured 21.4 bits with 10 levels left; levels 2, 2, 2^6 leaves 12 levels (21.4–21.5
+bits measured with its old split) and precision 4, 3, 2^7 leaves 9.
 
-=========  ============  =====================  ===============
-preset     Galois keys   keys (+relin, encap.)   diagonals
-=========  ============  =====================  ===============
-balanced   26 + conj.    5.95 GiB               316, 2.93 GiB
-levels     58 + conj.    12.51 GiB              1150, 11.48 GiB
-precision  39 + conj.    8.62 GiB               259, 2.13 GiB
-=========  ============  =====================  ===============
+**Keys of the levels preset.**  Above N = 2^12 it has two transforms on each side, and 15
+butterfly stages do not split evenly in two.  Split as `merge_stages` does (the later group one
+stage more), CoeffToSlot's groups (it applies the stages in reverse) and SlotToCoeff's merge
+different stages: four transforms with disjoint rotations, 58 rotation keys at n16 (6.26 GiB of
+lean keys: the 9.6 GiB peak measured in stop 47).  So the preset splits CoeffToSlot the other
+way (``cts_split="first"``, `ren.ckks.circuits.dft.SPLITS`): each CoeffToSlot transform merges
+the stages of a SlotToCoeff one, the two use the same rotations and share their keys; and it
+chooses baby steps with ``key_cost=LEVELS_KEY_COST`` (4 baby steps a key, the Horner giant
+steps' keys counted: `ren.ckks.circuits.bsgs.baby_steps_for`), n1 = 1024, 8, 8, 1024 instead of
+2048, 16, 16, 2048: 17 rotation keys instead of 33, for twice the giant steps.  Memory from the
+parameters (``benchmarks/bench_bootstrap.py --preset n16 --shape … --dry-run``, keys in full,
+diagonals on Q; lean: seeded halves and integer diagonals):
 
-So at N = 2^16 the levels preset in full (RNS) form is not for a laptop: two-stage transforms
-of 2^15 slots have ~2^8 diagonals each.  In the lean mode (``--lean``: lean keys, coefficient
-diagonals) its keys resident are 6.26 GiB (59 Galois keys; balanced 2.97 GiB) and its
-diagonals 575 MiB; the JIT plan's arena is what remains.  A Meta-BTS plan once held every
-expanded diagonal from its first bootstrapping to its second (n16 balanced: 4.47 GiB of arena
-against 1.46 for one; n16 levels ran out of 23 GiB); `ren.schedule.regenerate_leaf_chains`
-now computes them again where they are read, so two bootstrappings keep about one's arena
-(N = 2^13, levels shape, lean Meta-BTS: 710 → 316 MB).  The largest remaining term is a single-
-hoisted transform's c0 path, fused into one kernel that reads all of its expanded diagonals
-(511 at n16): projected ~15 GiB peak at n16 for the lean levels shape, ~10 GiB once each giant
-step's inner sum is its own buffer; below 6 GiB needs fewer keys.
+=================  ============  =====================  ===============  ===================
+preset             Galois keys   keys (+relin, encap.)   diagonals        lean keys + diag.
+=================  ============  =====================  ===============  ===================
+balanced           26 + conj.    5.95 GiB               316, 2.93 GiB    2.97 GiB + 158 MiB
+levels (old)       58 + conj.    12.51 GiB              1150, 11.48 GiB  6.26 GiB + 575 MiB
+levels             17 + conj.    4.10 GiB               1022, 9.98 GiB   2.05 GiB + 511 MiB
+precision          39 + conj.    8.62 GiB               259, 2.13 GiB
+=================  ============  =====================  ===============  ===================
+
+In the lean mode (``--lean``) the levels preset holds 2.55 GiB before the JIT plan's arena,
+less than balanced's 3.13 GiB (which peaked at 4.7 GiB at n16).  Its arena is about the old
+split's (n16-shaped lean stand-ins: 2^13 122 MiB against 125; 2^14 296 MiB against 289),
+which at n16 left 2.8 GiB beside keys and diagonals: **about 4.2–5.3 GiB peak at n16, within
+the 6 GiB goal (an estimate: not run at n16)**.  Precision stays (2^13: 23.27 bits against
+23.33; 2^14: 22.74 against 22.62), and the CPU time grows with the giant steps (lean replay,
+CPU seconds, noisy: 2^13 3.79 against 3.38; 2^14 7.77 against 7.99).  In the fast mode the
+preset's RNS diagonals (9.98 GiB) are not for a laptop.
 """
 
 from __future__ import annotations
@@ -68,6 +79,9 @@ from ren.errors import check_choice, check_instance, check_int_range
 
 #: the preset names, each a trade of precision against levels (module docstring)
 PRESETS = ("balanced", "levels", "precision")
+#: the ``levels`` preset's `Bootstrapper(key_cost=)`: baby steps charged per Galois key, with
+#: the Horner giant steps' keys counted (module docstring: n16's keys 34 -> 18)
+LEVELS_KEY_COST = 4.0
 
 
 def base_levels(params: CKKSParams) -> int:
@@ -88,7 +102,10 @@ def bootstrap_shape(params: CKKSParams, preset: str = "balanced",
                                                            params.slots)
     base = base_levels(params)
     if preset == "levels":
-        return {"cts_levels": base - 1, "stc_levels": base - 1}
+        shape: dict[str, Any] = {"cts_levels": base - 1, "stc_levels": base - 1}
+        if base > 2:  # several transforms each: CoeffToSlot's merge SlotToCoeff's stages
+            shape.update(cts_split="first", key_cost=LEVELS_KEY_COST)
+        return shape
     if preset == "precision":
         return {"cts_levels": base + 1, "stc_levels": base,
                 "message_ratio_bits": default_message_ratio_bits(2 * n) + 1}
@@ -103,4 +120,4 @@ def preset_bootstrapper(params: CKKSParams, preset: str = "balanced",
     return Bootstrapper(params, **{**shape, **kwargs})
 
 
-__all__ = ["PRESETS", "base_levels", "bootstrap_shape", "preset_bootstrapper"]
+__all__ = ["LEVELS_KEY_COST", "PRESETS", "base_levels", "bootstrap_shape", "preset_bootstrapper"]

@@ -174,19 +174,20 @@ def test_copies_are_made_again_only_in_plans_that_read_a_lean_key(lean_bootstrap
     replay at N = 2^13); a plan over lean keys makes them again (the test above)."""
     from ren.ckks import Evaluator, KeyGenerator
 
-    bt, _, ct = lean_bootstrapping
+    bt, lean_ev, ct = lean_bootstrapping
     with ren.random.seeded(1):
         kg = KeyGenerator(bt.params)
         ev = Evaluator(bt.params, kg.relin_key(), bt.keys(kg))
 
-    def schedule(copies):
+    def schedule(copies, evaluator=ev):
         monkeypatch.setattr(sched, "REGENERATE_COPIES", copies)
         return [(it.kind, it.bufs[0].again_of is not None)
-                for it in _plan(bt.bootstrap(ev, ct))[0]]
+                for it in _plan(bt.bootstrap(evaluator, ct))[0]]
 
     default, never, always = schedule("lean"), schedule(False), schedule(True)
     assert default == never and len(always) > len(never)
     assert sum(again for _, again in always) > sum(again for _, again in never)
+    assert schedule("lean", lean_ev) == schedule(True, lean_ev)  # the lean mode: unchanged
 
 
 def test_the_copies_rule_reads_public_samples_and_refuses_other_values():

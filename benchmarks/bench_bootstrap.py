@@ -273,12 +273,16 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     fn = boot if eager else ren.jit(boot)  # eager: "again" replays realization's template
     x, ct = fresh()
     compiles = c_host.compiler_invocations
+    cc0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = fn(ct)
     ren.realize(list(res.parts))
     out["first_s"] = time.perf_counter() - t0
-    # kernels missing from the compile cache are compiled inside the first call: say so
+    # kernels missing from the compile cache are compiled inside the first call: say so, with
+    # the compiler processes' CPU seconds (they run side by side, one per core)
+    cc1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out["first_compiles"] = c_host.compiler_invocations - compiles
+    out["first_compile_cpu_s"] = cc1.ru_utime + cc1.ru_stime - cc0.ru_utime - cc0.ru_stime
     out["mode"] = "eager (template cache)" if eager else "ren.jit (capture, replay)"
     if not eager:
         plan = fn.plans[0]
@@ -496,8 +500,10 @@ def _report(rows: list[dict]) -> None:
         else:
             print(f"  keygen (incl. the bootstrap key) {r['keygen_s']:.1f} s")
         how = {"schedule": " (scheduled)", "plan cache": " (template from the plan cache)"}
+        cpu_s = (f" using {r['first_compile_cpu_s']:.1f} s of compiler CPU"
+                 if r.get("first_compile_cpu_s") else "")
         compiled = (f", {r['first_compiles']} compiler run(s) inside it (kernels not in the "
-                    "compile cache)") if r.get("first_compiles") else ""
+                    f"compile cache){cpu_s}") if r.get("first_compiles") else ""
         print(f"  first call {r['first_s']:.1f} s{how.get(r.get('compiled_by', ''), '')}"
               f"{compiled}; "
               f"again {r['replay_s']:.2f} s (median), "

@@ -94,6 +94,7 @@ from ren.distributed.remote import Batch, as_batch, share, standin
 from ren.distributed.wire import (
     Codec,
     LiveSecrets,
+    Sealed,
     digest,
     guarded_dumps,
     refuse_secret,
@@ -103,6 +104,7 @@ from ren.distributed.wire import (
 from ren.distributed.worker import Program, run_item
 from ren.errors import ParameterError, check_bool
 from ren.jit import JitPlan, Jitted
+from ren.rlwe.params import RLWEParams
 
 _job_ids = itertools.count()
 #: times the client scatters one input again after the worker holding it died
@@ -443,9 +445,37 @@ def size(nbytes: int) -> str:
 
 def context_name(fingerprints: list[bytes], keys_wire: Any, has_keys: bool) -> str:
     """The name of a job's context: a hash of what it means (the parameters' fingerprints and
-    the keys' wire bytes), not of its pickle, which carries the parameters' caches too."""
-    return "ren-context-" + digest(b"|".join(sorted(fingerprints)) + guarded_dumps(
-        (keys_wire, has_keys), "map: keys"))
+    the keys' wire records, each by its kind, metadata and checksum over its frames), not of
+    its pickle, which carries the parameters' caches too; no copy of the keys' bytes is made
+    for it (a pickle of them was one more copy of every key in the client: 3.2 GB at n16)."""
+    return "ren-context-" + digest(b"|".join(sorted(fingerprints)) + b"|" +
+                                   _content(keys_wire) + (b"|1" if has_keys else b"|0"))
+
+
+def _content(tree: Any) -> bytes:
+    """A byte string that names a wire tree's content: a record by its kind, metadata and
+    checksum (over its frames), parameters by their fingerprint, other leaves pickled."""
+    if isinstance(tree, Sealed):
+        return b"S%d:%s%d:%s%s:%s" % (len(tree.kind), tree.kind.encode(), len(tree.meta),
+                                      tree.meta, tree.alg.encode(), tree.checksum)
+    if isinstance(tree, RLWEParams):
+        return b"P" + tree.fingerprint
+    t = type(tree)
+    if t is list or t is tuple:
+        return b"L(" + b",".join(_content(v) for v in tree) + b")"
+    if t is dict:
+        return b"D(" + b",".join(guarded_dumps(k, "map: keys") + b"=" + _content(v)
+                                 for k, v in tree.items()) + b")"
+    return b"V" + guarded_dumps(tree, "map: keys")
+
+
+def _context(codec: Codec, keys_wire: Any, has_keys: bool) -> tuple[dict[str, Any], int]:
+    """What a job's context sends (`ren.distributed.worker.load_context`): the parameters and
+    the keys' wire tree, as an object that Dask pickles with every record's frames out of band
+    (the keys' storage itself, no copy in the client), and its bytes."""
+    params = list(codec.params.values())
+    nbytes = len(guarded_dumps(params, "map: the parameters")) + wire_bytes(keys_wire)
+    return {"params": params, "keys": keys_wire, "has_keys": has_keys}, nbytes
 
 
 #: the name and blob of each program already pickled, by its plans (one pickle per program)
@@ -514,15 +544,14 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
     program, which = _program(fn, captured, keys)
     which = which or [None] * n
     pk, program_blob = _program_blob(program, secrets)
-    context_blob = guarded_dumps({"params": list(codec.params.values()), "keys": keys_wire,
-                                  "has_keys": keys is not None}, "map: keys")
+    context, context_bytes = _context(codec, keys_wire, keys is not None)
     job_id = f"{os.getpid()}-{next(_job_ids)}"
     ck = context_name(list(codec.params), keys_wire, keys is not None)
     addresses = worker_addresses(client) if n else []
     if n and not addresses:
         raise DistributedError("map: the cluster has no workers; start some (or wait for them: "
                                "client.wait_for_workers(n)) before submitting")
-    job = MapJob(client, [None] * n, codec, len(context_blob), wire_bytes(keys_wire),
+    job = MapJob(client, [None] * n, codec, context_bytes, wire_bytes(keys_wire),
                  len(program_blob), 0, len(program.plans or ()), len(addresses), keep=keep,
                  standins=_result_standins(program, codec) if keep else None, _which=which,
                  _submitted=time.perf_counter(), _inputs=[None] * n, _attempts=[0] * n)
@@ -536,8 +565,9 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
     # ck and pk name the content (the workers' cache of loaded keys and plans); the client
     # keeps them broadcast for its later jobs (remote.share)
     shared: dict[str, Any] = {}
-    for name, blob in ((ck, context_blob), (pk, program_blob)):
-        shared[name], sent = share(client, name, blob)
+    for name, blob, nbytes in ((ck, context, context_bytes),
+                               (pk, program_blob, len(program_blob))):
+        shared[name], sent = share(client, name, blob, nbytes)
         job.shared_sent_bytes += sent
     if remote is not None:  # every task at once, each where its input lies
         job._held = list(remote.futures)

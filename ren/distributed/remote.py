@@ -65,11 +65,12 @@ _shared: weakref.WeakKeyDictionary[Any, OrderedDict[str, Any]] = weakref.WeakKey
 _shared_lock = threading.Lock()
 
 
-def share(client: Any, name: str, blob: bytes) -> tuple[Any, int]:
-    """The future of `blob` broadcast to every worker of `client`, and the bytes sent now: 0
-    when an earlier job of this client broadcast the same `name` (a content hash) and its
-    data is still on the cluster, ``len(blob)`` per worker otherwise.  The client keeps the
-    last `SHARED_ENTRIES` blobs; Dask keeps an evicted one while a job still holds it."""
+def share(client: Any, name: str, blob: Any, nbytes: int | None = None) -> tuple[Any, int]:
+    """The future of `blob` (bytes, or an object of `nbytes` bytes: a job's context, whose
+    key records Dask sends out of band) broadcast to every worker of `client`, and the bytes
+    sent now: 0 when an earlier job of this client broadcast the same `name` (a content hash)
+    and its data is still on the cluster, its bytes per worker otherwise.  The client keeps
+    the last `SHARED_ENTRIES` blobs; Dask keeps an evicted one while a job still holds it."""
     with _shared_lock:
         entries = _shared.setdefault(client, OrderedDict())
         future = entries.get(name)
@@ -86,7 +87,7 @@ def share(client: Any, name: str, blob: bytes) -> tuple[Any, int]:
         entries[name] = future
         while len(entries) > SHARED_ENTRIES:
             entries.popitem(last=False)
-    return future, len(blob) * max(1, workers)
+    return future, (len(blob) if nbytes is None else nbytes) * max(1, workers)
 
 
 def forget_shared(client: Any) -> None:

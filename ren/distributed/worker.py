@@ -107,8 +107,14 @@ class Program:
     capture: bool = False
 
 
-def load_context(blob: bytes) -> Context:
-    state = pickle.loads(blob)
+def load_context(blob: Any) -> Context:
+    """A job's context: the object `ren.distributed.batch` broadcast (the parameters and the
+    keys' wire tree, its records' frames received out of band) or its pickle."""
+    state = blob if isinstance(blob, dict) else pickle.loads(blob)
+    if not isinstance(state, dict) or not {"params", "keys", "has_keys"} <= set(state):
+        raise WireError(f"a context blob holds a {type(state).__name__} that is not a job's "
+                        "context (a client of another ren version?); install the same ren "
+                        "everywhere")
     codec = Codec({p.fingerprint: p for p in state["params"]})
     return Context(codec, codec.decode(state["keys"]), state["has_keys"])
 

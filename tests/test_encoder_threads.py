@@ -88,6 +88,18 @@ def test_the_odd_quarter_runs_on_a_pool_thread_at_two_threads():
     assert encoder.embed_quarters_elsewhere == before + 1
 
 
+def test_embed_takes_integer_and_complex_coefficients_and_refuses_wrong_lengths():
+    from ren.errors import ShapeError
+
+    N = 64
+    ints = np.arange(N) - 20
+    assert np.array_equal(_bits(embed(ints, N, threads=2)), _bits(embed(ints.astype(float), N)))
+    z = np.random.default_rng(2).normal(size=N) + 1j * np.random.default_rng(3).normal(size=N)
+    assert np.allclose(embed(z, N), numpy_embed(z, N), atol=1e-12)  # complex: not split
+    with pytest.raises(ShapeError, match="embed: expected the N = 64 coefficients"):
+        embed(np.zeros(32), N)
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
 def test_bad_thread_counts_are_refused(bad):
     with pytest.raises(ParameterError, match="embed: threads"):

@@ -383,10 +383,14 @@ def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
     difference: the same error against exact evaluation)."""
     threads = check_int_range(threads, "embed: threads", 1, 256,
                               hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
-    m = np.asarray(m, dtype=np.float64)
-    if N < _EMBED_SPLIT_MIN:
+    m = np.asarray(m)
+    if m.shape != (N,):
+        raise ShapeError(f"embed: expected the N = {N} coefficients of one polynomial, got "
+                         f"shape {m.shape}")
+    if N < _EMBED_SPLIT_MIN or np.iscomplexobj(m):  # (complex m: the general transform)
         t, _, twist = _tables(N)
         return np.fft.ifft(m * twist)[t] * N
+    m = m.astype(np.float64, copy=False)
     out = np.empty(N // 2, dtype=np.complex128)
     odd = _pool(threads).submit(_embed_quarter, m, N, 1, out) if threads > 1 else None
     _embed_quarter(m, N, 0, out)

@@ -54,14 +54,15 @@ product, automorphism, other elementwise; ckks_breakdown.py) against the replay 
 
 Run:  python benchmarks/bench_ckks.py [--reps 7] [--only ren,seal,desilo] [--device python,cpu]
                                       [--sizes 14,16 | --big] [--depth 7] [--scale-bits 40]
-                                      [--threads 1,2] [--breakdown] [--profile]
+                                      [--threads 1,2 [--rounds 3]] [--breakdown] [--profile]
                                       [--key-switching fast|seal|unbounded]
 
 --threads 1,2,...: Ren's "cpu" device once per thread count (REN_CPU_THREADS), columns
 ren-cpux1, ren-cpux2, ...; the peers stay on one thread.  Compare wall and CPU time: on a
 loaded machine a second thread shows up as CPU time without a wall-time gain.  Every thread
 count warms each op up alike (`ckks_common.WARMUP`: key generation three times, the first ones
-grow the process's heap).
+grow the process's heap).  --rounds 3 runs the counts three times in turn (1,2,1,2,1,2) and
+pools each count's samples, so a load that comes and goes falls on both alike.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ from ckks_common import (  # noqa: E402  (the tests use bench_ckks.<name>)
     bits,
     check_security,
     inputs,
+    merge_round,
     poly_value,
     program_inputs,
     timed,
@@ -236,7 +238,8 @@ def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int, war
         return out
 
     result = timed(run, reps, warmup)
-    THREAD_CPU[name, threads] = samples[max(1, warmup):]
+    # (extended: --rounds pools every round's samples)
+    THREAD_CPU.setdefault((name, threads), []).extend(samples[max(1, warmup):])
     return result
 
 
@@ -605,18 +608,21 @@ def summary_table(by_n: dict[int, list[Result]]) -> str:
 
 def run(cfg: Config, libs: list[str], out: Callable[[str], None] = print,
         devices: tuple[str, ...] | None = None,
-        threads: tuple[int, ...] | None = None) -> list[Result]:
+        threads: tuple[int, ...] | None = None, rounds: int = 1) -> list[Result]:
     """Every library of `libs` on `cfg`; Ren once per device of `devices` (default: cfg's),
-    and on "cpu" once per thread count of `threads` (default: REN_CPU_THREADS as set)."""
-    results = []
+    and on "cpu" once per thread count of `threads` (default: REN_CPU_THREADS as set).  With
+    `rounds` > 1 the thread counts run that many times in turn (1, 2, 1, 2, ...), each round's
+    samples pooled with the earlier ones': a load that comes and goes on a shared machine then
+    falls on every thread count alike, not on whichever ran during it."""
+    results: list[Result] = []
     for lib in libs:
         for device in (devices or (cfg.device,)) if lib == "ren" else (cfg.device,):
             counts: tuple[int | None, ...] = (threads or (None,)) \
                 if lib == "ren" and device == "cpu" else (None,)
-            for t in counts:
+            for t in counts * (rounds if threads and counts == threads else 1):
                 try:
-                    results.append(RUNNERS[lib](dataclasses.replace(cfg, device=device,
-                                                                    threads=t)))
+                    merge_round(results, RUNNERS[lib](dataclasses.replace(cfg, device=device,
+                                                                          threads=t)))
                 except Skipped as e:
                     out(f"note: skipped {e}")
     return results
@@ -664,6 +670,10 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
     ap.add_argument("--threads", default=None,
                     help="Ren cpu: comma list of REN_CPU_THREADS values run one after the other, "
                          "e.g. 1,2 (default: REN_CPU_THREADS, else 1)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="with --threads: run the thread counts this many times in turn "
+                         "(1,2,1,2,...) and pool the samples, so that a passing load on a "
+                         "shared machine falls on each count alike (default 1)")
     ap.add_argument("--key-switching", default="fast", choices=("fast", "seal", "unbounded"),
                     help="Ren's key-switching shape: the cheapest secure one by its cost model "
                          "that adds no more noise than a rescale (CKKSParams."
@@ -697,6 +707,11 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
         if not threads or any(not 1 <= t <= 256 for t in threads):
             ap.error(f"--threads: thread counts must lie in 1..256 (REN_CPU_THREADS's range), "
                      f"got {args.threads!r}")
+    if args.rounds < 1:
+        ap.error(f"--rounds: expected a count >= 1, got {args.rounds}")
+    if args.rounds > 1 and (threads is None or len(threads) < 2):
+        ap.error("--rounds alternates thread counts: give --threads with two or more, e.g. "
+                 "--threads 1,2 --rounds 3")
     by_n: dict[int, list[Result]] = {}
     for log_n in sizes:
         depth, scale_bits = SIZE_DEFAULTS.get(log_n, (DEFAULT_DEPTH, DEFAULT_SCALE_BITS))
@@ -706,7 +721,9 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
                      profile=args.profile, breakdown=args.breakdown, insecure=args.insecure,
                      device=devices[0], key_switching=args.key_switching)
         thr = ("one thread" if threads is None else
-               f"Ren cpu at {','.join(map(str, threads))} threads, peers on one")
+               f"Ren cpu at {','.join(map(str, threads))} threads"
+               + (f" in {args.rounds} alternating rounds" if args.rounds > 1 else "")
+               + ", peers on one")
         print(f"CKKS, N = 2^{log_n}, depth {cfg.depth}, {cfg.scale_bits}-bit scale, {thr}, "
               f"{cfg.reps} reps (keygen {cfg.keygen_reps}); Ren devices {', '.join(devices)}; "
               f"Python {sys.version.split()[0]}, NumPy {np.__version__}; {_load()}")
@@ -714,7 +731,7 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
         with warnings.catch_warnings():
             if args.insecure:  # the smoke tests' tiny rings are insecure on purpose
                 warnings.simplefilter("ignore")
-            results = run(cfg, libs, devices=devices, threads=threads)
+            results = run(cfg, libs, devices=devices, threads=threads, rounds=args.rounds)
         if not results:
             print("nothing ran")
             continue

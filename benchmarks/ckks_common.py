@@ -91,6 +91,18 @@ class Result:
         return out
 
 
+def merge_round(results: list[Result], new: Result) -> None:
+    """Add `new` to `results`, or, where a run of the same library, device and thread count is
+    there already (an earlier --rounds round), its timed samples to that one's."""
+    for r in results:
+        if (r.lib, r.device, r.threads) == (new.lib, new.device, new.threads):
+            for op, samples in new.times.items():
+                r.times.setdefault(op, []).extend(samples)
+                r.cpu.setdefault(op, []).extend(new.cpu.get(op, []))
+            return
+    results.append(new)
+
+
 def bits(err: float) -> float:
     """Precision in bits: −log2 of the max abs error (inf when exact)."""
     return math.inf if err == 0 else -math.log2(err)

@@ -152,3 +152,48 @@ def test_every_thread_count_warms_an_op_up_alike(monkeypatch) -> None:
         assert len(calls) == 2
     finally:
         bench.THREAD_CPU.clear()
+
+
+def test_merge_round_pools_samples_of_the_same_run() -> None:
+    """--rounds: a second round's samples join the first round's for the same library, device
+    and thread count; another thread count stays its own column."""
+    def result(threads: int, wall: float) -> object:
+        r = bench.Result("ren", {}, device="cpu", threads=threads)
+        r.times["mul"], r.cpu["mul"] = [wall], [wall / 2]
+        return r
+
+    results: list = []
+    for t, wall in ((1, 1.0), (2, 2.0), (1, 3.0), (2, 4.0)):
+        bench.merge_round(results, result(t, wall))
+    assert [r.threads for r in results] == [1, 2]
+    assert results[0].times["mul"] == [1.0, 3.0] and results[0].cpu["mul"] == [0.5, 1.5]
+    assert results[1].times["mul"] == [2.0, 4.0]
+
+
+@_PROC
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="the cpu device needs a C compiler")
+def test_cli_rounds_alternate_the_thread_counts(monkeypatch, capsys) -> None:
+    """--threads 1,2 --rounds 2 runs Ren at 1, 2, 1, 2 threads, in that order, and each
+    column pools both rounds' samples; --rounds without two thread counts is refused."""
+    order: list[int | None] = []
+    real = bench.RUNNERS["ren"]
+
+    def spy(cfg):
+        order.append(cfg.threads)
+        return real(cfg)
+
+    monkeypatch.setitem(bench.RUNNERS, "ren", spy)
+    by_n = bench.main(["--only", "ren", "--device", "cpu", "--threads", "1,2", "--rounds", "2",
+                       "--sizes", "10", "--depth", "1", "--reps", "1", "--keygen-reps", "1",
+                       "--insecure"])
+    assert order == [1, 2, 1, 2]
+    (results,) = by_n.values()
+    assert [r.threads for r in results] == [1, 2]
+    assert all(len(r.times["mul"]) == 2 and len(r.times["keygen"]) == 2 for r in results)
+    assert "in 2 alternating rounds" in capsys.readouterr().out
+    for bad in (["--rounds", "0", "--threads", "1,2"], ["--rounds", "2"],
+                ["--rounds", "2", "--threads", "2"]):
+        with pytest.raises(SystemExit):
+            bench.main(["--only", "ren", "--device", "cpu", *bad])
+    assert "--rounds" in capsys.readouterr().err

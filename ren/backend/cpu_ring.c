@@ -54,6 +54,14 @@ int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
    with `nowait` (the runner's barrier follows the kernel; ren_sync between its own phases)
    instead of forking a team of their own */
 #define REN_IN_TEAM() (ren_cur_team != NULL)
+/* the threads a kernel's split decisions count on: the plan team's own size inside one (every
+   team thread decides alike even if ren_set_threads runs meanwhile), else ren_threads */
+static i64 ren_team_threads(void) {
+#ifdef _OPENMP
+  if (REN_IN_TEAM()) return omp_get_num_threads();
+#endif
+  return ren_threads;
+}
 
 /* Whether a kernel over L limbs of n words splits each limb over the threads (coefficient
    blocks, or butterfly ranges of one NTT stage) instead of giving each thread whole limbs: when
@@ -68,7 +76,7 @@ int ren_cpu_parallel_min_work(void) { return (int)REN_PAR_MIN_WORK; }
    the same rule for a row split at any n (the basis conversion's pieces, N = 2^12 too). */
 static int ren_split_rows(i64 L) {
 #ifdef _OPENMP
-  const i64 T = ren_threads;
+  const i64 T = ren_team_threads();
   return T > 1 && L >= 1 && 5 * L < 4 * T * ((L + T - 1) / T);
 #else
   (void)L;
@@ -131,13 +139,13 @@ int ren_cpu_vector_bits(void) { return REN_AVX512 ? 512 : REN_AVX2 ? 256 : 0; }
 
 /* whether the NTT splits (ren_split's rule for it) */
 static int ren_split_ntt(i64 L, i64 n) {
-  return ren_split(L, n) && (REN_AVX512 || L < ren_threads);
+  return ren_split(L, n) && (REN_AVX512 || L < ren_team_threads());
 }
 /* in a plan team, the NTT rows that whole rows would leave uneven over the threads (L mod T of
    L > T rows: 5 rows on 2 threads would keep one thread idle for a whole row's transform at
    the next barrier): they split as above, the rest go whole; 0 below the split's size */
 static i64 ren_team_rest(i64 L, i64 n) {
-  const i64 T = ren_threads;
+  const i64 T = ren_team_threads();
   return T > 1 && L > T && n >= 2 * BLK ? L % T : 0;
 }
 /* for tests: 1 when rows split, 2 when the NTT splits too */

@@ -421,7 +421,7 @@ def test_a_killed_worker_leaves_every_result_once_and_no_segment(ckks, small):
     assert leftovers() == []
 
 
-# -- a group's inputs read in place; results copied into huge-page chunks ---------------------
+# -- a group's inputs read in place ------------------------------------------------------------
 def test_a_borrowed_slot_is_read_in_place_and_freed_by_its_task(ckks):
     """A group's input slot (``borrow``) is read in place on its worker (the decoded Poly's
     storage is the slot's mapping: no copy), stays taken while the task runs, and is freed by
@@ -453,35 +453,6 @@ def test_a_borrowed_slot_is_read_in_place_and_freed_by_its_task(ckks):
     shm.free_slot(again.name, again.gen)  # (a stale release frees nothing)
     assert again.name in taken_slots()
     shm.free_slot(back.name, int.from_bytes(back.mm[:8], "little"))
-    shm.end_job(job)
-
-
-def test_results_are_copied_into_huge_page_chunks(ckks):
-    """A client copies received results (a worker's slots) into `Arena` chunks: consecutive,
-    aligned pieces of one chunk, a large record a chunk of its own; the words are the same."""
-    arena = shm.Arena(chunk=1 << 20)
-    small_ = [arena.take(1000) for _ in range(3)]
-    bases = {id(np.asarray(a).base) for a in small_}
-    assert len(bases) == 1  # one chunk
-    addresses = [a.ctypes.data for a in small_]
-    assert all(a % shm.ALIGN == 0 for a in addresses) and addresses[1] - addresses[0] == 1024
-    big = arena.take(3 << 20)
-    assert big.nbytes == 3 << 20 and np.asarray(big).base is not np.asarray(small_[0]).base
-    # a result read from a worker's slot lands in the process's results arena
-    job = shm.client_prefix() + "-79"
-    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
-    ct, codec = ckks.encrypt([0.75]), Codec()
-    sent = encode_result(codec, ct, (job, 0))
-    path = os.path.join(shm.SHM_DIR, sent.name)
-    worker_name = sent.name.rsplit("-", 1)[0] + "-1.0"  # as if another process wrote it
-    os.link(path, os.path.join(shm.SHM_DIR, worker_name))
-    got = shm.receive({**sent.header(), "shm": worker_name})
-    chunk = shm.results_arena.chunk
-    assert chunk is not None and all(
-        np.shares_memory(np.asarray(f), chunk) for f in got.frames)
-    assert dumps(codec.decode(got)) == dumps(ct)
-    os.unlink(os.path.join(shm.SHM_DIR, worker_name))
-    shm.free_slot(sent.name, sent.gen)
     shm.end_job(job)
 
 

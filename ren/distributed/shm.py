@@ -53,7 +53,6 @@ import time
 from typing import Any
 
 from ren import settings
-from ren.distributed.arena import Arena, results_arena
 from ren.distributed.errors import DistributedError
 from ren.distributed.shmfiles import (
     ALIGN,
@@ -228,9 +227,9 @@ def reap(now: float | None = None) -> int:
 
 __all__ = [
     "ALIGN", "ENV", "HEAD", "MIN_BYTES", "MIN_ENV", "MODES", "POOL_SLOTS", "REAP_AFTER",
-    "SHM_DIR", "Arena", "Pool", "Segments", "Shared", "borrow_slot", "borrowed_intact",
+    "SHM_DIR", "Pool", "Segments", "Shared", "borrow_slot", "borrowed_intact",
     "client_prefix", "end_job", "free_slot", "job_alive", "map_segment", "min_bytes", "mode",
     "pool_for", "read_slot", "reap", "receive", "register_dask", "release", "remove_dead_pools",
-    "remove_prefix", "results_arena", "sees_marker", "start_job", "visible_workers",
+    "remove_prefix", "sees_marker", "start_job", "visible_workers",
     "write_segment",
 ]

@@ -54,7 +54,6 @@ import numpy as np
 
 from ren import settings
 from ren.distributed import frames
-from ren.distributed.arena import Arena, results_arena
 from ren.distributed.frames import Sealed
 from ren.errors import SerializationError
 
@@ -309,11 +308,10 @@ def _drop_pools() -> None:
     _pools.clear()
 
 
-def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: bool,
-              arena: Arena | None = None) -> list[Any]:
+def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: bool
+              ) -> list[Any]:
     """The frames of pool slot `name` holding generation `gen`, copied out (one C copy each
-    into a buffer of this process: a piece of `arena` when given); the slot freed for its
-    writer when `free`.
+    into a buffer of this process); the slot freed for its writer when `free`.
     SerializationError when it is missing, short, or holds another record."""
     path = path_of(name)
     try:
@@ -335,8 +333,7 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
                                      "again")
         out = []
         for off, size in zip(offsets, sizes):
-            # (not zero-filled, as a bytearray would be)
-            buf = np.empty(size, np.uint8) if arena is None else arena.take(size)
+            buf = np.empty(size, np.uint8)  # (not zero-filled, as a bytearray would be)
             if os.preadv(fd, [buf.data], off) != size:
                 raise SerializationError(f"the shared-memory slot {name} was cut short")
             out.append(buf)
@@ -528,8 +525,7 @@ def receive(header: Any) -> Sealed:
             rec.origin = (name, gen)
             return rec
         rec = Sealed.from_header(header, read_slot(name, gen, list(offsets), list(sizes),
-                                                   free=by_client,
-                                                   arena=None if by_client else results_arena))
+                                                   free=by_client))
         if not by_client:
             rec.origin = (name, gen)
         return rec

@@ -19,6 +19,14 @@ and keys.  **Precision**: exact to about 2^-47 (float64 encoding is the floor).
 EvalMod's `output_factor` folded into its first transform.  **Levels**: `levels`;
 **precision**: log2 √n bits of error growth on what EvalMod leaves.
 
+**Keys.**  With as many levels on both sides, a CoeffToSlot split ``"first"`` (`SPLITS`)
+merges the stages SlotToCoeff merges, so the two use the same rotations and share their Galois
+keys; ``key_cost`` chooses each transform's baby steps counting the Horner giant steps' few keys
+(`planned_baby_steps`), trading giant steps (time) for keys (memory).  `transform_plans` and
+`rotation_keys` give the transforms' levels, diagonal positions, baby steps and keys from the
+parameters alone (n16's ``levels`` preset: 59 Galois keys with the default split, 18 with
+``"first"`` and key_cost 4).
+
 **Sparse slots** (`Bootstrapper(slots=n)`, n < N/2: a message replicated N/(2n) times, a
 polynomial in X^(N/2n), `Encoder.encode(z, slots=n)`).  CoeffToSlot first sums the raised
 ciphertext over the replicas (`CoeffToSlot.sub_sum`: rotations by n, 2n, …, N/4; the trace onto

@@ -20,6 +20,16 @@ whose job ended (its marker gone: `job_alive`) is taken again, so a reader that 
 does not leak it.  A slot that another process cut short or unlinked is dropped, not written
 past its end.
 
+**Borrowed slots (a packed group's inputs).**  A record sealed with ``borrow`` (the client's
+`Segments` of a job of packed groups) is not copied out: the worker keeps the client's slot
+file mapped (`borrow_slot`, one mapping per slot, dropped when the file is unlinked or its
+client's marker is gone) and the decoded Polys' storage is its pages.  The slot stays taken
+until the task that read it has encoded its result: `ren.distributed.worker.run_item` checks
+that the slot still holds the same generation (`borrowed_intact`) and frees it (`release`).
+A writer takes a taken slot back only when its job has ended, and then the task's result is
+no longer wanted; the check turns it into a SerializationError rather than words read from
+another record.
+
 **Segments.**  When a pool is full the record gets a *segment* of its own instead (`Segments`
 without a pool), named after its job (``<job>-<writer pid>.<n>``).  The receiver maps such a
 segment (``mmap``: the mapped words become the Poly's storage, no copy).  It unlinks an input's

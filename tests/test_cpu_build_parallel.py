@@ -145,3 +145,25 @@ def test_concurrent_builders_do_not_corrupt_the_cache(tmp_path):
         {libs[0].name, libs[0].with_suffix(".sha256").name}  # no build folders left
     key = c_host.library_key(str(libs[0]))
     assert key is not None and c_host.library_verifies(str(libs[0]), key)
+
+
+def test_loop_dialect_units_leave_out_the_elementwise_grid_wrappers(tmp_path):
+    """The "cpu" device calls an elementwise kernel through ``ren_cpu_<name>``; its shim grid
+    wrapper ``ren_host_<name>`` was dead code that GCC compiled too (~30 % of a bootstrapping's
+    compiler time).  The host shim still gets it through `compile_host`, and still runs."""
+    from ren.backend.c_host import compile_host, host_function
+    from ren.backend.render_c import SHIM, C, render_program, translation_unit
+    from ren.schedule import schedule
+
+    ring = RingSpec.generate(64, 2, bits=31)
+    with ren.random.seeded(4):
+        a, b = (ren.Poly.uniform(ring, domain="ntt") for _ in range(2))
+    (item,) = [i for i in schedule([(a * b + 3).node]) if i.kind == "elementwise"]
+    loop, shim = render_program(item, C), render_program(item, SHIM)
+    name = loop.kernels[0].name
+    assert name.startswith("ren_ew_")
+    assert f"ren_host_{name}" not in translation_unit([loop], C)
+    assert f"ren_host_{shim.kernels[0].name}" in translation_unit([shim], SHIM)
+    lib = compile_host([loop], C, cache_dir=str(tmp_path))
+    assert host_function(lib, name) is not None
+

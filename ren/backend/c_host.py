@@ -41,7 +41,15 @@ from typing import Any
 import numpy as np
 
 from ren.backend import Allocator, Device, KernelFn
-from ren.backend.render_c import SHIM, Dialect, Program, render_program, translation_unit
+from ren.backend.render_c import (
+    SHIM,
+    Dialect,
+    Program,
+    host_wrapper,
+    needs_host_wrapper,
+    render_program,
+    translation_unit,
+)
 from ren.errors import DeviceError, KernelCompileError
 from ren.kernel import LIGHT_KINDS, ScheduledKernel
 
@@ -338,7 +346,12 @@ def compile_host(programs: Sequence[Program], dialect: Dialect = SHIM,
     goes before the dialect's prelude, `extra` after the kernels)."""
     if not dialect.host:
         raise DeviceError(f"dialect {dialect.name!r} does not run on the host")
-    source = header + translation_unit(list(programs), dialect) + extra
+    # every kernel here is run through its ren_host_ wrapper, also those a loop dialect's
+    # translation unit leaves to the "cpu" device's own entry points
+    kernels = {k.name: k for p in programs for k in p.kernels}
+    wrappers = "".join(host_wrapper(k) for k in kernels.values()
+                       if not needs_host_wrapper(k, dialect))
+    source = header + translation_unit(list(programs), dialect) + wrappers + extra
     return compile_source(source, flags, cache_dir)
 
 

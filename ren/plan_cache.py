@@ -189,11 +189,14 @@ def _qualname(t: type) -> str:
 
 
 def _linearize_knobs() -> tuple:
-    """The module constants that change what `ren.schedule.linearize` computes again (memory
-    for time): a plan scheduled under other values (a measurement that changes them) never
-    loads under these."""
+    """The module constants that change what `ren.schedule.linearize` computes again, and how
+    pass 4 fuses roundings (`ren.passes.elision`): memory for time; a plan scheduled under other
+    values (a measurement that changes them) never loads under these."""
     sched = importlib.import_module("ren.schedule")  # (``ren.schedule`` is also a function)
-    return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES)
+    from ren.passes import elision  # pass 4's fused roundings (NTT terms gathered: time/memory)
+
+    return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES,
+            elision.LOOK_THROUGH, elision.SPLIT_DEPTH, elision.MAX_TERMS)
 
 
 def entry_key(key: tuple) -> str | None:

@@ -298,16 +298,32 @@ def test_coefficient_diagonals_are_held_one_giant_step_at_a_time(lean_bootstrapp
     """Single hoisting over coefficient-form diagonals gives each giant step's inner sum its
     own buffer: without it pass 5 fuses a transform's whole c0 path into one kernel that
     reads every expanded diagonal at once (n16's levels shape: 511 diagonals, ~6 GiB).  The
-    plan's peak-live bytes drop, and the words stay the same."""
+    plan's widest elementwise kernel reads half as many buffers, its peak-live bytes do not
+    grow, and the words stay the same.  (Pass 4's fused roundings now keep every giant step's
+    mod-down correction until the transform's rescale, which sets the peak: with
+    `elision.MAX_TERMS = 0`, the form before, the buffers cut it to 0.78x at N = 256.)"""
     from ren.ckks.circuits import lintrans
+    from ren.passes import elision
+
+    def widest(items) -> int:
+        return max(len(it.bufs) for it in items if it.kind == "elementwise")
 
     bt, ev, ct = lean_bootstrapping
     out = bt.bootstrap(ev, ct)
-    _, plan = _plan(out)
+    items, plan = _plan(out)
     monkeypatch.setattr(lintrans, "GIANT_STEP_BUFFERS", False)
     fused_out = bt.bootstrap(ev, ct)
-    _, fused = _plan(fused_out)
-    assert plan.peak_live_bytes < 0.85 * fused.peak_live_bytes  # measured 0.78 at N = 256
+    fused_items, fused = _plan(fused_out)
+    assert 2 * widest(items) <= widest(fused_items)  # measured 22 against 44 at N = 256
+    assert plan.peak_live_bytes <= fused.peak_live_bytes
+    monkeypatch.setattr(elision, "MAX_TERMS", 0)
+    _, fused_old = _plan(bt.bootstrap(ev, ct))
+    monkeypatch.setattr(lintrans, "GIANT_STEP_BUFFERS", True)
+    _, plan_old = _plan(bt.bootstrap(ev, ct))
+    assert plan_old.peak_live_bytes < 0.85 * fused_old.peak_live_bytes
+    monkeypatch.setattr(elision, "MAX_TERMS", 1)  # one correction gathered per rounding
+    _, one = _plan(bt.bootstrap(ev, ct))
+    assert one.peak_live_bytes < 0.9 * plan.peak_live_bytes  # measured 1.75 against 2.15 MB
     ren.realize(list(out.parts) + list(fused_out.parts))
     assert all(np.array_equal(a.coefficients(), b.coefficients())
                for a, b in zip(out.parts, fused_out.parts, strict=True))

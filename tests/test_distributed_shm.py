@@ -27,7 +27,7 @@ from ckks_helpers import context  # noqa: E402
 from distributed_helpers import batch, result_holder, square, values  # noqa: E402
 
 from ren import settings  # noqa: E402
-from ren.ckks import dumps  # noqa: E402
+from ren.ckks import Evaluator, dumps  # noqa: E402
 from ren.distributed import DistributedError, TaskError, local_client, shm, submit  # noqa: E402
 from ren.distributed import map as dmap  # noqa: E402
 from ren.distributed.frames import register_dask  # noqa: E402
@@ -442,6 +442,14 @@ def test_a_borrowed_slot_is_read_in_place_and_freed_by_its_task(ckks):
     assert sent.name not in taken_slots() and got.origin is None
     with pytest.raises(SerializationError, match="another record"):
         shm.receive(sent.header())  # its generation is gone
+    # a borrowed record dropped without a release (its task ran elsewhere, on a copy): its
+    # slot is freed when the last view of its pages goes
+    dropped = codec.encode(ct, "ct", writer)
+    held = codec.decode(shm.receive(dropped.header()))
+    assert dropped.name in taken_slots()
+    del held
+    gc.collect()
+    assert dropped.name not in taken_slots()
     # a slot the writer takes back while the task runs (its job ended): the check fails
     again = codec.encode(ct, "ct", writer)
     assert again.name == sent.name  # (the one slot, reused)
@@ -470,8 +478,47 @@ def test_a_grouped_job_reads_its_inputs_in_place_and_frees_every_slot(client, ck
     assert [dumps(o) for o in job.result(timeout=60)] == want
     used = {s.name for s in job._sender.segments.slots}
     assert len(job._sender.segments.slots) == 12 and all("-pool-" in n for n in used)
-    # the input slots are freed by their tasks (not at receipt), the results' once read; a
-    # group that Dask's work stealing moved to the other worker ran on a copy, and its slots
-    # wait for the job's end (when its writer may take them back), so not all must be free
-    still = used & set(taken_slots())
-    assert leftovers() == [] and len(still) < len(used), still
+    # the input slots are freed by their tasks (not at receipt), the results' once read
+    # (a group that work stealing ran on the other worker, on a copy, is freed when the first
+    # worker drops the input: the client released it, the worker hears of it a moment later)
+    deadline = time.monotonic() + 10
+    while used & set(taken_slots()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftovers() == [] and not used & set(taken_slots())
+
+
+def _doubled(ct):
+    return Evaluator(ct.params).add(ct, ct)
+
+
+def test_a_group_task_frees_its_borrowed_inputs_when_it_returns(ckks):
+    """`run_item` of a group frees each borrowed input's slot once it has encoded the result,
+    while the scattered records are still alive (not only when they are dropped)."""
+    import pickle
+
+    from ren.distributed.worker import Program, run_item
+
+    job = shm.client_prefix() + "-80"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    codec, cts = Codec(), [ckks.encrypt([0.5]), ckks.encrypt([-0.25])]
+    writer = shm.Segments(job, 0, pooled=True, borrow=True)
+    items = [shm.receive(codec.encode(ct, "ct", writer).header()) for ct in cts]
+    slots = [i.origin for i in items]
+
+    def held() -> list[bool]:  # each input's slot still holds its record's generation
+        out = []
+        for name, gen in slots:
+            with open(os.path.join(shm.SHM_DIR, name), "rb") as f:
+                out.append(int.from_bytes(f.read(8), "little") == gen)
+        return out
+
+    assert held() == [True, True]
+    context = {"params": list(codec.params.values()), "keys": None, "has_keys": False}
+    out = run_item([None, None], items, [0, 1], context_key="ren-context-t80",
+                   context_blob=context, program_key="ren-program-t80",
+                   program_blob=pickle.dumps(Program(function=_doubled)), group=True,
+                   shm=(job, 0))
+    assert held() == [False, False]  # freed by the task, while `items` still holds them
+    assert [dumps(codec.decode(w)) for w, _ in out] == [dumps(_doubled(ct)) for ct in cts]
+    shm.release([w for w, _ in out])
+    shm.end_job(job)

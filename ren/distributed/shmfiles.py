@@ -57,6 +57,7 @@ import os
 import re
 import struct
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -408,8 +409,11 @@ def borrow_slot(name: str, gen: int, offsets: list[int], sizes: list[int]) -> li
     if _state(mm) != gen:
         raise SerializationError(f"the shared-memory slot {name} holds another record now "
                                  f"(generation {_state(mm)}, not {gen}); send it again")
-    view = memoryview(mm)
-    return [view[o:o + s] for o, s in zip(offsets, sizes)]
+    pages = np.frombuffer(mm, np.uint8)
+    # freed too when the last view of it goes, if no task did (a group that Dask's work
+    # stealing ran elsewhere, on a copy): a slot is never held past its record's life
+    weakref.finalize(pages, free_slot, name, gen)
+    return [pages[o:o + s] for o, s in zip(offsets, sizes)]
 
 
 def free_slot(name: str, gen: int) -> None:

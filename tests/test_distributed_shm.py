@@ -521,4 +521,20 @@ def test_a_group_task_frees_its_borrowed_inputs_when_it_returns(ckks):
     assert held() == [False, False]  # freed by the task, while `items` still holds them
     assert [dumps(codec.decode(w)) for w, _ in out] == [dumps(_doubled(ct)) for ct in cts]
     shm.release([w for w, _ in out])
+    # a result in frames (no job marker; small records) that is the input itself: its frames
+    # are views of the slot's pages, so the slot is freed only when they go
+    items = [shm.receive(codec.encode(cts[0], "ct", writer).header())]
+    slots = [items[0].origin]
+    out = run_item([None], items, [0], context_key="ren-context-t80", context_blob=context,
+                   program_key="ren-program-t81",
+                   program_blob=pickle.dumps(Program(function=_same)), group=True)
+    assert isinstance(out[0][0], Sealed) and held() == [True]
+    assert dumps(codec.decode(out[0][0])) == dumps(cts[0])
+    del items, out
+    gc.collect()
+    assert held() == [False]
     shm.end_job(job)
+
+
+def _same(ct):
+    return ct

@@ -41,7 +41,7 @@ from ren.distributed import shm
 from ren.distributed.errors import WireError
 from ren.distributed.shmfiles import borrowed_intact
 from ren.distributed.shmfiles import release as release_slots
-from ren.distributed.wire import Codec
+from ren.distributed.wire import Codec, Sealed
 from ren.errors import ParameterError, SerializationError
 from ren.jit import JitPlan, jit
 from ren.poly import Poly, realize_polys
@@ -164,7 +164,10 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
             out.append(run_item(p, one, i, context_key=context_key, context_blob=context_blob,
                                 program_key=program_key, program_blob=program_blob, keep=keep,
                                 shm=shm))
-            release_slots(one)  # a pool slot read in place: back to the client
+            if not _in_frames(out[-1] if keep else out[-1][0]):
+                # a pool slot read in place: back to the client (a result in frames may be a
+                # view of the input's pages: its slot then goes when the last view goes)
+                release_slots(one)
         return out
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
@@ -197,6 +200,18 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
         return wire
     return wire, {"load": t1 - t0, "decode": t2 - t1, "run": t3 - t2, "encode": t4 - t3,
                   "run_cpu": c3 - c2, "cpu": c4 - c0, "worker": worker_address()}
+
+
+def _in_frames(tree: Any) -> bool:
+    """Whether a wire tree holds a record whose frames travel in the message (not in shared
+    memory): they may be views of an input's storage (a function that returns its input)."""
+    if isinstance(tree, Sealed):
+        return True
+    if type(tree) in (list, tuple):
+        return any(_in_frames(v) for v in tree)
+    if type(tree) is dict:
+        return any(_in_frames(v) for v in tree.values())
+    return False
 
 
 def encode_result(codec: Codec, result: Any, job: tuple[str, int] | None) -> Any:

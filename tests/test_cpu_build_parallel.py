@@ -3,7 +3,8 @@ the first call of a bootstrapping is mostly compiler time).
 
 * A build split into several compiler runs side by side (`ren.backend.cpu._split`, one unit per
   core) gives the same kernels, and the same words, as one run; the generated kernels' cheaper
-  flags (`ren.backend.cpu_build.kernel_flags`: ``-O2``) give the same words as ``-O3``.
+  flags (`ren.backend.cpu_build.kernel_flags`: ``-O2`` with ``-O3``'s vectorizer cost model)
+  give the same words as ``-O3``.
 * The cache key follows the source and the flags: a changed source or flag is a new library,
   the same ones are the cached library (no compiler run).
 * A failing compile is a `KernelCompileError` that names the kernel (``ren_ew_<hash>``).
@@ -80,11 +81,11 @@ def test_parallel_units_build_the_same_kernels_as_one_run(tmp_path):
 
 
 def test_the_kernel_flags_give_the_same_words(tmp_path):
-    """The generated kernels built with `kernel_flags` (-O2, not -O3) compute the same words."""
+    """The generated kernels built with `kernel_flags` (not -O3) compute the same words."""
     isa = cpu_build.resolve_isa()
     flags = cpu_build.kernel_flags(isa)
-    assert "-O3" not in flags and cpu_build.KERNEL_OPT in flags
-    assert [f for f in flags if f != cpu_build.KERNEL_OPT] == \
+    assert "-O3" not in flags and all(f in flags for f in cpu_build.KERNEL_OPT)
+    assert [f for f in flags if f not in cpu_build.KERNEL_OPT] == \
         [f for f in cpu_build.isa_flags(isa) if f != "-O3"]
     got, dev, _ = _build(tmp_path, "kflags", 10 ** 6, flags)
     assert all(np.array_equal(g, w) for g, w in zip(got, _program("python"), strict=True))

@@ -8,14 +8,13 @@
   to the CPU's features the question whether the compiler builds with the path's flags;
   `isa_flags(isa)` is the base flags followed by the path's.
 * `kernel_flags(isa)`: the flags of the *generated* (elementwise) kernel libraries — the path's
-  flags with ``-O3`` lowered to `KERNEL_OPT` (``-O2``).  A cold first call spends most of its
-  time in the compiler (a bootstrapping compiles ~300 kernels); ``-O2`` compiles them in ~60 %
-  of ``-O3``'s CPU time and, with GCC 12, vectorizes the same loops: the kernels ran 0.3–0.8 %
-  slower in an alternating in-process A/B (noise level), while ``-O1`` (no vectorizer) ran them
-  5× slower.  The fixed ring library (`cpu_ring.c`, compiled once per install) keeps ``-O3``.
-* `source_head(isa)`: the comment heading every source compiled for a path — this host's CPU
-  (`host_tag()`: ``-march=native`` code must not reach another kind of CPU through a shared cache
-  folder) and the path — so both are part of every library's cache key.
+  flags with ``-O3`` lowered to `KERNEL_OPT` (``-O2 -fvect-cost-model=dynamic``).  A cold first
+  call spends most of its time in the compiler (a bootstrapping compiles ~330 kernels); these
+  flags compile them in ~60 % of ``-O3``'s CPU time and vectorize the same loops (``-O3``'s cost
+  model: plain ``-O2``'s "very cheap" one left a few small kernels scalar, 5x slower): in an
+  alternating in-process A/B of all ~300 kernels of an n16-shaped bootstrapping the sum of
+  their times was 0.999-1.000x ``-O3``'s.  ``-O1`` (no vectorizer) ran them 5x slower.  The fixed
+  ring library (`cpu_ring.c`, compiled once per install) keeps ``-O3``.
 """
 
 from __future__ import annotations
@@ -132,15 +131,15 @@ def isa_flags(isa: str) -> tuple[str, ...]:
     return cpu_flags() + cpu_isa.isa_flags(isa)
 
 
-#: optimisation level of the generated kernel libraries (`kernel_flags`): see the module docstring
-KERNEL_OPT = "-O2"
+#: what replaces -O3 in the generated kernel libraries' flags (`kernel_flags`; module docstring)
+KERNEL_OPT: tuple[str, ...] = ("-O2", "-fvect-cost-model=dynamic")
 
 
 def kernel_flags(isa: str) -> tuple[str, ...]:
     """The flags of every generated (elementwise) kernel library compiled for path `isa`:
-    `isa_flags(isa)` with ``-O3`` lowered to `KERNEL_OPT` (same vectorized loops, ~40 % less
-    compiler time).  Part of every such library's cache key, as all flags are."""
-    return tuple(KERNEL_OPT if f == "-O3" else f for f in isa_flags(isa))
+    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the same vectorized loops, ~40 %
+    less compiler time).  Part of every such library's cache key, as all flags are."""
+    return tuple(g for f in isa_flags(isa) for g in (KERNEL_OPT if f == "-O3" else (f,)))
 
 
 def source_head(isa: str) -> str:

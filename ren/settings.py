@@ -149,7 +149,7 @@ SWITCHES = {s.name: s for s in (
                                "default twelve passes; read when a realization starts",
            None, text=True),
     # read at the start of each job by ren.distributed.shm: a client may change it between jobs
-    Switch("REN_DISTRIBUTED_SHM", "off", "ren.distributed's same-host data path: off (records "
+    Switch("REN_DISTRIBUTED_SHM", "auto", "ren.distributed's same-host data path: off (records "
                                          "travel in Dask's messages), auto (through /dev/shm "
                                          "segments where client and worker share it) or on "
                                          "(the same, an error where they do not); 1/0 and "

@@ -171,8 +171,8 @@ def test_a_corrupted_truncated_or_missing_segment_raises(ckks):
 
 def test_the_switch_and_the_threshold(monkeypatch):
     monkeypatch.delenv(shm.ENV, raising=False)
-    assert shm.mode() == "off"  # the default (module doc: no gain measured yet)
-    for value, want in (("", "off"), ("auto", "auto"), ("ON", "on"), ("1", "on"),
+    assert shm.mode() == "auto"  # the default: where client and workers share /dev/shm
+    for value, want in (("", "auto"), ("auto", "auto"), ("ON", "on"), ("1", "on"),
                         ("off", "off"), ("0", "off")):
         monkeypatch.setenv(shm.ENV, value)
         assert shm.mode() == want
@@ -538,3 +538,35 @@ def test_a_group_task_frees_its_borrowed_inputs_when_it_returns(ckks):
 
 def _same(ct):
     return ct
+
+
+def test_a_full_dev_shm_sends_the_record_in_the_message(ckks, monkeypatch):
+    """No room in /dev/shm (a container's 64 MB, say): a pool slot's pages are taken with
+    posix_fallocate, so the lack is an OSError there and not a SIGBUS on a later write; the
+    record then travels in Dask's message, bit for bit, and no file is left behind."""
+    import errno
+
+    from ren.distributed import shmfiles
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    job = shm.client_prefix() + "-78"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    before = set(os.listdir(shm.SHM_DIR))
+    ct = ckks.encrypt([0.5, 0.125])
+    plain = Codec().encode(ct, "ct")
+    monkeypatch.setattr(shmfiles, "pool_for", lambda c: shmfiles.Pool(c + "-full"))  # no slot yet
+    monkeypatch.setattr(shmfiles.os, "posix_fallocate", full)
+    monkeypatch.setattr(shmfiles.os, "pwrite", full)
+    for pooled in (True, False):
+        writer = shm.Segments(job, 0, pooled=pooled)
+        rec = Codec().encode(ct, "ct", writer)
+        assert not isinstance(rec, shm.Shared)
+        assert [bytes(f) for f in rec.frames] == [bytes(f) for f in plain.frames]
+    assert set(os.listdir(shm.SHM_DIR)) == before  # no slot, no segment
+    monkeypatch.setattr(shmfiles.os, "pwrite", lambda *a: (_ for _ in ()).throw(
+        OSError(errno.EIO, "I/O error")))
+    with pytest.raises(OSError, match="I/O error"):  # any other failure is not hidden
+        Codec().encode(ct, "ct", shm.Segments(job, 0))
+    os.remove(os.path.join(shm.SHM_DIR, job + ".job"))

@@ -235,7 +235,7 @@ def test_a_choice_switch_reads_its_aliases_from_the_environment_only(monkeypatch
         words = s.allowed if isinstance(s.allowed, tuple) else ()
         assert all(a not in words and w in words for a, w in s.aliases), s.name
     for raw, want in (("1", "on"), ("TRUE", "on"), (" 0 ", "off"), ("false", "off"),
-                      ("Auto", "auto"), ("  ", "off")):
+                      ("Auto", "auto"), ("  ", "auto")):
         monkeypatch.setenv("REN_DISTRIBUTED_SHM", raw)
         assert settings._read_env("REN_DISTRIBUTED_SHM") == want, raw
     monkeypatch.setenv("REN_CPU_ISA", "1")  # another switch's aliases are not its own

@@ -14,11 +14,12 @@ names are importable from here too.
 
 **Which path.**  ``REN_DISTRIBUTED_SHM`` (a `ren.settings` switch read each time a job starts,
 on the client: `mode`):
-- ``off`` (the default, see *Cost* in `ren.distributed.shmfiles`): the frames travel in the
-  message.
-- ``auto``: files when every worker of the job sees the client's `SHM_DIR`, the frames in the
-  message otherwise.  The probe: the client writes a marker file of random contents there and
-  the workers read it back, once per client and worker address (`visible_workers`).
+- ``off``: the frames travel in the message.
+- ``auto`` (the default): files when every worker of the job sees the client's `SHM_DIR`, the
+  frames in the message otherwise (and when /dev/shm is full; see *Cost* in
+  `ren.distributed.shmfiles` for what the pooled files save).  The probe: the client writes a
+  marker file of random contents there and the workers read it back, once per client and
+  worker address (`visible_workers`).
 - ``on``: files are required; a job whose workers do not all see the marker raises
   `DistributedError`.
 ``REN_DISTRIBUTED_SHM_MIN_BYTES`` (`min_bytes`, also read when a job starts) is sent to the
@@ -102,7 +103,7 @@ _reaped = False
 
 
 def mode() -> str:
-    """The path ``REN_DISTRIBUTED_SHM`` picks now ("off" when unset; ``settings.get``, which
+    """The path ``REN_DISTRIBUTED_SHM`` picks now ("auto" when unset; ``settings.get``, which
     reads this switch each time); SettingsError for a value that is not one of `MODES`."""
     return str(settings.get(ENV))
 

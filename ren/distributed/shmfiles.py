@@ -51,6 +51,7 @@ would not allow.  Do not share a `SHM_DIR` with processes you do not trust.
 from __future__ import annotations
 
 import atexit
+import errno
 import itertools
 import mmap
 import os
@@ -165,7 +166,12 @@ class Segments:
                 shared.borrow = self.borrow
                 return shared
         name = f"{self.prefix}.{next(_counter)}"
-        write_segment(path_of(name), rec.frames, offsets, end)
+        try:
+            write_segment(path_of(name), rec.frames, offsets, end)
+        except OSError as e:
+            if e.errno not in NO_SPACE:
+                raise
+            return rec  # /dev/shm is full: the frames travel in the message, as with "off"
         self.names.append(name)
         return Shared(rec, name, offsets, sizes)
 
@@ -178,6 +184,10 @@ class Segments:
         for slot in self.slots:  # its pool slots free again
             struct.pack_into("<Q", slot.mm, 0, 0)
         self.slots.clear()
+
+
+#: the errors of a full (or size-capped) /dev/shm: a record then travels in Dask's message
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def write_segment(path: str, frames: Iterable[Any], offsets: list[int], total: int) -> None:
@@ -246,6 +256,9 @@ class _Slot:
         self.fd = os.open(path_of(name), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(self.fd, size)
+            # the pages taken now: a full /dev/shm (a container's 64 MB, say) is an OSError
+            # here, not a SIGBUS when a write through the mapping finds no page
+            os.posix_fallocate(self.fd, 0, size)
             self.mm = mmap.mmap(self.fd, size,
                                 mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
         except BaseException:
@@ -290,8 +303,13 @@ class Pool:
             if slot is None:
                 if len(self.slots) >= POOL_SLOTS:
                     return None
-                slot = _Slot(f"{self.client}-pool-{os.getpid()}.{next(self.numbers)}",
-                             -(-need // (1 << 20)) << 20)
+                try:
+                    slot = _Slot(f"{self.client}-pool-{os.getpid()}.{next(self.numbers)}",
+                                 -(-need // (1 << 20)) << 20)
+                except OSError as e:
+                    if e.errno not in NO_SPACE:
+                        raise
+                    return None  # no room: the caller writes a file of its own, or sends
                 self.slots.append(slot)
             slot.job = job
             struct.pack_into("<Q", slot.mm, 0, next(_gens))

@@ -8,13 +8,14 @@
   to the CPU's features the question whether the compiler builds with the path's flags;
   `isa_flags(isa)` is the base flags followed by the path's.
 * `kernel_flags(isa)`: the flags of the *generated* (elementwise) kernel libraries — the path's
-  flags with ``-O3`` lowered to `KERNEL_OPT` (``-O2 -fvect-cost-model=dynamic``).  A cold first
-  call spends most of its time in the compiler (a bootstrapping compiles ~330 kernels); these
-  flags compile them in ~60 % of ``-O3``'s CPU time and vectorize the same loops (``-O3``'s cost
-  model: plain ``-O2``'s "very cheap" one left a few small kernels scalar, 5x slower): in an
-  alternating in-process A/B of all ~300 kernels of an n16-shaped bootstrapping the sum of
-  their times was 0.999-1.000x ``-O3``'s.  ``-O1`` (no vectorizer) ran them 5x slower.  The fixed
-  ring library (`cpu_ring.c`, compiled once per install) keeps ``-O3``.
+  flags with ``-O3`` replaced by `KERNEL_OPT`: ``-O2`` plus the optimizations ``-O3`` adds (its
+  vectorizer cost model, loop unswitching, peeling, versioning ...), without ``-O3``'s larger
+  inlining and unrolling budgets.  A cold first call spends most of its time in the compiler (a
+  bootstrapping compiles ~330 kernels): these flags take ~0.68x ``-O3``'s compiler CPU.  In an
+  A/B of an n16-shaped bootstrapping's replay at N = 2^14 (per-kernel profiles, noisy machine)
+  they ran 0.994x ``-O3``'s kernel time; plain ``-O2`` (~0.45x the compiler CPU) ran its
+  heaviest product-sum kernels ~17 % slower (the replay 1.5-5 %), and ``-O1`` 5x slower.  The
+  fixed ring library (`cpu_ring.c`, compiled once per install) keeps ``-O3``.
 """
 
 from __future__ import annotations
@@ -132,13 +133,17 @@ def isa_flags(isa: str) -> tuple[str, ...]:
 
 
 #: what replaces -O3 in the generated kernel libraries' flags (`kernel_flags`; module docstring)
-KERNEL_OPT: tuple[str, ...] = ("-O2", "-fvect-cost-model=dynamic")
+KERNEL_OPT: tuple[str, ...] = (
+    "-O2", "-fgcse-after-reload", "-fipa-cp-clone", "-floop-interchange",
+    "-floop-unroll-and-jam", "-fpeel-loops", "-fpredictive-commoning", "-fsplit-loops",
+    "-fsplit-paths", "-ftree-loop-distribution", "-ftree-partial-pre", "-funswitch-loops",
+    "-fvect-cost-model=dynamic", "-fversion-loops-for-strides")
 
 
 def kernel_flags(isa: str) -> tuple[str, ...]:
     """The flags of every generated (elementwise) kernel library compiled for path `isa`:
-    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the same vectorized loops, ~40 %
-    less compiler time).  Part of every such library's cache key, as all flags are."""
+    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the kernels as fast, ~0.68x the
+    compiler time).  Part of every such library's cache key, as all flags are."""
     return tuple(g for f in isa_flags(isa) for g in (KERNEL_OPT if f == "-O3" else (f,)))
 
 

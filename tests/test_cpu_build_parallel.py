@@ -59,7 +59,7 @@ def _build(tmp_path, name: str, per_unit: int, flags=None) -> tuple[list, cpu.Cp
     mp = pytest.MonkeyPatch()
     try:
         mp.setattr(cpu, "KERNELS_PER_UNIT", per_unit)
-        mp.setattr(cpu.os, "cpu_count", lambda: 3)
+        mp.setattr(cpu.os, "sched_getaffinity", lambda _: {0, 1, 2})
         mp.setattr(cpu, "cached_library", counted)
         with settings.override(REN_CACHE_DIR=str(tmp_path / name)), \
                 backend_override("cpu", lambda _: dev):

@@ -2,9 +2,9 @@
 
 * Elementwise kernels are rendered by the C-family renderer in its plain `C` dialect
   (`ren.backend.render_c`: one loop nest, limbs outside, coefficients inside) and compiled with
-  ``cc -O3 -march=native`` plus the vector path's flags (and ``-fopenmp`` when the compiler has
-  it) into one shared library per batch: `CpuDevice.prepare` compiles every kernel of a
-  schedule in one compiler run.
+  ``cc -O2 -march=native`` (`cpu_build.kernel_flags`; the ring library keeps ``-O3``) plus
+  the vector path's flags (and ``-fopenmp`` when the compiler has it) into one shared library
+  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run.
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
   and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion and exact
   rescale (`cpu_ring_rns.c`), TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`,
@@ -92,6 +92,7 @@ from ren.backend.cpu_build import (
     available_isas,
     cpu_flags,
     isa_flags,
+    kernel_flags,
     resolve_isa,
     source_head,
 )
@@ -226,7 +227,7 @@ def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Prog
     """`programs` in consecutive units for parallel compiler runs: one per core while each
     gets KERNELS_PER_UNIT new kernels or more (a first bootstrapping compiles ~2,000, about
     half its first call), else one.  A kernel two programs share goes with the first."""
-    units = max(1, min(os.cpu_count() or 1, len(fresh) // KERNELS_PER_UNIT))
+    units = max(1, min(len(os.sched_getaffinity(0)), len(fresh) // KERNELS_PER_UNIT))
     if units == 1:
         return [programs]
     out: list[list[Program]] = [[] for _ in range(units)]
@@ -345,7 +346,7 @@ class CpuDevice(Device):
         super().__init__(name, HOST)
         tune_allocator()
         self.isa = resolve_isa(isa)
-        self.flags = isa_flags(self.isa)
+        self.flags = kernel_flags(self.isa)  # -O2: the generated kernels (cpu_build)
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address
         self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (RANDOM)
         self.compiler_runs = 0

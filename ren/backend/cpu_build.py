@@ -143,8 +143,12 @@ KERNEL_OPT: tuple[str, ...] = (
 def kernel_flags(isa: str) -> tuple[str, ...]:
     """The flags of every generated (elementwise) kernel library compiled for path `isa`:
     `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the kernels as fast, ~0.68x the
-    compiler time).  Part of every such library's cache key, as all flags are."""
-    return tuple(g for f in isa_flags(isa) for g in (KERNEL_OPT if f == "-O3" else (f,)))
+    compiler time).  Part of every such library's cache key, as all flags are.  A compiler
+    that rejects one of them (another compiler as CC, an old GCC) gets `isa_flags` as they are."""
+    full = isa_flags(isa)
+    flags = tuple(g for f in full for g in (KERNEL_OPT if f == "-O3" else (f,)))
+    cc = find_cc()
+    return flags if cc is not None and _flags_build(cc, flags) else full
 
 
 def source_head(isa: str) -> str:

@@ -141,7 +141,8 @@ def _switching_key_bytes(params: Any, compact: bool = False) -> int:
 
 
 def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
-                    degree: int = 31, message_ratio_bits: int | None = None) -> dict:
+                    degree: int = 31, message_ratio_bits: int | None = None,
+                    cts_split: str = "last", key_cost: float | None = None) -> dict:
     """Memory of a bootstrapping's keys and plaintext diagonals from the parameters alone, without
     encoding anything: the CoeffToSlot/SlotToCoeff factors (`special_fft`), each one's baby-step
     count as `LinearTransform` plans it (`baby_steps_for` with its level's `rotation_costs`), the
@@ -150,7 +151,9 @@ def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
     at their transform's level, on Q for single hoisting (the default) or on Q·P for double.
     tests/test_bench_bootstrap.py holds it to the measured figures at the small presets.
     Full slots only (a sparse bootstrapping's packed transforms are not mirrored);
-    message_ratio_bits changes no memory."""
+    message_ratio_bits changes no memory.  cts_split and key_cost as `Bootstrapper`'s (the
+    ``levels`` preset's shared keys): the transforms' plans then come from
+    `ren.ckks.circuits.dft.transform_plans`, which knows them."""
     boot, lt = circuits()
     from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation
     from ren.ckks.special_fft import merge_stages, special_fft_stages
@@ -160,17 +163,24 @@ def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
     K = boot.bound_K(params, weight)
     evalmod = math.ceil(math.log2(degree + 1)) + max(0, math.ceil(math.log2(2 * math.pi * (K + 1)
                                                                              / 9)))
-    cts = merge_stages(special_fft_stages(slots, inverse=True), cts_levels)
-    stc = merge_stages(special_fft_stages(slots), stc_levels)
-    stc_top = top - cts_levels - evalmod
-    plans = [(top - g, d) for g, d in enumerate(cts)] + [(stc_top - g, d)
-                                                         for g, d in enumerate(stc)]
+    try:
+        dft = importlib.import_module("ren.ckks.circuits.dft")
+        plans = dft.transform_plans(
+            params, dft.CoeffToSlotParams(cts_levels, split=cts_split, key_cost=key_cost),
+            dft.SlotToCoeffParams(stc_levels, key_cost=key_cost), evalmod)
+    except (ImportError, AttributeError):  # (an older Ren: the transforms' default plans)
+        cts = merge_stages(special_fft_stages(slots, inverse=True), cts_levels)
+        stc = merge_stages(special_fft_stages(slots), stc_levels)
+        stc_top = top - cts_levels - evalmod
+        plans = []
+        for level, d in [(top - g, d) for g, d in enumerate(cts)] + [
+                (stc_top - g, d) for g, d in enumerate(stc)]:
+            baby, giant = lt.rotation_costs(params, level, lt.DEFAULT_HOISTING)
+            plans.append((level, sorted(d),
+                          lt.baby_steps_for(sorted(d), slots, baby, giant, lt.KEY_COST * baby)))
     steps: set[int] = set()
     diagonals = diagonal_bytes = 0
-    for level, d in plans:
-        indices = sorted(d)
-        baby, giant = lt.rotation_costs(params, level, lt.DEFAULT_HOISTING)
-        n1 = lt.baby_steps_for(indices, slots, baby, giant, lt.KEY_COST * baby)
+    for level, indices, n1 in plans:
         steps |= {i % n1 for i in indices}
         for chain in lt.giant_chains({i // n1 for i in indices}, n1, slots):
             steps |= {s % slots for s in lt.horner_steps(chain, n1)}

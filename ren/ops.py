@@ -325,6 +325,10 @@ class GroupOp:
     ARITH = ops_where(lambda i: i.family is Family.ARITH)
     #: the domain conversions NTT and INTT
     TRANSFORM = ops_where(lambda i: i.family is Family.TRANSFORM)
+    #: ops an NTT passes through exactly, limb by limb (`ren.passes.elision.split_ntt`): the
+    #: binary polynomial arithmetic (ADD, SUB, and MUL where one source is a scalar constant)
+    #: and TO_RING where it selects limbs (the callers check those two conditions)
+    NTT_LINEAR = ops_where(lambda i: i.family is Family.ARITH and i.arity == 2) | {Op.TO_RING}
     #: automorphisms (they fix constant polynomials)
     AUTOMORPHISM = ops_where(lambda i: i.family is Family.AUTOMORPHISM)
     #: ops that only change where a value is read, not what is computed

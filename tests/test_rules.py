@@ -129,6 +129,20 @@ def _elided_rescale(sink: Node) -> None:
                                                                          arg=R2)
 
 
+@cache
+def _top() -> Node:
+    """An NTT-domain input on R4's last modulus alone (the rows CONCAT puts above R's)."""
+    return poly(3, NTT, ring=R4.sub(3, 4)).node
+
+
+def _zero_top_rows(sink: Node) -> None:
+    """CONCAT(a, b)·c with c = 0 mod b's modulus: b's rows are the constant 0 (b is not read),
+    a's rows are a·c."""
+    (out,) = sink.src
+    assert out.op is Op.CONCAT and is_const(out.src[1]) and _top() not in toposort(out)
+    assert out.src[0].op is Op.MUL and x(NTT) in out.src[0].src
+
+
 def _view_check(sink: Node) -> None:
     view = _only(Op.BUFFER_VIEW, sink)
     assert view.arg.offset == 0 and view.arg.shape == (2, N)
@@ -285,6 +299,12 @@ CASES: list[Case] = [
     Case("mod_up_in_ntt", 4, lambda: [P(Op.NTT, P(Op.TO_RING, P(Op.INTT, x(NTT)), arg=R4))],
          lambda o: [P(Op.CONCAT, x(NTT), P(Op.NTT, P(Op.TO_RING, P(Op.INTT, x(NTT)),
                                                       arg=R4.sub(3, 4))), arg=R4)]),
+    Case("concat_times_zero_rows", 4, lambda: [P(Op.MUL, P(Op.CONCAT, x(NTT), _top(), arg=R4),
+                                                    c(3 * R4.moduli[3], NTT, R4))],
+         check=_zero_top_rows),
+    Case("concat_times_zero_rows", 4, lambda: [P(Op.MUL, P(Op.CONCAT, x(NTT), _top(), arg=R4),
+                                                    c(R4.moduli[3] + 1, NTT, R4))],
+         lambda o: o, fires=False, case_id="concat_times_zero_rows-no-zero-rows"),
     # pass 6: storage
     Case("bufferize", 6, lambda: [P(Op.ADD, x(), y())], prepare=True,
          check=lambda s: (_no(Op.BUFFERIZE, s),

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from ren.ir import broadcast_const, const_node, const_value, is_const, is_subset, pnode
 from ren.node import Node
-from ren.ops import Op
+from ren.ops import GroupOp, Op
 from ren.rewrite import P, X
 from ren.ring import RingSpec
 from ren.spec import need_spec
@@ -124,7 +124,7 @@ def _split_node(x: Node, depth: int, memo: dict) -> tuple[Node | None, Node | No
     op = x.op
     if op is Op.NTT:
         return None, x.src[0]
-    if depth == 0 or op not in (Op.ADD, Op.SUB, Op.MUL, Op.TO_RING):
+    if depth == 0 or op not in GroupOp.NTT_LINEAR:
         return x, None
     if op is Op.TO_RING:
         if not is_subset(x):
@@ -171,7 +171,7 @@ def ntt_terms(x: Node, depth: int | None = None) -> set[Node]:
             other = b if is_const(a) else a if is_const(b) else None
             if other is not None and not is_const(other):
                 stack.append((other, d - 1))
-        elif d and n.op in (Op.ADD, Op.SUB):
+        elif d and n.op in GroupOp.NTT_LINEAR and n.op is not Op.TO_RING:  # ADD, SUB
             stack.extend((s, d - 1) for s in n.src)
     return out
 

@@ -186,7 +186,32 @@ def spec_of(n: Node) -> PolySpec | None:
         rule = _RULES.get(n.op)
         if rule is None:
             return None
+        if any(src._spec is None and src.op in _RULES for src in n.src):
+            _fill_sources(n)
         s = rule(n)
         if s is not None:
             object.__setattr__(n, "_spec", s)
     return s
+
+
+def _fill_sources(root: Node) -> None:
+    """The specs of root's sources that have none yet, deepest first and without recursion: a
+    graph a pass rebuilt can be thousands of nodes deep (a long Horner chain of giant steps at
+    N = 2^16), deeper than Python's recursion limit allows a rule-by-rule descent."""
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    seen: set[Node] = set()
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            if node is not root and node._spec is None:
+                rule = _RULES[node.op]  # its sources have theirs: one level of rules
+                spec = rule(node)
+                if spec is not None:
+                    object.__setattr__(node, "_spec", spec)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        stack.extend((src, False) for src in node.src
+                     if src._spec is None and src.op in _RULES and src not in seen)

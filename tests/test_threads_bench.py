@@ -70,9 +70,9 @@ def test_thread_cpu_finds_the_busiest_thread() -> None:
 def test_thread_cpu_counts_the_calling_threads_last_milliseconds() -> None:
     """The calling thread's CPU is current to the call (a running thread's schedstat lags up to
     a scheduler tick): over each of 20 spins of 2 ms on this thread, thread_cpu's figure grows
-    as much as `time.thread_time`, read around it, does (less 0.3 ms for the calls between), in
-    all but two of them: a lagging figure would fall short in most spins, and a preemption
-    between the readings (CI measured 0.34 ms once) in one."""
+    as much as `time.thread_time`, read around it, does (less 1 ms for the calls between: in a
+    test process with many threads, reading every thread's figure took ~0.35 ms in CI), in all
+    but two of them: a figure lagging up to a scheduler tick would fall short in most spins."""
     me = threading.get_native_id()
     short = []
     for _ in range(20):
@@ -83,7 +83,7 @@ def test_thread_cpu_counts_the_calling_threads_last_milliseconds() -> None:
             pass
         after = bench.thread_cpu()[me]
         t1 = time.thread_time()
-        if after - before < (t1 - t0) - 0.0003:
+        if after - before < (t1 - t0) - 0.001:
             short.append((after - before, t1 - t0))
     assert len(short) <= 2, short
 

@@ -103,33 +103,38 @@ def _minus(a: Node | None, b: Node | None) -> Node | None:
     return _scale(b, -1) if a is None else pnode(Op.SUB, a, b)
 
 
-def split_ntt(x: Node, depth: int | None = None) -> tuple[Node | None, Node | None]:
+def split_ntt(x: Node, depth: int | None = None, terms: set[Node] | None = None
+              ) -> tuple[Node | None, Node | None]:
     """(L, W) with x = L + NTT(W) exactly, for an NTT-domain x: W (COEFF, on x's ring) gathers
     the NTT terms of x found through sums, differences, products by a scalar constant and limb
     selections (each commutes with the NTT, which is linear and acts on every limb alone); L is
     the rest (None: 0).  W is None when x has no such term; then L is x itself, not rebuilt.
-    Only the nodes on a path to an NTT are rebuilt (a shared node is split once)."""
-    return _split(x, SPLIT_DEPTH if depth is None else depth, {})
+    Only the nodes on a path to an NTT are rebuilt (a shared node is split once).  `terms`, when
+    given, receives the NTT nodes gathered."""
+    return _split(x, SPLIT_DEPTH if depth is None else depth, {},
+                  set() if terms is None else terms)
 
 
-def _split(x: Node, depth: int, memo: dict) -> tuple[Node | None, Node | None]:
+def _split(x: Node, depth: int, memo: dict, terms: set[Node]) -> tuple[Node | None, Node | None]:
     key = (x, depth)
     got = memo.get(key)
     if got is None:
-        got = memo[key] = _split_node(x, depth, memo)
+        got = memo[key] = _split_node(x, depth, memo, terms)
     return got
 
 
-def _split_node(x: Node, depth: int, memo: dict) -> tuple[Node | None, Node | None]:
+def _split_node(x: Node, depth: int, memo: dict, terms: set[Node]
+                ) -> tuple[Node | None, Node | None]:
     op = x.op
     if op is Op.NTT:
+        terms.add(x)
         return None, x.src[0]
     if depth == 0 or op not in GroupOp.NTT_LINEAR:
         return x, None
     if op is Op.TO_RING:
         if not is_subset(x):
             return x, None
-        lo, w = _split(x.src[0], depth - 1, memo)
+        lo, w = _split(x.src[0], depth - 1, memo, terms)
         if w is None:
             return x, None
         return (None if lo is None else _to_ring(lo, x.arg)), _to_ring(w, x.arg)
@@ -138,13 +143,13 @@ def _split_node(x: Node, depth: int, memo: dict) -> tuple[Node | None, Node | No
         const, other = (a, b) if is_const(a) else (b, a) if is_const(b) else (None, None)
         if const is None or other is None or is_const(other):
             return x, None
-        lo, w = _split(other, depth - 1, memo)
+        lo, w = _split(other, depth - 1, memo, terms)
         if w is None:
             return x, None
         c = const_value(const)
         return (None if lo is None else _scale(lo, c)), _scale(w, c)
-    la, wa = _split(a, depth - 1, memo)
-    lb, wb = _split(b, depth - 1, memo)
+    la, wa = _split(a, depth - 1, memo, terms)
+    lb, wb = _split(b, depth - 1, memo, terms)
     if wa is None and wb is None:
         return x, None
     if op is Op.ADD:
@@ -152,37 +157,14 @@ def _split_node(x: Node, depth: int, memo: dict) -> tuple[Node | None, Node | No
     return _minus(la, lb), _minus(wa, wb)
 
 
-def ntt_terms(x: Node, depth: int | None = None) -> set[Node]:
-    """The NTT nodes `split_ntt` gathers from x (the same walk)."""
-    out: set[Node] = set()
-    seen: set[tuple[Node, int]] = set()
-    stack = [(x, SPLIT_DEPTH if depth is None else depth)]
-    while stack:
-        n, d = stack.pop()
-        if (n, d) in seen:
-            continue
-        seen.add((n, d))
-        if n.op is Op.NTT:
-            out.add(n)
-        elif d and n.op is Op.TO_RING and is_subset(n):
-            stack.append((n.src[0], d - 1))
-        elif d and n.op is Op.MUL:
-            a, b = n.src
-            other = b if is_const(a) else a if is_const(b) else None
-            if other is not None and not is_const(other):
-                stack.append((other, d - 1))
-        elif d and n.op in GroupOp.NTT_LINEAR and n.op is not Op.TO_RING:  # ADD, SUB
-            stack.extend((s, d - 1) for s in n.src)
-    return out
-
-
 class _Rows:
     """x = L + NTT(W) (`split_ntt`, or L = x when nothing is found) and the two things a
     rounding reads of x: rows in the coefficient domain, and x's rows minus an NTT."""
 
     def __init__(self, x: Node) -> None:
-        self.lo, self.w = split_ntt(x) if LOOK_THROUGH else (x, None)
-        if self.w is not None and len(ntt_terms(x)) > MAX_TERMS:
+        terms: set[Node] = set()
+        self.lo, self.w = split_ntt(x, terms=terms) if LOOK_THROUGH else (x, None)
+        if self.w is not None and len(terms) > MAX_TERMS:
             self.lo, self.w = x, None
 
     def coeff(self, ring: RingSpec) -> Node:

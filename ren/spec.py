@@ -203,11 +203,8 @@ def _fill_sources(root: Node) -> None:
     while stack:
         node, expanded = stack.pop()
         if expanded:
-            if node is not root and node._spec is None:
-                rule = _RULES[node.op]  # its sources have theirs: one level of rules
-                spec = rule(node)
-                if spec is not None:
-                    object.__setattr__(node, "_spec", spec)
+            if node is not root:
+                spec_of(node)  # its sources have theirs: one level of rules
             continue
         if node in seen:
             continue

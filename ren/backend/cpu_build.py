@@ -11,7 +11,7 @@
   flags with ``-O3`` replaced by `KERNEL_OPT`: ``-O2`` plus the optimizations ``-O3`` adds (its
   vectorizer cost model, loop unswitching, peeling, versioning ...), without ``-O3``'s larger
   inlining and unrolling budgets.  A cold first call spends most of its time in the compiler (a
-  bootstrapping compiles ~330 kernels): these flags take ~0.68x ``-O3``'s compiler CPU.  In an
+  bootstrapping compiles ~330 kernels): these flags take ~0.7-0.77x ``-O3``'s compiler CPU.  In an
   A/B of an n16-shaped bootstrapping's replay at N = 2^14 (per-kernel profiles, noisy machine)
   they ran 0.994x ``-O3``'s kernel time; plain ``-O2`` (~0.45x the compiler CPU) ran its
   heaviest product-sum kernels ~17 % slower (the replay 1.5-5 %), and ``-O1`` 5x slower.  The
@@ -142,7 +142,7 @@ KERNEL_OPT: tuple[str, ...] = (
 
 def kernel_flags(isa: str) -> tuple[str, ...]:
     """The flags of every generated (elementwise) kernel library compiled for path `isa`:
-    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the kernels as fast, ~0.68x the
+    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the kernels as fast, ~0.7-0.77x the
     compiler time).  Part of every such library's cache key, as all flags are.  A compiler
     that rejects one of them (another compiler as CC, an old GCC) gets `isa_flags` as they are."""
     full = isa_flags(isa)

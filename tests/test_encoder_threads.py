@@ -8,8 +8,11 @@ as the plain NumPy recipe (the length-N FFT, untwist, scale, round) bit for bit.
 
 from __future__ import annotations
 
-import gc
+import contextlib
+import dataclasses
+import pickle
 import shutil
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -77,15 +80,37 @@ def test_embed_error_is_no_larger_than_the_length_n_transforms(N):
         assert new <= 1.5 * old + 1e-15 * np.max(np.abs(exact)), (N, seed, new, old)
 
 
+@contextlib.contextmanager
+def recording_quarters():
+    """A recorder of the threads `embed`'s quarters run on, installed for the test only
+    (`_embed_quarter` wrapped; the production code counts nothing): yields a list of
+    (which quarter, whether it ran on a lift-pool thread)."""
+    ran: list[tuple[int, bool]] = []
+    quarter = encoder._embed_quarter
+
+    def recorded(m, N, which, out):
+        ran.append((which, threading.current_thread().name.startswith(encoder._POOL_PREFIX)))
+        quarter(m, N, which, out)
+
+    encoder._embed_quarter = recorded
+    try:
+        yield ran
+    finally:
+        encoder._embed_quarter = quarter
+
+
 def test_the_odd_quarter_runs_on_a_pool_thread_at_two_threads():
     m = np.random.default_rng(5).normal(size=1 << 12)
-    before = encoder.embed_quarters_elsewhere
-    embed(m, 1 << 12)
-    assert encoder.embed_quarters_elsewhere == before  # one thread: both on the caller
-    embed(m, 1 << 12, threads=2)
-    assert encoder.embed_quarters_elsewhere == before + 1
-    embed(m[:8], 8, threads=2)  # too short to split: one transform on the caller
-    assert encoder.embed_quarters_elsewhere == before + 1
+    with recording_quarters() as ran:
+        one = embed(m, 1 << 12)
+        assert sorted(ran) == [(0, False), (1, False)]  # one thread: both on the caller
+        ran.clear()
+        two = embed(m, 1 << 12, threads=2)
+        assert sorted(ran) == [(0, False), (1, True)]  # the odd one on the pool
+        ran.clear()
+        embed(m[:8], 8, threads=2)  # too short to split: one transform on the caller
+        assert ran == []
+    assert np.array_equal(_bits(one), _bits(two))
 
 
 def test_embed_takes_integer_and_complex_coefficients_and_refuses_wrong_lengths():
@@ -136,9 +161,9 @@ def test_decode_on_the_cpu_device_splits_and_agrees_at_one_and_two_threads(seed)
                     cpu.CpuDevice("cpu").set_threads(t)
                     pt = enc.encode(x)
                     words[t] = pt.poly.intt().numpy()
-                    before = encoder.embed_quarters_elsewhere
-                    out[t] = enc.decode(pt)
-                    assert encoder.embed_quarters_elsewhere == before + (t == 2)
+                    with recording_quarters() as ran:
+                        out[t] = enc.decode(pt)
+                    assert sorted(ran) == [(0, False), (1, t == 2)]
         finally:
             cpu.CpuDevice("cpu").set_threads(None)
     assert np.array_equal(words[1], words[2])
@@ -201,17 +226,25 @@ def test_decrypt_and_decode_realize_once_and_give_the_same_slots():
             pt = dec.decrypt(ct)
             first = enc.decode(pt)
         assert count.realizations == 1
-        again = enc.decode(pt)  # the kept form is gone: computed again, the same words
-        assert np.array_equal(_bits(first), _bits(again))
+        assert pt.coefficient_form is not None and pt.coefficient_form.is_realized
+        # a plaintext without the form (the same poly, built anew) computes it: the same slots
+        fresh = Plaintext(pt.poly, pt.scale, pt.level, params)
+        assert fresh.coefficient_form is None
+        assert np.array_equal(_bits(first), _bits(enc.decode(fresh)))
+        assert np.array_equal(_bits(first), _bits(enc.decode(pt)))  # decoding again: the same
         other = dec.decrypt(y)
         swapped = Plaintext(other.poly, pt.scale, pt.level, params)
         pt2 = dec.decrypt(ct)
         pt2.poly = other.poly  # a plaintext whose poly changed: its kept form is not used
+        assert pt2.coefficient_form is None
         assert np.array_equal(_bits(enc.decode(pt2)), _bits(enc.decode(swapped)))
-        kept = len(encoder._coefficient_forms)
+        # not a dataclass field: not in the JIT's tree, nor in a pickle, nor in the repr
         pt3 = dec.decrypt(ct)
-        assert len(encoder._coefficient_forms) == kept + 1 and "_ren" not in repr(vars(pt3))
-        del pt3  # an undecoded plaintext's form goes with it
-        gc.collect()
-        assert len(encoder._coefficient_forms) == kept
+        assert "coefficient_form" not in {f.name for f in dataclasses.fields(pt3)}
+        assert "_coefficient_form" not in vars(pickle.loads(pickle.dumps(pt3)))
+        assert pickle.loads(pickle.dumps(pt3)).coefficient_form is None
+        with pytest.raises(ParameterError, match="keep_coefficient_form: coeffs must be"):
+            fresh.keep_coefficient_form(pt.poly)  # the NTT domain: not a coefficient form
+        with pytest.raises(ParameterError, match="keep_coefficient_form: coeffs"):
+            fresh.keep_coefficient_form(np.zeros(64))
     assert np.max(np.abs(first.real[:32] - x)) < 1e-4

@@ -21,6 +21,7 @@ import numpy as np
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError, ShapeError, check_instance, check_number
 from ren.poly import Poly
+from ren.ring import Domain
 from ren.rlwe.ciphertext import Ciphertext as RLWECiphertext
 from ren.rlwe.ciphertext import Parts, check_ntt_polys, check_parts
 
@@ -99,6 +100,32 @@ class Plaintext:
             z = np.concatenate([z, np.zeros(self.params.slots - len(z), dtype=np.complex128)])
         z.flags.writeable = False
         return z
+
+    @property
+    def coefficient_form(self) -> Poly | None:
+        """``poly.intt()`` (the coefficient form decoding reads), when whoever made this plaintext
+        computed it alongside (`Decryptor.decrypt` realizes it together with the decryption:
+        decrypt + decode is one realization, not two); None otherwise, or once `poly` changed.
+        An optional attribute, as `values` is, not a dataclass field: the JIT's trees,
+        serialization and pickles carry the words only."""
+        kept = self.__dict__.get("_coefficient_form")
+        return kept[1] if kept is not None and kept[0] is self.poly else None
+
+    def keep_coefficient_form(self, coeffs: Poly) -> Plaintext:
+        """Remember `coeffs` (= ``poly.intt()``, in the plaintext's ring, coefficient domain) as
+        its `coefficient_form`, valid while `poly` is the same Poly.  Returns self."""
+        check_instance(coeffs, Poly, "Plaintext.keep_coefficient_form: coeffs",
+                       hint="the plaintext's poly.intt()")
+        if coeffs.ring != self.poly.ring or coeffs.domain is not Domain.COEFF:
+            raise ParameterError("Plaintext.keep_coefficient_form: coeffs must be the "
+                                 "plaintext's poly in coefficient form (poly.intt()), in its "
+                                 "ring")
+        self.__dict__["_coefficient_form"] = (self.poly, coeffs)
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles leave the coefficient form out (it is the words again, and derived)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_coefficient_form"}
 
     def keep_values(self, values: Any) -> Plaintext:
         """Remember `values` (complex slots; a 0-d array for one number in every slot, or the

@@ -12,7 +12,6 @@ import ctypes
 import math
 import os
 import threading
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from functools import lru_cache
@@ -336,8 +335,6 @@ def embed_inverse(z: np.ndarray, N: int) -> np.ndarray:
 
 #: below this ring degree `embed` takes one length-N transform (the quarter split needs N/4 >= 2)
 _EMBED_SPLIT_MIN = 16
-#: how many `_embed_quarter` calls ran on a thread other than the caller's (tests read it)
-embed_quarters_elsewhere = 0
 
 
 @lru_cache(maxsize=16)
@@ -358,9 +355,6 @@ def _embed_quarter(m: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
     """One half of `embed`'s half-length transform, written to its slots of `out`: which = 0
     the even outputs E, 1 the odd ones O (module docstring of `embed`).  NumPy's FFT releases
     the GIL, so the two run side by side on two threads, each the same floats on either."""
-    global embed_quarters_elsewhere
-    if threading.current_thread().name.startswith(_POOL_PREFIX):
-        embed_quarters_elsewhere += 1
     q = N // 4
     twist, odd, slot = _embed_tables(N)
     lo = twist[:q] * (m[:q] + 1j * m[2 * q:3 * q])  # a_n = ζ^n (m_n + i m_(n+N/2)), n < N/4
@@ -399,21 +393,6 @@ def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
     else:
         _embed_quarter(m, N, 1, out)
     return out
-
-
-#: decrypted Plaintexts -> (their poly, its coefficient form) (`keep_coefficient_form`): weak
-#: keys (a Plaintext hashes by identity), so an entry goes with its plaintext and nothing is
-#: added to the plaintext itself (its pickle, its repr); read and dropped by its first decoding
-_coefficient_forms: weakref.WeakKeyDictionary[Plaintext, tuple[Poly, Poly]] = \
-    weakref.WeakKeyDictionary()
-
-
-def keep_coefficient_form(pt: Plaintext, coeffs: Poly) -> None:
-    """Hand `decode` the coefficient form `coeffs` (= pt.poly.intt(), realized) of `pt`:
-    `Decryptor.decrypt` realizes it together with the decryption, one realization instead of
-    two (~0.5 ms of Python and a thread team at N = 2^16).  The first decoding of `pt` uses it
-    (while `pt.poly` is still the Poly it was made from) and drops it."""
-    _coefficient_forms[pt] = (pt.poly, coeffs)
 
 
 def _check_numbers(values) -> None:
@@ -560,10 +539,8 @@ class Encoder:
         # coefficient form on the plaintext's own device (the compiled INTT on "cpu"; realized
         # with the decryption where `Decryptor.decrypt` made it), then the centred CRT lift
         # straight to floats (Garner's mixed radix: no Python ints)
-        kept = _coefficient_forms.pop(pt, None)
-        if kept is not None and kept[0] is pt.poly:
-            coeffs = kept[1]
-        else:
+        coeffs = pt.coefficient_form
+        if coeffs is None:
             coeffs = pt.poly.intt()
             coeffs.realize()
         words = _host_words(coeffs)  # from Montgomery form in _lift

@@ -8,7 +8,6 @@ Decryption is a realization boundary: it computes the ciphertext's whole lazy gr
 from __future__ import annotations
 
 from ren.ckks.ciphertext import Ciphertext, Plaintext
-from ren.ckks.encoder import keep_coefficient_form
 from ren.ckks.params import CKKSParams
 from ren.errors import ParameterError
 from ren.poly import realize_polys
@@ -42,16 +41,14 @@ class Decryptor:
     def decrypt(self, ct: Ciphertext) -> Plaintext:
         """The Plaintext c0 + c1·s (+ c2·s²), realized (this computes the ciphertext's graph).
         Its coefficient form, which decoding reads, is realized with it (one realization, not
-        two: `ren.ckks.encoder.keep_coefficient_form`)."""
+        two: `Plaintext.coefficient_form`)."""
         if not isinstance(ct, Ciphertext):
             raise ParameterError(f"decrypt expects a Ciphertext, got {type(ct).__name__}")
         rlwe.check_same_params(self.params, ct, "the ciphertext")
         m = self._rlwe.decrypt(ct.as_rlwe())
         coeffs = m.intt()
         realize_polys([m, coeffs])
-        pt = Plaintext(m, ct.scale, ct.level, self.params)
-        keep_coefficient_form(pt, coeffs)
-        return pt
+        return Plaintext(m, ct.scale, ct.level, self.params).keep_coefficient_form(coeffs)
 
 
 __all__ = ["Decryptor", "Encryptor"]

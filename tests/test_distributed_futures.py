@@ -267,17 +267,17 @@ def test_the_client_makes_no_copy_of_the_keys(client, ckks, monkeypatch):
     context goes as an object whose records' frames Dask sends out of band (the keys' storage
     itself).  Each pickle was one more copy of every key in the client, two per job, even
     for a job whose keys the workers held already (the n16 client peaked at 18.4 GiB)."""
-    import ren.distributed.batch as batch_module
+    import ren.distributed.shipping as shipping
 
     pickled: list[tuple[str, int]] = []
-    real = batch_module.guarded_dumps
+    real = shipping.guarded_dumps
 
     def spy(obj, where):
         out = real(obj, where)
         pickled.append((where, len(out)))
         return out
 
-    monkeypatch.setattr(batch_module, "guarded_dumps", spy)
+    monkeypatch.setattr(shipping, "guarded_dumps", spy)
     forget_shared(client)
     cts, rlk = batch(ckks, 2), ckks.keygen.relin_key()
     for _ in range(2):  # the broadcast job, then one whose keys are on the workers

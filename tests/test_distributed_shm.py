@@ -546,7 +546,7 @@ def test_a_full_dev_shm_sends_the_record_in_the_message(ckks, monkeypatch):
     record then travels in Dask's message, bit for bit, and no file is left behind."""
     import errno
 
-    from ren.distributed import shmfiles
+    from ren.distributed import shmrecords, shmslots
 
     def full(*args):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -556,16 +556,16 @@ def test_a_full_dev_shm_sends_the_record_in_the_message(ckks, monkeypatch):
     before = set(os.listdir(shm.SHM_DIR))
     ct = ckks.encrypt([0.5, 0.125])
     plain = Codec().encode(ct, "ct")
-    monkeypatch.setattr(shmfiles, "pool_for", lambda c: shmfiles.Pool(c + "-full"))  # no slot yet
-    monkeypatch.setattr(shmfiles.os, "posix_fallocate", full)
-    monkeypatch.setattr(shmfiles.os, "pwrite", full)
+    monkeypatch.setattr(shmrecords, "pool_for", lambda c: shmslots.Pool(c + "-full"))  # no slot yet
+    monkeypatch.setattr(shmslots.os, "posix_fallocate", full)
+    monkeypatch.setattr(shmslots.os, "pwrite", full)
     for pooled in (True, False):
         writer = shm.Segments(job, 0, pooled=pooled)
         rec = Codec().encode(ct, "ct", writer)
         assert not isinstance(rec, shm.Shared)
         assert [bytes(f) for f in rec.frames] == [bytes(f) for f in plain.frames]
     assert set(os.listdir(shm.SHM_DIR)) == before  # no slot, no segment
-    monkeypatch.setattr(shmfiles.os, "pwrite", lambda *a: (_ for _ in ()).throw(
+    monkeypatch.setattr(shmslots.os, "pwrite", lambda *a: (_ for _ in ()).throw(
         OSError(errno.EIO, "I/O error")))
     with pytest.raises(OSError, match="I/O error"):  # any other failure is not hidden
         Codec().encode(ct, "ct", shm.Segments(job, 0))

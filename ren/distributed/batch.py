@@ -69,7 +69,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from ren import settings
 from ren.distributed import shm
 from ren.distributed.cluster import (
     cancel_quietly,
@@ -90,65 +89,22 @@ from ren.distributed.grouping import (
     make_groups,
     window,
 )
-from ren.distributed.remote import Batch, as_batch, share, standin
-from ren.distributed.wire import (
-    Codec,
-    LiveSecrets,
-    Sealed,
-    digest,
-    guarded_dumps,
-    refuse_secret,
-    refuse_secret_data,
-    wire_bytes,
+from ren.distributed.remote import Batch, as_batch, share
+from ren.distributed.shipping import (
+    context,
+    context_name,
+    program_blob,
+    program_of,
+    result_standins,
 )
-from ren.distributed.worker import Program, run_item
+from ren.distributed.wire import Codec, LiveSecrets, refuse_secret, wire_bytes
+from ren.distributed.worker import run_item
 from ren.errors import ParameterError, check_bool
-from ren.jit import JitPlan, Jitted
-from ren.rlwe.params import RLWEParams
+from ren.jit import Jitted
 
 _job_ids = itertools.count()
 #: times the client scatters one input again after the worker holding it died
 MAX_RESENDS = 3
-def _arguments(item: Any) -> tuple:
-    return item if type(item) is tuple else (item,)
-
-
-def _program(fn: Any, items: list | None, keys: Any) -> tuple[Program, list[int | None]]:
-    """The program a job ships and, per input, the index of the plan it replays.  `items`
-    None: inputs of unknown specs (a Batch without stand-ins), whose plans a jitted function
-    captures on the workers."""
-    if isinstance(fn, Jitted) and settings.get("REN_JIT") and items is None:
-        return Program(function=fn.fn, capture=True), []
-    if isinstance(fn, Jitted) and settings.get("REN_JIT"):
-        assert items is not None
-        kwargs = {} if keys is None else {"keys": keys}
-        plans: list[JitPlan] = []
-        which: list[int | None] = []
-        known: dict[int, int] = {}  # a Batch's inputs share their stand-ins: one lookup each
-        for i, item in enumerate(items):
-            if id(item) in known:
-                which.append(known[id(item)])
-                continue
-            args = _arguments(item)
-            try:
-                plan = fn.plan_for(*args, **kwargs)
-                if plan is None:  # capture: one call on the client
-                    fn(*args, **kwargs)
-                    plan = fn.plan_for(*args, **kwargs)
-            except Exception as e:
-                e.add_note(f"ren.distributed: while capturing the plan for input {i} on the "
-                           "client")
-                raise
-            assert plan is not None
-            j = next((k for k, p in enumerate(plans) if p is plan), None)
-            if j is None:
-                plans.append(plan)
-                j = len(plans) - 1
-            which.append(j)
-            known[id(item)] = j
-        return Program(plans=plans), which
-    function = fn.fn if isinstance(fn, Jitted) else fn  # REN_JIT=0: eager on the workers
-    return Program(function=function), [None] * len(items or ())
 
 
 @dataclass
@@ -443,72 +399,6 @@ def size(nbytes: int) -> str:
     return f"{nbytes / 1e3:.1f} kB" if nbytes < 10**6 else f"{nbytes / 1e6:.2f} MB"
 
 
-def context_name(fingerprints: list[bytes], keys_wire: Any, has_keys: bool) -> str:
-    """The name of a job's context: a hash of what it means (the parameters' fingerprints and
-    the keys' wire records, each by its kind, metadata and checksum over its frames), not of
-    its pickle, which carries the parameters' caches too; no copy of the keys' bytes is made
-    for it (a pickle of them was one more copy of every key in the client: 3.2 GB at n16)."""
-    return "ren-context-" + digest(b"|".join(sorted(fingerprints)) + b"|" +
-                                   _content(keys_wire) + (b"|1" if has_keys else b"|0"))
-
-
-def _content(tree: Any) -> bytes:
-    """A byte string that names a wire tree's content: a record by its kind, metadata and
-    checksum (over its frames), parameters by their fingerprint, other leaves pickled."""
-    if isinstance(tree, Sealed):
-        return b"S%d:%s%d:%s%s:%s" % (len(tree.kind), tree.kind.encode(), len(tree.meta),
-                                      tree.meta, tree.alg.encode(), tree.checksum)
-    if isinstance(tree, RLWEParams):
-        return b"P" + tree.fingerprint
-    t = type(tree)
-    if t is list or t is tuple:
-        return b"L(" + b",".join(_content(v) for v in tree) + b")"
-    if t is dict:
-        return b"D(" + b",".join(guarded_dumps(k, "map: keys") + b"=" + _content(v)
-                                 for k, v in tree.items()) + b")"
-    return b"V" + guarded_dumps(tree, "map: keys")
-
-
-def _context(codec: Codec, keys_wire: Any, has_keys: bool) -> tuple[dict[str, Any], int]:
-    """What a job's context sends (`ren.distributed.worker.load_context`): the parameters and
-    the keys' wire tree, as an object that Dask pickles with every record's frames out of band
-    (the keys' storage itself, no copy in the client), and its bytes."""
-    params = list(codec.params.values())
-    nbytes = len(guarded_dumps(params, "map: the parameters")) + wire_bytes(keys_wire)
-    return {"params": params, "keys": keys_wire, "has_keys": has_keys}, nbytes
-
-
-#: the name and blob of each program already pickled, by its plans (one pickle per program)
-_blobs: weakref.WeakKeyDictionary[JitPlan, tuple[tuple[int, ...], str, bytes]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _program_blob(program: Program, secrets: LiveSecrets) -> tuple[str, bytes]:
-    """The program's name and pickle, checked for secrets.  The pickle of a program of plans
-    is made once: a later job of the same plans reuses its name and bytes (a plan's pickle
-    carries its parameters' caches, which grow, so pickling it again gives other bytes)."""
-    ids = tuple(id(p) for p in program.plans or ())
-    if program.plans and not program.capture:
-        memo = _blobs.get(program.plans[0])
-        if memo is not None and memo[0] == ids:
-            return memo[1], memo[2]
-    blob = guarded_dumps(program, "map: the program (plans or function)")
-    # by data, plans and functions alike: a function that closes over a secret's Poly pickles
-    # its residues (the type guard sees a Poly, not a SecretKey)
-    refuse_secret_data(blob, secrets.keys(), "map: the captured plan" if program.plans else
-                       "map: the function (with what it closes over)")
-    name = f"ren-program-{digest(blob)}"
-    if program.plans:
-        _blobs[program.plans[0]] = (ids, name, blob)
-    return name, blob
-
-
-def _result_standins(program: Program, codec: Codec) -> list[Any] | None:
-    """A stand-in of each plan's result (`ren.distributed.remote`); None for a function."""
-    if not program.plans:
-        return None
-    return [standin(p.result(p.template.outputs), codec) for p in program.plans]
-
 
 def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, keys: Any = None,
            client: Any = None, keep: bool = False) -> MapJob:
@@ -541,10 +431,10 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
             codec.check(item, f"batch[{i}]")
         captured = items
     refuse_secret(fn, "map: fn")
-    program, which = _program(fn, captured, keys)
+    program, which = program_of(fn, captured, keys)
     which = which or [None] * n
-    pk, program_blob = _program_blob(program, secrets)
-    context, context_bytes = _context(codec, keys_wire, keys is not None)
+    pk, program_pickle = program_blob(program, secrets)
+    context_obj, context_bytes = context(codec, keys_wire, keys is not None)
     job_id = f"{os.getpid()}-{next(_job_ids)}"
     ck = context_name(list(codec.params), keys_wire, keys is not None)
     addresses = worker_addresses(client) if n else []
@@ -552,8 +442,8 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
         raise DistributedError("map: the cluster has no workers; start some (or wait for them: "
                                "client.wait_for_workers(n)) before submitting")
     job = MapJob(client, [None] * n, codec, context_bytes, wire_bytes(keys_wire),
-                 len(program_blob), 0, len(program.plans or ()), len(addresses), keep=keep,
-                 standins=_result_standins(program, codec) if keep else None, _which=which,
+                 len(program_pickle), 0, len(program.plans or ()), len(addresses), keep=keep,
+                 standins=result_standins(program, codec) if keep else None, _which=which,
                  _submitted=time.perf_counter(), _inputs=[None] * n, _attempts=[0] * n)
     if not n:
         return job
@@ -565,8 +455,8 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
     # ck and pk name the content (the workers' cache of loaded keys and plans); the client
     # keeps them broadcast for its later jobs (remote.share)
     shared: dict[str, Any] = {}
-    for name, blob, nbytes in ((ck, context, context_bytes),
-                               (pk, program_blob, len(program_blob))):
+    for name, blob, nbytes in ((ck, context_obj, context_bytes),
+                               (pk, program_pickle, len(program_pickle))):
         shared[name], sent = share(client, name, blob, nbytes)
         job.shared_sent_bytes += sent
     if remote is not None:  # every task at once, each where its input lies

@@ -9,8 +9,8 @@ record) still travel in the message.
 
 This module is the job-level protocol: which path a job takes, the client's marker and the
 workers' probe, and when files go.  The files themselves (pool slots, segments, `Shared` and
-its receiver, their costs and the trust they need) are `ren.distributed.shmfiles`'; their
-names are importable from here too.
+its receiver, their costs and the trust they need) are `ren.distributed.shmfiles`',
+`shmslots`' and `shmrecords`'; their names are importable from here too.
 
 **Which path.**  ``REN_DISTRIBUTED_SHM`` (a `ren.settings` switch read each time a job starts,
 on the client: `mode`):
@@ -63,25 +63,24 @@ from ren.distributed.shmfiles import (
     POOL_SLOTS,
     PREFIX,
     SHM_DIR,
-    Pool,
-    Segments,
-    Shared,
-    borrow_slot,
-    borrowed_intact,
-    free_slot,
     job_alive,
     job_marker,
     map_segment,
     path_of,
-    pool_for,
-    read_slot,
-    receive,
-    register_dask,
-    release,
-    remove_dead_pools,
     remove_file,
     remove_prefix,
     write_segment,
+)
+from ren.distributed.shmrecords import Segments, Shared, receive, register_dask
+from ren.distributed.shmslots import (
+    Pool,
+    borrow_slot,
+    borrowed_intact,
+    free_slot,
+    pool_for,
+    read_slot,
+    release,
+    remove_dead_pools,
 )
 from ren.errors import SerializationError
 

@@ -39,8 +39,8 @@ from ren.backend.malloc import tune_allocator
 from ren.ckks import dumps, loads
 from ren.distributed import shm
 from ren.distributed.errors import WireError
-from ren.distributed.shmfiles import borrowed_intact
-from ren.distributed.shmfiles import release as release_slots
+from ren.distributed.shmslots import borrowed_intact
+from ren.distributed.shmslots import release as release_slots
 from ren.distributed.wire import Codec, Sealed
 from ren.errors import ParameterError, SerializationError
 from ren.jit import JitPlan, jit

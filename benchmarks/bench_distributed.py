@@ -56,6 +56,13 @@ integer coefficients), about 6 GiB a process at n16, so a client and two workers
 The data path (``--shm off|auto|on``, else ``REN_DISTRIBUTED_SHM``; `ren.distributed.shm`) is
 printed first: records in Dask's messages, or through same-host /dev/shm segments.
 
+**Memory.**  The workers have no Dask memory limit unless ``--memory-limit 8GiB`` (say) sets
+one, and the bench prints the limit the workers report.  Dask's own default (the machine's
+memory split evenly over the workers, the worker restarted by its nanny at 95 % of its share)
+lost a worker of the two-worker n16 bootstrapping mid-batch ("lost dependencies", no OOM kill
+in the kernel's log): each worker holds the keys, the plan, its arena and Dask's copy of what
+was broadcast.  ``--preset n16`` checks its memory estimate against what is available first.
+
 Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
                                              [--device python|cpu] [--rounds 3] [--shm auto]
       python benchmarks/bench_distributed.py --bootstrap [--preset small|n16] [--batch 8]
@@ -157,12 +164,37 @@ def ceiling(log_n: int, device: str, processes: int, repeat: int) -> float:
     return statistics.mean(times)
 
 
+def cluster_options(limit: str) -> dict[str, Any]:
+    """`local_client`'s options for ``--memory-limit`` `limit`: ``none`` (no Dask memory
+    limit: `ren.distributed.cluster.LOCAL_MEMORY_LIMIT`) or a size Dask parses (``8GiB``)."""
+    return {"memory_limit": 0 if limit.lower() in ("none", "0") else limit}
+
+
+def worker_memory_limit(dask_worker: Any = None) -> int | None:
+    """The memory limit Dask enforces on this worker, in bytes (None: none; run on each worker
+    by ``client.run``, which passes `dask_worker`)."""
+    manager = getattr(dask_worker, "memory_manager", None)
+    return getattr(manager, "memory_limit", None)
+
+
+def memory_line(client: Any) -> str:
+    """What Dask's memory limit per worker is, as the workers report it."""
+    limits = sorted(set(client.run(worker_memory_limit).values()), key=lambda v: v or 0)
+    said = ", ".join("none" if v is None else f"{v / 2**30:.1f} GiB" for v in limits)
+    return (f"Dask memory limit per worker: {said}" + (
+        " (only the machine's own limits apply; --memory-limit 8GiB sets one: past 95 % of it "
+        "Dask's nanny restarts the worker, which a job sees as lost dependencies)"
+        if limits == [None] else " (--memory-limit; past 95 % of it Dask's nanny restarts the "
+        "worker, which a job sees as lost dependencies)"))
+
+
 def _process_cpu() -> float:
     """This process's CPU seconds, all threads (run on each worker by `client.run`)."""
     return time.process_time()
 
 
-def _time_job(w: int, batch: list, rlk: Any, label: str) -> dict[str, float]:
+def _time_job(w: int, batch: list, rlk: Any, label: str, options: dict[str, Any],
+              say_memory: bool = False) -> dict[str, float]:
     """One timed job on a fresh `w`-worker LocalCluster (after a warm-up job); prints the job's
     figures and returns them: ``wall`` (s), ``run`` (the workers' median replay per ciphertext,
     wall s) and, per ciphertext, CPU seconds that a loaded machine does not inflate: ``client``
@@ -170,7 +202,9 @@ def _time_job(w: int, batch: list, rlk: Any, label: str) -> dict[str, float]:
     ``worker`` (the worker processes, every thread), ``replay`` (the replays' own, on the task
     threads), ``outside`` (the workers' CPU outside the replay: decode, encode, Dask), and the
     wire bytes ``sent`` and ``received`` by the client."""
-    with local_client(workers=w, silence_logs=logging.CRITICAL) as client:
+    with local_client(workers=w, silence_logs=logging.CRITICAL, **options) as client:
+        if say_memory:
+            print(memory_line(client))
         t0 = time.perf_counter()
         submit(square, batch, keys=rlk, client=client).result()  # the one-offs (module doc)
         warm_s = time.perf_counter() - t0
@@ -362,7 +396,10 @@ def bootstrap_main(args: argparse.Namespace) -> None:
 
     walls: dict[int, float] = {}
     for w in args.workers:
-        with local_client(workers=w, silence_logs=logging.CRITICAL) as client:
+        with local_client(workers=w, silence_logs=logging.CRITICAL,
+                          **cluster_options(args.memory_limit)) as client:
+            if w == args.workers[0]:
+                print(memory_line(client))
             t0 = time.perf_counter()
             warm = submit(bootstrap, batch[:w], keys=keys, client=client)
             warm.result()
@@ -412,6 +449,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lean", action="store_true",
                     help="--bootstrap in the lean mode: lean keys and coefficient-form diagonals "
                          "(bench_bootstrap.py --lean; ~6 GiB a process at n16)")
+    ap.add_argument("--memory-limit", default="none",
+                    help="Dask's memory limit per worker: none (the default, as "
+                         "ren.distributed.local_client sets it: only the machine's own limits "
+                         "apply) or a size such as 8GiB (past 95 %% of it Dask's nanny restarts "
+                         "the worker, and the job sees lost dependencies)")
     ap.add_argument("--force", action="store_true",
                     help="--preset n16 even where the memory estimate says it will not fit")
     args = ap.parse_args(argv)
@@ -459,7 +501,9 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[int, list[dict[str, float]]] = {w: [] for w in args.workers}
     for r in range(args.rounds):
         for w in args.workers:
-            results[w].append(_time_job(w, batch, rlk, f" (round {r + 1})" * (args.rounds > 1)))
+            results[w].append(_time_job(w, batch, rlk, f" (round {r + 1})" * (args.rounds > 1),
+                                        cluster_options(args.memory_limit), r == 0 and
+                                        w == args.workers[0]))
     for w, jobs in results.items():
         med = {k: statistics.median(j[k] for j in jobs) for k in jobs[0]}
         fixed = med["client"] + med["outside"]

@@ -93,6 +93,27 @@ def test_local_client_slows_the_event_loop_tick_unless_configured(client):
         assert own.run_on_scheduler(tick_interval) == 0.05
 
 
+def memory_limit(dask_worker=None) -> int | None:
+    return dask_worker.memory_manager.memory_limit
+
+
+def test_local_client_gives_the_workers_no_dask_memory_limit_unless_asked(client):
+    """Dask's default limit (the machine's memory split evenly over the workers; the nanny
+    restarts a worker at 95 % of its share) lost a worker of the two-worker n16 bootstrapping
+    mid-batch ("lost dependencies"); local_client's workers and nannies have none unless
+    memory_limit= names one."""
+    from ren.distributed.cluster import LOCAL_MEMORY_LIMIT
+
+    assert LOCAL_MEMORY_LIMIT == 0
+    assert set(client.run(memory_limit).values()) == {None}
+    nannies = client.cluster.workers.values()  # (the nanny is what restarts a worker)
+    assert {n.memory_manager.memory_limit for n in nannies} == {None}
+    with local_client(workers=1, memory_limit="1GiB") as capped:
+        assert set(capped.run(memory_limit).values()) == {2**30}
+        assert {n.memory_manager.memory_limit for n in capped.cluster.workers.values()} == \
+            {2**30}
+
+
 def test_map_replays_the_plan_bit_identically_and_in_order(client, ckks):
     cts = batch(ckks, 10)
     rlk = ckks.ev.relin_key
@@ -681,6 +702,9 @@ def test_the_benchmark_takes_the_median_of_its_rounds(capsys, monkeypatch) -> No
     for r, up in zip("12", rounds):
         assert up == pytest.approx(walls[("1", r)] / walls[("2", r)], rel=0.25)
     assert "overhead of the distributed path (1 worker)" in out
+    assert out.count("Dask memory limit per worker: none (") == 1  # local_client's default
+    assert bench.cluster_options("none") == {"memory_limit": 0}
+    assert bench.cluster_options("8GiB") == {"memory_limit": "8GiB"}
     with pytest.raises(SystemExit):
         bench.main(["--rounds", "0"])
 

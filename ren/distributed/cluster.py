@@ -45,6 +45,10 @@ MAX_LOCAL_WORKERS = 1024
 #: the caller's Dask config leaves it at Dask's 20 ms): the tick only measures how late the
 #: loop runs (Dask warns when it is later than ``distributed.admin.tick.limit``, 3 s)
 TICK_INTERVAL = "1s"
+#: the memory limit per worker `local_client` gives Dask unless the caller names one: 0 is none
+#: (Dask's own default, "auto", is the machine's memory split evenly over the workers, and its
+#: nanny restarts a worker past 95 % of that share: `local_client`'s doc)
+LOCAL_MEMORY_LIMIT = 0
 #: a Dask client whose status is one of these can send and receive
 _LIVE = ("running", "newly-created")
 
@@ -293,7 +297,16 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
     an idle cluster of one worker (noisy, shared 2-core machine), the 20 ms tick costs the
     client process (which hosts the scheduler) 15-17 ms of CPU per second and each worker
     ~9 ms per second, about 0.3 ms of the client's CPU per N = 2^14 ciphertext of a
-    `ren.distributed.map` at ~15 ms per ciphertext."""
+    `ren.distributed.map` at ~15 ms per ciphertext.
+
+    **Memory.**  Unless ``memory_limit=`` is given, the workers have no Dask memory limit
+    (`LOCAL_MEMORY_LIMIT` = 0): Dask's default gives each worker an even share of the machine's
+    memory, pauses it at 80 % and has its nanny kill and restart it at 95 %, which a job sees
+    as "lost dependencies" or a lost worker mid-batch.  A worker of an N = 2^16 bootstrapping
+    holds ~5 GiB (lean) to ~11 GiB of keys, plan and arena plus Dask's copy of what was
+    broadcast to it: on a 23 GiB machine with two workers, near its share.  Without the limit
+    only the machine's own limits (the kernel's OOM killer, a container's cgroup) apply;
+    ``memory_limit="8GiB"`` (per worker) brings Dask's back."""
     workers = check_int_range(workers, "local_client: workers", 1, MAX_LOCAL_WORKERS)
     threads = check_int_range(threads_per_worker, "local_client: threads_per_worker", 1,
                               MAX_LOCAL_WORKERS)
@@ -308,7 +321,7 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
             f"local_directory); see help(distributed.LocalCluster)")
     options: dict[str, Any] = dict(n_workers=workers, threads_per_worker=threads, processes=True,
                                    dashboard_address=":0", silence_logs=logging.WARNING,
-                                   env=dict(WORKER_ENV))
+                                   env=dict(WORKER_ENV), memory_limit=LOCAL_MEMORY_LIMIT)
     options.update(cluster_options)
     # the nannies copy this process's Dask config into their workers when they start
     worker_config: dict[str, Any] = {"distributed.worker.profile.enabled": profile}
@@ -332,6 +345,7 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
         yield client
 
 
-__all__ = ["INSTALL_HINT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT", "TICK_INTERVAL", "WORKER_ENV",
+__all__ = ["INSTALL_HINT", "LOCAL_MEMORY_LIMIT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT",
+           "TICK_INTERVAL", "WORKER_ENV",
            "cancel_quietly", "check_timeout", "dask_distributed", "gather_as_completed",
            "local_client", "lost_error", "resolve_client", "scheduler_lost", "worker_addresses"]

@@ -280,10 +280,49 @@ def test_a_clients_files_go_at_exit_and_a_killed_clients_are_reaped(monkeypatch)
     child.stdout.close()
     left = [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
     assert len(left) == 2  # its marker and a segment: no atexit after SIGKILL
-    assert shm.reap() == 0  # too young: a client that is starting may not be in /proc yet
-    assert shm.reap(now=time.time() + shm.REAP_AFTER + 1) >= 2
+    assert shm.reap() >= 2  # at once: its pid is gone and nobody holds its marker's lock
     assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
     assert shm.client_prefix() + ".host" in os.listdir(shm.SHM_DIR)  # a live one's stay
+
+
+def test_reap_keeps_the_files_of_an_owner_that_holds_its_lock():
+    """A client holds a lock on its marker and a writer on each pool slot it made while it
+    lives (whatever its pid namespace); `reap` removes a file only when its owner's pid is not
+    in /proc and nobody holds the owner's lock, and then at once."""
+    import fcntl
+
+    mine = shm.client_prefix()
+    assert shm.lock_held(os.path.join(shm.SHM_DIR, mine + ".host")) is True
+    job = mine + "-79"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    shm.Segments(job, 0, pooled=True).seal(Sealed("poly", b"{}", (bytearray(4096),)))
+    slots = [n for n in os.listdir(shm.SHM_DIR) if n.startswith(mine + "-pool-")]
+    assert slots and all(shm.lock_held(os.path.join(shm.SHM_DIR, n)) for n in slots)
+    shm.end_job(job)
+    dead = next(p for p in range(4_000_000, 3_000_000, -1) if not os.path.exists(f"/proc/{p}"))
+    prefix = f"ren-{dead}-{'ab' * 6}"  # a client of a pid this /proc does not show
+    names = [prefix + ".host", f"{prefix}-3-{dead}.0", f"{prefix}-pool-{dead}.0"]
+    fds = []
+    for n in names:
+        fds.append(os.open(os.path.join(shm.SHM_DIR, n), os.O_RDWR | os.O_CREAT, 0o600))
+    try:
+        for fd in (fds[0], fds[2]):  # the marker's owner and the slot's writer live
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        assert shm.owner(names[1]) == (prefix + ".host", dead)
+        assert shm.owner(names[2]) == (names[2], dead)
+        shm.reap()
+        assert sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)) == \
+            sorted(names)
+        os.close(fds.pop(2))  # the slot's writer is gone: its slot goes, the client's stay
+        shm.reap()
+        assert sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)) == \
+            sorted(names[:2])
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert shm.reap() >= 2  # the client is gone too (and any other dead process's files)
+    assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix)]
+    assert mine + ".host" in os.listdir(shm.SHM_DIR)
 
 
 def test_pool_slots_are_reused_checked_and_freed(ckks):

@@ -38,19 +38,25 @@ segments are also named after their job (``...-<job>-<writer pid>.<n>``).
   its job.
 - At exit every process unlinks its own pool files, and the client every file of its prefix
   (`atexit`).
-- A process that starts using this path removes the files of clients whose process is gone
-  (`reap`, e.g. a client killed by a signal).  It only removes files older than `REAP_AFTER`
-  seconds, and it judges by pid, so it assumes one pid namespace per `SHM_DIR`.
+- A process that starts using this path, and every job's end, removes at once the files of
+  processes that are gone without exiting (`reap`: a client or worker killed by a signal, a
+  Jupyter kernel killed).  Each owner holds a shared ``flock`` on a file for as long as it
+  lives: a client on its marker (``<prefix>.host``), a writer on each pool slot it made; the
+  kernel drops the lock when the process dies, however it dies.  A file goes when no process
+  holds its owner's lock and the owner's pid is not in ``/proc`` (a slot's owner is its writer,
+  any other file's its client).  A live owner in another pid namespace (not in this
+  ``/proc``) holds its lock and keeps its files; a pid reused by another process keeps them
+  too (the next reap, once that process is gone, takes them).
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import itertools
 import os
 import secrets
 import threading
-import time
 from typing import Any
 
 from ren import settings
@@ -91,14 +97,12 @@ MODES: tuple[str, ...] = tuple(str(v) for v in settings.SWITCHES[ENV].allowed or
 #: the switch that sets the threshold (`MIN_BYTES` by default) for the client's jobs, workers
 #: included
 MIN_ENV = "REN_DISTRIBUTED_SHM_MIN_BYTES"
-#: files of a dead client younger than this (seconds) are left to `reap` later
-REAP_AFTER = 60.0
-
 _lock = threading.Lock()
 _token: str | None = None  # this process's client token (its marker's contents), once made
 _jobs = itertools.count()
 _visible: dict[tuple[int, str], bool] = {}  # (id of a client, worker address) -> sees the marker
 _reaped = False
+_host_fd: int | None = None  # this client's marker, open and locked while the process lives
 
 
 def mode() -> str:
@@ -118,7 +122,7 @@ def min_bytes() -> int:
 def client_prefix() -> str:
     """This process's prefix of segment names (``ren-<pid>-<token>``), its marker file made
     (the probe workers read) the first time."""
-    global _token
+    global _token, _host_fd
     with _lock:
         if _token is None:
             if SHM_DIR is None:
@@ -130,10 +134,12 @@ def client_prefix() -> str:
             fd = os.open(os.path.join(SHM_DIR, prefix + ".host"),
                          os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
+                fcntl.flock(fd, fcntl.LOCK_SH)  # held while this process lives (`reap`)
                 os.write(fd, token.encode())
-            finally:
+            except BaseException:
                 os.close(fd)
-            _token = token
+                raise
+            _token, _host_fd = token, fd
             atexit.register(_at_exit, prefix)
         return f"{PREFIX}{os.getpid()}-{_token}"
 
@@ -196,40 +202,71 @@ def end_job(prefix: str | None) -> int:
         return 0
     remove_file(job_marker(prefix))
     remove_dead_pools(prefix.rsplit("-", 1)[0])  # a killed worker's slots
-    return remove_prefix(prefix + "-")
+    gone = remove_prefix(prefix + "-")
+    reap()  # and what processes killed meanwhile left (a killed client's files)
+    return gone
 
 
-def reap(now: float | None = None) -> int:
-    """Unlink the files of clients whose process is gone (module doc); how many."""
+def lock_held(path: str) -> bool | None:
+    """Whether a process holds a lock on file `path` (its owner lives: module doc); None when
+    the file is not there (or cannot be locked)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when fd closes
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return False
+
+
+def owner(name: str) -> tuple[str, int] | None:
+    """The file whose lock says whether Ren file `name`'s owner lives, and the owner's pid: a
+    pool slot's writer (the slot itself), else its client (the client's marker); None for a
+    name that is not a Ren file's."""
+    m = NAME.fullmatch(name)
+    if m is None:
+        return None
+    client = f"{PREFIX}{m.group(1)}-{m.group(2)}"
+    slot = name[len(client):]
+    if slot.startswith("-pool-"):
+        pid = slot[6:].split(".")[0]
+        if pid.isdigit():
+            return name, int(pid)
+    return client + ".host", int(m.group(1))
+
+
+def reap() -> int:
+    """Unlink, at once, the files of processes that are gone (module doc: nobody holds the
+    owner's lock and the owner's pid is not in /proc); how many."""
     global _reaped
     _reaped = True
     if SHM_DIR is None:
         return 0
-    now = time.time() if now is None else now
     gone = 0
     try:
         names = os.listdir(SHM_DIR)
     except OSError:
         return 0
     for n in names:
-        m = NAME.fullmatch(n)
-        if m is None or int(m.group(1)) == os.getpid() or os.path.exists(f"/proc/{m.group(1)}"):
+        whose = owner(n)
+        if whose is None or whose[1] == os.getpid() or \
+                os.path.exists(f"/proc/{whose[1]}") or \
+                lock_held(os.path.join(SHM_DIR, whose[0])):
             continue
-        path = os.path.join(SHM_DIR, n)
-        try:
-            if now - os.stat(path).st_mtime < REAP_AFTER:
-                continue
-        except OSError:
-            continue
-        gone += remove_file(path)
+        gone += remove_file(os.path.join(SHM_DIR, n))
     return gone
 
 
 __all__ = [
-    "ALIGN", "ENV", "HEAD", "MIN_BYTES", "MIN_ENV", "MODES", "POOL_SLOTS", "REAP_AFTER",
-    "SHM_DIR", "Pool", "Segments", "Shared", "borrow_slot", "borrowed_intact",
-    "client_prefix", "end_job", "free_slot", "job_alive", "map_segment", "min_bytes", "mode",
+    "ALIGN", "ENV", "HEAD", "MIN_BYTES", "MIN_ENV", "MODES", "POOL_SLOTS", "SHM_DIR", "Pool",
+    "Segments", "Shared", "borrow_slot", "borrowed_intact", "client_prefix", "end_job",
+    "free_slot", "job_alive", "lock_held", "map_segment", "min_bytes", "mode", "owner",
     "pool_for", "read_slot", "reap", "receive", "register_dask", "release", "remove_dead_pools",
-    "remove_prefix", "sees_marker", "start_job", "visible_workers",
-    "write_segment",
+    "remove_prefix", "sees_marker", "start_job", "visible_workers", "write_segment",
 ]

@@ -26,6 +26,7 @@ another record.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import itertools
 import mmap
 import os
@@ -65,6 +66,9 @@ class _Slot:
         self.name, self.size, self.job = name, size, ""
         self.fd = os.open(path_of(name), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
+            # held while this process lives: a slot whose lock is free and whose writer's pid
+            # is gone is a killed writer's (`ren.distributed.shm.reap` removes it at once)
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
             os.ftruncate(self.fd, size)
             # the pages taken now: a full /dev/shm (a container's 64 MB, say) is an OSError
             # here, not a SIGBUS when a write through the mapping finds no page
@@ -129,12 +133,15 @@ class Pool:
 
 def pool_for(client: str) -> Pool:
     """This process's `Pool` for the client of prefix `client` (pools of clients whose marker
-    is gone are dropped: their files went with the client)."""
+    is gone are dropped, their files unlinked: a client that exited took them, one that was
+    killed left them)."""
     with _lock:
         pool = _pools.get(client)
         if pool is None:
             for other in [c for c in _pools if not os.path.exists(path_of(c + ".host"))]:
-                del _pools[other]
+                for s in _pools.pop(other).slots:
+                    remove_file(path_of(s.name))
+                    os.close(s.fd)  # (its lock with it)
             pool = _pools[client] = Pool(client)
             if len(_pools) == 1:
                 atexit.register(_drop_pools)

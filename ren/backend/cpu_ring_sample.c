@@ -30,6 +30,18 @@
 /* how many limbs' streams one permutation of this build runs */
 int ren_cpu_keccak_ways(void) { return KECCAK_WAYS; }
 
+/* The threads a sampler called on this OS thread runs on: REN_CPU_THREADS (ren_threads), or
+   what ren_cpu_sample_threads set for the calling thread (0: ren_threads again).  Realization
+   draws an encryption's or a key generation's random leaves side by side on a pool of as many
+   threads as the device has; a team of ren_threads under each of those would put twice as many
+   busy threads as cores, and a team member preempted holding the last limb or chunk keeps the
+   rest of its team waiting at the region's end.  The words never depend on it. */
+static __thread int ren_sample_threads_here = 0;
+void ren_cpu_sample_threads(int n) { ren_sample_threads_here = n < 0 ? 0 : n; }
+#define REN_SAMPLE_THREADS (ren_sample_threads_here > 0 ? ren_sample_threads_here : ren_threads)
+/* the threads a sampler called now on this thread would use */
+int ren_cpu_sample_threads_here(void) { return REN_SAMPLE_THREADS; }
+
 /* the longest prefix || limb || seed the sampler takes (Ren's are ~55 bytes) */
 #define REN_SAMPLE_MAX_INPUT 1024
 int ren_cpu_sample_max_input(void) { return REN_SAMPLE_MAX_INPUT; }
@@ -165,8 +177,8 @@ int ren_cpu_sample_uniform_ways(const u8* prefix, i64 prefix_len, const u8* seed
   if (ways != 1 && ways != KECCAK_WAYS) return 2;
   if (L <= 0 || n <= 0) return 0;
   i64 next = 0;
-  REN_OMP(parallel num_threads(ren_threads) if(ren_threads > 1 && L > 1 &&
-                                                L * n * 8 >= REN_PAR_MIN_WORK))
+  const int threads = REN_SAMPLE_THREADS;
+  REN_OMP(parallel num_threads(threads) if(threads > 1 && L > 1 && L * n * 8 >= REN_PAR_MIN_WORK))
   uniform_lanes(ways, prefix, prefix_len, seed, seed_len, moduli, L, n, out, &next);
   return 0;
 }
@@ -187,7 +199,7 @@ int ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i64
 
 #define REN_SMALL_CHUNK 4096
 /* whether a mapping of n coefficients uses a team (REN_PARALLEL_FOR's threshold) */
-#define REN_SMALL_PAR(n) (ren_threads > 1 && (n) * 8 >= REN_PAR_MIN_WORK)
+#define REN_SMALL_PAR(n) (REN_SAMPLE_THREADS > 1 && (n) * 8 >= REN_PAR_MIN_WORK)
 
 /* uniform_on_interval / ternary: out[i] = lo + (high[i] 2^64 + low[i]) mod width, high and
    low the words of the "hi" and "lo" streams (ren.sampling's _mod_u128: the same u64 steps,
@@ -196,7 +208,7 @@ void ren_cpu_map_interval(const u64* high, const u64* low, u64 width, i64 lo, i6
                           i64* out) {
   const u64 two64 = (((1ULL << 63) % width) * 2) % width;
   const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
-  REN_OMP(parallel for schedule(static) num_threads(ren_threads) if(REN_SMALL_PAR(n)))
+  REN_OMP(parallel for schedule(static) num_threads(REN_SAMPLE_THREADS) if(REN_SMALL_PAR(n)))
   for (i64 c = 0; c < chunks; ++c) {
     const i64 end = (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n;
     if (width == 3) {  /* ternary: constant divisors (no division); 2^64 mod 3 is 1 */
@@ -299,7 +311,7 @@ static i64 gauss_finish(const double* radius, const u64* w2, double sigma, i64 b
   const double two_pi = 2.0 * M_PI;
   i64 nties = 0;
   const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
-  REN_OMP(parallel for schedule(static) num_threads(ren_threads) if(REN_SMALL_PAR(n)))
+  REN_OMP(parallel for schedule(static) num_threads(REN_SAMPLE_THREADS) if(REN_SMALL_PAR(n)))
   for (i64 c = 0; c < chunks; ++c) {
     const i64 end = (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n;
     for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i) {
@@ -326,7 +338,7 @@ i64 ren_cpu_map_gaussian(const u64* w1, const u64* w2, double sigma, i64 bound, 
   double* radius = (double*)malloc((size_t)n * sizeof(double));
   if (!radius) return -2;
   const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
-  REN_OMP(parallel for schedule(static) num_threads(ren_threads) if(REN_SMALL_PAR(n)))
+  REN_OMP(parallel for schedule(static) num_threads(REN_SAMPLE_THREADS) if(REN_SMALL_PAR(n)))
   for (i64 c = 0; c < chunks; ++c)
     gauss_radius(w1, c * REN_SMALL_CHUNK,
                  (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n, radius);
@@ -417,7 +429,9 @@ void ren_cpu_signed_residues(const i64* c, const u32* moduli, i64 L, i64 n, u32*
     const u64 a = c[i] < 0 ? -(u64)c[i] : (u64)c[i];
     most = a > most ? a : most;
   }
-  REN_PARALLEL_FOR(L * n)
+  const int threads = REN_SAMPLE_THREADS;
+  REN_OMP(parallel for schedule(dynamic, 1) num_threads(threads)
+          if(threads > 1 && L * n >= REN_PAR_MIN_WORK))
   for (i64 l = 0; l < L; ++l) {
     const u32 q = moduli[l];
     u32* row = out + l * n;

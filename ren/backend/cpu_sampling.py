@@ -20,11 +20,18 @@ differ in the last bit, which can change a coefficient only where x = normal · 
 rounding tie, so the C mapping leaves the coefficients within a small margin of a half-integer
 (~1e-8 of them) to NumPy, computed from their words by the definition's own
 `ren.sampling.gaussian_from_words`.
+
+Realization draws a graph's random leaves side by side on a pool of as many threads as the
+device has (`ren.realization.sample_random_leaves`); a sampler called on one of that pool's
+threads runs on that thread alone (`threads_here`), not with a team of its own under it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import threading
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -73,6 +80,46 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_sample_gaussian.restype = _i64
     lib.ren_cpu_signed_residues.argtypes = [_p, _p, _i64, _i64, _p]
     lib.ren_cpu_signed_residues.restype = None
+    lib.ren_cpu_sample_threads.argtypes = [ctypes.c_int]
+    lib.ren_cpu_sample_threads.restype = None
+    lib.ren_cpu_sample_threads_here.restype = ctypes.c_int
+
+
+#: the name prefix of `ren.realization`'s pool, which draws a realization's random leaves side
+#: by side, as many at a time as the device has threads (`sample_random_leaves`)
+SIDE_BY_SIDE_PREFIX = "ren-sampling"
+
+
+def threads_here(threads: int | None = None) -> int:
+    """The OpenMP threads a sampler called on this thread runs on, 0 meaning the device's
+    (REN_CPU_THREADS): `threads` when given, else 1 on a thread of the pool that draws leaves
+    side by side (that pool already has as many threads as the device: a team under each would
+    put twice as many busy threads as cores, and a member preempted holding the last limb keeps
+    its team waiting), else 0.  The words never depend on it."""
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= 256:
+            raise ParameterError(f"sampler threads must be an int in [0, 256] (0: the "
+                                 f"device's), got {threads!r}")
+        return threads
+    return 1 if threading.current_thread().name.startswith(SIDE_BY_SIDE_PREFIX) else 0
+
+
+def sampler_threads(lib: ctypes.CDLL) -> int:
+    """The OpenMP threads a C sampler of `lib` called now on this thread would run on."""
+    _bind(lib)
+    return int(lib.ren_cpu_sample_threads_here())
+
+
+@contextlib.contextmanager
+def _on_threads(lib: ctypes.CDLL, threads: int | None) -> Iterator[None]:
+    """The C samplers run on `threads_here(threads)` threads inside the block (this OS thread
+    only: a thread-local setting of the library), the device's after it."""
+    _bind(lib)
+    lib.ren_cpu_sample_threads(threads_here(threads))
+    try:
+        yield
+    finally:
+        lib.ren_cpu_sample_threads(0)
 
 
 def keccak_ways(lib: ctypes.CDLL) -> int:
@@ -181,20 +228,23 @@ def _no_memory(N: int, kind: str) -> MemoryError:
                        "coefficients")
 
 
-def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:
+def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec, threads: int | None = None
+           ) -> np.ndarray | None:
     """`ren.sampling.sample(spec, ring)`: the residues (L, N) u32 of any RANDOM spec, by the
-    ring library `lib` on its threads (uniform: `sample_uniform`; the rest: `sample_signed`,
-    then every limb's residues in C); None where the C sampler does not take the spec (a
-    uniform seed longer than it takes), which the caller then samples in Python."""
-    if spec.kind == "uniform":
-        return sample_uniform(lib, spec, ring)
-    validate_spec(spec.kind, spec.params, ring)
-    coeffs = sample_signed(lib, spec, ring.N)
-    out = host_empty((ring.limbs, ring.N))  # the host allocator's own kind of array
-    moduli = np.array(ring.moduli, dtype=np.uint32)
-    lib.ren_cpu_signed_residues(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs, ring.N,
-                                out.ctypes.data)
-    return out
+    ring library `lib` on `threads_here(threads)` threads (uniform: `sample_uniform`; the rest:
+    `sample_signed`, then every limb's residues in C); None where the C sampler does not take
+    the spec (a uniform seed longer than it takes), which the caller then samples in Python.
+    The same words on any number of threads."""
+    with _on_threads(lib, threads):
+        if spec.kind == "uniform":
+            return sample_uniform(lib, spec, ring)
+        validate_spec(spec.kind, spec.params, ring)
+        coeffs = sample_signed(lib, spec, ring.N)
+        out = host_empty((ring.limbs, ring.N))  # the host allocator's own kind of array
+        moduli = np.array(ring.moduli, dtype=np.uint32)
+        lib.ren_cpu_signed_residues(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs, ring.N,
+                                    out.ctypes.data)
+        return out
 
 
 def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> bytes:
@@ -206,4 +256,5 @@ def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> byte
     return out[:nbytes].tobytes()
 
 
-__all__ = ["TIE_EPS", "keccak_ways", "sample", "sample_signed", "sample_uniform", "shake128"]
+__all__ = ["SIDE_BY_SIDE_PREFIX", "TIE_EPS", "keccak_ways", "sample", "sample_signed",
+           "sample_uniform", "sampler_threads", "shake128", "threads_here"]

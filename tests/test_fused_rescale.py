@@ -217,3 +217,32 @@ def test_double_hoisted_transform_fewer_ntts_same_words(unfused):
     assert all(np.array_equal(w, x.numpy()) for w, x in zip(words, apart.parts, strict=True))
     level = fused.level + 1  # the transform's level (one above its output)
     assert rows_apart - rows >= 2 * c.params.ring(level).limbs
+
+
+def elementwise_traffic(outputs) -> tuple[int, int]:
+    """(elementwise kernels, words they read) in the schedule of `outputs`."""
+    items = [i for i in schedule(*outputs) if i.kind == "elementwise"]
+    return len(items), sum(int(np.prod(b.shape)) for i in items for b in i.inputs)
+
+
+@pytest.mark.parametrize("special", [3, 4])  # the RESCALE-kernel mod-down (k >= 3)
+def test_mod_down_zero_rows_are_a_scalar(special, monkeypatch):
+    """The rows of 0 over Q under a mod-down's RESCALE kernel are the constant 0, a scalar of the
+    CONCAT kernel: no kernel stores a buffer of zeros and no CONCAT reads one (the "broadcast"
+    form stores one that both parts' CONCATs read).  The words are the same."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        p = CKKSParams(N=64, depth=4, scale_bits=58, first_bits=60, special_primes=special,
+                       insecure=True)
+    const = multiply_rescale(p)
+    kernels, reads = elementwise_traffic(const.parts)
+    words = [x.numpy() for x in const.parts]
+    monkeypatch.setattr(elision, "ZERO_ROWS", "broadcast")
+    templates.clear()
+    stored = multiply_rescale(p)
+    kernels_b, reads_b = elementwise_traffic(stored.parts)
+    templates.clear()
+    assert all(np.array_equal(w, x.numpy()) for w, x in zip(words, stored.parts, strict=True))
+    limbs = p.ring(p.max_level).limbs  # Q_l: the zero rows under each part's mod-down
+    assert kernels_b - kernels == 1  # the buffer of zeros, made once, read by both CONCATs
+    assert reads_b - reads == 2 * limbs * p.N

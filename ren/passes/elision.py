@@ -17,7 +17,9 @@ Rules:
                      out = (x mod Q) · P^-1 + NTT(RESCALE(CONCAT(0 over Q, y)))
                    with y = INTT(x mod P): RESCALE of rows that are 0 over Q is
                    -([y + h]_P - h) · P^-1, the same correction, made by the kernel's digits
-                   and one k-term sum per word instead of k lifts of ~L rows each.
+                   and one k-term sum per word instead of k lifts of ~L rows each.  The 0 over
+                   Q is the constant 0 (`ZERO_ROWS`), a scalar of the CONCAT kernel: no buffer
+                   of zeros is stored or read.
                    Both forms use only ops that existed before: limb selections (TO_RING onto a
                    subset, a view when contiguous), basis conversions from ONE modulus (exact:
                    the fast conversion of d in [0, p) is d itself), scalar products by
@@ -56,7 +58,7 @@ from ren.ir import broadcast_const, const_node, const_value, is_const, is_subset
 from ren.node import Node
 from ren.ops import GroupOp, Op
 from ren.rewrite import P, X
-from ren.ring import RingSpec
+from ren.ring import Domain, RingSpec
 from ren.spec import need_spec
 
 
@@ -89,6 +91,9 @@ SPLIT_DEPTH = 32
 #: the most NTT terms one rounding gathers (`split_ntt`): each gathered W stays live until the
 #: rounding's correction is computed (its dropped rows are read first, its kept rows after),
 #: so gathering a whole linear transform's giant steps trades memory for NTTs
+#: the zero rows of the RESCALE-kernel form: "const" (a scalar 0 in the CONCAT kernel) or
+#: "broadcast" (a stored buffer of zeros, the form before; kept for comparisons)
+ZERO_ROWS = "const"
 MAX_TERMS = 1000  # (no limit in practice: the fast mode's memory does not grow; a lean plan's
 #                   arena grew ~29 % at N = 2^12 for 14 % fewer NTT rows; 1 gives +5 % for 9 %)
 
@@ -190,6 +195,16 @@ class _Rows:
         return nc if self.lo is None else pnode(Op.ADD, _scale(_to_ring(self.lo, ring), factor), nc)
 
 
+def _zero_rows(ring: RingSpec, device: str) -> Node:
+    """The rows of 0 under a RESCALE kernel's dropped rows.  With ZERO_ROWS = "const" they are
+    the constant polynomial 0 (0 at X^0 and so in every coefficient): a scalar operand of the
+    CONCAT kernel, which reads no buffer for them.  "broadcast" is the broadcast constant, which
+    pass 5 stores once in a buffer of zeros that every such CONCAT reads (the form before)."""
+    if ZERO_ROWS == "broadcast":
+        return broadcast_const(0, ring, device)
+    return const_node(0, ring, Domain.COEFF, device)
+
+
 def rescale_in_ntt(x: Node, r: Node) -> Node:
     """NTT(RESCALE(INTT(x))) with the correction applied in the NTT domain (module docstring).
     An NTT term inside x (x = L + NTT(W), `split_ntt`: e.g. the correction of a key switch's
@@ -204,7 +219,7 @@ def rescale_in_ntt(x: Node, r: Node) -> Node:
     rows_of = _Rows(x)
     p_inv = pow(P_, -1, keep.Q)
     if k >= RESCALE_KERNEL_FROM:  # one RESCALE kernel of zeros over Q and INTT(x mod P)
-        rows = pnode(Op.CONCAT, broadcast_const(0, keep, dev), rows_of.coeff(special), arg=ring)
+        rows = pnode(Op.CONCAT, _zero_rows(keep, dev), rows_of.coeff(special), arg=ring)
         return rows_of.plus_ntt(keep, p_inv, pnode(Op.RESCALE, rows, arg=r.arg))
     h = P_ // 2
     # z = [x + h] on the dropped limbs, coefficient domain

@@ -11,15 +11,18 @@ for the same shape at N = 2^10..2^12) and ``n16``
 (`bootstrap_params_n16`: N = 2^16, 2^15 slots, 128-bit by the HE-standard table with a dense
 ternary secret, bootstrapped through sparse-secret encapsulation; ``--secret sparse`` for the
 sparse h = 192 secret instead; minutes and ~11 GiB for Ren's keys and transforms, ~5 GiB with
-``--lean``).  DESILO runs with each of its two bootstrapping keys (``--desilo-keys
-medium,small``, each in its own process): the medium key (~17 GB at N = 2^16) and the small one
-(~6 GB, slower).  It only runs its own full-slot parameters (N = 2^16), so it is skipped at
-``small``.
+``--lean``; ``--log-n 13..15`` for the n16 shape at a smaller ring: the same parameters
+and graph, INSECURE, a quarter of the memory at 2^14).  DESILO runs with each of its two
+bootstrapping keys (``--desilo-keys medium,small``, each in its own process): the medium key
+(~17 GB at N = 2^16) and the small one (~6 GB, slower).  It only runs its own full-slot
+parameters (N = 2^16), so it is skipped at ``small`` and below N = 2^16.
 
 The first call: ``--first-call schedule`` (default) turns the plan cache off in Ren's process
 (REN_PLAN_CACHE=0), so it traces, schedules, plans, lowers and runs; ``--first-call plan-cache``
 runs Ren's process twice and reports the second, whose capture loads the template the first one
-stored (`ren.plan_cache`: what a user's second session of the same program gets).  Compiled
+stored (`ren.plan_cache`: what a user's second session of the same program gets), then both
+first calls against their replays, in wall and in CPU seconds (issue 41 §3: <= 1.5x
+scheduled, <= 1.2x from the plan cache).  Compiled
 kernels come from the compile cache either way (an empty one adds the compiler's time).
 
 ``--threads 1,2`` runs Ren once per REN_CPU_THREADS value (the compiled "cpu" device's OpenMP
@@ -46,7 +49,7 @@ used, in arena buffers the memory plan frees after use.
 
 Run:  python benchmarks/bench_bootstrap.py [--preset small|n16] [--device cpu] [--reps 2]
                                             [--peers desilo|none] [--eager] [--threads 1,2]
-                                            [--first-call schedule|plan-cache] [--log-n 8]
+                                            [--first-call schedule|plan-cache] [--log-n 8..16]
                                             [--secret preset|dense|sparse] [--dry-run]
                                             [--shape balanced|levels|precision]
                                             [--slots 8,32,full] [--lean]
@@ -66,6 +69,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -121,16 +125,35 @@ def coeff_diagonals() -> bool:
 def make_params(preset: str, device: str, log_n: int, secret: str, shape: str = "balanced",
                 slots: int | None = None) -> tuple[Any, dict]:
     """(CKKSParams, the Bootstrapper's keyword arguments) of a preset, secret choice, named
-    shape (`shape_of`) and slot count (None: N/2)."""
+    shape (`shape_of`) and slot count (None: N/2).  `log_n` is the small preset's; for n16,
+    13..15 is its shape at a smaller ring (`n16_shaped`), any other value N = 2^16."""
     boot, _ = circuits()
     sparse = ("sparse", 192) if preset == "n16" else ("sparse", 16)
     chosen = {"preset": {}, "dense": {"secret": "ternary"}, "sparse": {"secret": sparse}}[secret]
-    if preset == "n16":
+    if preset == "n16" and 13 <= log_n < 16:  # the n16 shape at a smaller ring (INSECURE)
+        params = n16_shaped(boot.bootstrap_params_n16("python", **chosen), log_n, device)
+    elif preset == "n16":
         params = boot.bootstrap_params_n16(device, **chosen)
     else:
         params = boot.bootstrap_params_small(device, N=1 << log_n, **chosen)
     kwargs = shape_of(params, shape, slots)
     return params, {**kwargs, **({"slots": slots} if slots else {})}
+
+
+def n16_shaped(params: Any, log_n: int, device: str) -> Any:
+    """`params` (the n16 preset's) at N = 2^log_n: the same depth, scale, primes and secret,
+    so the same bootstrapping graph (the same kernels, each over fewer coefficients).  INSECURE
+    below N = 2^16 (the modulus is the n16 one): for measuring the n16 shape in less memory."""
+    from ren.ckks import CKKSParams, InsecureParametersWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        return CKKSParams(N=1 << log_n, depth=params.depth, scale_bits=params.scale_bits,
+                          first_bits=params.first_bits,
+                          special_primes=len(params.special_moduli),
+                          secret=params.secret if params.hamming_weight is None
+                          else (params.secret, params.hamming_weight),
+                          insecure=True, device=device)
 
 
 def _switching_key_bytes(params: Any, compact: bool = False) -> int:
@@ -206,6 +229,12 @@ def estimate_memory(params: Any, cts_levels: int = 2, stc_levels: int = 2,
             "key_bytes_lean": lean, "diagonals": diagonals, "diagonal_bytes": diagonal_bytes,
             "diagonal_bytes_coeff": diagonals * params.N * 8,  # int64 coefficients
             "dnum": len(params.digits), "key_limbs": params.key_ring.limbs, "N": params.N}
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process so far (user and system, every thread)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _rss_gib() -> float:
@@ -284,10 +313,14 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     x, ct = fresh()
     compiles = c_host.compiler_invocations
     cc0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu0 = _cpu_s()
     t0 = time.perf_counter()
     res = fn(ct)
     ren.realize(list(res.parts))
     out["first_s"] = time.perf_counter() - t0
+    # this process's CPU seconds (every thread; not the compiler's): steadier than wall time
+    # on a loaded machine, and a first call's lowering overlaps its run on a second core
+    out["first_cpu_s"] = _cpu_s() - cpu0
     # kernels missing from the compile cache are compiled inside the first call: say so, with
     # the compiler processes' CPU seconds (they run side by side, one per core)
     cc1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -307,15 +340,18 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         out["graph_nodes"] = len(toposort(*(p.node for p in lazy.parts)))
         del lazy
     bits = [_bits(enc.decode(dec.decrypt(res), slots=slots), x)]
-    replays = []
+    replays, replay_cpu = [], []
     for _ in range(reps):
         x, ct = fresh()
+        cpu0 = _cpu_s()
         t0 = time.perf_counter()
         res = fn(ct)
         ren.realize(list(res.parts))
         replays.append(time.perf_counter() - t0)
+        replay_cpu.append(_cpu_s() - cpu0)
         bits.append(_bits(enc.decode(dec.decrypt(res), slots=slots), x))
-    out.update(replay_s=statistics.median(replays), bits_min=min(bits), bits_max=max(bits),
+    out.update(replay_s=statistics.median(replays), replay_cpu_s=statistics.median(replay_cpu),
+               bits_min=min(bits), bits_max=max(bits),
                levels_used=mb.levels_used if meta else bt.levels_used, levels_left=res.level,
                depth=params.depth, shape=("Meta-BTS (2 bootstrappings) of " if meta else "")
                + f"CoeffToSlot {bt.cts_levels}, EvalMod {bt.evalmod_levels} (degree "
@@ -369,6 +405,30 @@ def _slot_lines(rows: list[dict]) -> list[str]:
                      f"{r['levels_left']} | {r['replay_s']:.3g} | {r['first_s']:.3g} | "
                      f"{r['galois_keys']}")
     return lines
+
+
+def _cpu_ratio(r: dict) -> str:
+    """The first call's CPU seconds against a replay's (the process's, compiler excluded)."""
+    if not r.get("first_cpu_s") or not r.get("replay_cpu_s"):
+        return ""
+    return (f" (CPU {r['first_cpu_s']:.2f} s against {r['replay_cpu_s']:.2f} s: "
+            f"{r['first_cpu_s'] / r['replay_cpu_s']:.2f}x)")
+
+
+def _plan_cache_lines(fill: dict, second: dict) -> list[str]:
+    """The two processes of ``--first-call plan-cache``: the first schedules (and stores its
+    plan), the second loads it; each first call against its own replay (issue 41 §3: <= 1.5x
+    and <= 1.2x)."""
+    if "first_s" not in fill or "first_s" not in second:
+        return []
+    lines = []
+    for name, r in (("first process (scheduled, plan stored)", fill),
+                    ("second process (plan cache)", second)):
+        lines.append(f"  {name}: first call {r['first_s']:.2f} s, replay {r['replay_s']:.2f} s: "
+                     f"{r['first_s'] / max(r['replay_s'], 1e-9):.2f}x{_cpu_ratio(r)}"
+                     + (f", {r['first_compiles']} compiler run(s) inside it"
+                        if r.get("first_compiles") else ""))
+    return ["ren first call, process by process:", *lines]
 
 
 def _thread_lines(rows: list[dict]) -> list[str]:
@@ -517,7 +577,8 @@ def _report(rows: list[dict]) -> None:
         print(f"  first call {r['first_s']:.1f} s{how.get(r.get('compiled_by', ''), '')}"
               f"{compiled}; "
               f"again {r['replay_s']:.2f} s (median), "
-              f"{r['first_s'] / max(r['replay_s'], 1e-9):.1f}x; peak RSS {r['rss_gib']:.1f} GiB")
+              f"{r['first_s'] / max(r['replay_s'], 1e-9):.1f}x{_cpu_ratio(r)}; peak RSS "
+              f"{r['rss_gib']:.1f} GiB")
     for line in _thread_lines(rows) + _slot_lines(rows):
         print(line)
     peers = [r for r in rows if r["library"].startswith("desilo") and "skipped" not in r]
@@ -541,9 +602,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eager", action="store_true",
                     help="no ren.jit: bootstrap eagerly twice (the second call finds the "
                          "realization's template; less memory than a capture at n16)")
-    ap.add_argument("--log-n", type=int, default=8, choices=range(8, 13), metavar="8..12",
-                    help="the small preset's log2 N (default 8: N = 256; the issue's small range "
-                         "is 10..12)")
+    ap.add_argument("--log-n", type=int, default=None, choices=range(8, 17), metavar="8..16",
+                    help="log2 N: the small preset's 8..12 (default 8: N = 256; the issue's "
+                         "small range is 10..12), or n16's 13..16 (default 16; below, the n16 "
+                         "shape at a smaller ring, INSECURE: the same graph in less memory)")
     ap.add_argument("--first-call", default="schedule", choices=("schedule", "plan-cache"),
                     help="schedule: Ren's first call schedules (plan cache off); plan-cache: "
                          "run Ren twice, report the second, which loads the first's template")
@@ -579,6 +641,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.keep_level and not args.meta:
         ap.error("--keep-level is for --meta (Meta-BTS's second bootstrapping)")
+    sizes = {"small": range(8, 13), "n16": range(13, 17)}[args.preset]
+    if args.log_n is None:
+        args.log_n = sizes.stop - 1 if args.preset == "n16" else sizes.start
+    elif args.log_n not in sizes:
+        ap.error(f"--log-n {args.log_n}: --preset {args.preset} takes {sizes.start}.."
+                 f"{sizes.stop - 1}")
     desilo_keys = [k.strip() for k in args.desilo_keys.split(",") if k.strip()]
     if not desilo_keys or any(k not in DESILO_KEYS for k in desilo_keys):
         ap.error(f"--desilo-keys: give some of {','.join(DESILO_KEYS)}, got {args.desilo_keys!r}")
@@ -606,8 +674,6 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--threads: give positive integers such as 1,2, got {args.threads!r}")
     print(f"bootstrapping, preset {args.preset}, Ren device {args.device}, threads {counts} "
           f"(Ren at {ROOT})")
-    if args.preset != "small" and args.log_n != 8:
-        ap.error("--log-n is for --preset small (n16 is N = 2^16)")
     if args.dry_run:
         dry_run(args.preset, args.log_n, args.secret, counts, args.shape, slot_counts,
                 args.meta, args.keep_level)
@@ -619,7 +685,8 @@ def main(argv: list[str] | None = None) -> int:
     ren_args = ["--only", "ren", *common, *(["--eager"] if args.eager else []),
                 *(["--meta"] if args.meta else []), *(["--lean"] if args.lean else []),
                 *(["--keep-level"] if args.keep_level else [])]
-    if cached:  # fill the plan cache (this run's figures are not reported)
+    fill: dict = {}
+    if cached:  # fill the plan cache (reported beside the second process's)
         print("filling the plan cache (one Ren run first) ...", flush=True)
         fill = _in_subprocess(ren_args, counts[0], plan_cache=True)
         if "first_s" in fill:
@@ -630,13 +697,16 @@ def main(argv: list[str] | None = None) -> int:
         for t in counts:
             rows.append({**_in_subprocess([*ren_args, *slot_args], t, plan_cache=cached),
                          "threads": t})
-    if args.peers == "desilo" and args.preset != "n16":
+    if args.peers == "desilo" and (args.preset != "n16" or args.log_n != 16):
         rows.append({"library": "desilo", "skipped": "DESILO bootstraps at N = 2^16 only: use "
-                                                     "--preset n16"})
+                                                     "--preset n16 (without --log-n)"})
     elif args.peers == "desilo":
         rows += [_in_subprocess(["--only", "desilo", *common, "--desilo-keys", key])
                  for key in desilo_keys]
     _report(rows)
+    if cached and rows:
+        for line in _plan_cache_lines(fill, rows[0]):
+            print(line)
     return 0
 
 

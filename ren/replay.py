@@ -182,17 +182,22 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     index = {b: i for i, b in enumerate(dynamic)}
     bound = _bind(params, roles, inputs, dynamic)
     arrays = [bound[b].allocate().array() for b in dynamic]
-    # a first run faults its new pages in; with this thread allocating and freeing memory at the
-    # same time, each fault waits for the process's memory map and the first chunks ran 3-7x
-    # slower (a bootstrapping at N = 2^12: 0.37 s instead of 0.14 s).  So fault them in first
-    # (faulting them on the worker while this thread lowers the first chunk was as slow).
-    for a in (*storage.scratch, *(arrays[i] for i, b in enumerate(dynamic)
-                                  if roles[b] is OUTPUT)):
-        _fault_in(a)
+    # a first run faults its new pages in; the first kernels that did it themselves ran 3-7x
+    # slower (a bootstrapping at N = 2^12: 0.37 s instead of 0.14 s).  So the pages are faulted
+    # in before the first chunk runs: on a thread of their own (`fault_in_background`), while
+    # this thread lowers the first chunks, since the fault-in is the kernel's work (zeroing,
+    # and compacting memory into huge pages: 0.02-0.9 s for the 217 MiB arena at N = 2^14 on
+    # this VM, seconds for N = 2^16's) and the lowering is Python's
+    faulting = fault_in_background([*storage.scratch, *(arrays[i] for i, b in enumerate(dynamic)
+                                                        if roles[b] is OUTPUT)])
     chunks: queue.SimpleQueue[GraphRunner | None] = queue.SimpleQueue()
     failed: list[BaseException] = []
 
     def run_chunks() -> None:
+        try:
+            faulting()  # (the pages in before the first chunk runs)
+        except BaseException as e:  # (re-raised by the lowering thread)
+            failed.append(e)
         while (runner := chunks.get()) is not None:
             if not failed:  # after a failure the rest is only drained
                 try:
@@ -268,6 +273,40 @@ def _chunk_runner(device: Device, device_name: str, items: Sequence[ScheduledKer
 
 #: u32 words per page of host memory (4 KiB): one write per page faults it in
 _WORDS_PER_PAGE = 1024
+
+
+#: fault a first run's scratch in on a thread of its own, while the lowering goes on (False:
+#: on the lowering thread, before the first chunk is lowered)
+FAULT_IN_BACKGROUND = True
+
+
+def fault_in_background(arrays: Sequence[Any]) -> Callable[[], None]:
+    """Start faulting `arrays` in (`_fault_in`) on a thread of their own (in this thread, now,
+    when FAULT_IN_BACKGROUND is off) and return a function that waits until they are in (and
+    re-raises what the faulting raised).  The fault-in runs without the GIL (NumPy's strided
+    store), so the lowering goes on meanwhile."""
+    if not FAULT_IN_BACKGROUND or not arrays:
+        for a in arrays:
+            _fault_in(a)
+        return lambda: None
+    failed: list[BaseException] = []
+
+    def fault() -> None:
+        try:
+            for a in arrays:
+                _fault_in(a)
+        except BaseException as e:  # (re-raised by the waiter)
+            failed.append(e)
+
+    thread = threading.Thread(target=fault, name="ren-fault-in", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
 
 
 def _fault_in(array: Any) -> None:

@@ -277,3 +277,38 @@ def test_the_report_says_when_the_first_call_compiled(capsys):
     assert out.count("compiler run(s) inside it") == 1
     assert "first call 252.8 s, 3 compiler run(s) inside it (kernels not in the compile " \
            "cache); again 56.20 s" in out
+
+
+@pytest.mark.parametrize("secret", ["preset", "sparse"])
+def test_the_n16_shape_at_a_smaller_ring_keeps_the_n16_parameters(secret):
+    full, _ = bench.make_params("n16", "python", 16, secret)
+    small, shape = bench.make_params("n16", "python", 14, secret)
+    assert (full.N, small.N) == (1 << 16, 1 << 14) and small.insecure
+    for name in ("depth", "scale_bits", "first_bits", "secret", "hamming_weight"):
+        assert getattr(small, name) == getattr(full, name), name
+    assert len(small.special_moduli) == len(full.special_moduli) == 8
+    assert shape == bench.make_params("n16", "python", 16, secret)[1]  # the same shape
+
+
+@pytest.mark.parametrize("argv", [["--preset", "n16", "--log-n", "12"],
+                                  ["--preset", "small", "--log-n", "14"]])
+def test_each_preset_takes_its_own_ring_degrees(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main([*argv, "--peers", "none", "--dry-run"])
+    assert e.value.code == 2 and f"--log-n {argv[-1]}: --preset {argv[1]} takes" in \
+        capsys.readouterr().err
+
+
+def test_the_plan_cache_mode_reports_both_processes_first_calls(capsys):
+    fill = {**REN, "first_s": 3.0, "replay_s": 2.0, "first_cpu_s": 2.8, "replay_cpu_s": 2.0,
+            "compiled_by": "schedule"}
+    second = {**REN, "first_s": 2.3, "replay_s": 2.0, "first_cpu_s": 2.2, "replay_cpu_s": 2.0,
+              "compiled_by": "plan cache"}
+    lines = bench._plan_cache_lines(fill, second)
+    assert lines[1] == ("  first process (scheduled, plan stored): first call 3.00 s, replay "
+                        "2.00 s: 1.50x (CPU 2.80 s against 2.00 s: 1.40x)")
+    assert lines[2] == ("  second process (plan cache): first call 2.30 s, replay 2.00 s: "
+                        "1.15x (CPU 2.20 s against 2.00 s: 1.10x)")
+    assert bench._plan_cache_lines({"skipped": "failed"}, second) == []
+    bench._report([second])
+    assert "1.1x (CPU 2.20 s against 2.00 s: 1.10x); peak RSS" in capsys.readouterr().out

@@ -11,6 +11,7 @@ import io
 import pickle
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -293,3 +294,70 @@ def test_a_schedule_that_fails_to_lower_is_not_stored(monkeypatch):
     got = _words(fn(a, b))
     assert fn.plans[0].compiled_by == SCHEDULED and _same(got, _words(keyswitch_like(a, b)))
     assert len(list(plan_cache.plans_dir().glob("*.plan"))) == 1
+
+
+# -- the first run's scratch is faulted in on a thread of its own, while the lowering goes on ----
+def test_scratch_is_faulted_in_on_its_own_thread_before_the_first_chunk(monkeypatch, pipelined):
+    a, b = fresh(41, "cpu"), fresh(42, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    monkeypatch.setattr(plan_cache, "enabled", lambda: False)  # (scheduled, then run)
+    events: list[tuple[str, str]] = []
+    fault = replay._fault_in
+
+    def recorded(array):
+        time.sleep(0.05)  # (slow pages: a first chunk that did not wait would run meanwhile)
+        events.append(("fault", threading.current_thread().name))
+        fault(array)
+
+    monkeypatch.setattr(replay, "_fault_in", recorded)
+    dev = get_device("cpu")
+    make = dev.graph
+
+    def graph(calls, patches):
+        runner = make(calls, patches)
+
+        def run(arrays):
+            events.append(("run", threading.current_thread().name))
+            return runner(arrays)
+
+        run.kind = runner.kind  # type: ignore[attr-defined]
+        return run
+
+    monkeypatch.setattr(dev, "graph", graph)
+    fn = ren.jit(keyswitch_like)
+    assert _same(_words(fn(a, b)), eager)
+    faults = [i for i, (what, _) in enumerate(events) if what == "fault"]
+    runs = [i for i, (what, who) in enumerate(events) if what == "run" and who == "ren-first-run"]
+    assert faults and {events[i][1] for i in faults} == {"ren-fault-in"}
+    assert runs and max(faults) < min(runs)  # every page in before the first chunk ran
+    c, d = fresh(43, "cpu"), fresh(44, "cpu")
+    assert _same(_words(fn(c, d)), _words(keyswitch_like(c, d)))  # the replay
+
+
+def test_a_failing_fault_in_fails_the_first_call(monkeypatch, pipelined):
+    a, b = fresh(45, "cpu"), fresh(46, "cpu")
+    monkeypatch.setattr(plan_cache, "enabled", lambda: False)
+
+    def no_memory(array):
+        raise MemoryError("no pages today")
+
+    monkeypatch.setattr(replay, "_fault_in", no_memory)
+    with pytest.raises(MemoryError, match="no pages today"):
+        ren.jit(keyswitch_like)(a, b)
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_fault_in_background_waits_for_every_array(monkeypatch, background):
+    monkeypatch.setattr(replay, "FAULT_IN_BACKGROUND", background)
+    arrays = [np.full(3 * replay._WORDS_PER_PAGE + 5, 9, dtype=np.uint32) for _ in range(3)]
+    threads: set[str] = set()
+    fault = replay._fault_in
+
+    def recorded(array):
+        threads.add(threading.current_thread().name)
+        fault(array)
+
+    monkeypatch.setattr(replay, "_fault_in", recorded)
+    replay.fault_in_background(arrays)()
+    assert all((x == 0).sum() == 4 for x in arrays)  # one word per page, in every array
+    assert threads == ({"ren-fault-in"} if background else {threading.main_thread().name})

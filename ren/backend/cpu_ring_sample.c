@@ -30,15 +30,33 @@
 /* how many limbs' streams one permutation of this build runs */
 int ren_cpu_keccak_ways(void) { return KECCAK_WAYS; }
 
-/* The threads a sampler called on this OS thread runs on: REN_CPU_THREADS (ren_threads), or
-   what ren_cpu_sample_threads set for the calling thread (0: ren_threads again).  Realization
-   draws an encryption's or a key generation's random leaves side by side on a pool of as many
-   threads as the device has; a team of ren_threads under each of those would put twice as many
-   busy threads as cores, and a team member preempted holding the last limb or chunk keeps the
-   rest of its team waiting at the region's end.  The words never depend on it. */
-static __thread int ren_sample_threads_here = 0;
+/* The threads a sampler called on this OS thread runs on.  By default REN_CPU_THREADS
+   (ren_threads).  Realization draws a graph's random leaves side by side on a pool of as many
+   threads as the device has; a sampler on such a thread (ren_cpu_sample_side_by_side(1) for the
+   call) takes ren_threads / (the side-by-side samplers running at the time), at least one, each
+   time it starts a team: two leaves at once on two threads run one thread each (a team under
+   each would put twice as many busy threads as cores, and a member preempted holding the last
+   limb keeps its team waiting at the region's end), and the last leaf left takes them all.
+   ren_cpu_sample_threads(n > 0) fixes the count for the calling thread instead (0: back to the
+   above).  The words never depend on any of it. */
+static int ren_side_by_side_running = 0;      /* samplers marked side by side, all threads */
+static __thread int ren_sample_side_by_side = 0;  /* this thread's sampler is one of them */
+static __thread int ren_sample_threads_here = 0;  /* a fixed count for this thread, or 0 */
 void ren_cpu_sample_threads(int n) { ren_sample_threads_here = n < 0 ? 0 : n; }
-#define REN_SAMPLE_THREADS (ren_sample_threads_here > 0 ? ren_sample_threads_here : ren_threads)
+void ren_cpu_sample_side_by_side(int on) {
+  on = on != 0;
+  if (on != ren_sample_side_by_side)
+    __atomic_add_fetch(&ren_side_by_side_running, on ? 1 : -1, __ATOMIC_SEQ_CST);
+  ren_sample_side_by_side = on;
+}
+static int ren_sample_threads_now(void) {
+  if (ren_sample_threads_here > 0) return ren_sample_threads_here;
+  if (!ren_sample_side_by_side) return ren_threads;
+  const int running = __atomic_load_n(&ren_side_by_side_running, __ATOMIC_SEQ_CST);
+  const int share = running > 1 ? ren_threads / running : ren_threads;
+  return share > 1 ? share : 1;
+}
+#define REN_SAMPLE_THREADS (ren_sample_threads_now())
 /* the threads a sampler called now on this thread would use */
 int ren_cpu_sample_threads_here(void) { return REN_SAMPLE_THREADS; }
 

@@ -23,7 +23,8 @@ rounding tie, so the C mapping leaves the coefficients within a small margin of 
 
 Realization draws a graph's random leaves side by side on a pool of as many threads as the
 device has (`ren.realization.sample_random_leaves`); a sampler called on one of that pool's
-threads runs on that thread alone (`threads_here`), not with a team of its own under it.
+threads (`side_by_side`) shares the device's threads with the other samplers running at the
+time instead of starting a full team of its own under each pool thread.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_sample_threads.argtypes = [ctypes.c_int]
     lib.ren_cpu_sample_threads.restype = None
     lib.ren_cpu_sample_threads_here.restype = ctypes.c_int
+    lib.ren_cpu_sample_side_by_side.argtypes = [ctypes.c_int]
+    lib.ren_cpu_sample_side_by_side.restype = None
 
 
 #: the name prefix of `ren.realization`'s pool, which draws a realization's random leaves side
@@ -90,43 +93,40 @@ def _bind(lib: ctypes.CDLL) -> None:
 SIDE_BY_SIDE_PREFIX = "ren-sampling"
 
 
-def threads_here(threads: int | None = None) -> int:
-    """The OpenMP threads a sampler called on this thread runs on, 0 meaning the device's
-    (REN_CPU_THREADS): `threads` when given, else 1 on a thread of the pool that draws leaves
-    side by side (that pool already has as many threads as the device: a team under each would
-    put twice as many busy threads as cores, and a member preempted holding the last limb keeps
-    its team waiting), else 0.  The words never depend on it."""
-    if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= 256:
-            raise ParameterError(f"sampler threads must be an int in [0, 256] (0: the "
-                                 f"device's), got {threads!r}")
-        return threads
-    return 1 if threading.current_thread().name.startswith(SIDE_BY_SIDE_PREFIX) else 0
+def side_by_side() -> bool:
+    """Whether this thread is one of the pool's that draw a realization's leaves side by side:
+    a sampler called on it shares the device's threads with the others running at the time
+    (cpu_ring_sample.c: REN_CPU_THREADS / their number, at least one, each time it starts a
+    team), instead of starting a full team under each pool thread (twice as many busy threads
+    as cores, and a member preempted holding the last limb keeps its team waiting)."""
+    return threading.current_thread().name.startswith(SIDE_BY_SIDE_PREFIX)
 
 
 def sampler_threads(lib: ctypes.CDLL) -> int:
-    """The OpenMP threads a C sampler of `lib` called now on this thread would run on."""
+    """The OpenMP threads a C sampler of `lib` called now on this thread would start."""
     _bind(lib)
     return int(lib.ren_cpu_sample_threads_here())
 
 
 @contextlib.contextmanager
 def _on_threads(lib: ctypes.CDLL, threads: int | None) -> Iterator[None]:
-    """The C samplers run on `threads_here(threads)` threads inside the block (this OS thread
-    only: a thread-local setting of the library), the device's after it."""
+    """Inside the block the C samplers called on this OS thread (a thread-local setting of the
+    library) run on `threads` threads; with None, on the device's, shared with the other
+    side-by-side samplers when this is a side-by-side thread (`side_by_side`).  The words never
+    depend on it."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or not 1 <= threads <= 256):
+        raise ParameterError(f"sampler threads must be an int in [1, 256] or None (the "
+                             f"device's), got {threads!r}")
     _bind(lib)
-    lib.ren_cpu_sample_threads(threads_here(threads))
+    shared = threads is None and side_by_side()
+    lib.ren_cpu_sample_threads(threads or 0)
+    lib.ren_cpu_sample_side_by_side(int(shared))
     try:
         yield
     finally:
+        lib.ren_cpu_sample_side_by_side(0)
         lib.ren_cpu_sample_threads(0)
-
-
-def keccak_ways(lib: ctypes.CDLL) -> int:
-    """How many limbs' SHAKE-128 streams one Keccak permutation of the ring library `lib`
-    runs: 8 on the AVX-512 path, 4 on AVX2, 1 on the scalar path."""
-    _bind(lib)
-    return int(lib.ren_cpu_keccak_ways())
 
 
 def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
@@ -231,10 +231,11 @@ def _no_memory(N: int, kind: str) -> MemoryError:
 def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec, threads: int | None = None
            ) -> np.ndarray | None:
     """`ren.sampling.sample(spec, ring)`: the residues (L, N) u32 of any RANDOM spec, by the
-    ring library `lib` on `threads_here(threads)` threads (uniform: `sample_uniform`; the rest:
-    `sample_signed`, then every limb's residues in C); None where the C sampler does not take
-    the spec (a uniform seed longer than it takes), which the caller then samples in Python.
-    The same words on any number of threads."""
+    ring library `lib` (uniform: `sample_uniform`; the rest: `sample_signed`, then every limb's
+    residues in C), on `threads` threads (None: the device's, shared with the other samplers
+    running at the time on a `side_by_side` thread); None where the C sampler does not take the
+    spec (a uniform seed longer than it takes), which the caller then samples in Python.  The
+    same words on any number of threads."""
     with _on_threads(lib, threads):
         if spec.kind == "uniform":
             return sample_uniform(lib, spec, ring)
@@ -257,4 +258,4 @@ def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> byte
 
 
 __all__ = ["SIDE_BY_SIDE_PREFIX", "TIE_EPS", "keccak_ways", "sample", "sample_signed",
-           "sample_uniform", "sampler_threads", "shake128", "threads_here"]
+           "sample_uniform", "sampler_threads", "shake128", "side_by_side"]

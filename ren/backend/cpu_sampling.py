@@ -129,6 +129,13 @@ def _on_threads(lib: ctypes.CDLL, threads: int | None) -> Iterator[None]:
         lib.ren_cpu_sample_threads(0)
 
 
+def keccak_ways(lib: ctypes.CDLL) -> int:
+    """How many limbs' SHAKE-128 streams one Keccak permutation of the ring library `lib`
+    runs: 8 on the AVX-512 path, 4 on AVX2, 1 on the scalar path."""
+    _bind(lib)
+    return int(lib.ren_cpu_keccak_ways())
+
+
 def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
                    ways: int | None = None) -> np.ndarray | None:
     """`ren.sampling.sample(spec, ring)` for a uniform `spec`, sampled by the ring library

@@ -221,6 +221,22 @@ def thread_cpu() -> dict[int, float]:
     return out
 
 
+#: --threads: per (op, thread count), each timed run's share of its wall time that the calling
+#: thread spent runnable but not running (waiting for a core other load held: `run_queue_wait`)
+PREEMPTED: dict[tuple[str, int], list[float]] = {}
+
+
+def run_queue_wait() -> float | None:
+    """Seconds the calling thread has waited runnable for a core so far (Linux: the second
+    field of /proc/thread-self/schedstat); None where there is no such file.  Over a timed run
+    it says how much other load stretched that run's wall time: ~0 on a quiet machine."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) * 1e-9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int, warmup: int = 1
                   ) -> tuple[tuple[list[float], list[float]], Any]:
     """`timed(fn, reps)`, keeping each timed run's CPU per thread in THREAD_CPU[name, threads]:
@@ -229,18 +245,43 @@ def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int, war
     over t threads shows 1/t of its one-thread CPU there; serial parts show on one thread).
     A thread that ends within a run is not counted (Ren's OpenMP team and pools live on)."""
     samples: list[tuple[float, float]] = []
+    waits: list[float] = []
 
     def run() -> Any:
-        before = thread_cpu()
+        before, waited, t0 = thread_cpu(), run_queue_wait(), time.perf_counter()
         out = fn()
+        wall, after = time.perf_counter() - t0, run_queue_wait()
         used = [cpu - before.get(tid, 0.0) for tid, cpu in thread_cpu().items()]
         samples.append((sum(used), max(used, default=0.0)))
+        if waited is not None and after is not None and wall > 0:
+            waits.append(min(1.0, (after - waited) / wall))
         return out
 
     result = timed(run, reps, warmup)
     # (extended: --rounds pools every round's samples)
     THREAD_CPU.setdefault((name, threads), []).extend(samples[max(1, warmup):])
+    if len(waits) == len(samples):
+        PREEMPTED.setdefault((name, threads), []).extend(waits[max(1, warmup):])
     return result
+
+
+def preempted_table(threads: tuple[int, ...]) -> str:
+    """Per op and thread count: the median share of a timed run's wall time its calling thread
+    waited runnable for a core (`run_queue_wait`): how much other load on the machine stretched
+    the wall times above (~0 % quiet; wall ratios between thread counts mean little where it is
+    large, the CPU splits still do); empty when nothing was measured."""
+    ops = list(dict.fromkeys(op for (op, t) in PREEMPTED if t in threads))
+    if not ops:
+        return ""
+    head = f"{'waiting for a core':22s}" + "".join(f"{f'{t} thr':>10s}" for t in threads)
+    lines = [head, "-" * len(head)]
+    for op in ops:
+        cells = [PREEMPTED.get((op, t)) for t in threads]
+        lines.append(f"{op:22s}" + "".join(
+            f"{statistics.median(c) * 100:9.0f}%" if c else f"{'-':>10s}" for c in cells))
+    lines.append("share of each run's wall time the calling thread waited runnable for a core "
+                 "held by other load (median): the noise in the wall times")
+    return "\n".join(lines)
 
 
 def thread_table(threads: tuple[int, ...]) -> str:
@@ -745,7 +786,11 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
         if threads is not None and len(threads) > 1 and thread_table(threads):
             print()
             print(thread_table(threads))
+        if threads is not None and preempted_table(threads):
+            print()
+            print(preempted_table(threads))
         THREAD_CPU.clear()
+        PREEMPTED.clear()
         for r in results:
             if r.stages:
                 print()

@@ -22,6 +22,7 @@ from ren.distributed.grouping import (  # noqa: E402
     IN_FLIGHT_PER_WORKER,
     MAX_INPUTS_PER_TASK,
     MAX_TASK_BYTES,
+    TAPER,
     TASKS_PER_WORKER,
     bytes_cap,
     inputs_per_task,
@@ -50,6 +51,16 @@ def test_group_sizes_follow_the_batch_the_workers_and_the_bytes():
         groups = make_groups(n, per)
         assert [i for g in groups for i in g] == list(range(n))
         assert all(len(g) == per for g in groups[:-1]) and 0 < len(groups[-1]) <= per
+    # tapered: each worker's first and last group TAPER times smaller, the rest even
+    assert TAPER == 4
+    for n, per, w, sizes in ((64, 16, 1, [4, 14, 14, 14, 14, 4]),
+                             (64, 8, 2, [2, 2] + [8] * 7 + [2, 2]),
+                             (100, 32, 1, [8, 28, 28, 28, 8]),
+                             (24, 6, 2, [6] * 4),  # groups under 2 * TAPER: not tapered
+                             (10, 8, 1, [8, 2])):  # too few inputs to taper
+        groups = make_groups(n, per, w)
+        assert [len(g) for g in groups] == sizes
+        assert [i for g in groups for i in g] == list(range(n))
     assert window(2, grouped=True) == 2 * GROUPED_IN_FLIGHT_PER_WORKER
     assert window(3, grouped=False) == 3 * IN_FLIGHT_PER_WORKER and window(0, False) > 0
 
@@ -95,7 +106,8 @@ def test_a_packed_group_is_one_key_one_task_and_one_result(ckks, monkeypatch):
 
 
 def test_packed_groups_survive_a_killed_worker_at_the_default_size(ckks):
-    """96 inputs on 2 workers at the default packing (8 groups of 12): a worker SIGKILLed once
+    """96 inputs on 2 workers at the default packing (7 groups of 12 between two of 3 at each
+    end, `make_groups`' taper): a worker SIGKILLed once
     a result arrived; something ran again (Dask, or the client's resend of a lost group), and
     every result arrived exactly once, in its place, with the local replay's bits."""
     cts, rlk = batch(ckks, 96), ckks.ev.relin_key
@@ -103,7 +115,8 @@ def test_packed_groups_survive_a_killed_worker_at_the_default_size(ckks):
     with local_client(workers=2) as c:
         pids = c.run(os.getpid)
         job = submit(square, cts, keys=rlk, client=c)
-        assert job._groups is not None and len(job._groups[0]) == inputs_per_task(96, 2) == 12
+        assert job._groups is not None and inputs_per_task(96, 2) == 12
+        assert [len(g) for g in job._groups] == [3, 3] + [12] * 7 + [3, 3]
         victim = result_holder(c, job, 60)
         os.kill(pids[victim], signal.SIGKILL)
         outs = job.result(timeout=120)

@@ -472,7 +472,7 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
     if per_task > 1:  # at most MAX_TASK_BYTES of inputs a task (as large as the first one)
         per_task = bytes_cap(per_task, wire_bytes(codec.encode(items[0], "batch[0]")))
     if per_task > 1:  # packed groups (`ren.distributed.grouping`): futures etc. per group
-        groups = make_groups(n, per_task)
+        groups = make_groups(n, per_task, len(addresses))
         job._groups, n = groups, len(groups)
         job.futures, job._inputs, job._attempts = [None] * n, [None] * n, [0] * n
         job._sender = Sender(client, [[items[j] for j in g] for g in groups], codec, shared,

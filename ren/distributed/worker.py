@@ -198,8 +198,31 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
         raise
     if keep:
         return wire
-    return wire, {"load": t1 - t0, "decode": t2 - t1, "run": t3 - t2, "encode": t4 - t3,
-                  "run_cpu": c3 - c2, "cpu": c4 - c0, "worker": worker_address()}
+    _register_sizeof()
+    return wire, Timings(load=t1 - t0, decode=t2 - t1, run=t3 - t2, encode=t4 - t3,
+                         run_cpu=c3 - c2, cpu=c4 - c0, worker=worker_address())
+
+
+class Timings(dict):
+    """A task's timings (`run_item`): a dict whose size Dask takes as a constant instead of
+    walking its keys and values each time it sizes a task's result (a packed group's result
+    holds one per input; measured: ~0.3 ms per sizing of a group of 16 with plain dicts, and
+    the worker sizes each result several times)."""
+
+    __slots__ = ()
+
+
+_sized = False
+
+
+def _register_sizeof() -> None:
+    """Register `Timings`' size with Dask in this process (once)."""
+    global _sized
+    if not _sized:
+        from dask.sizeof import sizeof
+
+        sizeof.register(Timings)(lambda timings: 400)
+        _sized = True
 
 
 def _in_frames(tree: Any) -> bool:
@@ -282,6 +305,7 @@ __all__ = [
     "CACHE_ENTRIES",
     "Context",
     "Program",
+    "Timings",
     "cached",
     "clear_cache",
     "encode_result",

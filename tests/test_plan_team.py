@@ -281,3 +281,63 @@ def test_a_replay_meets_at_the_barriers_its_flags_ask_for():
         assert sum(w0 + w1 for (w0, w1), m in zip(waits, met) if m) > 0
     finally:
         dev.set_threads(None)
+
+
+def test_basis_conversions_in_a_team_meet_only_between_their_two_loops():
+    """The runner gives a stretch's team the largest scratch its basis conversions ask for
+    before it opens the team (cpu_ring_plan.c, ren_plan_scratch), so a conversion meets the team
+    once (its y rows before the sums read them), not also to grow the scratch: a replay meets
+    exactly at the flagged barriers plus one per conversion in a team; the words are the python
+    device's (conversions of 1 and 3 rows onto 2 and 4 more moduli, so the scratch sizes differ
+    within one stretch)."""
+    cpu = _cpu_or_skip()
+    from ren.backend.cpu_plan import BARRIER, TEAM
+
+    N = 1 << 12
+    ring = ren.RingSpec.generate(N, 7)
+    small, big = ren.RingSpec(N, ring.moduli[:1]), ren.RingSpec(N, ring.moduli[:3])
+    words = [_words(small, 5), _words(big, 6)]
+
+    def convert(u: ren.Poly, v: ren.Poly) -> ren.Poly:
+        x = (u * 3).intt().to_ring(ren.RingSpec(N, ring.moduli[:3]))  # 1 row -> 3 rows
+        y = (v.intt() * 5).to_ring(ring)  # 3 rows -> 7 rows
+        z = (x.ntt() * v).intt().to_ring(ring)
+        return ((y + z).rescale(ring.moduli[-1]) * 7).ntt()
+
+    want = convert(ren.Poly.from_residues(words[0], small, device="python").ntt(),
+                   ren.Poly.from_residues(words[1], big, device="python").ntt()).numpy()
+    a = ren.Poly.from_residues(words[0], small, device="cpu").ntt().realize()
+    b = ren.Poly.from_residues(words[1], big, device="cpu").ntt().realize()
+    jitted = ren.jit(convert)
+    dev = cpu.CpuDevice("cpu")
+    try:
+        dev.set_threads(2)
+        jitted(a, b).numpy()
+        runner = jitted.plans[0].template.runner
+        expected = conversions = 0
+        calls = iter(runner._calls)
+        for seg in runner.segments:
+            if seg[0] != "c":
+                next(calls)
+                continue
+            flags = list(seg[5])
+            names = [next(calls).name for _ in flags]
+            for k, f in enumerate(flags):
+                if not f & TEAM:
+                    continue
+                before = k > 0 and bool(flags[k - 1] & TEAM)
+                after = k + 1 < len(flags) and bool(flags[k + 1] & TEAM)
+                expected += before and bool(f & BARRIER)
+                if names[k] == "basis_convert" and (before or after):
+                    conversions += 1
+        assert conversions >= 3, "the conversions are not in a team"
+        expected += conversions
+        _, bars0 = _counters(cpu)
+        reps = 8
+        for _ in range(reps):
+            got = jitted(a, b).numpy()
+        _, bars1 = _counters(cpu)
+        assert bars1 - bars0 == reps * expected, (bars1 - bars0, reps, expected)
+        assert np.array_equal(got, want)
+    finally:
+        dev.set_threads(None)

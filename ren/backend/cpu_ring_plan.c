@@ -60,6 +60,20 @@ static void ren_timed_sync(double* wait) {
 #endif
 }
 
+/* the scratch the team kernels k..e-1 ask the team for (ren_team_scratch): a basis
+   conversion's y rows, L_src x N words (its sizes {N, L_src, L_dst}); allocated once before the
+   team opens, so that no kernel meets the team to grow it */
+static size_t ren_plan_scratch(i64 k, i64 e, const ren_entry* fns, void*** args) {
+  size_t need = 0;
+  for (i64 j = k; j < e; ++j) {
+    if (fns[j] != ren_cpu_bconv) continue;
+    const i64* sz = (const i64*)args[j][2];
+    const size_t bytes = (size_t)(sz[0] * sz[1]) * sizeof(u32);
+    need = bytes > need ? bytes : need;
+  }
+  return need;
+}
+
 void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const signed char* team) {
   i64 k = 0;
   while (k < count) {
@@ -72,7 +86,9 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
       ++k;
       continue;
     }
-    ren_team tm = {0, 0, 0, NULL, 0};
+    const size_t need = ren_plan_scratch(k, e, fns, args);
+    ren_team tm = {0, 0, 0, need > 0 ? malloc(need) : NULL, 0};
+    tm.scratch_bytes = tm.scratch != NULL ? need : 0;
     __atomic_add_fetch(&ren_teams_opened, 1, __ATOMIC_RELAXED);
     double* const wait = count <= ren_team_wait_count ? ren_team_wait : NULL;
     REN_OMP(parallel num_threads(ren_threads))

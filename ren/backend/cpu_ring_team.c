@@ -91,13 +91,18 @@ static void ren_sync(void) {
 #endif
 }
 
-/* scratch of at least `bytes` shared by the plan team (every thread calls it; it ends with a
-   barrier): valid until the kernel returns (the runner's barrier follows every kernel, so the
-   next kernel's scratch never moves under a thread still reading this one's) */
+/* scratch of at least `bytes` shared by the plan team (every thread calls it): valid until the
+   kernel returns (the runner's barrier follows every kernel, so the next kernel's scratch never
+   moves under a thread still reading this one's).  The runner allocates the largest scratch its
+   stretch's kernels ask for before it opens the team (ren_plan_scratch), so a call returns it at
+   once, without meeting the team; a larger request (a kernel the runner does not size) grows it
+   between two barriers, so that every thread compared the same size before thread 0 changes it */
 static void* ren_team_scratch(size_t bytes) {
   ren_team* t = ren_cur_team;
+  if (bytes <= t->scratch_bytes) return t->scratch;
 #ifdef _OPENMP
-  if (omp_get_thread_num() == 0 && t->scratch_bytes < bytes) {
+  ren_sync();
+  if (omp_get_thread_num() == 0) {
     free(t->scratch);
     t->scratch = malloc(bytes);
     t->scratch_bytes = t->scratch != NULL ? bytes : 0;

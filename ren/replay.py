@@ -27,7 +27,9 @@ cache is small (``MAX_TEMPLATES``, oldest out first).
 
 from __future__ import annotations
 
+import ctypes
 import queue
+import sys
 import threading
 import weakref
 from collections import Counter
@@ -281,25 +283,36 @@ FAULT_IN_BACKGROUND = True
 
 
 def fault_in_background(arrays: Sequence[Any]) -> Callable[[], None]:
-    """Start faulting `arrays` in (`_fault_in`) on a thread of their own (in this thread, now,
-    when FAULT_IN_BACKGROUND is off) and return a function that waits until they are in (and
-    re-raises what the faulting raised).  The fault-in runs without the GIL (NumPy's strided
-    store), so the lowering goes on meanwhile."""
-    if not FAULT_IN_BACKGROUND or not arrays:
-        for a in arrays:
+    """Start faulting `arrays` in on a thread of their own and return a function that waits
+    until the first run may start (re-raising what the faulting raised).  Where the kernel can
+    populate pages without writing them (`_populate`: Linux 5.14+), no word changes, so the run
+    need not wait: its kernels and the thread fault pages in side by side.  Elsewhere the pages
+    get a zero each (`_fault_in`) and the run waits for them.  Either way the faulting runs
+    without the GIL, so the lowering goes on meanwhile.  With FAULT_IN_BACKGROUND off: written
+    in this thread, now."""
+    host = [a for a in arrays if isinstance(a, np.ndarray) and a.flags.c_contiguous and a.size]
+    if not FAULT_IN_BACKGROUND or not host:
+        for a in host:
             _fault_in(a)
         return lambda: None
+    populate = _populate(host[0][:1])  # (a probe: one page)
     failed: list[BaseException] = []
 
     def fault() -> None:
         try:
-            for a in arrays:
-                _fault_in(a)
+            for a in host:
+                if populate:  # (huge pages first, as `_fault_in` advises them)
+                    advise_huge_pages(a)
+                    _populate(a)
+                else:
+                    _fault_in(a)
         except BaseException as e:  # (re-raised by the waiter)
             failed.append(e)
 
     thread = threading.Thread(target=fault, name="ren-fault-in", daemon=True)
     thread.start()
+    if populate:
+        return lambda: None
 
     def wait() -> None:
         thread.join()
@@ -307,6 +320,31 @@ def fault_in_background(arrays: Sequence[Any]) -> Callable[[], None]:
             raise failed[0]
 
     return wait
+
+
+#: Linux's MADV_POPULATE_WRITE (5.14): fault pages in writable, as a write would, writing nothing
+_MADV_POPULATE_WRITE = 23
+_PAGE = 4096
+_madvise: Any = None  # libc's madvise, looked up once (False where there is none)
+
+
+def _populate(array: np.ndarray) -> bool:
+    """Fault in every page that holds a word of host array `array`, changing no word (madvise
+    MADV_POPULATE_WRITE); False where the kernel cannot (then nothing is done)."""
+    global _madvise
+    if _madvise is None:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).madvise
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            _madvise = fn
+        except (OSError, AttributeError):
+            _madvise = False
+    if not _madvise or not sys.platform.startswith("linux") or not array.nbytes:
+        return False
+    addr = array.ctypes.data
+    start, end = addr // _PAGE * _PAGE, -(-(addr + array.nbytes) // _PAGE) * _PAGE
+    return _madvise(start, end - start, _MADV_POPULATE_WRITE) == 0
 
 
 def _fault_in(array: Any) -> None:

@@ -298,6 +298,7 @@ def test_a_schedule_that_fails_to_lower_is_not_stored(monkeypatch):
 
 # -- the first run's scratch is faulted in on a thread of its own, while the lowering goes on ----
 def test_scratch_is_faulted_in_on_its_own_thread_before_the_first_chunk(monkeypatch, pipelined):
+    monkeypatch.setattr(replay, "_populate", lambda array: False)  # (zeros written: a wait)
     a, b = fresh(41, "cpu"), fresh(42, "cpu")
     eager = _words(keyswitch_like(a, b))
     monkeypatch.setattr(plan_cache, "enabled", lambda: False)  # (scheduled, then run)
@@ -335,6 +336,7 @@ def test_scratch_is_faulted_in_on_its_own_thread_before_the_first_chunk(monkeypa
 
 
 def test_a_failing_fault_in_fails_the_first_call(monkeypatch, pipelined):
+    monkeypatch.setattr(replay, "_populate", lambda array: False)
     a, b = fresh(45, "cpu"), fresh(46, "cpu")
     monkeypatch.setattr(plan_cache, "enabled", lambda: False)
 
@@ -349,6 +351,7 @@ def test_a_failing_fault_in_fails_the_first_call(monkeypatch, pipelined):
 @pytest.mark.parametrize("background", [True, False])
 def test_fault_in_background_waits_for_every_array(monkeypatch, background):
     monkeypatch.setattr(replay, "FAULT_IN_BACKGROUND", background)
+    monkeypatch.setattr(replay, "_populate", lambda array: False)
     arrays = [np.full(3 * replay._WORDS_PER_PAGE + 5, 9, dtype=np.uint32) for _ in range(3)]
     threads: set[str] = set()
     fault = replay._fault_in
@@ -361,3 +364,45 @@ def test_fault_in_background_waits_for_every_array(monkeypatch, background):
     replay.fault_in_background(arrays)()
     assert all((x == 0).sum() == 4 for x in arrays)  # one word per page, in every array
     assert threads == ({"ren-fault-in"} if background else {threading.main_thread().name})
+
+
+def _can_populate() -> bool:
+    return replay._populate(np.zeros(8, dtype=np.uint32))
+
+
+@pytest.mark.skipif(not _can_populate(), reason="no MADV_POPULATE_WRITE (Linux 5.14+)")
+def test_populating_pages_changes_no_word():
+    words = 5 * replay._WORDS_PER_PAGE + 3
+    a = np.arange(words, dtype=np.uint32)[1:]  # (not page aligned)
+    assert replay._populate(a)
+    assert np.array_equal(a, np.arange(1, words, dtype=np.uint32))
+
+
+@pytest.mark.skipif(not _can_populate(), reason="no MADV_POPULATE_WRITE (Linux 5.14+)")
+def test_populated_scratch_lets_the_first_run_start_at_once(monkeypatch, pipelined):
+    # pages populated without a write: the first chunk runs while they are faulted in (it
+    # does not wait), and every word is the eager graph's
+    monkeypatch.setattr(plan_cache, "enabled", lambda: False)
+    a, b = fresh(47, "cpu"), fresh(48, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    populated: list[str] = []
+    release = threading.Event()
+    populate = replay._populate
+
+    def slow(array):
+        if threading.current_thread().name == "ren-fault-in":
+            release.wait(10)  # (held until the first run is over)
+            populated.append(threading.current_thread().name)
+        return populate(array)
+
+    monkeypatch.setattr(replay, "_populate", slow)
+    monkeypatch.setattr(replay, "_fault_in", lambda array: pytest.fail("a word was written"))
+    fn = ren.jit(keyswitch_like)
+    try:
+        got = _words(fn(a, b))  # (a waiting first run would wait for the release: 10 s)
+        assert not populated
+    finally:
+        release.set()
+    assert _same(got, eager)
+    c, d = fresh(49, "cpu"), fresh(50, "cpu")
+    assert _same(_words(fn(c, d)), _words(keyswitch_like(c, d)))

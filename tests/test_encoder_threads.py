@@ -248,3 +248,34 @@ def test_decrypt_and_decode_realize_once_and_give_the_same_slots():
         with pytest.raises(ParameterError, match="keep_coefficient_form: coeffs"):
             fresh.keep_coefficient_form(np.zeros(64))
     assert np.max(np.abs(first.real[:32] - x)) < 1e-4
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 5])
+@pytest.mark.parametrize("count", [1, 2, 7, 8])
+def test_side_by_side_runs_the_first_group_on_the_caller_and_keeps_the_order(workers, count):
+    """The lift's pieces: in order, the first contiguous group on the calling thread and every
+    other group as one task on a lift-pool thread (one wake-up a helper)."""
+    ran: dict[int, str] = {}
+
+    def fn(c):
+        ran[c] = threading.current_thread().name
+        return c * c
+
+    starts = range(0, 10 * count, 10)
+    assert encoder._side_by_side(fn, starts, workers) == [c * c for c in starts]
+    groups = min(workers, count)
+    first = [c for c in starts][:count // groups]
+    assert all(ran[c] == threading.current_thread().name for c in first)
+    others = [ran[c] for c in starts if c not in first]
+    assert all(name.startswith(encoder._POOL_PREFIX) for name in others)
+    assert len(others) == count - len(first)
+
+
+def test_side_by_side_passes_a_pool_groups_error_on():
+    def fn(c):
+        if c == 3:
+            raise ValueError("piece 3")
+        return c
+
+    with pytest.raises(ValueError, match="piece 3"):
+        encoder._side_by_side(fn, range(4), 2)

@@ -12,6 +12,7 @@ import ctypes
 import math
 import os
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from functools import lru_cache
@@ -59,6 +60,24 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
+def _side_by_side(fn: Callable[[int], Any], starts: Sequence[int], workers: int) -> list[Any]:
+    """[fn(c) for c in starts], the starts in `workers` contiguous groups: every group but the
+    first is one task on the lift pool, the first runs on the caller meanwhile (one wake-up a
+    helper, and the caller works instead of sleeping until the pool is done).  Each result is
+    fn's own whichever thread computes it."""
+    workers = max(1, min(workers, len(starts)))
+    if workers == 1:
+        return [fn(c) for c in starts]
+    bounds = [len(starts) * g // workers for g in range(workers + 1)]
+    groups = [starts[bounds[g]:bounds[g + 1]] for g in range(workers)]
+    pool = _pool(workers - 1)
+    rest = [pool.submit(lambda group: [fn(c) for c in group], g) for g in groups[1:]]
+    out = [fn(c) for c in groups[0]]
+    for f in rest:
+        out.extend(f.result())
+    return out
+
+
 def _lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int,
           compiled: bool = False) -> np.ndarray:
     """`centered_floats(words, ring, shift, bits=bits, montgomery=True)` of Montgomery-form
@@ -83,7 +102,7 @@ def _lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int,
                                montgomery=True)
 
     workers = min(settings.get("REN_CPU_THREADS"), len(starts))
-    parts = list(_pool(workers).map(piece, starts)) if workers > 1 else [piece(c) for c in starts]
+    parts = _side_by_side(piece, starts, workers)
     x = np.concatenate(parts)
     if float(np.max(np.abs(x), initial=0.0)) >= math.ldexp(1.0, bits + 1 - shift):
         return centered_floats(words, ring, shift, bits=bits, montgomery=True)
@@ -280,12 +299,7 @@ def _lift_compiled(words: np.ndarray, ring: RingSpec, shift: int, bits: int
     # each piece's floats are the same whichever thread makes them
     starts = range(0, n, LIFT_PIECE)
     workers = min(threads(), len(starts))
-    if workers > 1:
-        for _ in _pool(workers).map(floats, starts):
-            pass
-    else:
-        for c in starts:
-            floats(c)
+    _side_by_side(floats, starts, workers)
     if float(np.max(np.abs(x), initial=0.0)) >= math.ldexp(1.0, bits + 1 - shift):
         return None  # where `_lift` lifts the whole array again: let it
     return x
@@ -386,7 +400,7 @@ def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
         return np.fft.ifft(m * twist)[t] * N
     m = m.astype(np.float64, copy=False)
     out = np.empty(N // 2, dtype=np.complex128)
-    odd = _pool(threads).submit(_embed_quarter, m, N, 1, out) if threads > 1 else None
+    odd = _pool(threads - 1).submit(_embed_quarter, m, N, 1, out) if threads > 1 else None
     _embed_quarter(m, N, 0, out)
     if odd is not None:
         odd.result()

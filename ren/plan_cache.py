@@ -26,7 +26,8 @@ memory plan, outputs and one detached parameter per leaf — structure only, nev
 for its elementwise kernels (C text and constant tables, `ren.backend.render_c`).  A hit hands
 those to the renderer, so lowering it renders no C just to find the kernels the compile cache
 holds (~0.2-0.3 s of a bootstrapping's loaded first call at N = 2^12); an entry is written once
-its template is lowered, so a schedule that does not lower is never stored.  On a hit the
+its template is lowered (while the first run's last chunks still run: `lower_and_run`'s
+`lowered`), so a schedule that does not lower is never stored.  On a hit the
 constants' parameters are attached to the traced graph's buffers (baked in, as a fresh capture
 bakes them) and the inputs' parameters are the template's.  Entries are written atomically; a
 file that does not load (truncated, corrupted, another format, leaves or programs that do not
@@ -323,8 +324,9 @@ def _compile(nodes: Sequence[Node], params: Sequence[Buffer], inputs: Sequence[B
             template = Template(make_exec_units(items), plan, ordered, outputs)
             _store(path, stored)
             return template, SCHEDULED, None
-        template, results = lower_and_run(items, plan, ordered, outputs, inputs)
-        _store(path, stored)
+        # stored while the last chunks of the first run still run
+        template, results = lower_and_run(items, plan, ordered, outputs, inputs,
+                                          lowered=lambda: _store(path, stored))
         return template, SCHEDULED, results
     finally:
         for p in params:  # the inputs' stand-ins keep no input storage (as compile_template)

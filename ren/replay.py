@@ -160,7 +160,8 @@ FIRST_CHUNK = 32
 
 
 def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params: list[Buffer],
-                  outputs: list[Node], inputs: Sequence[Buffer]) -> tuple[Template, list[Node]]:
+                  outputs: list[Node], inputs: Sequence[Buffer],
+                  lowered: Callable[[], None] | None = None) -> tuple[Template, list[Node]]:
     """The template of a schedule with its graph runner (`Template.build_runner`), and its first
     run on `inputs` (`Template.run`'s result), as ``Template(make_exec_units(items), ...)``
     followed by ``build_runner()`` and ``run(inputs)`` would give them.
@@ -172,12 +173,17 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     Compiled kernels run without the GIL, so on a machine with a second core the lowering
     (rendering, compiling, tables: ~0.2 s of a bootstrapping at N = 2^12) hides behind the
     kernels.  The same kernels run in the same order on the same memory: the results are the
-    sequential run's, bit for bit."""
+    sequential run's, bit for bit.
+
+    `lowered`, if given, is called once every item is lowered, while the last chunks still run
+    (the plan cache stores its entry then, off the first call's path)."""
     roles = _roles(items, plan, params, outputs)
     storage = _pipeline_storage(items, plan, roles)
     if storage is None:
         template = Template(make_exec_units(items), plan, params, outputs, roles)
         template.build_runner()
+        if lowered is not None:
+            lowered()
         return template, template.run(inputs)
     device_name, kept, dynamic = storage.device, storage.kept, storage.dynamic
     device = get_device(device_name)
@@ -233,6 +239,8 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
             template = Template(units, plan, params, outputs, roles)
             calls, patches = _calls(units, kept, index)
             template.runner, template._dynamic = device.graph(calls, patches), dynamic
+            if lowered is not None:
+                lowered()
     except BaseException:
         failed.append(RealizeError("the lowering failed"))  # (stops the worker's next chunks)
         raise

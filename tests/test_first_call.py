@@ -75,11 +75,11 @@ def test_a_loaded_entry_whose_items_fail_to_lower_is_scheduled_again(monkeypatch
     real = plan_cache.lower_and_run
     calls = []
 
-    def fail_once(*args):
+    def fail_once(*args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("no compiler today")
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(plan_cache, "lower_and_run", fail_once)
     fn = ren.jit(keyswitch_like)
@@ -282,7 +282,7 @@ def test_a_schedule_that_fails_to_lower_is_not_stored(monkeypatch):
     a, b = fresh(39, "cpu"), fresh(40, "cpu")
     real = plan_cache.lower_and_run
 
-    def fail(*args):
+    def fail(*args, **kwargs):
         raise RuntimeError("no compiler today")
 
     monkeypatch.setattr(plan_cache, "lower_and_run", fail)
@@ -406,3 +406,41 @@ def test_populated_scratch_lets_the_first_run_start_at_once(monkeypatch, pipelin
     assert _same(got, eager)
     c, d = fresh(49, "cpu"), fresh(50, "cpu")
     assert _same(_words(fn(c, d)), _words(keyswitch_like(c, d)))
+
+
+def test_a_fresh_schedule_is_stored_while_its_first_run_still_runs(monkeypatch, pipelined):
+    """The entry is written once the last chunk is lowered, before the worker has run it (off
+    the first call's path); it loads in a new capture and gives the same words."""
+    monkeypatch.setattr(replay, "_populate", lambda array: False)
+    a, b = fresh(51, "cpu"), fresh(52, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    events: list[str] = []
+    store = plan_cache._store
+
+    def stored(path, state):
+        events.append("store")
+        store(path, state)
+
+    monkeypatch.setattr(plan_cache, "_store", stored)
+    dev = get_device("cpu")
+    make = dev.graph
+
+    def graph(calls, patches):
+        runner = make(calls, patches)
+
+        def run(arrays):
+            time.sleep(0.02)  # (slow chunks: the store comes before the last ends)
+            result = runner(arrays)
+            events.append("chunk")
+            return result
+
+        run.kind = runner.kind  # type: ignore[attr-defined]
+        return run
+
+    monkeypatch.setattr(dev, "graph", graph)
+    fn = ren.jit(keyswitch_like)
+    assert _same(_words(fn(a, b)), eager) and fn.plans[0].compiled_by == SCHEDULED
+    assert events.count("store") == 1 and events[-1] == "chunk", events
+    monkeypatch.setattr(dev, "graph", make)
+    again = ren.jit(keyswitch_like)
+    assert _same(_words(again(a, b)), eager) and again.plans[0].compiled_by == LOADED

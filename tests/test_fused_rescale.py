@@ -219,30 +219,36 @@ def test_double_hoisted_transform_fewer_ntts_same_words(unfused):
     assert rows_apart - rows >= 2 * c.params.ring(level).limbs
 
 
-def elementwise_traffic(outputs) -> tuple[int, int]:
-    """(elementwise kernels, words they read) in the schedule of `outputs`."""
-    items = [i for i in schedule(*outputs) if i.kind == "elementwise"]
-    return len(items), sum(int(np.prod(b.shape)) for i in items for b in i.inputs)
+def elementwise_traffic(outputs) -> tuple[int, int, int, int]:
+    """(elementwise kernels, words they read, the RESCALE kernels' rows of 0 over Q, the distinct
+    rings of those rows) in the schedule of `outputs`."""
+    items = schedule(*outputs)
+    wise = [i for i in items if i.kind == "elementwise"]
+    calls = [i.ring_call for i in items if i.kind == "rescale"]
+    zeros = sum(len(c.src) - len(c.dropped) for c in calls)
+    rings = len({c.src[:len(c.src) - len(c.dropped)] for c in calls})
+    return len(wise), sum(int(np.prod(b.shape)) for i in wise for b in i.inputs), zeros, rings
 
 
 @pytest.mark.parametrize("special", [3, 4])  # the RESCALE-kernel mod-down (k >= 3)
 def test_mod_down_zero_rows_are_a_scalar(special, monkeypatch):
-    """The rows of 0 over Q under a mod-down's RESCALE kernel are the constant 0, a scalar of the
-    CONCAT kernel: no kernel stores a buffer of zeros and no CONCAT reads one (the "broadcast"
-    form stores one that both parts' CONCATs read).  The words are the same."""
+    """The rows of 0 over Q under a RESCALE kernel (a mod-down's, and a rescale's from
+    `RESCALE_KERNEL_FROM` dropped moduli on) are the constant 0, a scalar of the CONCAT kernel: no
+    kernel stores a buffer of zeros and no CONCAT reads one (the "broadcast" form stores one per
+    ring, that every CONCAT over it reads).  The words are the same."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureParametersWarning)
         p = CKKSParams(N=64, depth=4, scale_bits=58, first_bits=60, special_primes=special,
                        insecure=True)
     const = multiply_rescale(p)
-    kernels, reads = elementwise_traffic(const.parts)
+    kernels, reads, zeros, rings = elementwise_traffic(const.parts)
     words = [x.numpy() for x in const.parts]
     monkeypatch.setattr(elision, "ZERO_ROWS", "broadcast")
     templates.clear()
     stored = multiply_rescale(p)
-    kernels_b, reads_b = elementwise_traffic(stored.parts)
+    kernels_b, reads_b, zeros_b, rings_b = elementwise_traffic(stored.parts)
     templates.clear()
     assert all(np.array_equal(w, x.numpy()) for w, x in zip(words, stored.parts, strict=True))
-    limbs = p.ring(p.max_level).limbs  # Q_l: the zero rows under each part's mod-down
-    assert kernels_b - kernels == 1  # the buffer of zeros, made once, read by both CONCATs
-    assert reads_b - reads == 2 * limbs * p.N
+    assert (zeros, rings) == (zeros_b, rings_b) and zeros >= 2 * p.ring(p.max_level).limbs
+    assert kernels_b - kernels == rings  # one buffer of zeros per ring, read by every CONCAT
+    assert reads_b - reads == zeros * p.N

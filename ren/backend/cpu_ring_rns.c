@@ -133,6 +133,7 @@ void ren_cpu_bconv(void** a) {
    the words are the same.  Blocks of RESCALE_BLOCK coefficients keep a block's digits (on the
    stack) in cache while every kept row reads them. */
 #define RESCALE_BLOCK 256
+#define RESCALE_FOLD 3  /* up to this many dropped moduli, each kept word takes one reduction */
 /* block b of the rescale (RESCALE_BLOCK coefficients of every kept row) */
 static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, const i64 LS,
                           const i64 K, const u32* q, const u32* qn, const u32* r2,
@@ -173,6 +174,34 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
     if (kk < 1) kk = 1;
     const u32* restrict x = in + i * n + c0;
     u32* restrict o = out + i * n + c0;
+    if (K <= RESCALE_FOLD &&  /* K + 1 products below max(p, q_i) q_i each fit 64 bits */
+        (u64)(K + 1) <= 0xFFFFFFFFFFFFFFFFull / ((u64)(maxp > qi ? maxp : qi) * qi)) {
+      /* few dropped moduli: out = z P^-1 - sum_s d_s W_s P^-1 as ONE 64-bit sum of K + 1
+         products (z pa + sum_s d_s b_s, b_s = -W_s P^-1 R^2 Montgomery-ready) and one
+         reduction, where the loops above reduce the digits' sum, subtract and multiply by
+         P^-1 (two reductions more).  Both give the canonical residue: the same words. */
+      u64 bs[RESCALE_FOLD];
+      for (i64 s = 0; s < K; ++s) {
+        const u32 t = montmul(lift[s * LS + i], pa, qi, qni);  /* W_s P^-1 R^2 */
+        bs[s] = t == 0 ? 0 : qi - t;
+      }
+      const u32* restrict d0 = d;
+      const u32* restrict d1 = d + RESCALE_BLOCK;
+      const u32* restrict d2 = d + 2 * RESCALE_BLOCK;
+      if (K == 1) {
+        for (i64 c = 0; c < m; ++c)
+          o[c] = redc64((u64)modadd(x[c], h, qi) * pa + (u64)d0[c] * bs[0], qi, qni, rq);
+      } else if (K == 2) {
+        for (i64 c = 0; c < m; ++c)
+          o[c] = redc64((u64)modadd(x[c], h, qi) * pa + (u64)d0[c] * bs[0] +
+                        (u64)d1[c] * bs[1], qi, qni, rq);
+      } else {
+        for (i64 c = 0; c < m; ++c)
+          o[c] = redc64((u64)modadd(x[c], h, qi) * pa + (u64)d0[c] * bs[0] +
+                        (u64)d1[c] * bs[1] + (u64)d2[c] * bs[2], qi, qni, rq);
+      }
+      continue;
+    }
     u64 acc[RESCALE_BLOCK];
     u32 r[RESCALE_BLOCK];
     for (i64 s0 = 0; s0 < K; s0 += kk) {

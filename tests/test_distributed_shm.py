@@ -325,7 +325,20 @@ def test_reap_keeps_the_files_of_an_owner_that_holds_its_lock():
     assert mine + ".host" in os.listdir(shm.SHM_DIR)
 
 
-def test_pool_slots_are_reused_checked_and_freed(ckks):
+@pytest.fixture
+def own_pool(monkeypatch):
+    """A pool of the test's own for its writers (the process's pool holds other tests' slots,
+    and a take starts looking after the slot taken last); its files unlinked after."""
+    from ren.distributed import shmrecords, shmslots
+
+    pool = shmslots.Pool(shm.client_prefix() + "-own")
+    monkeypatch.setattr(shmrecords, "pool_for", lambda client: pool)
+    yield pool
+    for slot in pool.slots:
+        os.unlink(os.path.join(shm.SHM_DIR, slot.name))
+
+
+def test_pool_slots_are_reused_checked_and_freed(ckks, own_pool):
     """A pooled writer copies records into slots it keeps mapped; the reader copies them out
     and frees an input's slot at once, a result's (written by a worker) once decoded
     (`release`); a slot written over, corrupted or cut short raises SerializationError."""
@@ -461,7 +474,7 @@ def test_a_killed_worker_leaves_every_result_once_and_no_segment(ckks, small):
 
 
 # -- a group's inputs read in place ------------------------------------------------------------
-def test_a_borrowed_slot_is_read_in_place_and_freed_by_its_task(ckks):
+def test_a_borrowed_slot_is_read_in_place_and_freed_by_its_task(ckks, own_pool):
     """A group's input slot (``borrow``) is read in place on its worker (the decoded Poly's
     storage is the slot's mapping: no copy), stays taken while the task runs, and is freed by
     the task (`release`); a slot taken back meanwhile fails the task's generation check, and a

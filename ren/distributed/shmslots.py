@@ -105,16 +105,30 @@ class Pool:
         self.slots: list[_Slot] = []
         self.numbers = itertools.count()
         self.lock = threading.Lock()
+        self.start = 0  # where the next take starts looking (after the slot taken last)
+
+    def _drop(self, slot: _Slot) -> None:
+        """Stop using `slot` (unlinked or cut short by another process) and unlink it."""
+        self.slots.remove(slot)
+        os.close(slot.fd)
+        remove_file(path_of(slot.name))
 
     def take(self, job: str, need: int) -> _Slot | None:
+        """A slot of at least `need` bytes for a record of `job`, its state word set to a new
+        generation (None: the pool is full, or /dev/shm is).  The search starts after the
+        slot taken last (slots come back in about the order they went), so a take usually
+        looks at one or two slots; each is checked (`_Slot.intact`: one fstat) before its
+        state word is read.  Checking every slot on every take cost ~2 us a slot (~0.1 ms a
+        record with 48)."""
         with self.lock:
-            broken = [s for s in self.slots if not s.intact()]
-            for s in broken:  # unlinked or cut short by another process: not used again
-                self.slots.remove(s)
-                os.close(s.fd)
-                remove_file(path_of(s.name))
-            slot = next((s for s in self.slots if s.size >= need and (
-                _state(s.mm) == 0 or (s.job != job and not job_alive(s.job)))), None)
+            slot = None
+            for s in self.slots[self.start:] + self.slots[:self.start]:
+                if not s.intact():
+                    self._drop(s)
+                elif s.size >= need and (_state(s.mm) == 0 or
+                                         (s.job != job and not job_alive(s.job))):
+                    slot = s
+                    break
             if slot is None:
                 if len(self.slots) >= POOL_SLOTS:
                     return None
@@ -126,6 +140,7 @@ class Pool:
                         raise
                     return None  # no room: the caller writes a file of its own, or sends
                 self.slots.append(slot)
+            self.start = (self.slots.index(slot) + 1) % len(self.slots)
             slot.job = job
             struct.pack_into("<Q", slot.mm, 0, next(_gens))
             return slot

@@ -29,6 +29,7 @@ from ren.ckks import (
     KeyGenerator,
     LinearTransform,
 )
+from ren.errors import ParameterError
 from ren.interpret import evaluate_sink
 from ren.ir import pnode
 from ren.ops import Op
@@ -252,3 +253,15 @@ def test_mod_down_zero_rows_are_a_scalar(special, monkeypatch):
     assert (zeros, rings) == (zeros_b, rings_b) and zeros >= 2 * p.ring(p.max_level).limbs
     assert kernels_b - kernels == rings  # one buffer of zeros per ring, read by every CONCAT
     assert reads_b - reads == zeros * p.N
+
+
+def test_zero_rows_knob_names_its_values(monkeypatch):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        p = CKKSParams(N=64, depth=4, scale_bits=58, first_bits=60, special_primes=3,
+                       insecure=True)
+    monkeypatch.setattr(elision, "ZERO_ROWS", "zeros")
+    templates.clear()
+    with pytest.raises(ParameterError, match=r"ZERO_ROWS is 'zeros'.*'const'"):
+        run_passes(*multiply_rescale(p).parts, upto=4)
+    templates.clear()

@@ -54,6 +54,7 @@ live on x's device).
 
 from __future__ import annotations
 
+from ren.errors import ParameterError
 from ren.ir import broadcast_const, const_node, const_value, is_const, is_subset, pnode
 from ren.node import Node
 from ren.ops import GroupOp, Op
@@ -202,6 +203,9 @@ def _zero_rows(ring: RingSpec, device: str) -> Node:
     pass 5 stores once in a buffer of zeros that every such CONCAT reads (the form before)."""
     if ZERO_ROWS == "broadcast":
         return broadcast_const(0, ring, device)
+    if ZERO_ROWS != "const":
+        raise ParameterError(f"elision.ZERO_ROWS is {ZERO_ROWS!r}: set it to 'const' (a scalar 0 "
+                             "in the CONCAT kernel) or 'broadcast' (a stored buffer of zeros)")
     return const_node(0, ring, Domain.COEFF, device)
 
 

@@ -303,7 +303,7 @@ def fault_in_background(arrays: Sequence[Any]) -> Callable[[], None]:
         for a in host:
             _fault_in(a)
         return lambda: None
-    populate = _populate(host[0][:1])  # (a probe: one page)
+    populate = _populate(host[0].reshape(-1)[:1])  # (a probe: one page)
     failed: list[BaseException] = []
 
     def fault() -> None:

@@ -341,3 +341,30 @@ def test_basis_conversions_in_a_team_meet_only_between_their_two_loops():
         assert np.array_equal(got, want)
     finally:
         dev.set_threads(None)
+
+
+def test_the_barrier_spins_longer_after_long_kernels_within_its_cap():
+    """After its pauses, a waiter at the runner's barrier spins for a share of the seconds it
+    worked since the last barrier, at most the cap (cpu_ring_team.c): a multiply at N = 2^16
+    waits ~0.1 ms at a barrier (a row of work) and no longer sleeps there, while the
+    microsecond kernels of N = 2^12 add next to nothing; share 0 is the pauses alone."""
+    cpu = _cpu_or_skip()
+    lib = cpu.ring_library()
+    lib.ren_set_plan_spin_share.argtypes = [ctypes.c_double, ctypes.c_double]
+    lib.ren_cpu_plan_spin_share.restype = ctypes.c_double
+    lib.ren_cpu_plan_extra_spin.restype = ctypes.c_double
+    lib.ren_cpu_plan_extra_spin.argtypes = [ctypes.c_double]
+    share = lib.ren_cpu_plan_spin_share()
+    try:
+        lib.ren_set_plan_spin_share(0.25, 0.5e-3)
+        assert lib.ren_cpu_plan_extra_spin(20e-6) == pytest.approx(5e-6)
+        assert lib.ren_cpu_plan_extra_spin(1e-3) == pytest.approx(0.25e-3)
+        assert lib.ren_cpu_plan_extra_spin(4e-3) == pytest.approx(0.5e-3)  # the cap
+        assert lib.ren_cpu_plan_extra_spin(-1.0) == 0.0
+        lib.ren_set_plan_spin_share(0.0, 0.5e-3)
+        assert lib.ren_cpu_plan_extra_spin(1e-3) == 0.0
+        # a replay at 2 threads still gives the python words with a long spin after every kernel
+        lib.ren_set_plan_spin_share(4.0, 2e-3)
+        _check(3, 1 << 12, (0, 1), counts=(2,))
+    finally:
+        lib.ren_set_plan_spin_share(share, 0.5e-3)

@@ -51,9 +51,9 @@ static double ren_now(void) {
   return 0.0;
 #endif
 }
-static void ren_timed_sync(double* wait) {
+static void ren_timed_sync(double* wait, double own) {
   const double t0 = ren_now();
-  ren_sync();
+  ren_team_sync_after(own);
 #ifdef _OPENMP
   const int tid = omp_get_thread_num();
   if (tid < 2) wait[tid] += ren_now() - t0;
@@ -94,11 +94,14 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
     REN_OMP(parallel num_threads(ren_threads))
     {
       ren_cur_team = &tm;
+      double since = ren_now();  /* when this thread last left a barrier */
       for (i64 j = k; j < e; ++j) {
         fns[j](args[j]);
         if (j + 1 < e && ren_needs_sync(j + 1, team)) {  /* the region's end joins the last */
-          if (wait == NULL) ren_sync();
-          else ren_timed_sync(wait + 2 * j);
+          const double own = ren_now() - since;  /* its work since then: it spins the longer */
+          if (wait == NULL) ren_team_sync_after(own);
+          else ren_timed_sync(wait + 2 * j, own);
+          since = ren_now();
         }
       }
       ren_cur_team = NULL;

@@ -9,7 +9,8 @@
    waiting thread to sleep at once, and its wake-up costs ~50 us on this kind of VM, which is
    more than a whole kernel at N = 2^12; its spinning policy spins for a fixed count even while
    the partner is descheduled (5x slower on a loaded machine).  This barrier spins for a bounded
-   number of pauses (ren_set_plan_spin; a few tens of microseconds), yields once, then sleeps on
+   number of pauses (ren_set_plan_spin; a few tens of microseconds) and, after a long kernel, for
+   a share of the waiter's own time in it (ren_set_plan_spin_share), yields once, then sleeps on
    a futex: on idle cores the threads pass kernel boundaries in well under a microsecond, on a
    loaded machine a waiter gives its core back soon. */
 #if defined(__linux__) && defined(_OPENMP)
@@ -49,9 +50,30 @@ i64 ren_cpu_team_barriers(void) { return __atomic_load_n(&ren_team_barriers, __A
 static i64 ren_team_sleeps = 0;
 i64 ren_cpu_team_sleeps(void) { return __atomic_load_n(&ren_team_sleeps, __ATOMIC_RELAXED); }
 
+/* the barrier after a kernel spins longer when the kernel was long: besides its pauses, a
+   waiter spins for `ren_plan_spin_share` of the seconds it spent in its own share of the kernel
+   (at most ren_plan_spin_cap seconds) before it sleeps.  At N = 2^16 a thread often waits a
+   whole row of work (~0.1 ms for an NTT row) at a barrier, longer than the pauses; a futex
+   sleep there costs a wake-up each time (the jitted multiply: 8-14 sleeps a run).  Kernels of
+   tens of microseconds (N = 2^12) add next to nothing, so a waiter whose partner was
+   descheduled on a loaded machine still gives its core back soon.  0: pauses only. */
+static double ren_plan_spin_share = 0.25, ren_plan_spin_cap = 0.5e-3;
+void ren_set_plan_spin_share(double share, double cap_seconds) {
+  ren_plan_spin_share = share > 0 ? share : 0;
+  ren_plan_spin_cap = cap_seconds > 0 ? cap_seconds : 0;
+}
+double ren_cpu_plan_spin_share(void) { return ren_plan_spin_share; }
+static double ren_team_clock(void) {
+#ifdef _OPENMP
+  return omp_get_wtime();
+#else
+  return 0.0;
+#endif
+}
+
 /* every thread of the team (nth of them) waits here until all have arrived; what each wrote
-   before it is visible to all after it */
-static void ren_team_sync(ren_team* t, int nth) {
+   before it is visible to all after it; `extra`: seconds to spin after the pauses */
+static void ren_team_sync_spin(ren_team* t, int nth, double extra) {
   const int g = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
   if (__atomic_add_fetch(&t->count, 1, __ATOMIC_ACQ_REL) == nth) {
     __atomic_store_n(&t->count, 0, __ATOMIC_RELAXED);
@@ -67,6 +89,15 @@ static void ren_team_sync(ren_team* t, int nth) {
     if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != g) return;
     REN_PAUSE();
   }
+  if (extra > 0) {
+    const double end = ren_team_clock() + extra;
+    do {
+      for (int i = 0; i < 64; ++i) {
+        if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != g) return;
+        REN_PAUSE();
+      }
+    } while (ren_team_clock() < end);
+  }
 #if REN_FUTEX
   sched_yield();
   if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != g) return;
@@ -77,6 +108,21 @@ static void ren_team_sync(ren_team* t, int nth) {
   __atomic_sub_fetch(&t->sleepers, 1, __ATOMIC_SEQ_CST);
 #else
   while (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) == g) REN_PAUSE();
+#endif
+}
+static void ren_team_sync(ren_team* t, int nth) { ren_team_sync_spin(t, nth, 0.0); }
+/* seconds a waiter spins after its pauses at the runner's barrier, having worked `own` seconds
+   since it last left one (exported for tests) */
+double ren_cpu_plan_extra_spin(double own) {
+  const double extra = own > 0 ? own * ren_plan_spin_share : 0;
+  return extra < ren_plan_spin_cap ? extra : ren_plan_spin_cap;
+}
+/* the runner's barrier after a kernel: this thread worked `own` seconds since the last one */
+static void ren_team_sync_after(double own) {
+#ifdef _OPENMP
+  ren_team_sync_spin(ren_cur_team, omp_get_num_threads(), ren_cpu_plan_extra_spin(own));
+#else
+  (void)own;
 #endif
 }
 

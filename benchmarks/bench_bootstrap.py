@@ -428,6 +428,9 @@ def _plan_cache_lines(fill: dict, second: dict) -> list[str]:
                      f"{r['first_s'] / max(r['replay_s'], 1e-9):.2f}x{_cpu_ratio(r)}"
                      + (f", {r['first_compiles']} compiler run(s) inside it"
                         if r.get("first_compiles") else ""))
+    if second.get("compiled_by") != "plan cache":  # (e.g. Ren's sources changed in between)
+        lines.append("  (the second process did not load the plan: it missed the plan cache, so "
+                     "its figure is a scheduled first call; run again on an unchanged checkout)")
     return ["ren first call, process by process:", *lines]
 
 

@@ -309,6 +309,8 @@ def test_the_plan_cache_mode_reports_both_processes_first_calls(capsys):
                         "2.00 s: 1.50x (CPU 2.80 s against 2.00 s: 1.40x)")
     assert lines[2] == ("  second process (plan cache): first call 2.30 s, replay 2.00 s: "
                         "1.15x (CPU 2.20 s against 2.00 s: 1.10x)")
-    assert bench._plan_cache_lines({"skipped": "failed"}, second) == []
+    assert len(lines) == 3 and bench._plan_cache_lines({"skipped": "failed"}, second) == []
+    missed = bench._plan_cache_lines(fill, {**second, "compiled_by": "schedule"})
+    assert "did not load the plan: it missed the plan cache" in missed[-1]
     bench._report([second])
     assert "1.1x (CPU 2.20 s against 2.00 s: 1.10x); peak RSS" in capsys.readouterr().out

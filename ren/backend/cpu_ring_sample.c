@@ -209,7 +209,8 @@ int ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i64
 /* ---- small coefficients: ren.sampling.sample_signed's ternary, sparse ternary, Gaussian ----
    Each purpose's words are one SHAKE-256 stream (its input, ren.sampling.stream_input, comes
    from the caller), a serial squeeze; what runs on the threads: the two streams of a kind that
-   has two side by side, the second half of the Gaussian stream beside the first half's
+   has two side by side (on one thread, two of similar length in two lanes of the vector
+   permutation: shake256_u64_two), the second half of the Gaussian stream beside the first half's
    logarithms, and the mappings of words to coefficients in chunks of REN_SMALL_CHUNK
    coefficients (the values do not depend on the chunks or the threads).  The ren_cpu_map_*
    entry points take words squeezed elsewhere (the tests feed them crafted words). */

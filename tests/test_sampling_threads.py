@@ -149,3 +149,13 @@ def test_a_bad_thread_count_is_refused(bad) -> None:
     with pytest.raises(ParameterError, match="sampler threads must be an int in"):
         cpu_sampling.sample(_libs()[0], RandomSpec("ternary", (), b"x", "cpu"), _ring(),
                             threads=bad)
+
+
+def test_realizations_sampling_pool_is_recognised_as_side_by_side() -> None:
+    """`side_by_side` recognises `ren.realization`'s pool by its thread names: a renamed pool
+    would silently bring back a full team under each of its threads."""
+    from ren import realization
+    from ren.backend import cpu_sampling
+
+    assert not cpu_sampling.side_by_side()
+    assert realization._sampling_pool().submit(cpu_sampling.side_by_side).result()

@@ -229,7 +229,7 @@ def test_a_value_computed_again_before_its_first_read_is_computed_once(lean_boot
                         lambda *a: original(*a[:4]))  # without the outputs: nothing dropped
     again = bt.bootstrap(ev, ct)
     kept_items, _ = _plan(again)
-    assert len([it for it in unread(kept_items, set()) if it.kind == "ntt"]) > 10
+    assert len([it for it in unread(kept_items, set()) if it.kind == "ntt"]) >= 10
     assert len(kept_items) > len(items)
 
 

@@ -219,25 +219,36 @@ def ring_library(isa: str | None = None) -> ctypes.CDLL:
 _live: weakref.WeakSet[ctypes.CDLL] = weakref.WeakSet()
 
 
-#: kernels per compiler run before a build is split into runs on several cores (gcc takes one)
-KERNELS_PER_UNIT = 48
+#: kernels per compiler run before a build is split into runs on several cores (gcc takes one).
+#: Kernels that differ only in constants share one source (`ren.backend.elementwise_c`), so a
+#: first bootstrapping compiles ~60 distinct kernels, some of ~2 s each: small units keep both
+#: cores busy
+KERNELS_PER_UNIT = 16
 
 
 def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Program]]:
-    """`programs` in consecutive units for parallel compiler runs: one per core while each
-    gets KERNELS_PER_UNIT new kernels or more (a first bootstrapping compiles ~2,000, about
-    half its first call), else one.  A kernel two programs share goes with the first."""
+    """`programs` in units for parallel compiler runs: one per core while each gets
+    KERNELS_PER_UNIT new kernels or more, else one.  Units are balanced by the length of their
+    new kernels' sources (a rough measure of compile time: a 34-term product sum takes ~2 s,
+    a sum of two rows ~0.05 s), largest first onto the least loaded unit.  A kernel two
+    programs share goes with the first (the others are left out)."""
     units = max(1, min(len(os.sched_getaffinity(0)), len(fresh) // KERNELS_PER_UNIT))
     if units == 1:
         return [programs]
-    out: list[list[Program]] = [[] for _ in range(units)]
     seen: set[str] = set()
-    count = 0
-    for p in programs:
+    weighted = []
+    for i, p in enumerate(programs):
         new = [k.name for k in p.kernels if k.name in fresh and k.name not in seen]
         seen.update(new)
-        out[min(units - 1, count * units // len(fresh))].append(p)
-        count += len(new)
+        if new:  # (a program whose kernels an earlier one brings is left out: many programs
+            # share one kernel, and each unit holding one would compile it again)
+            weighted.append((sum(len(fresh[n].source) for n in new), i, p))
+    out: list[list[Program]] = [[] for _ in range(units)]
+    load = [0] * units
+    for weight, _, p in sorted(weighted, key=lambda w: (-w[0], w[1])):
+        u = min(range(units), key=lambda k: (load[k], len(out[k])))
+        out[u].append(p)
+        load[u] += weight
     return [u for u in out if u]
 
 

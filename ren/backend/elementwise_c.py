@@ -203,6 +203,60 @@ class _Elementwise:
             nonaffine[n] = n.op in _NONAFFINE or any(nonaffine.get(x, False) for x in n.src)
         return {n: coeff_only[n] and nonaffine[n] for n in order}
 
+    def _row_foldable(self, order: list[Node]) -> dict[Node, bool]:
+        """Nodes whose value depends on the limb alone, evaluated at render time into a table
+        of one entry per limb (a kernel parameter, `_emit_row`): index expressions of GIDX0
+        (a limb offset ``g0 + 2``, a limb map), and the per-limb moduli and constants (MODULUS
+        and VCONST of such an index).  Kernels that differ only in these values (the same
+        step at another level, over other primes) then render to one source."""
+        row_only = self._row_only_of
+        out: dict[Node, bool] = {}
+        for n in order:
+            if n.dtype is DType.INDEX:
+                out[n] = bool(row_only.get(n)) and n.op not in (Op.GIDX, Op.ICONST)
+            else:
+                out[n] = n.op in (Op.MODULUS, Op.VCONST) and bool(row_only.get(n.src[0]))
+        return out
+
+    def _row_values(self, n: Node) -> np.ndarray:
+        """The value of a limb-only index expression at every limb (int64, one per row).  A
+        lookup out of its table's range (a row of another row class, whose branch does not read
+        it) reads the nearest entry: the value is never used there."""
+        memo = self._row_memo
+        if n not in memo:
+            L = self.space[0]
+            if n.op is Op.GIDX:
+                v = np.arange(L, dtype=np.int64)
+            elif n.op is Op.ICONST:
+                v = np.full(L, int(n.arg), dtype=np.int64)
+            elif n.op is Op.TABLE:
+                v = np.asarray(n.arg, dtype=np.int64)[self._row_limbs(n.src[0], len(n.arg))]
+            else:
+                with np.errstate(all="ignore"):
+                    v = alu(n.op, n.arg)(*(self._row_values(x) for x in n.src))
+            memo[n] = np.broadcast_to(np.asarray(v).astype(np.int64), (L,))
+        return memo[n]
+
+    def _row_limbs(self, n: Node, size: int) -> np.ndarray:
+        """`_row_values` of an index into a table of `size` entries, clipped into its range."""
+        return np.clip(self._row_values(n), 0, size - 1)
+
+    def _emit_row(self, n: Node, name: str) -> None:
+        """The line of a `_row_foldable` node: its value read from a table of one entry per limb
+        (the modulus with its Montgomery constant, a per-limb constant, an index)."""
+        if n.op is Op.MODULUS:
+            moduli = np.asarray(n.arg, dtype=np.uint64)[self._row_limbs(n.src[0], len(n.arg))]
+            self._row_moduli[n] = moduli
+            q = self._table("u32", moduli, row=True)
+            qn = self._table("u32", neg_inv32(moduli), row=True)
+            self._line(f"const u32 {name} = {q}[g0], {name}n = {qn}[g0];")
+        elif n.op is Op.VCONST:
+            words = np.asarray(n.arg, dtype=np.uint32)[self._row_limbs(n.src[0], len(n.arg))]
+            self._line(f"const u32 {name} = {self._table('u32', words, row=True)}[g0];")
+        else:
+            table = self._table("i64", self._row_values(n), row=True)
+            self._line(f"const i64 {name} = {table}[g0];", row=True)
+
     def _axis_values(self, n: Node, axis: int,
                      memo: dict[Node, AxisValue]) -> AxisValue:
         """The value of an index expression of GIDX`axis` alone at every index of that axis
@@ -216,12 +270,15 @@ class _Elementwise:
                 memo[n] = alu(n.op, n.arg)(*(self._axis_values(x, axis, memo) for x in n.src))
         return memo[n]
 
-    def _table(self, ctype: str, values) -> str:
+    def _table(self, ctype: str, values, row: bool = False) -> str:
+        """The name of a table of `values`: a parameter (``t<k>``) in the loop dialect when it
+        is large (a coefficient map) or a `row` table (one entry per limb: moduli, per-limb
+        constants, row indices, the limb count), else a constant array in the source."""
         arr = np.asarray(values, dtype=_NUMPY_TYPE[ctype])
         key = (ctype, arr.tobytes())
         name = self._table_names.get(key)
         if name is None:  # one table per distinct contents (row classes share them)
-            if self.fold_tables and len(arr) >= EXTERNAL_TABLE:
+            if self.fold_tables and (row or len(arr) >= EXTERNAL_TABLE):
                 name = f"t{len(self.external)}"
                 self.external[name] = (ctype, arr)
             else:
@@ -350,8 +407,12 @@ class _Elementwise:
             return "ren_redc(" + " + ".join(f"(u64){self.var[t.src[0]]} * {self.var[t.src[1]]}"
                                             for t in terms) + f", {q}, {q}n)"
         (k,) = plan
-        r = self._table("u32", [(1 << 32) % m for m in modulus.arg])
-        limb = self.var[modulus.src[0]]
+        row_moduli = self._row_moduli.get(modulus)
+        if row_moduli is not None:  # one entry per row (`_emit_row`)
+            r, limb = self._table("u32", (1 << 32) % row_moduli, row=True), "g0"
+        else:
+            r = self._table("u32", [(1 << 32) % m for m in modulus.arg])
+            limb = self.var[modulus.src[0]]
         sums = []
         for i in range(0, len(terms), k):
             chunk = terms[i : i + k]
@@ -376,6 +437,9 @@ class _Elementwise:
                 self.slots[n.arg.index] = n.arg
         self._row_only_of = self._row_only(order)
         fold = self._foldable(order) if self.fold_tables else {}
+        self._row_fold = self._row_foldable(order) if self.fold_tables else {}
+        self._row_memo: dict[Node, np.ndarray] = {}
+        self._row_moduli: dict[Node, np.ndarray] = {}
         classes = self._row_classes(order) if self.fold_tables else \
             [(list(range(self.space[0])), {})]
         memo: dict[Node, AxisValue] = {}
@@ -431,7 +495,8 @@ class _Elementwise:
         (the other branch's loads are not emitted)."""
         # what a folded table replaces is not read (nor an ICONST only it used): kernels that
         # differ only in their tables then render to one source
-        live = _reached(value, choose, fold)
+        stop = {n: bool(fold.get(n) or self._row_fold.get(n)) for n in order}
+        live = _reached(value, choose, stop)
         users: dict[Node, list[Node]] = {}
         for n in live:
             for x in (choose[n],) if n in choose else n.src:
@@ -440,6 +505,10 @@ class _Elementwise:
         for n in order:
             # memory (SLOTs) and element addresses (INDEX) are not values
             if n not in live or n.op in GroupOp.MEMORY or n.op is Op.INDEX or n in skip:
+                continue
+            if self._row_fold.get(n):
+                self.var[n] = name = f"v{len(self.var)}"
+                self._emit_row(n, name)
                 continue
             if n in choose:
                 self.var[n] = self.var[choose[n]]
@@ -480,51 +549,13 @@ class _Elementwise:
                              for name, (ctype, _) in self.external.items())
 
     def template(self, loop: bool) -> str:
+        """The kernel's body template (name placeholder ``@K``); call it before `params`: the
+        loop dialect's row tables (the row classes, the limb count) become parameters here."""
+        if loop:
+            return self._loop_template()
         L, N = self.space
         total = L * N
         params = signature(self.params(), restrict=True)
-        if loop:  # limbs outside, coefficients inside: affine indices the C compiler vectorizes
-            # few limbs: the loop runs over (limb, piece) tasks, REN_PIECES(L, N, align) pieces
-            # of each limb (1 unless the threads outnumber the limbs), so that one limb's words
-            # are shared out too; more limbs keep the plain limb loop (and its source)
-            split = L <= SPLIT_MAX_LIMBS
-            span = ("c0", "c1") if split else None
-            if len(self.groups) == 1:  # the coefficient loop (plain or tiled): one statement
-                inner = f"{self.groups[0].loop(N, '  ', span)}"
-            else:  # one inner loop per row class, chosen per limb
-                classes = [0] * L
-                cases = []
-                for k, group in enumerate(self.groups):
-                    for r in group.rows:
-                        classes[r] = k
-                    cases.append(f"    case {k}:\n{group.loop(N, '      ', span)}      break;")
-                rc = self._table("u32", classes)
-                inner = (f"    switch ({rc}[g0]) {{\n" + "\n".join(cases) + "\n    }\n")
-            tables = "\n".join(self.tables)
-            # the limb's loops live in a function of their own, called once per limb (or task)
-            # from the kernel's limb loop: under OpenMP, the parallel loop's body is outlined
-            # into a function that reads the pointers from a struct, their `restrict` is lost,
-            # and GCC 12 left such a body unvectorized (a 6-slot inner product ran 4x slower
-            # than the same loop compiled without -fopenmp); `REN_ROW` keeps it a call
-            names = ", ".join(p.name for p in self.params())
-            bounds = "i64 g0, i64 c0, i64 c1" if split else "i64 g0"
-            if len(self.groups) > 1:
-                inner = "  {\n" + inner + "  }\n"
-            row = f"REN_ROW void @K_row({bounds}, {params}) {{\n{inner}}}\n"
-            if split:
-                align = STAGE_TILE if any(g.staged for g in self.groups) else 16
-                body = (f"const i64 g0 = task / np_, c0 = (task % np_) * ({N}LL / np_);\n"
-                        f"    @K_row(g0, c0, c0 + {N}LL / np_, {names});")
-                walk = f"for (i64 task = 0; task < {L}LL * np_; ++task)"
-                head = f"  const i64 np_ = REN_PIECES({L}LL, {N}LL, {align}LL);\n"
-                return (f"{PIECES_PRELUDE}{tables}\n{row}REN_KERNEL void @K({params}) {{\n{head}"
-                        f"{_team_path(walk, body)}"
-                        f"  REN_PARALLEL_LIMBS({L}LL * np_ > 1 ? {total}LL : 0LL)\n"
-                        f"  {walk} {{\n    {body}\n  }}\n}}\n")
-            # the words the limb loop touches: its OpenMP threshold
-            walk, body = f"for (i64 g0 = 0; g0 < {L}LL; ++g0)", f"@K_row(g0, {names});"
-            return (f"{tables}\n{row}REN_KERNEL void @K({params}) {{\n{_team_path(walk, body)}"
-                    f"  REN_PARALLEL_LIMBS({total}LL)\n  {walk} {body}\n}}\n")
         (group,) = self.groups
         body = "\n    ".join(group.lines)
         tables = "\n".join(self.tables)
@@ -533,13 +564,67 @@ class _Elementwise:
         return (f"{tables}\nREN_KERNEL void @K({params}) {{\n  {walk}\n"
                 f"    const i64 g0 = gid / {N}LL, g1 = gid % {N}LL;\n    {body}\n  }}\n}}\n")
 
+    def _loop_template(self) -> str:
+        """The loop dialect's body: limbs outside, coefficients inside (affine indices the C
+        compiler vectorizes).  The limb count is a parameter (``L_``, read from a one-entry
+        table), like every per-limb value (`_emit_row`): the source depends on the ring degree,
+        the strides and the kernel's shape alone, so one compiled function serves every level
+        and set of primes of one step."""
+        L, N = self.space
+        count = self._table("i64", [L], row=True)
+        classes = [0] * L
+        for k, group in enumerate(self.groups):
+            for r in group.rows:
+                classes[r] = k
+        rc = self._table("u32", classes, row=True) if len(self.groups) > 1 else ""
+        params = signature(self.params(), restrict=True)
+        # few limbs: the loop runs over (limb, piece) tasks, REN_PIECES(L, N, align) pieces
+        # of each limb (1 unless the threads outnumber the limbs), so that one limb's words
+        # are shared out too; more limbs keep the plain limb loop (and its source)
+        split = L <= SPLIT_MAX_LIMBS
+        span = ("c0", "c1") if split else None
+        if len(self.groups) == 1:  # the coefficient loop (plain or tiled): one statement
+            inner = f"{self.groups[0].loop(N, '  ', span)}"
+        else:  # one inner loop per row class, chosen per limb
+            cases = [f"    case {k}:\n{group.loop(N, '      ', span)}      break;"
+                     for k, group in enumerate(self.groups)]
+            inner = (f"    switch ({rc}[g0]) {{\n" + "\n".join(cases) + "\n    }\n")
+        tables = "\n".join(self.tables)
+        # the limb's loops live in a function of their own, called once per limb (or task)
+        # from the kernel's limb loop: under OpenMP, the parallel loop's body is outlined
+        # into a function that reads the pointers from a struct, their `restrict` is lost,
+        # and GCC 12 left such a body unvectorized (a 6-slot inner product ran 4x slower
+        # than the same loop compiled without -fopenmp); `REN_ROW` keeps it a call
+        names = ", ".join(p.name for p in self.params())
+        bounds = "i64 g0, i64 c0, i64 c1" if split else "i64 g0"
+        if len(self.groups) > 1:
+            inner = "  {\n" + inner + "  }\n"
+        row = f"REN_ROW void @K_row({bounds}, {params}) {{\n{inner}}}\n"
+        if split:
+            align = STAGE_TILE if any(g.staged for g in self.groups) else 16
+            body = (f"const i64 g0 = task / np_, c0 = (task % np_) * ({N}LL / np_);\n"
+                    f"    @K_row(g0, c0, c0 + {N}LL / np_, {names});")
+            walk = "for (i64 task = 0; task < L_ * np_; ++task)"
+            head = (f"  const i64 L_ = {count}[0];\n"
+                    f"  const i64 np_ = REN_PIECES(L_, {N}LL, {align}LL);\n")
+            return (f"{PIECES_PRELUDE}{tables}\n{row}REN_KERNEL void @K({params}) {{\n{head}"
+                    f"{_team_path(walk, body)}"
+                    f"  REN_PARALLEL_LIMBS(L_ * np_ > 1 ? L_ * {N}LL : 0LL)\n"
+                    f"  {walk} {{\n    {body}\n  }}\n}}\n")
+        # the words the limb loop touches: its OpenMP threshold
+        walk, body = "for (i64 g0 = 0; g0 < L_; ++g0)", f"@K_row(g0, {names});"
+        return (f"{tables}\n{row}REN_KERNEL void @K({params}) {{\n"
+                f"  const i64 L_ = {count}[0];\n{_team_path(walk, body)}"
+                f"  REN_PARALLEL_LIMBS(L_ * {N}LL)\n  {walk} {body}\n}}\n")
+
 
 def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:
     """The program of an elementwise kernel: one function, one launch over ``item.space``."""
     ast, (rows, cols) = item.body()
     r = _Elementwise(ast, (rows, cols), fold_tables=dialect.elementwise_loop)
+    template = r.template(dialect.elementwise_loop)  # (adds the loop dialect's row tables)
     params = r.params()
-    kernel = finish_kernel("ren_ew", r.template(dialect.elementwise_loop), params)
+    kernel = finish_kernel("ren_ew", template, params)
     grid, block = dialect.elementwise_launch(rows * cols)
     slots = len(params) - len(r.external)
     args = (*(("slot", i) for i in range(slots)), *(("table", name) for name in r.external))

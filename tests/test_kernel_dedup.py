@@ -132,3 +132,24 @@ def test_words_match_the_python_device_over_rings_and_slices(sizes, limbs, data)
             x = xs[0].automorph(5) * xs[1] + xs[2]
         outs[device] = x.numpy()
     assert np.array_equal(outs["cpu"], outs["python"])
+
+
+def test_units_compile_each_shared_kernel_once_and_balance_by_source(monkeypatch):
+    """`cpu._split`: programs that share a kernel (many items, one shape) put it into one unit
+    only, and units are balanced by the length of their kernels' sources, not their count."""
+    from ren.backend.render_c import CKernel, Program
+
+    def program(i: int, name: str, size: int) -> Program:
+        return Program(f"p{i}", (CKernel(name, "x" * size, ()),), ())
+
+    sizes = {"ren_ew_big": 9000, **{f"ren_ew_s{k}": 1000 for k in range(9)}}
+    programs = [program(i, name, sizes[name]) for i, name in
+                enumerate(["ren_ew_big", *sizes, "ren_ew_big", "ren_ew_s0", "ren_ew_s3"])]
+    fresh = {p.kernels[0].name: p.kernels[0] for p in programs}
+    monkeypatch.setattr(cpu, "KERNELS_PER_UNIT", 2)
+    monkeypatch.setattr(cpu.os, "sched_getaffinity", lambda _: {0, 1})
+    units = cpu._split(programs, fresh)
+    names = [p.kernels[0].name for u in units for p in u]
+    assert len(units) == 2 and sorted(names) == sorted(fresh)  # each kernel in one unit
+    loads = sorted(sum(sizes[p.kernels[0].name] for p in u) for u in units)
+    assert loads == [9000, 9000]  # the big kernel alone against the nine small ones

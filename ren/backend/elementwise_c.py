@@ -4,7 +4,10 @@
 SSA variable (index values i64 with the ALU table's semantics, residues u32 with Montgomery
 arithmetic), moduli, per-limb constants and index tables baked into the source.  A thread per
 element in the CUDA and shim dialects; in the loop dialect (plain C, the ``"cpu"`` device) a loop
-nest with three render-time rewrites that keep the inner loop vectorizable and short:
+nest whose values of the limb alone (moduli, per-limb constants, limb offsets, row classes, the
+limb count) are tables passed at run time (`_Elementwise._emit_row`: kernels that differ only
+in them are one compiled function), with render-time rewrites that keep the inner loop
+vectorizable and short:
 
 * a non-affine index map of the coefficient index alone (an automorphism's) becomes a table,
   passed as a kernel parameter (``("table", name)`` launch arguments, the arrays in
@@ -24,7 +27,16 @@ from __future__ import annotations
 import numpy as np
 
 from ren.alu import alu
-from ren.backend.render_c import Dialect, Launch, Param, Program, finish_kernel, signature
+from ren.backend.render_c import (
+    PIECES_PRELUDE,
+    Dialect,
+    Launch,
+    Param,
+    Program,
+    finish_kernel,
+    signature,
+    team_path,
+)
 from ren.errors import RealizeError
 from ren.ir import gidx
 from ren.kernel import ScheduledKernel
@@ -54,37 +66,6 @@ STAGE_TILE = 128
 #: outnumber the limbs (or an uneven count: 3 limbs on 2 threads) share one limb's coefficients
 #: (`ren.backend.cpu`'s ``REN_PIECES``); kernels over more limbs split whole limbs only
 SPLIT_MAX_LIMBS = 3
-#: heads every kernel that loops over (limb, piece) tasks: REN_PIECES(L, N, align), the pieces
-#: per limb — 1 unless OpenMP runs it on more threads (``ren_threads``, the ``"cpu"`` library's)
-#: than 4/5 of what whole limbs would keep busy (cpu_ring.c's ren_split: L < T, or 3 limbs on
-#: 2 threads); at most 8, each a multiple of `align` words.  Defined once per translation unit.
-PIECES_PRELUDE = r"""#ifndef REN_PIECES
-#ifdef _OPENMP
-static inline i64 ren_pieces(i64 L, i64 N, i64 align) {
-  const i64 T = ren_threads;
-  if (T < 2 || 5 * L >= 4 * T * ((L + T - 1) / T)) return 1;
-  i64 p = 8;
-  while (p > 1 && N % (p * align) != 0) p >>= 1;
-  return p;
-}
-#define REN_PIECES(L, N, align) ren_pieces(L, N, align)
-#else
-#define REN_PIECES(L, N, align) 1LL
-#endif
-#endif
-"""
-
-
-def _team_path(loop: str, body: str) -> str:
-    """The kernel's path inside a plan team (``ren_run_plan_teams``, cpu_ring_plan.c): when the
-    library defines ``REN_TEAM_FOR`` (the ``"cpu"`` device's, under OpenMP) and the kernel is
-    called by every thread of an open team, the tasks of `loop` (each runs `body`) are shared
-    out by orphaned worksharing without a barrier (the plan runner's own barrier follows the
-    kernel), whatever the kernel's size; ``REN_TEAM_TASK()`` counts each task per thread."""
-    return (f"#ifdef REN_TEAM_FOR\n  if (REN_TEAM()) {{\n    REN_TEAM_FOR\n    {loop} {{\n"
-            f"      REN_TEAM_TASK();\n      {body}\n    }}\n    return;\n  }}\n#endif\n")
-
-
 def _block_preserving(values: np.ndarray) -> bool:
     """Whether every aligned block of 16 and of 8 entries of the map points into one aligned
     block of as many words: what `ren_permute`'s vector paths need (an automorphism's
@@ -608,13 +589,13 @@ class _Elementwise:
             head = (f"  const i64 L_ = {count}[0];\n"
                     f"  const i64 np_ = REN_PIECES(L_, {N}LL, {align}LL);\n")
             return (f"{PIECES_PRELUDE}{tables}\n{row}REN_KERNEL void @K({params}) {{\n{head}"
-                    f"{_team_path(walk, body)}"
+                    f"{team_path(walk, body)}"
                     f"  REN_PARALLEL_LIMBS(L_ * np_ > 1 ? L_ * {N}LL : 0LL)\n"
                     f"  {walk} {{\n    {body}\n  }}\n}}\n")
         # the words the limb loop touches: its OpenMP threshold
         walk, body = "for (i64 g0 = 0; g0 < L_; ++g0)", f"@K_row(g0, {names});"
         return (f"{tables}\n{row}REN_KERNEL void @K({params}) {{\n"
-                f"  const i64 L_ = {count}[0];\n{_team_path(walk, body)}"
+                f"  const i64 L_ = {count}[0];\n{team_path(walk, body)}"
                 f"  REN_PARALLEL_LIMBS(L_ * {N}LL)\n  {walk} {body}\n}}\n")
 
 

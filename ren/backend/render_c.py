@@ -321,6 +321,38 @@ void ren_host_{k.name}(const long long* dims, void** args) {{
 """
 
 
+# -- the loop dialect's shared pieces of elementwise kernels (`ren.backend.elementwise_c`) --
+#: heads every kernel that loops over (limb, piece) tasks: REN_PIECES(L, N, align), the pieces
+#: per limb — 1 unless OpenMP runs it on more threads (``ren_threads``, the ``"cpu"`` library's)
+#: than 4/5 of what whole limbs would keep busy (cpu_ring.c's ren_split: L < T, or 3 limbs on
+#: 2 threads); at most 8, each a multiple of `align` words.  Defined once per translation unit.
+PIECES_PRELUDE = r"""#ifndef REN_PIECES
+#ifdef _OPENMP
+static inline i64 ren_pieces(i64 L, i64 N, i64 align) {
+  const i64 T = ren_threads;
+  if (T < 2 || 5 * L >= 4 * T * ((L + T - 1) / T)) return 1;
+  i64 p = 8;
+  while (p > 1 && N % (p * align) != 0) p >>= 1;
+  return p;
+}
+#define REN_PIECES(L, N, align) ren_pieces(L, N, align)
+#else
+#define REN_PIECES(L, N, align) 1LL
+#endif
+#endif
+"""
+
+
+def team_path(loop: str, body: str) -> str:
+    """The kernel's path inside a plan team (``ren_run_plan_teams``, cpu_ring_plan.c): when the
+    library defines ``REN_TEAM_FOR`` (the ``"cpu"`` device's, under OpenMP) and the kernel is
+    called by every thread of an open team, the tasks of `loop` (each runs `body`) are shared
+    out by orphaned worksharing without a barrier (the plan runner's own barrier follows the
+    kernel), whatever the kernel's size; ``REN_TEAM_TASK()`` counts each task per thread."""
+    return (f"#ifdef REN_TEAM_FOR\n  if (REN_TEAM()) {{\n    REN_TEAM_FOR\n    {loop} {{\n"
+            f"      REN_TEAM_TASK();\n      {body}\n    }}\n    return;\n  }}\n#endif\n")
+
+
 def finish_kernel(prefix: str, template: str, params: tuple[Param, ...],
                   phases: int = 1) -> CKernel:
     """A CKernel from a body template whose name placeholder is ``@K``: the name is `prefix`

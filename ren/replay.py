@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ren.backend import Device, GraphRunner, get_device, on_backend_change
-from ren.backend.malloc import advise_huge_pages
+from ren.backend.malloc import HUGE_PAGE, advise_huge_pages
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -352,7 +352,17 @@ def _populate(array: np.ndarray) -> bool:
         return False
     addr = array.ctypes.data
     start, end = addr // _PAGE * _PAGE, -(-(addr + array.nbytes) // _PAGE) * _PAGE
-    return _madvise(start, end - start, _MADV_POPULATE_WRITE) == 0
+    # a step at a time: each call holds the process's memory map (read) throughout, and every
+    # other thread's mmap/brk waits for it (the lowering's allocations, a thread's stack: one
+    # call over a 217 MiB arena held the lowering thread 0.5 s)
+    for at in range(start, end, POPULATE_STEP):
+        if _madvise(at, min(POPULATE_STEP, end - at), _MADV_POPULATE_WRITE) != 0:
+            return False
+    return True
+
+
+#: bytes populated per madvise call (`_populate`): two huge pages
+POPULATE_STEP = 2 * HUGE_PAGE
 
 
 def _fault_in(array: Any) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import io
+import itertools
 import pickle
 import sys
 import threading
@@ -444,3 +445,26 @@ def test_a_fresh_schedule_is_stored_while_its_first_run_still_runs(monkeypatch, 
     monkeypatch.setattr(dev, "graph", make)
     again = ren.jit(keyswitch_like)
     assert _same(_words(again(a, b)), eager) and again.plans[0].compiled_by == LOADED
+
+
+@pytest.mark.skipif(not _can_populate(), reason="no MADV_POPULATE_WRITE (Linux 5.14+)")
+def test_pages_are_populated_a_step_at_a_time(monkeypatch):
+    # one madvise call holds the memory map throughout (the lowering's allocations wait): the
+    # range goes in steps that cover it exactly, in order
+    monkeypatch.setattr(replay, "POPULATE_STEP", 2 * replay._PAGE)
+    real = replay._madvise
+    calls: list[tuple[int, int]] = []
+
+    def recorded(at, size, advice):
+        calls.append((at, size))
+        return real(at, size, advice)
+
+    monkeypatch.setattr(replay, "_madvise", recorded)
+    a = np.arange(5 * replay._WORDS_PER_PAGE, dtype=np.uint32)
+    assert replay._populate(a)
+    start = a.ctypes.data // replay._PAGE * replay._PAGE
+    end = -(-(a.ctypes.data + a.nbytes) // replay._PAGE) * replay._PAGE
+    assert calls[0][0] == start and all(size <= 2 * replay._PAGE for _, size in calls)
+    assert all(at + size == nxt for (at, size), (nxt, _) in itertools.pairwise(calls))
+    assert calls[-1][0] + calls[-1][1] == end and len(calls) >= 3
+    assert np.array_equal(a, np.arange(5 * replay._WORDS_PER_PAGE, dtype=np.uint32))

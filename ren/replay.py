@@ -27,9 +27,7 @@ cache is small (``MAX_TEMPLATES``, oldest out first).
 
 from __future__ import annotations
 
-import ctypes
 import queue
-import sys
 import threading
 import weakref
 from collections import Counter
@@ -37,10 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
 from ren.backend import Device, GraphRunner, get_device, on_backend_change
-from ren.backend.malloc import HUGE_PAGE, advise_huge_pages
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -48,7 +43,16 @@ from ren.kernel import LIGHT_KINDS, VIEW, ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node
 from ren.ops import DType, Op
-from ren.runtime import ExecUnit, _check_view, make_exec_units, note_units, run_exec_units
+from ren.runtime import _WORDS_PER_PAGE as _WORDS_PER_PAGE  # (re-exported: moved there)
+from ren.runtime import (
+    ExecUnit,
+    _check_view,
+    fault_in_background,
+    make_exec_units,
+    note_units,
+    run_exec_units,
+)
+from ren.runtime import _fault_in as _fault_in  # (re-exported: moved there)
 
 PARAM, CONST, ARENA, TEMP, OUTPUT = "param", "const", "arena", "temp", "output"  # and VIEW
 
@@ -279,99 +283,6 @@ def _chunk_runner(device: Device, device_name: str, items: Sequence[ScheduledKer
         raise RealizeError(f"device {device_name} gave no graph runner for a part of a "
                            "schedule after giving one for all of it")
     return runner
-
-
-#: u32 words per page of host memory (4 KiB): one write per page faults it in
-_WORDS_PER_PAGE = 1024
-
-
-#: fault a first run's scratch in on a thread of its own, while the lowering goes on (False:
-#: on the lowering thread, before the first chunk is lowered)
-FAULT_IN_BACKGROUND = True
-
-
-def fault_in_background(arrays: Sequence[Any]) -> Callable[[], None]:
-    """Start faulting `arrays` in on a thread of their own and return a function that waits
-    until the first run may start (re-raising what the faulting raised).  Where the kernel can
-    populate pages without writing them (`_populate`: Linux 5.14+), no word changes, so the run
-    need not wait: its kernels and the thread fault pages in side by side.  Elsewhere the pages
-    get a zero each (`_fault_in`) and the run waits for them.  Either way the faulting runs
-    without the GIL, so the lowering goes on meanwhile.  With FAULT_IN_BACKGROUND off: written
-    in this thread, now."""
-    host = [a for a in arrays if isinstance(a, np.ndarray) and a.flags.c_contiguous and a.size]
-    if not FAULT_IN_BACKGROUND or not host:
-        for a in host:
-            _fault_in(a)
-        return lambda: None
-    populate = _populate(host[0].reshape(-1)[:1])  # (a probe: one page)
-    failed: list[BaseException] = []
-
-    def fault() -> None:
-        try:
-            for a in host:
-                if populate:  # (huge pages first, as `_fault_in` advises them)
-                    advise_huge_pages(a)
-                    _populate(a)
-                else:
-                    _fault_in(a)
-        except BaseException as e:  # (re-raised by the waiter)
-            failed.append(e)
-
-    thread = threading.Thread(target=fault, name="ren-fault-in", daemon=True)
-    thread.start()
-    if populate:
-        return lambda: None
-
-    def wait() -> None:
-        thread.join()
-        if failed:
-            raise failed[0]
-
-    return wait
-
-
-#: Linux's MADV_POPULATE_WRITE (5.14): fault pages in writable, as a write would, writing nothing
-_MADV_POPULATE_WRITE = 23
-_PAGE = 4096
-_madvise: Any = None  # libc's madvise, looked up once (False where there is none)
-
-
-def _populate(array: np.ndarray) -> bool:
-    """Fault in every page that holds a word of host array `array`, changing no word (madvise
-    MADV_POPULATE_WRITE); False where the kernel cannot (then nothing is done)."""
-    global _madvise
-    if _madvise is None:
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).madvise
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            fn.restype = ctypes.c_int
-            _madvise = fn
-        except (OSError, AttributeError):
-            _madvise = False
-    if not _madvise or not sys.platform.startswith("linux") or not array.nbytes:
-        return False
-    addr = array.ctypes.data
-    start, end = addr // _PAGE * _PAGE, -(-(addr + array.nbytes) // _PAGE) * _PAGE
-    # a step at a time: each call holds the process's memory map (read) throughout, and every
-    # other thread's mmap/brk waits for it (the lowering's allocations, a thread's stack: one
-    # call over a 217 MiB arena held the lowering thread 0.5 s)
-    for at in range(start, end, POPULATE_STEP):
-        if _madvise(at, min(POPULATE_STEP, end - at), _MADV_POPULATE_WRITE) != 0:
-            return False
-    return True
-
-
-#: bytes populated per madvise call (`_populate`): two huge pages
-POPULATE_STEP = 2 * HUGE_PAGE
-
-
-def _fault_in(array: Any) -> None:
-    """Write a zero into every page of a host scratch array (no-op for device arrays): the pages
-    are mapped now, not by the first kernel that writes them.  A large one is first advised to
-    take transparent huge pages (`advise_huge_pages`)."""
-    if isinstance(array, np.ndarray) and array.flags.c_contiguous and array.size:
-        advise_huge_pages(array)
-        array.reshape(-1)[::_WORDS_PER_PAGE] = 0
 
 
 def _pipeline_storage(items: list[ScheduledKernel], plan: MemoryPlan | None,

@@ -14,6 +14,10 @@ other buffers their own storage — runs the units in order, and finally detache
 intermediates and hands the arena back to its allocator (`Allocator.recycle`: the host one keeps
 the largest for the next run, whose pages are then already faulted in).
 
+`fault_in_background(arrays)` faults a first run's new scratch memory in on a thread of its own
+(populating pages without writing them where Linux can), while `ren.replay.lower_and_run` lowers
+the schedule.
+
 Thread safety: a run attaches, allocates and releases buffer storage (`Buffer` itself takes no
 lock), so runs must not overlap; `ren.realization` holds its lock around each.  `record_units`
 is per thread: it sees the units run by the thread that opened it.
@@ -22,14 +26,19 @@ is per thread: it sees the units run by the thread that opened it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ren import settings
 from ren.backend import KernelFn, copy_fn, get_device
+from ren.backend.malloc import HUGE_PAGE, advise_huge_pages
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.kernel import COMPUTE, COPY, LIGHT_KINDS, VIEW, ScheduledKernel
@@ -153,3 +162,97 @@ def run_exec_units(units: list[ExecUnit], plan=None) -> None:
             for buf in arena.buffers:
                 buf.release()
             get_device(arena.device).allocator.recycle(arena.data)
+
+
+# -- a first run's scratch, faulted in while its schedule is lowered (`ren.replay.lower_and_run`)
+#: u32 words per page of host memory (4 KiB): one write per page faults it in
+_WORDS_PER_PAGE = 1024
+
+
+#: fault a first run's scratch in on a thread of its own, while the lowering goes on (False:
+#: on the lowering thread, before the first chunk is lowered)
+FAULT_IN_BACKGROUND = True
+
+
+def fault_in_background(arrays: Sequence[Any]) -> Callable[[], None]:
+    """Start faulting `arrays` in on a thread of their own and return a function that waits
+    until the first run may start (re-raising what the faulting raised).  Where the kernel can
+    populate pages without writing them (`_populate`: Linux 5.14+), no word changes, so the run
+    need not wait: its kernels and the thread fault pages in side by side.  Elsewhere the pages
+    get a zero each (`_fault_in`) and the run waits for them.  Either way the faulting runs
+    without the GIL, so the lowering goes on meanwhile.  With FAULT_IN_BACKGROUND off: written
+    in this thread, now."""
+    host = [a for a in arrays if isinstance(a, np.ndarray) and a.flags.c_contiguous and a.size]
+    if not FAULT_IN_BACKGROUND or not host:
+        for a in host:
+            _fault_in(a)
+        return lambda: None
+    populate = _populate(host[0].reshape(-1)[:1])  # (a probe: one page)
+    failed: list[BaseException] = []
+
+    def fault() -> None:
+        try:
+            for a in host:
+                if populate:  # (huge pages first, as `_fault_in` advises them)
+                    advise_huge_pages(a)
+                    _populate(a)
+                else:
+                    _fault_in(a)
+        except BaseException as e:  # (re-raised by the waiter)
+            failed.append(e)
+
+    thread = threading.Thread(target=fault, name="ren-fault-in", daemon=True)
+    thread.start()
+    if populate:
+        return lambda: None
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
+
+
+#: Linux's MADV_POPULATE_WRITE (5.14): fault pages in writable, as a write would, writing nothing
+_MADV_POPULATE_WRITE = 23
+_PAGE = 4096
+_madvise: Any = None  # libc's madvise, looked up once (False where there is none)
+
+
+def _populate(array: np.ndarray) -> bool:
+    """Fault in every page that holds a word of host array `array`, changing no word (madvise
+    MADV_POPULATE_WRITE); False where the kernel cannot (then nothing is done)."""
+    global _madvise
+    if _madvise is None:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).madvise
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            _madvise = fn
+        except (OSError, AttributeError):
+            _madvise = False
+    if not _madvise or not sys.platform.startswith("linux") or not array.nbytes:
+        return False
+    addr = array.ctypes.data
+    start, end = addr // _PAGE * _PAGE, -(-(addr + array.nbytes) // _PAGE) * _PAGE
+    # a step at a time: each call holds the process's memory map (read) throughout, and every
+    # other thread's mmap/brk waits for it (the lowering's allocations, a thread's stack: one
+    # call over a 217 MiB arena held the lowering thread 0.5 s)
+    for at in range(start, end, POPULATE_STEP):
+        if _madvise(at, min(POPULATE_STEP, end - at), _MADV_POPULATE_WRITE) != 0:
+            return False
+    return True
+
+
+#: bytes populated per madvise call (`_populate`): two huge pages
+POPULATE_STEP = 2 * HUGE_PAGE
+
+
+def _fault_in(array: Any) -> None:
+    """Write a zero into every page of a host scratch array (no-op for device arrays): the pages
+    are mapped now, not by the first kernel that writes them.  A large one is first advised to
+    take transparent huge pages (`advise_huge_pages`)."""
+    if isinstance(array, np.ndarray) and array.flags.c_contiguous and array.size:
+        advise_huge_pages(array)
+        array.reshape(-1)[::_WORDS_PER_PAGE] = 0

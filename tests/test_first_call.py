@@ -20,7 +20,7 @@ import pytest
 from test_first_run import fresh, keyswitch_like
 
 import ren
-from ren import plan_cache, replay
+from ren import plan_cache, replay, runtime
 from ren import settings as ren_settings
 from ren.backend import elementwise_c, get_device, malloc, render_c
 from ren.kernel import LIGHT_KINDS
@@ -162,8 +162,8 @@ def test_a_large_scratch_array_is_advised_huge_pages_and_keeps_its_words():
     assert malloc.advise_huge_pages(a)
     assert np.array_equal(a, np.arange(words, dtype=np.uint32))  # advice changes no word
     b = np.full(words, 7, dtype=np.uint32)
-    replay._fault_in(b)  # advised, then one word per page
-    assert (b == 0).sum() == -(-words // replay._WORDS_PER_PAGE)
+    runtime._fault_in(b)  # advised, then one word per page
+    assert (b == 0).sum() == -(-words // runtime._WORDS_PER_PAGE)
 
 
 # -- a hit renders no C: the entry carries its elementwise kernels' rendered programs ----------
@@ -299,19 +299,19 @@ def test_a_schedule_that_fails_to_lower_is_not_stored(monkeypatch):
 
 # -- the first run's scratch is faulted in on a thread of its own, while the lowering goes on ----
 def test_scratch_is_faulted_in_on_its_own_thread_before_the_first_chunk(monkeypatch, pipelined):
-    monkeypatch.setattr(replay, "_populate", lambda array: False)  # (zeros written: a wait)
+    monkeypatch.setattr(runtime, "_populate", lambda array: False)  # (zeros written: a wait)
     a, b = fresh(41, "cpu"), fresh(42, "cpu")
     eager = _words(keyswitch_like(a, b))
     monkeypatch.setattr(plan_cache, "enabled", lambda: False)  # (scheduled, then run)
     events: list[tuple[str, str]] = []
-    fault = replay._fault_in
+    fault = runtime._fault_in
 
     def recorded(array):
         time.sleep(0.05)  # (slow pages: a first chunk that did not wait would run meanwhile)
         events.append(("fault", threading.current_thread().name))
         fault(array)
 
-    monkeypatch.setattr(replay, "_fault_in", recorded)
+    monkeypatch.setattr(runtime, "_fault_in", recorded)
     dev = get_device("cpu")
     make = dev.graph
 
@@ -337,45 +337,45 @@ def test_scratch_is_faulted_in_on_its_own_thread_before_the_first_chunk(monkeypa
 
 
 def test_a_failing_fault_in_fails_the_first_call(monkeypatch, pipelined):
-    monkeypatch.setattr(replay, "_populate", lambda array: False)
+    monkeypatch.setattr(runtime, "_populate", lambda array: False)
     a, b = fresh(45, "cpu"), fresh(46, "cpu")
     monkeypatch.setattr(plan_cache, "enabled", lambda: False)
 
     def no_memory(array):
         raise MemoryError("no pages today")
 
-    monkeypatch.setattr(replay, "_fault_in", no_memory)
+    monkeypatch.setattr(runtime, "_fault_in", no_memory)
     with pytest.raises(MemoryError, match="no pages today"):
         ren.jit(keyswitch_like)(a, b)
 
 
 @pytest.mark.parametrize("background", [True, False])
 def test_fault_in_background_waits_for_every_array(monkeypatch, background):
-    monkeypatch.setattr(replay, "FAULT_IN_BACKGROUND", background)
-    monkeypatch.setattr(replay, "_populate", lambda array: False)
-    arrays = [np.full(3 * replay._WORDS_PER_PAGE + 5, 9, dtype=np.uint32) for _ in range(3)]
+    monkeypatch.setattr(runtime, "FAULT_IN_BACKGROUND", background)
+    monkeypatch.setattr(runtime, "_populate", lambda array: False)
+    arrays = [np.full(3 * runtime._WORDS_PER_PAGE + 5, 9, dtype=np.uint32) for _ in range(3)]
     threads: set[str] = set()
-    fault = replay._fault_in
+    fault = runtime._fault_in
 
     def recorded(array):
         threads.add(threading.current_thread().name)
         fault(array)
 
-    monkeypatch.setattr(replay, "_fault_in", recorded)
-    replay.fault_in_background(arrays)()
+    monkeypatch.setattr(runtime, "_fault_in", recorded)
+    runtime.fault_in_background(arrays)()
     assert all((x == 0).sum() == 4 for x in arrays)  # one word per page, in every array
     assert threads == ({"ren-fault-in"} if background else {threading.main_thread().name})
 
 
 def _can_populate() -> bool:
-    return replay._populate(np.zeros(8, dtype=np.uint32))
+    return runtime._populate(np.zeros(8, dtype=np.uint32))
 
 
 @pytest.mark.skipif(not _can_populate(), reason="no MADV_POPULATE_WRITE (Linux 5.14+)")
 def test_populating_pages_changes_no_word():
-    words = 5 * replay._WORDS_PER_PAGE + 3
+    words = 5 * runtime._WORDS_PER_PAGE + 3
     a = np.arange(words, dtype=np.uint32)[1:]  # (not page aligned)
-    assert replay._populate(a)
+    assert runtime._populate(a)
     assert np.array_equal(a, np.arange(1, words, dtype=np.uint32))
 
 
@@ -388,7 +388,7 @@ def test_populated_scratch_lets_the_first_run_start_at_once(monkeypatch, pipelin
     eager = _words(keyswitch_like(a, b))
     populated: list[str] = []
     release = threading.Event()
-    populate = replay._populate
+    populate = runtime._populate
 
     def slow(array):
         if threading.current_thread().name == "ren-fault-in":
@@ -396,8 +396,8 @@ def test_populated_scratch_lets_the_first_run_start_at_once(monkeypatch, pipelin
             populated.append(threading.current_thread().name)
         return populate(array)
 
-    monkeypatch.setattr(replay, "_populate", slow)
-    monkeypatch.setattr(replay, "_fault_in", lambda array: pytest.fail("a word was written"))
+    monkeypatch.setattr(runtime, "_populate", slow)
+    monkeypatch.setattr(runtime, "_fault_in", lambda array: pytest.fail("a word was written"))
     fn = ren.jit(keyswitch_like)
     try:
         got = _words(fn(a, b))  # (a waiting first run would wait for the release: 10 s)
@@ -412,7 +412,7 @@ def test_populated_scratch_lets_the_first_run_start_at_once(monkeypatch, pipelin
 def test_a_fresh_schedule_is_stored_while_its_first_run_still_runs(monkeypatch, pipelined):
     """The entry is written once the last chunk is lowered, before the worker has run it (off
     the first call's path); it loads in a new capture and gives the same words."""
-    monkeypatch.setattr(replay, "_populate", lambda array: False)
+    monkeypatch.setattr(runtime, "_populate", lambda array: False)
     a, b = fresh(51, "cpu"), fresh(52, "cpu")
     eager = _words(keyswitch_like(a, b))
     events: list[str] = []
@@ -451,20 +451,20 @@ def test_a_fresh_schedule_is_stored_while_its_first_run_still_runs(monkeypatch, 
 def test_pages_are_populated_a_step_at_a_time(monkeypatch):
     # one madvise call holds the memory map throughout (the lowering's allocations wait): the
     # range goes in steps that cover it exactly, in order
-    monkeypatch.setattr(replay, "POPULATE_STEP", 2 * replay._PAGE)
-    real = replay._madvise
+    monkeypatch.setattr(runtime, "POPULATE_STEP", 2 * runtime._PAGE)
+    real = runtime._madvise
     calls: list[tuple[int, int]] = []
 
     def recorded(at, size, advice):
         calls.append((at, size))
         return real(at, size, advice)
 
-    monkeypatch.setattr(replay, "_madvise", recorded)
-    a = np.arange(5 * replay._WORDS_PER_PAGE, dtype=np.uint32)
-    assert replay._populate(a)
-    start = a.ctypes.data // replay._PAGE * replay._PAGE
-    end = -(-(a.ctypes.data + a.nbytes) // replay._PAGE) * replay._PAGE
-    assert calls[0][0] == start and all(size <= 2 * replay._PAGE for _, size in calls)
+    monkeypatch.setattr(runtime, "_madvise", recorded)
+    a = np.arange(5 * runtime._WORDS_PER_PAGE, dtype=np.uint32)
+    assert runtime._populate(a)
+    start = a.ctypes.data // runtime._PAGE * runtime._PAGE
+    end = -(-(a.ctypes.data + a.nbytes) // runtime._PAGE) * runtime._PAGE
+    assert calls[0][0] == start and all(size <= 2 * runtime._PAGE for _, size in calls)
     assert all(at + size == nxt for (at, size), (nxt, _) in itertools.pairwise(calls))
     assert calls[-1][0] + calls[-1][1] == end and len(calls) >= 3
-    assert np.array_equal(a, np.arange(5 * replay._WORDS_PER_PAGE, dtype=np.uint32))
+    assert np.array_equal(a, np.arange(5 * runtime._WORDS_PER_PAGE, dtype=np.uint32))

@@ -197,7 +197,8 @@ def _linearize_knobs() -> tuple:
     from ren.passes import elision  # pass 4's fused roundings (NTT terms gathered: time/memory)
 
     return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES,
-            elision.LOOK_THROUGH, elision.SPLIT_DEPTH, elision.MAX_TERMS)
+            elision.LOOK_THROUGH, elision.SPLIT_DEPTH, elision.MAX_TERMS, elision.ZERO_ROWS,
+            elision.RESCALE_KERNEL_FROM)
 
 
 def entry_key(key: tuple) -> str | None:

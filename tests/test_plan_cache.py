@@ -149,6 +149,21 @@ def test_the_linearize_constants_are_part_of_the_key(monkeypatch, knob, value):
     assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
 
 
+@pytest.mark.parametrize("knob, value", [("LOOK_THROUGH", False), ("SPLIT_DEPTH", 3),
+                                         ("MAX_TERMS", 1), ("ZERO_ROWS", "broadcast"),
+                                         ("RESCALE_KERNEL_FROM", 2)])
+def test_the_elision_knobs_are_part_of_the_key(monkeypatch, knob, value):
+    """A plan whose roundings pass 4 fused under other `ren.passes.elision` knobs never loads."""
+    from ren.passes import elision
+
+    c, x = poly(42), poly(43)
+    ren.jit(program(c))(x)
+    monkeypatch.setattr(elision, knob, value)
+    f = ren.jit(program(c))
+    assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+
+
 @pytest.mark.parametrize("spec", ["default,-simplify_domains",
                                   "default,+pipeline_user_passes:canonical_mul@after=simplify"])
 def test_the_pipeline_is_part_of_the_key(spec):

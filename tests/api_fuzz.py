@@ -645,6 +645,8 @@ BASELINES: dict[str, Callable[[Fixtures], Call]] = {
         ct=f.ct.as_rlwe(), scale=f.ct.scale)),
     "ren.ckks.Plaintext.keep_values": lambda f: Call(  # a fresh plaintext: the call keeps them
         f.enc.encode([0.5, 0.25]).keep_values, dict(values=np.array([0.5, 0.25], complex))),
+    "ren.ckks.Plaintext.keep_coefficient_form": lambda f: (lambda pt: Call(  # a fresh one
+        pt.keep_coefficient_form, dict(coeffs=pt.poly.intt())))(f.enc.encode([0.5, 0.25])),
     "ren.ckks.Plaintext": lambda f: Call(type(f.pt), dict(
         poly=f.pt.poly, scale=f.pt.scale, level=f.pt.level, params=f.params)),
     "ren.ckks.SecretKey": lambda f: Call(type(f.sk), dict(poly=f.sk.poly, params=f.params)),

@@ -132,7 +132,7 @@ void ren_cpu_bconv(void** a) {
    Montgomery products per word of every kept row.  Both are the residues of floor(z / P), so
    the words are the same.  Blocks of RESCALE_BLOCK coefficients keep a block's digits (on the
    stack) in cache while every kept row reads them. */
-#define RESCALE_BLOCK 256
+#define RESCALE_BLOCK 1024
 #define RESCALE_FOLD 3  /* up to this many dropped moduli, each kept word takes one reduction */
 /* block b of the rescale (RESCALE_BLOCK coefficients of every kept row) */
 static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, const i64 LS,

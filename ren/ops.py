@@ -309,6 +309,8 @@ class GroupOp:
 
     #: index-language ops (dtype INDEX; CMPEQ's value is 0 or 1)
     INDEX = ops_where(lambda i: i.dtype is DType.INDEX)
+    #: the leaves of the index language: the coefficient/limb index and integer constants
+    INDEX_LEAF = ops_where(lambda i: i.family is Family.INDEX and i.arity == 0)
     #: binary index arithmetic (folded on constant operands by pass 11)
     INDEX_ARITH = ops_where(lambda i: i.family is Family.INDEX and i.arity == 2)
     #: index ops that make an index expression non-affine in the coefficient index
@@ -317,6 +319,9 @@ class GroupOp:
     ACCESS = ops_where(lambda i: i.family is Family.ACCESS)
     #: the lowered residue ops and their MODULUS operand
     RESIDUE = ops_where(lambda i: i.family is Family.RESIDUE)
+    #: word values read from a per-limb table by their index source (a limb's modulus, a
+    #: lowered constant); a kernel may take them at run time (`elementwise_c`'s row tables)
+    LIMB_VALUE = frozenset({Op.MODULUS, Op.VCONST})
     #: residue arithmetic (the lowered form of ADD SUB NEG MUL; last operand: the MODULUS)
     MOD_ARITH = frozenset(LOWERED_ALU.values())
     #: ops `ren.alu` evaluates (besides the leaves GIDX and ICONST)

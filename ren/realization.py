@@ -300,8 +300,9 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
                 drawn_at[i] = draw([leaves[i]])[0]
 
         for f in [_sampling_pool().submit(drain) for _ in range(width)]:
-            f.result()
-        drawn = drawn_at
+            f.result()  # re-raises a sampler's error
+        drawn = [d for d in drawn_at if d is not None]
+        assert len(drawn) == len(leaves)  # every leaf was taken by some pool thread
     else:
         drawn = draw(leaves)
     out: dict[Node, Node] = {}

@@ -194,9 +194,9 @@ class _Elementwise:
         out: dict[Node, bool] = {}
         for n in order:
             if n.dtype is DType.INDEX:
-                out[n] = bool(row_only.get(n)) and n.op not in (Op.GIDX, Op.ICONST)
+                out[n] = bool(row_only.get(n)) and n.op not in GroupOp.INDEX_LEAF
             else:
-                out[n] = n.op in (Op.MODULUS, Op.VCONST) and bool(row_only.get(n.src[0]))
+                out[n] = n.op in GroupOp.LIMB_VALUE and bool(row_only.get(n.src[0]))
         return out
 
     def _row_values(self, n: Node) -> np.ndarray:

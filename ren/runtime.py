@@ -26,8 +26,6 @@ is per thread: it sees the units run by the thread that opened it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -38,7 +36,7 @@ import numpy as np
 
 from ren import settings
 from ren.backend import KernelFn, copy_fn, get_device
-from ren.backend.malloc import HUGE_PAGE, advise_huge_pages
+from ren.backend.malloc import advise_huge_pages, populate_pages
 from ren.device import Buffer
 from ren.errors import RealizeError
 from ren.kernel import COMPUTE, COPY, LIGHT_KINDS, VIEW, ScheduledKernel
@@ -214,39 +212,9 @@ def fault_in_background(arrays: Sequence[Any]) -> Callable[[], None]:
     return wait
 
 
-#: Linux's MADV_POPULATE_WRITE (5.14): fault pages in writable, as a write would, writing nothing
-_MADV_POPULATE_WRITE = 23
-_PAGE = 4096
-_madvise: Any = None  # libc's madvise, looked up once (False where there is none)
-
-
 def _populate(array: np.ndarray) -> bool:
-    """Fault in every page that holds a word of host array `array`, changing no word (madvise
-    MADV_POPULATE_WRITE); False where the kernel cannot (then nothing is done)."""
-    global _madvise
-    if _madvise is None:
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).madvise
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            fn.restype = ctypes.c_int
-            _madvise = fn
-        except (OSError, AttributeError):
-            _madvise = False
-    if not _madvise or not sys.platform.startswith("linux") or not array.nbytes:
-        return False
-    addr = array.ctypes.data
-    start, end = addr // _PAGE * _PAGE, -(-(addr + array.nbytes) // _PAGE) * _PAGE
-    # a step at a time: each call holds the process's memory map (read) throughout, and every
-    # other thread's mmap/brk waits for it (the lowering's allocations, a thread's stack: one
-    # call over a 217 MiB arena held the lowering thread 0.5 s)
-    for at in range(start, end, POPULATE_STEP):
-        if _madvise(at, min(POPULATE_STEP, end - at), _MADV_POPULATE_WRITE) != 0:
-            return False
-    return True
-
-
-#: bytes populated per madvise call (`_populate`): two huge pages
-POPULATE_STEP = 2 * HUGE_PAGE
+    """`ren.backend.malloc.populate_pages` (a name of its own here: the tests replace it)."""
+    return populate_pages(array)
 
 
 def _fault_in(array: Any) -> None:

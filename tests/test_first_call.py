@@ -451,20 +451,20 @@ def test_a_fresh_schedule_is_stored_while_its_first_run_still_runs(monkeypatch, 
 def test_pages_are_populated_a_step_at_a_time(monkeypatch):
     # one madvise call holds the memory map throughout (the lowering's allocations wait): the
     # range goes in steps that cover it exactly, in order
-    monkeypatch.setattr(runtime, "POPULATE_STEP", 2 * runtime._PAGE)
-    real = runtime._madvise
+    monkeypatch.setattr(malloc, "POPULATE_STEP", 2 * malloc._PAGE)
+    real = malloc._libc_madvise()
     calls: list[tuple[int, int]] = []
 
     def recorded(at, size, advice):
         calls.append((at, size))
         return real(at, size, advice)
 
-    monkeypatch.setattr(runtime, "_madvise", recorded)
+    monkeypatch.setattr(malloc, "_madvise", recorded)
     a = np.arange(5 * runtime._WORDS_PER_PAGE, dtype=np.uint32)
     assert runtime._populate(a)
-    start = a.ctypes.data // runtime._PAGE * runtime._PAGE
-    end = -(-(a.ctypes.data + a.nbytes) // runtime._PAGE) * runtime._PAGE
-    assert calls[0][0] == start and all(size <= 2 * runtime._PAGE for _, size in calls)
+    start = a.ctypes.data // malloc._PAGE * malloc._PAGE
+    end = -(-(a.ctypes.data + a.nbytes) // malloc._PAGE) * malloc._PAGE
+    assert calls[0][0] == start and all(size <= 2 * malloc._PAGE for _, size in calls)
     assert all(at + size == nxt for (at, size), (nxt, _) in itertools.pairwise(calls))
     assert calls[-1][0] + calls[-1][1] == end and len(calls) >= 3
     assert np.array_equal(a, np.arange(5 * runtime._WORDS_PER_PAGE, dtype=np.uint32))

@@ -4,17 +4,10 @@ TenSEAL is installed, Ren's BGV; the report's tables come out of the results."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from bench_helpers import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_bfv.py"
-_spec = importlib.util.spec_from_file_location("bench_bfv", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_bfv"] = bench  # dataclasses look their module up by name
-_spec.loader.exec_module(bench)
+bench = load_benchmark("bench_bfv")
 
 CFG = bench.Config(preset=None, reps=1, keygen_reps=1, chain=2, insecure=True)
 

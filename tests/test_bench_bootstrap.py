@@ -5,17 +5,10 @@ a Bootstrapper and keys of the small presets (and, dry, at N = 2^16)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from bench_helpers import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_bootstrap.py"
-_spec = importlib.util.spec_from_file_location("bench_bootstrap", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_bootstrap"] = bench
-_spec.loader.exec_module(bench)
+bench = load_benchmark("bench_bootstrap")
 
 REN = {"library": "ren", "params": "CKKSParams(N=65536, ...)", "slots": 32768, "bits_min": 21.6,
        "bits_max": 21.7, "levels_left": 9, "levels_used": 16, "depth": 25,

@@ -8,20 +8,14 @@ hand-made results.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_helpers import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ckks.py"
-_spec = importlib.util.spec_from_file_location("bench_ckks", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_ckks"] = bench  # dataclasses look their module up by name
-_spec.loader.exec_module(bench)
+bench = load_benchmark("bench_ckks")
 
 # DESILO's smallest engine (max_level=1) is N = 2^13; SEAL runs the same parameters, securely.
 PEER_CFG = bench.Config(n=1 << 13, depth=1, reps=1, keygen_reps=1)

@@ -6,23 +6,15 @@ of the time, and its own CPU is about the rest."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from bench_helpers import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ckks.py"
-if "bench_ckks" in sys.modules:
-    bench = sys.modules["bench_ckks"]
-else:
-    _spec = importlib.util.spec_from_file_location("bench_ckks", _PATH)
-    bench = importlib.util.module_from_spec(_spec)
-    sys.modules["bench_ckks"] = bench  # dataclasses look their module up by name
-    _spec.loader.exec_module(bench)
+bench = load_benchmark("bench_ckks")
 
 _SCHED = pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat")
                             or not hasattr(os, "sched_setaffinity"),

@@ -3,17 +3,10 @@ and agree."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from bench_helpers import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ntt.py"
-_spec = importlib.util.spec_from_file_location("bench_ntt", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_ntt"] = bench
-_spec.loader.exec_module(bench)
+bench = load_benchmark("bench_ntt")
 
 
 def test_tiny_numpy_and_compiled(capsys) -> None:

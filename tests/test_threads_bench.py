@@ -4,26 +4,17 @@ Checked with a known split (a helper thread spinning beside the caller) and on t
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import statistics
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from bench_helpers import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ckks.py"
-if "bench_ckks" in sys.modules:
-    bench = sys.modules["bench_ckks"]
-else:
-    _spec = importlib.util.spec_from_file_location("bench_ckks", _PATH)
-    bench = importlib.util.module_from_spec(_spec)
-    sys.modules["bench_ckks"] = bench  # dataclasses look their module up by name
-    _spec.loader.exec_module(bench)
+bench = load_benchmark("bench_ckks")
 
 _PROC = pytest.mark.skipif(not os.path.exists("/proc/self/task"),
                            reason="per-thread CPU needs Linux's /proc")

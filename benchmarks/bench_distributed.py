@@ -436,8 +436,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--shm", choices=("off", "auto", "on"), default=None,
                     help="the data path (sets REN_DISTRIBUTED_SHM; ren.distributed.shm): auto "
-                         "(the default: same-host shared-memory files where every worker sees them), "
-                         "on (files required) or off (frames in Dask's messages)")
+                         "(the default: same-host shared-memory files where every worker sees "
+                         "them), on (files required) or off (frames in Dask's messages)")
     ap.add_argument("--local-repeat", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=1,
                     help="jobs per worker count, the counts taking turns; the speedup is the "

@@ -102,6 +102,7 @@ from ren.ckks.circuits import Bootstrapper, bootstrap_params_n16, bootstrap_para
 from ren.ckks.serialize import serialized_size
 from ren.distributed import local_client, shm, submit
 from ren.distributed.batch import size
+from ren.distributed.cluster import dask_distributed
 from ren.distributed.frames import CHECKSUM
 from ren.distributed.wire import Codec
 
@@ -342,6 +343,19 @@ def memory_needed(params: CKKSParams, processes: int, lean: bool = False
     return one * processes, avail
 
 
+def task_placement(records: list[dict[str, Any]]) -> str:
+    """Per worker, the Ren tasks a Dask task stream saw run there and their compute seconds
+    (a batch's tasks should share the workers out evenly)."""
+    busy: dict[str, list[float]] = {}
+    for r in records:
+        if "ren-map" in str(r.get("key", "")):
+            secs = sum(s["stop"] - s["start"] for s in r.get("startstops", ())
+                       if s.get("action") == "compute")
+            busy.setdefault(str(r.get("worker", "?")), []).append(secs)
+    return "; ".join(f"{addr.rsplit(':', 1)[-1]}: {len(t)} task(s), {sum(t):.1f} s computing"
+                     for addr, t in sorted(busy.items())) or "none seen"
+
+
 def bootstrap_main(args: argparse.Namespace) -> None:
     """`--bootstrap` (module doc): a batch of bootstrappings on 1 and 2 local workers."""
     t0 = time.perf_counter()
@@ -405,10 +419,12 @@ def bootstrap_main(args: argparse.Namespace) -> None:
             warm.result()
             warm_s = time.perf_counter() - t0
             t0, cpu0 = time.perf_counter(), time.process_time()
-            job = submit(bootstrap, batch, keys=keys, client=client)
-            outs = job.result()
+            with dask_distributed().get_task_stream(client) as stream:
+                job = submit(bootstrap, batch, keys=keys, client=client)
+                outs = job.result()
             wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
         walls[w] = wall
+        print(f"{w} worker(s), where the timed job's tasks ran: {task_placement(stream.data)}")
         run = statistics.median(t["run"] for t in job.timings)
         errs = [np.max(np.abs(enc.decode(decryptor.decrypt(o)).real - xs[i % len(xs)]))
                 for i, o in enumerate(outs)]

@@ -734,6 +734,11 @@ def test_the_benchmark_bootstraps_a_batch_on_one_and_two_workers(capsys, monkeyp
     assert sent["2"] == pytest.approx(2 * sent["1"], abs=0.02)  # once per worker
     assert all(float(bits) > 20 and int(level) > 0 for *_, bits, level in jobs)
     assert re.search(r"^bootstrapping throughput 2 workers / 1: [\d.]+x$", out, re.M)
+    for w in ("1", "2"):  # where the timed job's tasks ran: every task seen, on w workers
+        line = re.search(rf"^{w} worker\(s\), where the timed job's tasks ran: (.*)$", out, re.M)
+        assert line, out
+        counts = [int(c) for c in re.findall(r": (\d+) task\(s\)", line.group(1))]
+        assert sum(counts) == 2 and 1 <= len(counts) <= int(w), line.group(0)
 
 
 def test_the_n16_bootstrap_benchmark_refuses_what_memory_cannot_hold(monkeypatch) -> None:

@@ -43,7 +43,6 @@ from ren.kernel import LIGHT_KINDS, VIEW, ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node
 from ren.ops import DType, Op
-from ren.runtime import _WORDS_PER_PAGE as _WORDS_PER_PAGE  # (re-exported: moved there)
 from ren.runtime import (
     ExecUnit,
     _check_view,
@@ -52,7 +51,6 @@ from ren.runtime import (
     note_units,
     run_exec_units,
 )
-from ren.runtime import _fault_in as _fault_in  # (re-exported: moved there)
 
 PARAM, CONST, ARENA, TEMP, OUTPUT = "param", "const", "arena", "temp", "output"  # and VIEW
 

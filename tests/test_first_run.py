@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ren
-from ren import replay
+from ren import replay, runtime
 from ren.backend import Device, get_device
 from ren.errors import RealizeError
 from ren.ring import Domain
@@ -168,11 +168,11 @@ def test_a_lowering_that_fails_fails_the_call_and_stops_the_worker(monkeypatch, 
 
 
 def test_fault_in_writes_one_word_per_page_of_host_arrays_only():
-    a = np.full(3 * replay._WORDS_PER_PAGE + 5, 7, dtype=np.uint32)
-    replay._fault_in(a)
+    a = np.full(3 * runtime._WORDS_PER_PAGE + 5, 7, dtype=np.uint32)
+    runtime._fault_in(a)
     assert np.flatnonzero(a == 0).tolist() == [0, 1024, 2048, 3072]
     assert (a != 0).sum() == a.size - 4
     odd = np.full((4, 6), 7, dtype=np.uint32)[:, ::2]  # not contiguous: left alone
-    replay._fault_in(odd)
+    runtime._fault_in(odd)
     assert (odd == 7).all()
-    replay._fault_in([1, 2, 3])  # not a host array: nothing to do
+    runtime._fault_in([1, 2, 3])  # not a host array: nothing to do

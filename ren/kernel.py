@@ -33,7 +33,7 @@ strides; slot 0 is the output.  Kernel kinds:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -85,7 +85,11 @@ class RingCall:
     ``n`` is the ring degree N; ``src`` the moduli of the input limbs (empty for to_rns and
     random); ``dst`` the moduli of the output limbs; ``words`` the u32 words per packed input
     coefficient (to_rns); ``dropped`` the trailing source moduli divided out (rescale: dst is
-    src without them); ``random`` what to sample (random)."""
+    src without them); ``random`` what to sample (random); ``zero_rows`` (rescale) how many of
+    the first source limbs are 0 and not passed: slot 1 holds the other len(src) - zero_rows
+    limbs (a key switch's mod-down by P reads RESCALE(CONCAT(0 over Q, y)): y's K rows only,
+    not L + K).  A backend that cannot take the rows of 0 as 0 runs `full()` on the input
+    `full_input` makes."""
 
     kind: RingKernel
     n: int
@@ -94,6 +98,7 @@ class RingCall:
     words: int = 0
     dropped: tuple[int, ...] = ()
     random: RandomSpec | None = None
+    zero_rows: int = 0
 
     def input_shape(self) -> tuple[int, int] | None:
         """The shape slot 1 must have (None: the call has no input)."""
@@ -101,7 +106,20 @@ class RingCall:
             return None
         if self.kind is RingKernel.TO_RNS:
             return (self.n, self.words)
-        return (len(self.src), self.n)
+        return (len(self.src) - self.zero_rows, self.n)
+
+    def full(self) -> RingCall:
+        """The same call on the whole input (the rows of 0 passed as rows: `full_input`)."""
+        return replace(self, zero_rows=0) if self.zero_rows else self
+
+    def full_input(self, rows: np.ndarray) -> np.ndarray:
+        """The whole input of `full()` from the input of this call: `zero_rows` rows of 0 above
+        `rows` (NumPy arrays; `rows` itself when there are none)."""
+        if not self.zero_rows:
+            return rows
+        out = np.zeros((len(self.src), self.n), rows.dtype)
+        out[self.zero_rows:] = rows
+        return out
 
     def tables(self, twiddles: bool = True) -> dict[str, np.ndarray]:
         """The call's constants as named NumPy arrays (`ren.ring.kernel_tables`; without the
@@ -128,14 +146,24 @@ class RingCall:
             raise ValueError(f"a {self.kind.value} call samples nothing (RingCall.random is None)")
         return self.random
 
-    def check_rescale(self, who: str) -> None:
+    def check_rescale(self, who: str, takes_zero_rows: bool = False) -> None:
         """RealizeError unless this rescale call divides out `dropped`, one or more trailing
-        moduli of `src`, leaving `dst` (the rule every backend relies on); `who` names the
+        moduli of `src`, leaving `dst` (the rule every backend relies on), and its rows of 0
+        (`zero_rows`) are kept limbs.  A backend that does not pass `takes_zero_rows` (it reads
+        every source limb from slot 1) gets RealizeError for a call with rows of 0: it must run
+        `full()` on `full_input(rows)`, never the call on a short input.  `who` names the
         backend in the message."""
         LS, K = len(self.src), len(self.dropped)
         if K < 1 or self.src[LS - K :] != self.dropped or self.dst != self.src[: LS - K]:
             raise RealizeError(f"{who}: rescale drops {self.dropped}, which are not the "
                                f"trailing moduli of {self.src} leaving {self.dst}")
+        if not 0 <= self.zero_rows <= LS - K:
+            raise RealizeError(f"{who}: a rescale of {LS} limbs dropping {K} takes "
+                               f"{self.zero_rows} rows of 0; only 0 to {LS - K} (kept) limbs "
+                               "may be 0")
+        if self.zero_rows and not takes_zero_rows:
+            raise RealizeError(f"{who}: this rescale takes {self.zero_rows} rows of 0 that its "
+                               "input does not hold; run call.full() on call.full_input(rows)")
 
 
 @lru_cache(maxsize=256)

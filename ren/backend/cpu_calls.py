@@ -120,9 +120,10 @@ def library_call(call: RingCall, lib: ctypes.CDLL) -> CpuCall | None:
                  t["qhat_inv"], t["q"], t["qneg"], t["bconv"], t["copy_from"]]
         return CpuCall("basis_convert", address(lib, "ren_cpu_bconv"), 2, extra, lib)
     if kind is RingKernel.RESCALE:
-        call.check_rescale("cpu backend")
+        call.check_rescale("cpu backend", takes_zero_rows=True)
         LS, K = len(call.src), len(call.dropped)
-        extra = [sizes(N, LS, K), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
+        # the kernel reads rows zero_rows.. of the source from slot 1 and takes the others as 0
+        extra = [sizes(N, LS, K, call.zero_rows), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
                  t["p_inv"], t["lift"], t["p_all_inv"]]
         return CpuCall("rescale", address(lib, "ren_cpu_rescale"), 2, extra, lib)
     if kind is RingKernel.TO_RNS:  # cpu_ring_to_rns.c

@@ -123,7 +123,7 @@ void ren_cpu_bconv(void** a) {
 }
 
 /* ---- exact divide-and-round by the K trailing moduli (ren.ring.divide_round_mont) ----------
-   a: out, in, sizes {N, L_src, K}, src_q, src_qneg, src_r2, half, p_inv (K x L_src), lift
+   a: out, in, sizes {N, L_src, K, Z}, src_q, src_qneg, src_r2, half, p_inv (K x L_src), lift
    (K x L_src), p_all_inv (L_src).  With z = x + floor(P/2), P = p_1...p_K the dropped moduli:
    the mixed-radix digits d_s of [z]_P (the last modulus first) run on the K dropped rows only
    (K(K-1)/2 products), and every kept row takes out_i = (z_i - sum_s d_s W_s) * P^-1 mod q_i,
@@ -131,12 +131,15 @@ void ren_cpu_bconv(void** a) {
    the shape of the basis conversion, where dividing by one modulus at a time cost 2 K
    Montgomery products per word of every kept row.  Both are the residues of floor(z / P), so
    the words are the same.  Blocks of RESCALE_BLOCK coefficients keep a block's digits (on the
-   stack) in cache while every kept row reads them. */
+   stack) in cache while every kept row reads them.  The first Z source rows (kept rows, Z <= L_src
+   - K) are 0 and not in `in`, which holds rows Z..L_src-1 (a key switch's mod-down reads only
+   its K dropped rows: RingCall.zero_rows): a row of 0 reads a block of zeros that stays in L1. */
 #define RESCALE_BLOCK 1024
 #define RESCALE_FOLD 3  /* up to this many dropped moduli, each kept word takes one reduction */
+static const u32 rescale_zeros[RESCALE_BLOCK];  /* the words of a row of 0 (Z above) */
 /* block b of the rescale (RESCALE_BLOCK coefficients of every kept row) */
 static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, const i64 LS,
-                          const i64 K, const u32* q, const u32* qn, const u32* r2,
+                          const i64 K, const i64 Z, const u32* q, const u32* qn, const u32* r2,
                           const u32* half, const u32* pinv, const u32* lift,
                           const u32* pall, const u32 maxp) {
   const i64 LK = LS - K;
@@ -145,7 +148,7 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
   u32 d[K * RESCALE_BLOCK];  /* row s: the digit of the s-th dropped modulus, standard form */
   for (i64 j = LK; j < LS; ++j) {  /* z = x + floor(P/2) on the dropped rows */
     const u32 qj = q[j], h = half[j];
-    const u32* restrict x = in + j * n + c0;
+    const u32* restrict x = in + (j - Z) * n + c0;
     u32* restrict zj = d + (LS - 1 - j) * RESCALE_BLOCK;
     for (i64 c = 0; c < m; ++c) zj[c] = modadd(x[c], h, qj);
   }
@@ -172,7 +175,7 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
     /* terms whose 64-bit sum cannot wrap (the basis conversion's rule; at least one) */
     i64 kk = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxp * qi));
     if (kk < 1) kk = 1;
-    const u32* restrict x = in + i * n + c0;
+    const u32* restrict x = i < Z ? rescale_zeros : in + (i - Z) * n + c0;
     u32* restrict o = out + i * n + c0;
     if (K <= RESCALE_FOLD &&  /* K + 1 products below max(p, q_i) q_i each fit 64 bits */
         (u64)(K + 1) <= 0xFFFFFFFFFFFFFFFFull / ((u64)(maxp > qi ? maxp : qi) * qi)) {
@@ -231,17 +234,17 @@ void ren_cpu_rescale(void** a) {
   const u32 *q = (const u32*)a[3], *qn = (const u32*)a[4], *r2 = (const u32*)a[5];
   const u32 *half = (const u32*)a[6], *pinv = (const u32*)a[7], *lift = (const u32*)a[8];
   const u32* pall = (const u32*)a[9];
-  const i64 n = sz[0], LS = sz[1], K = sz[2], LK = LS - K;
+  const i64 n = sz[0], LS = sz[1], K = sz[2], Z = sz[3], LK = LS - K;
   const i64 blocks = (n + RESCALE_BLOCK - 1) / RESCALE_BLOCK;
   u32 maxp = 1;
   for (i64 j = LK; j < LS; ++j) maxp = q[j] > maxp ? q[j] : maxp;
   if (REN_IN_TEAM()) {
     REN_OMP(for schedule(dynamic, 1) nowait)
     for (i64 b = 0; b < blocks; ++b)
-      rescale_block(b, out, in, n, LS, K, q, qn, r2, half, pinv, lift, pall, maxp);
+      rescale_block(b, out, in, n, LS, K, Z, q, qn, r2, half, pinv, lift, pall, maxp);
     return;
   }
   REN_PARALLEL_FOR(blocks > 1 ? LS * n * K : 0)
   for (i64 b = 0; b < blocks; ++b)
-    rescale_block(b, out, in, n, LS, K, q, qn, r2, half, pinv, lift, pall, maxp);
+    rescale_block(b, out, in, n, LS, K, Z, q, qn, r2, half, pinv, lift, pall, maxp);
 }

@@ -14,6 +14,9 @@ Marks:
                  ladder y = y + rot(y) would double the work and the code with every step
   sharing        an elementwise value needed by two or more different kernels (so a shared
                  subexpression is computed once)
+A RESCALE of CONCAT(0, y) (a key switch's mod-down by P: L rows of the constant 0, then y's K
+rows) marks y, not the CONCAT: its kernel reads y's K rows and takes the other L as 0 (pass 12:
+`RingCall.zero_rows`), where the CONCAT's kernel wrote L + K rows and the RESCALE read them all.
 A source that is a TO_RING onto a contiguous run of moduli is not copied: its own source is
 materialized instead, and pass 10 turns the TO_RING into a BUFFER_VIEW.  Likewise a CONCAT of
 buffers and views of them (pass 4's mod-up), and a TO_RING selecting scattered rows of a buffer
@@ -21,7 +24,8 @@ buffers and views of them (pass 4's mod-up), and a TO_RING selecting scattered r
 kernels read them: each reads its rows in place (pass 11 indexes a scattered selection through
 a limb table).  A copy of key rows per level lived in the arena until that level's last key
 switch, which made up most of a bootstrapping's arena between its two EvalMods.
-After: every ring-kernel op and COPY reads storage, a BUFFERIZE, or a view-able TO_RING of one;
+After: every ring-kernel op and COPY reads storage, a BUFFERIZE, or a view-able TO_RING of one
+(a RESCALE may read CONCAT(0, one of them));
 everything between two BUFFERIZE marks is elementwise, belongs to exactly one kernel and is
 evaluated there at one index map (only reads of storage may be read at several).  A constant
 that is an output is stored for the SINK but stays a scalar operand of elementwise ops.
@@ -34,6 +38,7 @@ from collections import Counter
 
 from ren.contracts import Contract, Require
 from ren.ir import (
+    const_value,
     is_const,
     is_leaf,
     is_ring_kernel,
@@ -46,6 +51,13 @@ from ren.ops import DType, GroupOp, Op
 from ren.spec import need_spec, spec_of
 
 NAME = "materialize"
+#: a RESCALE of CONCAT(0, y) reads only y's buffer (`zero_rows_input`); False stores the CONCAT
+#: (L rows of 0 and y's K rows) for the RESCALE to read (the form before; kept for comparisons)
+ZERO_ROWS_INPUT = True
+#: the device kinds whose backend runs a RESCALE's rows of 0 without their buffer (the cpu
+#: library kernel, `ren_cpu_rescale`); the others (the renderer of `ren.backend.ring_c`, which
+#: the host shim and CUDA run) read every source row, so their RESCALEs keep the stored CONCAT
+ZERO_ROWS_DEVICES = frozenset({"cpu"})
 #: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
 REQUIRED_BECAUSE = (
     "lower_bufferize and the later passes need the BUFFERIZE boundaries it marks (outputs, "
@@ -58,6 +70,21 @@ def _plain(n: Node) -> bool:
 
 def _bufferize(x: Node) -> Node:
     return x if x.op is Op.BUFFERIZE else Node(Op.BUFFERIZE, DType.U32, (x,))
+
+
+def zero_concat(n: Node) -> bool:
+    """CONCAT(0, y): rows of the constant 0 (0 in every coefficient, in any domain) over the
+    first moduli, then y's rows."""
+    return (n.op is Op.CONCAT and len(n.src) == 2 and is_const(n.src[0])
+            and const_value(n.src[0]) == 0)
+
+
+def zero_rows_input(n: Node) -> bool:
+    """A RESCALE that reads CONCAT(0, y) (a key switch's mod-down by P, `ren.passes.elision`):
+    only y is stored and read (the kernel takes the rows of 0 as 0: `RingCall.zero_rows`), not
+    the CONCAT's L + K rows of which L are 0 (`ZERO_ROWS_INPUT`)."""
+    return (ZERO_ROWS_INPUT and n.op is Op.RESCALE and zero_concat(n.src[0])
+            and need_spec(n).device.split(":")[0] in ZERO_ROWS_DEVICES)
 
 
 def _reads_buffer(user: Node, s: Node) -> bool:
@@ -135,7 +162,8 @@ def _readable(s: Node) -> bool:
 
 def _unbuffered_input(sink: Node, ctx) -> Node | None:
     return next((n for n in toposort(sink) if is_ring_kernel(n) and n.op is not Op.TO_RNS
-                 and not all(map(_readable, n.src))), None)
+                 and not all(map(_readable, n.src[0].src[1:] if zero_rows_input(n) else n.src))),
+                None)
 
 
 def _unbuffered_output(sink: Node, ctx) -> Node | None:
@@ -192,7 +220,9 @@ def run(sink: Node, ctx=None) -> Node:
             if n not in must:
                 must.add(n)
                 stats["conversion"] += 1
-            if n.op is not Op.TO_RNS:
+            if zero_rows_input(n):  # its kernel reads y's rows only
+                needs_buffer(n.src[0].src[1], "conversion_input")
+            elif n.op is not Op.TO_RNS:
                 for s in n.src:
                     needs_buffer(s, "conversion_input")
 
@@ -219,6 +249,8 @@ def run(sink: Node, ctx=None) -> Node:
             continue
         if (is_subset(n) or n.op is Op.CONCAT) and in_place(n):
             continue  # a view or row selection of a buffer, or rows of buffers: free to read
+        if zero_concat(n) and all(zero_rows_input(u) for u in users[n]):
+            continue  # the rows of a RESCALE that reads only y (a buffer of its own)
         owners = {owner.get(u, u) for u in users[n]}
         if len(owners) > 1:
             must.add(n)

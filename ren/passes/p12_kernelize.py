@@ -8,7 +8,9 @@ output's shape.  By kind:
   elementwise (an indexified STORE)   the STORE with its storage replaced by SLOTs
   ring kernel (NTT, INTT, TO_RNS, basis conversion, RESCALE, RANDOM; `ren.ring.RingKernel`)
                                       STORE(SLOT0, RING_CALL(SLOT1)) — RING_CALL() for random —
-                                      with every parameter explicit in a `RingCall`
+                                      with every parameter explicit in a `RingCall`; a
+                                      RESCALE of CONCAT(0, y) (pass 5) reads y's storage, its
+                                      call's `zero_rows` the CONCAT's rows of 0
   copy (a device transfer)            STORE(SLOT0, COPY(AS_RING(SLOT1)))
 BUFFER_VIEW nodes read by a kernel stay in the graph; the schedule lists them as light ``view``
 items (no kernel: validation only), and copies are light ``copy`` items.
@@ -34,7 +36,7 @@ from ren.kernel import COPY, ELEMENTWISE, RING_KINDS, Kernel, RingCall, Slot
 from ren.node import Node, substitute, toposort
 from ren.ops import DType, GroupOp, Op
 from ren.rewrite import P, RuleSet, rewrite
-from ren.ring import RingKernel
+from ren.ring import RingKernel, RingSpec
 from ren.spec import need_spec
 
 NAME = "kernelize"
@@ -59,15 +61,32 @@ def kind_of(store: Node) -> str:
     return kind.value
 
 
+def zero_ring(n: Node) -> RingSpec | None:
+    """The ring of `n` when n is 0 in every coefficient of every limb (the constant 0, as pass 5
+    leaves it or as pass 9 lowers it: VCONST 0, or WHERE between two of them), else None."""
+    if n.op is Op.AS_RING and n.src[0].op is Op.CONST:
+        return n.arg[0] if n.src[0].arg[0] == 0 else None
+    if n.op is Op.VCONST:
+        return n.arg[0] if not any(n.arg[1]) else None
+    if n.op is Op.WHERE:
+        ring = zero_ring(n.src[1])
+        return ring if ring is not None and zero_ring(n.src[2]) == ring else None
+    return None
+
+
 def build_ring_call(value: Node) -> tuple[RingCall, list[Node]]:
-    """The explicit parameters of the ring kernel computing `value`, and its input storage."""
+    """The explicit parameters of the ring kernel computing `value`, and its input storage.
+    A RESCALE of CONCAT(0, y) (pass 5) reads y's storage; its call's `zero_rows` are the
+    CONCAT's rows of 0."""
     kind = ring_kernel_of(value)
     if kind is None:
         raise ScheduleError(f"kernelize: {value.op.name} is not a ring kernel")
+    inp = value.src[0]
+    if kind is RingKernel.RESCALE and inp.op is Op.CONCAT:
+        return _zero_rows_call(value, inp)
     dst = need_spec(value).ring
     if kind is RingKernel.RANDOM:
         return RingCall(kind, dst.N, (), dst.moduli, random=value.src[0].arg), []
-    inp = value.src[0]
     storage = inp.src[0] if inp.op is Op.AS_RING else inp
     if storage.op not in GroupOp.STORAGE:
         raise ScheduleError(f"kernelize: the input of {kind.value} is {storage.op.name}, not "
@@ -77,6 +96,25 @@ def build_ring_call(value: Node) -> tuple[RingCall, list[Node]]:
     src = need_spec(inp).ring
     dropped = tuple(value.arg) if kind is RingKernel.RESCALE else ()
     return RingCall(kind, src.N, src.moduli, dst.moduli, dropped=dropped), [storage]
+
+
+def _zero_rows_call(value: Node, cat: Node) -> tuple[RingCall, list[Node]]:
+    """RESCALE(CONCAT(0 over Q, y)) over R = Q·P: the call on R with zero_rows = |Q|, reading
+    y's storage (pass 5 stored y, not the CONCAT)."""
+    zero = zero_ring(cat.src[0]) if len(cat.src) == 2 else None
+    rows = cat.src[-1]
+    storage = rows.src[0] if rows.op is Op.AS_RING else rows
+    if zero is None or storage.op not in GroupOp.STORAGE:
+        raise ScheduleError("kernelize: a RESCALE reads a CONCAT that is not (0, storage): pass "
+                            "5 stores a RESCALE's input unless it is CONCAT(0, y)")
+    src: RingSpec = cat.arg
+    K = len(value.arg)
+    if zero.limbs > src.limbs - K or src.moduli[: zero.limbs] != zero.moduli:
+        raise ScheduleError(f"kernelize: a RESCALE dropping {K} of {src.limbs} limbs reads "
+                            f"{zero.limbs} rows of 0: only kept limbs may be 0")
+    dst = src.drop_last(K)
+    return RingCall(RingKernel.RESCALE, src.N, src.moduli, dst.moduli, dropped=tuple(value.arg),
+                    zero_rows=zero.limbs), [storage]
 
 
 def _reads(store: Node) -> list[Node]:

@@ -4,7 +4,8 @@ Decode: `embed` as two quarter-length transforms, side by side on the "cpu" devi
 Checked: the same floats at one and two threads; the error against exact evaluation no larger
 than the single length-N FFT's (a NumPy reference); the second quarter really runs on another
 thread; bad thread counts refused.  Encode: fewer passes over the coefficients, the same words
-as the plain NumPy recipe (the length-N FFT, untwist, scale, round) bit for bit."""
+as the plain NumPy recipe (the length-N FFT, untwist, scale, round) bit for bit; from N = 2^14
+up that FFT's two halves side by side, the same words at one, two and three threads."""
 
 from __future__ import annotations
 
@@ -43,12 +44,21 @@ def exact_embed(m: np.ndarray, N: int) -> np.ndarray:
 
 def numpy_coefficients(z: np.ndarray, N: int, scale: float) -> np.ndarray:
     """The encoder's words by the plain recipe: z and conj(z) at the odd powers 5^j and −5^j,
-    one length-N FFT, divided by N, untwisted by conj(ζ^i), real part, scaled, rounded."""
+    one length-N FFT (from N = 2^14 up: its even and odd outputs as two N/2 transforms, one
+    split by decimation in frequency), divided by N, untwisted by conj(ζ^i), real part, scaled,
+    rounded."""
     e = slot_powers(N)
     v = np.zeros(N, dtype=np.complex128)
     v[(e - 1) // 2] = z
     v[(2 * N - e - 1) // 2] = np.conj(z)
-    m = (np.fft.fft(v) / N * np.conj(np.exp(1j * np.pi * np.arange(N) / N))).real
+    untwist = np.conj(np.exp(1j * np.pi * np.arange(N) / N))
+    if N < 1 << 14:
+        m = (np.fft.fft(v) / N * untwist).real
+    else:
+        h, m = N // 2, np.empty(N)
+        m[0::2] = (np.fft.fft(v[:h] + v[h:]) * (untwist[0::2] / N)).real
+        twiddle = np.exp(-2j * np.pi * np.arange(h) / N)
+        m[1::2] = (np.fft.fft((v[:h] - v[h:]) * twiddle) * (untwist[1::2] / N)).real
     return np.rint(m * scale).astype(np.int64)
 
 
@@ -175,7 +185,7 @@ def test_decode_on_the_cpu_device_splits_and_agrees_at_one_and_two_threads(seed)
 
 
 @settings(max_examples=40, deadline=None)
-@given(log_n=st.integers(2, 12), seed=st.integers(0, 2**32 - 1),
+@given(log_n=st.integers(2, 15), seed=st.integers(0, 2**32 - 1),
        magnitude=st.sampled_from([1e-6, 1.0, 1e3]), scale_bits=st.integers(10, 50),
        count=st.floats(0, 1))
 def test_encoded_words_are_the_numpy_recipes_bit_for_bit(log_n, seed, magnitude, scale_bits,
@@ -190,7 +200,7 @@ def test_encoded_words_are_the_numpy_recipes_bit_for_bit(log_n, seed, magnitude,
     z = np.zeros(N // 2, complex)
     z[:k] = rng.uniform(-magnitude, magnitude, k) + 1j * rng.uniform(-magnitude, magnitude, k)
     enc = Encoder.__new__(Encoder)  # the arithmetic only: a stand-in for the parameters
-    enc.params = SimpleNamespace(slots=N // 2, N=N)
+    enc.params = SimpleNamespace(slots=N // 2, N=N, device="python")
     words, bound = enc._coefficients(z, 1 << scale_bits)
     want = numpy_coefficients(z, N, float(1 << scale_bits))
     assert isinstance(words, np.ndarray) and np.array_equal(words, want)
@@ -279,3 +289,67 @@ def test_side_by_side_passes_a_pool_groups_error_on():
 
     with pytest.raises(ValueError, match="piece 3"):
         encoder._side_by_side(fn, range(4), 2)
+
+
+@pytest.mark.parametrize("log_n", [14, 15, 16])
+def test_embed_inverse_splits_into_halves_the_same_at_every_thread_count(log_n):
+    """From N = 2^14 up `embed_inverse` runs the odd half of its transform on a lift-pool
+    thread at two threads and more: the same floats at 1, 2 and 3 threads, as close to the
+    values' exact coefficients as the single length-N FFT (an independent reference: the
+    coefficients of a slot vector made from known real coefficients by exact evaluation would
+    cost N^2; instead the round trip through NumPy's length-N embedding), and the odd half
+    really runs elsewhere."""
+    N = 1 << log_n
+    rng = np.random.default_rng(log_n)
+    m = rng.uniform(-1, 1, N)
+    z = numpy_embed(m, N)  # the slots of known coefficients m
+    out, ran = {}, []
+    half = encoder._inverse_half
+
+    def spy(v, n, which, o):
+        ran.append((which, threading.current_thread().name.startswith(encoder._POOL_PREFIX)))
+        half(v, n, which, o)
+
+    encoder._inverse_half = spy
+    try:
+        for t in (1, 2, 3):
+            ran.clear()
+            out[t] = encoder.embed_inverse(z, N, t)
+            assert sorted(ran) == [(0, False), (1, t > 1)]
+    finally:
+        encoder._inverse_half = half
+    assert np.array_equal(_bits(out[1]), _bits(out[2]))
+    assert np.array_equal(_bits(out[1]), _bits(out[3]))
+    v = np.zeros(N, complex)
+    e = slot_powers(N)
+    v[(e - 1) // 2], v[(2 * N - e - 1) // 2] = z, np.conj(z)
+    single = (np.fft.fft(v) / N * np.conj(np.exp(1j * np.pi * np.arange(N) / N))).real
+    err, err_single = np.max(np.abs(out[1] - m)), np.max(np.abs(single - m))
+    assert err < 1e-13 and err <= 2 * err_single
+    assert 0 < np.max(np.abs(out[1] - single)) < 1e-14  # another recipe, barely other floats
+    with pytest.raises(ParameterError, match="embed_inverse: threads"):
+        encoder.embed_inverse(z, N, 0)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="the cpu device needs a C compiler")
+@pytest.mark.filterwarnings("ignore::ren.rlwe.errors.InsecureParametersWarning")
+def test_encode_on_the_cpu_device_at_n_2_14_gives_the_recipes_words_at_one_and_two_threads():
+    """Encoding on the "cpu" device takes its threads for the split transform: the words at 1
+    and 2 REN_CPU_THREADS are the plain recipe's (`numpy_coefficients`) both times."""
+    from ren.backend import cpu
+    from ren.ckks import CKKSParams, Encoder
+
+    params = CKKSParams(N=1 << 14, depth=1, scale_bits=30, first_bits=40, insecure=True,
+                        device="cpu")
+    x = np.random.default_rng(5).uniform(-1, 1, params.slots)
+    want = numpy_coefficients(x.astype(complex), params.N, float(params.scale(params.depth)))
+    enc = Encoder(params)
+    try:
+        for t in (1, 2):
+            with ren.settings.override(REN_CPU_THREADS=t):
+                cpu.CpuDevice("cpu").set_threads(t)
+                words, _ = enc._coefficients(x, params.scale(params.depth))
+                assert np.array_equal(words, want)
+    finally:
+        cpu.CpuDevice("cpu").set_threads(None)

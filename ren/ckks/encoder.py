@@ -338,13 +338,63 @@ def _untwist(N: int) -> np.ndarray:
     return u
 
 
-def embed_inverse(z: np.ndarray, N: int) -> np.ndarray:
-    """The real coefficients m (float) whose slots are z (N/2 complex values)."""
+#: from this ring degree up `embed_inverse` takes its length-N transform as two independent
+#: halves (below it one length-N FFT, as before): the same floats at every thread count
+_INVERSE_SPLIT_MIN = 1 << 14
+
+
+@lru_cache(maxsize=16)
+def _inverse_tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`embed_inverse`'s split: exp(−2πi·n/N) for n < N/2 (the odd half's twiddles), and
+    ζ^-k/N for the even and for the odd k (read-only; 1/N is a power of two, so scaling the
+    untwist by it is exact)."""
+    u = _untwist(N) / N
+    out = (np.exp(-2j * np.pi * np.arange(N // 2) / N), np.ascontiguousarray(u[0::2]),
+           np.ascontiguousarray(u[1::2]))
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _inverse_half(v: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
+    """One half of `embed_inverse`'s length-N transform (decimation in frequency): which = 0
+    the even outputs, the N/2 transform of v_n + v_(n+N/2); 1 the odd ones, that of
+    (v_n − v_(n+N/2))·exp(−2πi·n/N); untwisted, their real parts to out[which::2].  NumPy's
+    FFT releases the GIL, so the halves run side by side, each the same floats on any thread."""
+    h = N // 2
+    twiddle, even, odd = _inverse_tables(N)
+    a = v[:h] + v[h:] if which == 0 else (v[:h] - v[h:]) * twiddle
+    out[which::2] = (np.fft.fft(a) * (odd if which else even)).real
+
+
+def embed_inverse(z: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
+    """The real coefficients m (float) whose slots are z (N/2 complex values), on up to two
+    `threads` (the lift pool's), the same floats at any count.
+
+    m is the real part of ζ^-k/N times output k of the length-N FFT of v (v at the slots' odd
+    powers: z, and conj(z) at their conjugates').  From N = _INVERSE_SPLIT_MIN up that FFT is
+    split once by decimation in frequency into its even outputs (the N/2 transform of
+    v_n + v_(n+N/2)) and its odd ones (that of (v_n − v_(n+N/2))·exp(−2πi·n/N)), two
+    independent transforms, one a thread (and ~1.4x faster than the one long FFT on one thread
+    at N = 2^16: each half fits the cache).  Those floats are not the single length-N FFT's bit
+    for bit (a last-bit difference in most coefficients; `tests` bound it against exact
+    evaluation), but they are the same at every thread count."""
+    threads = check_int_range(threads, "embed_inverse: threads", 1, 256,
+                              hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
     t, tc, _ = _tables(N)
     v = np.zeros(N, dtype=np.complex128)
     v[t] = z
     v[tc] = np.conj(z)
-    return (np.fft.fft(v) / N * _untwist(N)).real
+    if N < _INVERSE_SPLIT_MIN:
+        return (np.fft.fft(v) / N * _untwist(N)).real
+    out = np.empty(N)
+    odd = _pool(threads - 1).submit(_inverse_half, v, N, 1, out) if threads > 1 else None
+    _inverse_half(v, N, 0, out)
+    if odd is not None:
+        odd.result()
+    else:
+        _inverse_half(v, N, 1, out)
+    return out
 
 
 #: below this ring degree `embed` takes one length-N transform (the quarter split needs N/4 >= 2)
@@ -476,7 +526,7 @@ class Encoder:
         scale = scale_arg(scale, "coefficients: scale")
         z = _as_slots(values, self.params.slots)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
-            m = embed_inverse(z, self.params.N)
+            m = embed_inverse(z, self.params.N, _threads(self.params.device))
             top = float(np.max(np.abs(m), initial=0.0))
         if not math.isfinite(top):  # finite values near float64's limit (1e308) overflow the FFT
             raise ScaleOutOfBoundsError(

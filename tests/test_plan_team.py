@@ -206,8 +206,11 @@ def test_team_flags_put_barriers_only_between_dependent_kernels():
     assert flags(ntt(A, X), ntt(B, Y), ntt(C, A)) == [T, T, TB]  # two back
     bconv = "basis_convert"
     assert flags(ntt(A, X, bconv), ntt(B, Y, bconv)) == [T, TB]  # the team's scratch
-    assert flags(ntt(A, X, "to_rns"), ntt(B, Y), ntt(C, Y)) == [0, T, T]  # not a team kernel
-    assert flags(ntt(A, X), ntt(B, Y, "to_rns"), ntt(C, A)) == [T, 0, T]  # a new stretch
+    assert flags(ntt(A, X, "hosted"), ntt(B, Y), ntt(C, Y)) == [0, T, T]  # not a team kernel
+    assert flags(ntt(A, X), ntt(B, Y, "hosted"), ntt(C, A)) == [T, 0, T]  # a new stretch
+    # TO_RNS runs in the team (the runner splits its rows): a barrier only where it depends
+    assert flags(ntt(A, X), ntt(B, Y, "to_rns"), ntt(C, A)) == [T, T, TB]
+    assert flags(ntt(A, X), ntt(B, Y, "to_rns"), ntt(C, B)) == [T, T, TB]
     # per-run arrays (None until patched): written ones conflict with any other per-run one
     assert flags(ntt(None, X), ntt(None, Y), patched=[{0: 0}, {0: 1}]) == [T, TB]
     assert flags(ntt(A, None), ntt(B, None), patched=[{1: 0}, {1: 1}]) == [T, T]
@@ -368,3 +371,39 @@ def test_the_barrier_spins_longer_after_long_kernels_within_its_cap():
         _check(3, 1 << 12, (0, 1), counts=(2,))
     finally:
         lib.ren_set_plan_spin_share(share, 0.5e-3)
+
+
+@pytest.mark.parametrize("limbs", [1, 3, 6])
+def test_to_rns_runs_inside_the_team_row_chunks_with_the_python_words(limbs):
+    """An encryption's plaintext (TO_RNS of int64 coefficients) between team kernels: on 2 and
+    3 threads the runner gives each thread chunks of its rows inside the stretch's team (one
+    team a run, not two around a fork of its own), and the words are the "python" device's at
+    1, 2 and 3 threads (coefficients near ±2^62, so every word of the packing matters)."""
+    cpu = _cpu_or_skip()
+    N = 1 << 12
+    ring = ren.RingSpec.generate(N, limbs)
+    rng = np.random.default_rng(limbs)
+    coeffs = rng.integers(-(1 << 62), 1 << 62, N, dtype=np.int64)
+    wa, wb = _words(ring, 1), _words(ring, 2)
+
+    def program(u: ren.Poly, v: ren.Poly, device: str) -> ren.Poly:
+        x = (u.ntt() * v.ntt()).intt().ntt()
+        pt = ren.Poly.from_coefficients(coeffs, ring, device=device).ntt()
+        return (x + pt * v.ntt()).intt()
+
+    ref = [ren.Poly.from_residues(w, ring, device="python") for w in (wa, wb)]
+    want = program(*ref, "python").numpy()
+    a, b = (ren.Poly.from_residues(w, ring, device="cpu").realize() for w in (wa, wb))
+    jitted = ren.jit(lambda u, v: program(u, v, "cpu"))
+    dev = cpu.CpuDevice("cpu")
+    try:
+        for t in (1, 2, 3):
+            dev.set_threads(t)
+            jitted(a, b).numpy()  # capture (or the plan of another count)
+            teams0, _ = _counters(cpu)
+            got = jitted(a, b).numpy()
+            teams1, _ = _counters(cpu)
+            assert np.array_equal(got, want), f"{limbs} limbs, {t} threads"
+            assert teams1 - teams0 == (t > 1), (t, teams1 - teams0)
+    finally:
+        dev.set_threads(None)

@@ -4,7 +4,7 @@
 argument vectors that the ring library's ``ren_run_plan_teams`` runs in one loop; only the
 per-run arrays are patched in from Python.  Calls that are not compiled entry points run from
 Python between two such loops.  On more than one thread, the runner runs each stretch of two or
-more consecutive *team kernels* (NTT, INTT, basis conversion, rescale, and the elementwise
+more consecutive *team kernels* (NTT, INTT, basis conversion, rescale, TO_RNS, and the elementwise
 kernels of libraries built with a team path: `team_kernel`) inside one OpenMP team, whose
 threads all call every kernel, share its loops out and meet at the runner's own bounded-spin
 barrier between kernels (cpu_ring_team.c): one wake-up of the team per stretch instead of one
@@ -22,8 +22,9 @@ from typing import Any
 from ren.backend import GraphRunner, KernelFn
 from ren.backend.cpu_calls import VOIDP, CpuCall, pointer
 
-#: the ring library's entries that share their loops out inside a plan team (cpu_ring_plan.c)
-RING_TEAM_KERNELS = frozenset({"ntt", "intt", "basis_convert", "rescale"})
+#: the ring library's entries that share their loops out inside a plan team (cpu_ring_plan.c;
+#: TO_RNS by the runner, which gives each thread chunks of its rows)
+RING_TEAM_KERNELS = frozenset({"ntt", "intt", "basis_convert", "rescale", "to_rns"})
 
 
 def team_kernel(call: CpuCall) -> bool:

@@ -19,7 +19,35 @@ static int ren_plan_teams = 1;
 void ren_set_plan_teams(int on) { ren_plan_teams = on != 0; }
 /* the team kernels among the ring library's own entries */
 static int ren_ring_team_kernel(ren_entry f) {
-  return f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_rescale || f == ren_cpu_bconv;
+  return f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_rescale || f == ren_cpu_bconv ||
+         f == ren_cpu_to_rns;
+}
+/* TO_RNS inside a plan team: its rows in 2 x (team size) contiguous chunks shared out
+   dynamically, each chunk one call of ren_cpu_to_rns on those rows only (a row's residues
+   depend on its modulus and the words alone, so every word is the one call's; the call's own
+   parallel loop is a nested region there, of one thread).  A stretch no longer ends at an
+   encryption's plaintext: one team and no fork of its own (the words' transposition, a small
+   share of the call, is repeated once per chunk). */
+static void ren_team_to_rns(void** a) {
+#ifdef _OPENMP
+  const i64* sz = (const i64*)a[2];
+  const i64 n = sz[0], L = sz[1], nth = omp_get_num_threads();
+  const i64 chunks = L < 2 * nth ? L : 2 * nth;
+  REN_OMP(for schedule(dynamic, 1) nowait)
+  for (i64 c = 0; c < chunks; ++c) {
+    const i64 l0 = c * L / chunks, l1 = (c + 1) * L / chunks;
+    i64 rows[3] = {n, l1 - l0, sz[2]};
+    void* b[4] = {(u32*)a[0] + l0 * n, a[1], rows, (u32*)a[3] + l0};
+    ren_cpu_to_rns(b);
+  }
+#else
+  ren_cpu_to_rns(a);
+#endif
+}
+/* a kernel of a stretch, called by every thread of its team */
+static void ren_team_call(ren_entry f, void** a) {
+  if (f == ren_cpu_to_rns) ren_team_to_rns(a);
+  else f(a);
 }
 /* team[k]: bit 0, entry k is a team kernel; bit 1, the team meets at a barrier before it (the
    caller's dependence analysis, ren/backend/cpu_plan.py: a kernel that touches nothing the
@@ -96,7 +124,7 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
       ren_cur_team = &tm;
       double since = ren_now();  /* when this thread last left a barrier */
       for (i64 j = k; j < e; ++j) {
-        fns[j](args[j]);
+        ren_team_call(fns[j], args[j]);
         if (j + 1 < e && ren_needs_sync(j + 1, team)) {  /* the region's end joins the last */
           const double own = ren_now() - since;  /* its work since then: it spins the longer */
           if (wait == NULL) ren_team_sync_after(own);

@@ -31,12 +31,15 @@ import queue
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from ren.backend import Device, GraphRunner, get_device, on_backend_change
-from ren.device import Buffer
+from ren.device import Buffer, in_host_memory
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
 from ren.kernel import LIGHT_KINDS, VIEW, ScheduledKernel
@@ -81,18 +84,42 @@ class Template:
 
     def run(self, params: Sequence[Buffer]) -> list[Node]:
         """Run on `params` (the input buffers, in order); returns each output's node over this
-        run's buffers — the becomes_map values of the requested outputs."""
+        run's buffers — the becomes_map values of the requested outputs.  Inside
+        `outputs_into` the outputs are written into the storage its provider gives."""
+        provide = _take_provider()
         with self.lock:
             self.runs += 1
             if self.runner is None:
                 bound = self._bind(params, self.roles)
+                if provide is not None:
+                    self._attach_outputs(bound, provide)
                 run_exec_units([ExecUnit(u.kind, u.name, tuple(bound[b] for b in u.bufs), u.fn,
                                          u.item) for u in self.units], self.plan)
             else:
                 bound = self._bind(params, self._dynamic)
+                if provide is not None:
+                    self._attach_outputs(bound, provide)
                 self.runner([bound[b].allocate().array() for b in self._dynamic])
                 note_units(self.units)
         return self._results(bound)
+
+    def _attach_outputs(self, bound: dict[Buffer, Buffer], provide: OutputProvider) -> None:
+        """Give this run's new output buffers (each output's own, in output order, once each;
+        not an output that is a view, a parameter or a constant) the storage `provide` hands
+        out for their shapes, when it hands out any (`outputs_into`)."""
+        outs = list(dict.fromkeys(b for b in self._out_bufs if b is not None
+                                  and self.roles.get(b) is OUTPUT and b.base is None))
+        fresh = [bound[b] for b in outs]
+        if not fresh or any(not in_host_memory(b.device) for b in fresh):
+            return
+        arrays = provide([b.shape for b in fresh])
+        if arrays is None:
+            return
+        if len(arrays) != len(fresh):
+            raise RealizeError(f"an output provider gave {len(arrays)} arrays for "
+                               f"{len(fresh)} outputs")
+        for b, arr in zip(fresh, arrays, strict=True):
+            b.attach(arr)
 
     def _results(self, bound: dict[Buffer, Buffer]) -> list[Node]:
         """Each output's node over a run's buffers (`bound`: template buffer -> the run's)."""
@@ -401,6 +428,38 @@ def _roles(units: Sequence[ExecUnit | ScheduledKernel], plan: MemoryPlan | None,
         for v in reversed(views):
             role = roles[v] = CONST if role is CONST else VIEW
     return roles
+
+
+# -- outputs into storage the caller gives ------------------------------------------------------
+#: given the (rows, cols) shapes of a run's new outputs, the u32 host arrays (C-contiguous, of
+#: those shapes, every word writable; the kernels write all of them) to write them into, or
+#: None to let the run allocate as usual
+OutputProvider = Callable[[list[tuple[int, int]]], "list[np.ndarray] | None"]
+_provider = threading.local()
+
+
+@contextmanager
+def outputs_into(provide: OutputProvider) -> Iterator[None]:
+    """The next `Template.run` on this thread (a jitted replay, ``plan(*args)``) writes its new
+    outputs into the arrays `provide` gives for their shapes instead of fresh buffers: a
+    ``ren.distributed`` worker hands it the pages of the shared-memory slot its result goes
+    out in, so sending the result copies nothing.  One run only (the first that starts inside
+    the block takes the provider); the words are the same as in fresh buffers, and a run
+    outside the block is unchanged.  The caller owns the arrays: a Poly over them is only as
+    good as their storage."""
+    previous = getattr(_provider, "provide", None)
+    _provider.provide = provide
+    try:
+        yield
+    finally:
+        _provider.provide = previous
+
+
+def _take_provider() -> OutputProvider | None:
+    provide = getattr(_provider, "provide", None)
+    if provide is not None:
+        _provider.provide = None
+    return provide
 
 
 # -- the eager cache ------------------------------------------------------------------------------

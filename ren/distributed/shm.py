@@ -77,7 +77,7 @@ from ren.distributed.shmfiles import (
     remove_prefix,
     write_segment,
 )
-from ren.distributed.shmrecords import Segments, Shared, receive, register_dask
+from ren.distributed.shmrecords import Segments, Shared, SlotPages, receive, register_dask
 from ren.distributed.shmslots import (
     Pool,
     borrow_slot,
@@ -265,7 +265,7 @@ def reap() -> int:
 
 __all__ = [
     "ALIGN", "ENV", "HEAD", "MIN_BYTES", "MIN_ENV", "MODES", "POOL_SLOTS", "SHM_DIR", "Pool",
-    "Segments", "Shared", "borrow_slot", "borrowed_intact", "client_prefix", "end_job",
+    "Segments", "Shared", "SlotPages", "borrow_slot", "borrowed_intact", "client_prefix", "end_job",
     "free_slot", "job_alive", "lock_held", "map_segment", "min_bytes", "mode", "owner",
     "pool_for", "read_slot", "reap", "receive", "register_dask", "release", "remove_dead_pools",
     "remove_prefix", "sees_marker", "start_job", "visible_workers", "write_segment",

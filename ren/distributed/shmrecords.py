@@ -13,7 +13,10 @@ from __future__ import annotations
 import itertools
 import os
 import struct
+import weakref
 from typing import Any
+
+import numpy as np
 
 from ren.distributed import frames
 from ren.distributed.frames import Sealed
@@ -24,12 +27,13 @@ from ren.distributed.shmfiles import (
     NAME,
     NO_SPACE,
     SHM_DIR,
+    job_alive,
     map_segment,
     path_of,
     remove_file,
     write_segment,
 )
-from ren.distributed.shmslots import _Slot, borrow_slot, pool_for, read_slot
+from ren.distributed.shmslots import _Slot, _state, borrow_slot, pool_for, read_slot
 from ren.errors import SerializationError
 
 _counter = itertools.count()
@@ -42,8 +46,11 @@ class Segments:
     ``<prefix>-<pid>.<n>``; `names` lists those it made (`discard` unlinks them)."""
 
     def __init__(self, prefix: str, least: int = MIN_BYTES, pooled: bool = False,
-                 borrow: bool = False) -> None:
+                 borrow: bool = False, filled: SlotPages | None = None) -> None:
         self.prefix, self.least, self.job = f"{prefix}-{os.getpid()}", least, prefix
+        #: a pool slot a replay wrote its outputs into (`SlotPages`): a record whose frames
+        #: are all there goes out in it as it is, without a copy
+        self.filled = filled
         #: the reader may use a pool slot's pages as they are until its task ends (`borrow`)
         self.borrow = borrow
         self.names: list[str] = []
@@ -56,6 +63,15 @@ class Segments:
         sizes = [memoryview(f).nbytes for f in rec.frames]
         if sum(sizes) < self.least:
             return rec
+        if self.filled is not None:
+            at = self.filled.claim(rec.frames)
+            if at is not None:  # written there by the replay: nothing to copy
+                slot = self.filled.slot
+                assert slot is not None  # (a claim needs one)
+                self.slots.append(slot)
+                shared = Shared(rec, slot.name, at, sizes, self.filled.gen)
+                shared.borrow = self.borrow
+                return shared
         offsets, end = [], 0
         for s in sizes:
             offsets.append(end)
@@ -87,6 +103,73 @@ class Segments:
         for slot in self.slots:  # its pool slots free again
             struct.pack_into("<Q", slot.mm, 0, 0)
         self.slots.clear()
+
+
+class SlotPages:
+    """An output provider for `ren.replay.outputs_into` (a worker's replay): the pages of a
+    pool slot of this process, taken for the job `prefix` (its smallest record `least`), as
+    the arrays the replay writes its outputs into.  `Segments(filled=...)` then sends a record
+    whose frames are exactly those arrays in that slot (`claim`), and the result crosses to
+    the client without a copy.  A slot no record claimed is freed when the last view of its
+    pages goes (its frames may still be on their way in a message); a claimed one is freed by
+    its reader, as every result's slot."""
+
+    def __init__(self, prefix: str, least: int = MIN_BYTES) -> None:
+        self.job, self.least = prefix, least
+        self.slot: _Slot | None = None
+        self.gen = 0
+        self.regions: list[tuple[int, int]] = []  # (address, bytes) handed out
+        self._free: Any = None
+        self.claimed = False
+
+    def __call__(self, shapes: list[tuple[int, int]]) -> list[np.ndarray] | None:
+        if self.slot is not None or not shapes or SHM_DIR is None:
+            return None
+        sizes = [4 * r * c for r, c in shapes]
+        if sum(sizes) < self.least or not job_alive(self.job):
+            return None
+        offsets, end = [], 0
+        for size in sizes:
+            offsets.append(HEAD + end)
+            end += -(-size // ALIGN) * ALIGN
+        slot = pool_for(self.job.rsplit("-", 1)[0]).take(self.job, HEAD + end)
+        if slot is None:
+            return None
+        self.slot, self.gen = slot, _state(slot.mm)
+        pages = np.frombuffer(slot.mm, np.uint8)
+        # not claimed by a record: freed when the last view goes (a replay that failed, a
+        # result sent in frames that are views of these pages)
+        self._free = weakref.finalize(pages, _free_own, slot, self.gen)
+        out = []
+        for off, size, shape in zip(offsets, sizes, shapes):
+            arr = pages[off:off + size].view(np.uint32).reshape(shape)
+            self.regions.append((arr.ctypes.data, size))
+            out.append(arr)
+        return out
+
+    def claim(self, frames: Any) -> list[int] | None:
+        """The offsets in the slot of `frames` when each is one of the arrays handed out (the
+        record then goes out in this slot, which its reader frees), else None."""
+        if self.slot is None or self.claimed or not frames:
+            return None
+        base = np.frombuffer(self.slot.mm, np.uint8).ctypes.data
+        at = []
+        for f in frames:
+            view = np.frombuffer(f, np.uint8)
+            if (view.ctypes.data, view.nbytes) not in self.regions:
+                return None
+            at.append(view.ctypes.data - base)
+        if _state(self.slot.mm) != self.gen:
+            return None  # taken back meanwhile (its job ended): copy instead
+        self.claimed = True
+        self._free.detach()
+        return at
+
+
+def _free_own(slot: _Slot, gen: int) -> None:
+    """Free a slot of this process's pool if it still holds generation `gen`."""
+    if _state(slot.mm) == gen:
+        struct.pack_into("<Q", slot.mm, 0, 0)
 
 
 class Shared:
@@ -188,4 +271,4 @@ if frames.registered():  # Dask's family knows `Sealed` already: `Shared` too
     register_dask()
 
 
-__all__ = ["Segments", "Shared", "receive", "register_dask"]
+__all__ = ["Segments", "Shared", "SlotPages", "receive", "register_dask"]

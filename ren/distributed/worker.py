@@ -39,6 +39,7 @@ from ren.backend.malloc import tune_allocator
 from ren.ckks import dumps, loads
 from ren.distributed import shm
 from ren.distributed.errors import WireError
+from ren.distributed.shmrecords import SlotPages
 from ren.distributed.shmslots import borrowed_intact
 from ren.distributed.shmslots import release as release_slots
 from ren.distributed.wire import Codec, Sealed
@@ -46,6 +47,7 @@ from ren.errors import ParameterError, SerializationError
 from ren.jit import JitPlan, jit
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
+from ren.replay import outputs_into
 from ren.tree import flatten
 
 #: decoded blobs kept per worker process (contexts and programs of recent jobs)
@@ -179,15 +181,21 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
         args = args if type(args) is tuple else (args,)
         kwargs = {"keys": context.keys} if context.has_keys else {}
         c2, t2 = time.thread_time(), time.perf_counter()
+        pages = None
         if program.plans is not None:
             assert plan_index is not None
-            result = program.plans[plan_index](*args, **kwargs)
+            if shm is not None and not keep:  # the replay writes into the result's slot
+                pages = SlotPages(*shm)
+                with outputs_into(pages):
+                    result = program.plans[plan_index](*args, **kwargs)
+            else:
+                result = program.plans[plan_index](*args, **kwargs)
         else:
             assert program.function is not None
             result = program.function(*args, **kwargs)
         realize_tree(result)
         c3, t3 = time.thread_time(), time.perf_counter()
-        wire = encode_result(context.codec, result, None if keep else shm)
+        wire = encode_result(context.codec, result, None if keep else shm, pages)
         if not borrowed_intact(item):
             raise SerializationError("the input's shared-memory slot was written over while "
                                      "its task ran (its job ended?); send it again")
@@ -237,15 +245,17 @@ def _in_frames(tree: Any) -> bool:
     return False
 
 
-def encode_result(codec: Codec, result: Any, job: tuple[str, int] | None) -> Any:
+def encode_result(codec: Codec, result: Any, job: tuple[str, int] | None,
+                  pages: SlotPages | None = None) -> Any:
     """The wire tree of a result: its large records in shared-memory segments while the job
     (its prefix and smallest record) is alive on this machine (`ren.distributed.shm`: the
     marker is checked after the segments are made, and they are unlinked again when it is
-    gone), else in frames."""
+    gone), else in frames.  `pages`: the pool slot the replay wrote the result into
+    (`SlotPages`); a record whose frames are there goes out in it without a copy."""
     if job is None or not shm.job_alive(job[0]):
         return codec.encode(result, "the result")
     shm_prefix = job[0]
-    segments = shm.Segments(*job, pooled=True)
+    segments = shm.Segments(*job, pooled=True, filled=pages)
     try:
         wire = codec.encode(result, "the result", segments)
     except BaseException:

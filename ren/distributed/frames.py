@@ -159,34 +159,14 @@ class Sealed:
                                      "types")
         return cls(kind, bytes(meta), tuple(frames), alg, bytes(digest_))
 
-    def verify(self, ranges: dict[int, tuple[int, ...]] | None = None
-               ) -> dict[int, tuple[int, ...]]:
-        """SerializationError unless the checksum matches the kind, metadata and frames.
-
-        With `ranges` (frame index -> the moduli of its limbs, one row of words each), the same
-        pass also checks that those frames' residues are below their moduli (`fused_pass`: a
-        frame is read from memory once, not once for the checksum and again for the range
-        check).  Returns the frames found in range, with their moduli, for `frame_words`
-        (``checked``); a frame out of range or of the wrong length is not returned, and
-        `frame_words` then raises its own specific error (after the checksum has matched)."""
-        h = _hasher(self.alg)
-        h.update(self.kind.encode())
-        h.update(self.meta)
-        good: dict[int, tuple[int, ...]] = {}
-        for i, f in enumerate(self.frames):
-            moduli = ranges.get(i) if ranges else None
-            if moduli is None or not fused_pass(h, f, moduli):
-                if moduli is None:
-                    h.update(f)
-                continue
-            good[i] = moduli
-        computed = h.digest()[:32]
+    def verify(self) -> None:
+        """SerializationError unless the checksum matches the kind, metadata and frames."""
+        computed = checksum(self.alg, [self.kind.encode(), self.meta, *self.frames])
         if not hmac.compare_digest(computed, self.checksum):
             raise SerializationError(
                 f"a {self.kind!r} wire record failed its {self.alg} checksum (stored "
                 f"{self.checksum[:8].hex()}…, computed {computed[:8].hex()}…): a frame was "
                 "corrupted or cut short in transit; send it again")
-        return good
 
     def __repr__(self) -> str:
         return f"<Sealed {self.kind} {self.nbytes} bytes in {len(self.frames)} frame(s)>"
@@ -241,50 +221,9 @@ def byte_view(arr: np.ndarray) -> memoryview:
     return memoryview(arr.data).cast("B")  # type: ignore[arg-type]
 
 
-#: the bytes of a frame `fused_pass` hashes and range-checks at a time: the chunk is still in
-#: the core's L2 cache when the range check reads it after the hash
-FUSED_CHUNK = 256 << 10
-
-
-def _row_view(frame: Any, rows: int) -> np.ndarray | None:
-    """`frame` as (rows × n) u32 words (a view), or None when it is not a byte buffer of a
-    whole number of such rows."""
-    try:
-        view = memoryview(frame)
-        view = view if view.format == "B" and view.ndim == 1 else view.cast("B")
-    except (TypeError, ValueError):
-        return None
-    if rows <= 0 or view.nbytes == 0 or view.nbytes % (4 * rows):
-        return None
-    return np.frombuffer(view, dtype="<u4").reshape(rows, -1)
-
-
-def fused_pass(hasher: Any, frame: Any, moduli: tuple[int, ...]) -> bool:
-    """Feed `frame` to `hasher` and check, in the same pass, that row i of its words is below
-    ``moduli[i]``: chunk by chunk (`FUSED_CHUNK` bytes), the hash reads a chunk from memory and
-    the range check reads it again from the cache.  Whether every residue is in range; False
-    too when the frame is not ``len(moduli)`` rows of words (then the frame is hashed whole,
-    nothing checked: `frame_words` says what is wrong)."""
-    words = _row_view(frame, len(moduli))
-    if words is None:
-        hasher.update(frame)
-        return False
-    rows, row_bytes = len(moduli), 4 * words.shape[1]
-    raw = words.reshape(-1).view(np.uint8)  # (every hash takes flat bytes)
-    top = np.empty(rows, np.uint32)
-    step = max(1, FUSED_CHUNK // row_bytes)
-    for r in range(0, rows, step):
-        hasher.update(raw[r * row_bytes:(r + step) * row_bytes])
-        words[r:r + step].max(axis=1, out=top[r:r + step])
-    return not bool((top >= np.array(moduli, np.uint32)).any())
-
-
-def frame_words(frame: Any, ring: RingSpec, what: str,
-                checked: tuple[int, ...] | None = None) -> np.ndarray:
+def frame_words(frame: Any, ring: RingSpec, what: str) -> np.ndarray:
     """The (limbs × N) stored words in `frame`, checked: the length of `ring`'s limbs, every
-    residue below its modulus (SerializationError otherwise).  A view of `frame`.  `checked`:
-    the moduli `Sealed.verify` found the frame's residues below (`fused_pass`); when they are
-    `ring`'s, the residues are not read again."""
+    residue below its modulus (SerializationError otherwise).  A view of `frame`."""
     try:
         view = memoryview(frame)
         view = view if view.format == "B" and view.ndim == 1 else view.cast("B")
@@ -295,8 +234,6 @@ def frame_words(frame: Any, ring: RingSpec, what: str,
         raise SerializationError(f"{what}: the frame has {view.nbytes} bytes, {ring.short()} "
                                  f"needs exactly {want}; the frame was cut short or mixed up")
     words = np.frombuffer(view, dtype="<u4").reshape(ring.limbs, ring.N)
-    if checked is not None and checked == tuple(ring.moduli):
-        return words
     q = np.array(ring.moduli, dtype=np.uint32)
     if (words.max(axis=1) >= q).any():  # one pass; the details only when something is wrong
         bad = words >= q.reshape(-1, 1)
@@ -323,10 +260,9 @@ def adopt(words: np.ndarray, ring: RingSpec, domain: Domain, device: str) -> Pol
                      (ring, domain)))
 
 
-def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what: str,
-               checked: dict[int, tuple[int, ...]] | None = None) -> list[Poly]:
-    """The Polys of a record's descriptors and frames (module doc), realized.  `checked`: what
-    `Sealed.verify` range-checked already (frame index -> moduli)."""
+def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what: str
+               ) -> list[Poly]:
+    """The Polys of a record's descriptors and frames (module doc), realized."""
     if not isinstance(descs, list) or len(descs) != len(rings):
         raise SerializationError(f"{what}: expected {len(rings)} polynomial(s), the metadata "
                                  f"describes {len(descs) if isinstance(descs, list) else descs!r}")
@@ -341,8 +277,7 @@ def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what
             raise SerializationError(f"{what}: polynomial {i} has a malformed descriptor {d!r:.80}")
         domain = _CODES[d[-1]]
         if d[0] == "d" and len(d) == 2:
-            words = frame_words(frames[k], ring, f"{what}, polynomial {i}",
-                                (checked or {}).get(k))
+            words = frame_words(frames[k], ring, f"{what}, polynomial {i}")
             k += 1
             out.append(adopt(words, ring, domain, device) if adoptable(words, device) else
                        Poly._from_stored(words, ring, domain, device))  # one copy, into Ren
@@ -521,7 +456,6 @@ __all__ = [
     "checksum",
     "digest",
     "frame_words",
-    "fused_pass",
     "meta_int",
     "meta_scale",
     "pack_meta",

@@ -82,7 +82,7 @@ from ren.distributed.frames import (
     unpack_meta,
 )
 from ren.distributed.shm import Shared, receive
-from ren.errors import RenError, SerializationError
+from ren.errors import SerializationError
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
 from ren.ring import RingSpec
@@ -311,33 +311,12 @@ class Codec:
                             "under the job's parameters (or pass those parameters in the batch)")
         return params
 
-    def _ranges(self, rec: Sealed) -> dict[int, tuple[int, ...]] | None:
-        """The moduli of each dense frame of a ciphertext or plaintext record, read from its
-        metadata before the checksum is verified, so that `Sealed.verify` range-checks the
-        frames in its own pass (`ren.distributed.frames.fused_pass`); None when the metadata
-        does not say (the record is then verified first and checked as before: a corrupted
-        record fails its checksum before anything else is said about it).  Nothing is trusted
-        here: `frame_words` skips its own check only for the moduli the decoding, after the
-        checksum matched, finds too."""
-        try:
-            meta = unpack_meta(rec)
-            p = self._params(meta, rec.kind)
-            bfv = isinstance(p, BFVParams) and not isinstance(p, BGVParams)
-            level = 0 if bfv else meta_int(meta, "level", 0, p.depth, "")
-            descs = meta.get("polys")
-            dense = sum(1 for d in descs if isinstance(d, list) and d[:1] == ["d"]) \
-                if isinstance(descs, list) and len(descs) <= 3 else 0
-            moduli = tuple(p.ring(level).moduli)
-        except (RenError, TypeError, ValueError, AttributeError):
-            return None
-        return dict.fromkeys(range(dense), moduli) if dense else None
-
     def _unseal(self, rec: Sealed) -> Any:
         kind = rec.kind
         if kind not in RECORD_KINDS:
             raise WireError(f"an unknown wire record kind {kind!r} arrived (a newer ren on the "
                             "other side?); install the same ren everywhere")
-        checked = rec.verify(self._ranges(rec) if kind in ("ct", "pt") else None)
+        rec.verify()
         meta = unpack_meta(rec)
         what = f"a {kind!r} wire record"
         if kind == "poly":
@@ -370,7 +349,7 @@ class Codec:
                                          f"{'ciphertext' if kind == 'ct' else 'plaintext'}")
             if kind == "pt" and not isinstance(p, CKKSParams):
                 raise SerializationError(f"{what}: a plaintext record needs CKKS parameters")
-            polys = polys_from(descs, rec.frames, [p.ring(level)] * n, p.device, what, checked)
+            polys = polys_from(descs, rec.frames, [p.ring(level)] * n, p.device, what)
             if isinstance(p, CKKSParams):
                 scale = meta_scale(meta.get("scale"), what)
                 if kind == "pt":

@@ -65,28 +65,20 @@ says so; ``"python"`` keeps working.
 
 from __future__ import annotations
 
-import _ctypes
 import ctypes
 import hashlib
 import os
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from ren import settings
 from ren.backend import Device, KernelFn, cpu_calls, cpu_sampling
-from ren.backend.c_host import (
-    HostRunner,
-    compiler,
-    host_function,
-    open_library,
-)
+from ren.backend.c_host import HostRunner, compiler, host_function
 from ren.backend.cpu_build import (
     CPU_FLAGS,
     available_isas,
@@ -105,6 +97,24 @@ from ren.backend.cpu_cache import (
     indexed_library,
 )
 from ren.backend.cpu_calls import CpuCall, RingInput, address
+from ren.backend.cpu_libs import (
+    LIBRARY_HEADER,
+    entry_wrapper,
+    host_parallel,
+    host_parallel_function,
+    loaded_libraries,
+    open_kernel_library,
+    pin_threads,
+    ring_library,
+    ring_source,
+    threads,
+)
+from ren.backend.cpu_libs import (  # (importable from here, as before the split)
+    _live as _live,
+)
+from ren.backend.cpu_libs import (
+    omp_environment as omp_environment,
+)
 from ren.backend.cpu_plan import CompiledPlan
 from ren.backend.malloc import tune_allocator
 from ren.backend.numpy_backend import HOST
@@ -113,111 +123,6 @@ from ren.errors import KernelCompileError, RealizeError
 from ren.kernel import ELEMENTWISE, LIGHT_KINDS, RingCall, ScheduledKernel
 from ren.random import RandomSpec
 from ren.ring import RingKernel, RingSpec
-
-#: prepended to every kernel library: the thread count and the OpenMP loop over limbs
-_HEADER = r"""/* Ren elementwise kernels for the "cpu" device */
-static int ren_threads = 1;
-void ren_set_threads(int n) { ren_threads = n < 1 ? 1 : n; }
-int ren_get_threads(void) { return ren_threads; }
-#ifdef _OPENMP
-/* the limb loop on ren_threads threads when its words (a constant) reach 2^16: elementwise work
-   is memory bound, so a smaller loop is over before a team would have woken up (cpu_ring.c) */
-#define REN_PRAGMA(x) _Pragma(#x)
-#define REN_PARALLEL_LIMBS(work)                                                     \
-  REN_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(ren_threads)          \
-             if(ren_threads > 1 && (work) >= (1LL << 16)))
-/* inside the plan runner's team (cpu_ring_plan.c) every thread calls the kernel: its loop is
-   shared out without a barrier (the runner's follows); ren_team_kernels marks the library, and
-   ren_team_tasks(t) counts the loop's tasks team thread t ran (for tests and measurements) */
-extern int omp_in_parallel(void);
-extern int omp_get_thread_num(void);
-#define REN_TEAM() omp_in_parallel()
-#define REN_TEAM_FOR REN_PRAGMA(omp for schedule(dynamic, 1) nowait)
-static long long ren_team_tasks_[64];
-#define REN_TEAM_TASK() \
-  __atomic_fetch_add(&ren_team_tasks_[omp_get_thread_num() & 63], 1, __ATOMIC_RELAXED)
-int ren_team_kernels(void) { return 1; }
-long long ren_team_tasks(int t) { return t >= 0 && t < 64 ? ren_team_tasks_[t] : 0; }
-#endif
-"""
-
-
-#: the thread count `CpuDevice.set_threads` pinned for every library (None: REN_CPU_THREADS)
-_pinned_threads: int | None = None
-
-
-def threads() -> int:
-    """The thread count a library takes when it loads: the one `CpuDevice.set_threads` pinned,
-    else REN_CPU_THREADS."""
-    return _pinned_threads if _pinned_threads is not None else settings.get("REN_CPU_THREADS")
-
-
-#: the OpenMP wait policy Ren asks for when the environment names none (`omp_environment`)
-OMP_WAIT_DEFAULT = "passive"
-
-
-def omp_environment() -> None:
-    """Before the first OpenMP library loads (libgomp reads its environment once, when it is
-    loaded): ``OMP_WAIT_POLICY=passive`` unless ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` is set.
-
-    libgomp's default lets an idle team thread spin up to 300,000 pause loops (milliseconds)
-    after every parallel loop.  Ren's kernels run one after the other with Python or a short C
-    step between them, so with REN_CPU_THREADS=2 on two busy cores the spinning thread took the
-    core its own master needed: measured on a 2-core machine with one core busy elsewhere, the
-    JIT-replayed multiply at N = 2^14 took 15 ms on 1 thread and 380..630 ms on 2 (spinning),
-    18..19 ms on 2 (passive); at N = 2^16, 600 ms against 1190 ms (spinning), 540 ms (passive).
-    Passive waiting costs a futex wake per parallel loop instead, which the kernels' work
-    thresholds (cpu_ring.c's REN_PAR_MIN_WORK) keep small against the loop.
-    On a machine with cores to spare, ``OMP_WAIT_POLICY=active`` restores spinning, and a short
-    spin (``GOMP_SPINCOUNT=10000``, ~0.1 ms) catches the next kernel of a plan without sleeping.
-    What a wake costs, measured on a 2-core VM (2026-12, other load beside): an OpenMP loop of
-    350 us of work took 178 us on 2 threads spinning (any spin count from 1,000 up) and 226 us
-    passive; a multiply replay at N = 2^16 (38 kernels) makes ~176 futex calls and ~90
-    context switches, a bootstrapping replay at N = 2^12 (4,477 kernels) ~13,600 and ~4,700,
-    where 2 threads took 370–585 ms passive against 315–450 ms with GOMP_SPINCOUNT=10000
-    (1 thread: 473–525 ms; runs minutes apart on the shared VM).  But with the cores busy
-    elsewhere, the same short spin made the multiply at N = 2^14 4x slower (17 -> 70 ms), so
-    passive stays the default."""
-    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = OMP_WAIT_DEFAULT
-
-
-def ring_source(isa: str) -> str:
-    """The ring library's source for path `isa`: `cpu_ring.c` with its ``#include
-    "cpu_ring_*.c"`` lines replaced by those files, so the cache key covers all of them."""
-    files = resources.files("ren.backend")
-    lines = []
-    for line in files.joinpath("cpu_ring.c").read_text().splitlines(keepends=True):
-        name = line.strip().removeprefix("#include ").strip('"')
-        if line.startswith('#include "cpu_ring_') and name.endswith(".c"):
-            lines.append(files.joinpath(name).read_text())
-        else:
-            lines.append(line)
-    return source_head(isa) + "".join(lines)
-
-
-#: the ring libraries loaded, by path (each loaded once and never closed)
-_ring_libs: dict[str, ctypes.CDLL] = {}
-_ring_lock = threading.Lock()
-
-
-def ring_library(isa: str | None = None) -> ctypes.CDLL:
-    """The compiled ring kernels (`cpu_ring.c`) for path `isa` (default: `resolve_isa()`);
-    each path's library is loaded once and never closed."""
-    isa = resolve_isa(isa)
-    with _ring_lock:
-        lib = _ring_libs.get(isa)
-        if lib is None:
-            path = cached_library(ring_source(isa), isa_flags(isa), cache_dir())
-            omp_environment()
-            lib = _ring_libs[isa] = open_library(path)
-            lib.ren_set_threads(threads())
-        return lib
-
-
-#: the kernel libraries loaded now (dlopened, not closed yet): `set_threads` reaches them all
-_live: weakref.WeakSet[ctypes.CDLL] = weakref.WeakSet()
-
 
 #: kernels per compiler run before a build is split into runs on several cores (gcc takes one).
 #: Kernels that differ only in constants share one source (`ren.backend.elementwise_c`), so a
@@ -252,73 +157,12 @@ def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Prog
     return [u for u in out if u]
 
 
-def _open_kernel_library(path: str) -> ctypes.CDLL:
-    """Load a verified kernel library; it is closed (dlclose) when the CDLL object is collected,
-    i.e. when nothing holds it: every holder of an address inside it (a CpuCall, a host
-    wrapper function, a CompiledPlan through its calls) holds the CDLL too."""
-    omp_environment()
-    lib = open_library(path)
-    done = weakref.finalize(lib, _ctypes.dlclose, lib._handle)
-    done.atexit = False  # nothing needs the memory back at exit, and a thread may still run it
-    _live.add(lib)
-    return lib
-
-
-def loaded_libraries() -> int:
-    """How many compiled kernel libraries are loaded now (the ring library aside)."""
-    return len(_live)
-
-
 def library_call(call: RingCall, isa: str | None = None,
                  lib: ctypes.CDLL | None = None) -> CpuCall | None:
     """The library CpuCall of a ring call on path `isa` (default: `resolve_isa()`), or None for
     the kinds run as rendered programs.  `lib`: that path's ring library when the caller holds
     it already (resolving a path looks $CC up on PATH: a device builds thousands of calls)."""
     return cpu_calls.library_call(call, lib if lib is not None else ring_library(isa))
-
-
-def _wrapper(k: CKernel) -> str:
-    """``void ren_cpu_<name>(void** a)``: the uniform entry point of an elementwise kernel."""
-    args = ", ".join(f"({p.ctype})a[{i}]" for i, p in enumerate(k.params))
-    return f"void ren_cpu_{k.name}(void** a) {{ {k.name}({args}); }}\n"
-
-
-def _host_parallel(k: CKernel) -> str:
-    """``ren_hostp_<name>(dims, args)``: the host wrapper of a one-phase hosted kernel (RANDOM:
-    a thread per output word, no shared memory) with the grid's blocks shared out over
-    the OpenMP threads (the shim's block and thread indices are per thread under OpenMP) when
-    the grid has 2^16 threads or more; other grids go to the shim's serial ``ren_host_``."""
-    call = ", ".join(f"({p.ctype})args[{i}]" if p.is_pointer else f"*(const {p.ctype}*)args[{i}]"
-                     for i, p in enumerate(k.params))
-    return f"""
-void ren_hostp_{k.name}(const long long* dims, void** args) {{
-  const long long gx = dims[0], bx = dims[3];
-  if (dims[1] != 1 || dims[2] != 1 || dims[4] != 1 || dims[5] != 1) {{
-    ren_host_{k.name}(dims, args);
-    return;
-  }}
-#ifdef REN_PARALLEL_LIMBS
-  REN_PRAGMA(omp parallel for schedule(static) num_threads(ren_threads) \
-             if(ren_threads > 1 && gx * bx >= (1LL << 16)))
-#endif
-  for (long long b = 0; b < gx; ++b) {{
-    gridDim.x = (unsigned)gx; gridDim.y = 1; gridDim.z = 1;
-    blockDim.x = (unsigned)bx; blockDim.y = 1; blockDim.z = 1;
-    blockIdx.x = (unsigned)b; blockIdx.y = 0; blockIdx.z = 0;
-    threadIdx.y = 0; threadIdx.z = 0; ren_phase = 0;
-    for (threadIdx.x = 0; threadIdx.x < (unsigned)bx; ++threadIdx.x) {k.name}({call});
-  }}
-}}
-"""
-
-
-def _host_function(lib: ctypes.CDLL, k_name: str) -> Any:
-    """The hosted kernel's wrapper: ``ren_hostp_<name>`` (blocks over the threads); a library
-    built before it existed lacks it (AttributeError: its kernels are compiled again)."""
-    fn = lib[f"ren_hostp_{k_name}"]
-    fn.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_void_p)]
-    fn.restype = None
-    return fn
 
 
 #: programs `CpuDevice.prepare` keeps for `build` at most (more: builds that never came)
@@ -366,8 +210,9 @@ class CpuDevice(Device):
         self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
         self._build_lock = threading.RLock()
         # what a kernel index entry is valid for: the library head (C prelude), flags, compiler
-        self._index_context = hashlib.sha256("\0".join(
-            [source_head(self.isa) + _HEADER, *self.flags, *compiler()]).encode()).hexdigest()
+        head = source_head(self.isa) + LIBRARY_HEADER
+        self._index_context = hashlib.sha256(
+            "\0".join([head, *self.flags, *compiler()]).encode()).hexdigest()
         # programs `prepare` rendered, by item key, for `build` to take instead of rendering again
         self._rendered: dict[Any, Program] = {}
         #: this device's ring library (its path resolved once, here)
@@ -391,18 +236,7 @@ class CpuDevice(Device):
         """Use `n` OpenMP threads in the library kernels from now on (1: none), in the libraries
         loaded already and in those loaded later; `n` must be in REN_CPU_THREADS's range.
         ``None`` goes back to the setting: libraries loaded later take REN_CPU_THREADS."""
-        global _pinned_threads
-        if n is None:
-            _pinned_threads = None
-            n = threads()
-        else:
-            n = _pinned_threads = settings.check("REN_CPU_THREADS", n)
-        with _ring_lock:
-            ring_libs = list(_ring_libs.values())
-        for lib in ring_libs:
-            lib.ren_set_threads(n)
-        for lib in list(_live):
-            lib["ren_set_threads"](n)
+        pin_threads(None if n is None else settings.check("REN_CPU_THREADS", n))
 
     def libraries(self) -> int:
         """How many kernel libraries this device holds for reuse (at most REN_CPU_LIBRARIES)."""
@@ -476,7 +310,7 @@ class CpuDevice(Device):
             self.compiler_runs += 1
             done: set[str] = set()  # a kernel two units compile is taken from the first
             for unit, path in zip(units, paths, strict=True):
-                lib = _open_kernel_library(path)
+                lib = open_kernel_library(path)
                 names = [n for n in dict.fromkeys(k.name for p in unit for k in p.kernels)
                          if n in fresh and n not in done]
                 done.update(names)
@@ -490,7 +324,7 @@ class CpuDevice(Device):
         build lock); a one-phase hosted kernel through its parallel wrapper."""
         lib["ren_set_threads"](threads())
         found = {name: address(lib, f"ren_cpu_{name}") if name.startswith("ren_ew_")
-                 else _host_function(lib, name) if kernels[name].phases == 1
+                 else host_parallel_function(lib, name) if kernels[name].phases == 1
                  else host_function(lib, name) for name in names}
         for name, fn in found.items():
             if name.startswith("ren_ew_"):
@@ -514,7 +348,7 @@ class CpuDevice(Device):
         left = dict(fresh)
         for so, names in by_library.items():
             try:
-                lib = _open_kernel_library(so)
+                lib = open_kernel_library(so)
                 self._register(lib, names, fresh)
             except (KernelCompileError, AttributeError, OSError):
                 continue
@@ -526,10 +360,10 @@ class CpuDevice(Device):
         """The C source of one compiler run: `unit`'s programs, the wrappers of their new
         elementwise kernels and the parallel host wrappers of their one-phase hosted ones."""
         names = dict.fromkeys(k.name for p in unit for k in p.kernels if k.name in fresh)
-        extra = "\n" + "".join(_wrapper(fresh[n]) if n.startswith("ren_ew_")
-                                else _host_parallel(fresh[n]) if fresh[n].phases == 1 else ""
+        extra = "\n" + "".join(entry_wrapper(fresh[n]) if n.startswith("ren_ew_")
+                                else host_parallel(fresh[n]) if fresh[n].phases == 1 else ""
                                 for n in names)
-        return source_head(self.isa) + _HEADER + translation_unit(unit, C) + extra
+        return source_head(self.isa) + LIBRARY_HEADER + translation_unit(unit, C) + extra
 
     def _evict(self) -> None:
         """Drop the least recently used libraries beyond REN_CPU_LIBRARIES (caller holds the

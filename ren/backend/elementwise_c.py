@@ -20,6 +20,9 @@ vectorizable and short:
   the coefficient loop runs in tiles of `STAGE_TILE`, and each tile first permutes the row's
   words into a buffer on the stack (``ren_permute``: a vector load and a lane permute per
   block of 16, which the map's block structure allows), which the loop then reads in order.
+
+The loops themselves (the tiles, the row classes' switch, the (limb, piece) tasks) are
+`ren.backend.elementwise_loop`'s; this module renders the lines they run.
 """
 
 from __future__ import annotations
@@ -27,15 +30,17 @@ from __future__ import annotations
 import numpy as np
 
 from ren.alu import alu
+from ren.backend.elementwise_loop import SPLIT_MAX_LIMBS as SPLIT_MAX_LIMBS
+from ren.backend.elementwise_loop import STAGE_TILE as STAGE_TILE
+from ren.backend.elementwise_loop import RowClass, loop_kernel
+from ren.backend.elementwise_loop import block_preserving as _block_preserving
 from ren.backend.render_c import (
-    PIECES_PRELUDE,
     Dialect,
     Launch,
     Param,
     Program,
     finish_kernel,
     signature,
-    team_path,
 )
 from ren.errors import RealizeError
 from ren.ir import gidx
@@ -58,24 +63,6 @@ def _array(ctype: str, name: str, values) -> str:
 #: ~26 million of them)
 EXTERNAL_TABLE = 64
 _NUMPY_TYPE = {"u32": np.uint32, "i64": np.int64}
-
-#: coefficients per tile of a loop whose permuted loads are staged (`ren_permute`): the staged
-#: rows of a tile (4 bytes a coefficient each; a hoisted inner product stages ~24) stay in L1
-STAGE_TILE = 128
-#: kernels over at most this many limbs loop over (limb, piece) tasks, so that threads that
-#: outnumber the limbs (or an uneven count: 3 limbs on 2 threads) share one limb's coefficients
-#: (`ren.backend.cpu`'s ``REN_PIECES``); kernels over more limbs split whole limbs only
-SPLIT_MAX_LIMBS = 3
-def _block_preserving(values: np.ndarray) -> bool:
-    """Whether every aligned block of 16 and of 8 entries of the map points into one aligned
-    block of as many words: what `ren_permute`'s vector paths need (an automorphism's
-    NTT-domain map has it; see `ren.backend.render_c.PERMUTE_HELPER`)."""
-    n = len(values)
-    if n < STAGE_TILE or n % STAGE_TILE:
-        return False
-    v = values.astype(np.int64)
-    return all(bool(np.all(v.reshape(-1, b) // b == v[::b, None] // b)) for b in (8, 16))
-
 
 #: index ops that keep an index expression from being affine in GIDX1 (a C compiler cannot
 #: vectorize a load through them, and they cost several operations per element)
@@ -111,35 +98,6 @@ def _reached(value: Node, choose: dict[Node, Node], stop: dict[Node, bool]) -> s
             if not stop.get(n):
                 stack.extend((choose[n],) if n in choose else n.src)
     return seen
-
-
-class _RowClass:
-    """The rendered lines of one class of rows (see `_Elementwise._row_classes`)."""
-
-    def __init__(self, rows: list[int], lines: list[str], row_line: list[bool],
-                 staged: list[tuple[str, str, str]]):
-        self.rows, self.lines, self.row_line, self.staged = rows, lines, row_line, staged
-
-    def loop(self, N: int, pad: str, span: tuple[str, str] | None = None) -> str:
-        """The coefficient loop of one limb: plain, or (with staged loads) in tiles of
-        `STAGE_TILE` coefficients, each tile's permuted rows staged first; the lines of the limb
-        alone (its row indices) run once per tile, before the staging that needs them.  `span`:
-        the loop's bounds (C expressions, tile-aligned) when it covers a piece of the limb."""
-        lo, hi = span or ("0", f"{N}LL")
-        if not self.staged:
-            plain = f"\n{pad}  ".join(self.lines)
-            return f"{pad}for (i64 g1 = {lo}; g1 < {hi}; ++g1) {{\n{pad}  {plain}\n{pad}}}\n"
-        tile = STAGE_TILE
-        inner = pad + "  "
-        head = [ln for ln, row in zip(self.lines, self.row_line) if row]
-        body = [ln for ln, row in zip(self.lines, self.row_line) if not row]
-        for buf, row, table in self.staged:
-            head.append(f"u32 {buf}[{tile}]; ren_permute({buf}, {row}, {table} + g1t, {tile});")
-        head_text = "".join(f"{inner}{ln}\n" for ln in head)
-        body_text = f"\n{inner}  ".join(body)
-        return (f"{pad}for (i64 g1t = {lo}; g1t < {hi}; g1t += {tile}) {{\n{head_text}"
-                f"{inner}for (i64 g1 = g1t; g1 < g1t + {tile}; ++g1) {{\n{inner}  {body_text}\n"
-                f"{inner}}}\n{pad}}}\n")
 
 
 class _Elementwise:
@@ -424,7 +382,7 @@ class _Elementwise:
         classes = self._row_classes(order) if self.fold_tables else \
             [(list(range(self.space[0])), {})]
         memo: dict[Node, AxisValue] = {}
-        self.groups: list[_RowClass] = []
+        self.groups: list[RowClass] = []
         for rows, choose in classes:
             self._emit_class(rows, choose, order, value, fold, memo, out)
             plans = list(zip(*self._plans))  # per row: the plan of each product sum
@@ -447,7 +405,7 @@ class _Elementwise:
         self._emit(order, value, fold, choose, memo)
         self._line(f"s0[g0 * {out.strides[0]}LL + g1 * {out.strides[1]}LL] = "
                    f"{self.var[value]};")
-        self.groups.append(_RowClass(rows, self.lines, self.row_line, self.staged))
+        self.groups.append(RowClass(rows, self.lines, self.row_line, self.staged))
 
     def _line(self, text: str, row: bool = False) -> None:
         self.lines.append(text)
@@ -558,45 +516,8 @@ class _Elementwise:
             for r in group.rows:
                 classes[r] = k
         rc = self._table("u32", classes, row=True) if len(self.groups) > 1 else ""
-        params = signature(self.params(), restrict=True)
-        # few limbs: the loop runs over (limb, piece) tasks, REN_PIECES(L, N, align) pieces
-        # of each limb (1 unless the threads outnumber the limbs), so that one limb's words
-        # are shared out too; more limbs keep the plain limb loop (and its source)
-        split = L <= SPLIT_MAX_LIMBS
-        span = ("c0", "c1") if split else None
-        if len(self.groups) == 1:  # the coefficient loop (plain or tiled): one statement
-            inner = f"{self.groups[0].loop(N, '  ', span)}"
-        else:  # one inner loop per row class, chosen per limb
-            cases = [f"    case {k}:\n{group.loop(N, '      ', span)}      break;"
-                     for k, group in enumerate(self.groups)]
-            inner = (f"    switch ({rc}[g0]) {{\n" + "\n".join(cases) + "\n    }\n")
-        tables = "\n".join(self.tables)
-        # the limb's loops live in a function of their own, called once per limb (or task)
-        # from the kernel's limb loop: under OpenMP, the parallel loop's body is outlined
-        # into a function that reads the pointers from a struct, their `restrict` is lost,
-        # and GCC 12 left such a body unvectorized (a 6-slot inner product ran 4x slower
-        # than the same loop compiled without -fopenmp); `REN_ROW` keeps it a call
-        names = ", ".join(p.name for p in self.params())
-        bounds = "i64 g0, i64 c0, i64 c1" if split else "i64 g0"
-        if len(self.groups) > 1:
-            inner = "  {\n" + inner + "  }\n"
-        row = f"REN_ROW void @K_row({bounds}, {params}) {{\n{inner}}}\n"
-        if split:
-            align = STAGE_TILE if any(g.staged for g in self.groups) else 16
-            body = (f"const i64 g0 = task / np_, c0 = (task % np_) * ({N}LL / np_);\n"
-                    f"    @K_row(g0, c0, c0 + {N}LL / np_, {names});")
-            walk = "for (i64 task = 0; task < L_ * np_; ++task)"
-            head = (f"  const i64 L_ = {count}[0];\n"
-                    f"  const i64 np_ = REN_PIECES(L_, {N}LL, {align}LL);\n")
-            return (f"{PIECES_PRELUDE}{tables}\n{row}REN_KERNEL void @K({params}) {{\n{head}"
-                    f"{team_path(walk, body)}"
-                    f"  REN_PARALLEL_LIMBS(L_ * np_ > 1 ? L_ * {N}LL : 0LL)\n"
-                    f"  {walk} {{\n    {body}\n  }}\n}}\n")
-        # the words the limb loop touches: its OpenMP threshold
-        walk, body = "for (i64 g0 = 0; g0 < L_; ++g0)", f"@K_row(g0, {names});"
-        return (f"{tables}\n{row}REN_KERNEL void @K({params}) {{\n"
-                f"  const i64 L_ = {count}[0];\n{team_path(walk, body)}"
-                f"  REN_PARALLEL_LIMBS(L_ * {N}LL)\n  {walk} {body}\n}}\n")
+        return loop_kernel(self.groups, L, N, count, rc, signature(self.params(), restrict=True),
+                           ", ".join(p.name for p in self.params()), "\n".join(self.tables))
 
 
 def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:

@@ -21,6 +21,7 @@ from ren.distributed import shm, shmslots
 from ren.distributed.wire import Codec
 from ren.ir import storage_buffer
 from ren.replay import outputs_into
+from ren.rlwe import KeyGenerator
 
 pytestmark = pytest.mark.skipif(shm.SHM_DIR is None, reason="needs a writable /dev/shm")
 
@@ -137,3 +138,43 @@ def test_slot_pages_no_record_claims_are_freed_when_their_last_view_goes(job):
     gc.collect()
     assert _state(name) == 0
     assert shm.SlotPages(job, 1 << 20)([(2, 64)]) is None  # under the job's smallest record
+
+
+@pytest.mark.parametrize("device", ["python", "cpu"])
+def test_a_multiply_relinearize_rescale_into_garbage_storage_gives_the_same_words(device):
+    # the benchmark's operation on each device: every word of the given (garbage-filled)
+    # storage is written, and the result decrypts as the fresh replay's does
+    import warnings
+
+    from ren.ckks import CKKSParams, Decryptor, Encoder, Encryptor, InsecureParametersWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        params = CKKSParams(N=1 << 10, depth=2, scale_bits=30, first_bits=40, device=device,
+                            special_primes=1, insecure=True)
+    with ren.random.seeded(3):
+        kg = KeyGenerator(params)
+        rlk = kg.relin_key()
+        enc = Encoder(params)
+        ct = Encryptor(params, kg.public_key()).encrypt(enc.encode([0.5, -0.75]))
+
+    @ren.jit
+    def square(x, keys):
+        ev = Evaluator(x.params, relin_key=keys)
+        return ev.rescale(ev.multiply(x, x))
+
+    square(ct, keys=rlk)
+    want = square(ct, keys=rlk)
+    given: list[np.ndarray] = []
+
+    def provide(shapes):
+        given.extend(_garbage(shapes))
+        return given
+
+    with outputs_into(provide):
+        got = square(ct, keys=rlk)
+    assert len(given) == 2 and all(np.shares_memory(s, a) for s, a in
+                                   zip(_storage(got), given, strict=True))
+    assert dumps(got) == dumps(want)
+    values = enc.decode(Decryptor(params, kg.secret_key()).decrypt(got))[:2]
+    assert np.allclose(values, [0.25, 0.5625], atol=1e-3)

@@ -14,6 +14,7 @@ import dataclasses
 import pickle
 import shutil
 import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -90,16 +91,40 @@ def test_embed_error_is_no_larger_than_the_length_n_transforms(N):
         assert new <= 1.5 * old + 1e-15 * np.max(np.abs(exact)), (N, seed, new, old)
 
 
+def _on_pool() -> bool:
+    return threading.current_thread().name.startswith(encoder._POOL_PREFIX)
+
+
+def _waiting_for_a_helper(waits: bool):
+    """For a recorder: a function the caller's first part calls, which (with `waits`) returns
+    once another part has started on a pool thread, or after 5 s, so that a helper's part runs
+    on the pool however late the helper wakes (`_side_by_side` lets the caller take a part a
+    helper has not started); and the one the pool's part calls."""
+    started = threading.Event()
+
+    def first() -> None:
+        if waits and not _on_pool():
+            started.wait(5.0)
+
+    def other() -> None:
+        if _on_pool():
+            started.set()
+    return first, other
+
+
 @contextlib.contextmanager
-def recording_quarters():
+def recording_quarters(waits: bool = False):
     """A recorder of the threads `embed`'s quarters run on, installed for the test only
     (`_embed_quarter` wrapped; the production code counts nothing): yields a list of
-    (which quarter, whether it ran on a lift-pool thread)."""
+    (which quarter, whether it ran on a lift-pool thread).  `waits`: quarter 0 on the caller
+    waits for quarter 1 to start on the pool (`_waiting_for_a_helper`)."""
     ran: list[tuple[int, bool]] = []
     quarter = encoder._embed_quarter
+    first, other = _waiting_for_a_helper(waits)
 
     def recorded(m, N, which, out):
-        ran.append((which, threading.current_thread().name.startswith(encoder._POOL_PREFIX)))
+        ran.append((which, _on_pool()))
+        (first if which == 0 else other)()
         quarter(m, N, which, out)
 
     encoder._embed_quarter = recorded
@@ -114,7 +139,7 @@ def test_the_odd_quarter_runs_on_a_pool_thread_at_two_threads():
     with recording_quarters() as ran:
         one = embed(m, 1 << 12)
         assert sorted(ran) == [(0, False), (1, False)]  # one thread: both on the caller
-        ran.clear()
+    with recording_quarters(waits=True) as ran:
         two = embed(m, 1 << 12, threads=2)
         assert sorted(ran) == [(0, False), (1, True)]  # the odd one on the pool
         ran.clear()
@@ -171,7 +196,7 @@ def test_decode_on_the_cpu_device_splits_and_agrees_at_one_and_two_threads(seed)
                     cpu.CpuDevice("cpu").set_threads(t)
                     pt = enc.encode(x)
                     words[t] = pt.poly.intt().numpy()
-                    with recording_quarters() as ran:
+                    with recording_quarters(waits=t == 2) as ran:
                         out[t] = enc.decode(pt)
                     assert sorted(ran) == [(0, False), (1, t == 2)]
         finally:
@@ -262,23 +287,47 @@ def test_decrypt_and_decode_realize_once_and_give_the_same_slots():
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 5])
 @pytest.mark.parametrize("count", [1, 2, 7, 8])
-def test_side_by_side_runs_the_first_group_on_the_caller_and_keeps_the_order(workers, count):
-    """The lift's pieces: in order, the first contiguous group on the calling thread and every
-    other group as one task on a lift-pool thread (one wake-up a helper)."""
-    ran: dict[int, str] = {}
+def test_side_by_side_keeps_the_order_and_the_helpers_take_parts(workers, count):
+    """The lift's pieces: every start computed once, the results in order, the first on the
+    calling thread; while the caller is held in its first piece, the helpers (one task each)
+    take the others from the pool."""
+    ran: dict[int, list[str]] = {}
+    first, other = _waiting_for_a_helper(workers > 1 and count > 1)
 
     def fn(c):
-        ran[c] = threading.current_thread().name
+        ran.setdefault(c, []).append(threading.current_thread().name)
+        (first if c == 0 else other)()
         return c * c
 
     starts = range(0, 10 * count, 10)
     assert encoder._side_by_side(fn, starts, workers) == [c * c for c in starts]
-    groups = min(workers, count)
-    first = [c for c in starts][:count // groups]
-    assert all(ran[c] == threading.current_thread().name for c in first)
-    others = [ran[c] for c in starts if c not in first]
-    assert all(name.startswith(encoder._POOL_PREFIX) for name in others)
-    assert len(others) == count - len(first)
+    assert sorted(ran) == list(starts) and all(len(v) == 1 for v in ran.values())
+    assert ran[0] == [threading.current_thread().name]
+    helped = [c for c in starts if ran[c][0].startswith(encoder._POOL_PREFIX)]
+    assert (len(helped) > 0) == (workers > 1 and count > 1)
+
+
+def test_side_by_side_does_not_wait_for_a_helper_that_has_not_started():
+    """A helper that is late (here: the pool's only thread busy for 3 s) holds nothing: the
+    caller takes every piece and returns at once, its task cancelled."""
+    busy, release = threading.Event(), threading.Event()
+
+    def block() -> None:
+        busy.set()
+        release.wait(3.0)
+
+    blocker = encoder._pool(1).submit(block)
+    assert busy.wait(5.0)
+    ran: list[bool] = []
+    try:
+        t0 = time.perf_counter()
+        out = encoder._side_by_side(lambda c: ran.append(_on_pool()) or c + 1, range(6), 2)
+        took = time.perf_counter() - t0
+    finally:
+        release.set()
+        blocker.result()
+    assert out == [1, 2, 3, 4, 5, 6] and ran == [False] * 6
+    assert took < 1.0
 
 
 def test_side_by_side_passes_a_pool_groups_error_on():
@@ -307,13 +356,15 @@ def test_embed_inverse_splits_into_halves_the_same_at_every_thread_count(log_n):
     half = encoder._inverse_half
 
     def spy(v, n, which, o):
-        ran.append((which, threading.current_thread().name.startswith(encoder._POOL_PREFIX)))
+        ran.append((which, _on_pool()))
+        (first if which == 0 else other)()
         half(v, n, which, o)
 
     encoder._inverse_half = spy
     try:
         for t in (1, 2, 3):
             ran.clear()
+            first, other = _waiting_for_a_helper(t > 1)
             out[t] = encoder.embed_inverse(z, N, t)
             assert sorted(ran) == [(0, False), (1, t > 1)]
     finally:

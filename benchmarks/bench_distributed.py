@@ -356,12 +356,24 @@ def task_placement(records: list[dict[str, Any]]) -> str:
                      for addr, t in sorted(busy.items())) or "none seen"
 
 
+def n16_at(log_n: int, device: str) -> CKKSParams:
+    """The n16 preset's shape at N = 2^log_n (``--preset n16 --log-n``, as bench_bootstrap.py's
+    `n16_shaped`: the same depth, scale, primes and secret, so the same graph and keys' layout,
+    each kernel over fewer coefficients; INSECURE below 2^16, for measuring in less memory)."""
+    from bench_bootstrap import n16_shaped
+
+    return n16_shaped(bootstrap_params_n16("python"), log_n, device)
+
+
 def bootstrap_main(args: argparse.Namespace) -> None:
     """`--bootstrap` (module doc): a batch of bootstrappings on 1 and 2 local workers."""
     t0 = time.perf_counter()
     # the lean mode (bench_bootstrap.py --lean): seeded key halves, diagonals as coefficients
     diagonals = "coeff" if args.lean else "rns"
-    if args.preset == "n16":
+    if args.preset == "n16" and args.log_n is not None and args.log_n < 16:
+        params = n16_at(args.log_n, args.device)
+        bt = Bootstrapper(params, cts_levels=3, stc_levels=3, diagonals=diagonals)
+    elif args.preset == "n16":
         params = bootstrap_params_n16(args.device)
         need, avail = memory_needed(params, max(args.workers) + 1, args.lean)  # and the client
         print(f"n16: the client and {max(args.workers)} worker(s) need about {need:.0f} GiB; "
@@ -389,7 +401,9 @@ def bootstrap_main(args: argparse.Namespace) -> None:
         ct.parts[0].realize(*ct.parts[1:])
     batch = [fresh[i % len(fresh)] for i in range(args.batch)]
     full = sum(serialized_size(k) for k in keys)  # (dumps would build 6.4 GB at n16)
-    print(f"bootstrapping, preset {args.preset}: N = 2^{params.N.bit_length() - 1}, "
+    print(f"bootstrapping, preset {args.preset}" + (" at a smaller ring (INSECURE)" if args.preset
+                                                     == "n16" and params.N < 1 << 16 else "")
+          + f": N = 2^{params.N.bit_length() - 1}, "
           f"{params.slots} slots, batch {args.batch} ({len(fresh)} distinct), keys "
           f"({len(keys[1])} Galois keys{', encapsulation keys' * (len(keys) > 2)}) "
           f"{size(full)} in Ren's full format{LEAN_NOTE * args.lean}; set up in "
@@ -442,7 +456,10 @@ def bootstrap_main(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--log-n", type=int, default=14)
+    ap.add_argument("--log-n", type=int, default=None,
+                    help="the ring: N = 2^LOG_N (default 14); with --bootstrap --preset n16, "
+                         "13..15 runs the n16 shape at a smaller ring (INSECURE, for "
+                         "measuring in less memory; bench_bootstrap.py --log-n)")
     ap.add_argument("--device", default="python", choices=("python", "cpu"),
                     help="where the workers replay (cpu: the compiled device, ~20x faster, so "
                          "the distributed path's own cost shows)")
@@ -480,8 +497,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.batch < 1:
         ap.error(f"--batch must be at least 1, got {args.batch}")
     if args.bootstrap:
+        if args.log_n is not None and not (args.preset == "n16" and 13 <= args.log_n <= 16):
+            ap.error(f"--bootstrap takes --log-n 13..16 with --preset n16 only, got --log-n "
+                     f"{args.log_n} with --preset {args.preset}")
         bootstrap_main(args)
         return
+    if args.log_n is None:
+        args.log_n = 14
 
     params = make_params(args.log_n, args.device)
     keygen = KeyGenerator(params)

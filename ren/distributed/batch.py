@@ -78,7 +78,7 @@ from ren.distributed.cluster import (
     scheduler_lost,
     worker_addresses,
 )
-from ren.distributed.errors import DistributedError, SchedulerLostError, TaskError
+from ren.distributed.errors import DistributedError, SchedulerLostError, TaskError, WireError
 from ren.distributed.grouping import (
     GROUPED_IN_FLIGHT_PER_WORKER,
     IN_FLIGHT_PER_WORKER,
@@ -101,10 +101,67 @@ from ren.distributed.wire import Codec, LiveSecrets, refuse_secret, wire_bytes
 from ren.distributed.worker import run_item
 from ren.errors import ParameterError, check_bool
 from ren.jit import Jitted
+from ren.poly import Poly
+from ren.rlwe.params import RLWEParams
+from ren.tree import flatten
 
 _job_ids = itertools.count()
 #: times the client scatters one input again after the worker holding it died
 MAX_RESENDS = 3
+#: seconds a job sends to the workers it last asked the scheduler for (`MapJob._feed`); a
+#: send that fails, and every resend, asks again at once
+ADDRESSES_TTL = 1.0
+
+#: the wire record of each key object a job encoded (`encode_keys`), by the object: (its
+#: Polys' nodes and its other leaves when it was encoded, the record)
+_key_records: weakref.WeakKeyDictionary[Any, tuple[tuple, list[Any], Any]] = \
+    weakref.WeakKeyDictionary()
+_key_lock = threading.Lock()
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    """Whether two lists of leaves are the same objects or equal values."""
+    def equal(x: Any, y: Any) -> bool:
+        try:
+            return x is y or (type(x) is type(y) and bool(x == y))
+        except Exception:  # (an array compares elementwise)
+            return False
+    return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def encode_keys(codec: Codec, keys: Any, where: str = "keys") -> Any:
+    """``codec.encode(keys, where)``, each key object's record made once while the object
+    lives and holds the same Polys: a job's keys are encoded on the client for their name
+    (`context_name`) even when the workers hold them already, and encoding checksums every
+    byte of them (3.2 GB of lean keys at n16: most of the client's CPU in a job of four
+    bootstrappings).  Lists and tuples of keys are walked here; any other tree is encoded
+    whole."""
+    t = type(keys)
+    if t is list or t is tuple:
+        return t(encode_keys(codec, v, f"{where}[{i}]") for i, v in enumerate(keys))
+    params = getattr(keys, "params", None)
+    if not isinstance(params, RLWEParams) or isinstance(keys, Poly):
+        return codec.encode(keys, where)
+    polys: list[Poly] = []
+    others: list[Any] = []
+    try:
+        flatten(keys, polys, others, None, WireError)
+    except WireError as e:
+        raise WireError(f"{where}: {e}") from None
+    nodes = tuple(p.node for p in polys)  # held: their ids cannot be reused meanwhile
+    with _key_lock:
+        try:
+            hit = _key_records.get(keys)
+        except TypeError:  # not weakly referenceable: encoded each time
+            return codec.encode(keys, where)
+    if hit is not None and len(hit[0]) == len(nodes) and all(
+            a is b for a, b in zip(hit[0], nodes, strict=True)) and _same(hit[1], others):
+        codec.register(params)
+        return hit[2]
+    record = codec.encode(keys, where)
+    with _key_lock:
+        _key_records[keys] = (nodes, others, record)
+    return record
 
 
 @dataclass
@@ -158,6 +215,10 @@ class MapJob:
     _groups: list[list[int]] | None = None
     #: ends the job's shared-memory segments (`ren.distributed.shm.end_job`; once)
     _shm_end: Callable[[], Any] | None = None
+    #: when the sender's addresses were last asked of the scheduler (`time.monotonic`), and
+    #: whether a task that did not finish came back since (`_feed` asks again then)
+    _asked: float = 0.0
+    _stale: bool = False
 
     def _sent_inputs(self) -> int:
         """Inputs sent so far."""
@@ -202,8 +263,12 @@ class MapJob:
         chunk = range(self._next, min(n, self._next + window - len(self._out)))
         for attempt in range(MAX_RESENDS + 1):
             try:
-                # to the workers alive now (one may have died since the last chunk)
-                sender.addresses = self._live_workers()
+                # to the workers alive now (one may have died since the last chunk), asked of
+                # the scheduler again after ADDRESSES_TTL s, a task that did not finish or a
+                # failed send (an ask costs ~0.3-0.4 ms of the client's CPU, and Dask's
+                # scatter sends only to those of them still running anyway)
+                if attempt or self._stale or time.monotonic() - self._asked > ADDRESSES_TTL:
+                    sender.addresses = self._live_workers()
                 for i, future in self._send(chunk):
                     self.futures[i] = future
                     self._new.append((i, future))
@@ -221,6 +286,7 @@ class MapJob:
             # (gather_as_completed turns this into SchedulerLostError, with what arrived)
             raise DistributedError("map: the Dask scheduler was lost")
         addresses = worker_addresses(self.client)
+        self._asked, self._stale = time.monotonic(), False
         if not addresses:
             raise DistributedError("map: every worker of the cluster is gone; start workers "
                                    "and submit the job again")
@@ -230,6 +296,8 @@ class MapJob:
         """A task finished (Dask's callback thread): maybe send the next chunk."""
         with self._cond:
             self._out.discard(future.key)
+            if getattr(future, "status", "finished") != "finished":
+                self._stale = True  # cancelled (its input lost with a worker?) or failed
             self._feed()
 
     def _more(self, wait: float | None) -> list[tuple[int, Any]]:
@@ -417,7 +485,7 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
                              f"of them) or a ren.distributed.Batch, got {type(batch).__name__}")
     secrets = LiveSecrets()  # looked up only where a check needs them (Polys, a new program)
     codec = Codec(secret_buffers=secrets.buffers)
-    keys_wire = codec.encode(keys, "keys") if keys is not None else None
+    keys_wire = encode_keys(codec, keys) if keys is not None else None
     if remote is not None:
         for params in remote.params:
             codec.register(params)
@@ -444,7 +512,8 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
     job = MapJob(client, [None] * n, codec, context_bytes, wire_bytes(keys_wire),
                  len(program_pickle), 0, len(program.plans or ()), len(addresses), keep=keep,
                  standins=result_standins(program, codec) if keep else None, _which=which,
-                 _submitted=time.perf_counter(), _inputs=[None] * n, _attempts=[0] * n)
+                 _submitted=time.perf_counter(), _inputs=[None] * n, _attempts=[0] * n,
+                 _asked=time.monotonic())
     if not n:
         return job
     prefix = shm.start_job(client, addresses)  # None: records travel in the messages
@@ -457,7 +526,7 @@ def submit(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, key
     shared: dict[str, Any] = {}
     for name, blob, nbytes in ((ck, context_obj, context_bytes),
                                (pk, program_pickle, len(program_pickle))):
-        shared[name], sent = share(client, name, blob, nbytes)
+        shared[name], sent = share(client, name, blob, nbytes, addresses)
         job.shared_sent_bytes += sent
     if remote is not None:  # every task at once, each where its input lies
         job._held = list(remote.futures)
@@ -509,5 +578,5 @@ def map(fn: Callable[..., Any] | Jitted, batch: Iterable[Any] | Batch, *, keys: 
     return job.persist(timeout=timeout) if job.keep else job.result(timeout=timeout)
 
 
-__all__ = ["GROUPED_IN_FLIGHT_PER_WORKER", "IN_FLIGHT_PER_WORKER", "MAX_INPUTS_PER_TASK",
-           "MAX_RESENDS", "MapJob", "map", "submit"]
+__all__ = ["ADDRESSES_TTL", "GROUPED_IN_FLIGHT_PER_WORKER", "IN_FLIGHT_PER_WORKER",
+           "MAX_INPUTS_PER_TASK", "MAX_RESENDS", "MapJob", "encode_keys", "map", "submit"]

@@ -49,6 +49,8 @@ TICK_INTERVAL = "1s"
 #: (Dask's own default, "auto", is the machine's memory split evenly over the workers, and its
 #: nanny restarts a worker past 95 % of that share: `local_client`'s doc)
 LOCAL_MEMORY_LIMIT = 0
+#: Dask's config of the active memory manager's policies (`local_client`: none)
+AMM_POLICIES = "distributed.scheduler.active-memory-manager.policies"
 #: a Dask client whose status is one of these can send and receive
 _LIVE = ("running", "newly-created")
 
@@ -266,6 +268,12 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
         raise DistributedError(f"the results of {what}s {missing[:10]} never arrived")
 
 
+def _default_amm_policies(policies: Any) -> bool:
+    """Whether Dask's config holds its default memory-manager policies (ReduceReplicas only)."""
+    return isinstance(policies, list) and len(policies) == 1 and isinstance(policies[0], dict) \
+        and str(policies[0].get("class", "")).endswith("ReduceReplicas")
+
+
 def _cluster_option_names(distributed: ModuleType) -> set[str]:
     """The options LocalCluster takes: its own, and those it hands to each Nanny and Worker."""
     names: set[str] = set()
@@ -306,7 +314,17 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
     holds ~5 GiB (lean) to ~11 GiB of keys, plan and arena plus Dask's copy of what was
     broadcast to it: on a 23 GiB machine with two workers, near its share.  Without the limit
     only the machine's own limits (the kernel's OOM killer, a container's cgroup) apply;
-    ``memory_limit="8GiB"`` (per worker) brings Dask's back."""
+    ``memory_limit="8GiB"`` (per worker) brings Dask's back.
+
+    **Keys stay on every worker.**  Dask's active memory manager runs its `ReduceReplicas`
+    policy every 2 s: it drops every copy but one of a key no waiting task needs, which between
+    two jobs is each blob a job broadcast (its keys and plan, `ren.distributed.remote.share`).
+    The next job's tasks then fetched them from the one worker left holding them, while it
+    computed: 2.4 s for 344 MB of bootstrapping keys at N = 2^13, and 3.2 GB at n16 (the
+    seconds outside any task's compute in issue 42's two-worker n16 run).  Unless the caller's
+    Dask config names its own policies, this cluster's scheduler runs none (`AMM_POLICIES`
+    set to ``[]``; the manager itself stays, for retiring workers); on another cluster `share`
+    copies a dropped blob back to every worker before a job's tasks are sent."""
     workers = check_int_range(workers, "local_client: workers", 1, MAX_LOCAL_WORKERS)
     threads = check_int_range(threads_per_worker, "local_client: threads_per_worker", 1,
                               MAX_LOCAL_WORKERS)
@@ -329,6 +347,8 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
 
     if parse_timedelta(dask_config().get("distributed.admin.tick.interval"), "ms") == 0.02:
         worker_config["distributed.admin.tick.interval"] = TICK_INTERVAL  # (Dask's default)
+    if _default_amm_policies(dask_config().get(AMM_POLICIES, None)):
+        worker_config[AMM_POLICIES] = []  # (read by the scheduler, in this process)
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(dask_config().set(worker_config))
@@ -345,7 +365,7 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
         yield client
 
 
-__all__ = ["INSTALL_HINT", "LOCAL_MEMORY_LIMIT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT",
+__all__ = ["AMM_POLICIES", "INSTALL_HINT", "LOCAL_MEMORY_LIMIT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT",
            "TICK_INTERVAL", "WORKER_ENV",
            "cancel_quietly", "check_timeout", "dask_distributed", "gather_as_completed",
            "local_client", "lost_error", "resolve_client", "scheduler_lost", "worker_addresses"]

@@ -65,19 +65,28 @@ _shared: weakref.WeakKeyDictionary[Any, OrderedDict[str, Any]] = weakref.WeakKey
 _shared_lock = threading.Lock()
 
 
-def share(client: Any, name: str, blob: Any, nbytes: int | None = None) -> tuple[Any, int]:
+def share(client: Any, name: str, blob: Any, nbytes: int | None = None,
+          addresses: list[str] | None = None) -> tuple[Any, int]:
     """The future of `blob` (bytes, or an object of `nbytes` bytes: a job's context, whose
     key records Dask sends out of band) broadcast to every worker of `client`, and the bytes
     sent now: 0 when an earlier job of this client broadcast the same `name` (a content hash)
     and its data is still on the cluster, its bytes per worker otherwise.  The client keeps
-    the last `SHARED_ENTRIES` blobs; Dask keeps an evicted one while a job still holds it."""
+    the last `SHARED_ENTRIES` blobs; Dask keeps an evicted one while a job still holds it.
+    A kept blob that some worker lost (`_on_every_worker`) is copied to it again, from another
+    worker.  `addresses`: the workers, where the caller asked the scheduler for them just now."""
     with _shared_lock:
         entries = _shared.setdefault(client, OrderedDict())
         future = entries.get(name)
         if future is not None and future.status == "finished":
             entries.move_to_end(name)
-            return future, 0
-    workers = len(worker_addresses(client))
+        else:
+            future = None
+    if addresses is None:
+        addresses = worker_addresses(client)
+    if future is not None:
+        _on_every_worker(client, future, addresses)
+        return future, 0
+    workers = len(addresses)
     # a name of its own per broadcast: scattering a key that a released earlier copy still
     # held raced the scheduler forgetting it (a KeyError in Dask's replicate)
     key = f"{name}-{os.getpid()}-{next(_ids)}"
@@ -88,6 +97,22 @@ def share(client: Any, name: str, blob: Any, nbytes: int | None = None) -> tuple
         while len(entries) > SHARED_ENTRIES:
             entries.popitem(last=False)
     return future, (len(blob) if nbytes is None else nbytes) * max(1, workers)
+
+
+def _on_every_worker(client: Any, future: Any, addresses: list[str]) -> None:
+    """Copy a broadcast blob back to the workers that no longer hold it, worker to worker,
+    before a job's tasks need it: Dask's active memory manager (its ReduceReplicas policy,
+    on by default) drops all copies but one of a key no task waits for, i.e. between two jobs
+    (`ren.distributed.cluster.local_client` turns that policy off for its own clusters).
+    Fetched on demand instead, a blob came from a worker busy computing (2.4 s for 344 MB of
+    keys at N = 2^13, with the other worker idle).  One scheduler round trip when nothing is
+    missing."""
+    holders = set(client.who_has([future]).get(future.key, ()))
+    if holders and not set(addresses) <= holders:
+        try:
+            client.replicate([future])
+        except (OSError, ValueError):  # a worker died meanwhile: its tasks fetch it on demand
+            pass
 
 
 def forget_shared(client: Any) -> None:

@@ -33,7 +33,7 @@ from ren.errors import ParameterError
 from ren.interpret import evaluate_sink
 from ren.ir import pnode
 from ren.ops import Op
-from ren.passes import elision
+from ren.passes import elision, p05_materialize
 from ren.reference import evaluate, intt_limb, ntt_limb
 from ren.replay import templates
 from ren.ring import Domain, RingSpec
@@ -241,6 +241,10 @@ def test_mod_down_zero_rows_are_a_scalar(special, monkeypatch):
         warnings.simplefilter("ignore", InsecureParametersWarning)
         p = CKKSParams(N=64, depth=4, scale_bits=58, first_bits=60, special_primes=special,
                        insecure=True)
+    # pass 5 as before its `_scalar`: a broadcast constant is stored in a buffer of its own
+    # (`test_broadcast_constants_are_scalar_operands` checks the form after)
+    monkeypatch.setattr(p05_materialize, "_scalar", p05_materialize.is_leaf)
+    templates.clear()
     const = multiply_rescale(p)
     kernels, reads, zeros, rings = elementwise_traffic(const.parts)
     words = [x.numpy() for x in const.parts]
@@ -265,3 +269,33 @@ def test_zero_rows_knob_names_its_values(monkeypatch):
     with pytest.raises(ParameterError, match=r"ZERO_ROWS is 'zeros'.*'const'"):
         run_passes(*multiply_rescale(p).parts, upto=4)
     templates.clear()
+
+
+def _constant_writers(items) -> int:
+    """Elementwise kernels that read no buffer: they store a constant (a broadcast h or 0)."""
+    return sum(1 for i in items if i.kind == "elementwise" and not i.inputs)
+
+
+@pytest.mark.parametrize("special", [1, 2])  # the chain of one-modulus lifts: z = y + h
+def test_broadcast_constants_are_scalar_operands(special, monkeypatch):
+    """h = floor(P/2) in every coefficient (`ren.ir.broadcast_const`), which every rounding of
+    the chain form reads, is a scalar operand of each kernel that reads it (pass 5), not a buffer
+    that a kernel of its own fills: one such kernel fewer per broadcast constant, the same words
+    as storing it (`_scalar` = `is_leaf`, the form before)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureParametersWarning)
+        p = CKKSParams(N=64, depth=4, scale_bits=58, first_bits=60, special_primes=special,
+                       insecure=True)
+    templates.clear()
+    scalar = multiply_rescale(p)
+    items = schedule(*scalar.parts)
+    words = [x.numpy() for x in scalar.parts]
+    monkeypatch.setattr(p05_materialize, "_scalar", p05_materialize.is_leaf)
+    templates.clear()
+    stored = multiply_rescale(p)
+    items_b = schedule(*stored.parts)
+    templates.clear()
+    assert all(np.array_equal(w, x.numpy()) for w, x in zip(words, stored.parts, strict=True))
+    wise, wise_b = ([i for i in it if i.kind == "elementwise"] for it in (items, items_b))
+    assert _constant_writers(items) == 0 and _constant_writers(items_b) >= 1
+    assert len(wise_b) - len(wise) == _constant_writers(items_b)

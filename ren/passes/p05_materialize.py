@@ -64,6 +64,15 @@ REQUIRED_BECAUSE = (
     "conversions, copies): without them no value is stored")
 
 
+def _scalar(n: Node) -> bool:
+    """A leaf (storage, a constant), or a broadcast constant (`ren.ir.broadcast_const`:
+    REINDEX(constant, ICONST), which pass 9 lowers to a VCONST): a scalar operand of every
+    elementwise kernel that reads it, never a buffer of its own (a buffer of h = floor(P/2)
+    over L rows that every rounding at that level read)."""
+    return is_leaf(n) or (n.op is Op.REINDEX and is_const(n.src[0])
+                          and n.src[1].op is Op.ICONST)
+
+
 def _plain(n: Node) -> bool:
     return is_storage(n) or n.op is Op.BUFFERIZE
 
@@ -121,7 +130,7 @@ def _reread_values(order: list[Node], users: dict[Node, list[Node]],
     """
     cheap: set[Node] = set()
     for n in order:  # sources first
-        if (n.dtype is not DType.U32 or is_leaf(n) or n.op is Op.BUFFERIZE
+        if (n.dtype is not DType.U32 or _scalar(n) or n.op is Op.BUFFERIZE
                 or ((n.op in GroupOp.INDEX_MAP or is_subset(n))
                     and all(s in cheap for s in n.src if s.dtype is DType.U32))):
             cheap.add(n)
@@ -242,7 +251,7 @@ def run(sink: Node, ctx=None) -> Node:
     # 4. an elementwise value read by two different kernels gets its own buffer
     owner: dict[Node, Node] = {}
     for n in reversed(order):
-        if n.dtype is not DType.U32 or spec_of(n) is None or is_leaf(n):
+        if n.dtype is not DType.U32 or spec_of(n) is None or _scalar(n):
             continue  # raw leaves (CONST, RANDOM, BUFFER), index math, storage, constants
         if n in must or n.op is Op.BUFFERIZE:
             owner[n] = n

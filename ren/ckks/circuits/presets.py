@@ -37,6 +37,30 @@ At N = 2^16 (`bootstrap_params_n16`, dense secret with encapsulation, 25 levels)
 3, 3, 2^6 measured 21.4 bits with 10 levels left; levels 2, 2, 2^6 leaves 12 levels (21.4–21.5
 bits measured with its old split) and precision 4, 3, 2^7 leaves 9.
 
+**EvalMod above N = 2^12** (all three presets, through `Bootstrapper`'s default,
+`ren.ckks.circuits.bootstrap.default_eval_mod`): the symmetric form of degree 30
+(`ren.ckks.circuits.evalmod.SymmetricEvalModParams`: the input shifted by a quarter period,
+free, then an even polynomial): 5 + 4 levels as the plain degree-31 cosine, so the levels
+left above are unchanged, and 9 + 4 ciphertext products per EvalMod instead of 13 + 4 (two
+EvalMods: 8 relinearizations, 16 mod-downs by P fewer a bootstrapping); the same Galois keys
+and diagonals.  The balanced n16 shape at smaller rings (the n16 parameters at N = 2^13/2^14,
+INSECURE, as ``bench_bootstrap.py --preset n16 --log-n 13|14`` runs it; one thread on a
+machine loaded 5–11, so noisy; /tmp/notes/tune.md of stop 50), plain → symmetric:
+
+======  ======================  ======================  ========================================
+N       bits, plain             bits, symmetric         replay, symmetric / plain
+======  ======================  ======================  ========================================
+2^13    23.10–23.27             23.11–23.28             0.87–0.88× (CPU and sum of per-kernel
+                                                        minima, one process alternating);
+                                                        kernels 3,473 → 2,948
+2^14    22.55–22.59             22.52–22.58             0.83–0.92× process CPU, 0.70–0.84× sum
+                                                        of per-kernel minima (separate processes,
+                                                        alternated); kernels 3,659 → 3,134
+======  ======================  ======================  ========================================
+
+EvalMod is a smaller share of the n16 replay than at these rings (CoeffToSlot's factors merge
+five butterfly stages there, four to five here): expect less there (not run at N = 2^16).
+
 **Keys of the levels preset.**  Above N = 2^12 it has two transforms on each side, and 15
 butterfly stages do not split evenly in two.  Split as `merge_stages` does (the later group one
 stage more), CoeffToSlot's groups (it applies the stages in reverse) and SlotToCoeff's merge

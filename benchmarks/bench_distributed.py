@@ -66,7 +66,8 @@ was broadcast.  ``--preset n16`` checks its memory estimate against what is avai
 Run:  python benchmarks/bench_distributed.py [--log-n 14] [--batch 64] [--workers 1 2]
                                              [--device python|cpu] [--rounds 3] [--shm auto]
       python benchmarks/bench_distributed.py --bootstrap [--preset small|n16] [--batch 8]
-                                             [--lean]
+                                             [--lean] [--log-n 13..15 with n16: its shape at
+                                             a smaller ring, INSECURE, in less memory]
 """
 
 from __future__ import annotations
@@ -344,15 +345,23 @@ def memory_needed(params: CKKSParams, processes: int, lean: bool = False
 
 
 def task_placement(records: list[dict[str, Any]]) -> str:
-    """Per worker, the Ren tasks a Dask task stream saw run there and their compute seconds
-    (a batch's tasks should share the workers out evenly)."""
+    """Per worker, the Ren tasks a Dask task stream saw run there, their compute seconds (a
+    batch's tasks should share the workers out evenly) and the seconds their worker spent
+    fetching what they needed from another worker before they ran (an input, or keys and plan
+    a worker no longer held: Dask's memory manager dropped them between jobs before
+    `local_client` turned its ReduceReplicas policy off)."""
     busy: dict[str, list[float]] = {}
+    fetch: dict[str, float] = {}
     for r in records:
         if "ren-map" in str(r.get("key", "")):
-            secs = sum(s["stop"] - s["start"] for s in r.get("startstops", ())
-                       if s.get("action") == "compute")
-            busy.setdefault(str(r.get("worker", "?")), []).append(secs)
-    return "; ".join(f"{addr.rsplit(':', 1)[-1]}: {len(t)} task(s), {sum(t):.1f} s computing"
+            where = str(r.get("worker", "?"))
+            steps = r.get("startstops", ())
+            busy.setdefault(where, []).append(sum(s["stop"] - s["start"] for s in steps
+                                                  if s.get("action") == "compute"))
+            fetch[where] = fetch.get(where, 0.0) + sum(
+                s["stop"] - s["start"] for s in steps if s.get("action") == "transfer")
+    return "; ".join(f"{addr.rsplit(':', 1)[-1]}: {len(t)} task(s), {sum(t):.1f} s computing, "
+                     f"{fetch[addr]:.1f} s fetching from other workers"
                      for addr, t in sorted(busy.items())) or "none seen"
 
 

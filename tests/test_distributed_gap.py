@@ -191,3 +191,26 @@ def test_the_benchmark_runs_the_n16_bootstrapping_shape_at_a_smaller_ring(monkey
     for argv in (["--preset", "small", "--log-n", "13"], ["--preset", "n16", "--log-n", "12"]):
         with pytest.raises(SystemExit):
             bench.main(["--bootstrap", *argv])
+
+
+def test_the_benchmark_reports_the_seconds_a_worker_fetched_before_its_tasks(monkeypatch):
+    """bench_distributed.task_placement: per worker, its Ren tasks, their compute seconds and
+    the seconds spent fetching from other workers (Dask's task stream); other keys ignored."""
+    import importlib
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = importlib.import_module("bench_distributed")
+
+    def record(key, worker, *steps):
+        return {"key": key, "worker": worker,
+                "startstops": [{"action": a, "start": s, "stop": e} for a, s, e in steps]}
+
+    line = bench.task_placement([
+        record("ren-map-1-0", "tcp://h:1", ("compute", 0.0, 2.0)),
+        record("ren-map-1-1", "tcp://h:2", ("transfer", 0.0, 2.5), ("compute", 2.5, 4.5)),
+        record("ren-map-1-2", "tcp://h:2", ("compute", 4.5, 6.0)),
+        record("other", "tcp://h:1", ("transfer", 0.0, 9.0)),
+    ])
+    assert line == ("1: 1 task(s), 2.0 s computing, 0.0 s fetching from other workers; "
+                    "2: 2 task(s), 3.5 s computing, 2.5 s fetching from other workers")

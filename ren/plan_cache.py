@@ -195,10 +195,11 @@ def _linearize_knobs() -> tuple:
     values (a measurement that changes them) never loads under these."""
     sched = importlib.import_module("ren.schedule")  # (``ren.schedule`` is also a function)
     from ren.passes import elision  # pass 4's fused roundings (NTT terms gathered: time/memory)
+    from ren.passes import p05_materialize as p05  # what a mod-down's RESCALE reads
 
     return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES,
             elision.LOOK_THROUGH, elision.SPLIT_DEPTH, elision.MAX_TERMS, elision.ZERO_ROWS,
-            elision.RESCALE_KERNEL_FROM)
+            elision.RESCALE_KERNEL_FROM, p05.ZERO_ROWS_INPUT, tuple(sorted(p05.ZERO_ROWS_DEVICES)))
 
 
 def entry_key(key: tuple) -> str | None:

@@ -164,6 +164,21 @@ def test_the_elision_knobs_are_part_of_the_key(monkeypatch, knob, value):
     assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
 
 
+@pytest.mark.parametrize("knob, value", [("ZERO_ROWS_INPUT", False),
+                                         ("ZERO_ROWS_DEVICES", frozenset({"cpu", "python"}))])
+def test_the_materialize_knobs_are_part_of_the_key(monkeypatch, knob, value):
+    """A plan whose mod-down RESCALEs pass 5 fed another way (the CONCAT stored, or on other
+    devices) never loads."""
+    from ren.passes import p05_materialize
+
+    c, x = poly(42), poly(43)
+    ren.jit(program(c))(x)
+    monkeypatch.setattr(p05_materialize, knob, value)
+    f = ren.jit(program(c))
+    assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+
+
 @pytest.mark.parametrize("spec", ["default,-simplify_domains",
                                   "default,+pipeline_user_passes:canonical_mul@after=simplify"])
 def test_the_pipeline_is_part_of_the_key(spec):

@@ -68,6 +68,8 @@ def format_arg(arg: Any, names: _Names) -> str:
         text = f"{arg.kind.value} N={arg.n}"
         if arg.src:
             text += f" src={names.moduli(arg.n, arg.src)}"
+        if arg.zero_rows:  # the first zero_rows source limbs are 0 and not read
+            text += f" zero_rows={arg.zero_rows}"
         text += f" dst={names.moduli(arg.n, arg.dst)}"
         if arg.words:
             text += f" words={arg.words}"

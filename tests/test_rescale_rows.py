@@ -170,3 +170,14 @@ def test_other_devices_keep_the_stored_concat(monkeypatch):
 def _lib():
     from ren.backend import cpu
     return cpu.ring_library()
+
+
+def test_dump_shows_a_calls_rows_of_zero():
+    """`ren.dump.format_arg` names a rescale's rows of 0 (they are not read), and says nothing
+    for a call that reads every row."""
+    from ren.dump import _Names, format_arg
+
+    ring = RingSpec(16, ntt_primes(16, 30, 5))
+    short, full = _call(ring, 2, 3), _call(ring, 2, 0)
+    assert "zero_rows=3" in format_arg(short, _Names())
+    assert "zero_rows" not in format_arg(full, _Names())

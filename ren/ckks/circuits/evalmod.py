@@ -30,18 +30,21 @@ degree and no doublings, for example (``tests/test_ckks_circuits_api.py`` bootst
 
     bt = Bootstrapper(params, eval_mod=PlainSine(degree=127, double_angles=0))
 
-**The symmetric form** (`SymmetricEvalModParams`: the presets' EvalMod above N = 2^12).  The
-cosine above is shifted by a quarter period (sin = cos(· − 1/4)), so its polynomial is neither
-odd nor even.  Shift the *input* instead, v = u − 1/(4·(K + 5/4)) (a free `add_scalar`, no
-level), over a range widened by a quarter period, y ∈ ±(K + 5/4)·K_0: then
-cos(2π·v·(K + 5/4)/2^r) is even in v, and an even polynomial of degree 2e costs what one of
-degree e costs plus T_2 (`ren.ckks.circuits.polyeval`: degree 30, 9 products instead of 13 for
-degree 31; degree 54, 12).  The fit is as good as the plain cosine's of one degree more on a
-range 1/(4(K + 1)) wider.  Its default, degree 54 with the fewest double angles whose fit is
-within 2^-`SYMMETRIC_FIT_BITS`, is 6 + 2 levels and 14 relinearizations at
-K = 13 (n16's encapsulated secret) where the default above is 5 + 4 levels and 17: one level
-and three key switches fewer per EvalMod, the fit's error 2^-44.7 against 2^-47.1 before the
-doublings, 2^-38 against 2^-35.8 after them (K_0 = 2^6, in slot units).
+**The symmetric form** (`SymmetricEvalModParams`; `Bootstrapper`'s default from N = 2^13 on,
+at degree 30: `ren.ckks.circuits.bootstrap.default_eval_mod`).  The cosine above is shifted by
+a quarter period (sin = cos(· − 1/4)), so its polynomial is neither odd nor even.  Shift the
+*input* instead, v = u − 1/(4·(K + 5/4)) (a free `add_scalar`, no level), over a range widened
+by a quarter period, y ∈ ±(K + 5/4)·K_0: then cos(2π·v·(K + 5/4)/2^r) is even in v, and an
+even polynomial of degree 2e costs what one of degree e costs plus T_2
+(`ren.ckks.circuits.polyeval`: degree 30, 9 products instead of 13 for degree 31; degree 54,
+12).  The fit is as good as the plain cosine's of one degree more on a range 1/(4(K + 1))
+wider.  At K = 13 (n16's encapsulated secret) degree 30 takes r = 4: 5 + 4 levels as the plain
+default, 9 + 4 relinearizations instead of 13 + 4, the fit within 2^-45.9 before the doublings
+(the plain one's 2^-47.1).  The class's own default, degree 54, takes r = 2: 6 + 2 levels, one
+fewer, and 12 + 2 relinearizations, the fit within 2^-45.6 before the doublings and 2^-38.2
+after them and K_0/2π (the plain default: 2^-35.8; K_0 = 2^6, slot units).  (The plain degree
+31 with r = 3, the naive way to save that level, is off by 2^-39.3 before the doublings: 6 bits
+lost at the n16 shape, N = 2^13.)
 """
 
 from __future__ import annotations

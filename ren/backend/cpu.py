@@ -4,11 +4,7 @@
   (`ren.backend.render_c`: one loop nest, limbs outside, coefficients inside) and compiled with
   ``cc -O2 -march=native`` (`cpu_build.kernel_flags`; the ring library keeps ``-O3``) plus
   the vector path's flags (and ``-fopenmp`` when the compiler has it) into one shared library
-  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run (or
-  one per core side by side).  A large cold build (`BACKGROUND_MIN_SOURCE`) goes to compiler
-  threads instead, in the order its kernels are first used, and `prepare` returns at once: a
-  first call's run goes on with the kernels built first while the later ones compile, and a
-  `build` needing a kernel not built yet waits for its unit.
+  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run.
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
   and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion and exact
   rescale (`cpu_ring_rns.c`), TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`,
@@ -75,7 +71,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -169,51 +165,6 @@ def library_call(call: RingCall, isa: str | None = None,
     return cpu_calls.library_call(call, lib if lib is not None else ring_library(isa))
 
 
-#: a `CpuDevice.prepare` whose new kernels' sources reach this many characters (seconds of
-#: compiler CPU: a cold first bootstrapping's second build, ~60 kernels, 240-320 kB at
-#: N = 2^13..2^14) compiles them in the background (`_ordered_units`) and returns at once;
-#: smaller builds compile before it returns, as every `build` does
-BACKGROUND_MIN_SOURCE = 150_000
-#: compiler runs a background build is cut into at most: each costs ~0.17 s of compiler CPU
-#: for the common head (8 units took 1.5 s more compiler CPU than 2 at N = 2^13), and the
-#: run can go on once the first is loaded
-BACKGROUND_UNITS = 4
-
-
-def _ordered_units(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Program]]:
-    """`programs` (in the order their kernels are first used) in consecutive units for a
-    background build: at most BACKGROUND_UNITS; unit k holds the programs whose new kernels
-    start past k/BACKGROUND_UNITS of all new kernels' source length (so no unit is longer
-    than a share plus its last kernel).  The units compile
-    in this order on a pool of one compiler per core, so the first kernels a run needs are
-    ready first and the run starts while the later ones compile.  A program whose new kernels
-    an earlier program brings is left out."""
-    seen: set[str] = set()
-    weighted = []
-    for p in programs:
-        new = [k.name for k in p.kernels if k.name in fresh and k.name not in seen]
-        seen.update(new)
-        if new:
-            weighted.append((sum(len(fresh[n].source) for n in new), p))
-    total = sum(w for w, _ in weighted)
-    units: dict[int, list[Program]] = {}
-    before = 0  # the source length of the kernels before: unit k starts past k/UNITS of all
-    for weight, p in weighted:
-        k = min(BACKGROUND_UNITS - 1, before * BACKGROUND_UNITS // total)
-        units.setdefault(k, []).append(p)
-        before += weight
-    return list(units.values())
-
-
-class _Pending:
-    """A unit of a background build (`CpuDevice.prepare`): its compiler run's future (the
-    library's path) and the new kernels it holds; loaded by the first `build` that needs one
-    of them."""
-
-    def __init__(self, future: Future[str], names: list[str], kernels: dict[str, CKernel]):
-        self.future, self.names, self.kernels = future, names, kernels
-
-
 #: programs `CpuDevice.prepare` keeps for `build` at most (more: builds that never came)
 _RENDERED_KEPT = 1 << 16
 
@@ -258,9 +209,6 @@ class CpuDevice(Device):
         # id(library) -> (library, its kernel names), least recently used first
         self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
         self._build_lock = threading.RLock()
-        #: kernel name -> the background unit compiling it (`prepare`), until it is loaded
-        self._pending: dict[str, _Pending] = {}
-        self._pool: ThreadPoolExecutor | None = None  # the background builds' compiler threads
         # what a kernel index entry is valid for: the library head (C prelude), flags, compiler
         head = source_head(self.isa) + LIBRARY_HEADER
         self._index_context = hashlib.sha256(
@@ -314,9 +262,8 @@ class CpuDevice(Device):
         return "\n\n".join(k.source for k in program.kernels)
 
     def prepare(self, items: Iterable[ScheduledKernel]) -> int:
-        """Compile every kernel of `items` not compiled yet (`_load`: a large build in the
-        background, in the order of first use); returns how many kernels it compiles.  Each
-        distinct kernel (item key) is rendered once: a
+        """Compile every kernel of `items` not compiled yet in one compiler run; returns how
+        many kernels were compiled.  Each distinct kernel (item key) is rendered once: a
         schedule repeats kernels (every key switch of a bootstrapping has the same ones), and
         `build` takes the program rendered here."""
         programs = []
@@ -334,19 +281,11 @@ class CpuDevice(Device):
             if len(self._rendered) > _RENDERED_KEPT:  # left by builds that never came
                 self._rendered.clear()
             self._rendered.update(rendered)
-        return self._load(programs, background=True)
+        return self._load(programs)
 
-    def _load(self, programs: list[Program], background: bool = False) -> int:
-        """Compile the kernels of `programs` this device lacks (one compiler run, or one per
-        core side by side: `_split`) and load them; returns how many.  With `background`
-        (`prepare`), a build of BACKGROUND_MIN_SOURCE characters or more goes to compiler threads
-        instead, in the order of first use (`_submit`), and each unit loads when a `build` first
-        needs one of its kernels; without, the kernels of `programs` that such a build is
-        compiling are waited for and loaded first (`_await`)."""
+    def _load(self, programs: list[Program]) -> int:
         with self._build_lock:
-            if not background:
-                self._await(programs)
-            known = self.entries.keys() | self.hosted.keys() | self._pending.keys()
+            known = self.entries.keys() | self.hosted.keys()
             fresh: dict[str, CKernel] = {}
             for p in programs:
                 for k in p.kernels:
@@ -360,10 +299,6 @@ class CpuDevice(Device):
                 self._evict()
                 return 0
             todo = [p for p in programs if any(k.name in fresh for k in p.kernels)]
-            self.compiler_runs += 1
-            if background and sum(len(k.source) for k in fresh.values()) >= BACKGROUND_MIN_SOURCE:
-                self._submit(_ordered_units(todo, fresh), fresh, folder)
-                return len(fresh)
             units = _split(todo, fresh)
             sources = [self._unit_source(unit, fresh) for unit in units]
             if len(sources) == 1:
@@ -372,6 +307,7 @@ class CpuDevice(Device):
                 with ThreadPoolExecutor(len(sources)) as pool:
                     paths = list(pool.map(lambda src: cached_library(src, self.flags, folder),
                                           sources))
+            self.compiler_runs += 1
             done: set[str] = set()  # a kernel two units compile is taken from the first
             for unit, path in zip(units, paths, strict=True):
                 lib = open_kernel_library(path)
@@ -382,44 +318,6 @@ class CpuDevice(Device):
                 index_library(folder, names, path, self._index_context)
             self._evict()
             return len(fresh)
-
-    def _submit(self, units: list[list[Program]], fresh: dict[str, CKernel],
-                folder: str) -> None:
-        """Hand `units` to the compiler threads (one per core), in order (caller holds the
-        build lock); each library is indexed as soon as it is built, loaded when needed."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(len(os.sched_getaffinity(0)),
-                                            thread_name_prefix="ren-cc")
-        context = self._index_context
-        taken: set[str] = set()
-        for unit in units:
-            names = [n for n in dict.fromkeys(k.name for p in unit for k in p.kernels)
-                     if n in fresh and n not in taken]
-            taken.update(names)
-            future = self._pool.submit(cached_library, self._unit_source(unit, fresh),
-                                       self.flags, folder)
-
-            def index(done: Future[str], names: list[str] = names) -> None:
-                if done.exception() is None:  # (a failed run raises in the build needing it)
-                    index_library(folder, names, done.result(), context)
-
-            future.add_done_callback(index)
-            pending = _Pending(future, names, {n: fresh[n] for n in names})
-            for name in names:
-                self._pending[name] = pending
-
-    def _await(self, programs: list[Program]) -> None:
-        """Load the background units that hold kernels of `programs`, waiting for their
-        compiler runs (caller holds the build lock; a failed run raises its error here)."""
-        units = {id(u): u for p in programs for k in p.kernels
-                 if (u := self._pending.get(k.name)) is not None}
-        for unit in units.values():
-            lib = open_kernel_library(unit.future.result())
-            for name in unit.names:
-                del self._pending[name]
-            self._register(lib, unit.names, unit.kernels)
-        if units:
-            self._evict()
 
     def _register(self, lib: ctypes.CDLL, names: list[str], kernels: dict[str, CKernel]) -> None:
         """Take kernels `names` (of `kernels`) from the loaded library `lib` (caller holds the

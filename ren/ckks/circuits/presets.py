@@ -58,7 +58,10 @@ N       bits, plain             bits, symmetric         replay, symmetric / plai
                                                         alternated); kernels 3,659 → 3,134
 ======  ======================  ======================  ========================================
 
-EvalMod is a smaller share of the n16 replay than at these rings (CoeffToSlot's factors merge
+The benchmark itself, alternated (``bench_bootstrap.py --preset n16 --log-n 14 --reps 5``, 4
+runs each, load ~2): replay 1.84–1.95 s against 2.09–2.18 s (0.88×), bits 22.3..22.7 against
+22.5..22.7 (six inputs each), peak RSS 2.7 GiB both.  EvalMod is a smaller share of the n16
+replay than at these rings (CoeffToSlot's factors merge
 five butterfly stages there, four to five here): expect less there (not run at N = 2^16).
 
 **Keys of the levels preset.**  Above N = 2^12 it has two transforms on each side, and 15

@@ -517,13 +517,11 @@ SYMMETRIC_FROM_N = 1 << 13
 
 def default_eval_mod(params: CKKSParams, degree: int | None = None,
                      double_angles: int | None = None) -> EvalModParams:
-    """The EvalMod of `Bootstrapper`'s ``degree=None``: from N = `SYMMETRIC_FROM_N` on the
-    symmetric form of degree 30 (`SymmetricEvalModParams`: an even polynomial after a free
-    quarter-period shift; at n16's K = 13 r = 4, 5 + 4 levels as before, 9 + 4 ciphertext
-    products per EvalMod instead of 13 + 4; ``bench_bootstrap.py --preset n16 --log-n 14``,
-    alternated: replay 1.84–1.95 s against 2.09–2.18 s, 0.88×, bits 22.3..22.7 against
-    22.5..22.7), below it the plain cosine of degree 31; a `degree` given is the plain cosine
-    of that degree anywhere."""
+    """`Bootstrapper`'s EvalMod for ``degree=None``: from N = `SYMMETRIC_FROM_N` on the
+    symmetric form of degree 30 (`SymmetricEvalModParams`; n16's K = 13: 5 + 4 levels as the
+    plain form, 9 + 4 products per EvalMod instead of 13 + 4; the n16 shape at 2^14: replay
+    0.88×, `ren.ckks.circuits.presets`), below it the plain cosine of degree 31; a `degree`
+    given is the plain cosine of that degree anywhere."""
     check_instance(params, CKKSParams, "default_eval_mod: params")
     if degree is None and params.N >= SYMMETRIC_FROM_N:
         return SymmetricEvalModParams(30, double_angles)
@@ -597,7 +595,5 @@ def _same(a: Any, b: Any) -> bool:
 _FIELD = {"cts_levels": "levels", "stc_levels": "levels", "cts_split": "split"}
 
 
-# (default_eval_mod is public but left out of __all__: tests/api_fuzz.py walks this one and has
-# no row for it yet)
 __all__ = ["SMALL_RING_DEGREES", "SYMMETRIC_FROM_N", "Bootstrapper", "bootstrap_params_n16",
            "bootstrap_params_small", "bound_K", "centred_lift", "default_message_ratio_bits"]

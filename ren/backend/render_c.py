@@ -204,22 +204,12 @@ static inline u32 __brev(u32 x) {
 #: block of 16 (and of 8) entries of t points into one aligned block of 16 (8) words of src —
 #: an automorphism's NTT-domain map, checked when the kernel is rendered.  One vector load and
 #: one lane permute per block instead of 16 (8) scattered loads: the C compiler's gathers of
-#: such a map ran at a third of the speed of a stream.  Its loop is not unrolled
-#: (``REN_NO_UNROLL``: ``#pragma GCC unroll 1`` under GCC): a hoisted linear transform's kernel
-#: inlines ~120 copies per tile, and GCC unrolling each fully made the n16-shaped bootstrapping's
-#: cold compile at N = 2^14 take 8.7-9.2 s of compiler CPU instead of 5.7-6.0 s (the largest
-#: kernel 2.8 s instead of 1.6 s); the replay stayed within the noise (2.01-2.14 s either way)
-PERMUTE_HELPER = r"""#if defined(__GNUC__) && !defined(__clang__)
-#define REN_NO_UNROLL _Pragma("GCC unroll 1")
-#else
-#define REN_NO_UNROLL
-#endif
-#if defined(__AVX512F__)
+#: such a map ran at a third of the speed of a stream.
+PERMUTE_HELPER = r"""#if defined(__AVX512F__)
 #include <immintrin.h>
 REN_FN void ren_permute(u32* REN_RESTRICT dst, const u32* REN_RESTRICT src,
                         const u32* REN_RESTRICT t, i64 n) {
   const __m512i low = _mm512_set1_epi32(15);
-REN_NO_UNROLL
   for (i64 c = 0; c < n; c += 16) {
     const __m512i ti = _mm512_loadu_si512((const void*)(t + c));
     const __m512i v = _mm512_loadu_si512((const void*)(src + (t[c] & ~15u)));
@@ -231,7 +221,6 @@ REN_NO_UNROLL
 REN_FN void ren_permute(u32* REN_RESTRICT dst, const u32* REN_RESTRICT src,
                         const u32* REN_RESTRICT t, i64 n) {
   const __m256i low = _mm256_set1_epi32(7);
-REN_NO_UNROLL
   for (i64 c = 0; c < n; c += 8) {
     const __m256i ti = _mm256_loadu_si256((const __m256i*)(t + c));
     const __m256i v = _mm256_loadu_si256((const __m256i*)(src + (t[c] & ~7u)));

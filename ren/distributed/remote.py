@@ -30,6 +30,7 @@ blob once (`ren.distributed.worker.cached`, `stats`).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -109,10 +110,9 @@ def _on_every_worker(client: Any, future: Any, addresses: list[str]) -> None:
     missing."""
     holders = set(client.who_has([future]).get(future.key, ()))
     if holders and not set(addresses) <= holders:
-        try:
+        # a worker died meanwhile: its tasks fetch it on demand
+        with contextlib.suppress(OSError, ValueError):
             client.replicate([future])
-        except (OSError, ValueError):  # a worker died meanwhile: its tasks fetch it on demand
-            pass
 
 
 def forget_shared(client: Any) -> None:

@@ -89,6 +89,7 @@ def _state(name: str) -> int:
 
 
 def test_a_workers_result_goes_out_in_the_slot_the_replay_wrote(ckks, job, monkeypatch):
+    pytest.importorskip("dask", reason="a worker's task registers its timings with Dask")
     from ren.distributed.worker import Program, run_item
 
     fn = ren.jit(_doubled)

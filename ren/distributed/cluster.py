@@ -15,6 +15,7 @@ import contextlib
 import inspect
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -51,6 +52,9 @@ TICK_INTERVAL = "1s"
 LOCAL_MEMORY_LIMIT = 0
 #: Dask's config of the active memory manager's policies (`local_client`: none)
 AMM_POLICIES = "distributed.scheduler.active-memory-manager.policies"
+#: the clients whose jobs keep their broadcast blobs on every worker (`local_client`'s
+#: ``keep_broadcasts``, `keep_broadcasts_on`)
+_keeping: weakref.WeakSet[Any] = weakref.WeakSet()
 #: a Dask client whose status is one of these can send and receive
 _LIVE = ("running", "newly-created")
 
@@ -285,7 +289,7 @@ def _cluster_option_names(distributed: ModuleType) -> set[str]:
 
 @contextlib.contextmanager
 def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool = False,
-                 **cluster_options: Any) -> Iterator[Any]:
+                 keep_broadcasts: bool = False, **cluster_options: Any) -> Iterator[Any]:
     """A `distributed.LocalCluster` of `workers` processes (each `threads_per_worker` threads,
     NumPy's thread pools at 1; its web server on a free port, logs at warnings) and a Client on
     it (sending and fetching data to and from the workers directly, not through the
@@ -316,19 +320,23 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
     only the machine's own limits (the kernel's OOM killer, a container's cgroup) apply;
     ``memory_limit="8GiB"`` (per worker) brings Dask's back.
 
-    **Keys stay on every worker.**  Dask's active memory manager runs its `ReduceReplicas`
-    policy every 2 s: it drops every copy but one of a key no waiting task needs, which between
-    two jobs is each blob a job broadcast (its keys and plan, `ren.distributed.remote.share`).
-    The next job's tasks then fetched them from the one worker left holding them, while it
-    computed: 2.4 s for 344 MB of bootstrapping keys at N = 2^13, and 3.2 GB at n16 (the
-    seconds outside any task's compute in issue 42's two-worker n16 run).  Unless the caller's
-    Dask config names its own policies, this cluster's scheduler runs none (`AMM_POLICIES`
-    set to ``[]``; the manager itself stays, for retiring workers); on another cluster `share`
-    copies a dropped blob back to every worker before a job's tasks are sent."""
+    **Broadcast keys between jobs** (``keep_broadcasts``).  Dask's active memory manager runs
+    its `ReduceReplicas` policy every 2 s: it drops every copy but one of a key no waiting task
+    needs, which between two jobs is each blob a job broadcast (its keys and plan,
+    `ren.distributed.remote.share`).  The next job's tasks then fetch them from the one worker
+    left holding them, while it computes: 2.4 s for 344 MB of bootstrapping keys at N = 2^13,
+    3.2 GB at n16 (issue 42's two-worker n16 gap).  ``keep_broadcasts=True`` runs the
+    scheduler with no policy (unless the caller's Dask config names its own; the manager
+    itself stays, for retiring workers) and has `share` copy a dropped blob back to every
+    worker before a job's tasks go: no fetch, but every worker holds Dask's serialized copy
+    beside the keys it decoded, for as long as the client keeps the blob: at n16 lean 3.2 GB
+    more per worker, which put two workers and the client past a 23 GiB machine (the kernel's
+    OOM killer, a job's tasks cancelled).  The default keeps Dask's policy: memory first."""
     workers = check_int_range(workers, "local_client: workers", 1, MAX_LOCAL_WORKERS)
     threads = check_int_range(threads_per_worker, "local_client: threads_per_worker", 1,
                               MAX_LOCAL_WORKERS)
     profile = check_bool(profile, "local_client: profile")
+    keep_broadcasts = check_bool(keep_broadcasts, "local_client: keep_broadcasts")
     distributed = dask_distributed()
     known = _cluster_option_names(distributed)
     unknown = sorted(map(str, set(cluster_options) - known))
@@ -347,7 +355,7 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
 
     if parse_timedelta(dask_config().get("distributed.admin.tick.interval"), "ms") == 0.02:
         worker_config["distributed.admin.tick.interval"] = TICK_INTERVAL  # (Dask's default)
-    if _default_amm_policies(dask_config().get(AMM_POLICIES, None)):
+    if keep_broadcasts and _default_amm_policies(dask_config().get(AMM_POLICIES, None)):
         worker_config[AMM_POLICIES] = []  # (read by the scheduler, in this process)
     with contextlib.ExitStack() as stack:
         try:
@@ -362,10 +370,25 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
             raise DistributedError(
                 f"local_client: the local Dask cluster did not start ({type(e).__name__}: {e}); "
                 f"check the options ({options}) and the workers' log above") from e
+        if keep_broadcasts:
+            keep_broadcasts_on(client)
         yield client
+
+
+def keep_broadcasts_on(client: Any) -> None:
+    """Have `client`'s jobs copy a broadcast blob (keys, plan) that Dask's memory manager
+    dropped back to every worker before their tasks go (`local_client`'s ``keep_broadcasts``;
+    on your own cluster, also name no `ReduceReplicas` policy in the scheduler's Dask config)."""
+    _keeping.add(client)
+
+
+def keeps_broadcasts(client: Any) -> bool:
+    """Whether `client`'s jobs keep their broadcast blobs on every worker."""
+    return client in _keeping
 
 
 __all__ = ["AMM_POLICIES", "INSTALL_HINT", "LOCAL_MEMORY_LIMIT", "MAX_LOCAL_WORKERS", "MAX_TIMEOUT",
            "TICK_INTERVAL", "WORKER_ENV",
            "cancel_quietly", "check_timeout", "dask_distributed", "gather_as_completed",
-           "local_client", "lost_error", "resolve_client", "scheduler_lost", "worker_addresses"]
+           "keep_broadcasts_on", "keeps_broadcasts", "local_client", "lost_error",
+           "resolve_client", "scheduler_lost", "worker_addresses"]

@@ -47,6 +47,7 @@ from ren.distributed.cluster import (
     check_timeout,
     dask_distributed,
     gather_as_completed,
+    keeps_broadcasts,
     resolve_client,
     worker_addresses,
 )
@@ -74,7 +75,8 @@ def share(client: Any, name: str, blob: Any, nbytes: int | None = None,
     and its data is still on the cluster, its bytes per worker otherwise.  The client keeps
     the last `SHARED_ENTRIES` blobs; Dask keeps an evicted one while a job still holds it.
     A kept blob that some worker lost (`_on_every_worker`) is copied to it again, from another
-    worker.  `addresses`: the workers, where the caller asked the scheduler for them just now."""
+    worker, where the client keeps broadcasts (`ren.distributed.cluster.keeps_broadcasts`).
+    `addresses`: the workers, where the caller asked the scheduler for them just now."""
     with _shared_lock:
         entries = _shared.setdefault(client, OrderedDict())
         future = entries.get(name)
@@ -85,7 +87,8 @@ def share(client: Any, name: str, blob: Any, nbytes: int | None = None,
     if addresses is None:
         addresses = worker_addresses(client)
     if future is not None:
-        _on_every_worker(client, future, addresses)
+        if keeps_broadcasts(client):
+            _on_every_worker(client, future, addresses)
         return future, 0
     workers = len(addresses)
     # a name of its own per broadcast: scattering a key that a released earlier copy still

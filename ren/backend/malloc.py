@@ -9,13 +9,7 @@ about 27,000 times (108 MB, a quarter of its time in the kernel) on every call. 
 off and makes it worse: 153,000 faults and 2.7x the time.
 
 `tune_allocator` raises the mmap threshold to 32 MiB (glibc's largest) and the trim threshold to
-256 MiB: a process keeps up to that much freed heap for its next buffers.  It also sets the top
-pad to 64 MiB (the size of a thread arena's heap): glibc unmaps a thread arena's heap as soon as
-it is empty unless the top pad says to keep that much (the trim threshold does not apply to it),
-so a thread that allocated a batch's buffers (Dask's event loop receiving a job's results: 64
-ciphertexts of 1.8 MB at N = 2^14) faulted its pages in again on every job: 0-200 page faults
-per ciphertext, ~0.4 ms of the client's CPU per ciphertext in `bench_distributed.py`, varying
-from run to run with where the heaps fell.  The host devices call
+256 MiB: a process keeps up to that much freed heap for its next buffers.  The host devices call
 it when they open; ``REN_MALLOC_TUNE=0`` leaves the allocator as it is.
 
 `advise_huge_pages` asks Linux for transparent huge pages over a large host array before its
@@ -34,10 +28,9 @@ import numpy as np
 from ren import settings
 
 #: glibc's mallopt parameters
-M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest
 TRIM_THRESHOLD_BYTES = 256 << 20
-TOP_PAD_BYTES = 64 << 20  # a thread arena's heap (glibc's HEAP_MAX_SIZE on 64-bit)
 
 _lock = threading.Lock()
 _tuned: bool | None = None  # None: not tried yet in this process
@@ -57,8 +50,7 @@ def tune_allocator() -> bool:
                 try:
                     libc = ctypes.CDLL("libc.so.6")
                     _tuned = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and \
-                        bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)) and \
-                        bool(libc.mallopt(M_TOP_PAD, TOP_PAD_BYTES))
+                        bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
                 except (OSError, AttributeError):
                     pass  # not glibc (musl, say): nothing to tune
         return _tuned

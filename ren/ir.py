@@ -22,6 +22,7 @@ __all__ = [
     "gidx",
     "iconst",
     "idx",
+    "is_broadcast_const",
     "is_const",
     "is_extension",
     "is_leaf",
@@ -88,6 +89,11 @@ def is_storage(n: Node) -> bool:
 
 def is_const(n: Node) -> bool:
     return n.op is Op.AS_RING and n.src[0].op is Op.CONST
+
+
+def is_broadcast_const(n: Node) -> bool:
+    """A `broadcast_const`: REINDEX(constant, ICONST)."""
+    return n.op is Op.REINDEX and is_const(n.src[0]) and n.src[1].op is Op.ICONST
 
 
 def is_random(n: Node) -> bool:

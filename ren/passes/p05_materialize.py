@@ -39,6 +39,7 @@ from collections import Counter
 from ren.contracts import Contract, Require
 from ren.ir import (
     const_value,
+    is_broadcast_const,
     is_const,
     is_leaf,
     is_ring_kernel,
@@ -69,8 +70,7 @@ def _scalar(n: Node) -> bool:
     REINDEX(constant, ICONST), which pass 9 lowers to a VCONST): a scalar operand of every
     elementwise kernel that reads it, never a buffer of its own (a buffer of h = floor(P/2)
     over L rows that every rounding at that level read)."""
-    return is_leaf(n) or (n.op is Op.REINDEX and is_const(n.src[0])
-                          and n.src[1].op is Op.ICONST)
+    return is_leaf(n) or is_broadcast_const(n)
 
 
 def _plain(n: Node) -> bool:

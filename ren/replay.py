@@ -20,9 +20,9 @@ replay.  A template with a backend graph runner (`build_runner`: `Device.graph`)
 storage of its const, arena and temp buffers between runs, and a run binds only parameters,
 outputs and their views.
 
-`structure_key` is the cache key: the graph's structure up to which buffers its leaves hold.
-Graphs with RANDOM leaves (a new seed every time) or BUFFER_VIEW leaves are not cached.  The
-cache is small (``MAX_TEMPLATES``, oldest out first).
+`structure_key` (ren.structure_key) is the cache key: the graph's structure up to which buffers
+its leaves hold.  Graphs with RANDOM leaves (a new seed every time) or BUFFER_VIEW leaves are not
+cached.  The cache is small (``MAX_TEMPLATES``, oldest out first).
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ from ren.runtime import (
     note_units,
     run_exec_units,
 )
+from ren.structure_key import _structure_key as _structure_key  # re-exported (tests)
+from ren.structure_key import structure_key as structure_key  # re-exported: the cache key
 
 PARAM, CONST, ARENA, TEMP, OUTPUT = "param", "const", "arena", "temp", "output"  # and VIEW
 
@@ -76,6 +78,9 @@ class Template:
         self._dynamic: list[Buffer] = []  # with a runner: what each run binds, in array order
         self._out_bufs = [None if is_const(o) else storage_buffer(o) for o in outputs]
         self.runs = 0
+        # the eager cache's (TemplateCache): the hit count at its last hit, and the run count
+        # from which a hit asks for a graph runner (-1: never)
+        self.used, self.runner_after = 0, 2
 
     @property
     def runner_kind(self) -> str:
@@ -465,16 +470,24 @@ def _take_provider() -> OutputProvider | None:
 # -- the eager cache ------------------------------------------------------------------------------
 MAX_TEMPLATES = 256
 #: an eager template gets a graph runner (which keeps its arena and temps allocated between
-#: runs) at its third run when it retains at most this many bytes (an encryption or a multiply
-#: at N = 2^16 with 20 levels retains 65-81 MiB: without a runner each of its kernels forks its
-#: own thread team from Python, and two threads gave 1.45-1.49x / 1.65-1.78x instead of 1.72x /
-#: 1.82-1.86x) ...
-GRAPH_BYTES_PER_TEMPLATE = 128 << 20
-#: ... and all templates' runners together retain at most this many (first come, first served;
-#: a template's share returns when it is dropped from the cache and collected)
+#: runs) at its third run when it retains at most this many bytes.  Without a runner each of its
+#: kernels forks its own thread team from Python (N = 2^16, 20 levels: an encryption or a
+#: multiply retains 65-81 MiB, and two threads gave 1.45-1.49x / 1.65-1.78x instead of 1.72x /
+#: 1.82-1.86x; bench_ckks's degree-7 polynomial retains 181 MiB, its 64x64 linear transform
+#: 353 MiB, 264 and 289 kernels) ...
+GRAPH_BYTES_PER_TEMPLATE = 384 << 20
+#: ... and all templates' runners together retain at most this many: a template that asks for
+#: more than is left takes the runners of the templates run longest ago (least recently used;
+#: each gets one again after two more runs); a template's share also returns when it is dropped
+#: from the cache and collected.  (First come, first served kept bench_ckks's polynomial and
+#: linear transform without one behind the key generation's, encryption's, ... 347 MiB.)
 GRAPH_BYTES_TOTAL = 384 << 20
 _retained = [0]
-_retained_lock = threading.Lock()
+# reentrant: a finalizer (`_release`) may run in a collection inside a section that holds it
+_retained_lock = threading.RLock()
+#: the eager templates that hold a share of the budget now, with their shares' finalizers
+_holders: weakref.WeakKeyDictionary[Template, weakref.finalize] = weakref.WeakKeyDictionary()
+_clock = [0]  # eager cache hits so far: a template's `used` is the hit count at its last hit
 
 
 def _release(nbytes: int) -> None:
@@ -482,17 +495,47 @@ def _release(nbytes: int) -> None:
         _retained[0] -= nbytes
 
 
+def _evict(need: int, keep: Template) -> None:
+    """Take graph runners from the least recently used templates (not `keep`, not one running
+    now) until `need` more bytes fit the budget.  Call with `_retained_lock` held."""
+    for t in sorted(list(_holders.keys()), key=lambda t: t.used):
+        if _retained[0] + need <= GRAPH_BYTES_TOTAL:
+            return
+        if t is keep or not t.lock.acquire(blocking=False):
+            continue
+        try:
+            share = _holders.pop(t, None)
+            t.runner, t._dynamic = None, []  # its storage goes with the runner
+            t.runner_after = t.runs + 2
+        finally:
+            t.lock.release()
+        info = share.detach() if share is not None else None
+        if info is not None:  # (None: the finalizer ran already and gave the bytes back)
+            _retained[0] -= info[2][0]
+
+
 def _give_runner(template: Template) -> None:
-    """A graph runner for `template` if its retained bytes fit the budget; they return to the
-    budget when the template is collected."""
+    """A graph runner for `template` if its retained bytes fit the budget, after taking the
+    runners of the least recently used templates if need be; they return to the budget when
+    the template is collected or its runner is taken."""
     n = template.retained_bytes()
     with _retained_lock:
-        if n > GRAPH_BYTES_PER_TEMPLATE or _retained[0] + n > GRAPH_BYTES_TOTAL:
+        if n > GRAPH_BYTES_PER_TEMPLATE or n > GRAPH_BYTES_TOTAL:
+            template.runner_after = -1  # never: it cannot fit
             return
+        if _retained[0] + n > GRAPH_BYTES_TOTAL:
+            _evict(n, template)
+            if _retained[0] + n > GRAPH_BYTES_TOTAL:
+                template.runner_after = template.runs + 1  # the others are running: next time
+                return
         _retained[0] += n
-    share = weakref.finalize(template, _release, n)
+        share = weakref.finalize(template, _release, n)
+        _holders[template] = share
     if template.build_runner() is None:
+        with _retained_lock:
+            _holders.pop(template, None)
         share()  # no runner after all: nothing is retained
+        template.runner_after = -1
 
 
 def retained_graph_bytes() -> int:
@@ -518,7 +561,9 @@ class TemplateCache:
             self.misses += 1
             return None
         self.hits += 1
-        if t.runs == 2 and t.runner is None:
+        _clock[0] += 1
+        t.used = _clock[0]
+        if t.runner is None and 0 <= t.runner_after <= t.runs:
             _give_runner(t)
         return t
 
@@ -540,74 +585,3 @@ class TemplateCache:
 
 templates = TemplateCache()
 on_backend_change(templates.clear)  # their units hold the kernels of the backend they ran on
-
-
-# -- the cache key ---------------------------------------------------------------------------------
-def structure_key(nodes: Sequence[Node]) -> tuple[tuple, list[Buffer]] | None:
-    """(a hashable key of the graph's structure, its input buffers in key order), or None
-    when the graph cannot be replayed with other buffers (RANDOM, BUFFER_VIEW or unallocated
-    leaves).
-
-    Nodes are numbered in depth-first post-order (sources left to right), so two graphs get the
-    same key exactly when they are the same DAG up to which buffers the BUFFER leaves hold."""
-    try:  # small graphs (the common case of an eager realize): a plain recursive walk
-        return _structure_key(nodes, recursive=True)
-    except RecursionError:  # a deep chain: the same numbering with an explicit stack
-        return _structure_key(nodes, recursive=False)
-
-
-class _NotReplayable(Exception):
-    pass
-
-
-def _structure_key(nodes: Sequence[Node], recursive: bool) -> tuple[tuple, list[Buffer]] | None:
-    index: dict[Node, int] = {}
-    params: list[Buffer] = []
-    key: list[tuple] = []
-
-    def number(n: Node, src: tuple[int, ...]) -> int:
-        op = n.op
-        if op is Op.BUFFER:
-            buf = n.arg
-            if buf.base is not None or not buf.is_allocated:
-                raise _NotReplayable
-            params.append(buf)
-            arg: object = ("param", buf.shape, buf.device, buf.no_opt)
-        elif (op is Op.RANDOM and not n.arg.public) or op is Op.BUFFER_VIEW:
-            raise _NotReplayable  # (a public sample, a lean key's row, is keyed by its seed)
-        else:
-            arg = (type(n.arg), n.arg)
-        i = index[n] = len(key)
-        key.append((op, n.dtype, arg, src))
-        return i
-
-    def visit(n: Node, visit_src: Callable[..., int]) -> int:
-        """Number n after its sources; `visit_src` is this function, passed in rather than
-        closed over: a self-reference would keep the graph alive until a GC."""
-        i = index.get(n)
-        if i is None:
-            i = number(n, tuple([visit_src(s, visit_src) for s in n.src]))
-        return i
-
-    try:
-        if recursive:
-            roots = [visit(n, visit) for n in nodes]
-        else:
-            for root in nodes:
-                stack = [root]
-                while stack:  # post-order: a node is numbered once its sources are
-                    n = stack[-1]
-                    if n in index:
-                        stack.pop()
-                        continue
-                    pending = [s for s in n.src if s not in index]
-                    if pending:
-                        stack.extend(reversed(pending))
-                        continue
-                    stack.pop()
-                    number(n, tuple([index[s] for s in n.src]))
-            roots = [index[n] for n in nodes]
-    except _NotReplayable:
-        return None
-    key.append(tuple(roots))
-    return tuple(key), params

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ren.distributed import recycle
 from ren.distributed.frames import Sealed
 from ren.distributed.shmfiles import (
     HEAD,
@@ -195,7 +196,10 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
                                      "again")
         out = []
         for off, size in zip(offsets, sizes):
-            buf = np.empty(size, np.uint8)  # (not zero-filled, as a bytearray would be)
+            # a result (read by the client, freed later): a buffer whose pages an earlier
+            # result used (`recycle`: no page faults); an input: a fresh one (a worker keeps
+            # no free buffers: its memory must not grow)
+            buf = np.empty(size, np.uint8) if free else recycle.take(size)
             if os.preadv(fd, [buf.data], off) != size:
                 raise SerializationError(f"the shared-memory slot {name} was cut short")
             out.append(buf)

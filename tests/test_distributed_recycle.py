@@ -1,0 +1,103 @@
+"""ren.distributed.recycle: the client's receive buffers come back only when nothing reads
+them, are bounded, and a result read out of a worker's pool slot reuses them (no page faults)
+with the same words."""
+
+from __future__ import annotations
+
+import gc
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed", reason="ren.distributed needs dask[distributed]")
+
+from ckks_helpers import context
+
+from ren.ckks import dumps
+from ren.distributed import recycle, shm
+from ren.distributed.frames import frame_words
+from ren.distributed.wire import Codec
+from ren.ring import RingSpec
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    recycle.clear()
+    yield
+    recycle.clear()
+
+
+def address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def test_a_dropped_buffer_is_handed_out_again():
+    buf = recycle.take(4096)
+    assert buf.nbytes == 4096 and buf.flags.writeable
+    where = address(buf)
+    del buf
+    gc.collect()
+    assert recycle.held() == 4096
+    again = recycle.take(4096)
+    assert address(again) == where and recycle.held() == 0
+    assert address(recycle.take(8192)) != where  # another size: a new one
+
+
+@pytest.mark.parametrize("keep", ["words", "view"])
+def test_a_buffer_still_viewed_is_not_handed_out(keep):
+    """The words a decoded Poly keeps (frame_words' view of a memoryview of the buffer), or a
+    NumPy view of it, hold it: the buffer must not come back while they live (else the next
+    result overwrites a live ciphertext)."""
+    ring = RingSpec.generate(64, 2)
+    buf = recycle.take(4 * 2 * 64)
+    buf.view("<u4")[:] = 5
+    where = address(buf)
+    held = frame_words(buf, ring, "test") if keep == "words" else buf[16:32].view("<u4")
+    del buf
+    gc.collect()
+    assert recycle.held() == 0
+    other = recycle.take(4 * 2 * 64)
+    assert address(other) != where
+    other[:] = 0
+    assert int(held.max()) == 5 == int(held.min())
+    del held
+    gc.collect()
+    assert recycle.held() == 4 * 2 * 64  # now it is back
+
+
+def test_at_most_keep_bytes_are_kept(monkeypatch):
+    monkeypatch.setattr(recycle, "KEEP_BYTES", 10_000)
+    bufs = [recycle.take(4096) for _ in range(4)]
+    del bufs
+    gc.collect()
+    assert recycle.held() == 8192
+
+
+@pytest.mark.skipif(shm.SHM_DIR is None, reason="needs a writable /dev/shm")
+def test_a_result_from_a_workers_slot_reuses_a_buffer_with_the_same_words():
+    ckks = context(N=64, depth=3, scale_bits=30, first_bits=40, steps=(1,))
+    job = shm.client_prefix() + "-recycle"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    try:
+        codec = Codec()
+        writer = shm.Segments(job, 0, pooled=True)
+        cts = [ckks.encrypt([0.5, 0.125 * i]) for i in range(2)]
+        got, reused = [], recycle.counts["reused"]
+        for ct in cts:
+            rec = codec.encode(ct, "ct", writer)
+            # a worker's slot (another pid in its name): read out, kept until released
+            name = rec.name.rsplit("-", 1)[0] + "-1.0"
+            os.link(os.path.join(shm.SHM_DIR, rec.name), os.path.join(shm.SHM_DIR, name))
+            try:
+                back = shm.receive({**rec.header(), "shm": name})
+                got.append(dumps(codec.decode(back)))
+                shm.release([back])
+            finally:
+                os.unlink(os.path.join(shm.SHM_DIR, name))
+            del back
+            gc.collect()
+        assert got == [dumps(ct) for ct in cts]
+        assert recycle.counts["reused"] > reused  # the second result: the first one's buffers
+    finally:
+        shm.end_job(job)

@@ -195,6 +195,31 @@ class CompiledPlan(GraphRunner):
             self._unpatch()
         return waits
 
+    def team_work(self, arrays: Sequence[Any], lib: ctypes.CDLL) -> list[tuple[float, float]]:
+        """One run that also measures, per call, the CPU seconds team threads 0 and 1 spent in
+        their own shares of it (their own clocks, barriers excluded: the same on a loaded
+        machine; (0, 0) for calls outside teams).  Between two barriers the difference of the
+        two threads' sums is what the faster one waits on idle cores: where the work is not
+        divided.  `lib`: the ring library (``cpu.ring_library()``)."""
+        work: list[tuple[float, float]] = []
+        self._patch(arrays)
+        try:
+            for seg in self.segments:
+                if seg[0] == "c":
+                    buf = (ctypes.c_double * (2 * seg[1]))()
+                    lib.ren_set_team_work(buf, ctypes.c_longlong(seg[1]))
+                    try:
+                        self._run_plan(seg[1], seg[2], seg[3], seg[5])
+                    finally:
+                        lib.ren_set_team_work(None, ctypes.c_longlong(0))
+                    work.extend((buf[2 * k], buf[2 * k + 1]) for k in range(seg[1]))
+                else:
+                    seg[1](seg[2])
+                    work.append((0.0, 0.0))
+        finally:
+            self._unpatch()
+        return work
+
     def profile(self, arrays: Sequence[Any]) -> list[float]:
         self._patch(arrays)
         times: list[float] = []

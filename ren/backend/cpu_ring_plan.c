@@ -1,6 +1,10 @@
 /* Ren's compiled ring kernels: the plan runner (the JIT's graph runner, ren/backend/cpu_plan.py).
    Written for this project.  Included by cpu_ring.c, last: it names the ring kernels. */
 
+#if defined(__linux__)
+#include <time.h>
+#endif
+
 /* ---- the plan runner: entries run in order, in one C loop ---------------------------------- */
 typedef void (*ren_entry)(void**);
 /* Entries run in order.  On more than one thread, a stretch of two or more consecutive team
@@ -79,6 +83,25 @@ static double ren_now(void) {
   return 0.0;
 #endif
 }
+/* measurements, likewise: the CPU seconds (the thread's own clock, which stops while it is
+   descheduled: the same on a loaded machine) team threads 0 and 1 spend in their own share of
+   entry j, barriers excluded, added to work[2 j] and work[2 j + 1]: where the work is not
+   divided evenly, whatever the load (ren/backend/cpu_plan.py, CompiledPlan.team_work) */
+static __thread double* ren_team_work = NULL;
+static __thread i64 ren_team_work_count = 0;
+void ren_set_team_work(double* work, i64 count) {
+  ren_team_work = work;
+  ren_team_work_count = count;
+}
+static double ren_thread_cpu(void) {
+#if defined(__linux__)
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#else
+  return 0.0;
+#endif
+}
 static void ren_timed_sync(double* wait, double own) {
   const double t0 = ren_now();
   ren_team_sync_after(own);
@@ -119,17 +142,30 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
     tm.scratch_bytes = tm.scratch != NULL ? need : 0;
     __atomic_add_fetch(&ren_teams_opened, 1, __ATOMIC_RELAXED);
     double* const wait = count <= ren_team_wait_count ? ren_team_wait : NULL;
+    double* const work = count <= ren_team_work_count ? ren_team_work : NULL;
     REN_OMP(parallel num_threads(ren_threads))
     {
       ren_cur_team = &tm;
       double since = ren_now();  /* when this thread last left a barrier */
+#ifdef _OPENMP
+      const int me = omp_get_thread_num();
+#else
+      const int me = 0;
+#endif
+      double cpu = work != NULL ? ren_thread_cpu() : 0.0;
       for (i64 j = k; j < e; ++j) {
         ren_team_call(fns[j], args[j]);
+        if (work != NULL && me < 2) {
+          const double now = ren_thread_cpu();
+          work[2 * j + me] += now - cpu;
+          cpu = now;
+        }
         if (j + 1 < e && ren_needs_sync(j + 1, team)) {  /* the region's end joins the last */
           const double own = ren_now() - since;  /* its work since then: it spins the longer */
           if (wait == NULL) ren_team_sync_after(own);
           else ren_timed_sync(wait + 2 * j, own);
           since = ren_now();
+          if (work != NULL) cpu = ren_thread_cpu();
         }
       }
       ren_cur_team = NULL;

@@ -118,7 +118,14 @@ from ren.backend.cpu_libs import (
 from ren.backend.cpu_plan import CompiledPlan
 from ren.backend.malloc import tune_allocator
 from ren.backend.numpy_backend import HOST
-from ren.backend.render_c import C, CKernel, Program, render_program, translation_unit
+from ren.backend.render_c import (
+    CORE_HELPERS,
+    C,
+    CKernel,
+    Program,
+    render_program,
+    translation_unit,
+)
 from ren.errors import KernelCompileError, RealizeError
 from ren.kernel import ELEMENTWISE, LIGHT_KINDS, RingCall, ScheduledKernel
 from ren.random import RandomSpec
@@ -209,8 +216,9 @@ class CpuDevice(Device):
         # id(library) -> (library, its kernel names), least recently used first
         self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
         self._build_lock = threading.RLock()
-        # what a kernel index entry is valid for: the library head (C prelude), flags, compiler
-        head = source_head(self.isa) + LIBRARY_HEADER
+        # what a kernel index entry is valid for: the library head (with the C dialect's
+        # prelude and helpers, which the kernels inline or call), flags, compiler
+        head = source_head(self.isa) + LIBRARY_HEADER + C.prelude + CORE_HELPERS
         self._index_context = hashlib.sha256(
             "\0".join([head, *self.flags, *compiler()]).encode()).hexdigest()
         # programs `prepare` rendered, by item key, for `build` to take instead of rendering again

@@ -10,6 +10,9 @@
    the stack. */
 #define BCONV_BLOCK 512
 #define BCONV_SPLIT 8  /* pieces per row when rows are split (ren_split) */
+/* y's row stride: a line more than N, so that the rows q_sum16 reads side by side (N words
+   apart, a power of two) do not all fall into one L1 set */
+#define BCONV_STRIDE(n) ((n) + 16)
 /* both loops of a conversion, on the calling thread, or shared out by every thread of the team
    that calls it (orphaned worksharing: the barrier after the first loop orders y's rows before
    the sums read them) */
@@ -17,13 +20,14 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
                         const i64 LS, const i64 LD, const i64 ps, const i64 ys, const u32* sq,
                         const u32* sqn, const u32* qhi, const u32* q, const u32* qn,
                         const u32* bc, const i64* from, const u32 maxq) {
+  const i64 yn = BCONV_STRIDE(n);
   if (y != NULL) {
     REN_OMP(for schedule(dynamic, 1) nowait)
     for (i64 task = 0; task < LS * ys; ++task) {
       const i64 i = task / ys, c0 = (task % ys) * (n / ys), c1 = c0 + n / ys;
       const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
       const u32* restrict xi = in + i * n;
-      u32* restrict yi = y + i * n;
+      u32* restrict yi = y + i * yn;
       for (i64 j = c0; j < c1; ++j) yi[j] = montmul(xi[j], c, qi, qni);
     }
     ren_sync();  /* y's rows before the sums read them */
@@ -52,10 +56,10 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
       if (LS == 1) {
         for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0, p, pn);
       } else if (LS == 2) {
-        const u32* restrict y1 = y0 + n; const u32 m1 = row[1];
+        const u32* restrict y1 = y0 + yn; const u32 m1 = row[1];
         for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1, p, pn);
       } else {
-        const u32* restrict y1 = y0 + n; const u32* restrict y2 = y1 + n;
+        const u32* restrict y1 = y0 + yn; const u32* restrict y2 = y1 + yn;
         const u32 m1 = row[1], m2 = row[2];
         for (i64 j = c0; j < c1; ++j)
           o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2, p, pn);
@@ -65,17 +69,27 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
     i64 k = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxq * p));
     if (k < 1) k = 1;
     if (k > 32) k = 32;
+#if REN_AVX512
+    const i64 f1 = q_room1(maxq, p, p);  /* words below maxq, table entries below p */
+    if ((c1 - c0) % 16 == 0 && f1 >= 1) {  /* the sums in registers, folded (q_sum16) */
+      const v8q P = Q1(p), PN = Q1(pn), RP = Q1(rp), Z0 = _mm512_setzero_si512();
+      const i64 f0 = q_room0(maxq, p);
+      for (i64 j = c0; j < c1; j += 16)
+        ZST(o + j, q_sum16(Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP));
+      continue;
+    }
+#endif
     u64 acc[BCONV_BLOCK];
     for (i64 j0 = c0; j0 < c1; j0 += BCONV_BLOCK) {
       const i64 m = c1 - j0 < BCONV_BLOCK ? c1 - j0 : BCONV_BLOCK;
       u32* restrict oj = o + j0;
       for (i64 cs = 0; cs < LS; cs += k) {
         const i64 c = LS - cs < k ? LS - cs : k;
-        const u32* restrict y0 = y + cs * n + j0;
+        const u32* restrict y0 = y + cs * yn + j0;
         const u64 m0 = row[cs];
         for (i64 j = 0; j < m; ++j) acc[j] = (u64)y0[j] * m0;
         for (i64 i = 1; i < c; ++i) {
-          const u32* restrict yi = y0 + i * n;
+          const u32* restrict yi = y0 + i * yn;
           const u64 mi = row[cs + i];
           for (i64 j = 0; j < m; ++j) acc[j] += (u64)yi[j] * mi;
         }
@@ -98,7 +112,7 @@ void ren_cpu_bconv(void** a) {
   const i64 n = sz[0], LS = sz[1], LD = sz[2];
   int convert = 0;
   for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
-  const size_t ybytes = (size_t)(LS * n) * sizeof(u32);
+  const size_t ybytes = (size_t)(LS * BCONV_STRIDE(n)) * sizeof(u32);
   const int in_team = REN_IN_TEAM();
   /* in a plan team the team's scratch (no allocation per call), else a buffer of this call's */
   u32* y = !convert ? NULL : in_team ? (u32*)ren_team_scratch(ybytes) : (u32*)malloc(ybytes);
@@ -133,8 +147,14 @@ void ren_cpu_bconv(void** a) {
    the words are the same.  Blocks of RESCALE_BLOCK coefficients keep a block's digits (on the
    stack) in cache while every kept row reads them.  The first Z source rows (kept rows, Z <= L_src
    - K) are 0 and not in `in`, which holds rows Z..L_src-1 (a key switch's mod-down reads only
-   its K dropped rows: RingCall.zero_rows): a row of 0 reads a block of zeros that stays in L1. */
+   its K dropped rows: RingCall.zero_rows): a row of 0 reads a block of zeros that stays in L1.
+   With AVX-512, more than RESCALE_FOLD dropped moduli take the fold's one sum of K + 1 products
+   too, folded in registers (cpu_ring_avx512.c's q_sum16): 25-30 % less time at K = 8 (a key
+   switch's mod-down at n16), the same words. */
 #define RESCALE_BLOCK 1024
+/* the digits' row stride: a line more than the block, so that the K rows a vector loop reads at
+   once do not all fall into one L1 set (rows 4 KiB apart would) */
+#define RESCALE_STRIDE (RESCALE_BLOCK + 16)
 #define RESCALE_FOLD 3  /* up to this many dropped moduli, each kept word takes one reduction */
 static const u32 rescale_zeros[RESCALE_BLOCK];  /* the words of a row of 0 (Z above) */
 /* block b of the rescale (RESCALE_BLOCK coefficients of every kept row) */
@@ -145,22 +165,22 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
   const i64 LK = LS - K;
   const i64 c0 = b * RESCALE_BLOCK;
   const i64 m = n - c0 < RESCALE_BLOCK ? n - c0 : RESCALE_BLOCK;
-  u32 d[K * RESCALE_BLOCK];  /* row s: the digit of the s-th dropped modulus, standard form */
+  u32 d[K * RESCALE_STRIDE];  /* row s: the digit of the s-th dropped modulus, standard form */
   for (i64 j = LK; j < LS; ++j) {  /* z = x + floor(P/2) on the dropped rows */
     const u32 qj = q[j], h = half[j];
     const u32* restrict x = in + (j - Z) * n + c0;
-    u32* restrict zj = d + (LS - 1 - j) * RESCALE_BLOCK;
+    u32* restrict zj = d + (LS - 1 - j) * RESCALE_STRIDE;
     for (i64 c = 0; c < m; ++c) zj[c] = modadd(x[c], h, qj);
   }
   for (i64 s = 0; s < K; ++s) {
     const i64 jp = LS - 1 - s;  /* the s-th digit, mod p = q[jp] */
     const u32 p = q[jp], pn = qn[jp];
-    u32* restrict ds = d + s * RESCALE_BLOCK;
+    u32* restrict ds = d + s * RESCALE_STRIDE;
     for (i64 c = 0; c < m; ++c) ds[c] = montmul(ds[c], 1u, p, pn);  /* [z]_p, standard */
     for (i64 t = s + 1; t < K; ++t) {  /* the moduli still to be divided by */
       const i64 i = LS - 1 - t;
       const u32 qi = q[i], qni = qn[i], r2i = r2[i], pi = pinv[s * LS + i];
-      u32* restrict zi = d + t * RESCALE_BLOCK;
+      u32* restrict zi = d + t * RESCALE_STRIDE;
       for (i64 c = 0; c < m; ++c) {
         /* d < 2^32 and r2i < qi, so d * r2i < qi * 2^32: one Montgomery product gives
            [d]_{qi} in Montgomery form, fully reduced, with no division */
@@ -189,8 +209,8 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
         bs[s] = t == 0 ? 0 : qi - t;
       }
       const u32* restrict d0 = d;
-      const u32* restrict d1 = d + RESCALE_BLOCK;
-      const u32* restrict d2 = d + 2 * RESCALE_BLOCK;
+      const u32* restrict d1 = d + RESCALE_STRIDE;
+      const u32* restrict d2 = d + 2 * RESCALE_STRIDE;
       if (K == 1) {
         for (i64 c = 0; c < m; ++c)
           o[c] = redc64((u64)modadd(x[c], h, qi) * pa + (u64)d0[c] * bs[0], qi, qni, rq);
@@ -205,16 +225,39 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
       }
       continue;
     }
+#if REN_AVX512
+    {  /* the K <= RESCALE_FOLD form's one sum of K + 1 products, folded in registers */
+      const u32 big = maxp > qi ? maxp : qi;
+      const i64 f0 = q_room0(big, qi), f1 = q_room1(big, qi, qi);
+      if (m % 16 == 0 && f0 >= 2 && f1 >= 1 && K <= 64) {
+        u32 bs[64];  /* -W_s P^-1 R^2, as the fold above */
+        for (i64 s = 0; s < K; ++s) {
+          const u32 t = montmul(lift[s * LS + i], pa, qi, qni);
+          bs[s] = t == 0 ? 0 : qi - t;
+        }
+        const v16 Q16 = Z1(qi), H16 = Z1(h);
+        const v8q Q = Q1(qi), QN = Q1(qni), RQ = Q1(rq), PA = Q1(pa);
+        for (i64 c = 0; c < m; c += 16) {
+          const v16 xv = ZLD(x + c);
+          const v16 s = _mm512_add_epi32(xv, H16);
+          const v16 z = _mm512_min_epu32(s, _mm512_sub_epi32(s, Q16));  /* modadd(x, h) */
+          const v8q e = _mm512_mul_epu32(z, PA), od = _mm512_mul_epu32(_mm512_srli_epi64(z, 32), PA);
+          ZST(o + c, q_sum16(e, od, f0 - 1, d + c, RESCALE_STRIDE, bs, 1, K, f1, Q, QN, RQ));
+        }
+        continue;
+      }
+    }
+#endif
     u64 acc[RESCALE_BLOCK];
     u32 r[RESCALE_BLOCK];
     for (i64 s0 = 0; s0 < K; s0 += kk) {
       const i64 cnt = K - s0 < kk ? K - s0 : kk;
       const u64 w0 = lift[s0 * LS + i];
-      const u32* restrict d0 = d + s0 * RESCALE_BLOCK;
+      const u32* restrict d0 = d + s0 * RESCALE_STRIDE;
       for (i64 c = 0; c < m; ++c) acc[c] = (u64)d0[c] * w0;
       for (i64 s = 1; s < cnt; ++s) {
         const u64 ws = lift[(s0 + s) * LS + i];
-        const u32* restrict dsr = d + (s0 + s) * RESCALE_BLOCK;
+        const u32* restrict dsr = d + (s0 + s) * RESCALE_STRIDE;
         for (i64 c = 0; c < m; ++c) acc[c] += (u64)dsr[c] * ws;
       }
       for (i64 c = 0; c < m; ++c) {  /* the partial sum in Montgomery form */

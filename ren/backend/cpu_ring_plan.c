@@ -26,24 +26,14 @@ static int ren_ring_team_kernel(ren_entry f) {
   return f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_rescale || f == ren_cpu_bconv ||
          f == ren_cpu_to_rns;
 }
-/* TO_RNS inside a plan team: its rows in 2 x (team size) contiguous chunks shared out
-   dynamically, each chunk one call of ren_cpu_to_rns on those rows only (a row's residues
-   depend on its modulus and the words alone, so every word is the one call's; the call's own
-   parallel loop is a nested region there, of one thread).  A stretch no longer ends at an
-   encryption's plaintext: one team and no fork of its own (the words' transposition, a small
-   share of the call, is repeated once per chunk). */
+/* TO_RNS inside a plan team: its tasks (coefficient blocks x limb groups, cpu_ring_to_rns.c's
+   torns_team) shared out among the team's threads, so a call of one limb (an encoding at level
+   0) is split over its coefficients too, not run by one thread (every word is computed the
+   same way whatever the split).  A stretch no longer ends at an encryption's plaintext: one
+   team and no fork of its own. */
 static void ren_team_to_rns(void** a) {
 #ifdef _OPENMP
-  const i64* sz = (const i64*)a[2];
-  const i64 n = sz[0], L = sz[1], nth = omp_get_num_threads();
-  const i64 chunks = L < 2 * nth ? L : 2 * nth;
-  REN_OMP(for schedule(dynamic, 1) nowait)
-  for (i64 c = 0; c < chunks; ++c) {
-    const i64 l0 = c * L / chunks, l1 = (c + 1) * L / chunks;
-    i64 rows[3] = {n, l1 - l0, sz[2]};
-    void* b[4] = {(u32*)a[0] + l0 * n, a[1], rows, (u32*)a[3] + l0};
-    ren_cpu_to_rns(b);
-  }
+  torns_team(a, omp_get_num_threads());
 #else
   ren_cpu_to_rns(a);
 #endif

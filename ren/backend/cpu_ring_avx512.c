@@ -444,6 +444,30 @@ ZINLINE v16 q_sum16(v8q e, v8q o, i64 room, const u32* rows, i64 stride, const u
   o = q_redc(q_fold(o, rp), p, pn);
   return _mm512_or_si512(e, _mm512_slli_epi64(o, 32));
 }
+/* q_sum16 over 32 words (two groups of 16, rows[.. + 16] the second): one pass over the terms
+   for both, so the loop's own work (the coefficient's broadcast, the count, the fold test) is
+   shared, and four independent sums overlap their latencies */
+ZINLINE void q_sum32(u32* out, v8q e0, v8q o0, v8q e1, v8q o1, i64 room, const u32* rows,
+                     i64 stride, const u32* c, i64 cstride, i64 cnt, i64 k1, v8q p, v8q pn,
+                     v8q rp) {
+  for (i64 s = 0; s < cnt; ++s) {
+    if (room == 0) {
+      e0 = q_fold(e0, rp); o0 = q_fold(o0, rp); e1 = q_fold(e1, rp); o1 = q_fold(o1, rp);
+      room = k1;
+    }
+    const v8q m = Q1(c[s * cstride]);
+    const v16 y0 = ZLD(rows + s * stride), y1 = ZLD(rows + s * stride + 16);
+    e0 = _mm512_add_epi64(e0, _mm512_mul_epu32(y0, m));
+    o0 = _mm512_add_epi64(o0, _mm512_mul_epu32(_mm512_srli_epi64(y0, 32), m));
+    e1 = _mm512_add_epi64(e1, _mm512_mul_epu32(y1, m));
+    o1 = _mm512_add_epi64(o1, _mm512_mul_epu32(_mm512_srli_epi64(y1, 32), m));
+    --room;
+  }
+  e0 = q_redc(q_fold(e0, rp), p, pn); o0 = q_redc(q_fold(o0, rp), p, pn);
+  e1 = q_redc(q_fold(e1, rp), p, pn); o1 = q_redc(q_fold(o1, rp), p, pn);
+  ZST(out, _mm512_or_si512(e0, _mm512_slli_epi64(o0, 32)));
+  ZST(out + 16, _mm512_or_si512(e1, _mm512_slli_epi64(o1, 32)));
+}
 /* terms (products below xmax cmax) that fit 64 bits: k0 from 0, k1 after a fold (0: none) */
 static inline i64 q_room0(u32 xmax, u32 cmax) {
   return (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)xmax * cmax));

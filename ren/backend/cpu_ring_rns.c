@@ -74,8 +74,10 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
     if ((c1 - c0) % 16 == 0 && f1 >= 1) {  /* the sums in registers, folded (q_sum16) */
       const v8q P = Q1(p), PN = Q1(pn), RP = Q1(rp), Z0 = _mm512_setzero_si512();
       const i64 f0 = q_room0(maxq, p);
-      for (i64 j = c0; j < c1; j += 16)
-        ZST(o + j, q_sum16(Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP));
+      i64 j = c0;
+      for (; j + 32 <= c1; j += 32)
+        q_sum32(o + j, Z0, Z0, Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP);
+      if (j < c1) ZST(o + j, q_sum16(Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP));
       continue;
     }
 #endif
@@ -237,10 +239,19 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
         }
         const v16 Q16 = Z1(qi), H16 = Z1(h);
         const v8q Q = Q1(qi), QN = Q1(qni), RQ = Q1(rq), PA = Q1(pa);
-        for (i64 c = 0; c < m; c += 16) {
-          const v16 xv = ZLD(x + c);
-          const v16 s = _mm512_add_epi32(xv, H16);
-          const v16 z = _mm512_min_epu32(s, _mm512_sub_epi32(s, Q16));  /* modadd(x, h) */
+        i64 c = 0;
+        for (; c + 32 <= m; c += 32) {
+          const v16 s0 = _mm512_add_epi32(ZLD(x + c), H16);
+          const v16 s1 = _mm512_add_epi32(ZLD(x + c + 16), H16);
+          const v16 z0 = _mm512_min_epu32(s0, _mm512_sub_epi32(s0, Q16));  /* modadd(x, h) */
+          const v16 z1 = _mm512_min_epu32(s1, _mm512_sub_epi32(s1, Q16));
+          q_sum32(o + c, _mm512_mul_epu32(z0, PA), _mm512_mul_epu32(_mm512_srli_epi64(z0, 32), PA),
+                  _mm512_mul_epu32(z1, PA), _mm512_mul_epu32(_mm512_srli_epi64(z1, 32), PA),
+                  f0 - 1, d + c, RESCALE_STRIDE, bs, 1, K, f1, Q, QN, RQ);
+        }
+        if (c < m) {
+          const v16 s0 = _mm512_add_epi32(ZLD(x + c), H16);
+          const v16 z = _mm512_min_epu32(s0, _mm512_sub_epi32(s0, Q16));
           const v8q e = _mm512_mul_epu32(z, PA), od = _mm512_mul_epu32(_mm512_srli_epi64(z, 32), PA);
           ZST(o + c, q_sum16(e, od, f0 - 1, d + c, RESCALE_STRIDE, bs, 1, K, f1, Q, QN, RQ));
         }

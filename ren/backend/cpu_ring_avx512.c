@@ -468,6 +468,12 @@ ZINLINE void q_sum32(u32* out, v8q e0, v8q o0, v8q e1, v8q o1, i64 room, const u
   ZST(out, _mm512_or_si512(e0, _mm512_slli_epi64(o0, 32)));
   ZST(out + 16, _mm512_or_si512(e1, _mm512_slli_epi64(o1, 32)));
 }
+/* montmul(x[j], c) for 16 words: x c R^-1 mod q, canonical (c < q, any u32 x: x c < q 2^32) */
+ZINLINE v16 q_montmul16(v16 x, v8q c, v8q q, v8q qn) {
+  const v8q e = q_redc(_mm512_mul_epu32(x, c), q, qn);
+  const v8q o = q_redc(_mm512_mul_epu32(_mm512_srli_epi64(x, 32), c), q, qn);
+  return _mm512_or_si512(e, _mm512_slli_epi64(o, 32));
+}
 /* terms (products below xmax cmax) that fit 64 bits: k0 from 0, k1 after a fold (0: none) */
 static inline i64 q_room0(u32 xmax, u32 cmax) {
   return (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)xmax * cmax));

@@ -28,6 +28,13 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
       const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
       const u32* restrict xi = in + i * n;
       u32* restrict yi = y + i * yn;
+#if REN_AVX512
+      if ((c1 - c0) % 16 == 0) {  /* in u64 lanes: the same words, fewer operations */
+        const v8q C = Q1(c), Q = Q1(qi), QN = Q1(qni);
+        for (i64 j = c0; j < c1; j += 16) ZST(yi + j, q_montmul16(ZLD(xi + j), C, Q, QN));
+        continue;
+      }
+#endif
       for (i64 j = c0; j < c1; ++j) yi[j] = montmul(xi[j], c, qi, qni);
     }
     ren_sync();  /* y's rows before the sums read them */
@@ -178,11 +185,33 @@ static void rescale_block(const i64 b, u32* out, const u32* in, const i64 n, con
     const i64 jp = LS - 1 - s;  /* the s-th digit, mod p = q[jp] */
     const u32 p = q[jp], pn = qn[jp];
     u32* restrict ds = d + s * RESCALE_STRIDE;
+#if REN_AVX512
+    if (m % 16 == 0) {  /* [z]_p, standard: montmul(z, 1) in u64 lanes */
+      const v8q P = Q1(p), PN = Q1(pn), ONE = Q1(1);
+      for (i64 c = 0; c < m; c += 16) ZST(ds + c, q_montmul16(ZLD(ds + c), ONE, P, PN));
+    } else
+#endif
     for (i64 c = 0; c < m; ++c) ds[c] = montmul(ds[c], 1u, p, pn);  /* [z]_p, standard */
     for (i64 t = s + 1; t < K; ++t) {  /* the moduli still to be divided by */
       const i64 i = LS - 1 - t;
       const u32 qi = q[i], qni = qn[i], r2i = r2[i], pi = pinv[s * LS + i];
       u32* restrict zi = d + t * RESCALE_STRIDE;
+#if REN_AVX512
+      /* (z - [d]_qi R) pi R^-1 = REDC(z pi + d b), b = -pi R mod qi: one reduction of a sum of
+         two products below qi (qi + p) <= qi 2^32 (z < qi, d < p), the same canonical word */
+      if (m % 16 == 0 && (u64)qi + p <= (1ull << 32)) {
+        const u32 pr = montmul(pi, r2i, qi, qni);  /* pi R */
+        const v8q Q = Q1(qi), QN = Q1(qni), PI = Q1(pi), B = Q1(pr == 0 ? 0 : qi - pr);
+        for (i64 c = 0; c < m; c += 16) {
+          const v16 z = ZLD(zi + c), dv = ZLD(ds + c);
+          const v8q e = _mm512_add_epi64(_mm512_mul_epu32(z, PI), _mm512_mul_epu32(dv, B));
+          const v8q o = _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(z, 32), PI),
+                                         _mm512_mul_epu32(_mm512_srli_epi64(dv, 32), B));
+          ZST(zi + c, _mm512_or_si512(q_redc(e, Q, QN), _mm512_slli_epi64(q_redc(o, Q, QN), 32)));
+        }
+        continue;
+      }
+#endif
       for (i64 c = 0; c < m; ++c) {
         /* d < 2^32 and r2i < qi, so d * r2i < qi * 2^32: one Montgomery product gives
            [d]_{qi} in Montgomery form, fully reduced, with no division */

@@ -495,7 +495,7 @@ def _release(nbytes: int) -> None:
         _retained[0] -= nbytes
 
 
-def _evict(need: int, keep: Template) -> None:
+def _evict(need: int, keep: Template | None) -> None:
     """Take graph runners from the least recently used templates (not `keep`, not one running
     now) until `need` more bytes fit the budget.  Call with `_retained_lock` held."""
     for t in sorted(list(_holders.keys()), key=lambda t: t.used):

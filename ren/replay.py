@@ -520,6 +520,8 @@ def _give_runner(template: Template) -> None:
     the template is collected or its runner is taken."""
     n = template.retained_bytes()
     with _retained_lock:
+        if template in _holders:  # another thread's hit gave it one meanwhile
+            return
         if n > GRAPH_BYTES_PER_TEMPLATE or n > GRAPH_BYTES_TOTAL:
             template.runner_after = -1  # never: it cannot fit
             return

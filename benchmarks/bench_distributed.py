@@ -79,6 +79,7 @@ import logging
 import multiprocessing
 import os
 import queue
+import resource
 import statistics
 import time
 import warnings
@@ -211,10 +212,12 @@ def _time_job(w: int, batch: list, rlk: Any, label: str, options: dict[str, Any]
         submit(square, batch, keys=rlk, client=client).result()  # the one-offs (module doc)
         warm_s = time.perf_counter() - t0
         before = client.run(_process_cpu)
+        faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0, cpu0 = time.perf_counter(), time.process_time()
         job = submit(square, batch, keys=rlk, client=client)
         job.result()
         wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
         after = client.run(_process_cpu)
     n = len(batch)
     run = statistics.median(t["run"] for t in job.timings)
@@ -223,7 +226,8 @@ def _time_job(w: int, batch: list, rlk: Any, label: str, options: dict[str, Any]
     replay_cpu = sum(t["run_cpu"] for t in job.timings) / n
     figures = {"wall": wall, "run": run, "client": client_cpu / n, "worker": worker_cpu,
                "replay": replay_cpu, "outside": worker_cpu - replay_cpu,
-               "sent": job.input_bytes / n, "received": job.result_bytes / n}
+               "sent": job.input_bytes / n, "received": job.result_bytes / n,
+               "faults": faults / n}
     print(f"{w} worker(s){label}: {wall:.2f} s for {n}, {n / wall:.2f} ciphertexts/s, "
           f"{wall / n * 1e3:.1f} ms each; per ciphertext on a worker: replay {run * 1e3:.1f} ms, "
           f"decode+encode {wire * 1e3:.1f} ms; warm-up (keys {size(job.keys_bytes)} and plan "
@@ -231,7 +235,8 @@ def _time_job(w: int, batch: list, rlk: Any, label: str, options: dict[str, Any]
     print(f"  CPU per ciphertext: client process {client_cpu / n * 1e3:.2f} ms (encoding, "
           f"decoding, Dask's scheduler and comms); workers {worker_cpu * 1e3:.2f} ms, of which "
           f"the replay {replay_cpu * 1e3:.2f} ms and outside it "
-          f"{figures['outside'] * 1e3:.2f} ms; wire bytes per ciphertext: sent "
+          f"{figures['outside'] * 1e3:.2f} ms; client page faults {faults / n:.0f}; wire "
+          f"bytes per ciphertext: sent "
           f"{size(int(figures['sent']))}, received {size(int(figures['received']))}")
     return figures
 

@@ -45,7 +45,7 @@ def take(size: int) -> np.ndarray:
     counts["reused" if block is not None else "new"] += 1
     if block is None:
         block = np.empty(size, np.uint8)
-    out = np.frombuffer(memoryview(block), np.uint8)
+    out = np.frombuffer(memoryview(block.data), np.uint8)
     weakref.finalize(out, _give_back, block)
     return out
 

@@ -102,14 +102,14 @@ static void ren_timed_sync(double* wait, double own) {
 }
 
 /* the scratch the team kernels k..e-1 ask the team for (ren_team_scratch): a basis
-   conversion's y rows, L_src x N words (its sizes {N, L_src, L_dst}); allocated once before the
-   team opens, so that no kernel meets the team to grow it */
+   conversion's y rows (its sizes {N, L_src, L_dst}; cpu_ring_rns.c's ren_bconv_scratch_bytes);
+   allocated once before the team opens, so that no kernel meets the team to grow it */
 static size_t ren_plan_scratch(i64 k, i64 e, const ren_entry* fns, void*** args) {
   size_t need = 0;
   for (i64 j = k; j < e; ++j) {
     if (fns[j] != ren_cpu_bconv) continue;
     const i64* sz = (const i64*)args[j][2];
-    const size_t bytes = (size_t)(sz[0] * sz[1]) * sizeof(u32);
+    const size_t bytes = ren_bconv_scratch_bytes(sz[0], sz[1]);
     need = bytes > need ? bytes : need;
   }
   return need;

@@ -13,6 +13,11 @@
 /* y's row stride: a line more than N, so that the rows q_sum16 reads side by side (N words
    apart, a power of two) do not all fall into one L1 set */
 #define BCONV_STRIDE(n) ((n) + 16)
+/* the scratch a conversion of L_src rows of N words takes (y); the plan runner sizes a team's
+   scratch with it before the team opens (ren_plan_scratch), so no kernel meets the team to grow it */
+static size_t ren_bconv_scratch_bytes(const i64 n, const i64 ls) {
+  return (size_t)(ls * BCONV_STRIDE(n)) * sizeof(u32);
+}
 /* both loops of a conversion, on the calling thread, or shared out by every thread of the team
    that calls it (orphaned worksharing: the barrier after the first loop orders y's rows before
    the sums read them) */
@@ -121,7 +126,7 @@ void ren_cpu_bconv(void** a) {
   const i64 n = sz[0], LS = sz[1], LD = sz[2];
   int convert = 0;
   for (i64 d = 0; d < LD; ++d) convert |= from[d] < 0;
-  const size_t ybytes = (size_t)(LS * BCONV_STRIDE(n)) * sizeof(u32);
+  const size_t ybytes = ren_bconv_scratch_bytes(n, LS);
   const int in_team = REN_IN_TEAM();
   /* in a plan team the team's scratch (no allocation per call), else a buffer of this call's */
   u32* y = !convert ? NULL : in_team ? (u32*)ren_team_scratch(ybytes) : (u32*)malloc(ybytes);

@@ -208,7 +208,8 @@ static inline u32 __brev(u32 x) {
 #: (``REN_PERMUTE_FN``: noinline; every call passes the tile, so GCC still specializes it for
 #: that constant and unrolls it once): inlined, a hoisted transform's kernel held ~120 copies
 #: per tile, each unrolled, and its single kernel took 2.9 s of compiler CPU at N = 2^14
-#: (0.65 s out of line; a bootstrapping's kernels 7.2 -> ~4.5 s).
+#: (0.65 s out of line; the n16-shaped bootstrapping's first call at 2^14: ~9 -> ~3.5 s), and
+#: the replay ran no slower (the tile's staging is a call, its body the same loop).
 PERMUTE_HELPER = r"""#if (defined(__GNUC__) || defined(__clang__)) && !defined(REN_PERMUTE_INLINE)
 #define REN_PERMUTE_FN static __attribute__((noinline))
 #else

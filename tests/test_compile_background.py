@@ -75,21 +75,28 @@ def test_background_units_give_numpys_words(numpy_runs, slow_units):
 
 
 def test_units_follow_first_use():
-    """`_in_order` cuts consecutive programs, first ones first, into at most `units` runs of
-    about equal weight; a kernel two programs share goes with the first."""
+    """`_in_order` cuts consecutive programs, first ones first, into at most `units` runs that
+    grow (unit k ends at (k / units)^2 of the weight); a kernel two programs share goes with
+    the first."""
     from types import SimpleNamespace as NS
 
     def prog(*names):
         return NS(kernels=[NS(name=n) for n in names])
 
-    fresh = {n: NS(source="x" * 100) for n in "abcdefgh"}
-    progs = [prog("a"), prog("b", "a"), prog("c"), prog("d"), prog("a"), prog("e", "f"),
-             prog("g"), prog("h")]
+    names = [f"k{i}" for i in range(16)]
+    fresh = {n: NS(source="x" * 100) for n in names}
+    progs = [prog(names[0]), prog(names[1], names[0]), prog(names[0])]
+    progs += [prog(n) for n in names[2:]]
     units = cpu._in_order(progs, fresh, 4)
     flat = [p for u in units for p in u]
-    assert flat == [p for i, p in enumerate(progs) if i != 4]  # in order, the repeat left out
-    assert len(units) == 4 and all(200 <= sum(100 * len(p.kernels) for p in u) <= 300
-                                   for u in units[:-1])
+    assert flat == [p for i, p in enumerate(progs) if i != 2]  # in order, the repeat left out
+    seen: set[str] = set()
+    sizes = []  # new kernels per unit: 16 of equal weight -> 1/16, 3/16, 5/16, 7/16
+    for u in units:
+        new = {k.name for p in u for k in p.kernels} - seen
+        sizes.append(len(new))
+        seen |= new
+    assert sizes == [1, 3, 5, 7], sizes
     assert cpu._in_order(progs, fresh, 1) == [flat]
 
 

@@ -170,9 +170,10 @@ def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Prog
 def _in_order(programs: list[Program], fresh: dict[str, CKernel], units: int
               ) -> list[list[Program]]:
     """`programs` (in the order a schedule first uses them) cut into at most `units` runs of
-    consecutive programs of about equal weight (`_split`'s measure), for `prepare_background`:
-    the first unit holds the first kernels the schedule runs.  A kernel two programs share goes
-    with the first (the others are left out)."""
+    consecutive programs, for `prepare_background`, by `_split`'s weight: unit k ends where
+    (k / units)^2 of the weight does, so the first units are small (4 units: 1/16, 3/16, 5/16,
+    7/16) and the first run starts soon while the later, larger units compile beside it.  A
+    kernel two programs share goes with the first (the others are left out)."""
     seen: set[str] = set()
     weighted = []
     for p in programs:
@@ -184,7 +185,7 @@ def _in_order(programs: list[Program], fresh: dict[str, CKernel], units: int
     out: list[list[Program]] = [[]]
     done = 0
     for weight, p in weighted:
-        if out[-1] and len(out) < units and done >= total * len(out) / units:
+        if out[-1] and len(out) < units and done >= total * (len(out) / units) ** 2:
             out.append([])
         out[-1].append(p)
         done += weight

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ren.nxgraph", "ren.reference")),
     ("engine", ("ren.rewrite", "ren.contracts", "ren.passes", "ren.schedule", "ren.interpret",
                 "ren.tlsf", "ren.memory", "ren.backend", "ren.runtime", "ren.replay",
-                "ren.realization", "ren.plan_cache")),
+                "ren.structure_key", "ren.realization", "ren.plan_cache")),
     ("frontend", ("ren.poly", "ren.tree", "ren.corpus", "ren.random_programs", "ren")),
     ("jit", ("ren.jit",)),
     ("rlwe", ("ren.rlwe",)),

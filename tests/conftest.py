@@ -79,6 +79,18 @@ def _restore_random_mode():
     ren.random.seed(None)
 
 
+def cpu_or_skip():
+    """The compiled "cpu" backend module, or skip the test where it cannot build its ring
+    library (no C compiler)."""
+    from ren.backend import cpu
+
+    try:
+        cpu.ring_library()
+    except Exception as e:  # no C compiler
+        pytest.skip(f"cpu device unavailable: {e}")
+    return cpu
+
+
 # -- value strategies -----------------------------------------------------------------------------
 def residue(q: int) -> st.SearchStrategy[int]:
     """A residue mod q, with the edge values 0, 1, q-2, q-1 drawn often."""

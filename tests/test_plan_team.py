@@ -10,20 +10,11 @@ import ctypes
 
 import numpy as np
 import pytest
+from conftest import cpu_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ren
-
-
-def _cpu_or_skip():
-    from ren.backend import cpu
-
-    try:
-        cpu.ring_library()
-    except Exception as e:  # no C compiler
-        pytest.skip(f"cpu device unavailable: {e}")
-    return cpu
 
 
 def _words(ring: ren.RingSpec, seed: int) -> np.ndarray:
@@ -59,7 +50,7 @@ def _counters(cpu) -> tuple[int, int]:
 
 
 def _check(limbs: int, N: int, steps: tuple[int, ...], counts=(1, 2, 3)) -> None:
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     ring = ren.RingSpec.generate(N, limbs + 2)
     base, extra = ren.RingSpec(N, ring.moduli[:limbs]), ren.RingSpec(N, ring.moduli[limbs:])
     wa, wb = _words(base, limbs), _words(base, limbs + 1)
@@ -103,7 +94,7 @@ def test_one_row_elementwise_kernels_are_shared_out_in_a_team():
     8 pieces of the row per call), the second thread takes some of them (it spins long at the
     barriers here, so that it is there when a kernel starts: the pieces go to whichever thread
     asks first), and the team threads meet at the runner's barrier."""
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     from ren.backend.cpu_plan import TEAM, team_kernel
 
     N = 1 << 14
@@ -220,7 +211,7 @@ def test_a_replay_meets_at_the_barriers_its_flags_ask_for():
     """Two independent one-row chains at N = 2^12 on 2 threads: some neighbours run without a
     barrier, and the runner meets exactly at the flagged ones (no kernel here has a barrier
     of its own); the words are the python device's."""
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     from ren.backend.cpu_plan import BARRIER, TEAM
 
     N = 1 << 12
@@ -293,7 +284,7 @@ def test_basis_conversions_in_a_team_meet_only_between_their_two_loops():
     exactly at the flagged barriers plus one per conversion in a team; the words are the python
     device's (conversions of 1 and 3 rows onto 2 and 4 more moduli, so the scratch sizes differ
     within one stretch)."""
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     from ren.backend.cpu_plan import BARRIER, TEAM
 
     N = 1 << 12
@@ -351,7 +342,7 @@ def test_the_barrier_spins_longer_after_long_kernels_within_its_cap():
     worked since the last barrier, at most the cap (cpu_ring_team.c): a multiply at N = 2^16
     waits ~0.1 ms at a barrier (a row of work) and no longer sleeps there, while the
     microsecond kernels of N = 2^12 add next to nothing; share 0 is the pauses alone."""
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     lib = cpu.ring_library()
     lib.ren_set_plan_spin_share.argtypes = [ctypes.c_double, ctypes.c_double]
     lib.ren_cpu_plan_spin_share.restype = ctypes.c_double
@@ -379,7 +370,7 @@ def test_to_rns_runs_inside_the_team_row_chunks_with_the_python_words(limbs):
     3 threads the runner gives each thread chunks of its rows inside the stretch's team (one
     team a run, not two around a fork of its own), and the words are the "python" device's at
     1, 2 and 3 threads (coefficients near ±2^62, so every word of the packing matters)."""
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     N = 1 << 12
     ring = ren.RingSpec.generate(N, limbs)
     rng = np.random.default_rng(limbs)

@@ -9,20 +9,12 @@ import ctypes
 
 import numpy as np
 import pytest
+from conftest import cpu_or_skip
 
 import ren
 
 TORNS_BLOCK = 1024  # cpu_ring_to_rns.c
 
-
-def _cpu_or_skip():
-    from ren.backend import cpu
-
-    try:
-        cpu.ring_library()
-    except Exception as e:  # no C compiler
-        pytest.skip(f"cpu device unavailable: {e}")
-    return cpu
 
 
 def _tasks(cpu) -> int:
@@ -33,7 +25,7 @@ def _tasks(cpu) -> int:
 
 @pytest.mark.parametrize("limbs", [1, 3])
 def test_a_team_shares_to_rns_out_by_coefficient_blocks(limbs):
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     N = 1 << 12
     ring = ren.RingSpec.generate(N, limbs)
     rng = np.random.default_rng(10 + limbs)

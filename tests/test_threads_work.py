@@ -5,23 +5,13 @@ own clocks (where the work is not divided, whatever the load); the words are the
 from __future__ import annotations
 
 import numpy as np
-import pytest
+from conftest import cpu_or_skip
 
 import ren
 
 
-def _cpu_or_skip():
-    from ren.backend import cpu
-
-    try:
-        cpu.ring_library()
-    except Exception as e:  # no C compiler
-        pytest.skip(f"cpu device unavailable: {e}")
-    return cpu
-
-
 def test_team_work_measures_each_call_of_a_stretch():
-    cpu = _cpu_or_skip()
+    cpu = cpu_or_skip()
     from ren.jit import _Call
 
     N = 1 << 12

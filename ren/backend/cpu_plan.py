@@ -176,24 +176,7 @@ class CompiledPlan(GraphRunner):
         """One run that also measures, per call, the seconds team threads 0 and 1 waited at the
         barrier after it (0 for calls outside teams and the last of a stretch): where the second
         thread idles.  `lib`: the ring library (``cpu.ring_library()``)."""
-        waits: list[tuple[float, float]] = []
-        self._patch(arrays)
-        try:
-            for seg in self.segments:
-                if seg[0] == "c":
-                    buf = (ctypes.c_double * (2 * seg[1]))()
-                    lib.ren_set_team_wait(buf, ctypes.c_longlong(seg[1]))
-                    try:
-                        self._run_plan(seg[1], seg[2], seg[3], seg[5])
-                    finally:
-                        lib.ren_set_team_wait(None, ctypes.c_longlong(0))
-                    waits.extend((buf[2 * k], buf[2 * k + 1]) for k in range(seg[1]))
-                else:
-                    seg[1](seg[2])
-                    waits.append((0.0, 0.0))
-        finally:
-            self._unpatch()
-        return waits
+        return self._per_call_pairs(arrays, lib.ren_set_team_wait)
 
     def team_work(self, arrays: Sequence[Any], lib: ctypes.CDLL) -> list[tuple[float, float]]:
         """One run that also measures, per call, the CPU seconds team threads 0 and 1 spent in
@@ -201,24 +184,30 @@ class CompiledPlan(GraphRunner):
         machine; (0, 0) for calls outside teams).  Between two barriers the difference of the
         two threads' sums is what the faster one waits on idle cores: where the work is not
         divided.  `lib`: the ring library (``cpu.ring_library()``)."""
-        work: list[tuple[float, float]] = []
+        return self._per_call_pairs(arrays, lib.ren_set_team_work)
+
+    def _per_call_pairs(self, arrays: Sequence[Any], set_buffer: Any) -> list[tuple[float, float]]:
+        """One run with the ring library's per-call measurement `set_buffer`
+        (``ren_set_team_wait`` or ``ren_set_team_work``) pointed at a buffer of two doubles per
+        call of each plan stretch; (0, 0) for the calls outside stretches."""
+        pairs: list[tuple[float, float]] = []
         self._patch(arrays)
         try:
             for seg in self.segments:
                 if seg[0] == "c":
                     buf = (ctypes.c_double * (2 * seg[1]))()
-                    lib.ren_set_team_work(buf, ctypes.c_longlong(seg[1]))
+                    set_buffer(buf, ctypes.c_longlong(seg[1]))
                     try:
                         self._run_plan(seg[1], seg[2], seg[3], seg[5])
                     finally:
-                        lib.ren_set_team_work(None, ctypes.c_longlong(0))
-                    work.extend((buf[2 * k], buf[2 * k + 1]) for k in range(seg[1]))
+                        set_buffer(None, ctypes.c_longlong(0))
+                    pairs.extend((buf[2 * k], buf[2 * k + 1]) for k in range(seg[1]))
                 else:
                     seg[1](seg[2])
-                    work.append((0.0, 0.0))
+                    pairs.append((0.0, 0.0))
         finally:
             self._unpatch()
-        return work
+        return pairs
 
     def profile(self, arrays: Sequence[Any]) -> list[float]:
         self._patch(arrays)

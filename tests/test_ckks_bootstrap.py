@@ -34,7 +34,7 @@ from ren.ckks.circuits.bootstrap import (
     centred_lift,
     default_message_ratio_bits,
 )
-from ren.ckks.encoder import embed, embed_inverse
+from ren.ckks.embedding import embed, embed_inverse
 from ren.ckks.params import CKKSParams
 from ren.ckks.special_fft import bit_reverse
 from ren.errors import ParameterError, ShapeError

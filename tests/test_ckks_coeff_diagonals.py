@@ -25,7 +25,7 @@ from ren.ckks.circuits import (
     preset_bootstrapper,
 )
 from ren.ckks.circuits.lintrans import diagonals_of
-from ren.ckks.encoder import embed
+from ren.ckks.embedding import embed
 from ren.ckks.params import CKKSParams
 from ren.errors import ParameterError
 from ren.ops import Op

@@ -26,8 +26,8 @@ from ren.ckks import (
 )
 from ren.ckks.ciphertext import Ciphertext
 from ren.ckks.circuits.bootstrap import Bootstrapper, bootstrap_params_small, bound_K
+from ren.ckks.embedding import embed_inverse
 from ren.ckks.encapsulation import DEFAULT_WEIGHT, Encapsulation, EncapsulationKeys
-from ren.ckks.encoder import embed_inverse
 from ren.ckks.params import CKKSParams
 from ren.errors import ParameterError
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ren.ckks import Encoder, Plaintext, ScaleOutOfBoundsError
-from ren.ckks.encoder import embed, embed_inverse
+from ren.ckks.embedding import embed, embed_inverse
 from ren.errors import ParameterError, ShapeError
 from ren.ring import Domain
 

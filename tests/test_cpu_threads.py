@@ -1,5 +1,5 @@
 """Host-side work shared over REN_CPU_THREADS (issue 42 §4): the CKKS decoder's CRT lift runs in
-pieces of `ren.ckks.encoder.LIFT_PIECE` columns on a thread pool, and gives
+pieces of `ren.ckks.lift.LIFT_PIECE` columns on a thread pool, and gives
 `ren.ring.rns.centered_floats`'s floats — checked against Python big integers and against the
 whole-array lift, at 1 and 2 threads, also where the prefix lift falls back to the whole basis."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ren
-from ren.ckks import encoder
+from ren.ckks import lift
 from ren.ring import RingSpec, rns
 from ren.ring.modarith import to_mont
 from ren.ring.rns import centered_floats
@@ -24,26 +24,26 @@ def _residues(values: list[int], ring: RingSpec) -> np.ndarray:
 
 @pytest.mark.parametrize("big", [False, True])
 def test_decoder_lift_in_pieces_gives_centered_floats_words(big):
-    N = 4 * encoder.LIFT_PIECE
+    N = 4 * lift.LIFT_PIECE
     ring = RingSpec.generate(N, 5)
     bits = 40  # the prefix lift covers |x| < 2^(bits+1); `big` puts one value far above it
     rnd = random.Random(7)
     values = [rnd.randrange(-(1 << bits), 1 << bits) for _ in range(N)]
     if big:
-        values[3 * encoder.LIFT_PIECE + 5] = -(1 << 120) + 12345
+        values[3 * lift.LIFT_PIECE + 5] = -(1 << 120) + 12345
     res = _residues(values, ring)
     want = centered_floats(res, ring, 0, bits=bits)
     assert np.array_equal(want, np.array([float(v) for v in values]))  # the lift is exact here
     for t in (1, 2):
         with ren.settings.override(REN_CPU_THREADS=t):
-            got = encoder._lift(to_mont(res, get_tables(ring)), ring, 0, bits)
+            got = lift.lift(to_mont(res, get_tables(ring)), ring, 0, bits)
         assert np.array_equal(got.view(np.int64), want.view(np.int64)), f"{t} threads"
 
 
 def test_decode_is_the_same_at_one_and_two_threads():
     from ren.ckks import CKKSParams, Decryptor, Encoder, Encryptor, KeyGenerator
 
-    params = CKKSParams(N=2 * encoder.LIFT_PIECE, depth=1, scale_bits=30, first_bits=40,
+    params = CKKSParams(N=2 * lift.LIFT_PIECE, depth=1, scale_bits=30, first_bits=40,
                         insecure=True)
     with ren.random.seeded(1):
         kg = KeyGenerator(params)
@@ -127,7 +127,7 @@ def test_compiled_lift_gives_the_numpy_lift_words(big):
     """The compiled prefix lift (digits, sign and check in C over OpenMP threads) gives the
     NumPy lift's floats word for word at 1 and 2 threads, for the Python ints' values; a value
     past the prefix bound makes it decline (None), and `_lift` then gives the whole-basis lift."""
-    N = 2 * encoder.LIFT_PIECE
+    N = 2 * lift.LIFT_PIECE
     ring = RingSpec.generate(N, 9)
     bits = 70
     rnd = random.Random(11)
@@ -136,13 +136,13 @@ def test_compiled_lift_gives_the_numpy_lift_words(big):
     if big:
         values[N - 2] = -(1 << 200) + 3
     words = to_mont(_residues(values, ring), get_tables(ring))
-    want = encoder._lift(words, ring, 0, bits)
+    want = lift.lift(words, ring, 0, bits)
     assert abs(want[N - 2] - values[N - 2]) <= abs(values[N - 2]) * 2.0 ** -48
     for t in (1, 2):
         with ren.settings.override(REN_CPU_THREADS=t):
             ren.backend.cpu.CpuDevice("cpu").set_threads(t)
-            got = encoder._lift_compiled(words, ring, 0, bits)
-            whole = encoder._lift(words, ring, 0, bits, compiled=True)
+            got = lift.lift_compiled(words, ring, 0, bits)
+            whole = lift.lift(words, ring, 0, bits, compiled=True)
         assert np.array_equal(whole.view(np.int64), want.view(np.int64)), t
         if big:
             assert got is None
@@ -156,7 +156,7 @@ def test_decode_on_the_cpu_device_is_the_same_at_one_and_two_threads():
     from ren.backend import backend_override, cpu
     from ren.ckks import CKKSParams, Decryptor, Encoder, Encryptor, KeyGenerator
 
-    params = CKKSParams(N=2 * encoder.LIFT_PIECE, depth=2, scale_bits=30, first_bits=40,
+    params = CKKSParams(N=2 * lift.LIFT_PIECE, depth=2, scale_bits=30, first_bits=40,
                         insecure=True)
     x = np.linspace(-1, 1, 64)
     with backend_override("python", cpu.open_device), ren.random.seeded(2):

@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ren
-from ren.ckks import encoder
-from ren.ckks.encoder import embed, slot_powers
+from ren.ckks import embedding, hostpool
+from ren.ckks.embedding import embed, slot_powers
 from ren.errors import ParameterError
 
 
@@ -92,7 +92,7 @@ def test_embed_error_is_no_larger_than_the_length_n_transforms(N):
 
 
 def _on_pool() -> bool:
-    return threading.current_thread().name.startswith(encoder._POOL_PREFIX)
+    return threading.current_thread().name.startswith(hostpool.POOL_PREFIX)
 
 
 def _waiting_for_a_helper(waits: bool):
@@ -119,7 +119,7 @@ def recording_quarters(waits: bool = False):
     (which quarter, whether it ran on a lift-pool thread).  `waits`: quarter 0 on the caller
     waits for quarter 1 to start on the pool (`_waiting_for_a_helper`)."""
     ran: list[tuple[int, bool]] = []
-    quarter = encoder._embed_quarter
+    quarter = embedding._embed_quarter
     first, other = _waiting_for_a_helper(waits)
 
     def recorded(m, N, which, out):
@@ -127,11 +127,11 @@ def recording_quarters(waits: bool = False):
         (first if which == 0 else other)()
         quarter(m, N, which, out)
 
-    encoder._embed_quarter = recorded
+    embedding._embed_quarter = recorded
     try:
         yield ran
     finally:
-        encoder._embed_quarter = quarter
+        embedding._embed_quarter = quarter
 
 
 def test_the_odd_quarter_runs_on_a_pool_thread_at_two_threads():
@@ -300,10 +300,10 @@ def test_side_by_side_keeps_the_order_and_the_helpers_take_parts(workers, count)
         return c * c
 
     starts = range(0, 10 * count, 10)
-    assert encoder._side_by_side(fn, starts, workers) == [c * c for c in starts]
+    assert hostpool.side_by_side(fn, starts, workers) == [c * c for c in starts]
     assert sorted(ran) == list(starts) and all(len(v) == 1 for v in ran.values())
     assert ran[0] == [threading.current_thread().name]
-    helped = [c for c in starts if ran[c][0].startswith(encoder._POOL_PREFIX)]
+    helped = [c for c in starts if ran[c][0].startswith(hostpool.POOL_PREFIX)]
     assert (len(helped) > 0) == (workers > 1 and count > 1)
 
 
@@ -316,12 +316,12 @@ def test_side_by_side_does_not_wait_for_a_helper_that_has_not_started():
         busy.set()
         release.wait(3.0)
 
-    blocker = encoder._pool(1).submit(block)
+    blocker = hostpool.pool(1).submit(block)
     assert busy.wait(5.0)
     ran: list[bool] = []
     try:
         t0 = time.perf_counter()
-        out = encoder._side_by_side(lambda c: ran.append(_on_pool()) or c + 1, range(6), 2)
+        out = hostpool.side_by_side(lambda c: ran.append(_on_pool()) or c + 1, range(6), 2)
         took = time.perf_counter() - t0
     finally:
         release.set()
@@ -337,7 +337,7 @@ def test_side_by_side_passes_a_pool_groups_error_on():
         return c
 
     with pytest.raises(ValueError, match="piece 3"):
-        encoder._side_by_side(fn, range(4), 2)
+        hostpool.side_by_side(fn, range(4), 2)
 
 
 @pytest.mark.parametrize("log_n", [14, 15, 16])
@@ -353,22 +353,22 @@ def test_embed_inverse_splits_into_halves_the_same_at_every_thread_count(log_n):
     m = rng.uniform(-1, 1, N)
     z = numpy_embed(m, N)  # the slots of known coefficients m
     out, ran = {}, []
-    half = encoder._inverse_half
+    half = embedding._inverse_half
 
     def spy(v, n, which, o):
         ran.append((which, _on_pool()))
         (first if which == 0 else other)()
         half(v, n, which, o)
 
-    encoder._inverse_half = spy
+    embedding._inverse_half = spy
     try:
         for t in (1, 2, 3):
             ran.clear()
             first, other = _waiting_for_a_helper(t > 1)
-            out[t] = encoder.embed_inverse(z, N, t)
+            out[t] = embedding.embed_inverse(z, N, t)
             assert sorted(ran) == [(0, False), (1, t > 1)]
     finally:
-        encoder._inverse_half = half
+        embedding._inverse_half = half
     assert np.array_equal(_bits(out[1]), _bits(out[2]))
     assert np.array_equal(_bits(out[1]), _bits(out[3]))
     v = np.zeros(N, complex)
@@ -379,7 +379,7 @@ def test_embed_inverse_splits_into_halves_the_same_at_every_thread_count(log_n):
     assert err < 1e-13 and err <= 2 * err_single
     assert 0 < np.max(np.abs(out[1] - single)) < 1e-14  # another recipe, barely other floats
     with pytest.raises(ParameterError, match="embed_inverse: threads"):
-        encoder.embed_inverse(z, N, 0)
+        embedding.embed_inverse(z, N, 0)
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,

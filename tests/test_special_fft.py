@@ -1,5 +1,5 @@
 """The special FFT's sparse factors (`ren.ckks.special_fft`) against NumPy's FFT-based encoding
-(`ren.ckks.encoder.embed`, the special DFT) and against dense matrix products."""
+(`ren.ckks.embedding.embed`, the special DFT) and against dense matrix products."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ren.ckks.encoder import embed, embed_inverse
+from ren.ckks.embedding import embed, embed_inverse
 from ren.ckks.special_fft import (
     apply_diagonals,
     bit_reverse,

@@ -6,7 +6,7 @@ CoeffToSlot and SlotToCoeff.
     apply_diagonals(groups[0], x)                  # plaintext counterpart of one LinearTransform
 
 **The map.**  Slot j of a real polynomial m is m(ζ_j), ζ_j = ζ^(5^j), ζ = exp(iπ/N), n = N/2
-slots (`ren.ckks.encoder`).  Since ζ_j^n = i for every j (5^j ≡ 1 mod 4), the slots are
+slots (`ren.ckks.embedding`).  Since ζ_j^n = i for every j (5^j ≡ 1 mod 4), the slots are
 z = U·w with w = m_lo + i·m_hi (the two halves of the coefficients) and U[j][k] = ζ_j^k, n×n.
 
 **The factors.**  P(X) = Σ_k w_k X^k evaluated at the n points ζ_j splits as P_e(X²) + X·P_o(X²),
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ren.ckks.encoder import slot_powers
+from ren.ckks.embedding import slot_powers
 from ren.errors import ParameterError
 from ren.ring.tables import bit_reverse_indices
 

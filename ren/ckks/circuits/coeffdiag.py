@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ren.ckks.ciphertext import Plaintext
-from ren.ckks.encoder import embed
+from ren.ckks.embedding import embed
 from ren.ckks.params import CKKSParams
 from ren.node import Node
 from ren.ops import DType, Op

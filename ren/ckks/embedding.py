@@ -1,0 +1,161 @@
+"""The canonical embedding of CKKS: a real polynomial's N coefficients <-> its N/2 complex slots.
+
+Slot j is the evaluation m(ζ^(5^j)) with ζ = exp(iπ/N) (`slot_powers`).  All evaluations at the
+odd powers ζ^(2t+1) are one length-N FFT of the twisted coefficients m_i·ζ^i, so both directions
+(`embed`, `embed_inverse`) cost O(N log N) with NumPy's FFT; from moderate N each is split once
+into two independent halves that run side by side on the host pool (`ren.ckks.hostpool`), the
+same floats at any thread count.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ren.ckks.hostpool import side_by_side
+from ren.errors import ShapeError, check_int_range
+
+
+@lru_cache(maxsize=16)
+def slot_powers(N: int) -> np.ndarray:
+    """e_j = 5^j mod 2N for the N/2 slots: slot j is the evaluation at ζ^(e_j) (read-only)."""
+    e = np.empty(N // 2, dtype=np.int64)
+    g = 1
+    for j in range(N // 2):
+        e[j] = g
+        g = g * 5 % (2 * N)
+    e.flags.writeable = False
+    return e
+
+
+@lru_cache(maxsize=16)
+def _tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t_j, t'_j, ζ^i): slot j sits at odd power 2t_j+1 = 5^j mod 2N, its conjugate at 2t'_j+1
+    = -5^j mod 2N; ζ^i are the twist factors."""
+    e = slot_powers(N)
+    t = (e - 1) // 2
+    tc = (2 * N - e - 1) // 2
+    twist = np.exp(1j * np.pi * np.arange(N) / N)
+    for a in (t, tc, twist):
+        a.flags.writeable = False
+    return t, tc, twist
+
+
+@lru_cache(maxsize=16)
+def _untwist(N: int) -> np.ndarray:
+    """ζ^-i = conj(ζ^i) (exact), kept instead of conjugated at every encoding (read-only)."""
+    u = np.conj(_tables(N)[2])
+    u.flags.writeable = False
+    return u
+
+
+#: from this ring degree up `embed_inverse` takes its length-N transform as two independent
+#: halves (below it one length-N FFT, as before): the same floats at every thread count
+_INVERSE_SPLIT_MIN = 1 << 14
+
+
+@lru_cache(maxsize=16)
+def _inverse_tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`embed_inverse`'s split: exp(−2πi·n/N) for n < N/2 (the odd half's twiddles), and
+    ζ^-k/N for the even and for the odd k (read-only; 1/N is a power of two, so scaling the
+    untwist by it is exact)."""
+    u = _untwist(N) / N
+    out = (np.exp(-2j * np.pi * np.arange(N // 2) / N), np.ascontiguousarray(u[0::2]),
+           np.ascontiguousarray(u[1::2]))
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _inverse_half(v: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
+    """One half of `embed_inverse`'s length-N transform (decimation in frequency): which = 0
+    the even outputs, the N/2 transform of v_n + v_(n+N/2); 1 the odd ones, that of
+    (v_n − v_(n+N/2))·exp(−2πi·n/N); untwisted, their real parts to out[which::2].  NumPy's
+    FFT releases the GIL, so the halves run side by side, each the same floats on any thread."""
+    h = N // 2
+    twiddle, even, odd = _inverse_tables(N)
+    a = v[:h] + v[h:] if which == 0 else (v[:h] - v[h:]) * twiddle
+    out[which::2] = (np.fft.fft(a) * (odd if which else even)).real
+
+
+def embed_inverse(z: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
+    """The real coefficients m (float) whose slots are z (N/2 complex values), on up to two
+    `threads` (the lift pool's), the same floats at any count.
+
+    m is the real part of ζ^-k/N times output k of the length-N FFT of v (v at the slots' odd
+    powers: z, and conj(z) at their conjugates').  From N = _INVERSE_SPLIT_MIN up that FFT is
+    split once by decimation in frequency into its even outputs (the N/2 transform of
+    v_n + v_(n+N/2)) and its odd ones (that of (v_n − v_(n+N/2))·exp(−2πi·n/N)), two
+    independent transforms, one a thread where a helper is free in time (`side_by_side`; about
+    as fast as the one long FFT on one thread).  Those floats are not the single length-N FFT's bit
+    for bit (a last-bit difference in most coefficients; `tests` bound it against exact
+    evaluation), but they are the same at every thread count."""
+    threads = check_int_range(threads, "embed_inverse: threads", 1, 256,
+                              hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
+    t, tc, _ = _tables(N)
+    v = np.zeros(N, dtype=np.complex128)
+    v[t] = z
+    v[tc] = np.conj(z)
+    if N < _INVERSE_SPLIT_MIN:
+        return (np.fft.fft(v) / N * _untwist(N)).real
+    out = np.empty(N)
+    side_by_side(lambda which: _inverse_half(v, N, which, out), (0, 1), threads)
+    return out
+
+
+#: below this ring degree `embed` takes one length-N transform (the quarter split needs N/4 >= 2)
+_EMBED_SPLIT_MIN = 16
+
+
+@lru_cache(maxsize=16)
+def _embed_tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`embed`'s constants: ζ^i for i < N/2, exp(2πi·n/(N/2)) for n < N/4 (the odd quarter's
+    twiddles) and the slot each output of [E, O] is (read-only)."""
+    t, _, twist = _tables(N)
+    k = t // 2  # slot j is output k = t_j/2 of the half-length transform (every t_j is even)
+    where = np.where(k % 2 == 0, k // 2, N // 4 + k // 2)  # slot j's place in [E, O]
+    odd = np.exp(2j * np.pi * np.arange(N // 4) / (N // 2))
+    out = (np.ascontiguousarray(twist[: N // 2]), odd, np.argsort(where))
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _embed_quarter(m: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
+    """One half of `embed`'s half-length transform, written to its slots of `out`: which = 0
+    the even outputs E, 1 the odd ones O (module docstring of `embed`).  NumPy's FFT releases
+    the GIL, so the two run side by side on two threads, each the same floats on either."""
+    q = N // 4
+    twist, odd, slot = _embed_tables(N)
+    lo = twist[:q] * (m[:q] + 1j * m[2 * q:3 * q])  # a_n = ζ^n (m_n + i m_(n+N/2)), n < N/4
+    hi = twist[q:2 * q] * (m[q:2 * q] + 1j * m[3 * q:])  # a_(n+N/4)
+    b = lo + hi if which == 0 else (lo - hi) * odd
+    # Σ b_n e^(2πi nk/(N/4)), put straight into its slots (the halves' slots are disjoint)
+    out[slot[which * q:(which + 1) * q]] = np.fft.ifft(b, norm="forward")
+
+
+def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
+    """The N/2 slots of the real coefficient vector m, z_j = Σ_i m_i ζ^(i·e_j), on up to two
+    `threads` (the lift pool's), the same floats at any count.
+
+    Every e_j = 5^j mod 2N is 1 mod 4, so slot j is output t_j = (e_j − 1)/2 (even) of the
+    length-N transform of m_i·ζ^i, and the even outputs of that are one length-N/2 transform
+    of a_n = ζ^n·(m_n + i·m_(n+N/2)) (ζ^(N/2) = i).  That one splits once more into its even
+    outputs E = the N/4 transform of a_n + a_(n+N/4) and its odd ones O = that of
+    (a_n − a_(n+N/4))·exp(2πi·n/(N/2)): two independent transforms of a quarter of the length,
+    one a thread.  The floats are not the single length-N FFT's bit for bit (`tests` bound the
+    difference: the same error against exact evaluation)."""
+    threads = check_int_range(threads, "embed: threads", 1, 256,
+                              hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
+    m = np.asarray(m)
+    if m.shape != (N,):
+        raise ShapeError(f"embed: expected the N = {N} coefficients of one polynomial, got "
+                         f"shape {m.shape}")
+    if N < _EMBED_SPLIT_MIN or np.iscomplexobj(m):  # (complex m: the general transform)
+        t, _, twist = _tables(N)
+        return np.fft.ifft(m * twist)[t] * N
+    m = m.astype(np.float64, copy=False)
+    out = np.empty(N // 2, dtype=np.complex128)
+    side_by_side(lambda which: _embed_quarter(m, N, which, out), (0, 1), threads)
+    return out

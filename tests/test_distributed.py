@@ -364,8 +364,11 @@ def test_a_worker_killed_mid_batch_has_its_tasks_run_elsewhere(ckks):
         # it again, under a resend's key), delivered once
         assert all(sum(1 for k2 in computed if k2 == k or k2.startswith(f"{k}-resend")) >= 2
                    for k in lost)
-        # the inputs scattered to the victim died with it: the client sent them again
-        assert job.resends >= 1 and any("-resend" in f.key for f in job.futures)
+        # the inputs scattered to the victim died with it: the client sent them again; or
+        # (packed groups on the path of shared memory) they travelled in the tasks, which Dask
+        # ran again by itself
+        packed = job._groups is not None and all(f is None for f in job._inputs)
+        assert packed or (job.resends >= 1 and any("-resend" in f.key for f in job.futures))
     assert len(outs) == 24
     for i, (ct, out) in enumerate(zip(cts, outs)):
         assert dumps(out) == dumps(square(ct, keys=rlk)), f"input {i}"

@@ -16,7 +16,7 @@ from distributed_helpers import batch, result_holder, square  # noqa: E402
 
 import ren.distributed.batch as batch_module  # noqa: E402
 from ren.ckks import dumps  # noqa: E402
-from ren.distributed import local_client, submit  # noqa: E402
+from ren.distributed import local_client, shm, submit  # noqa: E402
 from ren.distributed.grouping import (  # noqa: E402
     GROUPED_IN_FLIGHT_PER_WORKER,
     IN_FLIGHT_PER_WORKER,
@@ -76,11 +76,14 @@ def _task_keys(client, job) -> set[str]:
     return set(client.run_on_scheduler(memory))
 
 
-def test_a_packed_group_is_one_key_one_task_and_one_result(ckks, monkeypatch):
-    """24 inputs as 4 groups of 6: 4 scattered keys and 4 tasks on the cluster (not 24 each),
-    each task's value one list of its 6 results; results in order with the local bits; a
-    group's bytes bound its size."""
+@pytest.mark.parametrize("path", ["off", "on"])
+def test_a_packed_group_is_one_key_one_task_and_one_result(ckks, monkeypatch, path):
+    """24 inputs as 4 groups of 6: 4 tasks on the cluster (not 24), each task's value one list
+    of its 6 results; results in order with the local bits; a group's bytes bound its size.
+    Records in messages (``off``): 4 scattered keys.  Through shared memory (``on``): no
+    scattered key at all, each group's wire trees travel pickled in its task (`Packed`)."""
     monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, workers: 6)
+    monkeypatch.setenv(shm.ENV, path)
     cts, rlk = batch(ckks, 24), ckks.ev.relin_key
     want = [dumps(square(ct, keys=rlk)) for ct in cts]
     with local_client(workers=2) as c:
@@ -99,7 +102,9 @@ def test_a_packed_group_is_one_key_one_task_and_one_result(ckks, monkeypatch):
         small = submit(square, cts[:8], keys=rlk, client=c)
         assert [dumps(o) for o in small.result(timeout=60)] == want[:8]
     assert job._groups == [list(range(s, s + 6)) for s in range(0, 24, 6)]
-    assert len(job.futures) == 4 and len(inputs) == 4 and len(tasks) == 4, (inputs, tasks)
+    assert len(job.futures) == 4 and len(tasks) == 4, tasks
+    assert len(inputs) == (4 if path == "off" else 0), inputs
+    assert all((f is None) == (path == "on") for f in job._inputs)
     assert all(isinstance(g, list) and len(g) == 6 for g in groups)
     assert [dumps(o) for o in outs] == want and len(job.timings) == 24
     assert small._groups == [[0, 1], [2, 3], [4, 5], [6, 7]]

@@ -28,7 +28,8 @@ inputs or more per worker; not with ``keep=True``) goes as **packed groups**
 (`ren.distributed.grouping`): each group of up to `MAX_INPUTS_PER_TASK` consecutive inputs is
 one scattered object, one task and one result object, `GROUPED_IN_FLIGHT_PER_WORKER` tasks out
 per worker: Dask's cost is per key, task and message, and the job's `futures` are then one
-per group.  With a client
+per group.  On the path of shared memory a group's inputs are slot names, pickled into its
+task (`ren.distributed.worker.Packed`): no scattered key at all.  With a client
 made with ``direct_to_workers=True`` (as `local_client` makes it) inputs and results go between
 the client and the workers directly, not through the scheduler: measured with 2 MB inputs,
 that halves the client process's CPU per task.  A secret key never travels (`SecretKeyError`
@@ -44,7 +45,9 @@ cluster, and `Batch.gather()` fetches the last results when they are wanted.
 the inputs scattered to it.  Dask runs again, on the other workers, the tasks whose input is
 still on one; a task whose input died with the worker comes back cancelled, and the client
 scatters that input again (encoded anew from the batch; at most `MAX_RESENDS` times per
-input).  Every result arrives exactly once.  A task that raises cancels the rest of the job and
+input).  A packed group's task Dask runs again after its first run freed the group's input
+slots raises `SlotTakenError`, and the client sends the group again the same way.  Every
+result arrives exactly once.  A task that raises cancels the rest of the job and
 raises `TaskError` with the input's index, the worker's exception as its cause (e.g. a
 `LevelError` for an input with no level left).  A scheduler lost mid-job (killed, its machine
 gone) ends the job at once with `SchedulerLostError`: which inputs' results had arrived
@@ -296,6 +299,9 @@ class MapJob:
         """A task finished (Dask's callback thread): maybe send the next chunk."""
         with self._cond:
             self._out.discard(future.key)
+            finished = getattr(self._sender, "finished", None)  # (None: a test's stand-in)
+            if finished is not None:
+                finished(future.key)
             if getattr(future, "status", "finished") != "finished":
                 self._stale = True  # cancelled (its input lost with a worker?) or failed
             self._feed()
@@ -333,7 +339,8 @@ class MapJob:
             if self._cancelled or self._sender is None or self._attempts[i] >= MAX_RESENDS:
                 return None
             self._attempts[i] += 1
-            self._inputs[i].release()
+            if self._inputs[i] is not None:  # (a packed group's input travels in its task)
+                self._inputs[i].release()
             # the workers alive now: the input must not go to the one that died
             self._sender.addresses = self._live_workers()
             ((_, future),) = self._send(range(i, i + 1), self._attempts[i])

@@ -24,6 +24,7 @@ from ren.distributed.errors import (
     DaskUnavailableError,
     DistributedError,
     SchedulerLostError,
+    SlotTakenError,
     TaskError,
 )
 from ren.errors import (
@@ -235,6 +236,13 @@ def gather_as_completed(client: Any, futures: list[Any], what: str, timeout: flo
                     new = resubmit(i) if resubmit is not None and not arrived[i] else None
                     if new is None:
                         raise DistributedError(f"{what} {i}: its task was cancelled") from e
+                    take([(i, new)])
+                    continue
+                except SlotTakenError as e:  # a packed group run again after its slots went
+                    new = resubmit(i) if resubmit is not None and not arrived[i] else None
+                    if new is None:
+                        raise TaskError(f"{what} {i} failed on a worker with "
+                                        f"{type(e).__name__}: {e}", i, e) from e
                     take([(i, new)])
                     continue
                 except distributed.KilledWorker as e:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ren.errors import ParameterError, RenError
+from ren.errors import ParameterError, RenError, SerializationError
 
 
 class DistributedError(RenError, RuntimeError):
@@ -46,6 +46,14 @@ class SchedulerLostError(DistributedError):
         return (type(self), (str(self), self.completed, self.results))
 
 
+class SlotTakenError(SerializationError):
+    """A packed group's input, read in place from the client's shared-memory pool slot, is no
+    longer in its slot: the slot was freed by an earlier run of the same task (whose worker
+    died before its result was fetched, and Dask ran the task again) and maybe written over
+    since.  `MapJob` sends the input again, encoded anew, as for an input lost with its
+    worker; never words read from another record."""
+
+
 class TaskError(DistributedError):
     """A task raised on a worker (or was lost with too many workers).  `index` is the input's
     position in the batch (or the point's in a sweep); the worker's exception is `__cause__`
@@ -61,4 +69,4 @@ class TaskError(DistributedError):
 
 
 __all__ = ["DaskUnavailableError", "DistributedError", "SchedulerLostError", "SecretKeyError",
-           "TaskError", "WireError"]
+           "SlotTakenError", "TaskError", "WireError"]

@@ -36,16 +36,21 @@ out at a time, or `GROUPED_IN_FLIGHT_PER_WORKER` tasks of a group; `MapJob` send
 chunk from Dask's callback thread when half of the window has finished.
 
 `Sender` encodes, scatters and submits a chunk of inputs (or groups): one scatter of all
-their wire trees (a dict, one key each), then one `client.map` of their tasks.
+their wire trees (a dict, one key each), then one `client.map` of their tasks.  On the path
+of shared memory a group is not scattered: its wire trees (slot names, a few hundred bytes
+per input) are pickled into its task (`ren.distributed.worker.Packed`), which cuts the
+messages of a job by ~40 % (counted, N = 2^14, 64 inputs, 1 worker: the client's and
+in-process scheduler's comm writes 102 -> 62 per job, the worker's 27 -> 19).
 """
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
 from ren.distributed.wire import Codec, wire_bytes
-from ren.distributed.worker import run_item
+from ren.distributed.worker import Packed, run_item
 
 #: tasks of one input a job keeps out per worker (sent, not finished): `MapJob`'s flow control
 IN_FLIGHT_PER_WORKER = 4
@@ -59,6 +64,11 @@ MAX_INPUTS_PER_TASK = 32
 MAX_TASK_BYTES = 64 << 20
 #: the first and the last group of each worker are this many times smaller (`make_groups`)
 TAPER = 4
+#: the most pickled bytes per input a packed group carries in its task (`Sender`): its records
+#: in shared memory are a few hundred bytes each; records under the shared-memory threshold
+#: travel in the pickle, and past this a chunk is scattered as before (the scheduler holds and
+#: forwards a task's arguments)
+MAX_PACKED_BYTES = 64 << 10
 
 
 def inputs_per_task(n: int, workers: int) -> int:
@@ -120,6 +130,9 @@ class Sender:
     #: the job's shared-memory prefix and smallest record (`ren.distributed.shm`), or None
     shm: tuple[str, int] | None = None
     segments: Any = None  # its writer of input segments
+    #: tasks of packed groups out per worker (`_submit_packed`), and where each was placed
+    placed: dict[str, int] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
 
     def send_many(self, indices: range, attempt: int = 0) -> list[tuple[Any, Any, int]]:
         """(the task's future, the scattered input's future, the input's wire bytes) of each
@@ -131,6 +144,10 @@ class Sender:
                 for i in indices]
         wires = [self.codec.encode(self.items[i], f"batch[{i}]", self.segments)
                  for i in indices]
+        if self.group and self.shm is not None:
+            blobs = [pickle.dumps(w, protocol=5) for w in wires]
+            if sum(len(b) for b in blobs) <= MAX_PACKED_BYTES * len(blobs):
+                return self._submit_packed(indices, keys, blobs, wires)
         # a dict: each wire tree (a group's list too) is one value, one key (a list would be
         # scattered item by item)
         data = self.client.scatter({f"{k}-input": w for k, w in zip(keys, wires)},
@@ -143,7 +160,38 @@ class Sender:
             program_blob=self.shared[pk], keep=self.keep, group=self.group, shm=self.shm)
         return [(f, data[f"{k}-input"], wire_bytes(w)) for f, k, w in zip(futures, keys, wires)]
 
+    def _submit_packed(self, indices: range, keys: list[str], blobs: list[bytes],
+                       wires: list[Any]) -> list[tuple[Any, Any, int]]:
+        """`send_many` for groups whose records are in shared memory: each group's pickled
+        wire trees go in its task (`Packed`), with no scattered input (its future is None).
+        Each task is placed on the worker with the fewest of this job's tasks out (loosely:
+        Dask runs it elsewhere when that worker is gone), one `client.map` per worker."""
+        out: dict[str, tuple[Any, Any, int]] = {}
+        by_worker: dict[str, list[int]] = {}
+        for k, _ in enumerate(indices):
+            where = min(self.addresses, key=lambda a: (self.placed.get(a, 0), a))
+            self.placed[where] = self.placed.get(where, 0) + 1
+            by_worker.setdefault(where, []).append(k)
+        ck, pk = self.context_key, self.program_key
+        for where, ks in by_worker.items():
+            futures = self.client.map(
+                run_item, [self.which[indices[k]] for k in ks], [Packed(blobs[k]) for k in ks],
+                [self.indices[indices[k]] for k in ks], key=[keys[k] for k in ks], pure=False,
+                workers=[where], allow_other_workers=True, context_key=ck,
+                context_blob=self.shared[ck], program_key=pk, program_blob=self.shared[pk],
+                keep=self.keep, group=True, shm=self.shm)
+            for k, f in zip(ks, futures):
+                self.where[f.key] = where
+                out[keys[k]] = (f, None, wire_bytes(wires[k]))
+        return [out[k] for k in keys]
+
+    def finished(self, key: str) -> None:
+        """The task `key` is no longer out (`_submit_packed`'s count of tasks per worker)."""
+        where = self.where.pop(key, None)
+        if where is not None:
+            self.placed[where] -= 1
+
 
 __all__ = ["GROUPED_IN_FLIGHT_PER_WORKER", "IN_FLIGHT_PER_WORKER", "MAX_INPUTS_PER_TASK",
-           "MAX_TASK_BYTES", "TAPER", "TASKS_PER_WORKER", "Sender", "bytes_cap",
+           "MAX_PACKED_BYTES", "MAX_TASK_BYTES", "TAPER", "TASKS_PER_WORKER", "Sender", "bytes_cap",
            "inputs_per_task", "make_groups", "window"]

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ren.distributed import recycle
+from ren.distributed.errors import SlotTakenError
 from ren.distributed.frames import Sealed
 from ren.distributed.shmfiles import (
     HEAD,
@@ -261,8 +262,8 @@ def borrow_slot(name: str, gen: int, offsets: list[int], sizes: list[int]) -> li
                 _forget(other)  # slots of clients that are gone
             got = _borrowed[name] = (fd, mm)
     mm = got[1]
-    if _state(mm) != gen:
-        raise SerializationError(f"the shared-memory slot {name} holds another record now "
+    if _state(mm) != gen:  # (freed by an earlier run of its task: the client sends it again)
+        raise SlotTakenError(f"the shared-memory slot {name} holds another record now "
                                  f"(generation {_state(mm)}, not {gen}); send it again")
     pages = np.frombuffer(mm, np.uint8)
     # freed too when the last view of it goes, if no task did (a group that Dask's work

@@ -38,12 +38,12 @@ from typing import Any
 from ren.backend.malloc import tune_allocator
 from ren.ckks import dumps, loads
 from ren.distributed import shm
-from ren.distributed.errors import WireError
+from ren.distributed.errors import SlotTakenError, WireError
 from ren.distributed.shmrecords import SlotPages
 from ren.distributed.shmslots import borrowed_intact
 from ren.distributed.shmslots import release as release_slots
 from ren.distributed.wire import Codec, Sealed
-from ren.errors import ParameterError, SerializationError
+from ren.errors import ParameterError
 from ren.jit import JitPlan, jit
 from ren.poly import Poly, realize_polys
 from ren.realization import is_realized
@@ -164,6 +164,8 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
     `later`: a result in a pool slot is returned unencoded (`_Encode`, for a group)."""
     if group:
         tune_allocator()  # (before the first decode; see below)
+        if isinstance(item, Packed):
+            item = item.unpack(index)
         ahead = decode_ahead(item, context_key, context_blob)
         out = []
         for k, (p, one, i) in enumerate(zip(plan_index, item, index, strict=True)):
@@ -218,6 +220,30 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
     return done.finish()
 
 
+@dataclass(frozen=True)
+class Packed:
+    """A packed group's wire trees pickled on the client and carried in the task itself
+    (`ren.distributed.grouping.Sender`), not scattered as data of their own: on the path of
+    shared memory they are a few hundred bytes of slot names per input.  Dask then sends no
+    scatter, no ``update_data`` to the worker and to the scheduler, no ``who_has`` and no
+    release of an input key (counted: ~40 % of the messages of a job).  Unpickled in the task
+    (`run_item`), so the slots are mapped on the task's thread, not the worker's event loop.
+    Pickled twice on the way (the client's graph, the scheduler's task), which a plain pickle
+    of the wire trees would not survive: `Shared` records unpickle by mapping their slot."""
+
+    blob: bytes
+
+    def unpack(self, index: list[int]) -> Any:
+        """The wire trees (their slots borrowed now); an error names the group's inputs."""
+        try:
+            return pickle.loads(self.blob)
+        except Exception as e:
+            if not isinstance(e, SlotTakenError):
+                e.add_note(f"ren.distributed: while unpacking inputs {index[0]}-{index[-1]} "
+                           f"on worker {worker_address()}")
+            raise
+
+
 def _name(e: Exception, index: Any) -> None:
     e.add_note(f"ren.distributed: while running input {index} on worker {worker_address()}")
     e.ren_input = index  # type: ignore[attr-defined]
@@ -247,7 +273,7 @@ class _Encode:
             c3, t3 = time.thread_time(), time.perf_counter()
             wire = encode_result(self.codec, self.result, self.shm, self.pages)
             if not borrowed_intact(self.item):
-                raise SerializationError("the input's shared-memory slot was written over "
+                raise SlotTakenError("the input's shared-memory slot was written over "
                                          "while its task ran (its job ended?); send it again")
             c4, t4 = time.thread_time(), time.perf_counter()
         except Exception as e:
@@ -400,6 +426,7 @@ def load_item(path: str, index: int, *, context_key: str, context_blob: bytes) -
 __all__ = [
     "CACHE_ENTRIES",
     "Context",
+    "Packed",
     "Program",
     "Timings",
     "cached",

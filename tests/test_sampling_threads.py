@@ -2,9 +2,10 @@
 called on a thread of `ren.realization`'s sampling pool shares the device's threads with the
 other samplers running at the time (`cpu_sampling.side_by_side`: two at once on two threads run
 one thread each instead of a team under each, twice as many busy threads as cores; the last one
-left takes them all), a thread-local setting of the ring library that does not leak to other
-threads or past the call; the words are `ren.sampling.sample`'s whatever the thread count, on
-every vector path."""
+left takes them all; what a sampler can divide also goes on a board that the pool threads done
+with their own leaves join: tests/test_sampling_board.py), a thread-local setting of the ring
+library that does not leak to other threads or past the call; the words are
+`ren.sampling.sample`'s whatever the thread count, on every vector path."""
 
 from __future__ import annotations
 

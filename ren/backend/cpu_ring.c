@@ -131,6 +131,7 @@ static inline u32 redc64(u64 t, u32 q, u32 qn, u32 rq) {
 #elif defined(__AVX2__)
 #include "cpu_ring_keccak_x4.c"
 #endif
+#include "cpu_ring_share.c"
 #include "cpu_ring_sample.c"
 #include "cpu_ring_to_rns.c"
 

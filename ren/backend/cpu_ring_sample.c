@@ -37,6 +37,11 @@ int ren_cpu_keccak_ways(void) { return KECCAK_WAYS; }
    time it starts a team: two leaves at once on two threads run one thread each (a team under
    each would put twice as many busy threads as cores, and a member preempted holding the last
    limb keeps its team waiting at the region's end), and the last leaf left takes them all.
+   What such a sampler can divide also goes on the board (cpu_ring_share.c), where the pool
+   threads that finished their own leaves join it: a team fixed when a stretch of work starts
+   no longer strands them.  A uniform (one long stretch) counts at least two samplers running:
+   started first, before its sibling has, it would otherwise keep a full team beside the
+   sibling's sampler for its whole run; it relies on the board instead.
    ren_cpu_sample_threads(n > 0) fixes the count for the calling thread instead (0: back to the
    above).  The words never depend on any of it. */
 static int ren_side_by_side_running = 0;      /* samplers marked side by side, all threads */
@@ -47,18 +52,23 @@ void ren_cpu_sample_side_by_side(int on) {
   on = on != 0;
   if (on != ren_sample_side_by_side)
     __atomic_add_fetch(&ren_side_by_side_running, on ? 1 : -1, __ATOMIC_SEQ_CST);
+  if (ren_sample_side_by_side && !on) ren_board_event_now();  /* a leaf's end (helpers wait) */
   ren_sample_side_by_side = on;
 }
-static int ren_sample_threads_now(void) {
+static int ren_sample_threads_now(int least_running) {
   if (ren_sample_threads_here > 0) return ren_sample_threads_here;
   if (!ren_sample_side_by_side) return ren_threads;
   const int running = __atomic_load_n(&ren_side_by_side_running, __ATOMIC_SEQ_CST);
-  const int share = running > 1 ? ren_threads / running : ren_threads;
+  const int share = ren_threads / (running > least_running ? running : least_running);
   return share > 1 ? share : 1;
 }
-#define REN_SAMPLE_THREADS (ren_sample_threads_now())
+#define REN_SAMPLE_THREADS (ren_sample_threads_now(1))
+/* whether this thread's sampler posts its divisible work of `work` words on the board */
+#define REN_SAMPLE_SHARE(work) (ren_sample_side_by_side && (work) * 8 >= REN_PAR_MIN_WORK)
 /* the threads a sampler called now on this thread would use */
 int ren_cpu_sample_threads_here(void) { return REN_SAMPLE_THREADS; }
+/* the threads a uniform sampler called now on this thread would use */
+int ren_cpu_sample_uniform_threads_here(void) { return ren_sample_threads_now(2); }
 
 /* the longest prefix || limb || seed the sampler takes (Ren's are ~55 bytes) */
 #define REN_SAMPLE_MAX_INPUT 1024
@@ -127,13 +137,8 @@ static inline i64 take_block_x8(const u64* s, int j, u64 bound, u32* out, i64 ke
 }
 #endif
 
-/* the next limb nobody has taken (threads share *next) */
-static i64 claim_limb(i64* next) {
-  i64 l;
-  REN_OMP(atomic capture)
-  l = (*next)++;
-  return l;
-}
+/* the next limb nobody has taken (threads share *next: team threads and board helpers) */
+static i64 claim_limb(i64* next) { return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); }
 
 /* one thread's share of a uniform sample: `ways` lanes (1 or KECCAK_WAYS), each running the
    stream of a limb it claimed until the limb's row is full, then the next unclaimed limb's */
@@ -182,6 +187,24 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
   }
 }
 
+typedef struct {
+  int ways;
+  const u8 *prefix;
+  i64 prefix_len;
+  const u8* seed;
+  i64 seed_len;
+  const u32* moduli;
+  i64 L, n;
+  u32* out;
+} uniform_args;
+
+/* a uniform's job: every thread on it runs its lanes on the job's limb counter */
+static void uniform_run(ren_job* j) {
+  const uniform_args* a = (const uniform_args*)j->ctx;
+  uniform_lanes(a->ways, a->prefix, a->prefix_len, a->seed, a->seed_len, a->moduli, a->L, a->n,
+                a->out, &j->next);
+}
+
 /* out (L x n, row-major): ren.sampling.sample's uniform residues for moduli[0..L) from
    prefix || limb || seed, `ways` streams a permutation (1, or 0 for KECCAK_WAYS) on
    REN_CPU_THREADS threads.  Returns 0, 1 (nothing written) when that input is longer than
@@ -194,10 +217,11 @@ int ren_cpu_sample_uniform_ways(const u8* prefix, i64 prefix_len, const u8* seed
   ways = ways ? ways : KECCAK_WAYS;
   if (ways != 1 && ways != KECCAK_WAYS) return 2;
   if (L <= 0 || n <= 0) return 0;
-  i64 next = 0;
-  const int threads = REN_SAMPLE_THREADS;
-  REN_OMP(parallel num_threads(threads) if(threads > 1 && L > 1 && L * n * 8 >= REN_PAR_MIN_WORK))
-  uniform_lanes(ways, prefix, prefix_len, seed, seed_len, moduli, L, n, out, &next);
+  const uniform_args a = {ways, prefix, prefix_len, seed, seed_len, moduli, L, n, out};
+  ren_job j = {NULL, uniform_run, &a, 0, L, 0};
+  const int threads = ren_cpu_sample_uniform_threads_here();
+  job_share(&j, threads > 1 && L > 1 && L * n * 8 >= REN_PAR_MIN_WORK ? threads : 1,
+            L > 1 && REN_SAMPLE_SHARE(L * n));
   return 0;
 }
 
@@ -219,25 +243,43 @@ int ren_cpu_sample_uniform(const u8* prefix, i64 prefix_len, const u8* seed, i64
 #define REN_SMALL_CHUNK 4096
 /* whether a mapping of n coefficients uses a team (REN_PARALLEL_FOR's threshold) */
 #define REN_SMALL_PAR(n) (REN_SAMPLE_THREADS > 1 && (n) * 8 >= REN_PAR_MIN_WORK)
+#define REN_SMALL_CHUNKS(n) (((n) + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK)
+/* the chunks of a mapping of n coefficients as a job: on this thread's team, and on the board
+   for a side-by-side sampler */
+static void small_share(void (*task)(const void*, i64), const void* ctx, i64 n) {
+  ren_job j = {task, NULL, ctx, 0, REN_SMALL_CHUNKS(n), 0};
+  job_share(&j, REN_SMALL_PAR(n) ? REN_SAMPLE_THREADS : 1, REN_SAMPLE_SHARE(n));
+}
+#define REN_CHUNK_END(c, n) ((c + 1) * REN_SMALL_CHUNK < (n) ? (c + 1) * REN_SMALL_CHUNK : (n))
 
 /* uniform_on_interval / ternary: out[i] = lo + (high[i] 2^64 + low[i]) mod width, high and
    low the words of the "hi" and "lo" streams (ren.sampling's _mod_u128: the same u64 steps,
    whose result is the exact remainder); 0 < width <= 2^32 */
+typedef struct {
+  const u64 *high, *low;
+  u64 width, two64;
+  i64 lo, n;
+  i64* out;
+} interval_args;
+
+static void interval_chunk(const void* p, i64 c) {
+  const interval_args* a = (const interval_args*)p;
+  const u64 *high = a->high, *low = a->low, width = a->width, two64 = a->two64;
+  const i64 lo = a->lo, end = REN_CHUNK_END(c, a->n);
+  i64* out = a->out;
+  if (width == 3) {  /* ternary: constant divisors (no division); 2^64 mod 3 is 1 */
+    for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i)
+      out[i] = lo + (i64)((high[i] % 3 + low[i] % 3) % 3);
+  } else {
+    for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i)
+      out[i] = lo + (i64)(((high[i] % width) * two64 % width + low[i] % width) % width);
+  }
+}
+
 void ren_cpu_map_interval(const u64* high, const u64* low, u64 width, i64 lo, i64 n,
                           i64* out) {
-  const u64 two64 = (((1ULL << 63) % width) * 2) % width;
-  const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
-  REN_OMP(parallel for schedule(static) num_threads(REN_SAMPLE_THREADS) if(REN_SMALL_PAR(n)))
-  for (i64 c = 0; c < chunks; ++c) {
-    const i64 end = (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n;
-    if (width == 3) {  /* ternary: constant divisors (no division); 2^64 mod 3 is 1 */
-      for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i)
-        out[i] = lo + (i64)((high[i] % 3 + low[i] % 3) % 3);
-    } else {
-      for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i)
-        out[i] = lo + (i64)(((high[i] % width) * two64 % width + low[i] % width) % width);
-    }
-  }
+  const interval_args a = {high, low, width, (((1ULL << 63) % width) * 2) % width, lo, n, out};
+  small_share(interval_chunk, &a, n);
 }
 
 /* the order of (key, index) pairs: stable argsort's */
@@ -318,36 +360,40 @@ int ren_cpu_map_sparse(const u64* keys, const u64* signs, i64 h, i64 n, i64* out
    functions return how many there are (more than max_ties: the caller computes them all). */
 #define GAUSS_TWO53 9007199254740992.0
 
-/* radius[i] = sqrt(-2 log u1) for i in [i0, i1) */
-static void gauss_radius(const u64* w1, i64 i0, i64 i1, double* radius) {
-  for (i64 i = i0; i < i1; ++i)
-    radius[i] = sqrt(-2.0 * log(((double)(w1[i] >> 11) + 1.0) / GAUSS_TWO53));
+typedef struct {
+  const u64 *w1, *w2;
+  double* radius;
+  double sigma, tie_eps;
+  i64 bound, n;
+  i64 *out, *ties, max_ties;
+  i64 nties;  /* atomic */
+} gauss_args;
+
+/* radius[i] = sqrt(-2 log u1) for the i of chunk c */
+static void gauss_radius(const void* p, i64 c) {
+  const gauss_args* a = (const gauss_args*)p;
+  const i64 end = REN_CHUNK_END(c, a->n);
+  for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i)
+    a->radius[i] = sqrt(-2.0 * log(((double)(a->w1[i] >> 11) + 1.0) / GAUSS_TWO53));
 }
 
-/* the coefficients from the radii and w2, on the threads */
-static i64 gauss_finish(const double* radius, const u64* w2, double sigma, i64 bound,
-                        double tie_eps, i64 n, i64* out, i64* ties, i64 max_ties) {
-  const double two_pi = 2.0 * M_PI;
-  i64 nties = 0;
-  const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
-  REN_OMP(parallel for schedule(static) num_threads(REN_SAMPLE_THREADS) if(REN_SMALL_PAR(n)))
-  for (i64 c = 0; c < chunks; ++c) {
-    const i64 end = (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n;
-    for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i) {
-      const double x = radius[i] * cos(two_pi * ((double)(w2[i] >> 11) / GAUSS_TWO53)) * sigma;
-      if (fabs(x - floor(x) - 0.5) <= tie_eps * (1.0 + fabs(x) + sigma)) {
-        i64 t;
-        REN_OMP(atomic capture)
-        t = nties++;
-        if (t < max_ties) ties[t] = i;
-        out[i] = 0;
-        continue;
-      }
-      const double k = rint(x);
-      out[i] = k < (double)-bound ? -bound : k > (double)bound ? bound : (i64)k;
+/* chunk c's coefficients from the radii and w2 */
+static void gauss_finish(const void* p, i64 c) {
+  gauss_args* a = (gauss_args*)p;  /* nties only, atomically */
+  const double two_pi = 2.0 * M_PI, sigma = a->sigma;
+  const i64 end = REN_CHUNK_END(c, a->n), bound = a->bound;
+  for (i64 i = c * REN_SMALL_CHUNK; i < end; ++i) {
+    const double x = a->radius[i] * cos(two_pi * ((double)(a->w2[i] >> 11) / GAUSS_TWO53)) *
+                     sigma;
+    if (fabs(x - floor(x) - 0.5) <= a->tie_eps * (1.0 + fabs(x) + sigma)) {
+      const i64 t = __atomic_fetch_add(&a->nties, 1, __ATOMIC_RELAXED);
+      if (t < a->max_ties) a->ties[t] = i;
+      a->out[i] = 0;
+      continue;
     }
+    const double k = rint(x);
+    a->out[i] = k < (double)-bound ? -bound : k > (double)bound ? bound : (i64)k;
   }
-  return nties;
 }
 
 /* from words squeezed elsewhere (see above); -2 when out of memory */
@@ -356,18 +402,16 @@ i64 ren_cpu_map_gaussian(const u64* w1, const u64* w2, double sigma, i64 bound, 
   if (n <= 0) return 0;
   double* radius = (double*)malloc((size_t)n * sizeof(double));
   if (!radius) return -2;
-  const i64 chunks = (n + REN_SMALL_CHUNK - 1) / REN_SMALL_CHUNK;
-  REN_OMP(parallel for schedule(static) num_threads(REN_SAMPLE_THREADS) if(REN_SMALL_PAR(n)))
-  for (i64 c = 0; c < chunks; ++c)
-    gauss_radius(w1, c * REN_SMALL_CHUNK,
-                 (c + 1) * REN_SMALL_CHUNK < n ? (c + 1) * REN_SMALL_CHUNK : n, radius);
-  const i64 nties = gauss_finish(radius, w2, sigma, bound, tie_eps, n, out, ties, max_ties);
+  gauss_args a = {w1, w2, radius, sigma, tie_eps, bound, n, out, ties, max_ties, 0};
+  small_share(gauss_radius, &a, n);
+  small_share(gauss_finish, &a, n);
   free(radius);
-  return nties;
+  return a.nties;
 }
 
 /* from the stream whose input is msg: its first n words, then the next n squeezed on one thread
-   while another takes the first n's logarithms; -2 when out of memory */
+   while another (of the team, or of the board's helpers) takes the first n's logarithms; -2
+   when out of memory */
 i64 ren_cpu_sample_gaussian(const u8* msg, i64 len, double sigma, i64 bound, double tie_eps,
                             i64 n, i64* out, i64* ties, i64 max_ties) {
   if (n <= 0) return 0;
@@ -381,23 +425,29 @@ i64 ren_cpu_sample_gaussian(const u8* msg, i64 len, double sigma, i64 bound, dou
   shake_reader r;
   shake_open(&r, SHAKE256_RATE, msg, len);
   shake_read_u64(&r, u, n);
+  gauss_args a = {u, u + n, radius, sigma, tie_eps, bound, n, out, ties, max_ties, 0};
+  ren_job j = {gauss_radius, NULL, &a, 0, REN_SMALL_CHUNKS(n), 0};
+  const int posted = REN_SAMPLE_SHARE(n) && board_post(&j);
   REN_OMP(parallel sections num_threads(2) if(REN_SMALL_PAR(n)))
   {
     REN_OMP(section)
     shake_read_u64(&r, u + n, n);
     REN_OMP(section)
-    gauss_radius(u, 0, n, radius);
+    job_work(&j);
   }
-  const i64 nties = gauss_finish(radius, u + n, sigma, bound, tie_eps, n, out, ties, max_ties);
+  if (posted) board_close(&j);  /* (every radius is done: the section claimed to the end) */
+  small_share(gauss_finish, &a, n);
   free(u);
   free(radius);
-  return nties;
+  return a.nties;
 }
 
 /* the first n0 words of SHAKE-256(m0) and the first n1 of SHAKE-256(m1) on the calling thread,
    the two streams in two lanes of each vector permutation (KECCAK_WAYS > 1; ~1.2 scalar
    permutations' time for both), or one after the other on the scalar path: the same words as
-   shake256_u64 of each */
+   shake256_u64 of each.  (Not shared on the board: handing the second stream over to a helper
+   mid-way left the owner's scalar permutation for the first stream at ~1.0 of the pair's ~1.2,
+   1.24 vs 1.28 ms for a ternary's two streams at N = 2^16.) */
 static void shake256_u64_pair(const u8* m0, i64 l0, u64* o0, i64 n0, const u8* m1, i64 l1,
                               u64* o1, i64 n1) {
 #if KECCAK_WAYS > 1
@@ -481,25 +531,38 @@ int ren_cpu_sample_sparse(const u8* msg_pos, i64 len_pos, const u8* msg_sign, i6
 /* out (L x n, row-major): the residues c mod moduli[l] (in [0, q)) of n signed coefficients,
    ren.sampling.sample's rows of a small-coefficient node; limbs on the threads.  A limb whose
    q exceeds every |c| (ternary, Gaussian) takes c, or c + q for c < 0, with no division. */
-void ren_cpu_signed_residues(const i64* c, const u32* moduli, i64 L, i64 n, u32* out) {
-  u64 most = 0;  /* the largest |c| */
-  for (i64 i = 0; i < n; ++i) {
-    const u64 a = c[i] < 0 ? -(u64)c[i] : (u64)c[i];
-    most = a > most ? a : most;
-  }
-  const int threads = REN_SAMPLE_THREADS;
-  REN_OMP(parallel for schedule(dynamic, 1) num_threads(threads)
-          if(threads > 1 && L * n >= REN_PAR_MIN_WORK))
-  for (i64 l = 0; l < L; ++l) {
-    const u32 q = moduli[l];
-    u32* row = out + l * n;
-    if (most < q) {
-      for (i64 i = 0; i < n; ++i) row[i] = (u32)c[i] + (c[i] < 0 ? q : 0u);
-    } else {
-      for (i64 i = 0; i < n; ++i) {
-        const i64 r = c[i] % (i64)q;
-        row[i] = (u32)(r < 0 ? r + (i64)q : r);
-      }
+typedef struct {
+  const i64* c;
+  const u32* moduli;
+  i64 n;
+  u32* out;
+  u64 most;  /* the largest |c| */
+} residues_args;
+
+static void residues_limb(const void* p, i64 l) {
+  const residues_args* a = (const residues_args*)p;
+  const i64* c = a->c;
+  const i64 n = a->n;
+  const u32 q = a->moduli[l];
+  u32* row = a->out + l * n;
+  if (a->most < q) {
+    for (i64 i = 0; i < n; ++i) row[i] = (u32)c[i] + (c[i] < 0 ? q : 0u);
+  } else {
+    for (i64 i = 0; i < n; ++i) {
+      const i64 r = c[i] % (i64)q;
+      row[i] = (u32)(r < 0 ? r + (i64)q : r);
     }
   }
+}
+
+void ren_cpu_signed_residues(const i64* c, const u32* moduli, i64 L, i64 n, u32* out) {
+  residues_args a = {c, moduli, n, out, 0};
+  for (i64 i = 0; i < n; ++i) {
+    const u64 v = c[i] < 0 ? -(u64)c[i] : (u64)c[i];
+    a.most = v > a.most ? v : a.most;
+  }
+  ren_job j = {residues_limb, NULL, &a, 0, L, 0};
+  const int threads = REN_SAMPLE_THREADS;
+  job_share(&j, threads > 1 && L * n >= REN_PAR_MIN_WORK ? threads : 1,
+            L > 1 && REN_SAMPLE_SHARE(L * n / 8));
 }

@@ -24,7 +24,13 @@ rounding tie, so the C mapping leaves the coefficients within a small margin of 
 Realization draws a graph's random leaves side by side on a pool of as many threads as the
 device has (`ren.realization.sample_random_leaves`); a sampler called on one of that pool's
 threads (`side_by_side`) shares the device's threads with the other samplers running at the
-time instead of starting a full team of its own under each pool thread.
+time instead of starting a full team of its own under each pool thread, and posts what it can
+divide (a uniform's limbs, a mapping's chunks, the residues' limbs, the second of two streams)
+on a board (`cpu_ring_share.c`) that the pool threads done with their own leaves join
+(`sample` calls `help_side_by_side` after a leaf): a team fixed when a sampler starts no longer
+leaves a thread idle while the other leaf runs on (key generation's 59-limb uniform beside a
+Gaussian, encryption's ternary after its two Gaussians).  The words never depend on who ran
+what.
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_sample_threads_here.restype = ctypes.c_int
     lib.ren_cpu_sample_side_by_side.argtypes = [ctypes.c_int]
     lib.ren_cpu_sample_side_by_side.restype = None
+    lib.ren_cpu_sample_help.argtypes = [_i64]
+    lib.ren_cpu_sample_help.restype = ctypes.c_int
+    lib.ren_cpu_sample_help_joins.restype = _i64
 
 
 #: the name prefix of `ren.realization`'s pool, which draws a realization's random leaves side
@@ -127,6 +136,29 @@ def _on_threads(lib: ctypes.CDLL, threads: int | None) -> Iterator[None]:
     finally:
         lib.ren_cpu_sample_side_by_side(0)
         lib.ren_cpu_sample_threads(0)
+
+
+#: a pool thread done with its leaf waits for a sampler's next job while the board's last event
+#: (a post, a close, a leaf's end) is less than this old: enough for a sampler's next stretch
+#: within one C call (~1 us away); not for one a Python step away (~50-100 us), because the pool
+#: thread may have a leaf to take: at 150 us, two threads ending together each waited out the
+#: other's end before taking encryption's last leaf (its helper then came too late)
+HELP_GRACE_S = 20e-6
+
+
+def help_side_by_side(lib: ctypes.CDLL, grace: float | None = None) -> int:
+    """Joins the side-by-side samplers' posted jobs (`cpu_ring_share.c`) on this thread, one
+    after another, until none is left and the board has been quiet for `grace` seconds, with the
+    GIL released; returns how many it joined."""
+    _bind(lib)
+    grace = HELP_GRACE_S if grace is None else grace
+    return int(lib.ren_cpu_sample_help(max(0, round(grace * 1e9))))
+
+
+def help_joins(lib: ctypes.CDLL) -> int:
+    """How many jobs helpers (`help_side_by_side`) have joined since `lib` loaded."""
+    _bind(lib)
+    return int(lib.ren_cpu_sample_help_joins())
 
 
 def keccak_ways(lib: ctypes.CDLL) -> int:
@@ -242,17 +274,25 @@ def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec, threads: int | No
     residues in C), on `threads` threads (None: the device's, shared with the other samplers
     running at the time on a `side_by_side` thread); None where the C sampler does not take the
     spec (a uniform seed longer than it takes), which the caller then samples in Python.  The
-    same words on any number of threads."""
+    same words on any number of threads.  A side-by-side thread then helps the others
+    (`help_side_by_side`) before it returns to the pool."""
     with _on_threads(lib, threads):
-        if spec.kind == "uniform":
-            return sample_uniform(lib, spec, ring)
-        validate_spec(spec.kind, spec.params, ring)
-        coeffs = sample_signed(lib, spec, ring.N)
-        out = host_empty((ring.limbs, ring.N))  # the host allocator's own kind of array
-        moduli = np.array(ring.moduli, dtype=np.uint32)
-        lib.ren_cpu_signed_residues(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs, ring.N,
-                                    out.ctypes.data)
+        out = _sample(lib, spec, ring)
+        if threads is None and side_by_side():  # still marked: its end wakes the other helpers
+            help_side_by_side(lib)
         return out
+
+
+def _sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:
+    if spec.kind == "uniform":
+        return sample_uniform(lib, spec, ring)
+    validate_spec(spec.kind, spec.params, ring)
+    coeffs = sample_signed(lib, spec, ring.N)
+    out = host_empty((ring.limbs, ring.N))  # the host allocator's own kind of array
+    moduli = np.array(ring.moduli, dtype=np.uint32)
+    lib.ren_cpu_signed_residues(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs, ring.N,
+                                out.ctypes.data)
+    return out
 
 
 def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> bytes:
@@ -264,5 +304,6 @@ def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> byte
     return out[:nbytes].tobytes()
 
 
-__all__ = ["SIDE_BY_SIDE_PREFIX", "TIE_EPS", "keccak_ways", "sample", "sample_signed",
-           "sample_uniform", "sampler_threads", "shake128", "side_by_side"]
+__all__ = ["HELP_GRACE_S", "SIDE_BY_SIDE_PREFIX", "TIE_EPS", "help_joins", "help_side_by_side",
+           "keccak_ways", "sample", "sample_signed", "sample_uniform", "sampler_threads",
+           "shake128", "side_by_side"]

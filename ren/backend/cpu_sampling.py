@@ -59,7 +59,10 @@ _u8p, _i64 = ctypes.c_char_p, ctypes.c_longlong
 
 
 def _bind(lib: ctypes.CDLL) -> None:
-    # idempotent: the same argument types on every call
+    # once per library (a flag on it): setting the ~20 argument types took ~13 us holding the
+    # GIL, and a side-by-side leaf bound 3-4 times while its sibling's Python waited
+    if getattr(lib, "_ren_sampling_bound", False):
+        return
     lib.ren_cpu_sample_uniform.argtypes = [_u8p, _i64, _u8p, _i64, ctypes.c_void_p, _i64, _i64,
                                            ctypes.c_void_p]
     lib.ren_cpu_sample_uniform.restype = ctypes.c_int
@@ -95,6 +98,7 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_sample_help.argtypes = [_i64]
     lib.ren_cpu_sample_help.restype = ctypes.c_int
     lib.ren_cpu_sample_help_joins.restype = _i64
+    lib._ren_sampling_bound = True
 
 
 #: the name prefix of `ren.realization`'s pool, which draws a realization's random leaves side

@@ -39,6 +39,17 @@ static pthread_cond_t ren_board_cond = PTHREAD_COND_INITIALIZER;
 static i64 ren_board_event = 0;  /* CLOCK_MONOTONIC ns of the last post, close or end */
 static i64 ren_board_joins = 0;  /* jobs joined by helpers since the library loaded (tests) */
 
+/* a child forked while a pool thread held the lock (or had a job posted) starts with an empty
+   board and a free lock: the forking thread is the child's only thread */
+static void ren_board_after_fork(void) {
+  pthread_mutex_init(&ren_board_lock, NULL);
+  pthread_cond_init(&ren_board_cond, NULL);
+  memset(ren_board, 0, sizeof(ren_board));
+}
+__attribute__((constructor)) static void ren_board_at_fork(void) {
+  pthread_atfork(NULL, NULL, ren_board_after_fork);
+}
+
 static i64 ren_now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

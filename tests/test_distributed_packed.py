@@ -18,7 +18,7 @@ from distributed_helpers import batch, square  # noqa: E402
 import ren.distributed.batch as batch_module  # noqa: E402
 import ren.distributed.grouping as grouping  # noqa: E402
 from ren.ckks import dumps  # noqa: E402
-from ren.distributed import TaskError, local_client, shm, submit  # noqa: E402
+from ren.distributed import DistributedError, TaskError, local_client, posts, shm, submit  # noqa: E402
 from ren.distributed.errors import SlotTakenError  # noqa: E402
 from ren.distributed.worker import Packed, run_item  # noqa: E402
 
@@ -61,8 +61,8 @@ def test_a_second_run_of_a_packed_task_finds_its_slots_taken(ckks, slots, monkey
     unpacking raises SlotTakenError, never words of another record."""
     sent: list[Packed] = []
 
-    def packed(blob):
-        sent.append(Packed(blob))
+    def packed(blob, post=""):
+        sent.append(Packed(blob, post))
         return sent[-1]
 
     monkeypatch.setattr(grouping, "Packed", packed)
@@ -105,3 +105,50 @@ def test_resends_of_a_taken_group_stop(ckks, slots, monkeypatch):
         with pytest.raises(TaskError, match="inputs 0-3") as e:
             job.result(timeout=60)
         assert isinstance(e.value.original, SlotTakenError)
+
+
+def test_a_group_posts_its_results_and_the_client_takes_them(ckks, slots, monkeypatch):
+    """Each packed group's task returns only `posts.POSTED`; the client takes the results from
+    the post's file (none fetched through Dask: `Client.gather` is never called), with the
+    local bits, and no post is left once the job returns."""
+    cts, rlk = batch(ckks, 12), ckks.ev.relin_key
+    with local_client(workers=2) as c:
+        gathered: list[object] = []
+        gather = c.gather
+        monkeypatch.setattr(c, "gather",
+                            lambda fs, **kw: (gathered.append(fs), gather(fs, **kw))[1])
+        job = submit(square, cts, keys=rlk, client=c)
+        outs = job.result(timeout=60)
+        names = dict(job._sender.post_names)
+        assert [dumps(o) for o in outs] == [dumps(square(ct, keys=rlk)) for ct in cts]
+        assert not gathered and len(names) == len(job._groups) == 3
+        assert not [n for n in os.listdir(shm.SHM_DIR) if "-post-" in n]
+        again = submit(square, cts, keys=rlk, client=c)
+        values = [f.result() for f in again.futures]  # before result() releases them
+        assert values == [posts.POSTED] * 3
+        again.result(timeout=60)
+
+
+def test_post_and_take(tmp_path):
+    """A post is there once written while its job lives, taken once; none after its job ended
+    or over MAX_POST_BYTES; a file of another kind under a post's name is refused."""
+    prefix = shm.client_prefix() + "-posttest"
+    marker = os.path.join(shm.SHM_DIR, prefix + ".job")
+    open(marker, "wb").close()
+    try:
+        name = posts.name_of(prefix, 3, 1)
+        assert name.endswith("-post-3-1")
+        assert posts.post(name, [("a", {"b": 1})], prefix)
+        assert posts.take(name) == (True, [("a", {"b": 1})])
+        assert posts.take(name) == (False, None)
+        assert not posts.post(name, b"x" * (posts.MAX_POST_BYTES + 1), prefix)
+        os.mkdir(os.path.join(shm.SHM_DIR, name))
+        try:
+            with pytest.raises(DistributedError, match="not a file"):
+                posts.take(name)
+        finally:
+            os.rmdir(os.path.join(shm.SHM_DIR, name))
+    finally:
+        os.unlink(marker)
+    assert not posts.post(name, 1, prefix)  # its job ended
+    assert posts.take(name) == (False, None)

@@ -72,7 +72,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from ren.distributed import shm
+from ren.distributed import posts, shm
 from ren.distributed.cluster import (
     cancel_quietly,
     check_timeout,
@@ -357,10 +357,14 @@ class MapJob:
         groups = self._groups
         out: list[Any] = [None] * self._count()
         timings: list[dict[str, Any]] = [{}] * self._count()
+        # packed groups post their results (`ren.distributed.posts`): none fetched through Dask
+        posted = self._sender is not None and getattr(self._sender, "post_names", None)
         try:
             for i, value in gather_as_completed(
                     self.client, self.futures, "map: input", timeout, resubmit=self._resend,
-                    more=self._more):
+                    more=self._more, fetch=not posted):
+                if posted:
+                    value = self._take(i)
                 for j, one in zip([i] if groups is None else groups[i],
                                   [value] if groups is None else value, strict=True):
                     wire, timing = (one, {}) if self.keep else one
@@ -397,6 +401,21 @@ class MapJob:
         self.wall_seconds = time.perf_counter() - self._submitted
         self._fetched = True
         return out
+
+    def _take(self, i: int) -> Any:
+        """Task `i`'s value: its post (`ren.distributed.posts`), else fetched through Dask (a
+        group that was scattered, or whose value could not be posted)."""
+        assert self._sender is not None
+        name = self._sender.post_names.get(i)
+        if name is not None:
+            found, value = posts.take(name)
+            if found:
+                return value
+        value = self.futures[i].result()
+        if isinstance(value, str) and value == posts.POSTED:
+            raise DistributedError(f"map: the posted results of task {i} are gone (their "
+                                   "job's files were removed?)")
+        return value
 
     def persist(self, timeout: float | None = None) -> Batch:
         """Wait until every task has finished, fetching no result: the results, on the

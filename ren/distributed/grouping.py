@@ -49,6 +49,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
+from ren.distributed import posts
 from ren.distributed.wire import Codec, wire_bytes
 from ren.distributed.worker import Packed, run_item
 
@@ -133,6 +134,8 @@ class Sender:
     #: tasks of packed groups out per worker (`_submit_packed`), and where each was placed
     placed: dict[str, int] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)
+    #: the post of each packed group's last sending, by group (`ren.distributed.posts`)
+    post_names: dict[int, str] = field(default_factory=dict)
 
     def send_many(self, indices: range, attempt: int = 0) -> list[tuple[Any, Any, int]]:
         """(the task's future, the scattered input's future, the input's wire bytes) of each
@@ -147,7 +150,7 @@ class Sender:
         if self.group and self.shm is not None:
             blobs = [pickle.dumps(w, protocol=5) for w in wires]
             if sum(len(b) for b in blobs) <= MAX_PACKED_BYTES * len(blobs):
-                return self._submit_packed(indices, keys, blobs, wires)
+                return self._submit_packed(indices, keys, blobs, wires, attempt)
         # a dict: each wire tree (a group's list too) is one value, one key (a list would be
         # scattered item by item)
         data = self.client.scatter({f"{k}-input": w for k, w in zip(keys, wires)},
@@ -161,12 +164,16 @@ class Sender:
         return [(f, data[f"{k}-input"], wire_bytes(w)) for f, k, w in zip(futures, keys, wires)]
 
     def _submit_packed(self, indices: range, keys: list[str], blobs: list[bytes],
-                       wires: list[Any]) -> list[tuple[Any, Any, int]]:
+                       wires: list[Any], attempt: int) -> list[tuple[Any, Any, int]]:
         """`send_many` for groups whose records are in shared memory: each group's pickled
         wire trees go in its task (`Packed`), with no scattered input (its future is None).
         Each task is placed on the worker with the fewest of this job's tasks out (loosely:
-        Dask runs it elsewhere when that worker is gone), one `client.map` per worker."""
+        Dask runs it elsewhere when that worker is gone), one `client.map` per worker.  Each
+        task posts its results (`ren.distributed.posts`) under the name `post_names` keeps."""
+        assert self.shm is not None
         out: dict[str, tuple[Any, Any, int]] = {}
+        for i in indices:
+            self.post_names[i] = posts.name_of(self.shm[0], i, attempt)
         by_worker: dict[str, list[int]] = {}
         for k, _ in enumerate(indices):
             where = min(self.addresses, key=lambda a: (self.placed.get(a, 0), a))
@@ -175,7 +182,8 @@ class Sender:
         ck, pk = self.context_key, self.program_key
         for where, ks in by_worker.items():
             futures = self.client.map(
-                run_item, [self.which[indices[k]] for k in ks], [Packed(blobs[k]) for k in ks],
+                run_item, [self.which[indices[k]] for k in ks],
+                [Packed(blobs[k], self.post_names[indices[k]]) for k in ks],
                 [self.indices[indices[k]] for k in ks], key=[keys[k] for k in ks], pure=False,
                 workers=[where], allow_other_workers=True, context_key=ck,
                 context_blob=self.shared[ck], program_key=pk, program_blob=self.shared[pk],

@@ -37,7 +37,7 @@ from typing import Any
 
 from ren.backend.malloc import tune_allocator
 from ren.ckks import dumps, loads
-from ren.distributed import shm
+from ren.distributed import posts, shm
 from ren.distributed.errors import SlotTakenError, WireError
 from ren.distributed.shmrecords import SlotPages
 from ren.distributed.shmslots import borrowed_intact
@@ -164,6 +164,7 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
     `later`: a result in a pool slot is returned unencoded (`_Encode`, for a group)."""
     if group:
         tune_allocator()  # (before the first decode; see below)
+        item_post = item.post if isinstance(item, Packed) else ""
         if isinstance(item, Packed):
             item = item.unpack(index)
         ahead = decode_ahead(item, context_key, context_blob)
@@ -180,6 +181,9 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
                 # a pool slot read in place: back to the client (a result in frames may be a
                 # view of the input's pages: its slot then goes when the last view goes)
                 release_slots(one)
+        post = item_post
+        if post and shm is not None and not keep and posts.post(post, out, shm[0]):
+            return posts.POSTED  # (the client takes `out` from the file: `ren.distributed.posts`)
         return out
     tune_allocator()  # Dask's nanny set MALLOC_TRIM_THRESHOLD_ (ren.backend.malloc)
     try:
@@ -225,13 +229,15 @@ class Packed:
     """A packed group's wire trees pickled on the client and carried in the task itself
     (`ren.distributed.grouping.Sender`), not scattered as data of their own: on the path of
     shared memory they are a few hundred bytes of slot names per input.  Dask then sends no
-    scatter, no ``update_data`` to the worker and to the scheduler, no ``who_has`` and no
+    scatter (``ncores_running``), no ``update_data`` to the worker and to the scheduler and no
     release of an input key (counted: ~40 % of the messages of a job).  Unpickled in the task
     (`run_item`), so the slots are mapped on the task's thread, not the worker's event loop.
     Pickled twice on the way (the client's graph, the scheduler's task), which a plain pickle
-    of the wire trees would not survive: `Shared` records unpickle by mapping their slot."""
+    of the wire trees would not survive: `Shared` records unpickle by mapping their slot.
+    `post`: the name the task posts its results under (`ren.distributed.posts`), or ""."""
 
     blob: bytes
+    post: str = ""
 
     def unpack(self, index: list[int]) -> Any:
         """The wire trees (their slots borrowed now); an error names the group's inputs."""

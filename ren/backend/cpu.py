@@ -4,9 +4,8 @@
   (`ren.backend.render_c`: one loop nest, limbs outside, coefficients inside) and compiled with
   ``cc -O2 -march=native`` (`cpu_build.kernel_flags`; the ring library keeps ``-O3``) plus
   the vector path's flags (and ``-fopenmp`` when the compiler has it) into one shared library
-  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run
-  (`prepare_background`: the same runs started in the order of first use, each build waiting
-  only for its own unit's).
+  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run (or
+  one per core, side by side: `_split`).
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
   and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion and exact
   rescale (`cpu_ring_rns.c`), TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`,
@@ -73,7 +72,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -167,29 +166,6 @@ def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Prog
 
 
 
-def _in_order(programs: list[Program], fresh: dict[str, CKernel], units: int
-              ) -> list[list[Program]]:
-    """`programs` (in the order a schedule first uses them) cut into at most `units` runs of
-    consecutive programs, for `prepare_background`, by `_split`'s weight: unit k ends where
-    (k / units)^2 of the weight does, so the first units are small (4 units: 1/16, 3/16, 5/16,
-    7/16) and the first run starts soon while the later, larger units compile beside it.  A
-    kernel two programs share goes with the first (the others are left out)."""
-    seen: set[str] = set()
-    weighted = []
-    for p in programs:
-        new = [k.name for k in p.kernels if k.name in fresh and k.name not in seen]
-        seen.update(new)
-        if new:
-            weighted.append((sum(len(fresh[n].source) for n in new), p))
-    total = sum(w for w, _ in weighted) or 1
-    out: list[list[Program]] = [[]]
-    done = 0
-    for weight, p in weighted:
-        if out[-1] and len(out) < units and done >= total * (len(out) / units) ** 2:
-            out.append([])
-        out[-1].append(p)
-        done += weight
-    return [u for u in out if u]
 
 def library_call(call: RingCall, isa: str | None = None,
                  lib: ctypes.CDLL | None = None) -> CpuCall | None:
@@ -250,10 +226,6 @@ class CpuDevice(Device):
             "\0".join([head, *self.flags, *compiler()]).encode()).hexdigest()
         # programs `prepare` rendered, by item key, for `build` to take instead of rendering again
         self._rendered: dict[Any, Program] = {}
-        # kernels a background build (`prepare_background`) is still compiling: name -> its
-        # unit's future (done once the unit's library is loaded and its kernels registered)
-        self._pending: dict[str, Future[None]] = {}
-        self._compilers: ThreadPoolExecutor | None = None
         #: this device's ring library (its path resolved once, here)
         self.ring_lib = ring_library(self.isa)
         self.ring_lib.ren_set_threads(threads())
@@ -300,11 +272,11 @@ class CpuDevice(Device):
                     "called with this item's tables and buffers */")
         return "\n\n".join(k.source for k in program.kernels)
 
-    def prepare(self, items: Iterable[ScheduledKernel], background: bool = False) -> int:
+    def prepare(self, items: Iterable[ScheduledKernel]) -> int:
         """Compile every kernel of `items` not compiled yet in one compiler run; returns how
         many kernels were compiled.  Each distinct kernel (item key) is rendered once: a
         schedule repeats kernels (every key switch of a bootstrapping has the same ones), and
-        `build` takes the program rendered here.  `background`: `prepare_background`."""
+        `build` takes the program rendered here."""
         programs = []
         seen: set[Any] = set()
         rendered: dict[Any, Program] = {}
@@ -320,20 +292,11 @@ class CpuDevice(Device):
             if len(self._rendered) > _RENDERED_KEPT:  # left by builds that never came
                 self._rendered.clear()
             self._rendered.update(rendered)
-        return self._load(programs, background)
+        return self._load(programs)
 
-    def prepare_background(self, items: Iterable[ScheduledKernel]) -> int:
-        """`prepare`, except that a build of several compiler units returns once they are
-        started: the units are cut in the order `items` first use their kernels
-        (`_in_order`), compile on the cores in that order, and `build` of an item waits only
-        for the unit holding its kernels.  So a first run's early kernels run while its later
-        ones still compile (a bootstrapping's first call: its CoeffToSlot while EvalMod's
-        kernels compile).  A compiler error surfaces in `build`."""
-        return self.prepare(items, background=True)
-
-    def _load(self, programs: list[Program], background: bool = False) -> int:
+    def _load(self, programs: list[Program]) -> int:
         with self._build_lock:
-            known = self.entries.keys() | self.hosted.keys() | self._pending.keys()
+            known = self.entries.keys() | self.hosted.keys()
             fresh: dict[str, CKernel] = {}
             for p in programs:
                 for k in p.kernels:
@@ -347,10 +310,6 @@ class CpuDevice(Device):
                 self._evict()
                 return 0
             todo = [p for p in programs if any(k.name in fresh for k in p.kernels)]
-            cores = len(os.sched_getaffinity(0))
-            if background and len(fresh) >= 2 * KERNELS_PER_UNIT and cores > 1:
-                self._start_units(_in_order(todo, fresh, 2 * cores), fresh, folder, cores)
-                return len(fresh)
             units = _split(todo, fresh)
             sources = [self._unit_source(unit, fresh) for unit in units]
             if len(sources) == 1:
@@ -408,45 +367,6 @@ class CpuDevice(Device):
                 del left[name]
         return left
 
-    def _start_units(self, units: list[list[Program]], fresh: dict[str, CKernel], folder: str,
-                     cores: int) -> None:
-        """Queue one compiler run per unit on this device's compiler threads (one per core,
-        first unit first); their kernels are pending until their unit's library is loaded
-        (caller holds the build lock)."""
-        if self._compilers is None:
-            self._compilers = ThreadPoolExecutor(cores, thread_name_prefix="ren-cc")
-        self.compiler_runs += 1
-        taken: set[str] = set()  # a kernel two units hold is taken from the first
-        for unit in units:
-            names = [n for n in dict.fromkeys(k.name for p in unit for k in p.kernels)
-                     if n in fresh and n not in taken]
-            taken.update(names)
-            source = self._unit_source(unit, fresh)
-            future = self._compilers.submit(self._compile_unit, source, names, fresh, folder)
-            for name in names:
-                self._pending[name] = future
-
-    def _compile_unit(self, source: str, names: list[str], fresh: dict[str, CKernel],
-                      folder: str) -> None:
-        """A background unit: compile (no lock held), then load and register its kernels."""
-        path = cached_library(source, self.flags, folder)
-        with self._build_lock:
-            lib = open_kernel_library(path)
-            self._register(lib, names, fresh)
-            index_library(folder, names, path, self._index_context)
-            for name in names:
-                self._pending.pop(name, None)
-            self._evict()
-
-    def _wait(self, program: Program) -> None:
-        """Wait for the background units compiling `program`'s kernels (a unit that failed
-        raises its error here)."""
-        with self._build_lock:
-            futures = {id(f): f for f in (self._pending.get(k.name) for k in program.kernels)
-                       if f is not None}
-        for future in futures.values():
-            future.result()
-
     def _unit_source(self, unit: list[Program], fresh: dict[str, CKernel]) -> str:
         """The C source of one compiler run: `unit`'s programs, the wrappers of their new
         elementwise kernels and the parallel host wrappers of their one-phase hosted ones."""
@@ -497,7 +417,6 @@ class CpuDevice(Device):
             program = self._program(item)
         if program is None:  # pragma: no cover - every ring kind is handled above
             raise RealizeError(f"cpu backend: cannot compile {item.name}")
-        self._wait(program)  # (its kernels may still compile in the background)
         # under the build lock: another thread's load could evict these kernels in between
         with self._build_lock:
             self._load([program])

@@ -162,3 +162,42 @@ def test_a_side_by_side_uniform_counts_a_sibling() -> None:
             assert pool.submit(inside).result() == (2, 4)
     finally:
         lib.ren_set_threads(cpu.threads())
+
+
+def test_an_idle_pool_thread_waits_for_a_running_sampler_and_joins_it() -> None:
+    """`help_until_idle` (a pool thread with no leaf left) waits while a side-by-side sampler is
+    running, joins what it posts later, and returns when it ends, well before the timeout."""
+    import time
+
+    from ren.backend import cpu, cpu_sampling
+
+    ring = _ring(48, 1 << 14)
+    spec = RandomSpec("uniform", (), b"board idle", "cpu")
+    want = ren.sampling.sample(spec, ring)
+    lib = _libs()[0]
+    lib.ren_set_threads(2)
+    try:
+        with ThreadPoolExecutor(2, thread_name_prefix=cpu_sampling.SIDE_BY_SIDE_PREFIX) as pool:
+            for _ in range(10):
+                marked = threading.Event()
+
+                def owner(marked=marked):
+                    lib.ren_cpu_sample_side_by_side(1)  # running, with nothing posted yet
+                    marked.set()
+                    time.sleep(0.02)
+                    return cpu_sampling.sample(lib, spec, ring)  # unmarks at its end
+
+                def idle(marked=marked):
+                    marked.wait(10)
+                    t0 = time.perf_counter()
+                    return cpu_sampling.help_until_idle(lib, 10.0), time.perf_counter() - t0
+
+                o, h = pool.submit(owner), pool.submit(idle)
+                assert np.array_equal(o.result(), want)
+                joined, seconds = h.result()
+                assert seconds < 5.0  # the owner's end released it, not the timeout
+                if joined:
+                    return
+    finally:
+        lib.ren_set_threads(cpu.threads())
+    pytest.fail("the idle pool thread never joined the running sampler")

@@ -44,7 +44,7 @@ int ren_cpu_keccak_ways(void) { return KECCAK_WAYS; }
    sibling's sampler for its whole run; it relies on the board instead.
    ren_cpu_sample_threads(n > 0) fixes the count for the calling thread instead (0: back to the
    above).  The words never depend on any of it. */
-static int ren_side_by_side_running = 0;      /* samplers marked side by side, all threads */
+static int ren_side_by_side_running = 0;  /* samplers marked side by side, all threads */
 static __thread int ren_sample_side_by_side = 0;  /* this thread's sampler is one of them */
 static __thread int ren_sample_threads_here = 0;  /* a fixed count for this thread, or 0 */
 void ren_cpu_sample_threads(int n) { ren_sample_threads_here = n < 0 ? 0 : n; }

@@ -101,8 +101,17 @@ static void board_close(ren_job* j) {
     if (ren_board[k] == j) ren_board[k] = NULL;
   board_event_locked();
   pthread_mutex_unlock(&ren_board_lock);
-  for (int spins = 0; __atomic_load_n(&j->helpers, __ATOMIC_ACQUIRE); ++spins)
-    if (spins > 256) sched_yield();
+  /* spins, then yields, then sleeps 20 us at a time: a helper's last task may be a uniform's
+     8 limbs (~0.8 ms at N = 2^16), and on a loaded machine the helper may be off its core */
+  for (int spins = 0; __atomic_load_n(&j->helpers, __ATOMIC_ACQUIRE); ++spins) {
+    if (spins < 256) continue;
+    if (spins < 320) {
+      sched_yield();
+    } else {
+      const struct timespec nap = {0, 20000};
+      nanosleep(&nap, NULL);
+    }
+  }
 }
 
 /* the tasks of j on `threads` OpenMP threads of the calling thread, and when `share`, also on
@@ -115,6 +124,34 @@ static void job_share(ren_job* j, int threads, int share) {
   if (posted) board_close(j);
 }
 
+/* with the lock held: joins a posted job that has tasks left and works on it (the lock released
+   meanwhile; joined under it, so the owner's close waits for this helper); 0 when none has */
+static int board_join_one(void) {
+  ren_job* j = NULL;
+  for (int k = 0; k < REN_BOARD_SLOTS && !j; ++k)
+    if (ren_board[k] && __atomic_load_n(&ren_board[k]->next, __ATOMIC_RELAXED) <
+                            ren_board[k]->count)
+      j = ren_board[k];
+  if (!j) return 0;
+  __atomic_add_fetch(&j->helpers, 1, __ATOMIC_RELAXED);
+  ++ren_board_joins;
+  pthread_mutex_unlock(&ren_board_lock);
+  job_work(j);
+  __atomic_sub_fetch(&j->helpers, 1, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&ren_board_lock);
+  return 1;
+}
+
+/* waits on the board's condition variable (the lock held) for at most left_ns */
+static void board_wait(i64 left_ns) {
+  struct timespec until;  /* the condition variable's clock is CLOCK_REALTIME */
+  clock_gettime(CLOCK_REALTIME, &until);
+  const i64 ns = until.tv_nsec + left_ns;
+  until.tv_sec += (time_t)(ns / 1000000000LL);
+  until.tv_nsec = (long)(ns % 1000000000LL);
+  pthread_cond_timedwait(&ren_board_cond, &ren_board_lock, &until);
+}
+
 /* Called by a pool thread after its own leaf (ren.backend.cpu_sampling.sample): joins the posted
    jobs that have tasks left, one after another, and waits for new ones while the last board
    event is less than grace_ns old.  Returns how many jobs it joined. */
@@ -122,29 +159,35 @@ int ren_cpu_sample_help(i64 grace_ns) {
   int joined = 0;
   pthread_mutex_lock(&ren_board_lock);
   for (;;) {
-    ren_job* j = NULL;
-    for (int k = 0; k < REN_BOARD_SLOTS && !j; ++k)
-      if (ren_board[k] && __atomic_load_n(&ren_board[k]->next, __ATOMIC_RELAXED) <
-                              ren_board[k]->count)
-        j = ren_board[k];
-    if (j) {  /* joined under the lock: the owner's close waits for this helper */
-      __atomic_add_fetch(&j->helpers, 1, __ATOMIC_RELAXED);
-      ++ren_board_joins;
-      pthread_mutex_unlock(&ren_board_lock);
-      job_work(j);
-      __atomic_sub_fetch(&j->helpers, 1, __ATOMIC_RELEASE);
+    if (board_join_one()) {
       ++joined;
-      pthread_mutex_lock(&ren_board_lock);
       continue;
     }
     const i64 left = ren_board_event + grace_ns - ren_now_ns();
     if (left <= 0) break;
-    struct timespec until;  /* the condition variable's clock is CLOCK_REALTIME */
-    clock_gettime(CLOCK_REALTIME, &until);
-    const i64 ns = until.tv_nsec + left;
-    until.tv_sec += (time_t)(ns / 1000000000LL);
-    until.tv_nsec = (long)(ns % 1000000000LL);
-    pthread_cond_timedwait(&ren_board_cond, &ren_board_lock, &until);
+    board_wait(left);
+  }
+  pthread_mutex_unlock(&ren_board_lock);
+  return joined;
+}
+
+static int ren_side_by_side_running;  /* cpu_ring_sample.c: side-by-side samplers marked */
+
+/* For a pool thread with no leaf left (realization's pool, once its queue is empty): joins the
+   posted jobs as ren_cpu_sample_help does, and waits for new ones while any side-by-side sampler
+   is still running (their ends wake it), at most max_ns in all.  Returns the jobs it joined. */
+int ren_cpu_sample_help_idle(i64 max_ns) {
+  int joined = 0;
+  const i64 until_ns = ren_now_ns() + max_ns;
+  pthread_mutex_lock(&ren_board_lock);
+  for (;;) {
+    if (board_join_one()) {
+      ++joined;
+      continue;
+    }
+    const i64 left = until_ns - ren_now_ns();
+    if (left <= 0 || __atomic_load_n(&ren_side_by_side_running, __ATOMIC_SEQ_CST) <= 0) break;
+    board_wait(left < 1000000 ? left : 1000000);  /* and re-checks each ms */
   }
   pthread_mutex_unlock(&ren_board_lock);
   return joined;

@@ -313,7 +313,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     x, ct = fresh()
     compiles = c_host.compiler_invocations
     cc0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu0 = _cpu_s()
+    cpu0, sys0 = _cpu_s(), resource.getrusage(resource.RUSAGE_SELF).ru_stime
     t0 = time.perf_counter()
     res = fn(ct)
     ren.realize(list(res.parts))
@@ -321,6 +321,12 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     # this process's CPU seconds (every thread; not the compiler's): steadier than wall time
     # on a loaded machine, and a first call's lowering overlaps its run on a second core
     out["first_cpu_s"] = _cpu_s() - cpu0
+    # ... and the system's share: mostly the new arena's page faults, whose price depends on
+    # the machine's memory, not on Ren (a VM that hands freed pages back to its host: ~5 ms a
+    # 2 MiB page never touched, or freed more than ~2 s before, against ~0.1 ms a page freed
+    # just now; an N = 2^16 bootstrapping's 0.87 GiB arena: ~2.2 s of CPU, ~1 s of it on the
+    # run's own thread)
+    out["first_sys_s"] = resource.getrusage(resource.RUSAGE_SELF).ru_stime - sys0
     # kernels missing from the compile cache are compiled inside the first call: say so, with
     # the compiler processes' CPU seconds (they run side by side, one per core)
     cc1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -408,10 +414,12 @@ def _slot_lines(rows: list[dict]) -> list[str]:
 
 
 def _cpu_ratio(r: dict) -> str:
-    """The first call's CPU seconds against a replay's (the process's, compiler excluded)."""
+    """The first call's CPU seconds against a replay's (the process's, compiler excluded),
+    with the first call's system seconds (its page faults, mostly)."""
     if not r.get("first_cpu_s") or not r.get("replay_cpu_s"):
         return ""
-    return (f" (CPU {r['first_cpu_s']:.2f} s against {r['replay_cpu_s']:.2f} s: "
+    system = f", {r['first_sys_s']:.2f} s of it system" if "first_sys_s" in r else ""
+    return (f" (CPU {r['first_cpu_s']:.2f} s{system} against {r['replay_cpu_s']:.2f} s: "
             f"{r['first_cpu_s'] / r['replay_cpu_s']:.2f}x)")
 
 

@@ -170,7 +170,8 @@ def encode_keys(codec: Codec, keys: Any, where: str = "keys") -> Any:
 @dataclass
 class MapJob:
     """A submitted batch: its futures (in input order; None for an input not sent yet) and
-    what travelled.  `result()` waits.
+    what travelled.  `result()` waits.  (A packed group's future on the path of shared memory
+    holds only `ren.distributed.posts.POSTED`: `result()` takes its results from the post.)
 
     **Flow control.**  At most `IN_FLIGHT_PER_WORKER` tasks per worker are out at a time
     (`GROUPED_IN_FLIGHT_PER_WORKER` when tasks carry several inputs; sent and not yet

@@ -105,7 +105,7 @@ def embed_inverse(z: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
 
 
 #: below this ring degree `embed` takes one length-N transform (the quarter split needs N/4 >= 2)
-_EMBED_SPLIT_MIN = 16
+EMBED_SPLIT_MIN = 16
 
 
 @lru_cache(maxsize=16)
@@ -122,17 +122,55 @@ def _embed_tables(N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out
 
 
+def _twisted(re: np.ndarray, im: np.ndarray, twist: np.ndarray) -> np.ndarray:
+    """(re + i·im)·twist, the operands in this order at every length: NumPy's complex product
+    uses FMA, so a·b and b·a differ in the last bit, and `twist * (re + 1j * im)` was computed
+    as the latter only where NumPy elides the temporary (arrays of 256 KiB and up, N >= 2^16):
+    so this order keeps N = 2^16's floats, and a piece's floats are the whole array's."""
+    t = re + 1j * im
+    np.multiply(t, twist, out=t)
+    return t
+
+
 def _embed_quarter(m: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
     """One half of `embed`'s half-length transform, written to its slots of `out`: which = 0
     the even outputs E, 1 the odd ones O (module docstring of `embed`).  NumPy's FFT releases
     the GIL, so the two run side by side on two threads, each the same floats on either."""
     q = N // 4
     twist, odd, slot = _embed_tables(N)
-    lo = twist[:q] * (m[:q] + 1j * m[2 * q:3 * q])  # a_n = ζ^n (m_n + i m_(n+N/2)), n < N/4
-    hi = twist[q:2 * q] * (m[q:2 * q] + 1j * m[3 * q:])  # a_(n+N/4)
+    lo = _twisted(m[:q], m[2 * q:3 * q], twist[:q])  # a_n = ζ^n (m_n + i m_(n+N/2)), n < N/4
+    hi = _twisted(m[q:2 * q], m[3 * q:], twist[q:2 * q])  # a_(n+N/4)
     b = lo + hi if which == 0 else (lo - hi) * odd
     # Σ b_n e^(2πi nk/(N/4)), put straight into its slots (the halves' slots are disjoint)
     out[slot[which * q:(which + 1) * q]] = np.fft.ifft(b, norm="forward")
+
+
+def quarter_inputs(parts: tuple[np.ndarray, ...], N: int, r: int, b: np.ndarray) -> None:
+    """Columns [r, r + w) of both quarter transforms' inputs (`_embed_quarter`'s b for which =
+    0 and 1, to b[0] and b[1]) from m's four ranges of w coefficients at r, r + N/4, r + N/2 and
+    r + 3N/4 (`parts`): the same elementwise floats as `_embed_quarter`'s whole-array ones, for a
+    caller that makes m in pieces (the decoder's fused lift) and so needs no pass over all of m
+    before the transforms (`embed_quarters`)."""
+    q, w = N // 4, len(parts[0])
+    twist, odd, _ = _embed_tables(N)
+    lo = _twisted(parts[0], parts[2], twist[r:r + w])
+    hi = _twisted(parts[1], parts[3], twist[q + r:q + r + w])
+    b[0, r:r + w] = lo + hi
+    b[1, r:r + w] = (lo - hi) * odd[r:r + w]
+
+
+def embed_quarters(b: np.ndarray, N: int, threads: int) -> np.ndarray:
+    """`embed`'s slots from both quarter transforms' inputs b (2 × N/4, `quarter_inputs`), the
+    two transforms side by side on up to two `threads`: `embed(m, N, threads)`'s floats."""
+    q = N // 4
+    slot = _embed_tables(N)[2]
+    out = np.empty(N // 2, dtype=np.complex128)
+
+    def run(which: int) -> None:
+        out[slot[which * q:(which + 1) * q]] = np.fft.ifft(b[which], norm="forward")
+
+    side_by_side(run, (0, 1), threads)
+    return out
 
 
 def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
@@ -152,7 +190,7 @@ def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
     if m.shape != (N,):
         raise ShapeError(f"embed: expected the N = {N} coefficients of one polynomial, got "
                          f"shape {m.shape}")
-    if N < _EMBED_SPLIT_MIN or np.iscomplexobj(m):  # (complex m: the general transform)
+    if N < EMBED_SPLIT_MIN or np.iscomplexobj(m):  # (complex m: the general transform)
         t, _, twist = _tables(N)
         return np.fft.ifft(m * twist)[t] * N
     m = m.astype(np.float64, copy=False)

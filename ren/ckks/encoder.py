@@ -16,9 +16,10 @@ from numbers import Number
 import numpy as np
 
 from ren.ckks.ciphertext import Plaintext
-from ren.ckks.embedding import embed, embed_inverse
+from ren.ckks.embedding import EMBED_SPLIT_MIN, embed, embed_inverse, embed_quarters, quarter_inputs
 from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOfBoundsError
-from ren.ckks.lift import lift
+from ren.ckks.hostpool import side_by_side
+from ren.ckks.lift import LIFT_PIECE, lift, lift_bound, prefix_lift
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
 from ren.errors import ParameterError, ShapeError, check_int_range
 from ren.ir import storage_buffer
@@ -102,6 +103,21 @@ def _as_slots(values, slots: int) -> np.ndarray:
     if not np.all(np.isfinite(z)):
         raise ParameterError("encode: values must be finite (no NaN or infinity)")
     return z
+
+
+def _check_peak(peak: float, shift: int, scale) -> None:
+    """DecodeOverflowError where the largest |coefficient| (`peak`·2^shift) over the scale
+    passes float64's range."""
+    top_bits = (math.frexp(peak)[1] + shift) if peak else 0  # bits of the largest |coefficient|
+    log2_scale = log2_exact(scale)
+    if top_bits - log2_scale > 1000:  # |m| would pass float64's 2^1024
+        raise DecodeOverflowError(
+            f"decode: the coefficients reach 2^{top_bits} at scale 2^"
+            f"{log2_scale:.2f}, values near 2^{top_bits - log2_scale:.0f}, beyond "
+            "float64's range (2^1024). This is no encoding at this scale: check that the "
+            "ciphertext was decrypted with the secret key it was encrypted under, and that "
+            "its message stayed below Q/2 (operations raise ScaleOutOfBoundsError when a "
+            "scale cannot hold a message of magnitude 1)")
 
 
 class Encoder:
@@ -212,21 +228,57 @@ class Encoder:
         shift = max(0, ring.Q.bit_length() - 1000)  # Q·2^-shift fits a float64
         # messages up to 2^62 take the short path (a prefix of the moduli, checked against the
         # rest); anything larger falls back to the whole basis by itself
-        x = lift(words, ring, shift, bits=math.ceil(log2_exact(pt.scale)) + 64,
-                  compiled=_compiled_device(coeffs.device))
-        peak = float(np.max(np.abs(x), initial=0.0))
-        top_bits = (math.frexp(peak)[1] + shift) if peak else 0  # bits of the largest |coefficient|
-        log2_scale = log2_exact(pt.scale)
-        if top_bits - log2_scale > 1000:  # |m| would pass float64's 2^1024
-            raise DecodeOverflowError(
-                f"decode: the coefficients reach 2^{top_bits} at scale 2^"
-                f"{log2_scale:.2f}, values near 2^{top_bits - log2_scale:.0f}, beyond "
-                "float64's range (2^1024). This is no encoding at this scale: check that the "
-                "ciphertext was decrypted with the secret key it was encrypted under, and that "
-                "its message stayed below Q/2 (operations raise ScaleOutOfBoundsError when a "
-                "scale cannot hold a message of magnitude 1)")
-        m = x * float(Fraction(1 << shift) / pt.scale)
-        return embed(m, self.params.N, _threads(coeffs.device))
+        bits = math.ceil(log2_exact(pt.scale)) + 64
+        factor = float(Fraction(1 << shift) / pt.scale)
+        compiled = _compiled_device(coeffs.device)
+        threads = _threads(coeffs.device)
+        if compiled:
+            z = self._decode_fused(words, ring, shift, bits, factor, pt.scale, threads)
+            if z is not None:
+                return z
+        x = lift(words, ring, shift, bits=bits, compiled=compiled)
+        _check_peak(float(np.max(np.abs(x), initial=0.0)), shift, pt.scale)
+        return embed(x * factor, self.params.N, threads)
+
+    def _decode_fused(self, words: np.ndarray, ring, shift: int, bits: int, factor: float,
+                      scale, threads: int) -> np.ndarray | None:
+        """`_decode`'s lift, scaling and embedding with one hand-off to the host pool fewer and
+        no serial pass over the floats: pieces of LIFT_PIECE columns (a quarter-transform
+        column range r and its three partners r + N/4, r + N/2, r + 3N/4) each run the
+        compiled prefix lift, the scaling and both quarter transforms' inputs in cache, side by
+        side (`hostpool.side_by_side`); then the two transforms.  The same floats as the
+        unfused path (`lift` then `embed`) at every thread count: each column's float and each
+        input's elementwise arithmetic are the same whichever piece makes them.  None where it
+        does not apply or a value needs the whole basis (the unfused path then decides)."""
+        N = words.shape[1]
+        pl = prefix_lift(words, ring, shift, bits)
+        if pl is None or N < EMBED_SPLIT_MIN:
+            return None
+        q, w = N // 4, LIFT_PIECE // 4
+        b = np.empty((2, q), dtype=np.complex128)
+        peaks = np.zeros(q // w)
+        bound = lift_bound(bits, shift)
+        failed: list[int] = []
+
+        def piece(j: int) -> None:
+            if failed:
+                return
+            x = pl.floats(j * w, w, 4, q)  # columns r, r + N/4, r + N/2, r + 3N/4 (w each)
+            if x is None:
+                failed.append(j)
+                return
+            peaks[j] = float(np.max(np.abs(x)))
+            if peaks[j] >= bound:  # the prefix may not hold it: `lift` lifts again
+                failed.append(j)
+                return
+            x *= factor
+            quarter_inputs((x[:w], x[w:2 * w], x[2 * w:3 * w], x[3 * w:]), N, j * w, b)
+
+        side_by_side(piece, range(q // w), threads)
+        if failed:
+            return None
+        _check_peak(float(peaks.max()), shift, scale)
+        return embed_quarters(b, N, threads)
 
     def decode_real(self, pt: Plaintext) -> np.ndarray:
         """The N/2 slots of a Plaintext as real numbers (float64): the real parts of `decode`,

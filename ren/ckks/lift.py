@@ -62,8 +62,10 @@ def lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int,
 #: the compiled prefix lift (`lift_compiled`): per column, the Montgomery words of the k prefix
 #: rows to standard form, Garner's digits and sign (exactly `rns._garner_digits`'s), and the
 #: check of every other row (exactly `rns._matches_float`'s: float64 sums of integers below
-#: 2^53, in any order); columns in blocks over the OpenMP threads.  Returns the count of columns
-#: whose check fails.
+#: 2^53, in any order); in blocks over the OpenMP threads (one thread: no parallel region, for
+#: a piece on a host-pool thread).  It lifts `parts` ranges of `width` columns of w (row length
+#: n), `stride` apart from column 0 of `w` (the caller offsets the pointer), to consecutive
+#: columns of dig (row length dn) and above.  Returns the count of columns whose check fails.
 _LIFT_C = r"""
 #include <stdint.h>
 #include <math.h>
@@ -74,16 +76,20 @@ long long ren_lift_prefix(const u32* w, long long L, long long n, long long k,
                           const u64* q, const u64* qneg, const u64* red, const u64* gw,
                           const u64* gws, const u64* half,
                           const double* m, const double* qf, const double* qinv,
-                          u64* dig, unsigned char* above, int threads) {
+                          u64* dig, unsigned char* above, int threads,
+                          long long width, long long parts, long long stride, long long dn) {
   long long bad = 0;
   const i64 mk = 2 * k + 1;
+  const i64 nb = (width + REN_LIFT_BLOCK - 1) / REN_LIFT_BLOCK;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(+:bad) \
     if(threads > 1)
 #endif
-  for (i64 c0 = 0; c0 < n; c0 += REN_LIFT_BLOCK) {
-    const i64 c1 = c0 + REN_LIFT_BLOCK < n ? c0 + REN_LIFT_BLOCK : n;
-    const i64 nc = c1 - c0;
+  for (i64 b = 0; b < parts * nb; ++b) {
+    const i64 o0 = (b / nb) * width + (b % nb) * REN_LIFT_BLOCK;  /* column in dig, above */
+    const i64 c0 = (b / nb) * stride + (b % nb) * REN_LIFT_BLOCK;  /* column in w */
+    const i64 nc = (b % nb) * REN_LIFT_BLOCK + REN_LIFT_BLOCK <= width ? REN_LIFT_BLOCK
+                   : width - (b % nb) * REN_LIFT_BLOCK;
     double rows[2 * REN_LIFT_MAX_K + 1][REN_LIFT_BLOCK];
     u64 t[REN_LIFT_MAX_K][REN_LIFT_BLOCK];  /* row j becomes digit v_j (loops over columns) */
     for (i64 i = 0; i < k; ++i) {  /* from Montgomery form: x * 2^-32 mod q_i */
@@ -117,12 +123,12 @@ long long ren_lift_prefix(const u32* w, long long L, long long n, long long k,
       }
     }
     for (i64 c = 0; c < nc; ++c) {
-      above[c0 + c] = ab[c];
+      above[o0 + c] = ab[c];
       rows[2 * k][c] = (double)ab[c];
     }
     for (i64 i = 0; i < k; ++i)
       for (i64 c = 0; c < nc; ++c) {
-        dig[i * n + c0 + c] = t[i][c];
+        dig[i * dn + o0 + c] = t[i][c];
         rows[i][c] = (double)(t[i][c] & 0xFFFFULL);
         rows[k + i][c] = (double)(t[i][c] >> 16);
       }
@@ -156,7 +162,8 @@ def _lift_library() -> Any:
                 fn = lib.ren_lift_prefix
                 fn.restype = ctypes.c_longlong
                 fn.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
-                               ctypes.c_longlong, *[ctypes.c_void_p] * 11, ctypes.c_int]
+                               ctypes.c_longlong, *[ctypes.c_void_p] * 11, ctypes.c_int,
+                               *[ctypes.c_longlong] * 4]
                 _lift_lib.append(fn)
             except (RenError, OSError, AttributeError):
                 _lift_lib.append(None)
@@ -207,7 +214,7 @@ def lift_compiled(words: np.ndarray, ring: RingSpec, shift: int, bits: int
     above = np.empty(n, dtype=np.uint8)
     from ren.backend.cpu import threads
     bad = fn(w.ctypes.data, ring.limbs, n, k, *(c.ctypes.data for c in consts),
-             dig.ctypes.data, above.ctypes.data, threads())
+             dig.ctypes.data, above.ctypes.data, threads(), n, 1, 0, n)
     if bad:
         return None
     sub, ab = ring.sub(0, k), above.view(bool)
@@ -225,3 +232,50 @@ def lift_compiled(words: np.ndarray, ring: RingSpec, shift: int, bits: int
     if float(np.max(np.abs(x), initial=0.0)) >= math.ldexp(1.0, bits + 1 - shift):
         return None  # where `lift` lifts the whole array again: let it
     return x
+
+
+def lift_bound(bits: int, shift: int) -> float:
+    """`lift`'s bound on the scaled floats: a value at or past it means the prefix of the
+    moduli may not have held it, and the whole basis lifts again (the `centered_floats` rule)."""
+    return math.ldexp(1.0, bits + 1 - shift)
+
+
+class PrefixLift:
+    """`lift_compiled`'s work on one polynomial's words, some columns at a time, on the calling
+    thread (the compiled prefix without an OpenMP region, then `rns._to_floats`; both release
+    the GIL): for a caller that runs its own pieces on the host pool and goes on with each
+    piece's floats in cache (the decoder's fused lift and embedding).  Every column's float is
+    `lift_compiled`'s: each column's digits are, and `_to_floats` gives a column the same float
+    in any block of columns (`tests/test_decrypt_threads.py` checks it against `lift`)."""
+
+    def __init__(self, fn: Any, words: np.ndarray, ring: RingSpec, shift: int, k: int) -> None:
+        self._fn, self._ring, self._shift, self._k = fn, ring, shift, k
+        self._w = np.ascontiguousarray(words, dtype=np.uint32)
+        self._consts = [c.ctypes.data for c in _compiled_lift_constants(ring, k)]
+        self._sub = ring.sub(0, k)
+
+    def floats(self, c0: int, width: int, parts: int = 1, stride: int = 0
+               ) -> np.ndarray | None:
+        """The floats of the `parts` column ranges [c0 + p·stride, c0 + p·stride + width), one
+        after the other (one C call and one `_to_floats` for all of them), or None where a
+        column fails the check."""
+        k, n = self._k, self._w.shape[1]
+        dig = np.empty((k, parts * width), dtype=np.uint64)
+        above = np.empty(parts * width, dtype=np.uint8)
+        bad = self._fn(self._w.ctypes.data + 4 * c0, self._ring.limbs, n, k, *self._consts,
+                       dig.ctypes.data, above.ctypes.data, 1, width, parts, stride,
+                       parts * width)
+        if bad:
+            return None
+        return rns._to_floats(dig, above.view(bool), self._sub, self._shift)
+
+
+def prefix_lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int) -> PrefixLift | None:
+    """A `PrefixLift` of `words` where `lift_compiled` applies (the same conditions), else None."""
+    n = words.shape[1]
+    k = rns._prefix_for(ring, bits)
+    if not (k < ring.limbs and k <= rns._FLOAT_CHECK_MAX_K) or n % LIFT_PIECE \
+            or n < 2 * LIFT_PIECE:
+        return None
+    fn = _lift_library()
+    return None if fn is None else PrefixLift(fn, words, ring, shift, k)

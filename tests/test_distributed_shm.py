@@ -28,7 +28,7 @@ from distributed_helpers import batch, result_holder, square, values  # noqa: E4
 
 from ren import settings  # noqa: E402
 from ren.ckks import Evaluator, dumps  # noqa: E402
-from ren.distributed import DistributedError, TaskError, local_client, shm, submit  # noqa: E402
+from ren.distributed import DistributedError, TaskError, local_client, shm, shmfiles, submit  # noqa: E402
 from ren.distributed import map as dmap  # noqa: E402
 from ren.distributed.frames import register_dask  # noqa: E402
 from ren.distributed.wire import Codec, Sealed, wire_bytes  # noqa: E402
@@ -390,6 +390,31 @@ def test_pool_slots_are_reused_checked_and_freed(ckks, own_pool):
     # a slot taken by a job that ended is taken again; pool files of a dead pid are removed
     assert shm.end_job(job) == 0
     assert shm.remove_dead_pools(shm.client_prefix()) == 0  # (every writer here is alive)
+
+
+def test_a_dead_workers_pool_stays_while_another_job_of_the_client_runs():
+    """A running job may take a post (`ren.distributed.posts`) that names slots in a killed
+    worker's pool: another job's end must not unlink that pool; the last job's end does."""
+    client = shm.client_prefix()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that is gone
+    pool = os.path.join(shm.SHM_DIR, f"{client}-pool-{dead.pid}.0")
+    jobs = [f"{client}-{n}" for n in (990001, 990002)]
+    try:
+        for job in jobs:
+            with open(shmfiles.job_marker(job), "wb"):
+                pass
+        with open(pool, "wb") as f:
+            f.write(b"words of a posted result")
+        assert shm.jobs_running(client)
+        shm.end_job(jobs[0])
+        assert os.path.exists(pool)  # the second job may still read it
+        shm.end_job(jobs[1])
+        assert not os.path.exists(pool) and not shm.jobs_running(client)
+    finally:
+        for path in [pool, *(shmfiles.job_marker(j) for j in jobs)]:
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 # -- on a LocalCluster -------------------------------------------------------------------------

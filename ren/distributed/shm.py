@@ -201,10 +201,27 @@ def end_job(prefix: str | None) -> int:
     if prefix is None:
         return 0
     remove_file(job_marker(prefix))
-    remove_dead_pools(prefix.rsplit("-", 1)[0])  # a killed worker's slots
+    client = prefix.rsplit("-", 1)[0]
+    # a killed worker's slots, once no other job of this client runs: a running job may still
+    # take a post of that worker naming them (`ren.distributed.posts`), and must read its words
+    running = jobs_running(client)
+    if not running:
+        remove_dead_pools(client)
     gone = remove_prefix(prefix + "-")
-    reap()  # and what processes killed meanwhile left (a killed client's files)
+    # and what processes killed meanwhile left (a killed client's files)
+    reap(keep=client + "-pool-" if running else None)
     return gone
+
+
+def jobs_running(client: str) -> bool:
+    """Whether a job of client prefix `client` has its marker here (it has not ended)."""
+    if SHM_DIR is None:
+        return False
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return False
+    return any(n.startswith(client + "-") and n.endswith(".job") for n in names)
 
 
 def lock_held(path: str) -> bool | None:
@@ -241,9 +258,10 @@ def owner(name: str) -> tuple[str, int] | None:
     return client + ".host", int(m.group(1))
 
 
-def reap() -> int:
+def reap(keep: str | None = None) -> int:
     """Unlink, at once, the files of processes that are gone (module doc: nobody holds the
-    owner's lock and the owner's pid is not in /proc); how many."""
+    owner's lock and the owner's pid is not in /proc), but for names that start with `keep`;
+    how many."""
     global _reaped
     _reaped = True
     if SHM_DIR is None:
@@ -255,7 +273,7 @@ def reap() -> int:
         return 0
     for n in names:
         whose = owner(n)
-        if whose is None or whose[1] == os.getpid() or \
+        if whose is None or whose[1] == os.getpid() or (keep and n.startswith(keep)) or \
                 os.path.exists(f"/proc/{whose[1]}") or \
                 lock_held(os.path.join(SHM_DIR, whose[0])):
             continue
@@ -266,7 +284,8 @@ def reap() -> int:
 __all__ = [
     "ALIGN", "ENV", "HEAD", "MIN_BYTES", "MIN_ENV", "MODES", "POOL_SLOTS", "SHM_DIR", "Pool",
     "Segments", "Shared", "SlotPages", "borrow_slot", "borrowed_intact", "client_prefix", "end_job",
-    "free_slot", "job_alive", "lock_held", "map_segment", "min_bytes", "mode", "owner",
-    "pool_for", "read_slot", "reap", "receive", "register_dask", "release", "remove_dead_pools",
-    "remove_prefix", "sees_marker", "start_job", "visible_workers", "write_segment",
+    "free_slot", "job_alive", "jobs_running", "lock_held", "map_segment", "min_bytes", "mode",
+    "owner", "pool_for", "read_slot", "reap", "receive", "register_dask", "release",
+    "remove_dead_pools", "remove_prefix", "sees_marker", "start_job", "visible_workers",
+    "write_segment",
 ]

@@ -65,7 +65,9 @@ def lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int,
 #: 2^53, in any order); in blocks over the OpenMP threads (one thread: no parallel region, for
 #: a piece on a host-pool thread).  It lifts `parts` ranges of `width` columns of w (row length
 #: n), `stride` apart from column 0 of `w` (the caller offsets the pointer), to consecutive
-#: columns of dig (row length dn) and above.  Returns the count of columns whose check fails.
+#: columns of dig (row length dn) and above; with `fdig` set, `rns._to_floats`'s float digits
+#: (Q − x's digits where x > Q/2: exact integers) go there instead of dig.  Returns the count
+#: of columns whose check fails.
 _LIFT_C = r"""
 #include <stdint.h>
 #include <math.h>
@@ -76,7 +78,7 @@ long long ren_lift_prefix(const u32* w, long long L, long long n, long long k,
                           const u64* q, const u64* qneg, const u64* red, const u64* gw,
                           const u64* gws, const u64* half,
                           const double* m, const double* qf, const double* qinv,
-                          u64* dig, unsigned char* above, int threads,
+                          u64* dig, double* fdig, unsigned char* above, int threads,
                           long long width, long long parts, long long stride, long long dn) {
   long long bad = 0;
   const i64 mk = 2 * k + 1;
@@ -128,7 +130,10 @@ long long ren_lift_prefix(const u32* w, long long L, long long n, long long k,
     }
     for (i64 i = 0; i < k; ++i)
       for (i64 c = 0; c < nc; ++c) {
-        dig[i * dn + o0 + c] = t[i][c];
+        if (fdig != 0)  /* rns._to_floats's float digits: Q - x's where x > Q/2 */
+          fdig[i * dn + o0 + c] = (double)(ab[c] ? q[i] - 1 - t[i][c] + (i == 0) : t[i][c]);
+        else
+          dig[i * dn + o0 + c] = t[i][c];
         rows[i][c] = (double)(t[i][c] & 0xFFFFULL);
         rows[k + i][c] = (double)(t[i][c] >> 16);
       }
@@ -162,7 +167,7 @@ def _lift_library() -> Any:
                 fn = lib.ren_lift_prefix
                 fn.restype = ctypes.c_longlong
                 fn.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
-                               ctypes.c_longlong, *[ctypes.c_void_p] * 11, ctypes.c_int,
+                               ctypes.c_longlong, *[ctypes.c_void_p] * 12, ctypes.c_int,
                                *[ctypes.c_longlong] * 4]
                 _lift_lib.append(fn)
             except (RenError, OSError, AttributeError):
@@ -214,7 +219,7 @@ def lift_compiled(words: np.ndarray, ring: RingSpec, shift: int, bits: int
     above = np.empty(n, dtype=np.uint8)
     from ren.backend.cpu import threads
     bad = fn(w.ctypes.data, ring.limbs, n, k, *(c.ctypes.data for c in consts),
-             dig.ctypes.data, above.ctypes.data, threads(), n, 1, 0, n)
+             dig.ctypes.data, None, above.ctypes.data, threads(), n, 1, 0, n)
     if bad:
         return None
     sub, ab = ring.sub(0, k), above.view(bool)
@@ -242,11 +247,12 @@ def lift_bound(bits: int, shift: int) -> float:
 
 class PrefixLift:
     """`lift_compiled`'s work on one polynomial's words, some columns at a time, on the calling
-    thread (the compiled prefix without an OpenMP region, then `rns._to_floats`; both release
-    the GIL): for a caller that runs its own pieces on the host pool and goes on with each
-    piece's floats in cache (the decoder's fused lift and embedding).  Every column's float is
-    `lift_compiled`'s: each column's digits are, and `_to_floats` gives a column the same float
-    in any block of columns (`tests/test_decrypt_threads.py` checks it against `lift`)."""
+    thread (the compiled prefix without an OpenMP region, writing `rns._to_floats`'s float
+    digits itself, then their BLAS sum `rns._digit_sum`; both release the GIL): for a caller
+    that runs its own pieces on the host pool and goes on with each piece's floats in cache
+    (the decoder's fused lift and embedding).  Every column's float is `lift_compiled`'s: each
+    column's float digits are (exact integers), and the sum gives a column the same float in
+    any block of columns (`tests/test_decrypt_threads.py` checks it against `lift`)."""
 
     def __init__(self, fn: Any, words: np.ndarray, ring: RingSpec, shift: int, k: int) -> None:
         self._fn, self._ring, self._shift, self._k = fn, ring, shift, k
@@ -257,17 +263,17 @@ class PrefixLift:
     def floats(self, c0: int, width: int, parts: int = 1, stride: int = 0
                ) -> np.ndarray | None:
         """The floats of the `parts` column ranges [c0 + p·stride, c0 + p·stride + width), one
-        after the other (one C call and one `_to_floats` for all of them), or None where a
+        after the other (one C call and one `_digit_sum` for all of them), or None where a
         column fails the check."""
         k, n = self._k, self._w.shape[1]
-        dig = np.empty((k, parts * width), dtype=np.uint64)
+        digits = np.empty((k, parts * width))
         above = np.empty(parts * width, dtype=np.uint8)
         bad = self._fn(self._w.ctypes.data + 4 * c0, self._ring.limbs, n, k, *self._consts,
-                       dig.ctypes.data, above.ctypes.data, 1, width, parts, stride,
+                       None, digits.ctypes.data, above.ctypes.data, 1, width, parts, stride,
                        parts * width)
         if bad:
             return None
-        return rns._to_floats(dig, above.view(bool), self._sub, self._shift)
+        return rns._digit_sum(digits, above.view(bool), self._sub, self._shift)
 
 
 def prefix_lift(words: np.ndarray, ring: RingSpec, shift: int, bits: int) -> PrefixLift | None:

@@ -215,7 +215,14 @@ def _to_floats(t: np.ndarray, above: np.ndarray, ring: RingSpec, shift: int) -> 
     whose digits are q_j − 1 − v_j (+1 on the lowest)."""
     neg = get_tables(ring).q64 - U64(1) - t
     neg[0] += U64(1)
-    digits = np.where(above, neg, t).astype(np.float64)
+    return _digit_sum(np.where(above, neg, t).astype(np.float64), above, ring, shift)
+
+
+def _digit_sum(digits: np.ndarray, above: np.ndarray, ring: RingSpec, shift: int
+               ) -> np.ndarray:
+    """`_to_floats` from its float digits (v_j, or Q − x's digits where `above`; exact
+    integers below 2^32, so a caller may make them elsewhere, e.g. the decoder's compiled
+    lift): the BLAS sum of their place values, negated where `above`."""
     places = _place_values(ring, shift)
     out = np.empty((1, digits.shape[1]))
     # column blocks (a multiple of 64 wide, the same at every thread count) that BLAS runs on

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 import shutil
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -157,3 +159,51 @@ def test_fused_decode_declines_a_value_past_the_prefix_and_the_unfused_path_lift
             cpu.CpuDevice("cpu").set_threads(None)
     assert np.array_equal(_bits(out[1]), _bits(out[2]))
     assert np.all(np.isfinite(out[1]))
+
+
+@needs_cc
+@pytest.mark.filterwarnings("ignore::ren.rlwe.errors.InsecureParametersWarning")
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_pieces_error_reaches_the_caller_and_no_transform_waits_for_ever(monkeypatch,
+                                                                           threads):
+    """A piece that raises: `decode` re-raises it at 1, 2 and 3 threads; a thread that took a
+    transform (waiting for the pieces) is released instead of waiting for pieces nobody runs."""
+    from ren.backend import backend_override, cpu
+    from ren.ckks import CKKSParams, Encoder
+    from ren.ckks.ciphertext import Plaintext
+
+    params = CKKSParams(N=2 * lift.LIFT_PIECE, depth=6, scale_bits=30, first_bits=40,
+                        insecure=True)
+    calls: list[int] = []
+    real_floats = lift.PrefixLift.floats
+
+    def failing(self, *a):
+        calls.append(1)
+        if len(calls) == 2:  # (the last of the 2 pieces at N = 2^14)
+            time.sleep(0.05)  # long enough for the other threads to take the transforms
+            raise RuntimeError("piece 2")
+        return real_floats(self, *a)
+
+    with backend_override("python", cpu.open_device):
+        enc = Encoder(params)
+        kept = enc.encode(np.linspace(-1, 1, params.N // 2))
+        pt = Plaintext(kept.poly, kept.scale, kept.level, params)  # (no values kept to return)
+        monkeypatch.setattr(lift.PrefixLift, "floats", failing)
+        try:
+            with ren.settings.override(REN_CPU_THREADS=threads):
+                cpu.CpuDevice("cpu").set_threads(threads)
+                got: list[BaseException] = []
+
+                def run() -> None:
+                    try:
+                        enc.decode(pt)
+                    except BaseException as e:
+                        got.append(e)
+
+                t = threading.Thread(target=run, daemon=True)  # (a hang must not hang pytest)
+                t.start()
+                t.join(20)
+                assert not t.is_alive(), "decode hangs after a piece's error"
+                assert len(got) == 1 and "piece 2" in str(got[0])
+        finally:
+            cpu.CpuDevice("cpu").set_threads(None)

@@ -162,15 +162,15 @@ def quarter_inputs(parts: tuple[np.ndarray, ...], N: int, r: int, b: np.ndarray)
 def embed_quarters(b: np.ndarray, N: int, threads: int) -> np.ndarray:
     """`embed`'s slots from both quarter transforms' inputs b (2 × N/4, `quarter_inputs`), the
     two transforms side by side on up to two `threads`: `embed(m, N, threads)`'s floats."""
-    q = N // 4
-    slot = _embed_tables(N)[2]
     out = np.empty(N // 2, dtype=np.complex128)
-
-    def run(which: int) -> None:
-        out[slot[which * q:(which + 1) * q]] = np.fft.ifft(b[which], norm="forward")
-
-    side_by_side(run, (0, 1), threads)
+    side_by_side(lambda which: quarter_fft(b, N, which, out), (0, 1), threads)
     return out
+
+
+def quarter_fft(b: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
+    """One quarter transform of `embed_quarters` (which = 0: E, 1: O), into its slots of out."""
+    q = N // 4
+    out[_embed_tables(N)[2][which * q:(which + 1) * q]] = np.fft.ifft(b[which], norm="forward")
 
 
 def embed(m: np.ndarray, N: int, threads: int = 1) -> np.ndarray:

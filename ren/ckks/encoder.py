@@ -10,13 +10,14 @@ twisted coefficients m_i·ζ^i, so both directions cost O(N log N) with NumPy's 
 from __future__ import annotations
 
 import math
+import threading
 from fractions import Fraction
 from numbers import Number
 
 import numpy as np
 
 from ren.ckks.ciphertext import Plaintext
-from ren.ckks.embedding import EMBED_SPLIT_MIN, embed, embed_inverse, embed_quarters, quarter_inputs
+from ren.ckks.embedding import EMBED_SPLIT_MIN, embed, embed_inverse, quarter_fft, quarter_inputs
 from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOfBoundsError
 from ren.ckks.hostpool import side_by_side
 from ren.ckks.lift import LIFT_PIECE, lift, lift_bound, prefix_lift
@@ -242,14 +243,15 @@ class Encoder:
 
     def _decode_fused(self, words: np.ndarray, ring, shift: int, bits: int, factor: float,
                       scale, threads: int) -> np.ndarray | None:
-        """`_decode`'s lift, scaling and embedding with one hand-off to the host pool fewer and
-        no serial pass over the floats: pieces of LIFT_PIECE columns (a quarter-transform
-        column range r and its three partners r + N/4, r + N/2, r + 3N/4) each run the
-        compiled prefix lift, the scaling and both quarter transforms' inputs in cache, side by
-        side (`hostpool.side_by_side`); then the two transforms.  The same floats as the
-        unfused path (`lift` then `embed`) at every thread count: each column's float and each
-        input's elementwise arithmetic are the same whichever piece makes them.  None where it
-        does not apply or a value needs the whole basis (the unfused path then decides)."""
+        """`_decode`'s lift, scaling and embedding with one hand-off to the host pool and no
+        serial pass over the floats: pieces of LIFT_PIECE columns (a quarter-transform column
+        range r and its partners r + N/4, r + N/2, r + 3N/4) each run the compiled prefix
+        lift, the scaling and both quarter transforms' inputs in cache, side by side
+        (`hostpool.side_by_side`), then the two transforms, the last two tasks of the same
+        hand-out.  The same floats as the unfused path (`lift` then `embed`) at every thread
+        count: each column's float and each input's elementwise arithmetic are the same
+        whichever piece makes them.  None where it does not apply or a value needs the whole
+        basis (the unfused path then decides)."""
         N = words.shape[1]
         pl = prefix_lift(words, ring, shift, bits)
         if pl is None or N < EMBED_SPLIT_MIN:
@@ -274,11 +276,34 @@ class Encoder:
             x *= factor
             quarter_inputs((x[:w], x[w:2 * w], x[2 * w:3 * w], x[3 * w:]), N, j * w, b)
 
-        side_by_side(piece, range(q // w), threads)
+        # the two transforms are the last two tasks of the same hand-out: a thread that takes
+        # one waits for the pieces still running (the other thread's last), so the thread that
+        # ends the pieces goes straight on to a transform, with no new hand-off to the pool
+        pieces, left, lock, ready = q // w, [q // w], threading.Lock(), threading.Event()
+        out = np.empty(N // 2, dtype=np.complex128)
+
+        def task(j: int) -> None:
+            if j >= pieces:
+                ready.wait()
+                if not failed:
+                    quarter_fft(b, N, j - pieces, out)
+                return
+            try:
+                piece(j)
+            except BaseException:
+                failed.append(j)
+                ready.set()  # (no transform waits for pieces that will not run)
+                raise
+            with lock:
+                left[0] -= 1
+                if not left[0]:
+                    ready.set()
+
+        side_by_side(task, range(pieces + 2), threads)
         if failed:
             return None
         _check_peak(float(peaks.max()), shift, scale)
-        return embed_quarters(b, N, threads)
+        return out
 
     def decode_real(self, pt: Plaintext) -> np.ndarray:
         """The N/2 slots of a Plaintext as real numbers (float64): the real parts of `decode`,

@@ -100,7 +100,7 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_sample_help_joins.restype = _i64
     lib.ren_cpu_sample_help_idle.argtypes = [_i64]
     lib.ren_cpu_sample_help_idle.restype = ctypes.c_int
-    lib._ren_sampling_bound = True
+    lib._ren_sampling_bound = True  # type: ignore[attr-defined]  # (a flag on the CDLL)
 
 
 #: the name prefix of `ren.realization`'s pool, which draws a realization's random leaves side

@@ -27,6 +27,7 @@ from ren.ir import storage_buffer
 from ren.ops import Op
 from ren.poly import Poly
 from ren.realization import host_residues
+from ren.ring import RingSpec
 
 #: Coefficients stay below 2^62 in magnitude on the fast (int64) path.
 _INT64_SAFE = float(1 << 62)
@@ -106,7 +107,7 @@ def _as_slots(values, slots: int) -> np.ndarray:
     return z
 
 
-def _check_peak(peak: float, shift: int, scale) -> None:
+def _check_peak(peak: float, shift: int, scale: Fraction) -> None:
     """DecodeOverflowError where the largest |coefficient| (`peak`·2^shift) over the scale
     passes float64's range."""
     top_bits = (math.frexp(peak)[1] + shift) if peak else 0  # bits of the largest |coefficient|
@@ -241,8 +242,8 @@ class Encoder:
         _check_peak(float(np.max(np.abs(x), initial=0.0)), shift, pt.scale)
         return embed(x * factor, self.params.N, threads)
 
-    def _decode_fused(self, words: np.ndarray, ring, shift: int, bits: int, factor: float,
-                      scale, threads: int) -> np.ndarray | None:
+    def _decode_fused(self, words: np.ndarray, ring: RingSpec, shift: int, bits: int,
+                      factor: float, scale: Fraction, threads: int) -> np.ndarray | None:
         """`_decode`'s lift, scaling and embedding with one hand-off to the host pool and no
         serial pass over the floats: pieces of LIFT_PIECE columns (a quarter-transform column
         range r and its partners r + N/4, r + N/2, r + 3N/4) each run the compiled prefix

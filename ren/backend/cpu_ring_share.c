@@ -171,28 +171,6 @@ int ren_cpu_sample_help(i64 grace_ns) {
   return joined;
 }
 
-static int ren_side_by_side_running;  /* cpu_ring_sample.c: side-by-side samplers marked */
-
-/* For a pool thread with no leaf left (realization's pool, once its queue is empty): joins the
-   posted jobs as ren_cpu_sample_help does, and waits for new ones while any side-by-side sampler
-   is still running (their ends wake it), at most max_ns in all.  Returns the jobs it joined. */
-int ren_cpu_sample_help_idle(i64 max_ns) {
-  int joined = 0;
-  const i64 until_ns = ren_now_ns() + max_ns;
-  pthread_mutex_lock(&ren_board_lock);
-  for (;;) {
-    if (board_join_one()) {
-      ++joined;
-      continue;
-    }
-    const i64 left = until_ns - ren_now_ns();
-    if (left <= 0 || __atomic_load_n(&ren_side_by_side_running, __ATOMIC_SEQ_CST) <= 0) break;
-    board_wait(left < 1000000 ? left : 1000000);  /* and re-checks each ms */
-  }
-  pthread_mutex_unlock(&ren_board_lock);
-  return joined;
-}
-
 /* how many jobs helpers have joined since the library loaded (tests) */
 i64 ren_cpu_sample_help_joins(void) {
   pthread_mutex_lock(&ren_board_lock);

@@ -98,8 +98,6 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_sample_help.argtypes = [_i64]
     lib.ren_cpu_sample_help.restype = ctypes.c_int
     lib.ren_cpu_sample_help_joins.restype = _i64
-    lib.ren_cpu_sample_help_idle.argtypes = [_i64]
-    lib.ren_cpu_sample_help_idle.restype = ctypes.c_int
     lib._ren_sampling_bound = True  # type: ignore[attr-defined]  # (a flag on the CDLL)
 
 
@@ -159,15 +157,6 @@ def help_side_by_side(lib: ctypes.CDLL, grace: float | None = None) -> int:
     _bind(lib)
     grace = HELP_GRACE_S if grace is None else grace
     return int(lib.ren_cpu_sample_help(max(0, round(grace * 1e9))))
-
-
-def help_until_idle(lib: ctypes.CDLL, timeout: float = 0.05) -> int:
-    """For a pool thread with no leaf left (`ren.realization`'s pool once its queue is empty):
-    joins the posted jobs, and waits for new ones while any side-by-side sampler still runs, at
-    most `timeout` seconds in all, with the GIL released; returns how many it joined.  (Not
-    called yet: realization's drain would call it on an empty queue, through the device.)"""
-    _bind(lib)
-    return int(lib.ren_cpu_sample_help_idle(max(0, round(timeout * 1e9))))
 
 
 def help_joins(lib: ctypes.CDLL) -> int:
@@ -320,5 +309,5 @@ def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> byte
 
 
 __all__ = ["HELP_GRACE_S", "SIDE_BY_SIDE_PREFIX", "TIE_EPS", "help_joins", "help_side_by_side",
-           "help_until_idle", "keccak_ways", "sample", "sample_signed", "sample_uniform",
+           "keccak_ways", "sample", "sample_signed", "sample_uniform",
            "sampler_threads", "shake128", "side_by_side"]

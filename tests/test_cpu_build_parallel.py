@@ -3,7 +3,7 @@ the first call of a bootstrapping is mostly compiler time).
 
 * A build split into several compiler runs side by side (`ren.backend.cpu._split`, one unit per
   core) gives the same kernels, and the same words, as one run; the generated kernels' cheaper
-  flags (`ren.backend.cpu_build.kernel_flags`: ``-O1`` with the vectorizer)
+  flags (`ren.backend.cpu_build.kernel_flags`: ``-O2`` with ``-O3``'s optimizations)
   give the same words as ``-O3``.
 * The cache key follows the source and the flags: a changed source or flag is a new library,
   the same ones are the cached library (no compiler run).

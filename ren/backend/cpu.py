@@ -2,10 +2,10 @@
 
 * Elementwise kernels are rendered by the C-family renderer in its plain `C` dialect
   (`ren.backend.render_c`: one loop nest, limbs outside, coefficients inside) and compiled with
-  ``cc -O1 -ftree-vectorize -march=native`` (`cpu_build.kernel_flags`; the ring library keeps
-  ``-O3``) plus the vector path's flags (and ``-fopenmp`` when the compiler has it) into one
-  shared library per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one
-  compiler run (or one per core, side by side: `_split`).
+  ``cc -O2 -march=native`` (`cpu_build.kernel_flags`; the ring library keeps ``-O3``) plus
+  the vector path's flags (and ``-fopenmp`` when the compiler has it) into one shared library
+  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run (or
+  one per core, side by side: `_split`).
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
   and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion and exact
   rescale (`cpu_ring_rns.c`), TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`,
@@ -211,7 +211,7 @@ class CpuDevice(Device):
         super().__init__(name, HOST)
         tune_allocator()
         self.isa = resolve_isa(isa)
-        self.flags = kernel_flags(self.isa)  # -O1 + vectorizer: the generated kernels (cpu_build)
+        self.flags = kernel_flags(self.isa)  # -O2: the generated kernels (cpu_build)
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address
         self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (RANDOM)
         self.compiler_runs = 0

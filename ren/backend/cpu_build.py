@@ -8,17 +8,14 @@
   to the CPU's features the question whether the compiler builds with the path's flags;
   `isa_flags(isa)` is the base flags followed by the path's.
 * `kernel_flags(isa)`: the flags of the *generated* (elementwise) kernel libraries — the path's
-  flags with ``-O3`` replaced by `KERNEL_OPT`: ``-O1`` plus the loop vectorizer with its dynamic
-  cost model.  A cold first call spends much of its time in the compiler; an n16-shaped
-  bootstrapping's 55 kernels are ~110 vectorizable loops whose compile time is spread over
-  ~100 GCC passes (none above 13 %), so only the optimization level moves it.  Measured on
-  those kernels (N = 2^14, GCC 12, each alone, min of 2): -O2 with -O3's loop flags 3.19 s of
-  compiler CPU, plain -O2 3.02 s, -O1 1.64 s; the two units as built 0.63x (3.53 -> 2.22 s,
-  medians of 3).  ``-O1`` alone does not vectorize (5x slower kernels); with the vectorizer the
-  replay's elementwise kernels ran 0.99x (per-kernel minima of 8 profiles, two alternated
-  pairs: 521 -> 517 ms, 509 -> 501 ms; the staged-permute kernels 0.85-0.89x, a few small
-  ones up to 1.1x).  The fixed ring library (`cpu_ring.c`, compiled once per install) keeps
-  ``-O3``.
+  flags with ``-O3`` replaced by `KERNEL_OPT`: ``-O2`` plus the optimizations ``-O3`` adds (its
+  vectorizer cost model, loop unswitching, peeling, versioning ...), without ``-O3``'s larger
+  inlining and unrolling budgets.  A cold first call spends most of its time in the compiler (a
+  bootstrapping compiles ~330 kernels): these flags take ~0.7-0.77x ``-O3``'s compiler CPU.  In an
+  A/B of an n16-shaped bootstrapping's replay at N = 2^14 (per-kernel profiles, noisy machine)
+  they ran 0.994x ``-O3``'s kernel time; plain ``-O2`` (~0.45x the compiler CPU) ran its
+  heaviest product-sum kernels ~17 % slower (the replay 1.5-5 %), and ``-O1`` 5x slower.  The
+  fixed ring library (`cpu_ring.c`, compiled once per install) keeps ``-O3``.
 """
 
 from __future__ import annotations
@@ -135,15 +132,18 @@ def isa_flags(isa: str) -> tuple[str, ...]:
     return cpu_flags() + cpu_isa.isa_flags(isa)
 
 
-#: what replaces -O3 in the generated kernel libraries' flags (`kernel_flags`; module docstring):
-#: -O1 halves the kernels' compiler CPU against -O2; the vectorizer keeps their loops 512/256-bit
-KERNEL_OPT: tuple[str, ...] = ("-O1", "-ftree-vectorize", "-fvect-cost-model=dynamic")
+#: what replaces -O3 in the generated kernel libraries' flags (`kernel_flags`; module docstring)
+KERNEL_OPT: tuple[str, ...] = (
+    "-O2", "-fgcse-after-reload", "-fipa-cp-clone", "-floop-interchange",
+    "-floop-unroll-and-jam", "-fpeel-loops", "-fpredictive-commoning", "-fsplit-loops",
+    "-fsplit-paths", "-ftree-loop-distribution", "-ftree-partial-pre", "-funswitch-loops",
+    "-fvect-cost-model=dynamic", "-fversion-loops-for-strides")
 
 
 def kernel_flags(isa: str) -> tuple[str, ...]:
     """The flags of every generated (elementwise) kernel library compiled for path `isa`:
-    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the kernels as fast, ~0.6x the
-    compiler time of -O2).  Part of every such library's cache key, as all flags are.  A compiler
+    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the kernels as fast, ~0.7-0.77x the
+    compiler time).  Part of every such library's cache key, as all flags are.  A compiler
     that rejects one of them (another compiler as CC, an old GCC) gets `isa_flags` as they are."""
     full = isa_flags(isa)
     flags = tuple(g for f in full for g in (KERNEL_OPT if f == "-O3" else (f,)))

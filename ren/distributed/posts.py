@@ -33,7 +33,14 @@ import stat
 from typing import Any
 
 from ren.distributed.errors import DistributedError
-from ren.distributed.shmfiles import NO_SPACE, SHM_DIR, job_alive, path_of, remove_file
+from ren.distributed.shmfiles import (
+    NO_SPACE,
+    SHM_DIR,
+    job_alive,
+    path_of,
+    remove_file,
+    write_segment,
+)
 
 #: what a task returns when it posted its value (`post`)
 POSTED = "ren-posted"
@@ -57,13 +64,7 @@ def post(name: str, value: Any, job: str) -> bool:
         return False
     tmp = path_of(f"{name}.{os.getpid()}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view, done = memoryview(blob), 0
-            while done < len(blob):
-                done += os.write(fd, view[done:])
-        finally:
-            os.close(fd)
+        write_segment(tmp, [blob], [0], len(blob))  # (a new file of ours, written whole)
         os.replace(tmp, path_of(name))
     except OSError as e:
         remove_file(tmp)

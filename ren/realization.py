@@ -47,7 +47,7 @@ import numpy as np
 from ren import settings
 from ren.device import Buffer, get_device
 from ren.errors import RealizeError
-from ren.ir import as_ring, const_node, is_const, is_realized, storage_buffer
+from ren.ir import as_ring, const_node, is_const, is_realized, required_domain, storage_buffer
 from ren.kernel import COPY, VIEW, ScheduledKernel
 from ren.memory import MemoryPlan, plan_memory
 from ren.node import Node, substitute_many
@@ -57,6 +57,7 @@ from ren.replay import Template, lower_and_run, structure_key, templates
 from ren.ring import Domain, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
 from ren.schedule import ScheduleContext, as_sink, gc_paused, linearize, run_passes
+from ren.spec import need_spec
 
 
 @dataclass
@@ -235,7 +236,7 @@ def _realize_nodes(nodes: Sequence[Node]) -> dict[Node, Node]:
         # random leaves? sample them first, so the graph's template can be replayed
         samples = sample_random_leaves(todo)
         if samples:
-            todo = substitute_many(todo, samples)
+            todo = substitute_many(todo, {**samples, **_transformed_samples(todo, samples)})
             key, inputs = _template_key(todo)
     template = templates.get(key) if key is not None else None
     timings = RealizeTimings(extra={"replayed": template is not None})
@@ -318,6 +319,54 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
             buf.copyin(values)
         stored = as_ring(Node(Op.BUFFER, DType.U32, (), buf), ring, domain)
         out[n] = Node(Op.MUL, DType.U32, (stored, const_node(1 << 32, ring, domain, device)))
+    return out
+
+
+def _transformed_samples(nodes: Sequence[Node], samples: dict[Node, Node]) -> dict[Node, Node]:
+    """More substitutes for `sample_random_leaves`' `samples` (leaf -> its buffer × 2^32): each
+    NTT of a sampled leaf under `nodes` (a Gaussian's or a ternary's ``.ntt()``), and each ring
+    product that reads a coefficient-domain leaf (the ternary v of v·b, which pass
+    inject_domains would transform there), read the NTT of the sample's buffer times 2^32
+    instead of the NTT of the product.  The NTT is linear, so the words are the same; but the
+    NTT is a ring kernel that fuses nothing, so the product before it was a kernel of its own,
+    a pass over the leaf (0.6-0.8 ms at N = 2^16 and 22-24 limbs: one per Gaussian row of
+    key generation, encryption's ternary), while after it the product fuses into the
+    elementwise kernel that reads the transform (e - a·s, v·b)."""
+    out: dict[Node, Node] = {}
+
+    def transform(leaf: Node) -> Node:  # the NTT of the sample's buffer
+        return Node(Op.NTT, DType.U32, (samples[leaf].src[0],))
+
+    def times_r(n: Node, leaf: Node) -> Node:  # n × 2^32, in the NTT domain of leaf's ring
+        (ring, _), device = leaf.arg, leaf.src[0].arg.device
+        return Node(Op.MUL, DType.U32, (n, const_node(1 << 32, ring, Domain.NTT, device)))
+
+    def coeff_leaf(n: Node) -> bool:
+        return n in samples and n.arg[1] is Domain.COEFF
+
+    seen: set[Node] = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n in seen or n in samples:
+            continue
+        seen.add(n)
+        if n.op is Op.NTT and coeff_leaf(n.src[0]):
+            out[n] = times_r(transform(n.src[0]), n.src[0])
+            continue
+        if n.op is Op.MUL and len(n.src) == 2 and coeff_leaf(n.src[0]) != coeff_leaf(n.src[1]) \
+                and required_domain(n) is Domain.NTT:
+            # v·x -> (NTT(v's buffer)·x)·2^32: the product by 2^32 goes after the product
+            # with x, into its kernel, also where the transform has other readers (v·b and
+            # v·a); the walk does not enter a substitute, so x gets its own samples here
+            leaf, x = n.src if coeff_leaf(n.src[0]) else n.src[::-1]
+            x = substitute_many([x], samples)[0]
+            src = (transform(leaf), x) if leaf is n.src[0] else (x, transform(leaf))
+            new = times_r(n.replace(src=src), leaf)
+            if need_spec(new) == need_spec(n):  # a product of two polynomials: NTT either way
+                out[n] = new
+                continue
+        stack.extend(n.src)
     return out
 
 

@@ -18,6 +18,94 @@
 static size_t ren_bconv_scratch_bytes(const i64 n, const i64 ls) {
   return (size_t)(ls * BCONV_STRIDE(n)) * sizeof(u32);
 }
+/* y's words of source row i, coefficients c0..c1-1: y_i = [x_i * qhat_i^-1]_{q_i} */
+static inline void bconv_y(u32* y, const u32* in, const i64 n, const i64 i, const i64 c0,
+                           const i64 c1, const u32* sq, const u32* sqn, const u32* qhi) {
+  const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
+  const u32* restrict xi = in + i * n;
+  u32* restrict yi = y + i * BCONV_STRIDE(n);
+#if REN_AVX512
+  if ((c1 - c0) % 16 == 0) {  /* in u64 lanes: the same words, fewer operations */
+    const v8q C = Q1(c), Q = Q1(qi), QN = Q1(qni);
+    for (i64 j = c0; j < c1; j += 16) ZST(yi + j, q_montmul16(ZLD(xi + j), C, Q, QN));
+    return;
+  }
+#endif
+  for (i64 j = c0; j < c1; ++j) yi[j] = montmul(xi[j], c, qi, qni);
+}
+
+/* output row d, coefficients c0..c1-1: sum_i y_i * M[d][i] (y_i < q_i, M < p) as 64-bit sums
+   of up to k terms, k * max(q_i) * p < 2^64: about 16 products per sum for 30-bit moduli (a sum
+   below p * 2^32, what one REDC takes, would allow 3).  A sum s = hi * 2^32 + lo is s * 2^-32 =
+   hi + lo * 2^-32 (mod p): REDC(hi * (2^32 mod p)) + REDC(lo), the same residue as one REDC of
+   a smaller sum, so every output is the canonical residue either way.  Coefficients go in
+   blocks of BCONV_BLOCK, so that every loop over them is a plain multiply-add that vectorizes.
+   Every word depends on its coefficient's y words alone: the same whatever the range. */
+static inline void bconv_sum(u32* out, const u32* in, const u32* y, const i64 n, const i64 LS,
+                             const i64 d, const i64 c0, const i64 c1, const u32* q,
+                             const u32* qn, const u32* bc, const i64* from, const u32 maxq) {
+  const i64 yn = BCONV_STRIDE(n);
+  const i64 k1 = (i64)(0xFFFFFFFFu / maxq);  /* terms whose sum one REDC takes */
+  u32* restrict o = out + d * n;
+  if (from[d] >= 0) {
+    memcpy(o + c0, in + from[d] * n + c0, (size_t)(c1 - c0) * sizeof(u32));
+    return;
+  }
+  const u32 p = q[d], pn = qn[d], rp = (u32)((1ull << 32) % p);
+  const u32* restrict row = bc + d * LS;
+  if (LS <= k1 && LS <= 3) {  /* one sum below p * 2^32: one pass, one REDC per coefficient */
+    const u32* restrict y0 = y;
+    const u32 m0 = row[0];
+    if (LS == 1) {
+      for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0, p, pn);
+    } else if (LS == 2) {
+      const u32* restrict y1 = y0 + yn; const u32 m1 = row[1];
+      for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1, p, pn);
+    } else {
+      const u32* restrict y1 = y0 + yn; const u32* restrict y2 = y1 + yn;
+      const u32 m1 = row[1], m2 = row[2];
+      for (i64 j = c0; j < c1; ++j)
+        o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2, p, pn);
+    }
+    return;
+  }
+  i64 k = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxq * p));
+  if (k < 1) k = 1;
+  if (k > 32) k = 32;
+#if REN_AVX512
+  const i64 f1 = q_room1(maxq, p, p);  /* words below maxq, table entries below p */
+  if ((c1 - c0) % 16 == 0 && f1 >= 1) {  /* the sums in registers, folded (q_sum16) */
+    const v8q P = Q1(p), PN = Q1(pn), RP = Q1(rp), Z0 = _mm512_setzero_si512();
+    const i64 f0 = q_room0(maxq, p);
+    i64 j = c0;
+    for (; j + 32 <= c1; j += 32)
+      q_sum32(o + j, Z0, Z0, Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP);
+    if (j < c1) ZST(o + j, q_sum16(Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP));
+    return;
+  }
+#endif
+  u64 acc[BCONV_BLOCK];
+  for (i64 j0 = c0; j0 < c1; j0 += BCONV_BLOCK) {
+    const i64 m = c1 - j0 < BCONV_BLOCK ? c1 - j0 : BCONV_BLOCK;
+    u32* restrict oj = o + j0;
+    for (i64 cs = 0; cs < LS; cs += k) {
+      const i64 c = LS - cs < k ? LS - cs : k;
+      const u32* restrict y0 = y + cs * yn + j0;
+      const u64 m0 = row[cs];
+      for (i64 j = 0; j < m; ++j) acc[j] = (u64)y0[j] * m0;
+      for (i64 i = 1; i < c; ++i) {
+        const u32* restrict yi = y0 + i * yn;
+        const u64 mi = row[cs + i];
+        for (i64 j = 0; j < m; ++j) acc[j] += (u64)yi[j] * mi;
+      }
+      for (i64 j = 0; j < m; ++j) {
+        const u32 r = redc64(acc[j], p, pn, rp);
+        oj[j] = cs == 0 ? r : modadd(oj[j], r, p);
+      }
+    }
+  }
+}
+
 /* both loops of a conversion, on the calling thread, or shared out by every thread of the team
    that calls it (orphaned worksharing: the barrier after the first loop orders y's rows before
    the sums read them) */
@@ -25,95 +113,62 @@ static void bconv_loops(u32* out, const u32* in, u32* y, const i64 n,
                         const i64 LS, const i64 LD, const i64 ps, const i64 ys, const u32* sq,
                         const u32* sqn, const u32* qhi, const u32* q, const u32* qn,
                         const u32* bc, const i64* from, const u32 maxq) {
-  const i64 yn = BCONV_STRIDE(n);
   if (y != NULL) {
     REN_OMP(for schedule(dynamic, 1) nowait)
     for (i64 task = 0; task < LS * ys; ++task) {
-      const i64 i = task / ys, c0 = (task % ys) * (n / ys), c1 = c0 + n / ys;
-      const u32 qi = sq[i], qni = sqn[i], c = qhi[i];
-      const u32* restrict xi = in + i * n;
-      u32* restrict yi = y + i * yn;
-#if REN_AVX512
-      if ((c1 - c0) % 16 == 0) {  /* in u64 lanes: the same words, fewer operations */
-        const v8q C = Q1(c), Q = Q1(qi), QN = Q1(qni);
-        for (i64 j = c0; j < c1; j += 16) ZST(yi + j, q_montmul16(ZLD(xi + j), C, Q, QN));
-        continue;
-      }
-#endif
-      for (i64 j = c0; j < c1; ++j) yi[j] = montmul(xi[j], c, qi, qni);
+      const i64 i = task / ys, c0 = (task % ys) * (n / ys);
+      bconv_y(y, in, n, i, c0, c0 + n / ys, sq, sqn, qhi);
     }
     ren_sync();  /* y's rows before the sums read them */
   }
-  /* sum_i y_i * M[d][i] (y_i < q_i, M < p) as 64-bit sums of up to k terms, k * max(q_i) * p
-     < 2^64: about 16 products per sum for 30-bit moduli (a sum below p * 2^32, what one REDC
-     takes, would allow 3).  A sum s = hi * 2^32 + lo is s * 2^-32 = hi + lo * 2^-32 (mod p):
-     REDC(hi * (2^32 mod p)) + REDC(lo), the same residue as one REDC of a smaller sum, so every
-     output is the canonical residue either way.  Coefficients go in blocks of BCONV_BLOCK, so
-     that every loop over them is a plain multiply-add that vectorizes. */
-  const i64 k1 = (i64)(0xFFFFFFFFu / maxq);  /* terms whose sum one REDC takes */
   /* across output limbs (and pieces of them): each reads all LS input rows */
   REN_OMP(for schedule(dynamic, 1) nowait)
   for (i64 task = 0; task < LD * ps; ++task) {
-    const i64 d = task / ps, c0 = (task % ps) * (n / ps), c1 = c0 + n / ps;
-    u32* restrict o = out + d * n;
-    if (from[d] >= 0) {
-      memcpy(o + c0, in + from[d] * n + c0, (size_t)(c1 - c0) * sizeof(u32));
-      continue;
-    }
-    const u32 p = q[d], pn = qn[d], rp = (u32)((1ull << 32) % p);
-    const u32* restrict row = bc + d * LS;
-    if (LS <= k1 && LS <= 3) {  /* one sum below p * 2^32: one pass, one REDC per coefficient */
-      const u32* restrict y0 = y;
-      const u32 m0 = row[0];
-      if (LS == 1) {
-        for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0, p, pn);
-      } else if (LS == 2) {
-        const u32* restrict y1 = y0 + yn; const u32 m1 = row[1];
-        for (i64 j = c0; j < c1; ++j) o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1, p, pn);
-      } else {
-        const u32* restrict y1 = y0 + yn; const u32* restrict y2 = y1 + yn;
-        const u32 m1 = row[1], m2 = row[2];
-        for (i64 j = c0; j < c1; ++j)
-          o[j] = redc((u64)y0[j] * m0 + (u64)y1[j] * m1 + (u64)y2[j] * m2, p, pn);
-      }
-      continue;
-    }
-    i64 k = (i64)(0xFFFFFFFFFFFFFFFFull / ((u64)maxq * p));
-    if (k < 1) k = 1;
-    if (k > 32) k = 32;
-#if REN_AVX512
-    const i64 f1 = q_room1(maxq, p, p);  /* words below maxq, table entries below p */
-    if ((c1 - c0) % 16 == 0 && f1 >= 1) {  /* the sums in registers, folded (q_sum16) */
-      const v8q P = Q1(p), PN = Q1(pn), RP = Q1(rp), Z0 = _mm512_setzero_si512();
-      const i64 f0 = q_room0(maxq, p);
-      i64 j = c0;
-      for (; j + 32 <= c1; j += 32)
-        q_sum32(o + j, Z0, Z0, Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP);
-      if (j < c1) ZST(o + j, q_sum16(Z0, Z0, f0, y + j, yn, row, 1, LS, f1, P, PN, RP));
-      continue;
-    }
-#endif
-    u64 acc[BCONV_BLOCK];
-    for (i64 j0 = c0; j0 < c1; j0 += BCONV_BLOCK) {
-      const i64 m = c1 - j0 < BCONV_BLOCK ? c1 - j0 : BCONV_BLOCK;
-      u32* restrict oj = o + j0;
-      for (i64 cs = 0; cs < LS; cs += k) {
-        const i64 c = LS - cs < k ? LS - cs : k;
-        const u32* restrict y0 = y + cs * yn + j0;
-        const u64 m0 = row[cs];
-        for (i64 j = 0; j < m; ++j) acc[j] = (u64)y0[j] * m0;
-        for (i64 i = 1; i < c; ++i) {
-          const u32* restrict yi = y0 + i * yn;
-          const u64 mi = row[cs + i];
-          for (i64 j = 0; j < m; ++j) acc[j] += (u64)yi[j] * mi;
-        }
-        for (i64 j = 0; j < m; ++j) {
-          const u32 r = redc64(acc[j], p, pn, rp);
-          oj[j] = cs == 0 ? r : modadd(oj[j], r, p);
-        }
-      }
-    }
+    const i64 d = task / ps, c0 = (task % ps) * (n / ps);
+    bconv_sum(out, in, y, n, LS, d, c0, c0 + n / ps, q, qn, bc, from, maxq);
   }
+}
+
+/* the conversion by coefficient ranges (`pieces` of them), each task one range of every row:
+   its y words, then every output row's sums over it, so that the range's y words (LS rows of
+   n / pieces words, sized to stay in L2) are read from there by all LD sums, where the row
+   loops above read all of y (LS n words, megabytes at N = 2^16) from L3 once per output row;
+   and the tasks need no barrier between the loops (each reads only the y words it wrote) */
+static void bconv_ranges(u32* out, const u32* in, u32* y, const i64 n, const i64 LS,
+                         const i64 LD, const i64 pieces, const u32* sq, const u32* sqn,
+                         const u32* qhi, const u32* q, const u32* qn, const u32* bc,
+                         const i64* from, const u32 maxq) {
+  const i64 w = n / pieces;
+  REN_OMP(for schedule(dynamic, 1) nowait)
+  for (i64 t = 0; t < pieces; ++t) {
+    const i64 c0 = t * w, c1 = c0 + w;
+    if (y != NULL)
+      for (i64 i = 0; i < LS; ++i) bconv_y(y, in, n, i, c0, c1, sq, sqn, qhi);
+    for (i64 d = 0; d < LD; ++d) bconv_sum(out, in, y, n, LS, d, c0, c1, q, qn, bc, from, maxq);
+  }
+}
+/* 0: every conversion takes the row loops (for tests and measurements: the words are the same) */
+static int ren_bconv_ranges_on = 1;
+void ren_cpu_set_bconv_ranges(int on) { ren_bconv_ranges_on = on != 0; }
+/* a range's y words at most (LS rows of a range): well inside a core's L2 beside the output
+   rows' ranges the sums write */
+#define BCONV_RANGE_BYTES (256 << 10)
+#define BCONV_RANGE_MIN 1024  /* words of a range at least (a multiple of 32: q_sum32) */
+/* the ranges bconv_ranges takes on T threads: 0 (the row loops) when all of y fits in
+   BCONV_RANGE_BYTES (N = 2^12: it stays in L2 anyway) or there would be fewer than 4 T ranges
+   of BCONV_RANGE_MIN words or more (too few tasks to share out evenly); a power of two, so 2
+   threads take equal shares, where whole rows left one thread a row more for an odd L_dst */
+static i64 bconv_ranges_for(const i64 n, const i64 LS, const i64 T) {
+  if (!ren_bconv_ranges_on || n % BCONV_RANGE_MIN != 0) return 0;
+  i64 w = n;
+  while (w > BCONV_RANGE_MIN && (size_t)(LS * w) * sizeof(u32) > BCONV_RANGE_BYTES) w >>= 1;
+  if (w == n) return 0;
+  while (w > BCONV_RANGE_MIN && n / w < 4 * T) w >>= 1;
+  return n / w >= 4 * T ? n / w : 0;
+}
+/* for tests: the ranges a conversion of LS rows of n words takes on T threads (0: row loops) */
+long long ren_cpu_bconv_ranges(long long n, long long LS, long long T) {
+  return bconv_ranges_for(n, LS, T < 1 ? 1 : T);
 }
 
 void ren_cpu_bconv(void** a) {
@@ -140,13 +195,22 @@ void ren_cpu_bconv(void** a) {
      rows to convert: LS n words; the sums: LD LS n) reaches REN_PAR_MIN_WORK */
   const int team = (convert && LS * ys > 1 && LS * n >= REN_PAR_MIN_WORK) ||
                    (LD * ps > 1 && LD * LS * n >= REN_PAR_MIN_WORK);
-  (void)team;
+  const i64 T = in_team ? ren_team_threads() : team ? ren_threads : 1;
+  const i64 ranges = bconv_ranges_for(n, LS, T);
   if (in_team) {  /* the runner's barrier follows: y stays the team's */
-    bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+    if (ranges > 0)
+      bconv_ranges(out, in, y, n, LS, LD, ranges, sq, sqn, qhi, q, qn, bc, from, maxq);
+    else
+      bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
     return;
   }
   REN_OMP(parallel num_threads(ren_threads) if(ren_threads > 1 && team))
-  bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+  {
+    if (ranges > 0)
+      bconv_ranges(out, in, y, n, LS, LD, ranges, sq, sqn, qhi, q, qn, bc, from, maxq);
+    else
+      bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+  }
   free(y);
 }
 

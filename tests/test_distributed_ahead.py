@@ -1,12 +1,14 @@
-"""ren.distributed.worker.decode_ahead: a packed group's inputs read in place are decoded
-before its first replay (the same words, in order); the others, and one that fails, are left to
-their turn, which raises naming the input."""
+"""ren.distributed.worker: a packed group's inputs read in place are decoded, and its results
+in pool slots encoded, on the wire thread beside the replays (`decode_aside`, `_run_group`): the
+same words, in order; the other inputs, and one whose decode fails, are left to their turn,
+which raises naming the input; a group that fails frees the slots of the results it encoded."""
 
 from __future__ import annotations
 
 import gc
 import os
 import pickle
+import threading
 
 import pytest
 
@@ -16,6 +18,7 @@ from ckks_helpers import context
 
 from ren.ckks import Evaluator, dumps
 from ren.distributed import shm
+from ren.distributed.errors import SlotTakenError
 from ren.distributed.wire import Codec, Sealed
 from ren.distributed.worker import Program, decode_ahead, run_item
 from ren.errors import SerializationError
@@ -67,8 +70,9 @@ def test_inputs_read_in_place_are_decoded_ahead_and_the_others_left(ckks, job):
     shm.release([*borrowed, broken])
 
 
+@pytest.mark.parametrize("aside", [False, True])
 def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, job,
-                                                                         monkeypatch):
+                                                                         monkeypatch, aside):
     """A group of replays into pool slots: its inputs decoded once each (ahead), its results
     encoded after the replays, in their slots without a copy, the same words; a corrupted
     input fails in its turn, and the slot the replay before it wrote is freed with the
@@ -80,19 +84,22 @@ def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, 
     decoded, copies = [], []
     real, fill = Codec.decode, shmslots._Slot.fill
 
+    decoders: list[bool] = []
+
     def counting(self, tree):
         if isinstance(tree, Sealed):
             decoded.append(tree)
+            decoders.append(threading.current_thread().name.startswith("ren-wire"))
         return real(self, tree)
 
     monkeypatch.setattr(Codec, "decode", counting)
     from ren.distributed import worker
 
-    steps: list[str] = []
+    steps: list[tuple[str, str]] = []
 
     def noting(fn, step):
         def wrapped(*a, **k):
-            steps.append(step)
+            steps.append((step, threading.current_thread().name))
             return fn(*a, **k)
         return wrapped
 
@@ -112,13 +119,17 @@ def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, 
         return run_item([0] * len(items), items, list(range(len(items))),
                         context_key="ren-context-ahead2", context_blob=ctx,
                         program_key="ren-program-ahead2", program_blob=blob, group=True,
-                        shm=(job, 0))
+                        shm=(job, 0), aside=aside)
 
     items = [shm.receive(codec.encode(ct, "ct", writer).header()) for ct in cts]
     copies.clear()
     out = run(items)
-    assert steps == ["run"] * 3 + ["encode"] * 3  # the results encoded after the replays
-    assert len(decoded) == 3  # each input once: ahead, not again in its turn
+    # the replays on this thread, then the encodes in a row; the decodes on the wire thread
+    # with aside, else on this one; each input and result once
+    here = threading.current_thread().name
+    assert steps == [("run", here)] * 3 + [("encode", here)] * 3
+    assert decoders == [True] * 3 if aside else decoders == [False] * 3
+    assert len(decoded) == 3  # each input once: aside, not again in its turn
     assert copies == [] and all(isinstance(w, shm.Shared) for w, _ in out)  # in their slots
     assert all(t["decode"] >= 0 and t["encode"] >= 0 for _, t in out)
     assert [dumps(real(codec, w)) for w, _ in out] == want
@@ -136,3 +147,47 @@ def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, 
     for n in pools:  # every slot free again: the inputs' released, the result's dropped
         with open(os.path.join(shm.SHM_DIR, n), "rb") as f:
             assert f.read(8) == bytes(8), n
+
+
+def _pool_slots_free(job: str) -> list[str]:
+    """The names of this client's pool slots that are taken (their state word not 0)."""
+    taken = []
+    for n in os.listdir(shm.SHM_DIR):
+        if n.startswith(job.rsplit("-", 1)[0]) and "-pool-" in n:
+            with open(os.path.join(shm.SHM_DIR, n), "rb") as f:
+                if f.read(8) != bytes(8):
+                    taken.append(n)
+    return taken
+
+
+@pytest.mark.parametrize("aside", [False, True])
+def test_a_group_whose_encode_fails_frees_the_slots_of_the_results_it_encoded(ckks, job,
+                                                                              monkeypatch,
+                                                                              aside):
+    """A result's encode on the wire thread that fails (its input's slot taken back, say)
+    fails the group naming that input, and the results encoded before and after it give
+    their pool slots back: none of them is sent."""
+    import ren
+    from ren.distributed import worker
+
+    codec = Codec()
+    cts = [ckks.encrypt([0.5]), ckks.encrypt([-0.25]), ckks.encrypt([0.75])]
+    fn = ren.jit(_doubled)
+    fn(cts[0])  # (captured)
+    blob = pickle.dumps(Program(plans=[fn.plan_for(cts[0])]))
+    codec.register(cts[0].params)
+    ctx = {"params": list(codec.params.values()), "keys": None, "has_keys": False}
+    writer = shm.Segments(job, 0, pooled=True, borrow=True)
+    items = [shm.receive(codec.encode(ct, "ct", writer).header()) for ct in cts]
+    real = worker.borrowed_intact
+    monkeypatch.setattr(worker, "borrowed_intact", lambda item: item is not items[1] and
+                        real(item))
+    with pytest.raises(SlotTakenError) as info:
+        run_item([0] * 3, items, [0, 1, 2], context_key="ren-context-ahead3",
+                 context_blob=ctx, program_key="ren-program-ahead3", program_blob=blob,
+                 group=True, shm=(job, 0), aside=aside)
+    assert info.value.ren_input == 1
+    shm.release(items)
+    del info
+    gc.collect()
+    assert _pool_slots_free(job) == []

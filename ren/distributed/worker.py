@@ -270,9 +270,9 @@ def wire_thread() -> ThreadPoolExecutor:
     2^14, 64 inputs, 1 worker on a loaded 2-core machine, CPU per ciphertext): the task
     thread's time outside the replay 0.45-0.49 -> 0.28 ms (the decode's checksum, range
     checks and Python), for ~0.23 ms on the wire thread.  Encoding the results there too cut
-    it to 0.20-0.25 ms but cost 0.59-0.76 ms on the wire thread (the result's pages, just
-    written by the replay, come over from the other core's cache), so results are encoded
-    on the task thread, in a row after the group's replays."""
+    it to 0.20-0.25 ms, but the wire thread then took 0.59-0.76 ms (an encode there 0.29-0.39
+    ms, against 0.15-0.17 in a row on the replay's core, whose cache holds the result's
+    pages), so results are encoded on the task thread, in a row after the group's replays."""
     global _wire
     with _wire_lock:
         if _wire is None or _wire[0] != os.getpid():  # (a forked child has no thread)

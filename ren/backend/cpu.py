@@ -2,10 +2,11 @@
 
 * Elementwise kernels are rendered by the C-family renderer in its plain `C` dialect
   (`ren.backend.render_c`: one loop nest, limbs outside, coefficients inside) and compiled with
-  ``cc -O2 -march=native`` (`cpu_build.kernel_flags`; the ring library keeps ``-O3``) plus
-  the vector path's flags (and ``-fopenmp`` when the compiler has it) into one shared library
-  per batch: `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run (or
-  one per core, side by side: `_split`).
+  ``cc -O1 -ftree-vectorize -march=native``, the rendered ring programs (RANDOM) with ``-O2``
+  (`cpu_build.kernel_flags` per `cpu_build.kernel_kind`; the ring library keeps ``-O3``) plus
+  the vector path's flags (and ``-fopenmp`` when the compiler has it) into shared libraries:
+  `CpuDevice.prepare` compiles every kernel of a schedule in one compiler run per kind (or
+  several per kind, one per core: `_split`), all side by side.
 * Ring kernels are the compiled library `cpu_ring.c` (NTT/INTT with Harvey's lazy butterflies
   and Shoup twiddles — AVX-512 or AVX2 when the path has it —, fast basis conversion and exact
   rescale (`cpu_ring_rns.c`), TO_RNS by Shoup products per packed word: `cpu_ring_to_rns.c`,
@@ -82,10 +83,12 @@ from ren.backend import Device, KernelFn, cpu_calls, cpu_sampling
 from ren.backend.c_host import HostRunner, compiler, host_function
 from ren.backend.cpu_build import (
     CPU_FLAGS,
+    KERNEL_KINDS,
     available_isas,
     cpu_flags,
     isa_flags,
     kernel_flags,
+    kernel_kind,
     resolve_isa,
     source_head,
 )
@@ -167,6 +170,14 @@ def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Prog
 
 
 
+def _kind(program: Program) -> str:
+    """The kind (`cpu_build.KERNEL_KINDS`) a program is compiled as: its kernels' (a rendered
+    program's kernels are all of one kind; a mixed one would take the slower-to-build
+    ``hosted`` flags, and its elementwise kernels then miss the index: rebuilt, never wrong)."""
+    kinds = {kernel_kind(k.name) for k in program.kernels}
+    return "elementwise" if kinds == {"elementwise"} else "hosted"
+
+
 def library_call(call: RingCall, isa: str | None = None,
                  lib: ctypes.CDLL | None = None) -> CpuCall | None:
     """The library CpuCall of a ring call on path `isa` (default: `resolve_isa()`), or None for
@@ -211,7 +222,10 @@ class CpuDevice(Device):
         super().__init__(name, HOST)
         tune_allocator()
         self.isa = resolve_isa(isa)
-        self.flags = kernel_flags(self.isa)  # -O2: the generated kernels (cpu_build)
+        #: the flags of each kind of generated kernel (`cpu_build.kernel_flags`), and `flags`
+        #: the elementwise kernels' (most of them)
+        self.kind_flags = {kind: kernel_flags(self.isa, kind) for kind in KERNEL_KINDS}
+        self.flags = self.kind_flags["elementwise"]
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address
         self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (RANDOM)
         self.compiler_runs = 0
@@ -220,10 +234,11 @@ class CpuDevice(Device):
         self._libs: OrderedDict[int, tuple[ctypes.CDLL, list[str]]] = OrderedDict()
         self._build_lock = threading.RLock()
         # what a kernel index entry is valid for: the library head (with the C dialect's
-        # prelude and helpers, which the kernels inline or call), flags, compiler
-        head = source_head(self.isa) + LIBRARY_HEADER + C.prelude + CORE_HELPERS
-        self._index_context = hashlib.sha256(
-            "\0".join([head, *self.flags, *compiler()]).encode()).hexdigest()
+        # prelude and helpers, which the kernels inline or call), compiler, and the flags of
+        # the kernel's kind (`_index_context`)
+        self._context_head = [source_head(self.isa) + LIBRARY_HEADER + C.prelude + CORE_HELPERS,
+                              *compiler()]
+        self._contexts: dict[tuple[str, ...], str] = {}
         # programs `prepare` rendered, by item key, for `build` to take instead of rendering again
         self._rendered: dict[Any, Program] = {}
         #: this device's ring library (its path resolved once, here)
@@ -294,6 +309,29 @@ class CpuDevice(Device):
             self._rendered.update(rendered)
         return self._load(programs)
 
+    def _index_context(self, kind: str) -> str:
+        """The kernel index context of kind `kind`'s kernels: the head, the compiler and the
+        kind's flags, so that an index entry never hands out a library built with other flags."""
+        flags = self.kind_flags[kind]
+        context = self._contexts.get(flags)
+        if context is None:
+            context = hashlib.sha256("\0".join([*self._context_head, "flags", *flags])
+                                     .encode()).hexdigest()
+            self._contexts[flags] = context
+        return context
+
+    def _units(self, programs: list[Program],
+               fresh: dict[str, CKernel]) -> list[tuple[str, list[Program]]]:
+        """The compiler runs of `programs` (those with a kernel in `fresh`): (kind, unit) — each
+        kind's programs (`_kind`) split by `_split`, as its kernels get their own flags."""
+        out: list[tuple[str, list[Program]]] = []
+        for kind in KERNEL_KINDS:
+            group = [p for p in programs if _kind(p) == kind]
+            if group:
+                mine = {n: k for n, k in fresh.items() if kernel_kind(n) == kind}
+                out += [(kind, unit) for unit in _split(group, mine)]
+        return out
+
     def _load(self, programs: list[Program]) -> int:
         with self._build_lock:
             known = self.entries.keys() | self.hosted.keys()
@@ -310,23 +348,24 @@ class CpuDevice(Device):
                 self._evict()
                 return 0
             todo = [p for p in programs if any(k.name in fresh for k in p.kernels)]
-            units = _split(todo, fresh)
-            sources = [self._unit_source(unit, fresh) for unit in units]
-            if len(sources) == 1:
-                paths = [cached_library(sources[0], self.flags, folder)]
+            units = self._units(todo, fresh)
+            jobs = [(self._unit_source(unit, fresh), self.kind_flags[kind])
+                    for kind, unit in units]
+            if len(jobs) == 1:
+                paths = [cached_library(jobs[0][0], jobs[0][1], folder)]
             else:  # one compiler process per unit, side by side (each builds its own library)
-                with ThreadPoolExecutor(len(sources)) as pool:
-                    paths = list(pool.map(lambda src: cached_library(src, self.flags, folder),
-                                          sources))
+                with ThreadPoolExecutor(len(jobs)) as pool:
+                    paths = list(pool.map(lambda job: cached_library(job[0], job[1], folder),
+                                          jobs))
             self.compiler_runs += 1
             done: set[str] = set()  # a kernel two units compile is taken from the first
-            for unit, path in zip(units, paths, strict=True):
+            for (kind, unit), path in zip(units, paths, strict=True):
                 lib = open_kernel_library(path)
                 names = [n for n in dict.fromkeys(k.name for p in unit for k in p.kernels)
                          if n in fresh and n not in done]
                 done.update(names)
                 self._register(lib, names, fresh)
-                index_library(folder, names, path, self._index_context)
+                index_library(folder, names, path, self._index_context(kind))
             self._evict()
             return len(fresh)
 
@@ -353,7 +392,7 @@ class CpuDevice(Device):
         by_library: dict[str, list[str]] = {}
         verified: dict[str, bool] = {}
         for name in fresh:
-            so = indexed_library(folder, name, self._index_context, verified)
+            so = indexed_library(folder, name, self._index_context(kernel_kind(name)), verified)
             if so is not None:
                 by_library.setdefault(so, []).append(name)
         left = dict(fresh)

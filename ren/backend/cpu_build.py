@@ -7,15 +7,25 @@
 * The vector path (`ren.backend.cpu_isa` chooses it): `available_isas()` and `resolve_isa()` add
   to the CPU's features the question whether the compiler builds with the path's flags;
   `isa_flags(isa)` is the base flags followed by the path's.
-* `kernel_flags(isa)`: the flags of the *generated* (elementwise) kernel libraries — the path's
-  flags with ``-O3`` replaced by `KERNEL_OPT`: ``-O2`` plus the optimizations ``-O3`` adds (its
-  vectorizer cost model, loop unswitching, peeling, versioning ...), without ``-O3``'s larger
-  inlining and unrolling budgets.  A cold first call spends most of its time in the compiler (a
-  bootstrapping compiles ~330 kernels): these flags take ~0.7-0.77x ``-O3``'s compiler CPU.  In an
-  A/B of an n16-shaped bootstrapping's replay at N = 2^14 (per-kernel profiles, noisy machine)
-  they ran 0.994x ``-O3``'s kernel time; plain ``-O2`` (~0.45x the compiler CPU) ran its
-  heaviest product-sum kernels ~17 % slower (the replay 1.5-5 %), and ``-O1`` 5x slower.  The
-  fixed ring library (`cpu_ring.c`, compiled once per install) keeps ``-O3``.
+* `kernel_flags(isa, kind)`: the flags of the *generated* kernel libraries — the path's flags
+  with ``-O3`` replaced by the kind's `KERNEL_OPT`.  A cold first call spends most of its time in
+  the compiler (a bootstrapping compiles ~330 kernels), so each kind gets the cheapest level that
+  keeps its code as fast, chosen from what the kernel is (`kernel_kind`: its name says it), not
+  from how long it runs:
+
+  - ``elementwise`` (``ren_ew_*``: one plain loop nest over limbs and coefficients, its helpers
+    ``static inline``): ``-O1`` with the loop vectorizer — half ``-O2``'s compiler CPU (n16 shape:
+    3.19 -> 1.64 s, kernels compiled one by one), the replay's kernels as fast (per-kernel minima
+    at N = 2^14, fast and lean modes: within ±2 % in total).  ``-O1`` alone is scalar, 5x slower.
+  - ``hosted`` (a rendered ring program, i.e. RANDOM: a CUDA-style kernel run per element by a
+    grid loop through thread-local indices): ``-O2`` plus the optimizations ``-O3`` adds (its
+    vectorizer cost model, loop unswitching, peeling, versioning ...) without ``-O3``'s larger
+    inlining and unrolling budgets.  It needs ``-O2``'s inliner: at ``-O1`` the grid loop calls
+    the kernel, and ``__tls_get_addr``, once per element, which made the lean mode's replay (a
+    RANDOM per regenerated key half) spend 2.0x as long in them (N = 2^14: 1.28 -> 2.58 s; n16
+    lean 15.3 -> ~22 s).  They are few and small, so their level costs the compiler little.
+
+  The fixed ring library (`cpu_ring.c`, compiled once per install) keeps ``-O3``.
 """
 
 from __future__ import annotations
@@ -132,21 +142,36 @@ def isa_flags(isa: str) -> tuple[str, ...]:
     return cpu_flags() + cpu_isa.isa_flags(isa)
 
 
-#: what replaces -O3 in the generated kernel libraries' flags (`kernel_flags`; module docstring)
-KERNEL_OPT: tuple[str, ...] = (
-    "-O2", "-fgcse-after-reload", "-fipa-cp-clone", "-floop-interchange",
-    "-floop-unroll-and-jam", "-fpeel-loops", "-fpredictive-commoning", "-fsplit-loops",
-    "-fsplit-paths", "-ftree-loop-distribution", "-ftree-partial-pre", "-funswitch-loops",
-    "-fvect-cost-model=dynamic", "-fversion-loops-for-strides")
+#: what replaces -O3 in the flags of each kind of generated kernel (`kernel_flags`; module
+#: docstring says why each level)
+KERNEL_OPT: dict[str, tuple[str, ...]] = {
+    "elementwise": ("-O1", "-ftree-vectorize", "-fvect-cost-model=dynamic"),
+    "hosted": (
+        "-O2", "-fgcse-after-reload", "-fipa-cp-clone", "-floop-interchange",
+        "-floop-unroll-and-jam", "-fpeel-loops", "-fpredictive-commoning", "-fsplit-loops",
+        "-fsplit-paths", "-ftree-loop-distribution", "-ftree-partial-pre", "-funswitch-loops",
+        "-fvect-cost-model=dynamic", "-fversion-loops-for-strides"),
+}
+#: the kinds of generated kernel, each compiled in its own libraries with its own flags
+KERNEL_KINDS: tuple[str, ...] = tuple(KERNEL_OPT)
 
 
-def kernel_flags(isa: str) -> tuple[str, ...]:
-    """The flags of every generated (elementwise) kernel library compiled for path `isa`:
-    `isa_flags(isa)` with ``-O3`` replaced by `KERNEL_OPT` (the kernels as fast, ~0.7-0.77x the
-    compiler time).  Part of every such library's cache key, as all flags are.  A compiler
-    that rejects one of them (another compiler as CC, an old GCC) gets `isa_flags` as they are."""
+def kernel_kind(name: str) -> str:
+    """The kind (`KERNEL_KINDS`) of the generated kernel named `name`: ``elementwise`` for the
+    elementwise kernels (``ren_ew_<hash>``, called through ``ren_cpu_<name>``), ``hosted`` for
+    the rest (rendered ring programs run by their grid wrappers: RANDOM)."""
+    return "elementwise" if name.startswith("ren_ew_") else "hosted"
+
+
+def kernel_flags(isa: str, kind: str = "elementwise") -> tuple[str, ...]:
+    """The flags of every generated kernel library of kind `kind` (`KERNEL_KINDS`) compiled for
+    path `isa`: `isa_flags(isa)` with ``-O3`` replaced by ``KERNEL_OPT[kind]``.  Part of every
+    such library's cache key (and of the kernel index's context), as all flags are, so kinds
+    never share a library.  A compiler that rejects one of them (another compiler as CC, an old
+    GCC) gets `isa_flags` as they are."""
     full = isa_flags(isa)
-    flags = tuple(g for f in full for g in (KERNEL_OPT if f == "-O3" else (f,)))
+    opt = KERNEL_OPT[kind]
+    flags = tuple(g for f in full for g in (opt if f == "-O3" else (f,)))
     cc = find_cc()
     return flags if cc is not None and _flags_build(cc, flags) else full
 
@@ -157,5 +182,5 @@ def source_head(isa: str) -> str:
     return host_tag() + cpu_isa.isa_tag(isa)
 
 
-__all__ = ["CPU_FLAGS", "KERNEL_OPT", "available_isas", "cpu_flags", "host_tag", "isa_flags",
-           "kernel_flags", "resolve_isa", "source_head"]
+__all__ = ["CPU_FLAGS", "KERNEL_KINDS", "KERNEL_OPT", "available_isas", "cpu_flags", "host_tag",
+           "isa_flags", "kernel_flags", "kernel_kind", "resolve_isa", "source_head"]

@@ -246,18 +246,23 @@ def threads_timed(fn: Callable[[], Any], reps: int, name: str, threads: int, war
     A thread that ends within a run is not counted (Ren's OpenMP team and pools live on)."""
     samples: list[tuple[float, float]] = []
     waits: list[float] = []
+    walls: list[float] = []
 
     def run() -> Any:
         before, waited, t0 = thread_cpu(), run_queue_wait(), time.perf_counter()
         out = fn()
         wall, after = time.perf_counter() - t0, run_queue_wait()
+        walls.append(wall)
         used = [cpu - before.get(tid, 0.0) for tid, cpu in thread_cpu().items()]
         samples.append((sum(used), max(used, default=0.0)))
         if waited is not None and after is not None and wall > 0:
             waits.append(min(1.0, (after - waited) / wall))
         return out
 
-    result = timed(run, reps, warmup)
+    (_, cpu), out = timed(run, reps, warmup)
+    # each run's own wall: `timed`'s would also count the /proc reads around fn (~0.3 ms a
+    # run with Ren's ~9 threads, the same at every thread count, so it flattened the ratios)
+    result = (walls[-reps:], cpu), out
     # (extended: --rounds pools every round's samples)
     THREAD_CPU.setdefault((name, threads), []).extend(samples[max(1, warmup):])
     if len(waits) == len(samples):

@@ -193,3 +193,22 @@ def test_cli_rounds_alternate_the_thread_counts(monkeypatch, capsys) -> None:
         with pytest.raises(SystemExit):
             bench.main(["--only", "ren", "--device", "cpu", *bad])
     assert "--rounds" in capsys.readouterr().err
+
+
+def test_the_timed_wall_is_the_op_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-thread CPU readings around each run (/proc, ~0.3 ms with Ren's threads) are not
+    in the wall it reports: they are the same at every thread count and would flatten the
+    ratios.  A reading made slow (20 ms) leaves a 5 ms op's walls near 5 ms."""
+    def slow_reading() -> dict[int, float]:
+        time.sleep(0.02)
+        return {}
+
+    monkeypatch.setattr(bench, "thread_cpu", slow_reading)
+    monkeypatch.setattr(bench, "run_queue_wait", lambda: None)
+    bench.THREAD_CPU.clear()
+    try:
+        (walls, cpu), out = bench.threads_timed(lambda: time.sleep(0.005) or 7, 3, "own", 2)
+        assert out == 7 and len(walls) == len(cpu) == 3
+        assert all(0.004 <= w < 0.015 for w in walls), walls
+    finally:
+        bench.THREAD_CPU.clear()

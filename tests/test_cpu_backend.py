@@ -18,6 +18,7 @@ import ctypes
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -329,8 +330,12 @@ def test_a_large_build_compiles_in_parallel_units(numpy_runs, monkeypatch, tmp_p
     dev = cpu.CpuDevice("cpu:split")
     before = c_host.compiler_invocations  # (the ring library may have been built just now)
     compiled = dev.prepare(items)
-    assert compiled >= 6 and c_host.compiler_invocations - before == 3
-    assert dev.compiler_runs == 1 and len(dev._libs) == 3
+    # one run per core for each kind of kernel (its own flags: cpu_build.kernel_kind), fewer
+    # for a kind with fewer than KERNELS_PER_UNIT new kernels a core
+    kinds = Counter(cpu_build.kernel_kind(n) for n in dev.entries.keys() | dev.hosted.keys())
+    units = sum(max(1, min(3, n // 2)) for n in kinds.values())
+    assert compiled >= 6 and c_host.compiler_invocations - before == units
+    assert dev.compiler_runs == 1 and len(dev._libs) == units
     names = [n for _, ns in dev._libs.values() for n in ns]
     assert len(names) == len(set(names)) == compiled
     assert set(names) == dev.entries.keys() | dev.hosted.keys()
@@ -345,7 +350,7 @@ def test_a_large_build_compiles_in_parallel_units(numpy_runs, monkeypatch, tmp_p
     with backend_override("python", open_cpu):
         got = {name: fn() for name, fn in PROGRAMS_UNDER_TEST.items()}
     assert all(same_words(got[n], want) for n, (want, _) in numpy_runs.items())
-    assert devices and all(len(d._libs) == 3 for d in devices if d.compiler_runs)
+    assert devices and all(len(d._libs) == units for d in devices if d.compiler_runs)
 
 
 def test_no_compiler_is_a_clear_error(monkeypatch):

@@ -18,7 +18,15 @@ from distributed_helpers import batch, square  # noqa: E402
 import ren.distributed.batch as batch_module  # noqa: E402
 import ren.distributed.grouping as grouping  # noqa: E402
 from ren.ckks import dumps  # noqa: E402
-from ren.distributed import DistributedError, TaskError, local_client, posts, shm, submit  # noqa: E402
+from ren.distributed import (  # noqa: E402
+    DistributedError,
+    TaskError,
+    local_client,
+    posts,
+    shm,
+    shmslots,
+    submit,
+)
 from ren.distributed.errors import SlotTakenError  # noqa: E402
 from ren.distributed.worker import Packed, run_item  # noqa: E402
 
@@ -176,3 +184,6 @@ def test_groups_decode_aside_only_where_a_core_is_free(ckks, slots, monkeypatch,
         assert [dumps(o) for o in outs] == [dumps(square(ct, keys=rlk)) for ct in cts]
         assert asked == [cores > 1] * 2
         assert list(c.run(_wire_thread_started).values()) == [cores > 1]
+        # the results were read through mappings of the worker's slots, kept for later jobs
+        assert [n for n in shmslots._results if n.startswith(shm.client_prefix())]
+    assert not shmslots._results  # dropped when the cluster closed

@@ -23,6 +23,7 @@ from ren.ring import RingSpec
 
 @pytest.fixture(autouse=True)
 def fresh():
+    gc.collect()  # (a buffer an earlier test left in a cycle comes back now, not mid-test)
     recycle.clear()
     yield
     recycle.clear()
@@ -101,3 +102,65 @@ def test_a_result_from_a_workers_slot_reuses_a_buffer_with_the_same_words():
         assert recycle.counts["reused"] > reused  # the second result: the first one's buffers
     finally:
         shm.end_job(job)
+
+
+@pytest.mark.skipif(shm.SHM_DIR is None, reason="needs a writable /dev/shm")
+def test_a_client_reads_results_through_a_mapping_it_keeps_while_the_slot_lives():
+    """The client copies a result out of a mapping of the worker's slot that it keeps: the same
+    words, read twice through one mapping, the slot freed through it; another file under the
+    slot's name is read, not the old mapping; a file cut short is a SerializationError; a
+    job's end drops the mappings of slots that are gone, not of live ones.  (The worker's slots
+    are copies of this process's pool slots under a worker's names: no pool slot is left taken
+    or cut short.)"""
+    import shutil
+
+    from ren.distributed import shmslots
+    from ren.errors import SerializationError
+
+    ckks = context(N=64, depth=3, scale_bits=30, first_bits=40, steps=(1,))
+    client = shm.client_prefix()
+    job = client + "-mapped"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    path, short = (os.path.join(shm.SHM_DIR, f"{client}-pool-1.{k}") for k in (0, 1))
+    name = os.path.basename(path)
+    codec = Codec()
+    writer = shm.Segments(job, 0, pooled=True)
+    cts = [ckks.encrypt([0.5, 0.125 * i]) for i in range(2)]
+    recs = [codec.encode(ct, "ct", writer) for ct in cts]
+
+    def as_worker(rec, to):  # a copy of the slot under a worker's name (a file of its own)
+        shutil.copyfile(os.path.join(shm.SHM_DIR, rec.name), to + ".tmp")
+        os.replace(to + ".tmp", to)
+        return {**rec.header(), "shm": os.path.basename(to)}
+
+    try:
+        header = as_worker(recs[0], path)
+        first = shm.receive(header)
+        mapped = shmslots._results[name]
+        again = shm.receive(header)  # (Dask may fetch a result twice): the same mapping
+        assert shmslots._results[name] is mapped
+        assert dumps(codec.decode(first)) == dumps(codec.decode(again)) == dumps(cts[0])
+        shm.release([first])  # through the mapping
+        with open(path, "rb") as f:
+            assert f.read(8) == bytes(8)
+        # another file under the name: read from it, not from the old mapping
+        back = shm.receive(as_worker(recs[1], path))
+        assert dumps(codec.decode(back)) == dumps(cts[1])
+        assert shmslots._results[name] is not mapped
+        # cut short under the mapping: refused, never read past the end
+        header = as_worker(recs[1], short)
+        shm.receive(header)  # (mapped)
+        os.truncate(short, recs[1].offsets[-1] + 8)
+        with pytest.raises(SerializationError, match="cut short"):
+            shm.receive(header)
+    finally:
+        if os.path.exists(short):
+            os.unlink(short)
+        for rec in recs:  # this process's own slots: read by their names, freed
+            shm.receive(rec.header())
+        shm.end_job(job)
+    # the job's end drops the mapping of a slot that is gone, keeps a live one for later jobs
+    assert name in shmslots._results and os.path.basename(short) not in shmslots._results
+    os.unlink(path)
+    shm.end_job(job)
+    assert not [n for n in shmslots._results if n.startswith(client + "-")]

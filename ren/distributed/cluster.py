@@ -366,6 +366,8 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
     if keep_broadcasts and _default_amm_policies(dask_config().get(AMM_POLICIES, None)):
         worker_config[AMM_POLICIES] = []  # (read by the scheduler, in this process)
     with contextlib.ExitStack() as stack:
+        # last, once the workers exited: the client's mappings of their result slots go too
+        stack.callback(_unmap_results)
         try:
             stack.enter_context(dask_config().set(worker_config))
             cluster = stack.enter_context(distributed.LocalCluster(**options))
@@ -381,6 +383,12 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
         if keep_broadcasts:
             keep_broadcasts_on(client)
         yield client
+
+
+def _unmap_results() -> None:
+    from ren.distributed import shmslots  # (lazily: it loads the wire formats)
+
+    shmslots.unmap_results(everything=True)
 
 
 def keep_broadcasts_on(client: Any) -> None:

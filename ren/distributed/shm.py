@@ -87,6 +87,7 @@ from ren.distributed.shmslots import (
     read_slot,
     release,
     remove_dead_pools,
+    unmap_results,
 )
 from ren.errors import SerializationError
 
@@ -207,6 +208,7 @@ def end_job(prefix: str | None) -> int:
     running = jobs_running(client)
     if not running:
         remove_dead_pools(client)
+        unmap_results(client)  # (of the slots of workers that are gone)
     gone = remove_prefix(prefix + "-")
     # and what processes killed meanwhile left (a killed client's files)
     reap(keep=client + "-pool-" if running else None)
@@ -286,6 +288,7 @@ __all__ = [
     "Segments", "Shared", "SlotPages", "borrow_slot", "borrowed_intact", "client_prefix", "end_job",
     "free_slot", "job_alive", "jobs_running", "lock_held", "map_segment", "min_bytes", "mode",
     "owner", "pool_for", "read_slot", "reap", "receive", "register_dask", "release",
-    "remove_dead_pools", "remove_prefix", "sees_marker", "start_job", "visible_workers",
+    "remove_dead_pools", "remove_prefix", "sees_marker", "start_job", "unmap_results",
+    "visible_workers",
     "write_segment",
 ]

@@ -1,5 +1,5 @@
-"""ren.distributed.worker: a packed group's inputs read in place are decoded, and its results
-in pool slots encoded, on the wire thread beside the replays (`decode_aside`, `_run_group`): the
+"""ren.distributed.worker: a packed group's inputs read in place are decoded before its first
+replay and its results in pool slots encoded after its last (`decode_ahead`, `_run_group`): the
 same words, in order; the other inputs, and one whose decode fails, are left to their turn,
 which raises naming the input; a group that fails frees the slots of the results it encoded."""
 
@@ -70,9 +70,8 @@ def test_inputs_read_in_place_are_decoded_ahead_and_the_others_left(ckks, job):
     shm.release([*borrowed, broken])
 
 
-@pytest.mark.parametrize("aside", [False, True])
 def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, job,
-                                                                         monkeypatch, aside):
+                                                                         monkeypatch):
     """A group of replays into pool slots: its inputs decoded once each (ahead), its results
     encoded after the replays, in their slots without a copy, the same words; a corrupted
     input fails in its turn, and the slot the replay before it wrote is freed with the
@@ -84,12 +83,9 @@ def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, 
     decoded, copies = [], []
     real, fill = Codec.decode, shmslots._Slot.fill
 
-    decoders: list[bool] = []
-
     def counting(self, tree):
         if isinstance(tree, Sealed):
             decoded.append(tree)
-            decoders.append(threading.current_thread().name.startswith("ren-wire"))
         return real(self, tree)
 
     monkeypatch.setattr(Codec, "decode", counting)
@@ -119,17 +115,15 @@ def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, 
         return run_item([0] * len(items), items, list(range(len(items))),
                         context_key="ren-context-ahead2", context_blob=ctx,
                         program_key="ren-program-ahead2", program_blob=blob, group=True,
-                        shm=(job, 0), aside=aside)
+                        shm=(job, 0))
 
     items = [shm.receive(codec.encode(ct, "ct", writer).header()) for ct in cts]
     copies.clear()
     out = run(items)
-    # the replays on this thread, then the encodes in a row; the decodes on the wire thread
-    # with aside, else on this one; each input and result once
+    # the replays, then the encodes in a row, all on this thread; each input and result once
     here = threading.current_thread().name
     assert steps == [("run", here)] * 3 + [("encode", here)] * 3
-    assert decoders == [True] * 3 if aside else decoders == [False] * 3
-    assert len(decoded) == 3  # each input once: aside, not again in its turn
+    assert len(decoded) == 3  # each input once: ahead, not again in its turn
     assert copies == [] and all(isinstance(w, shm.Shared) for w, _ in out)  # in their slots
     assert all(t["decode"] >= 0 and t["encode"] >= 0 for _, t in out)
     assert [dumps(real(codec, w)) for w, _ in out] == want
@@ -160,11 +154,9 @@ def _pool_slots_free(job: str) -> list[str]:
     return taken
 
 
-@pytest.mark.parametrize("aside", [False, True])
 def test_a_group_whose_encode_fails_frees_the_slots_of_the_results_it_encoded(ckks, job,
-                                                                              monkeypatch,
-                                                                              aside):
-    """A result's encode on the wire thread that fails (its input's slot taken back, say)
+                                                                              monkeypatch):
+    """A result's encode that fails (its input's slot taken back, say)
     fails the group naming that input, and the results encoded before and after it give
     their pool slots back: none of them is sent."""
     import ren
@@ -185,7 +177,7 @@ def test_a_group_whose_encode_fails_frees_the_slots_of_the_results_it_encoded(ck
     with pytest.raises(SlotTakenError) as info:
         run_item([0] * 3, items, [0, 1, 2], context_key="ren-context-ahead3",
                  context_blob=ctx, program_key="ren-program-ahead3", program_blob=blob,
-                 group=True, shm=(job, 0), aside=aside)
+                 group=True, shm=(job, 0))
     assert info.value.ren_input == 1
     shm.release(items)
     del info

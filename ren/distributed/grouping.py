@@ -45,7 +45,6 @@ in-process scheduler's comm writes 102 -> 62 per job, the worker's 27 -> 19).
 
 from __future__ import annotations
 
-import os
 import pickle
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,16 +104,6 @@ def make_groups(n: int, per_task: int, workers: int = 0) -> list[list[int]]:
         out.append(list(range(start, start + k)))
         start += k
     return out
-
-
-def host_cores() -> int:
-    """The cores this process may run on: on the path of shared memory its workers share
-    this machine (`Sender._submit_packed` asks them to work beside their replays when fewer
-    workers than cores share it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def window(workers: int, grouped: bool) -> int:
@@ -191,9 +180,6 @@ class Sender:
             self.placed[where] = self.placed.get(where, 0) + 1
             by_worker.setdefault(where, []).append(k)
         ck, pk = self.context_key, self.program_key
-        # a core no worker uses (the client's own work is a fraction of one): the workers
-        # decode and encode beside their replays (`ren.distributed.worker._run_group`)
-        aside = len(self.addresses) < host_cores()
         for where, ks in by_worker.items():
             futures = self.client.map(
                 run_item, [self.which[indices[k]] for k in ks],
@@ -201,7 +187,7 @@ class Sender:
                 [self.indices[indices[k]] for k in ks], key=[keys[k] for k in ks], pure=False,
                 workers=[where], allow_other_workers=True, context_key=ck,
                 context_blob=self.shared[ck], program_key=pk, program_blob=self.shared[pk],
-                keep=self.keep, group=True, shm=self.shm, aside=aside)
+                keep=self.keep, group=True, shm=self.shm)
             for k, f in zip(ks, futures):
                 self.where[f.key] = where
                 out[keys[k]] = (f, None, wire_bytes(wires[k]))
@@ -216,4 +202,4 @@ class Sender:
 
 __all__ = ["GROUPED_IN_FLIGHT_PER_WORKER", "IN_FLIGHT_PER_WORKER", "MAX_INPUTS_PER_TASK",
            "MAX_PACKED_BYTES", "MAX_TASK_BYTES", "TAPER", "TASKS_PER_WORKER", "Sender", "bytes_cap",
-           "host_cores", "inputs_per_task", "make_groups", "window"]
+           "inputs_per_task", "make_groups", "window"]

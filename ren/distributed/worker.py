@@ -32,7 +32,6 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,8 +153,7 @@ def realize_tree(tree: Any) -> None:
 def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
              context_blob: bytes, program_key: str, program_blob: bytes, keep: bool = False,
              group: bool = False, shm: tuple[str, int] | None = None,
-             decoded: tuple[Any, float] | None = None, later: bool = False,
-             aside: bool = False) -> Any:
+             decoded: tuple[Any, float] | None = None, later: bool = False) -> Any:
     """One input of a map job (module doc): (the wire result, timings in seconds), or the wire
     result alone with ``keep=True``.  With ``group=True`` the task carries several inputs
     (`plan_index`, `item` and `index` are lists of the same length) and returns the list of
@@ -163,10 +161,7 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
     ``ren_input``).  `shm`: the job's shared-memory prefix and smallest record
     (`ren.distributed.shm`): a result is written into segments while the client's job marker
     is here.  `decoded`: the input decoded already (`decode_ahead`) and the seconds it took;
-    `later`: a result in a pool slot is returned unencoded (`_Encode`, for a group).
-    `aside`: a group's inputs are decoded and its results encoded on the wire thread, beside
-    the replays (`_run_group`; the client asks for it where the machine has a core no worker
-    uses)."""
+    `later`: a result in a pool slot is returned unencoded (`_Encode`, for a group)."""
     if group:
         tune_allocator()  # (before the first decode; see below)
         item_post = item.post if isinstance(item, Packed) else ""
@@ -174,7 +169,7 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
             item = item.unpack(index)
         out = _run_group(plan_index, item, index, context_key=context_key,
                          context_blob=context_blob, program_key=program_key,
-                         program_blob=program_blob, keep=keep, shm=shm, aside=aside)
+                         program_blob=program_blob, keep=keep, shm=shm)
         post = item_post
         if post and shm is not None and not keep and posts.post(post, out, shm[0]):
             return posts.POSTED  # (the client takes `out` from the file: `ren.distributed.posts`)
@@ -220,22 +215,26 @@ def run_item(plan_index: Any, item: Any, index: Any, *, context_key: str,
 
 def _run_group(plan_index: list[Any], item: list[Any], index: list[Any], *, context_key: str,
                context_blob: bytes, program_key: str, program_blob: bytes, keep: bool,
-               shm: tuple[str, int] | None, aside: bool = False) -> list[Any]:
+               shm: tuple[str, int] | None) -> list[Any]:
     """The results of a packed group (`run_item` with ``group=True``), in order.  Its inputs
-    read in place are decoded in a row before their replays (`decode_aside`: on this thread,
-    or with `aside` on the process's wire thread while this one replays), and its results in
-    pool slots encoded in a row after all of them (`_Encode`).  A decode that fails is done
-    again in its turn here, which raises naming the input; the first failure in input order
-    raises, and the slots of the results encoded so far are freed (`_Encode.discard`: none
-    of the group's results is sent)."""
+    read in place are decoded in a row before the first replay (`decode_ahead`), and its
+    results in pool slots encoded in a row after the last one (`_Encode`).  A decode that
+    failed is done again in its turn, which raises naming the input; the first failure in
+    input order raises, and the slots of the results encoded so far are freed
+    (`_Encode.discard`: none of the group's results is sent).
+
+    Tried and not kept: decoding on a second thread of the worker beside the replays, where
+    a core is free (one worker on two cores).  It moved ~0.2 ms per N = 2^14 input off the
+    task thread, but the replays beside it ran slower: one process, a group of 14, 9
+    alternated runs on a quiet 2-core VM, the replay's CPU 4.43 -> 4.72 ms per input and
+    the group's wall 4.88 -> 5.01 ms per input."""
     where = worker_address()
-    pending = decode_aside(item, context_key, context_blob, aside)
+    ahead = decode_ahead(item, context_key, context_blob)
     out: list[Any] = []
     encodes: list[_Encode] = []
     try:
         for k, (p, one, i) in enumerate(zip(plan_index, item, index, strict=True)):
-            decoded = _settled(pending[k])
-            pending[k] = None  # (its Polys go with its turn)
+            decoded, ahead[k] = ahead[k], None  # (its Polys go with its turn)
             done = run_item(p, one, i, context_key=context_key, context_blob=context_blob,
                             program_key=program_key, program_blob=program_blob, keep=keep,
                             shm=shm, decoded=decoded, later=True)
@@ -251,54 +250,10 @@ def _run_group(plan_index: list[Any], item: list[Any], index: list[Any], *, cont
                 # view of the input's pages: its slot then goes when the last view goes)
                 release_slots(one)
     except BaseException:
-        for f in pending:
-            if f is not None:
-                f.cancel()
         for done in encodes:
             done.discard()
         raise
     return out
-
-
-_wire: tuple[int, ThreadPoolExecutor] | None = None
-_wire_lock = threading.Lock()
-
-
-def wire_thread() -> ThreadPoolExecutor:
-    """This process's one wire thread: it decodes a packed group's inputs beside the task
-    thread's replays (`_run_group` with ``aside``), on a core no replay uses.  Measured (N =
-    2^14, 64 inputs, 1 worker on a loaded 2-core machine, CPU per ciphertext): the task
-    thread's time outside the replay 0.45-0.49 -> 0.28 ms (the decode's checksum, range
-    checks and Python), for ~0.23 ms on the wire thread.  Encoding the results there too cut
-    it to 0.20-0.25 ms, but the wire thread then took 0.59-0.76 ms (an encode there 0.29-0.39
-    ms, against 0.15-0.17 in a row on the replay's core, whose cache holds the result's
-    pages), so results are encoded on the task thread, in a row after the group's replays."""
-    global _wire
-    with _wire_lock:
-        if _wire is None or _wire[0] != os.getpid():  # (a forked child has no thread)
-            _wire = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="ren-wire"))
-        return _wire[1]
-
-
-def _now(fn: Callable[..., Any], *args: Any) -> Future:
-    """`fn(*args)` run now, on this thread, as a done future (`decode_aside` without aside)."""
-    future: Future = Future()
-    try:
-        future.set_result(fn(*args))
-    except Exception as e:
-        future.set_exception(e)
-    return future
-
-
-def _settled(future: Future | None) -> tuple[Any, float] | None:
-    """A decode's (value, seconds), or None: none was started, or it failed (the input is
-    then decoded in its turn, which raises naming it)."""
-    if future is None:
-        return None
-    try:
-        return future.result()
-    except Exception:
-        return None
 
 
 @dataclass(frozen=True)
@@ -394,41 +349,28 @@ def _in_place(tree: Any) -> bool:
     return False
 
 
-def decode_aside(items: list[Any], context_key: str, context_blob: bytes, aside: bool = True
-                 ) -> list[Future | None]:
-    """A packed group's inputs decoded one after another, each a future of (the value, the
-    seconds it took); None for one left to its turn.  With `aside` on the wire thread
-    (`wire_thread`), beside the replays; else now, on this thread, before the first replay.
-    In a row either way: measured (N = 2^14, one process), a decode right after a replay on
-    the same thread took 0.49 ms (the replay had evicted the decoder's Python objects and
-    code from the caches), 0.19 ms in a row.  Only inputs read in place (`_in_place`): their
-    Polys are views of the slot's pages, so decoding them early holds no memory (a seeded
-    half, regenerated, or a copy would; the worker's memory must not grow).  A decode that
-    fails leaves the input to its turn, which raises in order, naming it."""
-    out: list[Future | None] = [None] * len(items)
+def decode_ahead(items: list[Any], context_key: str, context_blob: bytes
+                 ) -> list[tuple[Any, float] | None]:
+    """A packed group's inputs decoded one after another before the first replay, each with
+    the seconds it took; None for one left to its turn.  Measured (N = 2^14, one process):
+    a decode right after a replay took 0.49 ms (the replay had evicted the decoder's Python
+    objects and code from the caches), 0.19 ms in a row.  Only inputs read in place
+    (`_in_place`): their Polys are views of the slot's pages, so decoding them early holds no
+    memory (a seeded half, regenerated, or a copy would; the worker's memory must not grow).
+    An input whose decode fails is left to its turn, which raises in order, naming it."""
+    out: list[tuple[Any, float] | None] = [None] * len(items)
     try:
         codec = cached(context_key, context_blob, load_context).codec
     except Exception:
         return out  # (each task raises it in its turn)
-    run = wire_thread().submit if aside else _now
     for k, one in enumerate(items):
         if _in_place(one):
-            out[k] = run(_timed_decode, codec, one)
+            t0 = time.perf_counter()
+            try:
+                out[k] = (codec.decode(one), time.perf_counter() - t0)
+            except Exception:
+                continue
     return out
-
-
-def decode_ahead(items: list[Any], context_key: str, context_blob: bytes
-                 ) -> list[tuple[Any, float] | None]:
-    """A packed group's inputs decoded now, in a row (`decode_aside` on this thread): each
-    (the value, the seconds it took), or None for an input left to its turn (not read in
-    place, or its decode failed)."""
-    return [_settled(f) for f in decode_aside(items, context_key, context_blob, False)]
-
-
-def _timed_decode(codec: Codec, tree: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    value = codec.decode(tree)
-    return value, time.perf_counter() - t0
 
 
 class Timings(dict):
@@ -543,7 +485,6 @@ __all__ = [
     "cached",
     "clear_cache",
     "decode_ahead",
-    "decode_aside",
     "encode_result",
     "load_context",
     "load_item",
@@ -553,6 +494,5 @@ __all__ = [
     "save_item",
     "stats",
     "tune_allocator",
-    "wire_thread",
     "worker_address",
 ]

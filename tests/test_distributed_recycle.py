@@ -164,3 +164,44 @@ def test_a_client_reads_results_through_a_mapping_it_keeps_while_the_slot_lives(
     os.unlink(path)
     shm.end_job(job)
     assert not [n for n in shmslots._results if n.startswith(client + "-")]
+
+
+@pytest.mark.skipif(shm.SHM_DIR is None, reason="needs a writable /dev/shm")
+def test_a_finalizer_that_drops_the_mappings_mid_read_does_not_deadlock(monkeypatch):
+    """A garbage collection during a mapped read may run a job's finalizer on the same thread
+    (`shm.end_job` -> `unmap_results`, which takes the module's lock): the read still finishes,
+    with the right words."""
+    import shutil
+    import threading
+
+    from ren.distributed import shmslots
+
+    ckks = context(N=64, depth=3, scale_bits=30, first_bits=40, steps=(1,))
+    client = shm.client_prefix()
+    job = client + "-reentrant"
+    open(os.path.join(shm.SHM_DIR, job + ".job"), "wb").close()
+    path = os.path.join(shm.SHM_DIR, f"{client}-pool-2.0")
+    codec = Codec()
+    ct = ckks.encrypt([0.25])
+    rec = codec.encode(ct, "ct", shm.Segments(job, 0, pooled=True))
+    shutil.copyfile(os.path.join(shm.SHM_DIR, rec.name), path)
+    take = recycle.take
+
+    def collecting(size):  # (as if a collection ran a finalizer here)
+        shmslots.unmap_results(everything=True)
+        return take(size)
+
+    monkeypatch.setattr(shmslots.recycle, "take", collecting)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(dumps(codec.decode(shm.receive(
+        {**rec.header(), "shm": os.path.basename(path)})))), daemon=True)
+    try:
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive() and got == [dumps(ct)]
+    finally:
+        monkeypatch.undo()
+        os.unlink(path)
+        shm.receive(rec.header())  # (this process's own slot: read by its name, freed)
+        if not reader.is_alive():  # (a reader stuck holding the lock would block the end too)
+            shm.end_job(job)

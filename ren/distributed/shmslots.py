@@ -54,7 +54,9 @@ from ren.distributed.shmfiles import (
 )
 from ren.errors import SerializationError
 
-_lock = threading.Lock()
+#: re-entrant: a garbage collection inside a locked section may run a job's finalizer
+#: (`ren.distributed.shm.end_job` -> `unmap_results`) on the same thread
+_lock = threading.RLock()
 
 _gens = itertools.count(1)
 _pools: dict[str, Pool] = {}

@@ -229,6 +229,26 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
 _results: dict[str, tuple[int, mmap.mmap, int]] = {}  # (and the file's inode)
 
 
+
+def _map_slot(name: str, need: int) -> tuple[int, mmap.mmap]:
+    """Slot `name`'s file opened and mapped whole (its descriptor, its mapping); a clear
+    SerializationError where it is gone or holds fewer than the `need` bytes its record's
+    frames end at."""
+    try:
+        fd = os.open(path_of(name), os.O_RDWR)
+    except OSError as exc:
+        raise SerializationError(f"the shared-memory slot {name} of a Ren record is "
+                                 f"gone ({exc}); its writer exited or its job ended") from None
+    try:
+        have = os.fstat(fd).st_size
+        if have < need:
+            raise SerializationError(f"the shared-memory slot {name} has {have} bytes, "
+                                     f"its record's frames need {need}: it was cut short")
+        return fd, mmap.mmap(fd, have, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+    except BaseException:
+        os.close(fd)
+        raise
+
 def _read_mapped(name: str, gen: int, offsets: list[int], sizes: list[int]) -> list[Any]:
     """`read_slot` of a result on the client: copied out of a mapping of the worker's slot
     that this process keeps (made once per slot: `unmap_results`), into a recycled buffer
@@ -252,21 +272,7 @@ def _read_mapped(name: str, gen: int, offsets: list[int], sizes: list[int]) -> l
                 _unmap(name)  # gone, another file under its name, or cut short: opened anew
                 got = None
         if got is None:
-            try:
-                fd = os.open(path_of(name), os.O_RDWR)
-            except OSError as exc:
-                raise SerializationError(f"the shared-memory slot {name} of a Ren record is "
-                                         f"gone ({exc}); its writer exited or its job ended"
-                                         ) from None
-            try:
-                have = os.fstat(fd).st_size
-                if have < need:
-                    raise SerializationError(f"the shared-memory slot {name} has {have} bytes, "
-                                             f"its record's frames need {need}: it was cut short")
-                mm = mmap.mmap(fd, have, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
-            except BaseException:
-                os.close(fd)
-                raise
+            fd, mm = _map_slot(name, need)
             got = _results[name] = (fd, mm, os.fstat(fd).st_ino)
         # (the copy under the lock too: no other thread closes the mapping meanwhile)
         return _copy_out(name, got[1], gen, offsets, sizes, need)
@@ -353,21 +359,7 @@ def borrow_slot(name: str, gen: int, offsets: list[int], sizes: list[int]) -> li
                 _forget(name)
                 got = None
         if got is None:
-            try:
-                fd = os.open(path_of(name), os.O_RDWR)
-            except OSError as exc:
-                raise SerializationError(f"the shared-memory slot {name} of a Ren record is "
-                                         f"gone ({exc}); its writer exited or its job ended"
-                                         ) from None
-            try:
-                have = os.fstat(fd).st_size
-                if have < need:
-                    raise SerializationError(f"the shared-memory slot {name} has {have} bytes, "
-                                             f"its record's frames need {need}: it was cut short")
-                mm = mmap.mmap(fd, have, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
-            except BaseException:
-                os.close(fd)
-                raise
+            fd, mm = _map_slot(name, need)
             for other in [n for n in _borrowed if not os.path.exists(
                     path_of(n.split("-pool-")[0] + ".host"))]:
                 _forget(other)  # slots of clients that are gone

@@ -817,6 +817,5 @@ def main(argv: list[str] | None = None) -> dict[int, list[Result]]:
     return by_n
 
 
-
 if __name__ == "__main__":
     main()

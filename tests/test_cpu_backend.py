@@ -674,7 +674,6 @@ def test_coefficients_for_cpu_are_reduced_by_cpu():
     assert far.node.op is Op.COPY and far.node.src[0].op is Op.TO_RNS
 
 
-
 @given(data=st.data(), words=st.integers(1, 4))
 def test_compiled_to_rns_matches_big_integers(data, words):
     """The "cpu" TO_RNS kernel (Horner over the words, the two's-complement wrap) against

@@ -168,8 +168,6 @@ def _split(programs: list[Program], fresh: dict[str, CKernel]) -> list[list[Prog
     return [u for u in out if u]
 
 
-
-
 def _kind(program: Program) -> str:
     """The kind (`cpu_build.KERNEL_KINDS`) a program is compiled as: its kernels' (a rendered
     program's kernels are all of one kind; a mixed one would take the slower-to-build

@@ -229,7 +229,6 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
 _results: dict[str, tuple[int, mmap.mmap, int]] = {}  # (and the file's inode)
 
 
-
 def _map_slot(name: str, need: int) -> tuple[int, mmap.mmap]:
     """Slot `name`'s file opened and mapped whole (its descriptor, its mapping); a clear
     SerializationError where it is gone or holds fewer than the `need` bytes its record's
@@ -248,6 +247,7 @@ def _map_slot(name: str, need: int) -> tuple[int, mmap.mmap]:
     except BaseException:
         os.close(fd)
         raise
+
 
 def _read_mapped(name: str, gen: int, offsets: list[int], sizes: list[int]) -> list[Any]:
     """`read_slot` of a result on the client: copied out of a mapping of the worker's slot

@@ -171,6 +171,18 @@ long long ren_cpu_bconv_ranges(long long n, long long LS, long long T) {
   return bconv_ranges_for(n, LS, T < 1 ? 1 : T);
 }
 
+/* a conversion's work on the calling thread or its team: by `ranges` coefficient ranges
+   (bconv_ranges_for), or by rows and pieces of rows where that is 0 */
+static void bconv_work(u32* out, const u32* in, u32* y, const i64 n, const i64 LS,
+                       const i64 LD, const i64 ps, const i64 ys, const i64 ranges,
+                       const u32* sq, const u32* sqn, const u32* qhi, const u32* q,
+                       const u32* qn, const u32* bc, const i64* from, const u32 maxq) {
+  if (ranges > 0)
+    bconv_ranges(out, in, y, n, LS, LD, ranges, sq, sqn, qhi, q, qn, bc, from, maxq);
+  else
+    bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+}
+
 void ren_cpu_bconv(void** a) {
   u32* out = (u32*)a[0];
   const u32* in = (const u32*)a[1];
@@ -198,19 +210,11 @@ void ren_cpu_bconv(void** a) {
   const i64 T = in_team ? ren_team_threads() : team ? ren_threads : 1;
   const i64 ranges = bconv_ranges_for(n, LS, T);
   if (in_team) {  /* the runner's barrier follows: y stays the team's */
-    if (ranges > 0)
-      bconv_ranges(out, in, y, n, LS, LD, ranges, sq, sqn, qhi, q, qn, bc, from, maxq);
-    else
-      bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
+    bconv_work(out, in, y, n, LS, LD, ps, ys, ranges, sq, sqn, qhi, q, qn, bc, from, maxq);
     return;
   }
   REN_OMP(parallel num_threads(ren_threads) if(ren_threads > 1 && team))
-  {
-    if (ranges > 0)
-      bconv_ranges(out, in, y, n, LS, LD, ranges, sq, sqn, qhi, q, qn, bc, from, maxq);
-    else
-      bconv_loops(out, in, y, n, LS, LD, ps, ys, sq, sqn, qhi, q, qn, bc, from, maxq);
-  }
+  bconv_work(out, in, y, n, LS, LD, ps, ys, ranges, sq, sqn, qhi, q, qn, bc, from, maxq);
   free(y);
 }
 

@@ -229,6 +229,14 @@ def read_slot(name: str, gen: int, offsets: list[int], sizes: list[int], free: b
 _results: dict[str, tuple[int, mmap.mmap, int]] = {}  # (and the file's inode)
 
 
+def _frames_end(name: str, offsets: list[int], sizes: list[int]) -> int:
+    """Where the frames at `offsets` of slot `name` end (the bytes its file must hold); a
+    SerializationError where one overlaps the slot's header."""
+    if min(offsets, default=HEAD) < HEAD:
+        raise SerializationError(f"the shared-memory slot {name}: a frame overlaps its header")
+    return max((o + s for o, s in zip(offsets, sizes)), default=HEAD)
+
+
 def _map_slot(name: str, need: int) -> tuple[int, mmap.mmap]:
     """Slot `name`'s file opened and mapped whole (its descriptor, its mapping); a clear
     SerializationError where it is gone or holds fewer than the `need` bytes its record's
@@ -258,9 +266,7 @@ def _read_mapped(name: str, gen: int, offsets: list[int], sizes: list[int]) -> l
     The file's size is checked before each copy: a file cut short by someone
     is a SerializationError, never a read past its end (SIGBUS); so is one unlinked, and
     another file under its name is mapped anew (one ``stat`` of the name per read)."""
-    need = max((o + s for o, s in zip(offsets, sizes)), default=HEAD)
-    if min(offsets, default=HEAD) < HEAD:
-        raise SerializationError(f"the shared-memory slot {name}: a frame overlaps its header")
+    need = _frames_end(name, offsets, sizes)
     with _lock:
         got = _results.get(name)
         if got is not None:
@@ -348,9 +354,7 @@ def borrow_slot(name: str, gen: int, offsets: list[int], sizes: list[int]) -> li
     pages (no copy; the mapping is kept for the slot's next records).  The slot stays taken:
     the task that reads it frees it when it has finished (`release`).  SerializationError when
     it is missing, short, or holds another record."""
-    need = max((o + s for o, s in zip(offsets, sizes)), default=HEAD)
-    if min(offsets, default=HEAD) < HEAD:
-        raise SerializationError(f"the shared-memory slot {name}: a frame overlaps its header")
+    need = _frames_end(name, offsets, sizes)
     with _lock:
         got = _borrowed.get(name)
         if got is not None:

@@ -1,6 +1,6 @@
 """The first call of a jitted function (issue 41 §3: first call ≤ 1.5× the replay, ≤ 1.2× from a
 warm plan cache): a plan-cache hit runs while its loaded items are lowered, a cold compile cache
-compiles the rest of the schedule in one batch while the first chunk runs, and the first run's
+compiles the whole schedule in one batch before the first chunk runs, and the first run's
 scratch memory is advised to take transparent huge pages.  Results are bit for bit those of the
 eager graph."""
 
@@ -107,11 +107,19 @@ def _record_prepares(monkeypatch, compiled) -> list[int]:
     return batches
 
 
-def test_a_cold_compile_cache_compiles_the_rest_in_one_batch(monkeypatch, pipelined):
-    """The first chunk's prepare reports compiled kernels (a cold cache): the next prepare gets
-    every later compute item at once, and the words are the eager graph's."""
-    # "the first chunk compiled something"
-    batches = _record_prepares(monkeypatch, lambda n: 1 if n == 1 else 0)
+def test_a_cold_compile_cache_compiles_everything_in_one_batch(monkeypatch, pipelined):
+    """The device lacks kernels of the first chunk (a cold cache, `CpuDevice.lacks`): one
+    prepare gets every compute item at once, the first chunk's included, before the first chunk
+    is lowered; and the words are the eager graph's."""
+    batches = _record_prepares(monkeypatch, lambda n: 0)
+    dev = get_device("cpu")
+    asked: list[int] = []
+
+    def lacks(items):  # "the first chunk lacks kernels"
+        asked.append(len(list(items)))
+        return True
+
+    monkeypatch.setattr(dev, "lacks", lacks)
     a, b = fresh(27, "cpu"), fresh(28, "cpu")
     fn = ren.jit(keyswitch_like)
     with ren_settings.override(REN_PLAN_CACHE=0):  # (scheduled: lower_and_run on its items)
@@ -119,13 +127,21 @@ def test_a_cold_compile_cache_compiles_the_rest_in_one_batch(monkeypatch, pipeli
     items = [u.item for u in fn.plans[0].units if u.kind != "copy"]
     computes = sum(1 for i in items if i.kind not in LIGHT_KINDS)
     first = sum(1 for i in items[:2] if i.kind not in LIGHT_KINDS)
-    # the first chunk checked, lowered, then one batch of everything after it
-    assert batches[:3] == [first, first, computes - first], batches
+    # the first chunk asked (nothing compiled), then one batch of everything, then lowered
+    assert asked == [first] and batches[:2] == [computes, first], (asked, batches)
     assert _same(got, _words(keyswitch_like(a, b)))
 
 
 def test_a_warm_compile_cache_lowers_chunk_by_chunk(monkeypatch, pipelined):
     batches = _record_prepares(monkeypatch, lambda n: 0)  # nothing compiled: warm
+    dev = get_device("cpu")
+    asked: list[int] = []
+
+    def lacks(items):  # "the device has every kernel of the first chunk"
+        asked.append(len(list(items)))
+        return False
+
+    monkeypatch.setattr(dev, "lacks", lacks)
     a, b = fresh(29, "cpu"), fresh(30, "cpu")
     fn = ren.jit(keyswitch_like)
     with ren_settings.override(REN_PLAN_CACHE=0):
@@ -136,7 +152,7 @@ def test_a_warm_compile_cache_lowers_chunk_by_chunk(monkeypatch, pipelined):
         n = sum(1 for i in items[start:start + size] if i.kind not in LIGHT_KINDS)
         per_chunk += [n] if n else []
         start, size = start + size, size * 2
-    assert batches == [per_chunk[0], *per_chunk], batches  # no batch of the rest
+    assert asked == per_chunk[:1] and batches == per_chunk, (asked, batches)  # no batch of all
 
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")

@@ -70,6 +70,47 @@ def test_inputs_read_in_place_are_decoded_ahead_and_the_others_left(ckks, job):
     shm.release([*borrowed, broken])
 
 
+def test_inputs_decoded_ahead_skip_the_range_check_not_the_checksum(ckks, job):
+    """`decode_ahead` verifies each record's checksum but not that its residues are below
+    their moduli (the client's own words, read in place: worker.decode_ahead's doc); a plain
+    decode of the same record still refuses the residue, and a flipped bit is refused with
+    ``ranges=False`` too."""
+    import numpy as np
+
+    from ren.distributed.frames import checksum, stored_words
+
+    codec = Codec()
+    writer = shm.Segments(job, 0, pooled=True, borrow=True)
+    q0 = ckks.params.ring(ckks.params.depth).moduli[0]
+    ctx = {"params": [ckks.params], "keys": None, "has_keys": False}
+
+    def forged(flip: bool = False) -> dict:
+        """A record in a pool slot whose residue [0, 5] is q_0, its checksum made to match
+        (then, with `flip`, a bit of its last frame flipped)."""
+        sent = codec.encode(ckks.encrypt([0.5]), "ct", writer)
+        with open(os.path.join(shm.SHM_DIR, sent.name), "r+b") as f:
+            f.seek(sent.offsets[0] + 4 * 5)
+            f.write(np.uint32(q0).tobytes())
+            frames = []
+            for offset, size in zip(sent.offsets, sent.sizes):
+                f.seek(offset)
+                frames.append(f.read(size))
+        r = sent.record
+        head = {**sent.header(), "sum": checksum(r.alg, [r.kind.encode(), r.meta, *frames])}
+        if flip:
+            _flip_last_byte(sent)
+        return head
+
+    (got,) = decode_ahead([shm.receive(forged())], "ren-context-ahead-ranges", ctx)
+    assert got is not None and int(stored_words(got[0].parts[0])[0, 5]) == q0  # as sent
+    with pytest.raises(SerializationError, match=r"residue \[0, 5\] .* not below"):
+        codec.decode(shm.receive(forged()))
+    assert decode_ahead([shm.receive(forged(flip=True))], "ren-context-ahead-ranges",
+                        ctx) == [None]
+    with pytest.raises(SerializationError, match="checksum"):
+        codec.decode(shm.receive(forged(flip=True)), ranges=False)
+
+
 def test_a_group_gives_the_same_results_and_a_bad_input_fails_in_its_turn(ckks, job,
                                                                          monkeypatch):
     """A group of replays into pool slots: its inputs decoded once each (ahead), its results

@@ -221,9 +221,10 @@ def byte_view(arr: np.ndarray) -> memoryview:
     return memoryview(arr.data).cast("B")  # type: ignore[arg-type]
 
 
-def frame_words(frame: Any, ring: RingSpec, what: str) -> np.ndarray:
+def frame_words(frame: Any, ring: RingSpec, what: str, ranges: bool = True) -> np.ndarray:
     """The (limbs × N) stored words in `frame`, checked: the length of `ring`'s limbs, every
-    residue below its modulus (SerializationError otherwise).  A view of `frame`."""
+    residue below its modulus (SerializationError otherwise; not the residues with
+    ``ranges=False``: `ren.distributed.worker.decode_ahead`).  A view of `frame`."""
     try:
         view = memoryview(frame)
         view = view if view.format == "B" and view.ndim == 1 else view.cast("B")
@@ -234,6 +235,8 @@ def frame_words(frame: Any, ring: RingSpec, what: str) -> np.ndarray:
         raise SerializationError(f"{what}: the frame has {view.nbytes} bytes, {ring.short()} "
                                  f"needs exactly {want}; the frame was cut short or mixed up")
     words = np.frombuffer(view, dtype="<u4").reshape(ring.limbs, ring.N)
+    if not ranges:
+        return words
     q = np.array(ring.moduli, dtype=np.uint32)
     if (words.max(axis=1) >= q).any():  # one pass; the details only when something is wrong
         bad = words >= q.reshape(-1, 1)
@@ -260,9 +263,10 @@ def adopt(words: np.ndarray, ring: RingSpec, domain: Domain, device: str) -> Pol
                      (ring, domain)))
 
 
-def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what: str
-               ) -> list[Poly]:
-    """The Polys of a record's descriptors and frames (module doc), realized."""
+def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what: str,
+               ranges: bool = True) -> list[Poly]:
+    """The Polys of a record's descriptors and frames (module doc), realized; `ranges`: as
+    `frame_words`'."""
     if not isinstance(descs, list) or len(descs) != len(rings):
         raise SerializationError(f"{what}: expected {len(rings)} polynomial(s), the metadata "
                                  f"describes {len(descs) if isinstance(descs, list) else descs!r}")
@@ -277,7 +281,7 @@ def polys_from(descs: Any, frames: Any, rings: list[RingSpec], device: str, what
             raise SerializationError(f"{what}: polynomial {i} has a malformed descriptor {d!r:.80}")
         domain = _CODES[d[-1]]
         if d[0] == "d" and len(d) == 2:
-            words = frame_words(frames[k], ring, f"{what}, polynomial {i}")
+            words = frame_words(frames[k], ring, f"{what}, polynomial {i}", ranges)
             k += 1
             out.append(adopt(words, ring, domain, device) if adoptable(words, device) else
                        Poly._from_stored(words, ring, domain, device))  # one copy, into Ren

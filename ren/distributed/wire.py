@@ -283,20 +283,23 @@ class Codec:
             "(a dataclass of ciphertexts as a dict, for example)")
 
     # -- decoding -----------------------------------------------------------------------------
-    def decode(self, tree: Any) -> Any:
+    def decode(self, tree: Any, ranges: bool = True) -> Any:
         """The Ren objects of a wire tree (Polys on the device each was sent from; other
-        objects on their parameters' device)."""
+        objects on their parameters' device).  Every record's checksum is verified;
+        ``ranges=False`` skips the check that each residue is below its modulus (only for
+        records of a sender this process trusts with its code: a worker's inputs from its
+        client, `ren.distributed.worker.decode_ahead`)."""
         if isinstance(tree, Sealed):
-            return self._unseal(tree)
+            return self._unseal(tree, ranges)
         if isinstance(tree, Shared):  # not through Dask: its segment mapped here
-            return self._unseal(receive(tree.header()))
+            return self._unseal(receive(tree.header()), ranges)
         if isinstance(tree, RLWEParams):
             return self.register(tree)
         t = type(tree)
         if t is list or t is tuple:
-            return t(self.decode(v) for v in tree)
+            return t(self.decode(v, ranges) for v in tree)
         if t is dict:
-            return {k: self.decode(v) for k, v in tree.items()}
+            return {k: self.decode(v, ranges) for k, v in tree.items()}
         return tree
 
     def _params(self, meta: dict[str, Any], kind: str) -> RLWEParams:
@@ -311,7 +314,7 @@ class Codec:
                             "under the job's parameters (or pass those parameters in the batch)")
         return params
 
-    def _unseal(self, rec: Sealed) -> Any:
+    def _unseal(self, rec: Sealed, ranges: bool = True) -> Any:
         kind = rec.kind
         if kind not in RECORD_KINDS:
             raise WireError(f"an unknown wire record kind {kind!r} arrived (a newer ren on the "
@@ -324,7 +327,7 @@ class Codec:
             device = meta.get("device")
             if not isinstance(device, str):
                 raise SerializationError(f"{what}: the device must be a string")
-            return polys_from(meta.get("polys"), rec.frames, [r], device, what)[0]
+            return polys_from(meta.get("polys"), rec.frames, [r], device, what, ranges)[0]
         p = self._params(meta, kind)
         if kind == "ckks-blob":
             if len(rec.frames) != 1 or not isinstance(p, CKKSParams):
@@ -349,7 +352,8 @@ class Codec:
                                          f"{'ciphertext' if kind == 'ct' else 'plaintext'}")
             if kind == "pt" and not isinstance(p, CKKSParams):
                 raise SerializationError(f"{what}: a plaintext record needs CKKS parameters")
-            polys = polys_from(descs, rec.frames, [p.ring(level)] * n, p.device, what)
+            polys = polys_from(descs, rec.frames, [p.ring(level)] * n, p.device, what,
+                               ranges)
             if isinstance(p, CKKSParams):
                 scale = meta_scale(meta.get("scale"), what)
                 if kind == "pt":
@@ -363,14 +367,15 @@ class Codec:
             return rebuild(what, RLWECiphertext, tuple(polys), level, p)
         dnum = len(p.digits)
         if kind == "pk":
-            b, a = polys_from(descs, rec.frames, [p.key_ring] * 2, p.device, what)
+            b, a = polys_from(descs, rec.frames, [p.key_ring] * 2, p.device, what, ranges)
             return rebuild(what, PublicKey, b, a, p)
         if kind == "swk":
             cls = {"relin": RelinKey, "galois": GaloisKey, "switching": SwitchingKey}.get(
                 str(meta.get("type")))
             if cls is None:
                 raise SerializationError(f"{what}: unknown key type {meta.get('type')!r:.40}")
-            rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum, p.device, what)
+            rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum, p.device, what,
+                              ranges)
             g = meta.get("galois")
             (lean,) = _lean(meta, 1, False, what)
             return rebuild(what, cls, tuple(rows[:dnum]), tuple(rows[dnum:]), p, galois=g,
@@ -382,7 +387,7 @@ class Codec:
                                      "elements")
         flags = _lean(meta, len(elements), True, what)
         rows = polys_from(descs, rec.frames, [p.key_ring] * 2 * dnum * len(elements), p.device,
-                          what)
+                          what, ranges)
         keys = {}
         for i, g in enumerate(elements):
             mine = rows[2 * dnum * i: 2 * dnum * (i + 1)]

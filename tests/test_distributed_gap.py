@@ -230,3 +230,33 @@ def test_the_benchmark_reports_the_seconds_a_worker_fetched_before_its_tasks(mon
     ])
     assert line == ("1: 1 task(s), 2.0 s computing, 0.0 s fetching from other workers; "
                     "2: 2 task(s), 3.5 s computing, 2.5 s fetching from other workers")
+
+
+def test_each_job_places_its_tasks_on_the_workers_of_now_one_that_joined_or_left(ckks):
+    """Each job asks the scheduler for its workers (`worker_addresses`): a worker that joined
+    since the last job gets tasks, one that left gets none, and the results are exact each
+    time (a guard for any cache of the addresses across jobs)."""
+    from ren.distributed.cluster import worker_addresses
+
+    cts = batch(ckks, 16)  # 8 a worker on 2: packed groups
+    want = [dumps(square(ct, keys=ckks.ev.relin_key)) for ct in cts]
+    with local_client(workers=1) as c:
+        one = worker_addresses(c)
+        assert len(one) == 1
+        job = submit(square, cts, keys=ckks.ev.relin_key, client=c)
+        assert [dumps(r) for r in job.result()] == want
+        c.cluster.scale(2)
+        c.wait_for_workers(2, timeout=120)
+        two = worker_addresses(c)
+        assert len(two) == 2 and set(one) < set(two)
+        job = submit(square, cts, keys=ckks.ev.relin_key, client=c)
+        assert job.workers == 2
+        assert [dumps(r) for r in job.result()] == want
+        assert {t["worker"] for t in job.timings} == set(two)  # the new one ran some
+        c.retire_workers(one)
+        left = worker_addresses(c)
+        assert left == sorted(set(two) - set(one))
+        job = submit(square, cts, keys=ckks.ev.relin_key, client=c)
+        assert job.workers == 1
+        assert [dumps(r) for r in job.result()] == want
+        assert {t["worker"] for t in job.timings} == set(left)

@@ -20,6 +20,7 @@ from ren.distributed import local_client, posts, shm, submit  # noqa: E402
 from ren.distributed.grouping import (  # noqa: E402
     GROUPED_IN_FLIGHT_PER_WORKER,
     IN_FLIGHT_PER_WORKER,
+    LAST_TAPER,
     MAX_INPUTS_PER_TASK,
     MAX_TASK_BYTES,
     TAPER,
@@ -51,11 +52,14 @@ def test_group_sizes_follow_the_batch_the_workers_and_the_bytes():
         groups = make_groups(n, per)
         assert [i for g in groups for i in g] == list(range(n))
         assert all(len(g) == per for g in groups[:-1]) and 0 < len(groups[-1]) <= per
-    # tapered: each worker's first and last group TAPER times smaller, the rest even
-    assert TAPER == 4
-    for n, per, w, sizes in ((64, 16, 1, [4, 14, 14, 14, 14, 4]),
+    # tapered: each worker's first group TAPER times smaller, its last LAST_TAPER times (at
+    # least 2; TAPER times where that would take a task more: 96 on 2), the rest even
+    assert TAPER == 4 and LAST_TAPER == 8
+    for n, per, w, sizes in ((64, 16, 1, [4, 15, 15, 14, 14, 2]),
                              (64, 8, 2, [2, 2] + [8] * 7 + [2, 2]),
-                             (100, 32, 1, [8, 28, 28, 28, 8]),
+                             (100, 32, 1, [8, 30, 29, 29, 4]),
+                             (100, 32, 2, [8, 8, 26, 25, 25, 4, 4]),
+                             (96, 12, 2, [3, 3] + [12] * 7 + [3, 3]),
                              (24, 6, 2, [6] * 4),  # groups under 2 * TAPER: not tapered
                              (10, 8, 1, [8, 2])):  # too few inputs to taper
         groups = make_groups(n, per, w)

@@ -2,8 +2,18 @@
 
 The value of a RANDOM node is *defined* by this module: every consumer (backends, the reference
 evaluator) calls `sample`, so all of them agree.  Randomness is expanded from the node's seed with
-SHAKE (cryptographic XOFs: SHAKE-128 for uniform residues, SHAKE-256 for the rest), one independent
-stream per purpose.
+SHAKE (cryptographic XOFs: SHAKE-128 for uniform residues, SHAKE-256 for the rest), independent
+streams per purpose.
+
+Small-coefficient streams come in parts.  A purpose's words are indexed by coefficient (by rank
+for the sparse secret's signs): ``rows`` words each (2 for ``gauss``, 1 otherwise), for n indices.
+The indices are cut into parts of `PART` (1024) consecutive indices (the last one shorter), and
+part k's words are the first ``rows·m`` little-endian u64 words of its own stream,
+SHAKE-256(``ren-sample\0 purpose \0`` || k as 4 little-endian bytes || seed) (`stream_input`),
+row-major: row r's m words, then row r+1's.  The number of parts depends on n only, never on a
+thread count, so a device may squeeze the parts in any order, on any threads, in the lanes of a
+vector permutation, and get the same words (the "cpu" device does, in C: a lone leaf or a
+Gaussian's long stream no longer runs on one thread).
 
 Distributions:
 
@@ -13,11 +23,14 @@ Distributions:
   About 4 stream bytes per residue, a quarter of a 128-bit reduction's (this is most of the
   work of key generation).
 * ``uniform_on_interval(lo, hi)``: integer coefficients uniform in [lo, hi] (both inclusive),
-  reduced mod each q_i.
-* ``ternary``: coefficients uniform in {-1, 0, 1}.
+  reduced mod each q_i: coefficient i is lo + (hi_i·2^64 + lo_i) mod (hi - lo + 1), hi_i and
+  lo_i the words of purposes ``hi`` and ``lo``.
+* ``ternary``: coefficients uniform in {-1, 0, 1} (``uniform_on_interval(-1, 1)``).
 * ``sparse_ternary(h)``: exactly h nonzero coefficients, each ±1 with equal probability, at a
-  uniformly random set of positions.
-* ``gaussian(sigma)``: rounded normal samples (Box–Muller), clipped to ±ceil(6·sigma).
+  uniformly random set of positions: the h smallest ``positions`` words (ties: lower index
+  first), the j-th of them taking the sign of the j-th ``signs`` word's low bit.
+* ``gaussian(sigma)``: rounded normal samples (Box–Muller from the two ``gauss`` words of the
+  coefficient), clipped to ±ceil(6·sigma).
 """
 
 from __future__ import annotations
@@ -41,14 +54,22 @@ U64 = np.uint64
 KINDS = ("uniform", "uniform_on_interval", "ternary", "sparse_ternary", "gaussian")
 
 
-def stream_input(seed: bytes, purpose: str) -> bytes:
-    """The SHAKE-256 input of the small-coefficient stream of `purpose`:
-    ``ren-sample\\0 purpose \\0 seed`` (the "cpu" device squeezes the same streams in C)."""
-    return b"ren-sample\0" + purpose.encode() + b"\0" + bytes(seed)
+#: indices (coefficients) a part of a small-coefficient purpose's words (module docstring)
+PART = 1024
+#: words an index of the purposes that take more than one (the Gaussian's u1 and u2)
+ROWS = {"gauss": 2}
 
 
-def _stream(seed: bytes, purpose: str, nbytes: int) -> bytes:
-    return hashlib.shake_256(stream_input(seed, purpose)).digest(nbytes)
+def stream_prefix(purpose: str) -> bytes:
+    """What every part's SHAKE-256 input of `purpose` starts with: ``ren-sample\\0 purpose \\0``."""
+    return b"ren-sample\0" + purpose.encode() + b"\0"
+
+
+def stream_input(seed: bytes, purpose: str, part: int) -> bytes:
+    """The SHAKE-256 input of part `part` of the small-coefficient purpose `purpose`:
+    `stream_prefix` || part (4 bytes, little endian) || seed (the "cpu" device squeezes the
+    same streams in C)."""
+    return stream_prefix(purpose) + part.to_bytes(4, "little") + bytes(seed)
 
 
 #: what a uniform limb's SHAKE-128 input starts with: UNIFORM_PREFIX || limb (4 bytes, little
@@ -72,12 +93,23 @@ def _uniform_row(seed: bytes, limb: int, q: int, n: int) -> np.ndarray:
 
 
 def _u64(seed: bytes, purpose: str, count: int) -> np.ndarray:
-    return np.frombuffer(_stream(seed, purpose, 8 * count), dtype="<u8").astype(U64)
+    """`purpose`'s `count` words (rows · n: row r of index i at r·n + i) from its parts."""
+    rows = ROWS.get(purpose, 1)
+    if count % rows:
+        raise ValueError(f"{purpose!r} takes {rows} words an index, not {count} words in all")
+    n = count // rows
+    out = np.empty((rows, n), dtype=U64)
+    for part, start in enumerate(range(0, n, PART)):
+        m = min(PART, n - start)
+        raw = hashlib.shake_256(stream_input(seed, purpose, part)).digest(8 * rows * m)
+        out[:, start:start + m] = np.frombuffer(raw, dtype="<u8").reshape(rows, m)
+    return out.reshape(-1)
 
 
 def stream_words(seed: bytes, purpose: str, count: int) -> np.ndarray:
-    """The first `count` little-endian u64 words of the SHAKE-256 stream of `purpose`
-    (`stream_input`): what the small-coefficient samplers map."""
+    """`purpose`'s `count` little-endian u64 words, from its parts' SHAKE-256 streams (module
+    docstring; ``ROWS[purpose]`` words an index, row-major: for the Gaussian's N coefficients,
+    every u1 word, then every u2 word): what the small-coefficient samplers map."""
     return _u64(seed, purpose, count)
 
 
@@ -118,8 +150,8 @@ def validate(kind: str, params: tuple, ring: RingSpec) -> None:
 
 
 def gaussian_from_words(w1: np.ndarray, w2: np.ndarray, sigma: float) -> np.ndarray:
-    """``gaussian(sigma)``'s coefficients from the "gauss" stream's words: coefficient i from
-    w1[i] (the stream's first N u64 words) and w2[i] (the next N), int64."""
+    """``gaussian(sigma)``'s coefficients from the "gauss" words: coefficient i from w1[i] (its
+    row 0, `stream_words`) and w2[i] (its row 1), int64."""
     u1 = ((w1 >> U64(11)).astype(np.float64) + 1.0) / float(1 << 53)  # 53 bits, in (0, 1]
     u2 = (w2 >> U64(11)).astype(np.float64) / float(1 << 53)
     normal = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)

@@ -10,11 +10,14 @@ GIL: sampled in Python, key generation ran on one core whatever ``REN_CPU_THREAD
 sampler reads the same streams (FIPS 202 SHAKE-128 of ``UNIFORM_PREFIX || limb || seed``) and
 keeps the same words, so its residues are `ren.sampling.sample`'s at every thread count.
 
-Small coefficients (`sample_signed`) are `ren.sampling.sample_signed`'s: each purpose's stream
-is one serial SHAKE-256 squeeze, but a kind's two streams (ternary's "hi" and "lo", the sparse
-secret's "positions" and "signs") are squeezed side by side, the Gaussian stream's second half
-beside the first half's logarithms, and the mappings run on the threads, with the GIL released
-throughout (the sparse secret's positions: a quickselect instead of a sort of N keys).  A
+Small coefficients (`sample_signed`) are `ren.sampling.sample_signed`'s: a purpose's words come
+in parts of `ren.sampling.PART` coefficients, each part its own SHAKE-256 stream, so a task of
+the C sampler squeezes a few parts' streams at once in the lanes of one vector permutation
+(eight on the AVX-512 path, at about one scalar permutation's cost) and maps their coefficients
+(ternary: both its "hi" and "lo" parts; Gaussian: its two-row "gauss" parts), and the tasks run
+on the threads and the board, with the GIL released throughout: a lone leaf (key generation's
+secret key) or a Gaussian no longer runs one serial stream on one thread (the sparse secret's
+positions: a quickselect instead of a sort of N keys, after its parts).  A
 Gaussian coefficient takes libm's log and cos where the definition takes NumPy's; the two may
 differ in the last bit, which can change a coefficient only where x = normal · sigma sits at a
 rounding tie, so the C mapping leaves the coefficients within a small margin of a half-integer
@@ -47,10 +50,11 @@ from ren.errors import ParameterError, is_int
 from ren.random import RandomSpec
 from ren.ring import RingSpec
 from ren.sampling import (
+    ROWS,
     UNIFORM_PREFIX,
     gaussian_bound,
     gaussian_from_words,
-    stream_input,
+    stream_prefix,
     stream_words,
 )
 from ren.sampling import validate as validate_spec
@@ -80,14 +84,16 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_map_gaussian.argtypes = [_p, _p, ctypes.c_double, _i64, ctypes.c_double, _i64,
                                          _p, _p, _i64]
     lib.ren_cpu_map_gaussian.restype = _i64
-    lib.ren_cpu_sample_interval.argtypes = [_u8p, _i64, _u8p, _i64, ctypes.c_uint64, _i64, _i64,
-                                            _p]
+    lib.ren_cpu_sample_interval.argtypes = [_u8p, _i64, _u8p, _i64, _u8p, _i64, ctypes.c_uint64,
+                                            _i64, _i64, _p]
     lib.ren_cpu_sample_interval.restype = ctypes.c_int
-    lib.ren_cpu_sample_sparse.argtypes = [_u8p, _i64, _u8p, _i64, _i64, _i64, _p]
+    lib.ren_cpu_sample_sparse.argtypes = [_u8p, _i64, _u8p, _i64, _u8p, _i64, _i64, _i64, _p]
     lib.ren_cpu_sample_sparse.restype = ctypes.c_int
-    lib.ren_cpu_sample_gaussian.argtypes = [_u8p, _i64, ctypes.c_double, _i64, ctypes.c_double,
-                                            _i64, _p, _p, _i64]
+    lib.ren_cpu_sample_gaussian.argtypes = [_u8p, _i64, _u8p, _i64, ctypes.c_double, _i64,
+                                            ctypes.c_double, _i64, _p, _p, _i64]
     lib.ren_cpu_sample_gaussian.restype = _i64
+    lib.ren_cpu_shake256_parted.argtypes = [_u8p, _i64, _u8p, _i64, ctypes.c_int, _i64, _p]
+    lib.ren_cpu_shake256_parted.restype = ctypes.c_int
     lib.ren_cpu_signed_residues.argtypes = [_p, _p, _i64, _i64, _p]
     lib.ren_cpu_signed_residues.restype = None
     lib.ren_cpu_sample_threads.argtypes = [ctypes.c_int]
@@ -224,9 +230,12 @@ def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int, tie_eps: float = T
             lib.ren_cpu_map_interval(high.ctypes.data, low.ctypes.data, hi - lo + 1, lo, N,
                                      out.ctypes.data)
             return out
-        m_hi, m_lo = stream_input(seed, "hi"), stream_input(seed, "lo")
-        if lib.ren_cpu_sample_interval(m_hi, len(m_hi), m_lo, len(m_lo), hi - lo + 1, lo, N,
-                                       out.ctypes.data):
+        p_hi, p_lo = stream_prefix("hi"), stream_prefix("lo")
+        status = lib.ren_cpu_sample_interval(p_hi, len(p_hi), p_lo, len(p_lo), seed, len(seed),
+                                             hi - lo + 1, lo, N, out.ctypes.data)
+        if status == 2:  # a seed longer than the C sampler takes: hashlib's words, mapped in C
+            return sample_signed(lib, spec, N, tie_eps, words=True)
+        if status:
             raise _no_memory(N, kind)
         return out
     if kind == "sparse_ternary":
@@ -239,9 +248,11 @@ def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int, tie_eps: float = T
             status = lib.ren_cpu_map_sparse(keys.ctypes.data, signs.ctypes.data, h, N,
                                             out.ctypes.data)
         else:
-            m_pos, m_sign = stream_input(seed, "positions"), stream_input(seed, "signs")
-            status = lib.ren_cpu_sample_sparse(m_pos, len(m_pos), m_sign, len(m_sign), h, N,
-                                               out.ctypes.data)
+            p_pos, p_sign = stream_prefix("positions"), stream_prefix("signs")
+            status = lib.ren_cpu_sample_sparse(p_pos, len(p_pos), p_sign, len(p_sign), seed,
+                                               len(seed), h, N, out.ctypes.data)
+            if status == 2:  # a seed longer than the C sampler takes
+                return sample_signed(lib, spec, N, tie_eps, words=True)
         if status:
             raise _no_memory(N, kind)
         return out
@@ -254,8 +265,10 @@ def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int, tie_eps: float = T
         if w is not None:
             count = lib.ren_cpu_map_gaussian(w.ctypes.data, w[N:].ctypes.data, *args)
         else:
-            msg = stream_input(seed, "gauss")
-            count = lib.ren_cpu_sample_gaussian(msg, len(msg), *args)
+            prefix = stream_prefix("gauss")
+            count = lib.ren_cpu_sample_gaussian(prefix, len(prefix), seed, len(seed), *args)
+            if count == -1:  # a seed longer than the C sampler takes
+                return sample_signed(lib, spec, N, tie_eps, words=True)
         if count < 0:
             raise _no_memory(N, kind)
         if count:  # the coefficients at a rounding tie: the definition's NumPy, same words
@@ -264,6 +277,22 @@ def sample_signed(lib: ctypes.CDLL, spec: RandomSpec, N: int, tie_eps: float = T
             out[at] = gaussian_from_words(w[at], w[N + at], sigma)
         return out
     raise ParameterError(f"{kind!r} is not a small-coefficient distribution")
+
+
+def shake256_words(lib: ctypes.CDLL, seed: bytes, purpose: str, count: int) -> np.ndarray | None:
+    """`ren.sampling.stream_words(seed, purpose, count)` squeezed by the ring library `lib` (its
+    parts in the lanes of its vector permutation, on its threads: to check them against
+    hashlib's); None when the seed is longer than the C sampler takes."""
+    _bind(lib)
+    rows = ROWS.get(purpose, 1)
+    if count % rows:
+        raise ValueError(f"{purpose!r} takes {rows} words an index, not {count} words in all")
+    prefix, seed = stream_prefix(purpose), bytes(seed)
+    out = np.empty(max(count, 1), dtype=np.uint64)
+    if lib.ren_cpu_shake256_parted(prefix, len(prefix), seed, len(seed), rows, count // rows,
+                                   out.ctypes.data):
+        return None
+    return out[:count]
 
 
 def _no_memory(N: int, kind: str) -> MemoryError:
@@ -310,4 +339,4 @@ def shake128(lib: ctypes.CDLL, msg: bytes, nbytes: int, bits: int = 128) -> byte
 
 __all__ = ["HELP_GRACE_S", "SIDE_BY_SIDE_PREFIX", "TIE_EPS", "help_joins", "help_side_by_side",
            "keccak_ways", "sample", "sample_signed", "sample_uniform",
-           "sampler_threads", "shake128", "side_by_side"]
+           "sampler_threads", "shake128", "shake256_words", "side_by_side"]

@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -53,8 +54,9 @@ from ren.memory import MemoryPlan, plan_memory
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
 from ren.passes.pipeline import current_pipeline
+from ren.random import RandomSpec
 from ren.replay import Template, lower_and_run, structure_key, templates
-from ren.ring import Domain, from_mont, get_tables, to_mont
+from ren.ring import Domain, RingSpec, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
 from ren.schedule import ScheduleContext, as_sink, gc_paused, linearize, run_passes
 from ren.spec import need_spec
@@ -262,7 +264,9 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
     device's RANDOM kernel expands the seed on the host the same way, so the values are the
     kernel's.  The buffer holds the standard-form residues s as they come; read as storage
     (Montgomery form) they are s·2^-32, so the substitute is that times the constant 2^32,
-    a product the consumer's kernel fuses: no conversion on the host."""
+    a product the consumer's kernel fuses: no conversion on the host.  A device whose sampler
+    writes storage form itself (``sample_stored``, `_draw`) gives the buffer as it is: no
+    product at all (one kernel fewer where a sample is an output or read by two kernels)."""
     leaves: list[Node] = []
     seen: set[Node] = set()
     stack = list(nodes)
@@ -277,8 +281,8 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
             continue
         stack.extend(n.src)
 
-    def draw(group: list[Node]) -> list[np.ndarray]:
-        return [get_device(n.src[0].arg.device).sample(n.src[0].arg, n.arg[0]) for n in group]
+    def draw(group: list[Node]) -> list[tuple[np.ndarray, bool]]:
+        return [_draw(get_device(n.src[0].arg.device), n.src[0].arg, n.arg[0]) for n in group]
 
     # an encryption's u, e0, e1 are independent streams, and the cpu device's samplers release
     # the GIL: drawn side by side, as many at a time as the devices have threads, each pool
@@ -290,7 +294,7 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for i in sorted(range(len(leaves)), key=lambda i: -_draw_cost(leaves[i])):
             todo.put(i)
-        drawn_at: list[np.ndarray | None] = [None] * len(leaves)
+        drawn_at: list[tuple[np.ndarray, bool] | None] = [None] * len(leaves)
 
         def drain() -> None:
             while True:
@@ -307,7 +311,7 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
     else:
         drawn = draw(leaves)
     out: dict[Node, Node] = {}
-    for n, values in zip(leaves, drawn, strict=True):
+    for n, (values, stored_form) in zip(leaves, drawn, strict=True):
         ring, domain = n.arg
         device = n.src[0].arg.device
         buf = Buffer(device, (ring.limbs, ring.N))
@@ -318,8 +322,21 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
         else:
             buf.copyin(values)
         stored = as_ring(Node(Op.BUFFER, DType.U32, (), buf), ring, domain)
-        out[n] = Node(Op.MUL, DType.U32, (stored, const_node(1 << 32, ring, domain, device)))
+        out[n] = stored if stored_form else \
+            Node(Op.MUL, DType.U32, (stored, const_node(1 << 32, ring, domain, device)))
     return out
+
+
+def _draw(device: Any, spec: RandomSpec, ring: RingSpec) -> tuple[np.ndarray, bool]:
+    """A leaf's sample and whether it is in storage form (r·2^32 mod q_i): a device with
+    ``sample_stored`` (a sampler that writes that form itself, or None where it declines)
+    saves realization the conversion; otherwise `Device.sample`'s standard form."""
+    sample_stored = getattr(device, "sample_stored", None)
+    if sample_stored is not None:
+        values = sample_stored(spec, ring)
+        if values is not None:
+            return values, True
+    return device.sample(spec, ring), False
 
 
 def _transformed_samples(nodes: Sequence[Node], samples: dict[Node, Node]) -> dict[Node, Node]:
@@ -341,8 +358,8 @@ def _transformed_samples(nodes: Sequence[Node], samples: dict[Node, Node]) -> di
         (ring, _), device = leaf.arg, leaf.src[0].arg.device
         return Node(Op.MUL, DType.U32, (n, const_node(1 << 32, ring, Domain.NTT, device)))
 
-    def coeff_leaf(n: Node) -> bool:
-        return n in samples and n.arg[1] is Domain.COEFF
+    def coeff_leaf(n: Node) -> bool:  # (a sample in storage form is its buffer: nothing to move)
+        return n in samples and n.arg[1] is Domain.COEFF and samples[n].op is Op.MUL
 
     seen: set[Node] = set()
     stack = list(nodes)

@@ -111,3 +111,51 @@ def test_the_fold_saves_a_kernel(monkeypatch, shape):
                 (v * s).realize(v * a)
             counts[fold] = realization.last_timings.kernels
     assert counts[True] == counts[False] - 1, counts
+
+
+def _stored(self, spec, ring):
+    from ren.backend import cpu_sampling
+
+    return cpu_sampling.sample(self.ring_lib, spec, ring, stored=True)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_samples_in_storage_form_give_the_same_words(monkeypatch, threads):
+    """A device sampler that writes storage form (``sample_stored``: the cpu sampler with
+    ``stored=True``) leaves realization nothing to convert: the same words as the standard form
+    times 2^32, with and without the fold, at 1, 2 and 3 device threads."""
+    dev = cpu.CpuDevice("cpu")
+    try:
+        dev.set_threads(threads)
+        for seed in range(2):
+            want = _words(True, monkeypatch, seed)
+            monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _stored, raising=False)
+            for fold in (True, False):
+                got = _words(fold, monkeypatch, seed)
+                for g, w in zip(got, want, strict=True):
+                    assert np.array_equal(g, w), (seed, fold)
+            monkeypatch.delattr(cpu.CpuDevice, "sample_stored")
+    finally:
+        dev.set_threads(None)
+
+
+def test_a_stored_sample_is_its_buffer_and_saves_the_outputs_conversion(monkeypatch):
+    """With storage-form samples the substitute of a leaf is its buffer (no product by 2^32),
+    the fold maps nothing, and a public key's template (a uniform output) has a kernel fewer."""
+    ring = RingSpec.generate(1024, 3)
+    counts = {}
+    for stored in (False, True):
+        if stored:
+            monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _stored, raising=False)
+        with backend_override("python", cpu.open_device):
+            s = Poly.ternary(ring, device="cpu").ntt().realize()
+            a = Poly.uniform(ring, device="cpu", domain="NTT")
+            e = Poly.gaussian(ring, 3.2, device="cpu")
+            b = e.ntt() - a * s
+            nodes = [b.node, a.node]
+            samples = realization.sample_random_leaves(nodes)
+            assert all((sub.op is Op.AS_RING) is stored for sub in samples.values())
+            assert bool(realization._transformed_samples(nodes, samples)) is not stored
+            b.realize(a)
+            counts[stored] = realization.last_timings.kernels
+    assert counts[True] == counts[False] - 1, counts

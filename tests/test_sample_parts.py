@@ -185,3 +185,26 @@ def test_seeded_keygen_and_encryption_give_the_same_words_at_1_2_and_3_threads()
         got = _keygen_encrypt_words(threads)
         assert len(got) == len(one)
         assert all(np.array_equal(g, w) for g, w in zip(got, one, strict=True)), threads
+
+
+@pytest.mark.parametrize("kind,params", [*KINDS, ("uniform", ()),
+                                         ("uniform_on_interval", (-(2**31), 2**31 - 1))])
+def test_rows_in_storage_form_are_the_references_times_2_to_the_32(kind, params) -> None:
+    """``cpu_sampling.sample(..., stored=True)``: r·2^32 mod q_i of the reference's residues
+    (a Shoup product in the pass that writes them), 30- and 31-bit moduli, every path, 1-3
+    threads."""
+    from ren.backend import cpu_sampling
+    from ren.ring import RingSpec
+    from ren.ring.ringspec import ntt_primes
+
+    for bits in (30, 31):
+        ring = RingSpec(4096, tuple(ntt_primes(4096, bits, 3)))
+        spec = RandomSpec(kind, params, b"stored", "cpu")
+        q = np.array(ring.moduli, dtype=np.uint64)[:, None]
+        want = (ren.sampling.sample(spec, ring).astype(np.uint64) << np.uint64(32)) % q
+        for isa, lib in _paths():
+            for threads in (1, 2, 3):
+                got = _on_threads(lib, threads, lambda s=spec, lib=lib, r=ring:
+                                  cpu_sampling.sample(lib, s, r, stored=True))
+                assert got is not None and got.dtype == np.uint32, (kind, isa)
+                assert np.array_equal(got, want), (kind, bits, isa, threads)

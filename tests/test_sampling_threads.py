@@ -79,14 +79,14 @@ def test_a_side_by_side_sampler_shares_the_device_threads_and_nothing_leaks() ->
     real_uniform = cpu_sampling.sample_uniform
     both_inside = threading.Barrier(2, timeout=10)
 
-    def spy(lib_, spec, ring, ways=None):
+    def spy(lib_, spec, ring, ways=None, stored=False):
         name = threading.current_thread().name
         if spec.seed == b"pair":
             both_inside.wait()  # two side-by-side samplers running at once
         seen.setdefault(name.split("_")[0], []).append(cpu_sampling.sampler_threads(lib_))
         if spec.seed == b"pair":
             both_inside.wait()  # neither leaves before both have looked
-        return real_uniform(lib_, spec, ring, ways)
+        return real_uniform(lib_, spec, ring, ways, stored)
 
     ring = _ring()
     one, pair = RandomSpec("uniform", (), b"one", "cpu"), RandomSpec("uniform", (), b"pair", "cpu")

@@ -76,12 +76,21 @@ int ren_cpu_sample_max_input(void) { return REN_SAMPLE_MAX_INPUT; }
 
 /* x[0..n) mod q, for words x < 2^32: t = floor(x m / 2^32) with m = floor(2^32 / q) is
    floor(x / q) or one less, so x - t q is in [0, 2q) and one subtraction finishes */
-static void reduce_row(u32* x, i64 n, u32 q) {
+static void reduce_row(u32* x, i64 n, u32 q, int stored) {
   if (q == 1) {
     memset(x, 0, (size_t)n * sizeof(u32));
     return;
   }
   const u32 m = (u32)((1ULL << 32) / q);
+  if (stored) {  /* and times 2^32 mod q (storage form): a Shoup product by R = 2^32 mod q */
+    const u64 R = (1ULL << 32) % q, shoup = (R << 32) / q;
+    for (i64 i = 0; i < n; ++i) {
+      const u32 w = x[i], r = w - (u32)(((u64)w * m) >> 32) * q;
+      const u64 v = r >= q ? r - q : r, t = v * R - ((v * shoup) >> 32) * q;
+      x[i] = (u32)(t >= q ? t - q : t);
+    }
+    return;
+  }
   for (i64 i = 0; i < n; ++i) {
     const u32 w = x[i], r = w - (u32)(((u64)w * m) >> 32) * q;
     x[i] = r >= q ? r - q : r;
@@ -143,7 +152,8 @@ static i64 claim_limb(i64* next) { return __atomic_fetch_add(next, 1, __ATOMIC_R
 /* one thread's share of a uniform sample: `ways` lanes (1 or KECCAK_WAYS), each running the
    stream of a limb it claimed until the limb's row is full, then the next unclaimed limb's */
 static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* seed,
-                          i64 seed_len, const u32* moduli, i64 L, i64 n, u32* out, i64* next) {
+                          i64 seed_len, const u32* moduli, i64 L, i64 n, u32* out, i64* next,
+                          int stored) {
   u64 s[25 * KECCAK_WAYS] = {0};
   i64 limb[KECCAK_WAYS], kept[KECCAK_WAYS];
   u8 msg[REN_SAMPLE_MAX_INPUT];
@@ -156,7 +166,7 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
     for (int j = 0; j < ways; ++j) {
       while (limb[j] < L) {
         if (limb[j] < 0 || kept[j] == n) {  /* lane j is free: the next limb, absorbed */
-          if (limb[j] >= 0) reduce_row(out + limb[j] * n, n, moduli[limb[j]]);
+          if (limb[j] >= 0) reduce_row(out + limb[j] * n, n, moduli[limb[j]], stored);
           limb[j] = claim_limb(next);
           if (limb[j] >= L) {
             limb[j] = L;
@@ -196,14 +206,19 @@ typedef struct {
   const u32* moduli;
   i64 L, n;
   u32* out;
+  int stored;
 } uniform_args;
 
 /* a uniform's job: every thread on it runs its lanes on the job's limb counter */
 static void uniform_run(ren_job* j) {
   const uniform_args* a = (const uniform_args*)j->ctx;
   uniform_lanes(a->ways, a->prefix, a->prefix_len, a->seed, a->seed_len, a->moduli, a->L, a->n,
-                a->out, &j->next);
+                a->out, &j->next, a->stored);
 }
+
+int ren_cpu_sample_uniform_form(const u8* prefix, i64 prefix_len, const u8* seed, i64 seed_len,
+                                const u32* moduli, i64 L, i64 n, u32* out, int ways,
+                                int stored);
 
 /* out (L x n, row-major): ren.sampling.sample's uniform residues for moduli[0..L) from
    prefix || limb || seed, `ways` streams a permutation (1, or 0 for KECCAK_WAYS) on
@@ -212,12 +227,20 @@ static void uniform_run(ren_job* j) {
    does not run `ways` lanes. */
 int ren_cpu_sample_uniform_ways(const u8* prefix, i64 prefix_len, const u8* seed, i64 seed_len,
                                 const u32* moduli, i64 L, i64 n, u32* out, int ways) {
+  return ren_cpu_sample_uniform_form(prefix, prefix_len, seed, seed_len, moduli, L, n, out, ways,
+                                     0);
+}
+
+/* ren_cpu_sample_uniform_ways, the residues in storage form (r 2^32 mod q) when `stored` */
+int ren_cpu_sample_uniform_form(const u8* prefix, i64 prefix_len, const u8* seed, i64 seed_len,
+                                const u32* moduli, i64 L, i64 n, u32* out, int ways,
+                                int stored) {
   if (prefix_len < 0 || seed_len < 0 || prefix_len + 4 + seed_len > REN_SAMPLE_MAX_INPUT)
     return 1;
   ways = ways ? ways : KECCAK_WAYS;
   if (ways != 1 && ways != KECCAK_WAYS) return 2;
   if (L <= 0 || n <= 0) return 0;
-  const uniform_args a = {ways, prefix, prefix_len, seed, seed_len, moduli, L, n, out};
+  const uniform_args a = {ways, prefix, prefix_len, seed, seed_len, moduli, L, n, out, stored};
   ren_job j = {NULL, uniform_run, &a, 0, L, 0};
   const int threads = ren_cpu_sample_uniform_threads_here();
   job_share(&j, threads > 1 && L > 1 && L * n * 8 >= REN_PAR_MIN_WORK ? threads : 1,
@@ -580,6 +603,9 @@ int ren_cpu_sample_sparse(const u8* pre_pos, i64 len_pos, const u8* pre_sign, i6
   return status;
 }
 
+void ren_cpu_signed_residues_form(const i64* c, const u32* moduli, i64 L, i64 n, u32* out,
+                                  int stored);
+
 /* out (L x n, row-major): the residues c mod moduli[l] (in [0, q)) of n signed coefficients,
    ren.sampling.sample's rows of a small-coefficient node; limbs on the threads.  A limb whose
    q exceeds every |c| (ternary, Gaussian) takes c, or c + q for c < 0, with no division. */
@@ -588,7 +614,8 @@ typedef struct {
   const u32* moduli;
   i64 n;
   u32* out;
-  u64 most;  /* the largest |c| */
+  u64 most;   /* the largest |c| */
+  int stored; /* times 2^32 mod q (storage form) */
 } residues_args;
 
 static void residues_limb(const void* p, i64 l) {
@@ -597,7 +624,20 @@ static void residues_limb(const void* p, i64 l) {
   const i64 n = a->n;
   const u32 q = a->moduli[l];
   u32* row = a->out + l * n;
-  if (a->most < q) {
+  if (a->stored) {  /* [c]_q R mod q, R = 2^32 mod q: a Shoup product per word */
+    const u64 R = (1ULL << 32) % q, shoup = (R << 32) / q;
+    for (i64 i = 0; i < n; ++i) {
+      u64 v;
+      if (a->most < q) {
+        v = (u32)c[i] + (c[i] < 0 ? q : 0u);
+      } else {
+        const i64 r = c[i] % (i64)q;
+        v = (u64)(r < 0 ? r + (i64)q : r);
+      }
+      const u64 t = v * R - ((v * shoup) >> 32) * q;
+      row[i] = (u32)(t >= q ? t - q : t);
+    }
+  } else if (a->most < q) {
     for (i64 i = 0; i < n; ++i) row[i] = (u32)c[i] + (c[i] < 0 ? q : 0u);
   } else {
     for (i64 i = 0; i < n; ++i) {
@@ -608,7 +648,13 @@ static void residues_limb(const void* p, i64 l) {
 }
 
 void ren_cpu_signed_residues(const i64* c, const u32* moduli, i64 L, i64 n, u32* out) {
-  residues_args a = {c, moduli, n, out, 0};
+  ren_cpu_signed_residues_form(c, moduli, L, n, out, 0);
+}
+
+/* ren_cpu_signed_residues, in storage form (r 2^32 mod q) when `stored` */
+void ren_cpu_signed_residues_form(const i64* c, const u32* moduli, i64 L, i64 n, u32* out,
+                                  int stored) {
+  residues_args a = {c, moduli, n, out, 0, stored};
   for (i64 i = 0; i < n; ++i) {
     const u64 v = c[i] < 0 ? -(u64)c[i] : (u64)c[i];
     a.most = v > a.most ? v : a.most;

@@ -96,6 +96,11 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.ren_cpu_shake256_parted.restype = ctypes.c_int
     lib.ren_cpu_signed_residues.argtypes = [_p, _p, _i64, _i64, _p]
     lib.ren_cpu_signed_residues.restype = None
+    lib.ren_cpu_signed_residues_form.argtypes = [_p, _p, _i64, _i64, _p, ctypes.c_int]
+    lib.ren_cpu_signed_residues_form.restype = None
+    lib.ren_cpu_sample_uniform_form.argtypes = [*lib.ren_cpu_sample_uniform_ways.argtypes,
+                                                ctypes.c_int]
+    lib.ren_cpu_sample_uniform_form.restype = ctypes.c_int
     lib.ren_cpu_sample_threads.argtypes = [ctypes.c_int]
     lib.ren_cpu_sample_threads.restype = None
     lib.ren_cpu_sample_threads_here.restype = ctypes.c_int
@@ -179,11 +184,12 @@ def keccak_ways(lib: ctypes.CDLL) -> int:
 
 
 def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
-                   ways: int | None = None) -> np.ndarray | None:
+                   ways: int | None = None, stored: bool = False) -> np.ndarray | None:
     """`ren.sampling.sample(spec, ring)` for a uniform `spec`, sampled by the ring library
     `lib` on its threads, `ways` limbs' streams a permutation (default: `keccak_ways(lib)`;
     1 runs one stream at a time, the scalar permutation, on any path); None when the stream
-    input is longer than the C sampler takes (the caller then samples in Python)."""
+    input is longer than the C sampler takes (the caller then samples in Python).  With
+    ``stored=True`` the residues in storage form, r·2^32 mod q_i (what every device stores)."""
     validate_spec(spec.kind, spec.params, ring)
     if spec.kind != "uniform":
         raise ValueError(f"sample_uniform: a {spec.kind!r} spec is not uniform")
@@ -194,9 +200,9 @@ def sample_uniform(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec,
     if ways is not None and ways not in (1, keccak_ways(lib)):
         raise ValueError(f"sample_uniform: this library runs 1 or {keccak_ways(lib)} streams "
                          f"a permutation, not {ways}")
-    status = lib.ren_cpu_sample_uniform_ways(UNIFORM_PREFIX, len(UNIFORM_PREFIX), seed,
+    status = lib.ren_cpu_sample_uniform_form(UNIFORM_PREFIX, len(UNIFORM_PREFIX), seed,
                                              len(seed), moduli.ctypes.data, ring.limbs, ring.N,
-                                             out.ctypes.data, ways or 0)
+                                             out.ctypes.data, ways or 0, int(stored))
     return None if status else out
 
 
@@ -300,31 +306,34 @@ def _no_memory(N: int, kind: str) -> MemoryError:
                        "coefficients")
 
 
-def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec, threads: int | None = None
-           ) -> np.ndarray | None:
+def sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec, threads: int | None = None,
+           stored: bool = False) -> np.ndarray | None:
     """`ren.sampling.sample(spec, ring)`: the residues (L, N) u32 of any RANDOM spec, by the
     ring library `lib` (uniform: `sample_uniform`; the rest: `sample_signed`, then every limb's
     residues in C), on `threads` threads (None: the device's, shared with the other samplers
     running at the time on a `side_by_side` thread); None where the C sampler does not take the
     spec (a uniform seed longer than it takes), which the caller then samples in Python.  The
     same words on any number of threads.  A side-by-side thread then helps the others
-    (`help_side_by_side`) before it returns to the pool."""
+    (`help_side_by_side`) before it returns to the pool.  With ``stored=True`` the rows are in
+    storage form, r·2^32 mod q_i (one Shoup product a word in the C pass that writes them), so
+    realization need not convert them (None where the C sampler declines, as without)."""
     with _on_threads(lib, threads):
-        out = _sample(lib, spec, ring)
+        out = _sample(lib, spec, ring, stored)
         if threads is None and side_by_side():  # still marked: its end wakes the other helpers
             help_side_by_side(lib)
         return out
 
 
-def _sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:
+def _sample(lib: ctypes.CDLL, spec: RandomSpec, ring: RingSpec, stored: bool
+            ) -> np.ndarray | None:
     if spec.kind == "uniform":
-        return sample_uniform(lib, spec, ring)
+        return sample_uniform(lib, spec, ring, stored=stored)
     validate_spec(spec.kind, spec.params, ring)
     coeffs = sample_signed(lib, spec, ring.N)
     out = host_empty((ring.limbs, ring.N))  # the host allocator's own kind of array
     moduli = np.array(ring.moduli, dtype=np.uint32)
-    lib.ren_cpu_signed_residues(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs, ring.N,
-                                out.ctypes.data)
+    lib.ren_cpu_signed_residues_form(coeffs.ctypes.data, moduli.ctypes.data, ring.limbs,
+                                     ring.N, out.ctypes.data, int(stored))
     return out
 
 

@@ -328,14 +328,12 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
 
 
 def _draw(device: Any, spec: RandomSpec, ring: RingSpec) -> tuple[np.ndarray, bool]:
-    """A leaf's sample and whether it is in storage form (r·2^32 mod q_i): a device with
-    ``sample_stored`` (a sampler that writes that form itself, or None where it declines)
-    saves realization the conversion; otherwise `Device.sample`'s standard form."""
-    sample_stored = getattr(device, "sample_stored", None)
-    if sample_stored is not None:
-        values = sample_stored(spec, ring)
-        if values is not None:
-            return values, True
+    """A leaf's sample and whether it is in storage form (r·2^32 mod q_i): a device whose
+    sampler writes that form itself (`Device.sample_stored`) saves realization the conversion;
+    otherwise `Device.sample`'s standard form."""
+    values = device.sample_stored(spec, ring)
+    if values is not None:
+        return values, True
     return device.sample(spec, ring), False
 
 

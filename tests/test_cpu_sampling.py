@@ -49,9 +49,9 @@ def c_sampler_calls(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = cpu_sampling.sample
 
-    def counted(lib, spec, ring):
+    def counted(lib, spec, ring, **form):
         calls.append(spec.kind)
-        return real(lib, spec, ring)
+        return real(lib, spec, ring, **form)
 
     monkeypatch.setattr(cpu_sampling, "sample", counted)
     return calls

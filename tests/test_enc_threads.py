@@ -1,7 +1,9 @@
 """Serial parts taken out of key generation, encryption and decryption on the "cpu" device
 (issue 42 §4): a sampled leaf's NTT reads the sample's buffer itself, and its conversion to
 storage form (times 2^32) moves after the transform, where it fuses into the kernel that reads
-the transform (`ren.realization._transformed_samples`).  The words must not change."""
+the transform (`ren.realization._transformed_samples`), on a device whose sampler writes the
+standard form; the "cpu" device's sampler writes storage form itself (`Device.sample_stored`),
+which leaves realization nothing to convert.  The words must not change."""
 
 from __future__ import annotations
 
@@ -22,6 +24,17 @@ pytestmark = pytest.mark.skipif(find_cc() is None, reason="no system C compiler 
 
 def _no_fold(nodes, samples):
     return {}
+
+
+def _standard(self, spec, ring):
+    return None  # `Device.sample_stored`'s default: the sampler writes the standard form
+
+
+@pytest.fixture
+def standard_samples(monkeypatch):
+    """The "cpu" device's samples in standard form, as a device without a storage-form sampler
+    gives them (the fold's case)."""
+    monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _standard)
 
 
 def _graph(ring: RingSpec) -> list[Poly]:
@@ -53,7 +66,8 @@ _TRANSFORMED = realization._transformed_samples
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_a_sampled_leafs_ntt_folds_its_conversion_with_the_same_words(monkeypatch, threads):
+def test_a_sampled_leafs_ntt_folds_its_conversion_with_the_same_words(monkeypatch, threads,
+                                                                     standard_samples):
     """Realizing with the fold gives the words realizing without it gives (the NTT is linear),
     at 1, 2 and 3 device threads, for several seeds."""
     dev = cpu.CpuDevice("cpu")
@@ -68,7 +82,7 @@ def test_a_sampled_leafs_ntt_folds_its_conversion_with_the_same_words(monkeypatc
         dev.set_threads(None)
 
 
-def test_the_fold_maps_each_ntt_of_a_sampled_leaf():
+def test_the_fold_maps_each_ntt_of_a_sampled_leaf(standard_samples):
     """Each NTT of a sampled leaf maps to (NTT of the sample's buffer) × 2^32 in the NTT
     domain; a leaf read by anything else keeps `sample_random_leaves`' substitute."""
     ring = RingSpec.generate(1024, 2)
@@ -90,7 +104,7 @@ def test_the_fold_maps_each_ntt_of_a_sampled_leaf():
 
 
 @pytest.mark.parametrize("shape", ["public key", "encryption"])
-def test_the_fold_saves_a_kernel(monkeypatch, shape):
+def test_the_fold_saves_a_kernel(monkeypatch, shape, standard_samples):
     """The conversion before the transform was a kernel of its own: with the fold, the
     template of e.ntt() - a·s (a public key's b), and that of v·b, v·a (an encryption's
     ternary, its transform read by two products), has one kernel fewer."""
@@ -113,10 +127,7 @@ def test_the_fold_saves_a_kernel(monkeypatch, shape):
     assert counts[True] == counts[False] - 1, counts
 
 
-def _stored(self, spec, ring):
-    from ren.backend import cpu_sampling
-
-    return cpu_sampling.sample(self.ring_lib, spec, ring, stored=True)
+_STORED = cpu.CpuDevice.sample_stored
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -128,13 +139,13 @@ def test_samples_in_storage_form_give_the_same_words(monkeypatch, threads):
     try:
         dev.set_threads(threads)
         for seed in range(2):
+            monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _standard)
             want = _words(True, monkeypatch, seed)
-            monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _stored, raising=False)
+            monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _STORED)
             for fold in (True, False):
                 got = _words(fold, monkeypatch, seed)
                 for g, w in zip(got, want, strict=True):
                     assert np.array_equal(g, w), (seed, fold)
-            monkeypatch.delattr(cpu.CpuDevice, "sample_stored")
     finally:
         dev.set_threads(None)
 
@@ -145,8 +156,7 @@ def test_a_stored_sample_is_its_buffer_and_saves_the_outputs_conversion(monkeypa
     ring = RingSpec.generate(1024, 3)
     counts = {}
     for stored in (False, True):
-        if stored:
-            monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _stored, raising=False)
+        monkeypatch.setattr(cpu.CpuDevice, "sample_stored", _STORED if stored else _standard)
         with backend_override("python", cpu.open_device):
             s = Poly.ternary(ring, device="cpu").ntt().realize()
             a = Poly.uniform(ring, device="cpu", domain="NTT")

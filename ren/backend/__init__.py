@@ -182,6 +182,12 @@ class Device:
         device samples uniform limbs in C, on its threads)."""
         return sample(spec, ring)
 
+    def sample_stored(self, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:
+        """`sample`'s words already in storage form (r·2^32 mod q_i), written by the device's
+        own sampler so that realization need not convert them (`ren.realization._draw`); None
+        where the device has no such sampler (this default) or declines."""
+        return None
+
     def sampling_threads(self) -> int:
         """How many `sample` calls realization may run side by side for this device (the
         device's host threads; this default: one at a time, on the calling thread)."""

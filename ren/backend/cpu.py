@@ -250,6 +250,12 @@ class CpuDevice(Device):
         values = cpu_sampling.sample(self.ring_lib, spec, ring)
         return values if values is not None else super().sample(spec, ring)
 
+    def sample_stored(self, spec: RandomSpec, ring: RingSpec) -> np.ndarray | None:
+        """`Device.sample_stored`: the C sampler writes r·2^32 mod q_i itself (one Shoup product
+        in the pass that writes each row), so realization substitutes the buffer as it is; None
+        where it declines."""
+        return cpu_sampling.sample(self.ring_lib, spec, ring, stored=True)
+
     def sampling_threads(self) -> int:
         """The device's threads (`threads`): its samplers release the GIL, so realization draws
         that many random leaves side by side, and one thread means one (a fair one-thread

@@ -107,13 +107,6 @@ static void shake_read_u64(shake_reader* r, u64* out, i64 nwords) {
   }
 }
 
-/* the first nwords u64 words of SHAKE-256(msg) */
-static void shake256_u64(const u8* msg, i64 len, u64* out, i64 nwords) {
-  shake_reader r;
-  shake_open(&r, SHAKE256_RATE, msg, len);
-  shake_read_u64(&r, out, nwords);
-}
-
 /* SHAKE-128 (bits 128) or SHAKE-256 (256) of msg, outlen bytes (the tests' check against
    hashlib) */
 void ren_cpu_shake(int bits, const u8* msg, i64 len, u8* out, i64 outlen) {

@@ -20,8 +20,9 @@ fully reduced, so it is the same word as the NumPy backend's (`ren.backend.numpy
 * RESCALE — a thread per output residue: the exact divide-and-round of `ren.ring.rns`, one
   dropped modulus at a time, in registers.
 * RANDOM — the value of a RANDOM node is defined by `ren.sampling`, which expands the node's
-  seed with SHAKE-256 and shapes it with Box–Muller (float64) and a stable argsort: SHAKE is a
-  sequential sponge and float64 libm results need not match a GPU's to the last bit, so no
+  seed with SHAKE-256 and shapes it with Box–Muller (float64) and a stable argsort: each SHAKE
+  stream (a uniform limb, a 1024-coefficient part of a small distribution) is a sequential
+  sponge and float64 libm results need not match a GPU's to the last bit, so no
   device-side generator can reproduce it exactly.  The program therefore expands on the host
   (`Program.prepare`, run on every call — the seed is in the call) into the smallest exact form:
   standard residues for ``uniform``, N signed coefficients for the small distributions; the

@@ -300,15 +300,9 @@ def _prepare(items: Sequence[ScheduledKernel]) -> int:
 
 
 def _lacks(items: Sequence[ScheduledKernel]) -> bool:
-    """Whether a device lacks compiled kernels of `items` (a cold compile cache): asked of a
-    device that can tell without compiling (`lacks`, e.g. `CpuDevice.lacks`); another one
-    compiles them now (`Device.prepare`) and reports whether it compiled any."""
-    cold = False
-    for d, group in _per_device(items).items():
-        device = get_device(d)
-        lacks = getattr(device, "lacks", None)
-        cold |= bool(lacks(group) if lacks is not None else device.prepare(group))
-    return cold
+    """Whether a device lacks compiled kernels of `items` (a cold compile cache: `Device.lacks`,
+    asked of every device, since a device that compiles to answer has then compiled them)."""
+    return any([get_device(d).lacks(group) for d, group in _per_device(items).items()])
 
 
 def _chunk_runner(device: Device, device_name: str, items: Sequence[ScheduledKernel],

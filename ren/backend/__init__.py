@@ -147,6 +147,13 @@ class Device:
         many kernels it compiled (this default compiles none)."""
         return 0
 
+    def lacks(self, items: Iterable[ScheduledKernel]) -> bool:
+        """Whether a cold compile cache lacks kernels of `items` (`ren.replay.lower_and_run`
+        asks it of a first chunk, then compiles every chunk's missing kernels at once).  This
+        default compiles them now (`prepare`) and says whether it compiled any; a device that
+        can tell without compiling (`CpuDevice.lacks`) leaves them to that one batch."""
+        return bool(self.prepare(items))
+
     def is_cached(self, item: ScheduledKernel) -> bool:
         return item.key in self._cache
 

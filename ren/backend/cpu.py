@@ -220,10 +220,8 @@ class CpuDevice(Device):
         super().__init__(name, HOST)
         tune_allocator()
         self.isa = resolve_isa(isa)
-        #: the flags of each kind of generated kernel (`cpu_build.kernel_flags`), and `flags`
-        #: the elementwise kernels' (most of them)
+        #: the flags of each kind of generated kernel (`cpu_build.kernel_flags`)
         self.kind_flags = {kind: kernel_flags(self.isa, kind) for kind in KERNEL_KINDS}
-        self.flags = self.kind_flags["elementwise"]
         self.entries: dict[str, int] = {}  # elementwise kernel name -> entry point address
         self.hosted: dict[str, Any] = {}  # ring_c kernel name -> host wrapper (RANDOM)
         self.compiler_runs = 0
@@ -298,12 +296,17 @@ class CpuDevice(Device):
         `build` takes the program rendered here."""
         return self._load(self._programs(items))
 
+    @property
+    def flags(self) -> list[str]:
+        """The elementwise kernels' flags (most kernels are elementwise): ``kind_flags``'s."""
+        return self.kind_flags["elementwise"]
+
     def lacks(self, items: Iterable[ScheduledKernel]) -> bool:
-        """Whether `items` need a compiler run: a kernel of theirs neither loaded nor in the
-        compile cache's index (those the index finds are loaded now, as `prepare` would).
-        Compiles nothing, so that a cold first call (`ren.replay.lower_and_run`) builds its
-        first chunk's kernels in the same compiler runs as the rest, rather than in a run of
-        their own first (~0.3 s of a bootstrapping's critical path on 2 cores)."""
+        """`Device.lacks`: whether `items` need a compiler run: a kernel of theirs neither
+        loaded nor in the compile cache's index (those the index finds are loaded now, as
+        `prepare` would).  Compiles nothing, so that a cold first call builds its first chunk's
+        kernels in the same compiler runs as the rest, rather than in a run of their own first
+        (~0.3 s of a bootstrapping's critical path on 2 cores)."""
         programs = self._programs(items)
         with self._build_lock:
             known = self.entries.keys() | self.hosted.keys()

@@ -297,7 +297,7 @@ class CpuDevice(Device):
         return self._load(self._programs(items))
 
     @property
-    def flags(self) -> list[str]:
+    def flags(self) -> tuple[str, ...]:
         """The elementwise kernels' flags (most kernels are elementwise): ``kind_flags``'s."""
         return self.kind_flags["elementwise"]
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling_helpers import on_threads, ring_paths
 
 import ren
 from ren.backend.c_host import find_cc
@@ -23,22 +24,6 @@ pytestmark = pytest.mark.skipif(find_cc() is None, reason="no system C compiler 
 #: rings over the moduli sizes Ren uses, 17 to 31 bits (a small prime keeps ~2/3 of the words)
 RINGS = [RingSpec.generate(16, 3, 17), RingSpec.generate(64, 2, 31),
          RingSpec.generate(1024, 4, 30), RingSpec.generate(256, 5, 24)]
-
-
-def _paths():
-    from ren.backend import cpu
-
-    return [(isa, cpu.ring_library(isa)) for isa in cpu.available_isas()]
-
-
-def _with_threads(lib, n: int, fn):
-    from ren.backend import cpu
-
-    lib.ren_set_threads(n)
-    try:
-        return fn()
-    finally:
-        lib.ren_set_threads(cpu.threads())
 
 
 @pytest.fixture
@@ -63,7 +48,7 @@ def test_shake128_is_hashlib(length: int) -> None:
     from ren.backend.cpu_sampling import shake128
 
     msg = bytes((7 * i + 3) % 256 for i in range(length))  # every rate boundary, padding byte
-    for _isa, lib in _paths():
+    for _isa, lib in ring_paths():
         for nbytes in (0, 1, 167, 168, 169, 1000):
             assert shake128(lib, msg, nbytes) == hashlib.shake_128(msg).digest(nbytes)
             # SHAKE-256 (rate 136) through the same absorb and squeeze
@@ -86,7 +71,7 @@ def test_uniform_rows_are_ren_samplings_on_every_path(seed: bytes, ring: RingSpe
 
     spec = RandomSpec("uniform", (), seed, "cpu")
     want = sample(spec, ring)
-    for isa, lib in _paths():
+    for isa, lib in ring_paths():
         got = sample_uniform(lib, spec, ring)
         assert got is not None and got.dtype == np.uint32 and np.array_equal(got, want), isa
 
@@ -100,7 +85,7 @@ def test_every_thread_count_gives_the_same_words() -> None:
     lib = cpu.ring_library()
     want = sample(spec, ring)
     for n in (1, 2, 3):
-        assert np.array_equal(_with_threads(lib, n, lambda: sample_uniform(lib, spec, ring)),
+        assert np.array_equal(on_threads(lib, n, lambda: sample_uniform(lib, spec, ring)),
                               want), n
     assert int(want.max()) < max(ring.moduli) and len(np.unique(want[0])) > 4000
 

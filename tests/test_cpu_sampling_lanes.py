@@ -10,6 +10,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from sampling_helpers import ring_paths
 
 from ren.backend.c_host import find_cc
 from ren.random import RandomSpec
@@ -22,12 +23,6 @@ pytestmark = pytest.mark.skipif(find_cc() is None, reason="no system C compiler 
 WAYS = {"avx512": 8, "avx2": 4, "scalar": 1}
 
 
-def _paths():
-    from ren.backend import cpu
-
-    return [(isa, cpu.ring_library(isa)) for isa in cpu.available_isas()]
-
-
 def _threads(lib, n: int) -> None:
     from ren.backend import cpu
 
@@ -37,7 +32,7 @@ def _threads(lib, n: int) -> None:
 def test_each_path_runs_its_lanes() -> None:
     from ren.backend.cpu_sampling import keccak_ways, sample_uniform
 
-    paths = _paths()
+    paths = ring_paths()
     assert "scalar" in dict(paths)
     ring = RingSpec.generate(16, 1, 17)
     for isa, lib in paths:
@@ -57,7 +52,7 @@ def test_every_way_and_thread_count_gives_ren_samplings_rows(N: int, limbs: int)
     ring = RingSpec.generate(N, limbs, 30 if limbs % 2 else 24)
     spec = RandomSpec("uniform", (), b"lanes %d" % limbs, "cpu")
     want = sample(spec, ring)
-    for isa, lib in _paths():
+    for isa, lib in ring_paths():
         for ways in sorted({1, WAYS[isa]}):
             for threads in (1, 2, 3):
                 _threads(lib, threads)
@@ -90,7 +85,7 @@ def test_any_u32_modulus_and_row_length(n: int) -> None:
     moduli = [3, 1, 2**32 - 1, 2**31 + 11, 2**31 - 1, 2**16, 7, 2**30 + 3, 2**32 - 5, 65537, 2]
     seed = b"moduli"
     want = np.stack([_uniform_row(seed, i, q, n) for i, q in enumerate(moduli)])
-    for isa, lib in _paths():
+    for isa, lib in ring_paths():
         for ways in sorted({1, WAYS[isa]}):
             assert np.array_equal(_c_rows(lib, seed, moduli, n, ways), want), (isa, ways)
 
@@ -101,7 +96,7 @@ def test_long_inputs_and_empty_shapes() -> None:
     from ren.backend.cpu_sampling import _bind
 
     moduli = [2**30 + 3, 12289, 97, 2**31 - 1, 3]
-    for isa, lib in _paths():
+    for isa, lib in ring_paths():
         _bind(lib)
         longest = lib.ren_cpu_sample_max_input() - len(UNIFORM_PREFIX) - 4
         for seed in (b"s" * 150, b"t" * 300, b"u" * longest):

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from sampling_helpers import on_threads, ring_paths
 
 import ren.sampling
 from ren.backend.c_host import find_cc
@@ -27,22 +28,6 @@ SPECS = [("ternary", ()), ("uniform_on_interval", (-5, 2**32 - 6)),
          ("gaussian", (2,))]
 
 
-def _paths():
-    from ren.backend import cpu
-
-    return [(isa, cpu.ring_library(isa)) for isa in cpu.available_isas()]
-
-
-def _on_threads(lib, n: int, fn):
-    from ren.backend import cpu
-
-    lib.ren_set_threads(n)
-    try:
-        return fn()
-    finally:
-        lib.ren_set_threads(cpu.threads())
-
-
 @pytest.mark.parametrize("N", [1, 16, 1000, 3 * 4096 + 5])
 def test_every_kind_is_ren_samplings_on_every_path_and_thread_count(N: int) -> None:
     from ren.backend.cpu_sampling import sample_signed as c_signed
@@ -53,10 +38,10 @@ def test_every_kind_is_ren_samplings_on_every_path_and_thread_count(N: int) -> N
     for kind, params in specs:
         spec = RandomSpec(kind, params, b"small %d" % N, "cpu")
         want = sample_signed(spec, N)
-        for isa, lib in _paths():
+        for isa, lib in ring_paths():
             for threads in (1, 2, 3):
                 for words in (False, True):  # C's squeeze, or hashlib's words mapped in C
-                    got = _on_threads(lib, threads,
+                    got = on_threads(lib, threads,
                                       lambda s=spec, lib=lib, w=words: c_signed(lib, s, N, words=w))
                     assert got.dtype == np.int64 and np.array_equal(got, want), \
                         (kind, params, isa, threads, words)
@@ -126,7 +111,7 @@ def test_sparse_positions_with_repeated_keys_follow_a_stable_argsort(monkeypatch
             spec = RandomSpec("sparse_ternary", (h,), b"repeats", "cpu")
             want = sample_signed(spec, 300)
             assert np.count_nonzero(want) == h
-            for isa, lib in _paths():
+            for isa, lib in ring_paths():
                 assert np.array_equal(c_signed(lib, spec, 300, words=True), want), (values, h, isa)
         monkeypatch.setattr(ren.sampling, "_u64", real)
 
@@ -157,8 +142,8 @@ def test_residue_rows_of_every_kind_are_ren_samplings() -> None:
     for kind, params in specs:
         spec = RandomSpec(kind, params, b"rows", "cpu")
         want = ren.sampling.sample(spec, ring)
-        for isa, lib in _paths():
+        for isa, lib in ring_paths():
             for threads in (1, 2, 3):
-                got = _on_threads(lib, threads, lambda s=spec, lib=lib: c_sample(lib, s, ring))
+                got = on_threads(lib, threads, lambda s=spec, lib=lib: c_sample(lib, s, ring))
                 assert got is not None and got.dtype == np.uint32 and np.array_equal(got, want), \
                     (kind, params, isa, threads)

@@ -107,19 +107,24 @@ def _record_prepares(monkeypatch, compiled) -> list[int]:
     return batches
 
 
+def _lacks_says(monkeypatch, answer: bool) -> list[int]:
+    """The cpu device's `lacks` answers `answer`; returns the sizes of the item lists asked."""
+    asked: list[int] = []
+
+    def lacks(items):
+        asked.append(len(list(items)))
+        return answer
+
+    monkeypatch.setattr(get_device("cpu"), "lacks", lacks)
+    return asked
+
+
 def test_a_cold_compile_cache_compiles_everything_in_one_batch(monkeypatch, pipelined):
     """The device lacks kernels of the first chunk (a cold cache, `CpuDevice.lacks`): one
     prepare gets every compute item at once, the first chunk's included, before the first chunk
     is lowered; and the words are the eager graph's."""
     batches = _record_prepares(monkeypatch, lambda n: 0)
-    dev = get_device("cpu")
-    asked: list[int] = []
-
-    def lacks(items):  # "the first chunk lacks kernels"
-        asked.append(len(list(items)))
-        return True
-
-    monkeypatch.setattr(dev, "lacks", lacks)
+    asked = _lacks_says(monkeypatch, True)  # "the first chunk lacks kernels"
     a, b = fresh(27, "cpu"), fresh(28, "cpu")
     fn = ren.jit(keyswitch_like)
     with ren_settings.override(REN_PLAN_CACHE=0):  # (scheduled: lower_and_run on its items)
@@ -134,14 +139,7 @@ def test_a_cold_compile_cache_compiles_everything_in_one_batch(monkeypatch, pipe
 
 def test_a_warm_compile_cache_lowers_chunk_by_chunk(monkeypatch, pipelined):
     batches = _record_prepares(monkeypatch, lambda n: 0)  # nothing compiled: warm
-    dev = get_device("cpu")
-    asked: list[int] = []
-
-    def lacks(items):  # "the device has every kernel of the first chunk"
-        asked.append(len(list(items)))
-        return False
-
-    monkeypatch.setattr(dev, "lacks", lacks)
+    asked = _lacks_says(monkeypatch, False)  # "the device has every kernel of the first chunk"
     a, b = fresh(29, "cpu"), fresh(30, "cpu")
     fn = ren.jit(keyswitch_like)
     with ren_settings.override(REN_PLAN_CACHE=0):

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from sampling_helpers import on_threads, ring_paths
 
 import ren
 import ren.random
@@ -44,18 +45,6 @@ def _documented(seed: bytes, purpose: str, n: int) -> np.ndarray:
         words = np.frombuffer(hashlib.shake_256(msg).digest(8 * rows * m), dtype="<u8")
         out[:, start:start + m] = words.reshape(rows, m)
     return out.reshape(-1)
-
-
-def _paths():
-    return [(isa, cpu.ring_library(isa)) for isa in cpu.available_isas()]
-
-
-def _on_threads(lib, n: int, fn):
-    lib.ren_set_threads(n)
-    try:
-        return fn()
-    finally:
-        lib.ren_set_threads(cpu.threads())
 
 
 @pytest.mark.parametrize("purpose", PURPOSES)
@@ -88,9 +77,9 @@ def test_the_c_squeeze_gives_the_reference_words_on_every_path_and_thread_count(
     rows = 2 if purpose == "gauss" else 1
     for n in SIZES:
         want = stream_words(b"c parts", purpose, rows * n)
-        for isa, lib in _paths():
+        for isa, lib in ring_paths():
             for threads in (1, 2, 3):
-                got = _on_threads(lib, threads, lambda lib=lib, n=n: cpu_sampling.shake256_words(
+                got = on_threads(lib, threads, lambda lib=lib, n=n: cpu_sampling.shake256_words(
                     lib, b"c parts", purpose, rows * n))
                 assert got is not None and np.array_equal(got, want), (purpose, n, isa, threads)
     lib = cpu.ring_library()
@@ -112,9 +101,9 @@ def test_every_kind_is_the_references_at_every_thread_count(kind, params) -> Non
         for seed in (b"kinds", bytes(range(256)) * 5):
             spec = RandomSpec(kind, params, seed, "cpu")
             want = sample_signed(spec, n)
-            for isa, lib in _paths():
+            for isa, lib in ring_paths():
                 for threads in (1, 2, 3):
-                    got = _on_threads(lib, threads, lambda s=spec, lib=lib, n=n:
+                    got = on_threads(lib, threads, lambda s=spec, lib=lib, n=n:
                                       cpu_sampling.sample_signed(lib, s, n))
                     assert np.array_equal(got, want), (kind, n, isa, threads, len(seed))
 
@@ -202,9 +191,9 @@ def test_rows_in_storage_form_are_the_references_times_2_to_the_32(kind, params)
         spec = RandomSpec(kind, params, b"stored", "cpu")
         q = np.array(ring.moduli, dtype=np.uint64)[:, None]
         want = (ren.sampling.sample(spec, ring).astype(np.uint64) << np.uint64(32)) % q
-        for isa, lib in _paths():
+        for isa, lib in ring_paths():
             for threads in (1, 2, 3):
-                got = _on_threads(lib, threads, lambda s=spec, lib=lib, r=ring:
+                got = on_threads(lib, threads, lambda s=spec, lib=lib, r=ring:
                                   cpu_sampling.sample(lib, s, r, stored=True))
                 assert got is not None and got.dtype == np.uint32, (kind, isa)
                 assert np.array_equal(got, want), (kind, bits, isa, threads)

@@ -124,6 +124,13 @@ def test_plan_runs_consecutive_ring_kernels_in_one_team_with_the_same_words():
         assert all(np.array_equal(g, w) for g, w in zip(got[t], want)), t
 
 
+def _stored_words(spec, ring) -> np.ndarray:
+    """The definition's residues r of `spec` in storage form, r·2^32 mod q_i: what the cpu
+    device's sampler writes (`CpuDevice.sample_stored`)."""
+    r = ren.sampling.sample(spec, ring).astype(np.uint64) << np.uint64(32)
+    return (r % np.array(ring.moduli, dtype=np.uint64)[:, None]).astype(np.uint32)
+
+
 def test_realization_adopts_a_fresh_aligned_sample_and_copies_anything_else(monkeypatch):
     """A random leaf drawn on the cpu device becomes its buffer's storage as it is (no copy on
     the calling thread); an array the allocator cannot adopt (misaligned, or read-only) is
@@ -142,29 +149,30 @@ def test_realization_adopts_a_fresh_aligned_sample_and_copies_anything_else(monk
     assert not alloc.can_adopt(frozen, (3, 1024)) and not alloc.can_adopt(good, (3, 512))
 
     drawn: list[np.ndarray] = []
-    real_sample = cpu.CpuDevice.sample
+    real_sample = cpu.CpuDevice.sample_stored  # (the cpu sampler writes storage form)
 
     def recording(self, spec, ring):
         out = real_sample(self, spec, ring)
         drawn.append(out)
         return out
 
-    monkeypatch.setattr(cpu.CpuDevice, "sample", recording)
+    monkeypatch.setattr(cpu.CpuDevice, "sample_stored", recording)
     ring = RingSpec.generate(1024, 3)
     p = ren.Poly.uniform(ring, device="cpu")
     (subst,) = realization.sample_random_leaves([p.node]).values()
-    stored = subst.src[0].src[0]  # the sample's buffer (as a ring), times 2^32
+    stored = subst.src[0]  # the sample's buffer (as a ring), in storage form already
     assert len(drawn) == 1 and stored.op is Op.BUFFER
     held = stored.arg.array()
     assert np.shares_memory(held, drawn[0])  # adopted, not copied
-    assert np.array_equal(held, ren.sampling.sample(p.random_origin(), ring))
+    assert np.array_equal(held, _stored_words(p.random_origin(), ring))
     # an array it cannot adopt is copied in, with the same words
-    monkeypatch.setattr(cpu.CpuDevice, "sample", lambda self, spec, ring: np.array(
-        ren.sampling.sample(spec, ring)[:, ::-1][:, ::-1], order="F"))
+    monkeypatch.setattr(cpu.CpuDevice, "sample_stored", lambda self, spec, ring: np.array(
+        _stored_words(spec, ring)[:, ::-1][:, ::-1], order="F"))
     q = ren.Poly.uniform(ring, device="cpu")
     (subst,) = realization.sample_random_leaves([q.node]).values()
-    copied = subst.src[0].src[0].arg.array()
-    assert np.array_equal(copied, ren.sampling.sample(q.random_origin(), ring))
+    copied = subst.src[0].arg.array()
+    assert not np.shares_memory(copied, drawn[0])
+    assert np.array_equal(copied, _stored_words(q.random_origin(), ring))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -178,13 +186,13 @@ def test_random_leaves_are_drawn_on_as_many_threads_as_the_device_has(monkeypatc
     from ren.backend import cpu
 
     where: list[int] = []
-    real_sample = cpu.CpuDevice.sample
+    real_sample = cpu.CpuDevice.sample_stored  # (the cpu sampler writes storage form)
 
     def recording(self, spec, ring):
         where.append(threading.get_ident())
         return real_sample(self, spec, ring)
 
-    monkeypatch.setattr(cpu.CpuDevice, "sample", recording)
+    monkeypatch.setattr(cpu.CpuDevice, "sample_stored", recording)
     dev = ren.device.get_device("cpu")
     ring = RingSpec.generate(1024, 2)
     polys = [ren.Poly.uniform(ring, device="cpu") for _ in range(5)]
@@ -197,6 +205,6 @@ def test_random_leaves_are_drawn_on_as_many_threads_as_the_device_has(monkeypatc
     assert len(where) == 5
     assert (set(where) == {threading.get_ident()}) is (threads == 1)
     assert len(set(where)) <= threads
-    for p in polys:
-        got = subst[p.node].src[0].src[0].arg.array()
-        assert np.array_equal(got, ren.sampling.sample(p.random_origin(), ring))
+    for p in polys:  # (in storage form: the substitute is the buffer itself)
+        got = subst[p.node].src[0].arg.array()
+        assert np.array_equal(got, _stored_words(p.random_origin(), ring))

@@ -107,7 +107,10 @@ def test_a_pool_thread_done_with_its_leaf_joins_a_running_uniform() -> None:
     limbs (`cpu_sampling.sample` helps before returning), and the words stay the same."""
     from ren.backend import cpu, cpu_sampling
 
-    big, small = _ring(48, 1 << 14), _ring(1, 1 << 13)
+    # a uniform long enough (~3 ms alone on two threads) that the Gaussian's thread gets
+    # a core while it runs even beside other load (48 limbs, ~0.9 ms, missed 80 tries in a
+    # row once beside three busy processes)
+    big, small = _ring(192, 1 << 14), _ring(1, 1 << 13)
     uniform = RandomSpec("uniform", (), b"board big", "cpu")
     gaussian = RandomSpec("gaussian", (3.2,), b"board small", "cpu")
     want = ren.sampling.sample(uniform, big)
@@ -117,7 +120,7 @@ def test_a_pool_thread_done_with_its_leaf_joins_a_running_uniform() -> None:
         with ThreadPoolExecutor(2, thread_name_prefix=cpu_sampling.SIDE_BY_SIDE_PREFIX) as pool:
             # the uniform must still be claiming when the Gaussian ends: on a loaded machine (the
             # full suite on 2 cores beside other work) most tries miss, so try often
-            for _ in range(60):
+            for _ in range(100):
                 before = cpu_sampling.help_joins(lib)
                 started = threading.Event()
 

@@ -1,4 +1,4 @@
-"""The "cpu" device's small-coefficient samplers (cpu_ring_sample.c's SHAKE-256 squeezes and
+"""The "cpu" device's small-coefficient samplers (cpu_ring_sample_small.c's SHAKE-256 squeezes and
 mappings through ren.backend.cpu_sampling.sample_signed): ternary, uniform on an interval,
 sparse ternary and Gaussian coefficients equal to `ren.sampling.sample_signed`'s on every vector
 path and at 1..3 threads, squeezed in C or by hashlib (``words=True``: the tests that craft the

@@ -133,6 +133,7 @@ static inline u32 redc64(u64 t, u32 q, u32 qn, u32 rq) {
 #endif
 #include "cpu_ring_share.c"
 #include "cpu_ring_sample.c"
+#include "cpu_ring_sample_small.c"
 #include "cpu_ring_to_rns.c"
 
 /* the widest vectors the NTT of this build uses: 512, 256 or 0 (scalar) */

@@ -75,6 +75,20 @@ int ren_cpu_sample_uniform_threads_here(void) { return ren_sample_threads_now(2)
 #define REN_SAMPLE_MAX_INPUT 1024
 int ren_cpu_sample_max_input(void) { return REN_SAMPLE_MAX_INPUT; }
 
+/* v 2^32 mod q for a residue v < q (storage form, what every device stores): a Shoup product
+   by R = 2^32 mod q, in 64 bits (any q below 2^32); the samplers' one conversion */
+typedef struct {
+  u64 R, shoup;
+} storage_factor;
+static inline storage_factor storage_factor_of(u32 q) {
+  const u64 R = (1ULL << 32) % q;
+  return (storage_factor){R, (R << 32) / q};
+}
+static inline u32 to_storage(u64 v, storage_factor f, u32 q) {
+  const u64 t = v * f.R - ((v * f.shoup) >> 32) * q;
+  return (u32)(t >= q ? t - q : t);
+}
+
 /* x[0..n) mod q, for words x < 2^32: t = floor(x m / 2^32) with m = floor(2^32 / q) is
    floor(x / q) or one less, so x - t q is in [0, 2q) and one subtraction finishes */
 static void reduce_row(u32* x, i64 n, u32 q, int stored) {
@@ -83,12 +97,11 @@ static void reduce_row(u32* x, i64 n, u32 q, int stored) {
     return;
   }
   const u32 m = (u32)((1ULL << 32) / q);
-  if (stored) {  /* and times 2^32 mod q (storage form): a Shoup product by R = 2^32 mod q */
-    const u64 R = (1ULL << 32) % q, shoup = (R << 32) / q;
+  if (stored) {  /* and in storage form */
+    const storage_factor f = storage_factor_of(q);
     for (i64 i = 0; i < n; ++i) {
       const u32 w = x[i], r = w - (u32)(((u64)w * m) >> 32) * q;
-      const u64 v = r >= q ? r - q : r, t = v * R - ((v * shoup) >> 32) * q;
-      x[i] = (u32)(t >= q ? t - q : t);
+      x[i] = to_storage(r >= q ? r - q : r, f, q);
     }
     return;
   }

@@ -370,32 +370,32 @@ typedef struct {
   int stored; /* times 2^32 mod q (storage form) */
 } residues_args;
 
+/* c mod q in [0, q); `small`: |c| < q, so no division */
+static inline u32 signed_residue(i64 c, u32 q, int small) {
+  if (small) return (u32)c + (c < 0 ? q : 0u);
+  const i64 r = c % (i64)q;
+  return (u32)(r < 0 ? r + (i64)q : r);
+}
+
 static void residues_limb(const void* p, i64 l) {
   const residues_args* a = (const residues_args*)p;
   const i64* c = a->c;
   const i64 n = a->n;
   const u32 q = a->moduli[l];
+  const int small = a->most < q;
   u32* row = a->out + l * n;
-  if (a->stored) {  /* [c]_q R mod q, R = 2^32 mod q: a Shoup product per word */
-    const u64 R = (1ULL << 32) % q, shoup = (R << 32) / q;
-    for (i64 i = 0; i < n; ++i) {
-      u64 v;
-      if (a->most < q) {
-        v = (u32)c[i] + (c[i] < 0 ? q : 0u);
-      } else {
-        const i64 r = c[i] % (i64)q;
-        v = (u64)(r < 0 ? r + (i64)q : r);
-      }
-      const u64 t = v * R - ((v * shoup) >> 32) * q;
-      row[i] = (u32)(t >= q ? t - q : t);
-    }
-  } else if (a->most < q) {
-    for (i64 i = 0; i < n; ++i) row[i] = (u32)c[i] + (c[i] < 0 ? q : 0u);
+  /* one loop per case, each with `small` a constant: the common one (small, standard form)
+     stays a plain vectorizable add */
+  if (a->stored) {
+    const storage_factor f = storage_factor_of(q);
+    if (small)
+      for (i64 i = 0; i < n; ++i) row[i] = to_storage(signed_residue(c[i], q, 1), f, q);
+    else
+      for (i64 i = 0; i < n; ++i) row[i] = to_storage(signed_residue(c[i], q, 0), f, q);
+  } else if (small) {
+    for (i64 i = 0; i < n; ++i) row[i] = signed_residue(c[i], q, 1);
   } else {
-    for (i64 i = 0; i < n; ++i) {
-      const i64 r = c[i] % (i64)q;
-      row[i] = (u32)(r < 0 ? r + (i64)q : r);
-    }
+    for (i64 i = 0; i < n; ++i) row[i] = signed_residue(c[i], q, 0);
   }
 }
 

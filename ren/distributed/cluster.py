@@ -96,7 +96,16 @@ def worker_addresses(client: Any) -> list[str]:
     scheduler itself.  ``Client.scheduler_info(n_workers=-1)`` fetches into the client's
     shared cache and returns the cache, which the client's periodic refresh (totals only, no
     worker entries) can overwrite in between: under load a job saw "no workers" on a healthy
-    cluster (3 of ~30 jobs of 64 inputs on a loaded 2-core machine)."""
+    cluster (3 of ~30 jobs of 64 inputs on a loaded 2-core machine).
+
+    A scheduler in this process (a `LocalCluster`'s, as `local_client` makes it) is read
+    directly (`_local_scheduler`): the same dict its ``identity`` walks, without the round
+    trip through the event loop (measured on an idle cluster: 0.95 ms of wall and 0.49 ms of
+    the client's CPU per ask, on the path of every job before its first task is sent)."""
+    local = _local_scheduler(client)
+    if local is not None:
+        # (a copy in C under the GIL: the event loop's thread cannot change the dict midway)
+        return sorted(dict.keys(local.workers))
     scheduler = getattr(client, "scheduler", None)
     if scheduler is not None and hasattr(client, "sync") and not scheduler_lost(client):
         try:
@@ -106,6 +115,54 @@ def worker_addresses(client: Any) -> list[str]:
     else:
         info = client.scheduler_info(n_workers=-1)
     return list(info.get("workers", {}))
+
+
+def _local_scheduler(client: Any) -> Any:
+    """The running `distributed.Scheduler` object `client` is connected to when it lives in
+    this process (its cluster's, with the same address), else None."""
+    scheduler = getattr(getattr(client, "cluster", None), "scheduler", None)
+    if scheduler is None or scheduler_lost(client):
+        return None
+    try:
+        from distributed import Scheduler
+    except ImportError:
+        return None
+    address = getattr(getattr(client, "scheduler", None), "address", None)
+    if not isinstance(scheduler, Scheduler) or address is None or \
+            scheduler.address != address or getattr(scheduler.status, "name", "") != "running":
+        return None
+    return scheduler
+
+
+def send_now(client: Any) -> None:
+    """Have `client`'s batched stream to its scheduler write what it holds at once, instead of
+    when its pacing allows (a callback on the client's event loop, queued behind the messages
+    the caller's thread just handed it: Dask's ``Client._send_to_scheduler``).
+
+    Dask's client writes its stream at most every 10 ms (``BatchedSend(interval="10ms")``): a
+    message that follows another by less waits out the rest.  A job's first tasks followed the
+    previous job's releases of its results, so their graph waited: traced (1 worker, N = 2^14,
+    64 inputs a job, back to back, the same clock on the client, the scheduler and the worker)
+    the first task's graph reached the scheduler 8.8-12.6 ms (medians of 10 jobs) after
+    `submit` began, 6-10 ms after ``client.map`` returned, and its task started 10.7-14.3 ms
+    after; with the stream written at once 3.8-5.7 ms and 6.2-8.0 ms.  Messages that come
+    between tasks (releases) keep Dask's pacing.  A client without such a stream (a stand-in,
+    another Dask) is left alone."""
+    comm = getattr(client, "scheduler_comm", None)
+    loop = getattr(client, "loop", None)
+    if comm is None or loop is None or not all(
+            hasattr(comm, a) for a in ("buffer", "next_deadline", "waker")):
+        return
+
+    def flush() -> None:
+        if comm.buffer and comm.next_deadline is not None:
+            comm.next_deadline = None  # (its sending coroutine then writes when woken)
+            comm.waker.set()
+
+    try:
+        loop.add_callback(flush)
+    except Exception:  # a loop closed meanwhile: the messages go (or fail) as Dask sends them
+        pass
 
 
 def cancel_quietly(client: Any, futures: list[Any]) -> None:
@@ -407,4 +464,4 @@ __all__ = ["AMM_POLICIES", "INSTALL_HINT", "LOCAL_MEMORY_LIMIT", "MAX_LOCAL_WORK
            "TICK_INTERVAL", "WORKER_ENV",
            "cancel_quietly", "check_timeout", "dask_distributed", "gather_as_completed",
            "keep_broadcasts_on", "keeps_broadcasts", "local_client", "lost_error",
-           "resolve_client", "scheduler_lost", "worker_addresses"]
+           "resolve_client", "scheduler_lost", "send_now", "worker_addresses"]

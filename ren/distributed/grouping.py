@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ren.distributed import posts
+from ren.distributed.cluster import send_now
 from ren.distributed.wire import Codec, wire_bytes
 from ren.distributed.worker import Packed, run_item
 
@@ -173,6 +174,7 @@ class Sender:
             [self.indices[i] for i in indices] if self.group else list(indices), key=keys,
             pure=False, context_key=ck, context_blob=self.shared[ck], program_key=pk,
             program_blob=self.shared[pk], keep=self.keep, group=self.group, shm=self.shm)
+        send_now(self.client)  # (the tasks' graph, not after Dask's 10 ms pacing: `send_now`)
         return [(f, data[f"{k}-input"], wire_bytes(w)) for f, k, w in zip(futures, keys, wires)]
 
     def _submit_packed(self, indices: range, keys: list[str], blobs: list[bytes],
@@ -203,6 +205,7 @@ class Sender:
             for k, f in zip(ks, futures):
                 self.where[f.key] = where
                 out[keys[k]] = (f, None, wire_bytes(wires[k]))
+        send_now(self.client)  # (the tasks' graph, not after Dask's 10 ms pacing: `send_now`)
         return [out[k] for k in keys]
 
     def finished(self, key: str) -> None:

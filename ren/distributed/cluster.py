@@ -159,10 +159,9 @@ def send_now(client: Any) -> None:
             comm.next_deadline = None  # (its sending coroutine then writes when woken)
             comm.waker.set()
 
-    try:
+    # (a loop closed meanwhile: the messages go, or fail, as Dask sends them)
+    with contextlib.suppress(Exception):
         loop.add_callback(flush)
-    except Exception:  # a loop closed meanwhile: the messages go (or fail) as Dask sends them
-        pass
 
 
 def cancel_quietly(client: Any, futures: list[Any]) -> None:

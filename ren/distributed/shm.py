@@ -57,6 +57,7 @@ import itertools
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ren import settings
@@ -198,32 +199,60 @@ def start_job(client: Any, addresses: list[str]) -> str | None:
 
 def end_job(prefix: str | None) -> int:
     """Remove job `prefix`'s marker, then every segment of it left (module doc); how many
-    segments.  Idempotent."""
+    segments.  Idempotent.
+
+    One listing of `SHM_DIR`, taken after the marker went (a worker that wrote a segment and
+    then found the marker gone unlinks it itself), serves every step, and each writer's pid is
+    looked up in ``/proc`` once: the steps listed it four times and looked up each pool
+    file's writer, ~0.6-0.9 ms of the client's CPU at the end of every job (on its critical
+    path: `MapJob.result` returns after it) with ~100 files of a worker's pool there."""
     if prefix is None:
         return 0
     remove_file(job_marker(prefix))
     client = prefix.rsplit("-", 1)[0]
+    names = _listing()
+    alive = _pid_lookup()
     # a killed worker's slots, once no other job of this client runs: a running job may still
     # take a post of that worker naming them (`ren.distributed.posts`), and must read its words
-    running = jobs_running(client)
+    running = jobs_running(client, names)
     if not running:
-        remove_dead_pools(client)
+        remove_dead_pools(client, names, alive)
         unmap_results(client)  # (of the slots of workers that are gone)
-    gone = remove_prefix(prefix + "-")
+    gone = remove_prefix(prefix + "-", names)
     # and what processes killed meanwhile left (a killed client's files)
-    reap(keep=client + "-pool-" if running else None)
+    reap(keep=client + "-pool-" if running else None, names=names, alive=alive)
     return gone
 
 
-def jobs_running(client: str) -> bool:
-    """Whether a job of client prefix `client` has its marker here (it has not ended)."""
+def _listing() -> list[str] | None:
+    """The names in `SHM_DIR` now (None when there is none, or it cannot be listed)."""
     if SHM_DIR is None:
-        return False
+        return None
     try:
-        names = os.listdir(SHM_DIR)
+        return os.listdir(SHM_DIR)
     except OSError:
-        return False
-    return any(n.startswith(client + "-") and n.endswith(".job") for n in names)
+        return None
+
+
+def _pid_lookup() -> Callable[[int], bool]:
+    """Whether a pid is in ``/proc``, each pid looked up once (for one pass over the files)."""
+    seen: dict[int, bool] = {}
+
+    def alive(pid: int) -> bool:
+        found = seen.get(pid)
+        if found is None:
+            found = seen[pid] = os.path.exists(f"/proc/{pid}")
+        return found
+
+    return alive
+
+
+def jobs_running(client: str, names: list[str] | None = None) -> bool:
+    """Whether a job of client prefix `client` has its marker here (it has not ended);
+    `names`: a listing of `SHM_DIR` taken already."""
+    if names is None:
+        names = _listing()
+    return any(n.startswith(client + "-") and n.endswith(".job") for n in names or ())
 
 
 def lock_held(path: str) -> bool | None:
@@ -260,24 +289,25 @@ def owner(name: str) -> tuple[str, int] | None:
     return client + ".host", int(m.group(1))
 
 
-def reap(keep: str | None = None) -> int:
+def reap(keep: str | None = None, names: list[str] | None = None,
+         alive: Callable[[int], bool] | None = None) -> int:
     """Unlink, at once, the files of processes that are gone (module doc: nobody holds the
     owner's lock and the owner's pid is not in /proc), but for names that start with `keep`;
-    how many."""
+    how many.  `names`: a listing of `SHM_DIR` taken already; `alive`: the pid lookup of the
+    pass (`end_job`)."""
     global _reaped
     _reaped = True
     if SHM_DIR is None:
         return 0
+    if names is None:
+        names = _listing()
+    alive = alive or _pid_lookup()
     gone = 0
-    try:
-        names = os.listdir(SHM_DIR)
-    except OSError:
-        return 0
-    for n in names:
+    me = os.getpid()
+    for n in names or ():
         whose = owner(n)
-        if whose is None or whose[1] == os.getpid() or (keep and n.startswith(keep)) or \
-                os.path.exists(f"/proc/{whose[1]}") or \
-                lock_held(os.path.join(SHM_DIR, whose[0])):
+        if whose is None or whose[1] == me or (keep and n.startswith(keep)) or \
+                alive(whose[1]) or lock_held(os.path.join(SHM_DIR, whose[0])):
             continue
         gone += remove_file(os.path.join(SHM_DIR, n))
     return gone

@@ -93,14 +93,16 @@ def job_alive(prefix: str) -> bool:
         return False
 
 
-def remove_prefix(prefix: str) -> int:
-    """Unlink every file in `SHM_DIR` whose name starts with `prefix`; how many."""
+def remove_prefix(prefix: str, names: list[str] | None = None) -> int:
+    """Unlink every file in `SHM_DIR` whose name starts with `prefix`; how many.  `names`: a
+    listing of `SHM_DIR` taken already (`ren.distributed.shm.end_job`)."""
     if SHM_DIR is None:
         return 0
-    try:
-        names = os.listdir(SHM_DIR)
-    except OSError:
-        return 0
+    if names is None:
+        try:
+            names = os.listdir(SHM_DIR)
+        except OSError:
+            return 0
     return sum(remove_file(os.path.join(SHM_DIR, n)) for n in names if n.startswith(prefix))
 
 

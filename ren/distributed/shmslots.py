@@ -36,6 +36,7 @@ import os
 import struct
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -436,16 +437,22 @@ def borrowed_intact(tree: Any) -> bool:
     return True
 
 
-def remove_dead_pools(client: str) -> int:
+def remove_dead_pools(client: str, names: list[str] | None = None,
+                      alive: Callable[[int], bool] | None = None) -> int:
     """Unlink the pool files under `client` of writer processes that are gone (a killed
-    worker's); how many."""
+    worker's); how many.  `names`: a listing of `SHM_DIR` taken already; `alive`: whether a
+    pid is in ``/proc`` (`ren.distributed.shm.end_job` looks each one up once)."""
     if SHM_DIR is None:
         return 0
+    if names is None:
+        names = os.listdir(SHM_DIR)
     gone = 0
-    for n in os.listdir(SHM_DIR):
+    me = os.getpid()
+    for n in names:
         if n.startswith(client + "-pool-"):
             pid = n[len(client) + 6:].split(".")[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            if pid.isdigit() and int(pid) != me and not (
+                    alive(int(pid)) if alive else os.path.exists(f"/proc/{pid}")):
                 gone += remove_file(os.path.join(SHM_DIR, n))
     return gone
 

@@ -51,6 +51,7 @@ import time
 import types
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,10 +64,10 @@ from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes.pipeline import Pipeline, current_pipeline
 from ren.passes.pipeline import using as using_pipeline
-from ren.plan_cache import compile_cached_and_run
+from ren.plan_cache import arena_hint, compile_cached_and_run, note_arenas
 from ren.poly import Poly, realize_polys
 from ren.realization import Recorder, is_realized, parameter, recording
-from ren.replay import Template
+from ren.replay import Template, drop_ahead
 from ren.schedule import gc_paused
 from ren.spec import PolySpec
 from ren.tree import flatten, is_scalar, leaf_paths, unflatten
@@ -478,6 +479,15 @@ class Jitted:
 
     def _capture_unpaused(self, call: _Call) -> tuple[JitPlan, Any]:
         t0 = time.perf_counter()
+        # the arenas the last capture of this call needed start faulting in now, on a core the
+        # trace leaves idle (`plan_cache.arena_hint`); what the run does not take is dropped
+        hint = arena_hint(self.fn, call.key)
+        try:
+            return self._compile(call, hint, t0)
+        finally:
+            drop_ahead()
+
+    def _compile(self, call: _Call, hint: Path | None, t0: float) -> tuple[JitPlan, Any]:
         params, leaf_of_param, polys = call.parameters()
         values = unflatten(call.structure, iter(polys), iter(call.scalars))
         bound = call.bound
@@ -506,6 +516,8 @@ class Jitted:
         # the first call runs the template like every replay (starting while it is lowered)
         template, compiled_by, first = compile_cached_and_run(nodes, params,
                                                               call.buffers(leaf_of_param))
+        if hint is not None:
+            note_arenas(hint, template.plan)
         in_paths, scalar_paths = call.paths()
         plan = JitPlan(
             name=self.name, signature=self.signature, static_argnames=self.static_argnames,

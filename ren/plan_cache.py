@@ -38,6 +38,11 @@ process cannot write (another user's, read-only) is still read: a hit loads as u
 `MAX_ENTRIES` are kept (the oldest go first).  Loading an entry unpickles it: the folder is
 trusted as the compile cache's is (it loads compiled libraries from the same root).
 
+**Arena hints.**  ``plans/<hint>.arena`` holds the arena bytes per device of a jitted
+function's last capture with a call key (`arena_hint`: the function's code location and the
+call key, both known before the trace); the next capture starts faulting those arenas in before
+its trace (`ren.replay.fault_ahead`), so a hit's first run finds most of its arena resident.
+
 ``REN_PLAN_CACHE=0`` turns it off; REN_CHECK and REN_DEBUG=3 always schedule (their checks and
 dumps run on a fresh schedule).  `stats` counts hits, misses and stores in this process.
 """
@@ -54,7 +59,7 @@ import os
 import pickle
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +80,7 @@ from ren.realization import (
     parameterize,
     schedule_and_plan,
 )
-from ren.replay import Template, lower_and_run, structure_key
+from ren.replay import Template, fault_ahead, lower_and_run, structure_key
 from ren.runtime import make_exec_units
 
 #: bumped when an entry's layout changes (older entries then miss)
@@ -508,9 +513,9 @@ def _bad(path: Path, why: str) -> None:
         path.unlink()
 
 
-def _trim(folder: Path) -> None:
+def _trim(folder: Path, pattern: str = "*.plan") -> None:
     try:
-        entries = sorted(folder.glob("*.plan"), key=lambda p: p.stat().st_mtime)
+        entries = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime)
     except OSError:
         return
     for old in entries[:max(0, len(entries) - MAX_ENTRIES)]:
@@ -518,8 +523,58 @@ def _trim(folder: Path) -> None:
             old.unlink()
 
 
+def arena_hint(fn: Callable, call_key: tuple) -> Path | None:
+    """Before a capture of jitted function `fn` traces a call of key `call_key`
+    (`ren.jit`'s), start faulting in the arenas its last capture needed
+    (`ren.replay.fault_ahead`; the run that needs one takes it); returns the hint's file, for
+    `note_arenas` once the template is made, or None when there is none to keep (the cache off,
+    a function without code, a key without a canonical form).  A hint is a guess: an arena
+    that does not fit is dropped (`ren.replay.drop_ahead`), never used."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not enabled():
+        return None
+    try:
+        form = canonical((FORMAT, sys.version_info[:2], getattr(fn, "__module__", None),
+                          getattr(fn, "__qualname__", None), code.co_filename,
+                          code.co_firstlineno, call_key), {})
+    except _NoCanonicalForm:
+        return None
+    path = plans_dir() / f"{hashlib.sha256(repr(form).encode()).hexdigest()}.arena"
+    for device, nbytes in _read_arenas(path).items():
+        fault_ahead(device, nbytes)
+    return path
+
+
+def _read_arenas(path: Path) -> dict[str, int]:
+    """A hint's arenas ({} for none, or for a file that does not parse)."""
+    try:
+        pairs = [line.split() for line in path.read_text().splitlines()]
+        return {d: int(n) for d, n in pairs}
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+
+
+def note_arenas(path: Path, plan: MemoryPlan | None) -> None:
+    """Keep a capture's arena bytes per device as hint `path` (`arena_hint`), when they changed.
+    Best effort: a folder that cannot be written keeps no hint."""
+    arenas = {d: int(n) for d, n in plan.arenas.items()} if plan is not None else {}
+    if _read_arenas(path) == arenas:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(str(path), "".join(f"{d} {n}\n" for d, n in arenas.items()).encode(),
+                         str(path.parent))
+    except OSError:
+        return
+    _trim(path.parent, "*.arena")
+
+
 def clear() -> int:
-    """Remove every entry of the plan cache folder; returns how many were removed."""
+    """Remove every entry (and arena hint) of the plan cache folder; returns how many entries
+    were removed."""
+    for p in plans_dir().glob("*.arena"):
+        with contextlib.suppress(OSError):
+            p.unlink()
     removed = 0
     for p in plans_dir().glob("*.plan"):
         try:
@@ -530,6 +585,8 @@ def clear() -> int:
     return removed
 
 
-__all__ = ["LOADED", "MAX_ENTRIES", "SCHEDULED", "PlanCacheWarning", "clear", "compile_cached",
+__all__ = ["LOADED", "MAX_ENTRIES", "SCHEDULED", "PlanCacheWarning", "arena_hint", "clear",
+           "compile_cached",
            "compile_cached_and_run",
-           "enabled", "entry_key", "plans_dir", "source_fingerprint", "stats", "structure_text"]
+           "enabled", "entry_key", "note_arenas", "plans_dir", "source_fingerprint", "stats",
+           "structure_text"]

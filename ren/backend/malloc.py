@@ -13,7 +13,9 @@ off and makes it worse: 153,000 faults and 2.7x the time.
 it when they open; ``REN_MALLOC_TUNE=0`` leaves the allocator as it is.
 
 `advise_huge_pages` asks Linux for transparent huge pages over a large host array before its
-first touch (a first run's arena: `ren.replay` faults it in).
+first touch (a first run's arena: `ren.replay` faults it in).  `AheadFault` faults a new array in
+on a thread of its own, before anything uses it (a jitted function's arena while the function is
+traced: `ren.replay.fault_ahead`).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def allocator_tuned() -> bool:
 
 
 __all__ = ["HUGE_PAGE", "MMAP_THRESHOLD_BYTES", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
-           "TRIM_THRESHOLD_BYTES", "advise_huge_pages", "allocator_tuned", "tune_allocator"]
+           "TOUCH_STEP", "TRIM_THRESHOLD_BYTES", "AheadFault", "advise_huge_pages",
+           "allocator_tuned", "tune_allocator"]
 
 
 #: the transparent huge page size of x86-64 and most aarch64 Linux kernels
@@ -127,3 +130,46 @@ def populate_pages(array: np.ndarray) -> bool:
         if madvise(at, min(POPULATE_STEP, end - at), _MADV_POPULATE_WRITE) != 0:
             return False
     return True
+
+
+#: bytes one write pass of `AheadFault` covers before it looks at its stop flag: 4 huge pages
+#: (a fresh huge page took 2-7 ms on a VM whose host backs pages on first touch, so `take`
+#: waits at most ~30 ms for the pass under way)
+TOUCH_STEP = 4 * HUGE_PAGE
+
+
+class AheadFault:
+    """A new host array that a thread of its own faults in, from its start, by writing a zero
+    into each of its pages (huge pages advised first), until `take` stops it.
+
+    Writes rather than MADV_POPULATE_WRITE: a write fault takes only its memory area's lock
+    (Linux 6.4+), while populating holds the process's memory map, so every mmap of the thread
+    that runs meanwhile (Python's allocator tracing a graph) would wait for it.  Since the words
+    change, nothing may use the array before `take` has stopped the writes."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self._stop = threading.Event()
+        advise_huge_pages(array)
+        self._thread = threading.Thread(target=self._touch, name="ren-fault-ahead", daemon=True)
+        self._thread.start()
+
+    def _touch(self) -> None:
+        flat = self.array.reshape(-1).view(np.uint8)
+        for at in range(0, flat.size, TOUCH_STEP):
+            if self._stop.is_set():
+                return
+            # (a strided scalar store of > 500 items: NumPy releases the GIL for it)
+            flat[at:at + TOUCH_STEP:_PAGE] = 0
+
+    def take(self) -> np.ndarray:
+        """Stop the writes (waiting for the pass under way) and give the array: its pages faulted
+        in so far stay, the rest are faulted by their first use."""
+        self._stop.set()
+        self._thread.join()
+        return self.array
+
+    @property
+    def done(self) -> bool:
+        """Whether the writes are over (every page faulted in, or stopped)."""
+        return not self._thread.is_alive()

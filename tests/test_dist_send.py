@@ -95,6 +95,45 @@ def test_a_job_runs_when_the_clients_stream_is_paced_by_an_hour(ckks):
             send_now(c)  # the releases it held
 
 
+def _pace_worker_streams(dask_scheduler, interval) -> None:
+    """Pace the scheduler's streams to its workers by `interval` seconds, their next write
+    that far away (a message sent now: freeing no key)."""
+    for comm in dask_scheduler.stream_comms.values():
+        comm.interval = interval
+        comm.send({"op": "free-keys", "keys": [], "stimulus_id": "ren-test-pace"})
+        comm.next_deadline = None
+        comm.waker.set()
+
+
+def _restore_worker_streams(dask_scheduler, interval) -> None:
+    for comm in dask_scheduler.stream_comms.values():
+        comm.interval = interval
+        comm.next_deadline = None
+        comm.waker.set()
+
+
+def test_a_job_runs_when_the_schedulers_streams_to_the_workers_are_paced_by_an_hour(ckks):
+    """`local_client`'s scheduler has the plugin that writes its streams to the workers once a
+    map task went to processing (`cluster._add_dispatch`): with those streams paced by an
+    hour, the tasks still reach the workers and the results are exact.  Mutation: no plugin
+    -> the job times out."""
+    from ren.distributed.cluster import DISPATCH_PLUGIN
+
+    cts = batch(ckks, 24)
+    want = [dumps(square(ct, keys=ckks.ev.relin_key)) for ct in cts]
+    with local_client(workers=2) as c:
+        assert DISPATCH_PLUGIN in c.cluster.scheduler.plugins
+        submit(square, cts[:4], keys=ckks.ev.relin_key, client=c).result(timeout=120)
+        interval = c.run_on_scheduler(
+            lambda dask_scheduler: next(iter(dask_scheduler.stream_comms.values())).interval)
+        c.run_on_scheduler(_pace_worker_streams, interval=3600.0)
+        try:
+            job = submit(square, cts, keys=ckks.ev.relin_key, client=c)
+            assert [dumps(r) for r in job.result(timeout=60)] == want
+        finally:
+            c.run_on_scheduler(_restore_worker_streams, interval=interval)
+
+
 async def _send_op(client) -> None:
     """One message on the client's stream (on its loop): its pacing starts now."""
     client.scheduler_comm.send({"op": "heartbeat-client"})

@@ -95,43 +95,40 @@ def test_a_job_runs_when_the_clients_stream_is_paced_by_an_hour(ckks):
             send_now(c)  # the releases it held
 
 
-def _pace_worker_streams(dask_scheduler, interval) -> None:
-    """Pace the scheduler's streams to its workers by `interval` seconds, their next write
-    that far away (a message sent now: freeing no key)."""
-    for comm in dask_scheduler.stream_comms.values():
+def _pace(comms, interval, message) -> None:
+    """Pace batched streams by `interval` seconds, their next write that far away (`message`
+    sent now, one each stream's other side takes without effect)."""
+    for comm in comms:
         comm.interval = interval
-        comm.send({"op": "free-keys", "keys": [], "stimulus_id": "ren-test-pace"})
+        if message:
+            comm.send(message)
         comm.next_deadline = None
         comm.waker.set()
 
 
-def _restore_worker_streams(dask_scheduler, interval) -> None:
-    for comm in dask_scheduler.stream_comms.values():
-        comm.interval = interval
-        comm.next_deadline = None
-        comm.waker.set()
+def _pace_scheduler(dask_scheduler, interval, message=True) -> None:
+    _pace(dask_scheduler.stream_comms.values(), interval, message and
+          {"op": "free-keys", "keys": [], "stimulus_id": "ren-test-pace"})
 
 
 def test_a_job_runs_when_the_schedulers_streams_to_the_workers_are_paced_by_an_hour(ckks):
-    """`local_client`'s scheduler has the plugin that writes its streams to the workers once a
-    map task went to processing (`cluster._add_dispatch`): with those streams paced by an
-    hour, the tasks still reach the workers and the results are exact.  Mutation: no plugin
-    -> the job times out."""
-    from ren.distributed.cluster import DISPATCH_PLUGIN
+    """`local_client`'s scheduler has the plugin that writes a map job's tasks to the workers
+    at once (`ren.distributed.dispatch`): with its streams to the workers paced by an hour,
+    the tasks still reach the workers and the results are exact.  Mutation: no flush (or
+    not on processing) -> the job times out."""
+    from ren.distributed.dispatch import NAME
 
     cts = batch(ckks, 24)
     want = [dumps(square(ct, keys=ckks.ev.relin_key)) for ct in cts]
     with local_client(workers=2) as c:
-        assert DISPATCH_PLUGIN in c.cluster.scheduler.plugins
+        assert NAME in c.cluster.scheduler.plugins
         submit(square, cts[:4], keys=ckks.ev.relin_key, client=c).result(timeout=120)
-        interval = c.run_on_scheduler(
-            lambda dask_scheduler: next(iter(dask_scheduler.stream_comms.values())).interval)
-        c.run_on_scheduler(_pace_worker_streams, interval=3600.0)
+        c.run_on_scheduler(_pace_scheduler, interval=3600.0)
         try:
             job = submit(square, cts, keys=ckks.ev.relin_key, client=c)
             assert [dumps(r) for r in job.result(timeout=60)] == want
         finally:
-            c.run_on_scheduler(_restore_worker_streams, interval=interval)
+            c.run_on_scheduler(_pace_scheduler, interval=0.005, message=False)
 
 
 async def _send_op(client) -> None:

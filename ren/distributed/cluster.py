@@ -164,45 +164,6 @@ def send_now(client: Any) -> None:
         loop.add_callback(flush)
 
 
-#: the name of `local_client`'s scheduler plugin (`_add_dispatch`)
-DISPATCH_PLUGIN = "ren-dispatch"
-
-
-def _add_dispatch(dask_scheduler: Any) -> None:
-    """Add to a scheduler (on its event loop) a plugin that has its streams to the workers
-    write at once after a task of a Ren map job went to processing (its ``compute-task``
-    message), instead of when their pacing allows: the scheduler writes to each worker at
-    most every 5 ms (``BatchedSend(interval="5ms")``), and a job's first tasks followed the
-    previous job's ``free-keys``.  Traced (1 worker, N = 2^14, 64 inputs a job, back to back,
-    one clock), once the client's stream was written at once (`send_now`): the first task's
-    message reached the worker 2.8-4.6 ms (medians of 10 jobs) after the scheduler made it
-    processing.  `local_client` adds it to its own scheduler only."""
-    from distributed.diagnostics.plugin import SchedulerPlugin
-
-    class Dispatch(SchedulerPlugin):
-        """Flush the worker streams once per event-loop turn that made a map task
-        processing (the callback runs after the turn sent its messages to the streams)."""
-
-        def __init__(self, scheduler: Any) -> None:
-            self.scheduler, self.pending = scheduler, False
-
-        def transition(self, key: Any, start: str, finish: str, *args: Any,
-                       **kwargs: Any) -> None:
-            if finish == "processing" and not self.pending and isinstance(key, str) and \
-                    key.startswith("ren-map-"):
-                self.pending = True
-                self.scheduler.loop.add_callback(self.flush)
-
-        def flush(self) -> None:
-            self.pending = False
-            for comm in list(self.scheduler.stream_comms.values()):
-                if comm.buffer and comm.next_deadline is not None:
-                    comm.next_deadline = None
-                    comm.waker.set()
-
-    dask_scheduler.add_plugin(Dispatch(dask_scheduler), name=DISPATCH_PLUGIN)
-
-
 def cancel_quietly(client: Any, futures: list[Any]) -> None:
     """Cancel the futures of `futures` not done yet; nothing when the scheduler is lost (Dask
     cancelled them itself, and a message to a lost scheduler waits out the connect timeout)."""
@@ -475,7 +436,10 @@ def local_client(workers: int = 2, threads_per_worker: int = 1, *, profile: bool
             raise DistributedError(
                 f"local_client: the local Dask cluster did not start ({type(e).__name__}: {e}); "
                 f"check the options ({options}) and the workers' log above") from e
-        client.run_on_scheduler(_add_dispatch)
+        # (its map jobs' messages written at once: `ren.distributed.dispatch`)
+        from ren.distributed import dispatch
+
+        dispatch.add(client)
         if keep_broadcasts:
             keep_broadcasts_on(client)
         yield client
@@ -499,7 +463,7 @@ def keeps_broadcasts(client: Any) -> bool:
     return client in _keeping
 
 
-__all__ = ["AMM_POLICIES", "DISPATCH_PLUGIN", "INSTALL_HINT", "LOCAL_MEMORY_LIMIT",
+__all__ = ["AMM_POLICIES", "INSTALL_HINT", "LOCAL_MEMORY_LIMIT",
            "MAX_LOCAL_WORKERS", "MAX_TIMEOUT", "TICK_INTERVAL", "WORKER_ENV",
            "cancel_quietly", "check_timeout", "dask_distributed", "gather_as_completed",
            "keep_broadcasts_on", "keeps_broadcasts", "local_client", "lost_error",

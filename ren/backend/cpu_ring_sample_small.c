@@ -388,7 +388,9 @@ static void residues_limb(const void* p, i64 l) {
      stays a plain vectorizable add */
   if (a->stored) {
     const storage_factor f = storage_factor_of(q);
-    if (small)
+    if (small && REN_STORAGE_NARROW(q))  /* the common case: 32-bit lanes throughout */
+      for (i64 i = 0; i < n; ++i) row[i] = to_storage_narrow(signed_residue(c[i], q, 1), f, q);
+    else if (small)
       for (i64 i = 0; i < n; ++i) row[i] = to_storage(signed_residue(c[i], q, 1), f, q);
     else
       for (i64 i = 0; i < n; ++i) row[i] = to_storage(signed_residue(c[i], q, 0), f, q);

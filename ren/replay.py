@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ren.backend import Device, GraphRunner, get_device, on_backend_change
-from ren.backend.malloc import AheadFault
+from ren.backend.malloc import AheadFault, release_pages
 from ren.device import Buffer, in_host_memory
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -404,9 +404,10 @@ _ahead: dict[str, AheadFault] = {}
 _ahead_lock = threading.Lock()
 
 
-def fault_ahead(device: str, nbytes: int) -> bool:
-    """Start faulting in a new arena of `nbytes` for the next graph runner of host device
-    `device` (a thread writes its pages: `AheadFault`); that runner takes it if it fits.  The
+def fault_ahead(device: str, nbytes: int, touch: int | None = None) -> bool:
+    """Start faulting in a new arena of `nbytes` (its first `touch` bytes; default all) for the
+    next graph runner of host device `device` (a thread writes its pages: `AheadFault`); that
+    runner takes it if it fits (`_arena`).  The
     plan cache starts this from the arena size a capture needed last time, before the trace:
     a first run's arena is fresh memory, seconds of page faults at N = 2^16 on a VM whose host
     backs each page on first touch, and otherwise the run's own thread faults much of it.
@@ -415,14 +416,22 @@ def fault_ahead(device: str, nbytes: int) -> bool:
     if nbytes <= 0 or not in_host_memory(device):
         return False
     allocator = get_device(device).allocator
-    if getattr(allocator, "spare_bytes", lambda: 0)() >= nbytes:
+    if getattr(allocator, "spare_bytes", lambda: 0)() >= (nbytes if touch is None else touch):
         return False
-    ahead = AheadFault(allocator.arena(max(nbytes, 4) // 4))
+    try:
+        ahead = AheadFault(allocator.arena(max(nbytes, 4) // 4), touch)
+    except MemoryError:  # (a reservation the system refuses: no head start, nothing else)
+        return False
     with _ahead_lock:
         old, _ahead[device] = _ahead.get(device), ahead
     if old is not None:
         old.take()  # (dropped)
     return True
+
+
+def faulting_ahead() -> bool:
+    """Whether an arena is being faulted in ahead (`fault_ahead`) and not yet taken."""
+    return bool(_ahead)
 
 
 def drop_ahead() -> None:
@@ -440,7 +449,9 @@ def _arena(device: str, nwords: int) -> Any:
         ahead = _ahead.pop(device, None)
     if ahead is not None:
         array = ahead.take()  # (its writes stopped before any kernel writes it)
-        if nwords <= array.size:
+        # a larger one (a guess) keeps only the pages of its first nwords
+        if nwords <= array.size and (array.size - nwords <= nwords // 8
+                                     or release_pages(array[nwords:])):
             return array[:nwords]
         # freed before the allocation: pages just freed come back to it still backed by the
         # host (a VM reports free memory to its host after ~2 s), so they fault in cheaply

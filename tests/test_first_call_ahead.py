@@ -46,9 +46,9 @@ def spied(monkeypatch):
     taken: list[np.ndarray] = []
 
     class Recorded(malloc.AheadFault):
-        def __init__(self, array):
+        def __init__(self, array, touch=None):
             events.append(f"ahead {array.nbytes}")
-            super().__init__(array)
+            super().__init__(array, touch)
             made.append(self)
 
     take = replay._arena
@@ -166,3 +166,52 @@ def test_fault_ahead_skips_what_a_kept_arena_covers(monkeypatch):
     assert replay.fault_ahead("cpu", 1 << 20)
     array = replay._arena("cpu", (1 << 20) // 4)
     assert replay._ahead == {} and array.size == (1 << 20) // 4
+
+
+def test_without_a_hint_a_guess_is_faulted_in_after_the_trace_before_the_schedule(
+        spied, monkeypatch):
+    from ren import jit as jit_module
+    from ren import realization
+
+    made, taken = spied
+    monkeypatch.setattr(jit_module, "GUESS_MIN_BYTES", 0)
+    schedule = realization.schedule_and_plan
+
+    def scheduled(*args, **kwargs):
+        events.append("schedule")
+        return schedule(*args, **kwargs)
+
+    monkeypatch.setattr(realization, "schedule_and_plan", scheduled)
+    monkeypatch.setattr(plan_cache, "schedule_and_plan", scheduled)
+    released: list[int] = []
+    release = malloc.release_pages
+    monkeypatch.setattr(replay, "release_pages", lambda a: released.append(a.nbytes) or
+                        release(a))
+    a, b = fresh(41, "cpu"), fresh(42, "cpu")
+    eager = _words(keyswitch_like(a, b))
+    with ren_settings.override(REN_PLAN_CACHE=0):  # no hint either: the guess alone
+        f = ren.jit(traced)
+        assert _same(_words(f(a, b)), eager)
+    peak = jit_module._peak_live([p.node for p in keyswitch_like(a, b)])
+    arena = f.plans[0].template.plan.arenas["cpu"]
+    assert peak > arena * 9 // 8  # the reservation holds the arena (fusion: fewer buffers)
+    assert events == ["trace", f"ahead {peak // 4 * 4}", "schedule"]
+    (ahead,) = made
+    assert ahead.done and ahead.touch == peak // jit_module.GUESS_DIVISOR
+    assert replay._ahead == {}
+    # the run's arena is the reservation's start; the pages past it were given back
+    assert any(t.ctypes.data == ahead.array.ctypes.data for t in taken)
+    assert released == [ahead.array.nbytes - arena // 4 * 4]
+
+
+def test_release_pages_drops_whole_pages_only():
+    size = malloc._PAGE
+    words = np.ones(8 * size // 4, dtype=np.uint32)
+    part = words[size // 8: 5 * size // 4 + 3]  # starts and ends inside pages
+    assert malloc.release_pages(part)
+    lo, hi = part.ctypes.data, part.ctypes.data + part.nbytes
+    start, end = -(-lo // size) * size, hi // size * size  # the whole pages inside
+    addresses = words.ctypes.data + 4 * np.arange(words.size)
+    inside = (addresses >= start) & (addresses < end)
+    assert end - start >= 3 * size
+    assert np.all(words[inside] == 0) and np.all(words[~inside] == 1)

@@ -65,7 +65,7 @@ def allocator_tuned() -> bool:
 
 __all__ = ["HUGE_PAGE", "MMAP_THRESHOLD_BYTES", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD",
            "TOUCH_STEP", "TRIM_THRESHOLD_BYTES", "AheadFault", "advise_huge_pages",
-           "allocator_tuned", "tune_allocator"]
+           "allocator_tuned", "release_pages", "tune_allocator"]
 
 
 #: the transparent huge page size of x86-64 and most aarch64 Linux kernels
@@ -140,22 +140,24 @@ TOUCH_STEP = 4 * HUGE_PAGE
 
 class AheadFault:
     """A new host array that a thread of its own faults in, from its start, by writing a zero
-    into each of its pages (huge pages advised first), until `take` stops it.
+    into each of its pages (huge pages advised first), until `take` stops it or `touch` bytes
+    are done (default: all of it; a guessed arena reserves more than it touches).
 
     Writes rather than MADV_POPULATE_WRITE: a write fault takes only its memory area's lock
     (Linux 6.4+), while populating holds the process's memory map, so every mmap of the thread
     that runs meanwhile (Python's allocator tracing a graph) would wait for it.  Since the words
     change, nothing may use the array before `take` has stopped the writes."""
 
-    def __init__(self, array: np.ndarray):
+    def __init__(self, array: np.ndarray, touch: int | None = None):
         self.array = array
+        self.touch = array.nbytes if touch is None else min(touch, array.nbytes)
         self._stop = threading.Event()
         advise_huge_pages(array)
         self._thread = threading.Thread(target=self._touch, name="ren-fault-ahead", daemon=True)
         self._thread.start()
 
     def _touch(self) -> None:
-        flat = self.array.reshape(-1).view(np.uint8)
+        flat = self.array.reshape(-1).view(np.uint8)[:self.touch]
         for at in range(0, flat.size, TOUCH_STEP):
             if self._stop.is_set():
                 return
@@ -173,3 +175,20 @@ class AheadFault:
     def done(self) -> bool:
         """Whether the writes are over (every page faulted in, or stopped)."""
         return not self._thread.is_alive()
+
+
+#: Linux's MADV_DONTNEED: drop the pages (a later touch finds zeros)
+_MADV_DONTNEED = 4
+
+
+def release_pages(array: np.ndarray) -> bool:
+    """Give the whole pages inside host array `array` back to the system (madvise
+    MADV_DONTNEED): their words read zero afterwards, and they count in no RSS until touched
+    again.  For the unused tail of a reserved arena; False where the kernel cannot (nothing is
+    done)."""
+    madvise = _libc_madvise()
+    if not madvise:
+        return False
+    addr = array.ctypes.data
+    start, end = -(-addr // _PAGE) * _PAGE, (addr + array.nbytes) // _PAGE * _PAGE
+    return end <= start or madvise(start, end - start, _MADV_DONTNEED) == 0

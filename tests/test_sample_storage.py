@@ -42,14 +42,17 @@ def test_uniform_rows_in_storage_form_on_both_sides_of_2_to_the_31(n: int) -> No
         assert np.array_equal(rows[1], _times_r(rows[0], MODULI)), isa
 
 
-@pytest.mark.parametrize("most", [1, 20, 2**40])
-def test_signed_residues_in_storage_form_on_both_sides_of_2_to_the_31(most: int) -> None:
+@pytest.mark.parametrize("most,n,offset", [(1, 333, 0), (20, 333, 0), (2**40, 333, 0),
+                                            (1, 2048, 0), (20, 3072, 0), (20, 2048, 1)])
+def test_signed_residues_in_storage_form_on_both_sides_of_2_to_the_31(most: int, n: int,
+                                                                       offset: int) -> None:
     """Coefficients up to `most` in magnitude (1 and 20: the small case for every modulus above
-    them; 2^40: the division case), 0 and ±most included, at 1-3 threads."""
+    them; 2^40: the division case), 0 and ±most included, at 1-3 threads.  Rows of whole
+    1024-word tiles on a vector-aligned buffer take the streamed tiles (`stream_tiles`); 333
+    words, or the rows a word off the alignment (`offset`), the plain loop."""
     from ren.backend.cpu_sampling import _bind
 
-    rng = np.random.default_rng(most)
-    n = 333
+    rng = np.random.default_rng(most + n + offset)
     c = rng.integers(-most, most + 1, n, dtype=np.int64)
     c[:3] = (0, most, -most)
     moduli = np.array(MODULI, dtype=np.uint32)
@@ -59,7 +62,9 @@ def test_signed_residues_in_storage_form_on_both_sides_of_2_to_the_31(most: int)
         _bind(lib)
         for threads in (1, 2, 3):
             for stored, expect in ((1, want), (0, plain)):
-                out = np.zeros((len(MODULI), n), dtype=np.uint32)
+                space = np.zeros(len(MODULI) * n + 32, dtype=np.uint32)
+                start = (-space.ctypes.data // 4) % 16 + offset  # 64-byte aligned, + offset
+                out = space[start:start + len(MODULI) * n].reshape(len(MODULI), n)
 
                 def run(out=out, stored=stored, lib=lib) -> None:
                     lib.ren_cpu_signed_residues_form(c.ctypes.data, moduli.ctypes.data,
@@ -67,3 +72,4 @@ def test_signed_residues_in_storage_form_on_both_sides_of_2_to_the_31(most: int)
 
                 on_threads(lib, threads, run)
                 assert np.array_equal(out, expect), (isa, threads, stored)
+                assert not space[:start].any() and not space[start + out.size:].any()

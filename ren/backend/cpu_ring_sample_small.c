@@ -377,6 +377,42 @@ static inline u32 signed_residue(i64 c, u32 q, int small) {
   return (u32)(r < 0 ? r + (i64)q : r);
 }
 
+/* The storage-form residues of small coefficients c[0..n) into row (aligned to the vector and n
+   a multiple of a tile), a tile of RESIDUE_TILE words at a time: computed in L1, then written
+   with streaming stores.  A sample's rows (11 MiB at 44 limbs of 2^16) are read only after
+   the other leaves' samples, so a plain store's read for ownership of every line was pure
+   traffic: in the op, ternary and Gaussian samplers at 44 limbs of 2^16 spent 0.1-0.3 ms less
+   CPU a leaf.  Returns 0 (nothing written) where the build has no streaming store or the row
+   does not fit the tiles. */
+#define RESIDUE_TILE 1024
+static int stream_tiles(u32* row, const i64* c, i64 n, u32 q, storage_factor f) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__AVX512F__)
+  const uintptr_t align = 64;
+#else
+  const uintptr_t align = 32;
+#endif
+  if (((uintptr_t)row & (align - 1)) != 0 || n % RESIDUE_TILE != 0) return 0;
+  u32 tile[RESIDUE_TILE] __attribute__((aligned(64)));
+  for (i64 b = 0; b < n; b += RESIDUE_TILE) {
+    for (i64 i = 0; i < RESIDUE_TILE; ++i)
+      tile[i] = to_storage_narrow(signed_residue(c[b + i], q, 1), f, q);
+#if defined(__AVX512F__)
+    for (i64 i = 0; i < RESIDUE_TILE; i += 16)
+      _mm512_stream_si512((void*)(row + b + i), _mm512_load_si512((const void*)(tile + i)));
+#else
+    for (i64 i = 0; i < RESIDUE_TILE; i += 8)
+      _mm256_stream_si256((__m256i*)(row + b + i), _mm256_load_si256((const __m256i*)(tile + i)));
+#endif
+  }
+  _mm_sfence();  /* the streamed words are visible before the job's end says so */
+  return 1;
+#else
+  (void)row, (void)c, (void)n, (void)q, (void)f;
+  return 0;
+#endif
+}
+
 static void residues_limb(const void* p, i64 l) {
   const residues_args* a = (const residues_args*)p;
   const i64* c = a->c;
@@ -388,9 +424,10 @@ static void residues_limb(const void* p, i64 l) {
      stays a plain vectorizable add */
   if (a->stored) {
     const storage_factor f = storage_factor_of(q);
-    if (small && REN_STORAGE_NARROW(q))  /* the common case: 32-bit lanes throughout */
+    if (small && REN_STORAGE_NARROW(q)) {  /* the common case: 32-bit lanes throughout */
+      if (stream_tiles(row, c, n, q, f)) return;
       for (i64 i = 0; i < n; ++i) row[i] = to_storage_narrow(signed_residue(c[i], q, 1), f, q);
-    else if (small)
+    } else if (small)
       for (i64 i = 0; i < n; ++i) row[i] = to_storage(signed_residue(c[i], q, 1), f, q);
     else
       for (i64 i = 0; i < n; ++i) row[i] = to_storage(signed_residue(c[i], q, 0), f, q);

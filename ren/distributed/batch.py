@@ -269,8 +269,9 @@ class MapJob:
             try:
                 # to the workers alive now (one may have died since the last chunk), asked of
                 # the scheduler again after ADDRESSES_TTL s, a task that did not finish or a
-                # failed send (an ask costs ~0.3-0.4 ms of the client's CPU, and Dask's
-                # scatter sends only to those of them still running anyway)
+                # failed send (an ask of a remote scheduler costs ~0.3-0.4 ms of the client's
+                # CPU, one of a scheduler in this process nothing: `worker_addresses`; and
+                # Dask's scatter sends only to those of them still running anyway)
                 if attempt or self._stale or time.monotonic() - self._asked > ADDRESSES_TTL:
                     sender.addresses = self._live_workers()
                 for i, future in self._send(chunk):

@@ -132,10 +132,11 @@ def populate_pages(array: np.ndarray) -> bool:
     return True
 
 
-#: bytes one write pass of `AheadFault` covers before it looks at its stop flag: 4 huge pages
-#: (a fresh huge page took 2-7 ms on a VM whose host backs pages on first touch, so `take`
-#: waits at most ~30 ms for the pass under way)
-TOUCH_STEP = 4 * HUGE_PAGE
+#: bytes one write pass of `AheadFault` covers before it looks at its stop flag: 2 huge pages
+#: (1024 stores: NumPy releases the GIL above 500; a fresh huge page took 2-20 ms on a VM whose
+#: host backs pages on first touch, and `take` waits for the pass under way: 4 huge pages a
+#: pass made it wait up to 47 ms)
+TOUCH_STEP = 2 * HUGE_PAGE
 
 
 class AheadFault:

@@ -177,3 +177,16 @@ def test_the_workers_of_a_remote_scheduler_are_asked_of_it():
             return {"workers": {"tcp://b:1": {}, "tcp://a:1": {}}}
 
     assert worker_addresses(Remote()) == ["tcp://b:1", "tcp://a:1"]
+
+
+def test_the_schedulers_flush_wakes_only_streams_with_dasks_fields_that_hold_messages():
+    """`dispatch.flush` (the scheduler plugin's) and `send_now` share `wake_batched`: a stream
+    that holds messages within its pacing is woken; an empty one, one already woken, None and
+    an object without BatchedSend's fields (another Dask) are left alone, with no error."""
+    pytest.importorskip("distributed")
+    from ren.distributed import dispatch
+
+    held, empty, woken = Comm(["compute-task"], 5.0), Comm([], 5.0), Comm(["x"], None)
+    dispatch.flush([held, empty, woken, None, object()])
+    assert held.woken and held.next_deadline is None
+    assert not empty.woken and empty.next_deadline == 5.0 and not woken.woken

@@ -12,6 +12,7 @@ the `distributed` extra and says what to install when it is needed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import time
@@ -150,18 +151,25 @@ def send_now(client: Any) -> None:
     another Dask) is left alone."""
     comm = getattr(client, "scheduler_comm", None)
     loop = getattr(client, "loop", None)
-    if comm is None or loop is None or not all(
-            hasattr(comm, a) for a in ("buffer", "next_deadline", "waker")):
+    if comm is None or loop is None or not all(hasattr(comm, a) for a in _BATCHED_FIELDS):
         return
-
-    def flush() -> None:
-        if comm.buffer and comm.next_deadline is not None:
-            comm.next_deadline = None  # (its sending coroutine then writes when woken)
-            comm.waker.set()
-
     # (a loop closed meanwhile: the messages go, or fail, as Dask sends them)
     with contextlib.suppress(Exception):
-        loop.add_callback(flush)
+        loop.add_callback(functools.partial(wake_batched, comm))
+
+
+#: the fields of Dask's ``BatchedSend`` that `wake_batched` sets (distributed 2024-2026)
+_BATCHED_FIELDS = ("buffer", "next_deadline", "waker")
+
+
+def wake_batched(comm: Any) -> None:
+    """Have one of Dask's batched streams (``BatchedSend``) write the messages it holds now
+    rather than when its pacing allows; a stream without those fields (None, another Dask) is
+    left alone.  Runs on the stream's event loop: its sending coroutine writes when woken."""
+    if comm is not None and all(hasattr(comm, a) for a in _BATCHED_FIELDS) and \
+            comm.buffer and comm.next_deadline is not None:
+        comm.next_deadline = None
+        comm.waker.set()
 
 
 def cancel_quietly(client: Any, futures: list[Any]) -> None:
@@ -467,4 +475,4 @@ __all__ = ["AMM_POLICIES", "INSTALL_HINT", "LOCAL_MEMORY_LIMIT",
            "MAX_LOCAL_WORKERS", "MAX_TIMEOUT", "TICK_INTERVAL", "WORKER_ENV",
            "cancel_quietly", "check_timeout", "dask_distributed", "gather_as_completed",
            "keep_broadcasts_on", "keeps_broadcasts", "local_client", "lost_error",
-           "resolve_client", "scheduler_lost", "send_now", "worker_addresses"]
+           "resolve_client", "scheduler_lost", "send_now", "wake_batched", "worker_addresses"]

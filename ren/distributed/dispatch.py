@@ -26,6 +26,8 @@ from typing import Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
+from ren.distributed.cluster import wake_batched
+
 #: the name both plugins are registered under
 NAME = "ren-dispatch"
 #: the keys of a map job's tasks (`ren.distributed.grouping.Sender`)
@@ -34,11 +36,9 @@ MAP_KEY = "ren-map-"
 
 def flush(comms: Any) -> None:
     """Wake each of the batched streams `comms` that holds messages and waits out its pacing
-    (on the loop's thread: its sending coroutine then writes them)."""
+    (on the loop's thread: `ren.distributed.cluster.wake_batched`)."""
     for comm in list(comms):
-        if comm is not None and comm.buffer and comm.next_deadline is not None:
-            comm.next_deadline = None
-            comm.waker.set()
+        wake_batched(comm)
 
 
 class SchedulerDispatch(SchedulerPlugin):

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
+from ren.arena_ahead import drop_ahead, fault_ahead, faulting_ahead
 from ren.device import Buffer
 from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -67,7 +68,7 @@ from ren.passes.pipeline import using as using_pipeline
 from ren.plan_cache import arena_hint, compile_cached_and_run, note_arenas
 from ren.poly import Poly, realize_polys
 from ren.realization import Recorder, is_realized, parameter, recording
-from ren.replay import Template, drop_ahead, fault_ahead, faulting_ahead
+from ren.replay import Template
 from ren.schedule import gc_paused
 from ren.spec import PolySpec, ring_of
 from ren.tree import flatten, is_scalar, leaf_paths, unflatten
@@ -550,9 +551,10 @@ class Jitted:
 #: faults its first 1/GUESS_DIVISOR in while it is scheduled, on the core the schedule leaves
 #: idle.  Fusion materializes far fewer buffers (the bootstrapping's count is 4.5-5.1x its arena
 #: at N = 2^13 and 2^14): the reservation holds the arena, whose first ~0.6 are faulted in, and
-#: the pages past the arena are given back (`ren.replay._arena`), so no more memory is held than
-#: the arena's.  Where the count falls short of the arena, the reservation is freed just before
-#: the arena is allocated, which gets some of its pages back still backed by the host ...
+#: the pages past the arena are given back (`ren.arena_ahead.take_arena`), so no more memory is
+#: held than the arena's.  Where the count falls short of the arena, the reservation is freed
+#: just before the arena is allocated, which gets some of its pages back still backed by the
+#: host ...
 GUESS_DIVISOR = 8
 #: ... and only when that is at least this many bytes (a small arena faults in quickly anyway)
 GUESS_MIN_BYTES = 32 << 20

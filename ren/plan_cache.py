@@ -41,7 +41,7 @@ trusted as the compile cache's is (it loads compiled libraries from the same roo
 **Arena hints.**  ``plans/<hint>.arena`` holds the arena bytes per device of a jitted
 function's last capture with a call key (`arena_hint`: the function's code location and the
 call key, both known before the trace); the next capture starts faulting those arenas in before
-its trace (`ren.replay.fault_ahead`), so a hit's first run finds most of its arena resident.
+its trace (`ren.arena_ahead.fault_ahead`), so a hit's first run finds most of its arena resident.
 
 ``REN_PLAN_CACHE=0`` turns it off; REN_CHECK and REN_DEBUG=3 always schedule (their checks and
 dumps run on a fresh schedule).  `stats` counts hits, misses and stores in this process.
@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
+from ren.arena_ahead import fault_ahead
 from ren.backend.c_host import write_atomically
 from ren.backend.cpu_cache import cache_root
 from ren.backend.render_c import CKernel, Program, remember, rendered
@@ -80,7 +81,7 @@ from ren.realization import (
     parameterize,
     schedule_and_plan,
 )
-from ren.replay import Template, fault_ahead, lower_and_run, structure_key
+from ren.replay import Template, lower_and_run, structure_key
 from ren.runtime import make_exec_units
 
 #: bumped when an entry's layout changes (older entries then miss)
@@ -526,10 +527,10 @@ def _trim(folder: Path, pattern: str = "*.plan") -> None:
 def arena_hint(fn: Callable, call_key: tuple) -> Path | None:
     """Before a capture of jitted function `fn` traces a call of key `call_key`
     (`ren.jit`'s), start faulting in the arenas its last capture needed
-    (`ren.replay.fault_ahead`; the run that needs one takes it); returns the hint's file, for
+    (`ren.arena_ahead.fault_ahead`; the run that needs one takes it); returns the hint's file, for
     `note_arenas` once the template is made, or None when there is none to keep (the cache off,
     a function without code, a key without a canonical form).  A hint is a guess: an arena
-    that does not fit is dropped (`ren.replay.drop_ahead`), never used."""
+    that does not fit is dropped (`ren.arena_ahead.drop_ahead`), never used."""
     code = getattr(fn, "__code__", None)
     if code is None or not enabled():
         return None

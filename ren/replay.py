@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ren.arena_ahead import take_arena
 from ren.backend import Device, GraphRunner, get_device, on_backend_change
-from ren.backend.malloc import AheadFault, release_pages
 from ren.device import Buffer, in_host_memory
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -375,7 +375,7 @@ def _runner_storage(units: Sequence[ExecUnit | ScheduledKernel], plan: MemoryPla
     # the runner of the device that runs the most kernels runs the others' calls too
     work = Counter(u.bufs[0].device for u in units if u.kind not in LIGHT_KINDS)  # computes
     runner_device = max(sorted(devices), key=lambda d: work[d])
-    arenas = {dev: _arena(dev, max(n, 4) // 4)
+    arenas = {dev: take_arena(dev, max(n, 4) // 4)
               for dev, n in plan.arenas.items()} if plan is not None else {}
     kept: dict[Buffer, Any] = {}  # arrays that are the same in every run
     dynamic: list[Buffer] = []
@@ -396,67 +396,6 @@ def _runner_storage(units: Sequence[ExecUnit | ScheduledKernel], plan: MemoryPla
         else:  # param, output, a view of one
             dynamic.append(b)
     return _RunnerStorage(runner_device, kept, dynamic, scratch)
-
-
-# -- arenas faulted in ahead of their run -------------------------------------------------------
-#: host arenas being faulted in before the run that takes them (`fault_ahead`), by device
-_ahead: dict[str, AheadFault] = {}
-_ahead_lock = threading.Lock()
-
-
-def fault_ahead(device: str, nbytes: int, touch: int | None = None) -> bool:
-    """Start faulting in a new arena of `nbytes` (its first `touch` bytes; default all) for the
-    next graph runner of host device `device` (a thread writes its pages: `AheadFault`); that
-    runner takes it if it fits (`_arena`).  The
-    plan cache starts this from the arena size a capture needed last time, before the trace:
-    a first run's arena is fresh memory, seconds of page faults at N = 2^16 on a VM whose host
-    backs each page on first touch, and otherwise the run's own thread faults much of it.
-    Returns whether it started (not for a device outside host memory, nor when the arena its
-    allocator keeps is that large: resident already)."""
-    if nbytes <= 0 or not in_host_memory(device):
-        return False
-    allocator = get_device(device).allocator
-    if getattr(allocator, "spare_bytes", lambda: 0)() >= (nbytes if touch is None else touch):
-        return False
-    try:
-        ahead = AheadFault(allocator.arena(max(nbytes, 4) // 4), touch)
-    except MemoryError:  # (a reservation the system refuses: no head start, nothing else)
-        return False
-    with _ahead_lock:
-        old, _ahead[device] = _ahead.get(device), ahead
-    if old is not None:
-        old.take()  # (dropped)
-    return True
-
-
-def faulting_ahead() -> bool:
-    """Whether an arena is being faulted in ahead (`fault_ahead`) and not yet taken."""
-    return bool(_ahead)
-
-
-def drop_ahead() -> None:
-    """Stop and free the arenas `fault_ahead` started that no run took."""
-    with _ahead_lock:
-        left = list(_ahead.values())
-        _ahead.clear()
-    for ahead in left:
-        ahead.take()
-
-
-def _arena(device: str, nwords: int) -> Any:
-    """A new arena of `nwords` words for `device`: the one faulted in ahead if it fits."""
-    with _ahead_lock:
-        ahead = _ahead.pop(device, None)
-    if ahead is not None:
-        array = ahead.take()  # (its writes stopped before any kernel writes it)
-        # a larger one (a guess) keeps only the pages of its first nwords
-        if nwords <= array.size and (array.size - nwords <= nwords // 8
-                                     or release_pages(array[nwords:])):
-            return array[:nwords]
-        # freed before the allocation: pages just freed come back to it still backed by the
-        # host (a VM reports free memory to its host after ~2 s), so they fault in cheaply
-        del ahead, array
-    return get_device(device).allocator.arena(nwords)
 
 
 def _calls(units: Sequence[ExecUnit], kept: dict[Buffer, Any], index: dict[Buffer, int]

@@ -12,7 +12,7 @@ import pytest
 from test_first_run import fresh, keyswitch_like
 
 import ren
-from ren import plan_cache, replay
+from ren import arena_ahead, plan_cache, replay
 from ren import settings as ren_settings
 from ren.backend import malloc
 from ren.plan_cache import LOADED
@@ -51,7 +51,7 @@ def spied(monkeypatch):
             super().__init__(array, touch)
             made.append(self)
 
-    take = replay._arena
+    take = arena_ahead.take_arena
 
     def arena(device, nwords):
         got = take(device, nwords)
@@ -61,8 +61,8 @@ def spied(monkeypatch):
     # (an arena the allocator keeps from the eager runs would cover a hint: nothing ahead)
     monkeypatch.setattr(ren.backend.get_device("cpu").allocator, "spare_bytes", lambda: 0,
                         raising=False)
-    monkeypatch.setattr(replay, "AheadFault", Recorded)
-    monkeypatch.setattr(replay, "_arena", arena)
+    monkeypatch.setattr(arena_ahead, "AheadFault", Recorded)
+    monkeypatch.setattr(replay, "take_arena", arena)
     events.clear()
     return made, taken
 
@@ -87,7 +87,7 @@ def test_the_next_capture_faults_the_arena_in_before_its_trace_and_its_run_takes
     # the run's arena is the array faulted in ahead (a prefix of it)
     assert any(np.shares_memory(t, ahead.array) and t.ctypes.data == ahead.array.ctypes.data
                for t in taken)
-    assert replay._ahead == {}
+    assert arena_ahead._ahead == {}
     assert second(a, b) is not None and _same(_words(second(a, b)), eager)  # replays as usual
 
 
@@ -103,7 +103,7 @@ def test_a_hint_that_does_not_fit_is_dropped_not_used(spied):
     f = ren.jit(traced)
     assert _same(_words(f(a, b)), eager)
     (ahead,) = made
-    assert ahead.done and replay._ahead == {}  # stopped and dropped after the capture
+    assert ahead.done and arena_ahead._ahead == {}  # stopped and dropped after the capture
     assert not any(np.shares_memory(t, ahead.array) for t in taken)
     assert hint.read_text() == f"{device} {nbytes}\n"  # the hint holds the plan's size again
 
@@ -160,12 +160,12 @@ def test_the_writes_touch_one_word_per_page_and_are_over_when_taken():
 def test_fault_ahead_skips_what_a_kept_arena_covers(monkeypatch):
     allocator = ren.backend.get_device("cpu").allocator
     monkeypatch.setattr(allocator, "spare_bytes", lambda: 1 << 30, raising=False)
-    assert not replay.fault_ahead("cpu", 1 << 20)
-    assert replay._ahead == {}
+    assert not arena_ahead.fault_ahead("cpu", 1 << 20)
+    assert arena_ahead._ahead == {}
     monkeypatch.setattr(allocator, "spare_bytes", lambda: 0, raising=False)
-    assert replay.fault_ahead("cpu", 1 << 20)
-    array = replay._arena("cpu", (1 << 20) // 4)
-    assert replay._ahead == {} and array.size == (1 << 20) // 4
+    assert arena_ahead.fault_ahead("cpu", 1 << 20)
+    array = arena_ahead.take_arena("cpu", (1 << 20) // 4)
+    assert arena_ahead._ahead == {} and array.size == (1 << 20) // 4
 
 
 def test_without_a_hint_a_guess_is_faulted_in_after_the_trace_before_the_schedule(
@@ -185,7 +185,7 @@ def test_without_a_hint_a_guess_is_faulted_in_after_the_trace_before_the_schedul
     monkeypatch.setattr(plan_cache, "schedule_and_plan", scheduled)
     released: list[int] = []
     release = malloc.release_pages
-    monkeypatch.setattr(replay, "release_pages", lambda a: released.append(a.nbytes) or
+    monkeypatch.setattr(arena_ahead, "release_pages", lambda a: released.append(a.nbytes) or
                         release(a))
     a, b = fresh(41, "cpu"), fresh(42, "cpu")
     eager = _words(keyswitch_like(a, b))
@@ -198,7 +198,7 @@ def test_without_a_hint_a_guess_is_faulted_in_after_the_trace_before_the_schedul
     assert events == ["trace", f"ahead {peak // 4 * 4}", "schedule"]
     (ahead,) = made
     assert ahead.done and ahead.touch == peak // jit_module.GUESS_DIVISOR
-    assert replay._ahead == {}
+    assert arena_ahead._ahead == {}
     # the run's arena is the reservation's start; the pages past it were given back
     assert any(t.ctypes.data == ahead.array.ctypes.data for t in taken)
     assert released == [ahead.array.nbytes - arena // 4 * 4]

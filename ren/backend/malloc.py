@@ -15,7 +15,7 @@ it when they open; ``REN_MALLOC_TUNE=0`` leaves the allocator as it is.
 `advise_huge_pages` asks Linux for transparent huge pages over a large host array before its
 first touch (a first run's arena: `ren.replay` faults it in).  `AheadFault` faults a new array in
 on a thread of its own, before anything uses it (a jitted function's arena while the function is
-traced: `ren.replay.fault_ahead`).
+traced: `ren.arena_ahead.fault_ahead`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,80 @@
+"""Arenas faulted in ahead of the first run that takes them (issue 41: a jitted first call).
+
+A first run's arena is fresh memory: at N = 2^16 seconds of page faults on a VM whose host backs
+each page on first touch, which the run's own thread would otherwise take.  `fault_ahead` starts
+a thread that writes the pages of a new arena (`ren.backend.malloc.AheadFault`) while the caller
+does Python work that leaves a core idle (a jitted function's trace and schedule:
+`ren.jit`, from the plan cache's arena hint or a guess); the graph runner's storage
+(`ren.replay`) takes it through `take_arena` when it fits, and `drop_ahead` frees what no run
+took.  The words a run computes never depend on it: an arena is written before it is read.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ren.backend import get_device
+from ren.backend.malloc import AheadFault, release_pages
+from ren.device import in_host_memory
+
+__all__ = ["drop_ahead", "fault_ahead", "faulting_ahead", "take_arena"]
+
+#: host arenas being faulted in before the run that takes them (`fault_ahead`), by device
+_ahead: dict[str, AheadFault] = {}
+_ahead_lock = threading.Lock()
+
+
+def fault_ahead(device: str, nbytes: int, touch: int | None = None) -> bool:
+    """Start faulting in a new arena of `nbytes` (its first `touch` bytes; default all) for the
+    next graph runner of host device `device` (a thread writes its pages: `AheadFault`); that
+    runner takes it if it fits (`take_arena`).  The
+    plan cache starts this from the arena size a capture needed last time, before the trace:
+    a first run's arena is fresh memory, seconds of page faults at N = 2^16 on a VM whose host
+    backs each page on first touch, and otherwise the run's own thread faults much of it.
+    Returns whether it started (not for a device outside host memory, nor when the arena its
+    allocator keeps is that large: resident already)."""
+    if nbytes <= 0 or not in_host_memory(device):
+        return False
+    allocator = get_device(device).allocator
+    if getattr(allocator, "spare_bytes", lambda: 0)() >= (nbytes if touch is None else touch):
+        return False
+    try:
+        ahead = AheadFault(allocator.arena(max(nbytes, 4) // 4), touch)
+    except MemoryError:  # (a reservation the system refuses: no head start, nothing else)
+        return False
+    with _ahead_lock:
+        old, _ahead[device] = _ahead.get(device), ahead
+    if old is not None:
+        old.take()  # (dropped)
+    return True
+
+
+def faulting_ahead() -> bool:
+    """Whether an arena is being faulted in ahead (`fault_ahead`) and not yet taken."""
+    return bool(_ahead)
+
+
+def drop_ahead() -> None:
+    """Stop and free the arenas `fault_ahead` started that no run took."""
+    with _ahead_lock:
+        left = list(_ahead.values())
+        _ahead.clear()
+    for ahead in left:
+        ahead.take()
+
+
+def take_arena(device: str, nwords: int) -> Any:
+    """A new arena of `nwords` words for `device`: the one faulted in ahead if it fits."""
+    with _ahead_lock:
+        ahead = _ahead.pop(device, None)
+    if ahead is not None:
+        array = ahead.take()  # (its writes stopped before any kernel writes it)
+        # a larger one (a guess) keeps only the pages of its first nwords
+        if nwords <= array.size and (array.size - nwords <= nwords // 8
+                                     or release_pages(array[nwords:])):
+            return array[:nwords]
+        # freed before the allocation: pages just freed come back to it still backed by the
+        # host (a VM reports free memory to its host after ~2 s), so they fault in cheaply
+        del ahead, array
+    return get_device(device).allocator.arena(nwords)

@@ -12,13 +12,17 @@ took.  The words a run computes never depend on it: an arena is written before i
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from ren.backend import get_device
 from ren.backend.malloc import AheadFault, release_pages
 from ren.device import in_host_memory
+from ren.node import Node, toposort
+from ren.spec import ring_of
 
-__all__ = ["drop_ahead", "fault_ahead", "faulting_ahead", "take_arena"]
+__all__ = ["GUESS_DIVISOR", "GUESS_MIN_BYTES", "drop_ahead", "fault_ahead", "fault_guess",
+           "faulting_ahead", "peak_live_bytes", "take_arena"]
 
 #: host arenas being faulted in before the run that takes them (`fault_ahead`), by device
 _ahead: dict[str, AheadFault] = {}
@@ -78,3 +82,48 @@ def take_arena(device: str, nwords: int) -> Any:
         # host (a VM reports free memory to its host after ~2 s), so they fault in cheaply
         del ahead, array
     return get_device(device).allocator.arena(nwords)
+
+
+#: a capture whose call has no arena hint yet (`ren.plan_cache.arena_hint`) reserves the traced
+#: graph's peak live bytes with every node counted as a buffer (`peak_live_bytes`) as its arena, and
+#: faults its first 1/GUESS_DIVISOR in while it is scheduled, on the core the schedule leaves
+#: idle.  Fusion materializes far fewer buffers (the bootstrapping's count is 4.5-5.1x its arena
+#: at N = 2^13 and 2^14): the reservation holds the arena, whose first ~0.6 are faulted in, and
+#: the pages past the arena are given back (`ren.arena_ahead.take_arena`), so no more memory is
+#: held than the arena's.  Where the count falls short of the arena, the reservation is freed
+#: just before the arena is allocated, which gets some of its pages back still backed by the
+#: host ...
+GUESS_DIVISOR = 8
+#: ... and only when that is at least this many bytes (a small arena faults in quickly anyway)
+GUESS_MIN_BYTES = 32 << 20
+
+
+def peak_live_bytes(nodes: Sequence[Node]) -> int:
+    """The peak live bytes of a traced graph in topological order, every non-leaf node a buffer
+    of its ring's size (an upper estimate of its arena: see GUESS_DIVISOR)."""
+    order = toposort(*nodes)
+    last: dict[int, int] = {}
+    for i, n in enumerate(order):
+        for src in n.src:
+            last[id(src)] = i
+    ends: dict[int, int] = {}  # position -> bytes whose last use it is
+    live = peak = 0
+    for i, n in enumerate(order):
+        ring = ring_of(n) if n.src else None
+        if ring is not None:
+            size = ring.limbs * ring.N * 4
+            live += size
+            peak = max(peak, live)
+            end = last.get(id(n), i)
+            ends[end] = ends.get(end, 0) + size
+        live -= ends.pop(i, 0)
+    return peak
+
+
+def fault_guess(device: str, nodes: Sequence[Node]) -> bool:
+    """Start faulting in a guess of the arena of the traced graph `nodes` for `device` (the
+    reservation and touch above); returns whether it started."""
+    peak = peak_live_bytes(nodes)
+    if peak // GUESS_DIVISOR < GUESS_MIN_BYTES:
+        return False
+    return fault_ahead(device, peak, touch=peak // GUESS_DIVISOR)

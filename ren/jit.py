@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.arena_ahead import drop_ahead, fault_ahead, faulting_ahead
+from ren.arena_ahead import drop_ahead, fault_guess, faulting_ahead
 from ren.device import Buffer
 from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -70,7 +70,7 @@ from ren.poly import Poly, realize_polys
 from ren.realization import Recorder, is_realized, parameter, recording
 from ren.replay import Template
 from ren.schedule import gc_paused
-from ren.spec import PolySpec, ring_of
+from ren.spec import PolySpec
 from ren.tree import flatten, is_scalar, leaf_paths, unflatten
 
 __all__ = ["InputSlot", "JitPlan", "Jitted", "jit"]
@@ -516,10 +516,8 @@ class Jitted:
         _refuse_random(self.name, nodes)
         if not faulting_ahead() and out_polys:
             # no arena hint for this call: fault in a guess of the arena on the core the
-            # schedule leaves idle (`_arena_guess`)
-            peak = _peak_live(nodes)
-            if peak // GUESS_DIVISOR >= GUESS_MIN_BYTES:
-                fault_ahead(out_polys[0].device, peak, touch=peak // GUESS_DIVISOR)
+            # schedule leaves idle
+            fault_guess(out_polys[0].device, nodes)
         # the first call runs the template like every replay (starting while it is lowered)
         template, compiled_by, first = compile_cached_and_run(nodes, params,
                                                               call.buffers(leaf_of_param))
@@ -544,42 +542,6 @@ class Jitted:
                            f"function ({e}); a captured plan replays only Poly operations, "
                            "never a branch on a value.  Compute with Poly operations, or decide "
                            "outside the function") from e
-
-
-#: a capture whose call has no arena hint yet (`ren.plan_cache.arena_hint`) reserves the traced
-#: graph's peak live bytes with every node counted as a buffer (`_peak_live`) as its arena, and
-#: faults its first 1/GUESS_DIVISOR in while it is scheduled, on the core the schedule leaves
-#: idle.  Fusion materializes far fewer buffers (the bootstrapping's count is 4.5-5.1x its arena
-#: at N = 2^13 and 2^14): the reservation holds the arena, whose first ~0.6 are faulted in, and
-#: the pages past the arena are given back (`ren.arena_ahead.take_arena`), so no more memory is
-#: held than the arena's.  Where the count falls short of the arena, the reservation is freed
-#: just before the arena is allocated, which gets some of its pages back still backed by the
-#: host ...
-GUESS_DIVISOR = 8
-#: ... and only when that is at least this many bytes (a small arena faults in quickly anyway)
-GUESS_MIN_BYTES = 32 << 20
-
-
-def _peak_live(nodes: Sequence[Node]) -> int:
-    """The peak live bytes of a traced graph in topological order, every non-leaf node a buffer
-    of its ring's size (an upper estimate of its arena: see GUESS_DIVISOR)."""
-    order = toposort(*nodes)
-    last: dict[int, int] = {}
-    for i, n in enumerate(order):
-        for src in n.src:
-            last[id(src)] = i
-    ends: dict[int, int] = {}  # position -> bytes whose last use it is
-    live = peak = 0
-    for i, n in enumerate(order):
-        ring = ring_of(n) if n.src else None
-        if ring is not None:
-            size = ring.limbs * ring.N * 4
-            live += size
-            peak = max(peak, live)
-            end = last.get(id(n), i)
-            ends[end] = ends.get(end, 0) + size
-        live -= ends.pop(i, 0)
-    return peak
 
 
 def jit(fn: Callable | None = None, *, capture: bool = True,

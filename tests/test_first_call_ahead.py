@@ -170,11 +170,10 @@ def test_fault_ahead_skips_what_a_kept_arena_covers(monkeypatch):
 
 def test_without_a_hint_a_guess_is_faulted_in_after_the_trace_before_the_schedule(
         spied, monkeypatch):
-    from ren import jit as jit_module
     from ren import realization
 
     made, taken = spied
-    monkeypatch.setattr(jit_module, "GUESS_MIN_BYTES", 0)
+    monkeypatch.setattr(arena_ahead, "GUESS_MIN_BYTES", 0)
     schedule = realization.schedule_and_plan
 
     def scheduled(*args, **kwargs):
@@ -192,12 +191,12 @@ def test_without_a_hint_a_guess_is_faulted_in_after_the_trace_before_the_schedul
     with ren_settings.override(REN_PLAN_CACHE=0):  # no hint either: the guess alone
         f = ren.jit(traced)
         assert _same(_words(f(a, b)), eager)
-    peak = jit_module._peak_live([p.node for p in keyswitch_like(a, b)])
+    peak = arena_ahead.peak_live_bytes([p.node for p in keyswitch_like(a, b)])
     arena = f.plans[0].template.plan.arenas["cpu"]
     assert peak > arena * 9 // 8  # the reservation holds the arena (fusion: fewer buffers)
     assert events == ["trace", f"ahead {peak // 4 * 4}", "schedule"]
     (ahead,) = made
-    assert ahead.done and ahead.touch == peak // jit_module.GUESS_DIVISOR
+    assert ahead.done and ahead.touch == peak // arena_ahead.GUESS_DIVISOR
     assert arena_ahead._ahead == {}
     # the run's arena is the reservation's start; the pages past it were given back
     assert any(t.ctypes.data == ahead.array.ctypes.data for t in taken)

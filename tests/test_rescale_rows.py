@@ -1,14 +1,15 @@
 """A RESCALE that reads only its K dropped rows (`RingCall.zero_rows`): a key switch's mod-down
-by P is RESCALE(CONCAT(0 over Q, y)) (`ren.passes.elision`), and on the cpu device pass 5 stores
-y, not the CONCAT, so the kernel reads K rows where it read L + K (L of them 0), and no
+by P is RESCALE(CONCAT(0 over Q, y)) (`ren.passes.elision`), and on the cpu device (whose
+backend has `Device.rescale_zero_rows`: tests/test_zero_rows_capability.py) pass 5 stores y, not
+the CONCAT, so the kernel reads K rows where it read L + K (L of them 0), and no
 elementwise kernel writes the CONCAT.
 
-Checked: the cpu library kernel (`ren_cpu_rescale`) and the NumPy backend with Z rows of 0
-against Python big integers (the divide-and-round of the CRT-lifted coefficients whose first Z
-residues are 0) for K = 1..8 dropped moduli and L >= 1 kept ones; a backend without the shortcut
-refuses such a call rather than reading the wrong rows; and the words of a CKKS multiply +
-relinearize + rescale (and a rotation) on the cpu device are those of the stored-CONCAT form,
-with the kernels and rows read counted.
+Checked: the cpu library kernel (`ren_cpu_rescale`) and the NumPy backend (with the capability
+turned on) with Z rows of 0 against Python big integers (the divide-and-round of the CRT-lifted
+coefficients whose first Z residues are 0) for K = 1..8 dropped moduli and L >= 1 kept ones;
+a backend without the shortcut refuses such a call rather than reading the wrong rows; and the
+words of a CKKS multiply + relinearize + rescale (and a rotation) on the cpu device are those
+of the stored-CONCAT form, with the kernels and rows read counted.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from test_fused_rescale import multiply_rescale
 from test_rescale_kernel import big_rescale
 
 from ren.backend.cpu_calls import library_call
-from ren.backend.numpy_backend import RING_KERNELS
+from ren.backend.numpy_backend import RING_KERNELS, NumpyDevice
 from ren.backend.ring_c import render_ring_call
 from ren.ckks import CKKSParams, InsecureParametersWarning
 from ren.errors import RealizeError
@@ -76,8 +77,12 @@ def test_cpu_kernel_takes_rows_of_zero(case):
 @settings(max_examples=10, deadline=None)
 @given(zero_rows_case())
 def test_numpy_backend_takes_rows_of_zero(case):
+    """Off on the python device (its plans keep the stored CONCAT), NumPy's rescale still runs
+    rows of 0 where a test turns `NumpyDevice.rescale_zero_rows` on."""
     ring, k, zero, words = case
-    fn = RING_KERNELS[RingKernel.RESCALE](_call(ring, k, zero))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(NumpyDevice, "rescale_zero_rows", True)
+        fn = RING_KERNELS[RingKernel.RESCALE](_call(ring, k, zero))
     out = np.empty((ring.limbs - k, ring.N), np.uint32)
     fn([out, words[zero:].copy()])
     assert np.array_equal(out, big_rescale(words, ring, k))
@@ -160,8 +165,8 @@ def test_mod_down_reads_only_its_dropped_rows(special, monkeypatch):
 
 
 def test_other_devices_keep_the_stored_concat(monkeypatch):
-    """The "python" device may be run by the host shim or a GPU (`backend_override`), whose
-    rescale reads every row: its plan keeps the stored CONCAT."""
+    """The "python" device's backend (NumPy; also the host shim or a GPU under
+    `backend_override`) has no `rescale_zero_rows`: its plan keeps the stored CONCAT."""
     _, items = _run(_params(3, "python"), True, monkeypatch)
     calls = [i.ring_call for i in items if i.kind == "rescale"]
     assert calls and all(c.zero_rows == 0 for c in calls)

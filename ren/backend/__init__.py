@@ -128,6 +128,13 @@ class Device:
 
     Subclasses implement `build` (render + compile one kernel); `compile` adds the cache."""
 
+    #: whether this device's RESCALE kernel runs a call's rows of 0 without their buffer
+    #: (`ren.kernel.RingCall.zero_rows`: slot 1 holds the other rows).  Pass 5 asks it of the
+    #: device in force (`takes_zero_rows`) to store only y under a RESCALE of CONCAT(0, y), and
+    #: the backend's kernel checks calls against it (`RingCall.check_rescale`): one fact, here.
+    #: Off by default: the renderer of `ren.backend.ring_c` (host shim, CUDA) reads every row.
+    rescale_zero_rows: bool = False
+
     def __init__(self, name: str, allocator: Allocator, cache_size: int = KERNEL_CACHE_SIZE):
         self.name = name
         self.allocator = allocator
@@ -205,6 +212,23 @@ class Device:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def takes_zero_rows(device: str) -> bool:
+    """Whether the device in force for `device` (a name such as ``"cpu"`` or ``"python:1"``,
+    whatever backend opens it now: `backend_override`) has `Device.rescale_zero_rows`.  An
+    unavailable device (``"cuda"`` without a GPU, ``"cpu"`` without a compiler) does not:
+    graphs for it are still scheduled (``ren-inspect``), with the stored CONCAT."""
+    try:
+        return bool(get_device(device).rescale_zero_rows)
+    except DeviceError:
+        return False
+
+
+def zero_rows_devices(devices: Iterable[str]) -> tuple[str, ...]:
+    """The sorted names among `devices` that `takes_zero_rows` (the plan cache's key: a plan
+    whose RESCALEs read only y never loads where its device reads every row)."""
+    return tuple(sorted({d for d in devices if takes_zero_rows(d)}))
 
 
 @dataclass(frozen=True)
@@ -290,4 +314,5 @@ def backend_override(kind: str, factory: Callable[[str], Device]) -> Iterator[No
 
 
 __all__ = ["BACKENDS", "Allocator", "Device", "GraphRunner", "KernelFn", "Unavailable",
-           "backend_override", "copy_fn", "device_kinds", "get_device", "on_backend_change"]
+           "backend_override", "copy_fn", "device_kinds", "get_device", "on_backend_change",
+           "takes_zero_rows", "zero_rows_devices"]

@@ -216,6 +216,9 @@ class CpuDevice(Device):
     `isa`: the vector path of all its kernels (`resolve_isa`: default ``REN_CPU_ISA``), fixed
     when the device opens."""
 
+    #: its library rescale takes a call's rows of 0 as 0 (`cpu_calls.RESCALE_ZERO_ROWS`)
+    rescale_zero_rows = cpu_calls.RESCALE_ZERO_ROWS
+
     def __init__(self, name: str, isa: str | None = None):
         super().__init__(name, HOST)
         tune_allocator()

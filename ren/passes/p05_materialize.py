@@ -15,8 +15,10 @@ Marks:
   sharing        an elementwise value needed by two or more different kernels (so a shared
                  subexpression is computed once)
 A RESCALE of CONCAT(0, y) (a key switch's mod-down by P: L rows of the constant 0, then y's K
-rows) marks y, not the CONCAT: its kernel reads y's K rows and takes the other L as 0 (pass 12:
-`RingCall.zero_rows`), where the CONCAT's kernel wrote L + K rows and the RESCALE read them all.
+rows) on a device whose backend takes rows of 0 (`ren.backend.Device.rescale_zero_rows`, asked
+of the backend in force) marks y, not the CONCAT: its kernel reads y's K rows and takes the
+other L as 0 (pass 12: `RingCall.zero_rows`), where the CONCAT's kernel wrote L + K rows and the
+RESCALE read them all.
 A source that is a TO_RING onto a contiguous run of moduli is not copied: its own source is
 materialized instead, and pass 10 turns the TO_RING into a BUFFER_VIEW.  Likewise a CONCAT of
 buffers and views of them (pass 4's mod-up), and a TO_RING selecting scattered rows of a buffer
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ren.backend import takes_zero_rows
 from ren.contracts import Contract, Require
 from ren.ir import (
     const_value,
@@ -55,9 +58,9 @@ NAME = "materialize"
 #: a RESCALE of CONCAT(0, y) reads only y's buffer (`zero_rows_input`); False stores the CONCAT
 #: (L rows of 0 and y's K rows) for the RESCALE to read (the form before; kept for comparisons)
 ZERO_ROWS_INPUT = True
-#: the device kinds whose backend runs a RESCALE's rows of 0 without their buffer (the cpu
-#: library kernel, `ren_cpu_rescale`); the others (the renderer of `ren.backend.ring_c`, which
-#: the host shim and CUDA run) read every source row, so their RESCALEs keep the stored CONCAT
+#: TRANSITIONAL, read by nothing but `ren.plan_cache._linearize_knobs` (owned elsewhere this
+#: stop): which backends take rows of 0 is `ren.backend.Device.rescale_zero_rows`, asked of the
+#: backend in force; /tmp/notes/zerorows_plan_cache.patch keys plans by that and removes this
 ZERO_ROWS_DEVICES = frozenset({"cpu"})
 #: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
 REQUIRED_BECAUSE = (
@@ -91,9 +94,12 @@ def zero_concat(n: Node) -> bool:
 def zero_rows_input(n: Node) -> bool:
     """A RESCALE that reads CONCAT(0, y) (a key switch's mod-down by P, `ren.passes.elision`):
     only y is stored and read (the kernel takes the rows of 0 as 0: `RingCall.zero_rows`), not
-    the CONCAT's L + K rows of which L are 0 (`ZERO_ROWS_INPUT`)."""
+    the CONCAT's L + K rows of which L are 0 (`ZERO_ROWS_INPUT`) — where the backend in force
+    for the RESCALE's device runs rows of 0 without their buffer (`Device.rescale_zero_rows`:
+    the cpu library kernel; the renderer of `ren.backend.ring_c`, which the host shim and CUDA
+    run, and NumPy read every row, so their RESCALEs keep the stored CONCAT)."""
     return (ZERO_ROWS_INPUT and n.op is Op.RESCALE and zero_concat(n.src[0])
-            and need_spec(n).device.split(":")[0] in ZERO_ROWS_DEVICES)
+            and takes_zero_rows(need_spec(n).device))
 
 
 def _reads_buffer(user: Node, s: Node) -> bool:

@@ -67,6 +67,7 @@ import numpy as np
 
 from ren import settings
 from ren.arena_ahead import fault_ahead
+from ren.backend import zero_rows_devices
 from ren.backend.c_host import write_atomically
 from ren.backend.cpu_cache import cache_root
 from ren.backend.render_c import CKernel, Program, remember, rendered
@@ -74,6 +75,7 @@ from ren.device import Buffer
 from ren.kernel import ELEMENTWISE, ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node
+from ren.ops import Op
 from ren.passes.pipeline import current_pipeline
 from ren.realization import (
     compile_and_run,
@@ -205,7 +207,24 @@ def _linearize_knobs() -> tuple:
 
     return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES,
             elision.LOOK_THROUGH, elision.SPLIT_DEPTH, elision.MAX_TERMS, elision.ZERO_ROWS,
-            elision.RESCALE_KERNEL_FROM, p05.ZERO_ROWS_INPUT, tuple(sorted(p05.ZERO_ROWS_DEVICES)))
+            elision.RESCALE_KERNEL_FROM, p05.ZERO_ROWS_INPUT)
+
+
+def _graph_devices(key: tuple) -> set[str]:
+    """The device names a structure key's graph holds (`ren.structure_key`): its BUFFER leaves'
+    (``("param", shape, device, no_opt)``), its COPYs' targets and its CONST and RANDOM leaves'
+    (an argument with a ``device``).  Every value of the graph, a RESCALE's included, lies on
+    one of them.  A key of another shape (tests) names none."""
+    out: set[str] = set()
+    for n in key[:-1] if key and isinstance(key[-1], tuple) else ():
+        if type(n) is not tuple or len(n) != 4 or type(n[2]) is not tuple or len(n[2]) < 2:
+            continue
+        op, arg = n[0], n[2]
+        device = (arg[2] if op is Op.BUFFER and len(arg) == 4 else
+                  arg[1] if op is Op.COPY else getattr(arg[1], "device", None))
+        if isinstance(device, str):
+            out.add(device)
+    return out
 
 
 def entry_key(key: tuple) -> str | None:
@@ -214,9 +233,12 @@ def entry_key(key: tuple) -> str | None:
     try:
         # the pipeline in force names its passes and digests its user passes' code: a plan
         # scheduled under one pipeline never loads under another
+        # ... and the graph's devices whose backend in force runs a mod-down's RESCALE on y
+        # alone (`ren.backend.Device.rescale_zero_rows`, pass 5): such a plan never loads where
+        # that device's backend reads every row (another backend_override, no compiler)
         form = canonical((FORMAT, sys.version_info[:2], bool(settings.get("REN_NO_MEMPLAN")),
                           bool(settings.get("REN_NO_ELISION")), current_pipeline().key,
-                          _linearize_knobs()), {})
+                          _linearize_knobs(), zero_rows_devices(_graph_devices(key))), {})
         text = structure_text(key)
     except _NoCanonicalForm:
         return None

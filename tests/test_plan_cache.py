@@ -164,16 +164,33 @@ def test_the_elision_knobs_are_part_of_the_key(monkeypatch, knob, value):
     assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
 
 
-@pytest.mark.parametrize("knob, value", [("ZERO_ROWS_INPUT", False),
-                                         ("ZERO_ROWS_DEVICES", frozenset({"cpu", "python"}))])
-def test_the_materialize_knobs_are_part_of_the_key(monkeypatch, knob, value):
-    """A plan whose mod-down RESCALEs pass 5 fed another way (the CONCAT stored, or on other
-    devices) never loads."""
+def test_the_materialize_knob_is_part_of_the_key(monkeypatch):
+    """A plan whose mod-down RESCALEs pass 5 fed another way (the CONCAT stored) never loads."""
     from ren.passes import p05_materialize
 
     c, x = poly(42), poly(43)
     ren.jit(program(c))(x)
-    monkeypatch.setattr(p05_materialize, knob, value)
+    monkeypatch.setattr(p05_materialize, "ZERO_ROWS_INPUT", False)
+    f = ren.jit(program(c))
+    assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2
+
+
+def test_the_zero_rows_capability_of_the_graphs_devices_is_part_of_the_key(monkeypatch):
+    """A plan scheduled where the graph's device runs a RESCALE's rows of 0 without their
+    buffer (`Device.rescale_zero_rows`: e.g. "python" under backend_override by the cpu
+    backend) never loads where it reads every row, and back; the capability of a device the
+    graph does not use changes nothing."""
+    from ren.backend.cpu import CpuDevice
+    from ren.backend.numpy_backend import NumpyDevice
+
+    c, x = poly(42), poly(43)
+    ren.jit(program(c))(x)
+    monkeypatch.setattr(CpuDevice, "rescale_zero_rows", False)  # not a device of the graph
+    f = ren.jit(program(c))
+    assert np.array_equal(f(x).numpy(), reference(x, c))
+    assert f.plans[0].compiled_by == LOADED and len(entries()) == 1
+    monkeypatch.setattr(NumpyDevice, "rescale_zero_rows", True)
     f = ren.jit(program(c))
     assert np.array_equal(f(x).numpy(), reference(x, c))
     assert f.plans[0].compiled_by == SCHEDULED and len(entries()) == 2

@@ -58,10 +58,6 @@ NAME = "materialize"
 #: a RESCALE of CONCAT(0, y) reads only y's buffer (`zero_rows_input`); False stores the CONCAT
 #: (L rows of 0 and y's K rows) for the RESCALE to read (the form before; kept for comparisons)
 ZERO_ROWS_INPUT = True
-#: TRANSITIONAL, read by nothing but `ren.plan_cache._linearize_knobs` (owned elsewhere this
-#: stop): which backends take rows of 0 is `ren.backend.Device.rescale_zero_rows`, asked of the
-#: backend in force; /tmp/notes/zerorows_plan_cache.patch keys plans by that and removes this
-ZERO_ROWS_DEVICES = frozenset({"cpu"})
 #: why the pipeline needs this pass (`ren.passes.Pipeline.without` says it)
 REQUIRED_BECAUSE = (
     "lower_bufferize and the later passes need the BUFFERIZE boundaries it marks (outputs, "

@@ -227,15 +227,23 @@ def test_capture_and_replay_run_the_realization_pipeline(monkeypatch):
 
 # -- pickled plans --------------------------------------------------------------------------------
 SUBPROCESS = """
-import pickle, sys
+import contextlib, pickle, sys
 from ren.ckks import dumps, loads
-plan, params, a, b = pickle.load(sys.stdin.buffer)
-sys.stdout.buffer.write(dumps(plan(loads(a, params), loads(b, params))))
+override = contextlib.nullcontext()
+if sys.argv[1:] == ["cpu"]:  # the parent runs the "python" device on the cpu backend
+    from ren.backend import backend_override
+    from ren.backend.cpu import open_device
+    override = backend_override("python", open_device)
+with override:
+    plan, params, a, b = pickle.load(sys.stdin.buffer)
+    sys.stdout.buffer.write(dumps(plan(loads(a, params), loads(b, params))))
 """
 
 
-def test_pickled_plan_replays_in_a_fresh_process(ckks):
-    """Capture once, ship the plan (its relinearization key baked in) to another process."""
+def test_pickled_plan_replays_in_a_fresh_process(ckks, request):
+    """Capture once, ship the plan (its relinearization key baked in) to another process, which
+    opens its devices on the parent's backends (``--ren-backend cpu`` runs "python" on the cpu
+    backend, whose plans' RESCALEs take rows of 0 that NumPy's refuse: `rescale_zero_rows`)."""
     from ren.ckks import dumps
 
     ev = ckks.ev
@@ -247,8 +255,9 @@ def test_pickled_plan_replays_in_a_fresh_process(ckks):
     blob = pickle.dumps((plan, ckks.params, dumps(a), dumps(b)))
     assert dumps(pickle.loads(blob)[0](a, b)) == want  # and in this process
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-c", SUBPROCESS], input=blob, capture_output=True,
-                         cwd=ROOT, env=env, timeout=300)
+    backend = request.config.getoption("--ren-backend")
+    res = subprocess.run([sys.executable, "-c", SUBPROCESS, backend], input=blob,
+                         capture_output=True, cwd=ROOT, env=env, timeout=300)
     assert res.returncode == 0, res.stderr.decode()
     assert res.stdout == want
 

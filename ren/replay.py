@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ren.arena_ahead import take_arena
-from ren.backend import Device, GraphRunner, get_device, on_backend_change
+from ren.backend import Device, GraphRunner, check_backends, get_device, on_backend_change
 from ren.device import Buffer, in_host_memory
 from ren.errors import RealizeError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -177,6 +177,7 @@ class Template:
                 "params": self.params, "outputs": self.outputs, "runner": self.runner is not None}
 
     def __setstate__(self, state: dict) -> None:
+        check_backends(state["items"])
         Template.__init__(self, make_exec_units(state["items"]), state["plan"], state["params"],
                           state["outputs"])
         if state["runner"]:

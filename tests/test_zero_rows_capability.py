@@ -138,3 +138,26 @@ def test_the_kernel_checks_calls_against_the_same_attribute(monkeypatch):
     monkeypatch.setattr(NumpyDevice, "rescale_zero_rows", True)
     RING_KERNELS[RingKernel.RESCALE](call)
     assert cpu.CpuDevice.rescale_zero_rows and cpu.library_call(call) is not None
+
+
+def test_a_pickled_plan_says_when_its_devices_backend_lacks_the_capability():
+    """A plan captured with "python" on the cpu backend (its mod-down RESCALEs take rows of 0)
+    and loaded where "python" is NumPy's is refused by name — the backend, not the rows — and
+    loads under the same override; a plan without such calls loads anywhere."""
+    from ren.replay import Template
+
+    p = _params("python")
+    with backend_override("python", cpu.open_device):
+        templates.clear()
+        ct = multiply_rescale(p)
+        items = schedule(*ct.parts)
+        assert any(i.ring_call is not None and i.ring_call.zero_rows for i in items)
+        state = {"items": items, "plan": None, "params": [], "outputs": [], "runner": False}
+        Template.__new__(Template).__setstate__(dict(state))  # the backend it was made for
+    with pytest.raises(RealizeError, match=r"device 'python' is opened by a backend whose "
+                                           r"rescale takes rows of 0.*backend_override"):
+        Template.__new__(Template).__setstate__(dict(state))
+    templates.clear()
+    plain = schedule(*multiply_rescale(p).parts)  # NumPy's own plan: no rows of 0
+    Template.__new__(Template).__setstate__(
+        {"items": plain, "plan": None, "params": [], "outputs": [], "runner": False})

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ren.device import device_factory, device_kinds, get_device, register_device
-from ren.errors import DeviceError
+from ren.errors import DeviceError, RealizeError
 from ren.kernel import ScheduledKernel
 from ren.random import RandomSpec
 from ren.ring import RingSpec
@@ -231,6 +231,25 @@ def zero_rows_devices(devices: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted({d for d in devices if takes_zero_rows(d)}))
 
 
+def check_backends(items: Iterable[ScheduledKernel]) -> None:
+    """RealizeError unless the backends that open the devices of the scheduled kernels `items`
+    in this process can run them: a rescale that takes rows of 0 without their buffer
+    (`RingCall.zero_rows`) was scheduled where its device's backend has
+    `Device.rescale_zero_rows`; a plan pickled there (e.g. under ``backend_override("python",
+    cpu)``) and loaded where that device's backend lacks it would otherwise fail deep in its
+    kernel's check, with a message about rows of 0 rather than about the backend."""
+    for item in items:
+        call = item.ring_call
+        device = item.bufs[0].device if item.bufs else None
+        if call is not None and call.zero_rows and device and not takes_zero_rows(device):
+            raise RealizeError(
+                f"this plan was scheduled where device {device!r} is opened by a backend whose "
+                "rescale takes rows of 0 without their buffer (Device.rescale_zero_rows), and "
+                f"here {device!r} is opened by one that does not: load it where {device!r} is "
+                "opened as when it was captured (the same backend, or the same "
+                "backend_override), or capture it again here")
+
+
 @dataclass(frozen=True)
 class Unavailable:
     """A registry entry for a device kind this build knows by name but cannot run."""
@@ -314,5 +333,5 @@ def backend_override(kind: str, factory: Callable[[str], Device]) -> Iterator[No
 
 
 __all__ = ["BACKENDS", "Allocator", "Device", "GraphRunner", "KernelFn", "Unavailable",
-           "backend_override", "copy_fn", "device_kinds", "get_device", "on_backend_change",
-           "takes_zero_rows", "zero_rows_devices"]
+           "backend_override", "check_backends", "copy_fn", "device_kinds", "get_device",
+           "on_backend_change", "takes_zero_rows", "zero_rows_devices"]

@@ -75,6 +75,17 @@ int ren_cpu_sample_uniform_threads_here(void) { return ren_sample_threads_now(2)
 #define REN_SAMPLE_MAX_INPUT 1024
 int ren_cpu_sample_max_input(void) { return REN_SAMPLE_MAX_INPUT; }
 
+/* one stream's SHAKE input into m: prefix || index (4 bytes, little-endian) || seed (ren.sampling:
+   a uniform limb's stream, a small distribution's part); returns its length.  The caller checks
+   that it fits REN_SAMPLE_MAX_INPUT */
+static inline i64 stream_message(u8* m, const u8* prefix, i64 prefix_len, i64 index,
+                                 const u8* seed, i64 seed_len) {
+  memcpy(m, prefix, (size_t)prefix_len);
+  for (int i = 0; i < 4; ++i) m[prefix_len + i] = (u8)((u64)index >> (8 * i));
+  memcpy(m + prefix_len + 4, seed, (size_t)seed_len);
+  return prefix_len + 4 + seed_len;
+}
+
 /* v 2^32 mod q for a residue v < q (storage form, what every device stores): a Shoup product
    by R = 2^32 mod q, in 64 bits (any q below 2^32); the samplers' one conversion */
 typedef struct {
@@ -185,9 +196,6 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
   u64 s[25 * KECCAK_WAYS] = {0};
   i64 limb[KECCAK_WAYS], kept[KECCAK_WAYS];
   u8 msg[REN_SAMPLE_MAX_INPUT];
-  const i64 len = prefix_len + 4 + seed_len;
-  memcpy(msg, prefix, (size_t)prefix_len);
-  memcpy(msg + prefix_len + 4, seed, (size_t)seed_len);
   for (int j = 0; j < ways; ++j) limb[j] = -1;  /* -1: no limb yet, L: no limb left */
   for (;;) {
     int active = 0;
@@ -201,8 +209,8 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
             break;
           }
           u64 a[25];
-          for (int i = 0; i < 4; ++i) msg[prefix_len + i] = (u8)((u64)limb[j] >> (8 * i));
-          shake_absorb(a, SHAKE128_RATE, msg, len);
+          shake_absorb(a, SHAKE128_RATE, msg,
+                       stream_message(msg, prefix, prefix_len, limb[j], seed, seed_len));
           for (int i = 0; i < 25; ++i) s[i * ways + j] = a[i];
           kept[j] = 0;
         }

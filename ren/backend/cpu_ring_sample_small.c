@@ -83,6 +83,10 @@ static void shake256_lanes(int count, u8 (*msg)[REN_SAMPLE_MAX_INPUT], const i64
   }
 }
 
+/* the streams one task of the parted sampler squeezes: the vector path's lanes, and two on the
+   scalar path (one after another), so that a task of two purposes still holds a whole part */
+#define PARTED_WAYS (KECCAK_WAYS > 1 ? KECCAK_WAYS : 2)
+
 /* one or two purposes' words over the same n indices (ternary's "hi" and "lo", or one of the
    sparse secret's, or the Gaussian's two-row "gauss"), and what maps a task's indices */
 typedef struct {
@@ -101,19 +105,16 @@ typedef struct {
    their indices mapped */
 static void parted_task(const void* p, i64 t) {
   const parted_args* a = (const parted_args*)p;
-  u8 msg[KECCAK_WAYS > 1 ? KECCAK_WAYS : 2][REN_SAMPLE_MAX_INPUT];
-  i64 len[KECCAK_WAYS > 1 ? KECCAK_WAYS : 2];
-  lane_out o[KECCAK_WAYS > 1 ? KECCAK_WAYS : 2];
+  u8 msg[PARTED_WAYS][REN_SAMPLE_MAX_INPUT];
+  i64 len[PARTED_WAYS];
+  lane_out o[PARTED_WAYS];
   const i64 first = t * a->parts_per_task, parts = (a->n + REN_PART - 1) / REN_PART;
   const i64 last = first + a->parts_per_task < parts ? first + a->parts_per_task : parts;
   int count = 0;
   for (i64 k = first; k < last; ++k)
     for (int q = 0; q < a->purposes; ++q, ++count) {
-      u8* m = msg[count];
-      memcpy(m, a->prefix[q], (size_t)a->prefix_len[q]);
-      for (int i = 0; i < 4; ++i) m[a->prefix_len[q] + i] = (u8)((u64)k >> (8 * i));
-      memcpy(m + a->prefix_len[q] + 4, a->seed, (size_t)a->seed_len);
-      len[count] = a->prefix_len[q] + 4 + a->seed_len;
+      len[count] = stream_message(msg[count], a->prefix[q], a->prefix_len[q], k, a->seed,
+                                  a->seed_len);
       const i64 start = k * REN_PART;
       o[count] = (lane_out){a->out[q] + start, a->n,
                             a->n - start < REN_PART ? a->n - start : REN_PART, a->rows[q], 0, 0};
@@ -130,8 +131,7 @@ static int parted_run(parted_args* a) {
         a->prefix_len[q] + 4 + a->seed_len > REN_SAMPLE_MAX_INPUT)
       return 1;
   if (a->n <= 0) return 0;
-  const int ways = KECCAK_WAYS > 1 ? KECCAK_WAYS : 2;
-  a->parts_per_task = ways / a->purposes;
+  a->parts_per_task = PARTED_WAYS / a->purposes;
   const i64 parts = (a->n + REN_PART - 1) / REN_PART;
   ren_job j = {parted_task, NULL, a, 0, (parts + a->parts_per_task - 1) / a->parts_per_task, 0};
   /* (a part's words cost like a mapping's several times over: the same thresholds by n) */

@@ -75,7 +75,6 @@ from ren.device import Buffer
 from ren.kernel import ELEMENTWISE, ScheduledKernel
 from ren.memory import MemoryPlan
 from ren.node import Node
-from ren.ops import Op
 from ren.passes.pipeline import current_pipeline
 from ren.realization import (
     compile_and_run,
@@ -85,6 +84,7 @@ from ren.realization import (
 )
 from ren.replay import Template, lower_and_run, structure_key
 from ren.runtime import make_exec_units
+from ren.structure_key import key_devices
 
 #: bumped when an entry's layout changes (older entries then miss)
 FORMAT = 2  # 2: the entry carries its elementwise kernels' rendered programs
@@ -210,23 +210,6 @@ def _linearize_knobs() -> tuple:
             elision.RESCALE_KERNEL_FROM, p05.ZERO_ROWS_INPUT)
 
 
-def _graph_devices(key: tuple) -> set[str]:
-    """The device names a structure key's graph holds (`ren.structure_key`): its BUFFER leaves'
-    (``("param", shape, device, no_opt)``), its COPYs' targets and its CONST and RANDOM leaves'
-    (an argument with a ``device``).  Every value of the graph, a RESCALE's included, lies on
-    one of them.  A key of another shape (tests) names none."""
-    out: set[str] = set()
-    for n in key[:-1] if key and isinstance(key[-1], tuple) else ():
-        if type(n) is not tuple or len(n) != 4 or type(n[2]) is not tuple or len(n[2]) < 2:
-            continue
-        op, arg = n[0], n[2]
-        device = (arg[2] if op is Op.BUFFER and len(arg) == 4 else
-                  arg[1] if op is Op.COPY else getattr(arg[1], "device", None))
-        if isinstance(device, str):
-            out.add(device)
-    return out
-
-
 def entry_key(key: tuple) -> str | None:
     """The file name (hex digest) of a graph's structure key, or None when an argument of it
     has no canonical form (such a graph is compiled every time)."""
@@ -238,7 +221,7 @@ def entry_key(key: tuple) -> str | None:
         # that device's backend reads every row (another backend_override, no compiler)
         form = canonical((FORMAT, sys.version_info[:2], bool(settings.get("REN_NO_MEMPLAN")),
                           bool(settings.get("REN_NO_ELISION")), current_pipeline().key,
-                          _linearize_knobs(), zero_rows_devices(_graph_devices(key))), {})
+                          _linearize_knobs(), zero_rows_devices(key_devices(key))), {})
         text = structure_text(key)
     except _NoCanonicalForm:
         return None

@@ -26,6 +26,24 @@ def structure_key(nodes: Sequence[Node]) -> tuple[tuple, list[Buffer]] | None:
         return _structure_key(nodes, recursive=False)
 
 
+def key_devices(key: tuple) -> set[str]:
+    """The device names the graph of a `structure_key` key holds: its BUFFER leaves'
+    (``("param", shape, device, no_opt)``), its COPYs' targets and its CONST and RANDOM leaves'
+    (an argument with a ``device``).  Every value of the graph, a RESCALE's included, lies on
+    one of them; the plan cache keys a plan by what their backends can run.  A key of another
+    shape (tests) names none."""
+    out: set[str] = set()
+    for n in key[:-1] if key and isinstance(key[-1], tuple) else ():
+        if type(n) is not tuple or len(n) != 4 or type(n[2]) is not tuple or len(n[2]) < 2:
+            continue
+        op, arg = n[0], n[2]
+        device = (arg[2] if op is Op.BUFFER and len(arg) == 4 else
+                  arg[1] if op is Op.COPY else getattr(arg[1], "device", None))
+        if isinstance(device, str):
+            out.add(device)
+    return out
+
+
 class _NotReplayable(Exception):
     pass
 

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.arena_ahead import drop_ahead, fault_guess, faulting_ahead
+from ren.arena_ahead import drop_ahead, fault_ahead, fault_guess, faulting_ahead
 from ren.device import Buffer
 from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -65,7 +65,7 @@ from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes.pipeline import Pipeline, current_pipeline
 from ren.passes.pipeline import using as using_pipeline
-from ren.plan_cache import arena_hint, compile_cached_and_run, note_arenas
+from ren.plan_cache import arena_hint, compile_cached_and_run, hinted_arenas, note_arenas
 from ren.poly import Poly, realize_polys
 from ren.realization import Recorder, is_realized, parameter, recording
 from ren.replay import Template
@@ -483,6 +483,9 @@ class Jitted:
         # the arenas the last capture of this call needed start faulting in now, on a core the
         # trace leaves idle (`plan_cache.arena_hint`); what the run does not take is dropped
         hint = arena_hint(self.fn, call.key)
+        if hint is not None:
+            for device, nbytes in hinted_arenas(hint).items():
+                fault_ahead(device, nbytes)
         try:
             return self._compile(call, hint, t0)
         finally:

@@ -66,7 +66,6 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.arena_ahead import fault_ahead
 from ren.backend import zero_rows_devices
 from ren.backend.c_host import write_atomically
 from ren.backend.cpu_cache import cache_root
@@ -530,12 +529,12 @@ def _trim(folder: Path, pattern: str = "*.plan") -> None:
 
 
 def arena_hint(fn: Callable, call_key: tuple) -> Path | None:
-    """Before a capture of jitted function `fn` traces a call of key `call_key`
-    (`ren.jit`'s), start faulting in the arenas its last capture needed
-    (`ren.arena_ahead.fault_ahead`; the run that needs one takes it); returns the hint's file, for
-    `note_arenas` once the template is made, or None when there is none to keep (the cache off,
-    a function without code, a key without a canonical form).  A hint is a guess: an arena
-    that does not fit is dropped (`ren.arena_ahead.drop_ahead`), never used."""
+    """The file of jitted function `fn`'s arena hint for a call of key `call_key` (`ren.jit`'s):
+    the arena bytes per device its last capture needed (`hinted_arenas` reads them, `note_arenas`
+    writes them), or None when there is none to keep (the cache off, a function without code, a
+    key without a canonical form).  Keyed by what is known before the trace: the function's code
+    location, the call key, the format and Python's version (no source fingerprint: a hint is
+    only a size, and one that does not fit is dropped, never used)."""
     code = getattr(fn, "__code__", None)
     if code is None or not enabled():
         return None
@@ -545,14 +544,11 @@ def arena_hint(fn: Callable, call_key: tuple) -> Path | None:
                           code.co_firstlineno, call_key), {})
     except _NoCanonicalForm:
         return None
-    path = plans_dir() / f"{hashlib.sha256(repr(form).encode()).hexdigest()}.arena"
-    for device, nbytes in _read_arenas(path).items():
-        fault_ahead(device, nbytes)
-    return path
+    return plans_dir() / f"{hashlib.sha256(repr(form).encode()).hexdigest()}.arena"
 
 
-def _read_arenas(path: Path) -> dict[str, int]:
-    """A hint's arenas ({} for none, or for a file that does not parse)."""
+def hinted_arenas(path: Path) -> dict[str, int]:
+    """A hint's arena bytes per device ({} for none, or for a file that does not parse)."""
     try:
         pairs = [line.split() for line in path.read_text().splitlines()]
         return {d: int(n) for d, n in pairs}
@@ -564,7 +560,7 @@ def note_arenas(path: Path, plan: MemoryPlan | None) -> None:
     """Keep a capture's arena bytes per device as hint `path` (`arena_hint`), when they changed.
     Best effort: a folder that cannot be written keeps no hint."""
     arenas = {d: int(n) for d, n in plan.arenas.items()} if plan is not None else {}
-    if _read_arenas(path) == arenas:
+    if hinted_arenas(path) == arenas:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -592,7 +588,6 @@ def clear() -> int:
 
 
 __all__ = ["LOADED", "MAX_ENTRIES", "SCHEDULED", "PlanCacheWarning", "arena_hint", "clear",
-           "compile_cached",
-           "compile_cached_and_run",
-           "enabled", "entry_key", "note_arenas", "plans_dir", "source_fingerprint", "stats",
+           "compile_cached", "compile_cached_and_run", "enabled", "entry_key", "hinted_arenas",
+           "note_arenas", "plans_dir", "source_fingerprint", "stats",
            "structure_text"]

@@ -532,6 +532,21 @@ def plan_memory(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer] =
     return plan
 
 
+def peak_live_bytes(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = ()) -> int:
+    """`plan_memory(schedule, outputs).peak_live_bytes` without placing anything: the bound any
+    arena of this order needs (`ren.schedule.linearize` compares orders by it)."""
+    outs = _check_arguments(schedule, outputs)
+    live = _live_ranges(schedule, outs)
+    excluded = _exclusions(schedule, outs, live)
+    by_device: dict[str, list[Buffer]] = {}
+    for b in live:
+        if b not in excluded:
+            by_device.setdefault(b.device, []).append(b)
+    return sum(_Problem([live[b][0] for b in bufs], [live[b][1] for b in bufs],
+                        [reserved_bytes(b) // ALIGN for b in bufs]).peak() * ALIGN
+               for bufs in by_device.values())
+
+
 def _check_arguments(schedule: object, outputs: object) -> set[Buffer]:
     """Bad arguments raise ParameterError here, not a bare TypeError deep inside the planner."""
     expected = "plan_memory expects a list of ScheduledKernel items (what ren.schedule returns)"

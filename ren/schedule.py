@@ -29,6 +29,8 @@ from ren.device import Buffer
 from ren.errors import ParameterError, ScheduleError, check_int
 from ren.ir import is_const, storage_buffer
 from ren.kernel import ELEMENTWISE, LIGHT_KINDS, VIEW, ScheduledKernel
+from ren.memory import peak_live_bytes
+from ren.memory_order import memory_order
 from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes import SHORTCUTS
@@ -278,8 +280,17 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
     """The kernels and light items of a kernelized graph, in dependency order (short chains
     from leaf buffers, public samples among them, computed again where they are read long
     after: `regenerate_leaf_chains`)."""
-    return regenerate_leaf_chains(_linearize(sink), REGENERATE_AFTER, REGENERATE_DEPTH,
-                                  REGENERATE_COPIES, _output_roots(sink))
+    items, outputs = _linearize(sink), _output_roots(sink)
+    plain = regenerate_leaf_chains(items, REGENERATE_AFTER, REGENERATE_DEPTH, REGENERATE_COPIES,
+                                   outputs)
+    if not MEMORY_ORDER or len(items) < 2:
+        return plain
+    # the memory-aware order (`ren.memory_order`), kept only where it lowers the peak-live
+    # bytes the arena is packed to: a graph it cannot help keeps toposort's order, word for word
+    ordered = regenerate_leaf_chains(memory_order(items, outputs or ()), REGENERATE_AFTER,
+                                     REGENERATE_DEPTH, REGENERATE_COPIES, outputs)
+    outs = outputs or ()
+    return ordered if peak_live_bytes(ordered, outs) < peak_live_bytes(plain, outs) else plain
 
 
 def _output_roots(sink: Node) -> set[Buffer] | None:
@@ -311,6 +322,9 @@ def _linearize(sink: Node) -> list[ScheduledKernel]:
     return items
 
 
+#: whether `linearize` tries the memory-aware order of `ren.memory_order` (kept where it lowers
+#: the peak-live bytes); False lists the kernels in `toposort`'s order (for A/B measurements)
+MEMORY_ORDER = True
 #: a value of a leaf chain (`regenerate_leaf_chains`) read more than this many items after its
 #: latest computation is computed again right before the read
 REGENERATE_AFTER = 32

@@ -136,6 +136,16 @@ static void reduce_row(u32* x, i64 n, u32 q, int stored) {
   }
 }
 
+/* lane j of an interleaved state s (`ways` lanes, word i of lane j at s[i ways + j]) starts
+   the SHAKE stream of msg (`rate` bytes a block: SHAKE128_RATE or SHAKE256_RATE): msg absorbed
+   by the scalar sponge, that state loaded into the lane, where its first output block is read
+   before the next vector permutation (the uniform's lanes and the parted small samplers') */
+static inline void lane_absorb(u64* s, int ways, int j, int rate, const u8* msg, i64 len) {
+  u64 a[25];
+  shake_absorb(a, rate, msg, len);
+  for (int i = 0; i < 25; ++i) s[i * ways + j] = a[i];
+}
+
 /* the words of lane j's block (state s, `ways` lanes interleaved) below bound, appended to
    out[kept..n); returns the new count */
 static inline i64 take_block(const u64* s, int ways, int j, u64 bound, u32* out, i64 kept,
@@ -208,10 +218,8 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
             limb[j] = L;
             break;
           }
-          u64 a[25];
-          shake_absorb(a, SHAKE128_RATE, msg,
-                       stream_message(msg, prefix, prefix_len, limb[j], seed, seed_len));
-          for (int i = 0; i < 25; ++i) s[i * ways + j] = a[i];
+          lane_absorb(s, ways, j, SHAKE128_RATE, msg,
+                      stream_message(msg, prefix, prefix_len, limb[j], seed, seed_len));
           kept[j] = 0;
         }
         const u32 q = moduli[limb[j]];

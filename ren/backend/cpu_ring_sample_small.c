@@ -60,11 +60,7 @@ static void shake256_lanes(int count, u8 (*msg)[REN_SAMPLE_MAX_INPUT], const i64
 #if KECCAK_WAYS > 1
   if (count > 1) {
     u64 s[25 * KECCAK_WAYS] = {0};
-    for (int j = 0; j < count; ++j) {
-      u64 a[25];
-      shake_absorb(a, SHAKE256_RATE, msg[j], len[j]);
-      for (int i = 0; i < 25; ++i) s[i * KECCAK_WAYS + j] = a[i];
-    }
+    for (int j = 0; j < count; ++j) lane_absorb(s, KECCAK_WAYS, j, SHAKE256_RATE, msg[j], len[j]);
     for (;;) {  /* the block in the state, then the next permutation while a stream needs more */
       int more = 0;
       for (int j = 0; j < count; ++j) {

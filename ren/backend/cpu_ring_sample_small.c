@@ -264,21 +264,92 @@ typedef struct {
   i64 nties;  /* atomic */
 } gauss_args;
 
+/* coefficient i from its x (a tie to the caller, or clip(rint(x))) */
+static inline void gauss_put(gauss_args* a, i64 i, double x) {
+  const double sigma = a->sigma;
+  const i64 bound = a->bound;
+  if (fabs(x - floor(x) - 0.5) <= a->tie_eps * (1.0 + fabs(x) + sigma)) {
+    const i64 t = __atomic_fetch_add(&a->nties, 1, __ATOMIC_RELAXED);
+    if (t < a->max_ties) a->ties[t] = i;
+    a->out[i] = 0;
+    return;
+  }
+  const double k = rint(x);
+  a->out[i] = k < (double)-bound ? -bound : k > (double)bound ? bound : (i64)k;
+}
+
+/* The Gaussian's log and cos, eight at a time: glibc's vector math library (libmvec, AVX-512
+   variants, at most 4 ulp from the correctly rounded value), looked up when first needed.
+   One Gaussian at N = 2^16 is 2 x 65536 libm calls, most of its sampler's ~2.1 ms on one
+   thread (~0.8 ms with the vector calls) and ~75 % of encryption's sampling.  The values differ
+   from libm's (and NumPy's) in the last bits at most, ~1e-16 relative, far inside the TIE_EPS
+   margin
+   that already sends a coefficient near a rounding tie to NumPy: the coefficients are the
+   same.  Without libmvec (another libc, no AVX-512) the scalar loop runs. */
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__linux__)
+#include <dlfcn.h>
+#define REN_GAUSS_VECTOR 1
+typedef __m512d (*ren_vmath8)(__m512d);
+static ren_vmath8 ren_vlog8 = NULL, ren_vcos8 = NULL;
+static pthread_once_t ren_vmath_once = PTHREAD_ONCE_INIT;
+static int ren_gauss_vector_on = 1;  /* tests turn it off to compare the two */
+static void ren_vmath_load(void) {
+  void* h = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return;
+  ren_vmath8 lg = (ren_vmath8)dlsym(h, "_ZGVeN8v_log"), cs = (ren_vmath8)dlsym(h, "_ZGVeN8v_cos");
+  if (lg && cs) {
+    ren_vlog8 = lg;
+    ren_vcos8 = cs;
+  }
+}
+static int gauss_vector(void) {
+  if (!ren_gauss_vector_on) return 0;
+  pthread_once(&ren_vmath_once, ren_vmath_load);
+  return ren_vlog8 != NULL;
+}
+#else
+#define REN_GAUSS_VECTOR 0
+static int ren_gauss_vector_on = 1;
+static int gauss_vector(void) { return 0; }
+#endif
+/* whether the Gaussian's vector log and cos run (1), or libm's scalar ones (0); on = 0 / 1
+   turns them off / on (a test's comparison), -1 only asks */
+int ren_cpu_gauss_vector(int on) {
+  if (on >= 0) ren_gauss_vector_on = on != 0;
+  return gauss_vector();
+}
+
 static void gauss_range(const void* p, i64 start, i64 end) {
   gauss_args* a = (gauss_args*)p;  /* nties only, atomically */
   const double two_pi = 2.0 * M_PI, sigma = a->sigma;
-  const i64 bound = a->bound;
-  for (i64 i = start; i < end; ++i) {
+  i64 i = start;
+#if REN_GAUSS_VECTOR
+  if (gauss_vector()) {
+    /* the scalar loop's operations in its order, each correctly rounded as there (the u's are
+       exact: w >> 11 < 2^53 converts exactly, and 2^-53 is a power of two), log and cos aside */
+    const __m512d scale = _mm512_set1_pd(1.0 / GAUSS_TWO53), one = _mm512_set1_pd(1.0),
+                  m2 = _mm512_set1_pd(-2.0), tp = _mm512_set1_pd(two_pi),
+                  sg = _mm512_set1_pd(sigma), zero = _mm512_setzero_pd();
+    double x[8] __attribute__((aligned(64)));
+    for (; i + 8 <= end; i += 8) {
+      const __m512i v1 = _mm512_srli_epi64(_mm512_loadu_si512((const void*)(a->w1 + i)), 11);
+      const __m512i v2 = _mm512_srli_epi64(_mm512_loadu_si512((const void*)(a->w2 + i)), 11);
+      const __m512d u1 = _mm512_mul_pd(_mm512_add_pd(_mm512_cvtepu64_pd(v1), one), scale);
+      const __m512d u2 = _mm512_mul_pd(_mm512_cvtepu64_pd(v2), scale);
+      /* -2 log(u1) >= 0 (u1 <= 1); the max keeps a last-bit log(1) > 0 from a NaN: libm's
+         -0.0 and this 0 both give x = +-0, coefficient 0 */
+      const __m512d radius = _mm512_sqrt_pd(_mm512_max_pd(_mm512_mul_pd(m2, ren_vlog8(u1)),
+                                                          zero));
+      const __m512d c = ren_vcos8(_mm512_mul_pd(tp, u2));
+      _mm512_store_pd(x, _mm512_mul_pd(_mm512_mul_pd(radius, c), sg));
+      for (int k = 0; k < 8; ++k) gauss_put(a, i + k, x[k]);
+    }
+  }
+#endif
+  for (; i < end; ++i) {
     const double radius = sqrt(-2.0 * log(((double)(a->w1[i] >> 11) + 1.0) / GAUSS_TWO53));
     const double x = radius * cos(two_pi * ((double)(a->w2[i] >> 11) / GAUSS_TWO53)) * sigma;
-    if (fabs(x - floor(x) - 0.5) <= a->tie_eps * (1.0 + fabs(x) + sigma)) {
-      const i64 t = __atomic_fetch_add(&a->nties, 1, __ATOMIC_RELAXED);
-      if (t < a->max_ties) a->ties[t] = i;
-      a->out[i] = 0;
-      continue;
-    }
-    const double k = rint(x);
-    a->out[i] = k < (double)-bound ? -bound : k > (double)bound ? bound : (i64)k;
+    gauss_put(a, i, x);
   }
 }
 

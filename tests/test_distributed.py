@@ -644,9 +644,9 @@ def test_a_large_batch_goes_as_tasks_of_several_inputs(client, ckks, monkeypatch
     one timing per input, and a failing input named by its own index."""
     import ren.distributed.batch as batch_module
 
-    assert batch_module.inputs_per_task(64, 2) == 8  # (sizes: test_distributed_grouping)
+    assert batch_module.inputs_per_task(64, 2) == 16  # (sizes: test_distributed_grouping)
     assert batch_module.inputs_per_task(6, 2) == batch_module.inputs_per_task(15, 2) == 1
-    assert batch_module.inputs_per_task(16, 2) == 2
+    assert batch_module.inputs_per_task(16, 2) == 4
     monkeypatch.setattr(batch_module, "inputs_per_task", lambda n, workers: 3)
     cts, rlk = batch(ckks, 7), ckks.ev.relin_key
     job = submit(square, cts, keys=rlk, client=client)

@@ -15,13 +15,18 @@ worker outside the replay 2.5-3.0, 2.8-3.0, 2.9 ms.  Two workers: the client 2.9
 bytes (NumPy arrays of the same sizes, no Ren) costs the client 2.1 / 1.7 / 1.4 ms per input
 in groups of 8 / 16 / 64: the floor of Dask's TCP path on that machine.
 
-**The size of a group** (`inputs_per_task`, `bytes_cap`): as many inputs as give each worker
-`TASKS_PER_WORKER` tasks (one running and one queued behind it, twice: the client encodes and
-decodes while the workers compute, and the last tasks even out), at most `MAX_INPUTS_PER_TASK`
-inputs and `MAX_TASK_BYTES` of them per task (a worker holds two groups, the one it runs and
-the one queued); more tasks where a cap applies.  Two tasks per worker (groups of 16 on two
-workers for 64 inputs) showed no clear gain over four in `bench_distributed.py`'s CPU
-accounting (alternating runs, within the noise), so four keep the tail even.
+**The size of a group** (`inputs_per_task`, `bytes_cap`): from `PACK_FROM` inputs per
+worker, as many inputs as give each worker `TASKS_PER_WORKER` tasks (one window: one running and
+one queued behind it), at most `MAX_INPUTS_PER_TASK` inputs and `MAX_TASK_BYTES` of them per
+task (a worker holds two groups, the one it runs and the one queued); more tasks where a cap
+applies.  Each task costs the client's event loop (its in-process scheduler and comms) and the
+worker's about 10 ms and 4 ms of CPU per job whatever it carries: two tasks per worker instead
+of four (64 inputs at N = 2^14: 4 tasks instead of 6 on one worker, 8 instead of 11 on two)
+cut the client's CPU per ciphertext 1.82/1.78 -> 1.51/1.39 ms and the worker's outside the
+replay 1.09/1.03 -> 1.00/0.87 ms on one worker (its event-loop thread 0.44/0.42 -> 0.29/0.26),
+alternated runs of 6 jobs, loaded 2-core VM.  The middle groups are as many as a multiple of
+the workers (`_even`), so that each worker runs as many: 7 groups of 8 on two workers gave one
+of them 36 of 64 inputs, and the job's wall waited for it.
 
 **The start and the end of a job** (`make_groups` with `TAPER`): a worker waits for the
 client to encode its whole first group before it starts, and the client decodes the last
@@ -29,7 +34,7 @@ group's results only once every one of them is computed, while the workers have 
 to do.  At N = 2^14 that is ~0.3 ms of the client's time per input of the first group and ~1 ms
 per result of the last (16 of each on one worker: ~20 ms of a ~600 ms job).  So the first
 group of each worker is `TAPER` times smaller than the rest and the last `LAST_TAPER` times
-(64 inputs on one worker: 4, 15, 15, 14, 14, 2; on two: 2, 2, 8 x 7, 2, 2).  The first
+(64 inputs on one worker: 7, 27, 27, 3; on two: 4, 4, 13 x 4, 2, 2).  The first
 stays at a quarter: the worker's second group goes in another message, which Dask's client
 holds up to 10 ms behind the first (its batched stream's interval), and must arrive before the
 first group is done.  The last at an eighth (2 inputs instead of 4 on one worker): from the
@@ -65,7 +70,9 @@ IN_FLIGHT_PER_WORKER = 4
 #: tasks of a group a job keeps out per worker: one running and one queued behind it
 GROUPED_IN_FLIGHT_PER_WORKER = 2
 #: tasks per worker a large batch is cut into, at least (two windows of grouped tasks)
-TASKS_PER_WORKER = 2 * GROUPED_IN_FLIGHT_PER_WORKER
+TASKS_PER_WORKER = GROUPED_IN_FLIGHT_PER_WORKER
+#: inputs per worker from which a batch goes as packed groups (`inputs_per_task`)
+PACK_FROM = 8
 #: the most inputs one task of a large batch carries (`inputs_per_task`)
 MAX_INPUTS_PER_TASK = 32
 #: the most wire bytes of inputs one task carries (a worker holds two such groups)
@@ -83,10 +90,13 @@ MAX_PACKED_BYTES = 64 << 10
 
 def inputs_per_task(n: int, workers: int) -> int:
     """Inputs per Dask task for a batch of `n` inputs on `workers` workers (module doc): 1 for
-    a batch of fewer than two inputs per task of `TASKS_PER_WORKER` tasks per worker; else as
-    many as gives each worker `TASKS_PER_WORKER` tasks, at most `MAX_INPUTS_PER_TASK` (and
-    `bytes_cap`).  64 inputs: 16 a task on one worker, 8 on two."""
-    return max(1, min(MAX_INPUTS_PER_TASK, n // (TASKS_PER_WORKER * max(1, workers))))
+    a batch of fewer than `PACK_FROM` inputs per worker; else as many as gives each worker
+    `TASKS_PER_WORKER` tasks, at most `MAX_INPUTS_PER_TASK` (and `bytes_cap`).  64 inputs:
+    32 a task on one worker, 16 on two."""
+    w = max(1, workers)
+    if n < PACK_FROM * w:
+        return 1
+    return max(1, min(MAX_INPUTS_PER_TASK, n // (TASKS_PER_WORKER * w)))
 
 
 def bytes_cap(per_task: int, nbytes: int) -> int:
@@ -105,9 +115,10 @@ def make_groups(n: int, per_task: int, workers: int = 0) -> list[list[int]]:
     small = per_task // TAPER
     if workers < 1 or small < 2 or n - 2 * workers * small < per_task:
         return [list(range(s, min(n, s + per_task))) for s in range(0, n, per_task)]
-    tasks = -(-(n - 2 * workers * small) // per_task)
+    tasks = _even(-(-(n - 2 * workers * small) // per_task), workers, n - 2 * workers * small)
     last = max(2, per_task // LAST_TAPER)
-    if -(-(n - workers * (small + last)) // per_task) > tasks:
+    if _even(-(-(n - workers * (small + last)) // per_task), workers,
+             n - workers * (small + last)) > tasks:
         last = small  # (a smaller last group would cost a task more)
     rest = n - workers * (small + last)
     sizes = [small] * workers + [rest // tasks + (i < rest % tasks) for i in range(tasks)] + \
@@ -117,6 +128,14 @@ def make_groups(n: int, per_task: int, workers: int = 0) -> list[list[int]]:
         out.append(list(range(start, start + k)))
         start += k
     return out
+
+
+def _even(tasks: int, workers: int, inputs: int) -> int:
+    """`tasks` rounded up to a multiple of `workers` where `inputs` fill that many (each
+    worker then runs as many of the even middle groups: 7 groups of 8 on two workers gave one
+    of them 36 inputs of 64 and the job's wall waited for it)."""
+    even = -(-tasks // workers) * workers
+    return even if even <= inputs else tasks
 
 
 def window(workers: int, grouped: bool) -> int:
@@ -216,5 +235,5 @@ class Sender:
 
 
 __all__ = ["GROUPED_IN_FLIGHT_PER_WORKER", "IN_FLIGHT_PER_WORKER", "LAST_TAPER",
-           "MAX_INPUTS_PER_TASK", "MAX_PACKED_BYTES", "MAX_TASK_BYTES", "TAPER",
+           "MAX_INPUTS_PER_TASK", "MAX_PACKED_BYTES", "MAX_TASK_BYTES", "PACK_FROM", "TAPER",
            "TASKS_PER_WORKER", "Sender", "bytes_cap", "inputs_per_task", "make_groups", "window"]

@@ -42,8 +42,54 @@ def team_kernel(call: CpuCall) -> bool:
     return True
 
 
-#: entry flags ``ren_run_plan_teams`` reads: a team kernel; a barrier before it (in a stretch)
-TEAM, BARRIER = 1, 2
+#: entry flags ``ren_run_plan_tiled`` reads: a team kernel; a barrier before it (in a stretch);
+#: run in one tile with the entry before it (row by row, cpu_ring_plan.c's tiles)
+TEAM, BARRIER, TILE = 1, 2, 4
+
+_ROWS_FN = ctypes.CFUNCTYPE(ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlong,
+                            ctypes.c_longlong)
+
+
+def tile_entry(call: CpuCall) -> tuple[int, int] | None:
+    """``(row function, row length N)`` of a call that may run in a tile, row by row: an NTT or
+    INTT (0: the runner calls its limb transform) or an elementwise kernel its renderer found
+    row-local (its library exports ``ren_rows_<name>``: row r of its output reads rows r of its
+    inputs alone, each N words from r * N); None for the rest (basis conversions and rescales
+    mix rows)."""
+    if call.name in ("ntt", "intt"):
+        return 0, int(call.extra[0][0])
+    if not call.name.startswith("ren_ew_") or call.owner is None:
+        return None
+    try:  # not getattr: that caches the function in the library
+        rows = call.owner[f"ren_rows_{call.name}"]
+        rowlen = call.owner[f"ren_rowlen_{call.name}"]
+    except AttributeError:
+        return None
+    rowlen.restype = ctypes.c_longlong
+    address = ctypes.cast(rows, VOIDP).value
+    return (address, int(rowlen())) if address else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether spans `a` and `b` start at one address (a per-run array: the same one), so that
+    row r of either is row r of the other."""
+    if isinstance(a[0], str) or isinstance(b[0], str):
+        return a == b and a[1] >= 0
+    return a[0] == b[0]
+
+
+def _joins(w: list[Any], r: list[Any], tile: tuple) -> bool:
+    """Whether a row-local call writing `w` and reading `r` may join `tile` (row length, its
+    writes and reads, and those of the kernels since the last barrier before it): it touches
+    nothing those earlier kernels write nor writes what they read (they may still run on
+    another thread), and every array it shares with the tile's kernels starts where theirs
+    does (row r of it is the row the same thread ran)."""
+    _, tw, tr, pw, pr = tile[:5]
+    if any(_overlap(x, y) for x in r + w for y in pw) or \
+            any(_overlap(x, y) for x in w for y in pr):
+        return False
+    return all(_same(x, y) for x in r + w for y in tw if _overlap(x, y)) and \
+        all(_same(x, y) for x in w for y in tr if _overlap(x, y))
 
 
 def _spans(fn: CpuCall, args: Sequence[Any], patched: dict[int, int]):
@@ -66,35 +112,68 @@ def _overlap(a: Any, b: Any) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
+def _conflict(w: list[Any], r: list[Any], writes: list[Any], reads: list[Any]) -> bool:
+    return (any(_overlap(x, y) for x in r + w for y in writes) or
+            any(_overlap(x, y) for x in w for y in reads))
+
+
 def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
-               patched: Sequence[dict[int, int]]) -> list[int]:
+               patched: Sequence[dict[int, int]],
+               tiles: Sequence[tuple[int, int] | None] | None = None) -> list[int]:
     """Per call of a C segment: `TEAM` when it may run in a plan team (`team_kernel`), and
     `BARRIER` when the team must meet before it: it follows a team kernel of its stretch and
     reads or writes what a kernel since the last barrier writes, or writes what one reads (a
     DAG's independent neighbours run without one: the threads that finish the first kernel's
     share go on to the second's, two one-row kernels side by side).  Two basis conversions
-    never share a barrier interval (they share the team's scratch)."""
+    never share a barrier interval (they share the team's scratch).
+
+    `tiles` (per call, its `tile_entry`): `TILE` when a call joins the tile of the call before
+    it (`_joins`: row-local kernels of one row length on the same rows).  The runner runs a
+    tile row by row, meeting nowhere inside it, or (too few rows, cpu_ring_plan.c) kernel by
+    kernel, meeting at the BARRIERs its calls also carry, as untiled.  The call after a tile
+    of two or more is flagged against everything since the last barrier before the tile."""
     flags: list[int] = []
     writes: list[Any] = []
     reads: list[Any] = []
     scratch = False
-    for (fn, args), slots in zip(run, patched):
+    # the tile the last call is in: row length, its writes and reads, those since the last
+    # barrier before it, the scratch flag there, and its size
+    tile: tuple[int, list, list, list, list, bool, list[int]] | None = None
+    for k, ((fn, args), slots) in enumerate(zip(run, patched)):
         team = team_kernel(fn)
         w, r = _spans(fn, args, slots)
+        entry = tiles[k] if tiles is not None and team else None
         if not team or not flags or not flags[-1] & TEAM:  # a stretch starts (or none)
             flags.append(TEAM if team else 0)
             writes, reads, scratch = list(w), list(r), fn.name == "basis_convert"
+            tile = (entry[1], list(w), list(r), [], [], False, [1]) \
+                if entry is not None else None
             continue
-        conflict = (any(_overlap(x, y) for x in r + w for y in writes) or
-                    any(_overlap(x, y) for x in w for y in reads) or
-                    (scratch and fn.name == "basis_convert"))
+        if tile is not None and entry is not None and entry[1] == tile[0] and _joins(w, r, tile):
+            barrier = _conflict(w, r, writes, reads)  # where the untiled run meets
+            flags.append(TEAM | TILE | (BARRIER if barrier else 0))
+            if barrier:
+                writes, reads, scratch = list(w), list(r), False
+            else:
+                writes, reads = writes + w, reads + r
+            tile[1].extend(w)
+            tile[2].extend(r)
+            tile[6][0] += 1
+            continue
+        if tile is not None and tile[6][0] > 1:  # after a tile: since the barrier before it
+            writes, reads = tile[3] + tile[1], tile[4] + tile[2]
+            scratch = scratch or tile[5]
+        conflict = _conflict(w, r, writes, reads) or (scratch and fn.name == "basis_convert")
         if conflict:
             flags.append(TEAM | BARRIER)
             writes, reads, scratch = list(w), list(r), False
+            before: tuple[list, list] = ([], [])
         else:
             flags.append(TEAM)
+            before = (list(writes), list(reads))
             writes += w
             reads += r
+        tile = (entry[1], list(w), list(r), *before, scratch, [1]) if entry is not None else None
         scratch = scratch or fn.name == "basis_convert"
     return flags
 
@@ -110,14 +189,15 @@ class CompiledPlan(GraphRunner):
 
     def __init__(self, calls: Sequence[tuple[KernelFn, list[Any]]],
                  patches: Sequence[tuple[int, int, int]], ring_lib: ctypes.CDLL):
-        run_plan = ring_lib.ren_run_plan_teams
-        run_plan.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        run_plan = ring_lib.ren_run_plan_tiled
+        run_plan.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p]
         run_plan.restype = None
         self._run_plan = run_plan
         self._keep = [args for _, args in calls]  # the static arrays stay alive with the plan
         # and so do the calls, which hold their libraries: the plan runs raw entry points
         self._calls = [fn for fn, _ in calls]
-        # ("c", count, fns, argvs, vectors, team flags) | ("py", fn, args)
+        # ("c", count, fns, argvs, vectors, team flags, tile row functions) | ("py", fn, args)
         self.segments: list[tuple] = []
         where: list[tuple[Any, int]] = []  # per call: (argument vector or list, segment)
         run: list[tuple[CpuCall, list[Any]]] = []
@@ -132,10 +212,18 @@ class CompiledPlan(GraphRunner):
             vectors = [fn.argv(args) for fn, args in run]
             fns = (VOIDP * len(run))(*(fn.address for fn, _ in run))
             argvs = (VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
-            team = (ctypes.c_byte * len(run))(*team_flags(run, slots))
+            entries = [tile_entry(fn) for fn, _ in run]
+            flags = team_flags(run, slots, entries)
+            team = (ctypes.c_byte * len(run))(*flags)
+            # per call: its row function (ren_rows_*; the entry itself for an NTT/INTT) where
+            # it runs in a tile (it or the call after it has TILE), else NULL
+            tiled = [bool(f & TILE) or (k + 1 < len(flags) and bool(flags[k + 1] & TILE))
+                     for k, f in enumerate(flags)]
+            tile = (VOIDP * len(run))(*((e[0] or fn.address) if t and e is not None else None
+                                        for (fn, _), e, t in zip(run, entries, tiled)))
             for v in vectors:
                 where.append((v, len(self.segments)))
-            self.segments.append(("c", len(run), fns, argvs, vectors, team))
+            self.segments.append(("c", len(run), fns, argvs, vectors, team, tile))
             run.clear()
             slots.clear()
 
@@ -166,7 +254,7 @@ class CompiledPlan(GraphRunner):
         try:
             for seg in self.segments:
                 if seg[0] == "c":
-                    self._run_plan(seg[1], seg[2], seg[3], seg[5])
+                    self._run_plan(seg[1], seg[2], seg[3], seg[5], seg[6])
                 else:
                     seg[1](seg[2])
         finally:
@@ -198,7 +286,7 @@ class CompiledPlan(GraphRunner):
                     buf = (ctypes.c_double * (2 * seg[1]))()
                     set_buffer(buf, ctypes.c_longlong(seg[1]))
                     try:
-                        self._run_plan(seg[1], seg[2], seg[3], seg[5])
+                        self._run_plan(seg[1], seg[2], seg[3], seg[5], seg[6])
                     finally:
                         set_buffer(None, ctypes.c_longlong(0))
                     pairs.extend((buf[2 * k], buf[2 * k + 1]) for k in range(seg[1]))
@@ -219,7 +307,7 @@ class CompiledPlan(GraphRunner):
                     step = ctypes.sizeof(VOIDP)
                     for k in range(seg[1]):
                         t0 = time.perf_counter()
-                        self._run_plan(1, base_f + k * step, base_a + k * step, None)
+                        self._run_plan(1, base_f + k * step, base_a + k * step, None, None)
                         times.append(time.perf_counter() - t0)
                 else:
                     t0 = time.perf_counter()

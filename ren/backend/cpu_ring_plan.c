@@ -115,7 +115,77 @@ static size_t ren_plan_scratch(i64 k, i64 e, const ren_entry* fns, void*** args)
   return need;
 }
 
+/* ---- tiles: a chain of row-local kernels run row by row (owner computes) -------------------
+   team[k] bit 2 (TILE): entry k runs in one tile with entry k-1 (its bit 1: where the team
+   meets before it when the tile runs kernel by kernel; inside a tile run row by row, nowhere).  The kernels of a tile are
+   row-local (row r of every output depends on rows r of its inputs alone, every array at the
+   same addresses: ren/backend/cpu_plan.py's team_flags checks it), so instead of each kernel
+   sharing its rows out and the team meeting between them, one loop shares the row indices
+   out and a thread runs the whole chain on its row: the row a kernel wrote is still in the
+   thread's L2 when the next reads it (a row of 2^16 words is 256 KiB; kernel by kernel, each
+   streams its whole multi-MiB arrays through memory, which two threads share), and no barrier
+   is met inside the tile.  tile[k]: entry k's row function (an elementwise kernel's
+   ren_rows_*, ren/backend/elementwise_loop.py: rows r0..r1-1, returns its row count), or the
+   NTT/INTT entry itself (rows by ntt_limb/intt_limb).  Every row is computed by the code of
+   the whole kernel, whole and fully reduced, so the words are the same. */
+typedef i64 (*ren_rows_fn)(void**, i64, i64);
+static i64 ren_tile_rows(ren_entry f, void* tile, void** a) {
+  if (f == ren_cpu_ntt || f == ren_cpu_intt) return ((const i64*)a[2])[1];
+  return ((ren_rows_fn)tile)(a, 0, 0);
+}
+static void ren_tile_row(ren_entry f, void* tile, void** a, i64 r) {
+  if (f == ren_cpu_ntt || f == ren_cpu_intt) {
+    const i64 n = ((const i64*)a[2])[0];
+    const u32* q = (const u32*)a[3];
+    const u32* const* w = (const u32* const*)a[4];
+    const u32* const* ws = (const u32* const*)a[5];
+    u32* out = (u32*)a[0] + r * n;
+    const u32* in = (const u32*)a[1] + r * n;
+    if (f == ren_cpu_ntt) ntt_limb(out, in, w[r], ws[r], q[r], n);
+    else intt_limb(out, in, w[r], ws[r], q[r], ((const u32*)a[6])[r], ((const u32*)a[7])[r], n);
+    return;
+  }
+  ((ren_rows_fn)tile)(a, r, r + 1);
+}
+/* the most rows of the tile k..m */
+static i64 ren_tile_height(i64 k, i64 m, const ren_entry* fns, void*** args, void* const* tile) {
+  i64 R = 0;
+  for (i64 j = k; j <= m; ++j) {
+    const i64 rows = ren_tile_rows(fns[j], tile[j], args[j]);
+    R = rows > R ? rows : R;
+  }
+  return R;
+}
+/* entries k..m (one tile of R rows) on the calling team thread's share of the rows */
+static void ren_run_tile(i64 k, i64 m, i64 R, const ren_entry* fns, void*** args,
+                         void* const* tile) {
+  REN_OMP(for schedule(dynamic, 1) nowait)
+  for (i64 r = 0; r < R; ++r)
+    for (i64 j = k; j <= m; ++j)
+      if (r < ren_tile_rows(fns[j], tile[j], args[j])) ren_tile_row(fns[j], tile[j], args[j], r);
+}
+/* tiles run so far (for tests and measurements) */
+static i64 ren_tiles_run = 0;
+i64 ren_cpu_tiles_run(void) { return __atomic_load_n(&ren_tiles_run, __ATOMIC_RELAXED); }
+/* a tile runs row by row when it has at least this many rows per team thread, else kernel by
+   kernel with barriers between (as untiled): its rows go to the threads whole, so few rows
+   would leave a thread idle (one row: the other threads do nothing; 5 rows on 2 threads: one
+   does 3), where the kernels alone split a row's coefficients or its NTT's butterflies.  At 4,
+   the rows of one thread differ by at most a quarter.  0: no tiles (for measurements). */
+static int ren_plan_tiles = 4;
+void ren_set_plan_tiles(int rows_per_thread) {
+  ren_plan_tiles = rows_per_thread < 0 ? 0 : rows_per_thread;
+}
+int ren_cpu_plan_tiles(void) { return ren_plan_tiles; }
+
+void ren_run_plan_tiled(i64 count, const ren_entry* fns, void*** args, const signed char* team,
+                        void* const* tile);
 void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const signed char* team) {
+  ren_run_plan_tiled(count, fns, args, team, NULL);
+}
+/* ren_run_plan_teams with tiles (team bit 2, `tile` the row functions; NULL: none) */
+void ren_run_plan_tiled(i64 count, const ren_entry* fns, void*** args, const signed char* team,
+                        void* const* tile) {
   i64 k = 0;
   while (k < count) {
     i64 e = k;
@@ -127,6 +197,7 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
       ++k;
       continue;
     }
+    const int tiling = tile != NULL ? ren_plan_tiles : 0;
     const size_t need = ren_plan_scratch(k, e, fns, args);
     ren_team tm = {0, 0, 0, need > 0 ? malloc(need) : NULL, 0};
     tm.scratch_bytes = tm.scratch != NULL ? need : 0;
@@ -138,19 +209,31 @@ void ren_run_plan_teams(i64 count, const ren_entry* fns, void*** args, const sig
       ren_cur_team = &tm;
       double since = ren_now();  /* when this thread last left a barrier */
 #ifdef _OPENMP
-      const int me = omp_get_thread_num();
+      const int me = omp_get_thread_num(), nth = omp_get_num_threads();
 #else
-      const int me = 0;
+      const int me = 0, nth = 1;
 #endif
       double cpu = work != NULL ? ren_thread_cpu() : 0.0;
       for (i64 j = k; j < e; ++j) {
-        ren_team_call(fns[j], args[j]);
+        i64 m = j, R = 0;  /* the tile that starts at j ends at m; its rows */
+        if (tiling)
+          while (m + 1 < e && (team[m + 1] & 4) != 0) ++m;
+        if (m > j) R = ren_tile_height(j, m, fns, args, tile);
+        if (m > j && R >= (i64)tiling * nth) {
+          if (me == 0) __atomic_add_fetch(&ren_tiles_run, 1, __ATOMIC_RELAXED);
+          ren_run_tile(j, m, R, fns, args, tile);
+          j = m;
+        } else {
+          ren_team_call(fns[j], args[j]);
+        }
         if (work != NULL && me < 2) {
           const double now = ren_thread_cpu();
           work[2 * j + me] += now - cpu;
           cpu = now;
         }
-        if (j + 1 < e && ren_needs_sync(j + 1, team)) {  /* the region's end joins the last */
+        /* the region's end joins the last (a tile run kernel by kernel meets where its
+           entries' barrier bits say, as untiled) */
+        if (j + 1 < e && ren_needs_sync(j + 1, team)) {
           const double own = ren_now() - since;  /* its work since then: it spins the longer */
           if (wait == NULL) ren_team_sync_after(own);
           else ren_timed_sync(wait + 2 * j, own);

@@ -375,6 +375,7 @@ class _Elementwise:
             if n.op is Op.SLOT:
                 self.slots[n.arg.index] = n.arg
         self._row_only_of = self._row_only(order)
+        self.row_local = self._row_local(order, out)
         fold = self._foldable(order) if self.fold_tables else {}
         self._row_fold = self._row_foldable(order) if self.fold_tables else {}
         self._row_memo: dict[Node, np.ndarray] = {}
@@ -393,6 +394,36 @@ class _Elementwise:
                     by_plan.setdefault(plan, []).append(row)
                 for part in by_plan.values():
                     self._emit_class(part, choose, order, value, fold, memo, out)
+
+    def _row_local(self, order: list[Node], out) -> bool:
+        """Whether limb g0 of the kernel reads and writes words of row g0 alone, each slot's
+        row g0 being its N words from g0 * N: every load's limb index is GIDX0 itself, every
+        slot's row stride N, and every coefficient offset (a map of the coefficient alone, an
+        automorphism's, say) within [0, N).  The plan runner may then run such a kernel row by
+        row, chained with other row-local kernels on the same rows (`ren_rows_*`,
+        ren/backend/cpu_plan.py's tiles): a kernel that mixes rows (a limb map, a CONCAT of
+        rows at an offset, a broadcast row) must not be."""
+        N = self.space[1]
+        if out.strides != (N, 1):
+            return False
+        memo: dict[Node, AxisValue] = {}
+        for n in order:
+            if n.op is not Op.INDEX or n.src[0].op is not Op.SLOT:
+                continue
+            slot, li, ci = n.src[0].arg, n.src[1], n.src[2]
+            if li != gidx(0) or slot.strides[0] != N:
+                return False
+            if ci == gidx(1) and slot.strides[1] == 1:
+                continue
+            if any(x.op is Op.GIDX and x.arg == 0 for x in toposort(ci)):
+                return False
+            try:
+                offsets = np.asarray(self._axis_values(ci, 1, memo)) * slot.strides[1]
+            except Exception:  # an index op the ALU table cannot evaluate: not shown local
+                return False
+            if offsets.min() < 0 or offsets.max() >= N:
+                return False
+        return True
 
     def _emit_class(self, rows: list[int], choose: dict[Node, Node], order: list[Node],
                     value: Node, fold: dict[Node, bool], memo: dict[Node, AxisValue],
@@ -516,8 +547,11 @@ class _Elementwise:
             for r in group.rows:
                 classes[r] = k
         rc = self._table("u32", classes, row=True) if len(self.groups) > 1 else ""
+        decls = " ".join(f"{p.ctype} {p.name} = ({p.ctype})a[{i}];"
+                         for i, p in enumerate(self.params()))
         return loop_kernel(self.groups, L, N, count, rc, signature(self.params(), restrict=True),
-                           ", ".join(p.name for p in self.params()), "\n".join(self.tables))
+                           ", ".join(p.name for p in self.params()), "\n".join(self.tables),
+                           decls=decls if self.row_local else None)
 
 
 def render_elementwise(item: ScheduledKernel, dialect: Dialect) -> Program:

@@ -63,12 +63,27 @@ class RowClass:
                 f"{inner}}}\n{pad}}}\n")
 
 
+def rows_entry(N: int, count: str, decls: str, names: str, split: bool) -> str:
+    """The row-range entry of a row-local kernel (`ren.backend.elementwise_c`'s
+    ``_row_local``): ``i64 ren_rows_@K(void** a, i64 r0, i64 r1)`` runs limbs r0..r1-1 (clipped
+    to its limb count, which it returns) on the calling thread, whole rows, no OpenMP; and
+    ``ren_rowlen_@K()`` its row length N.  The plan runner calls it to run a chain of row-local
+    kernels row by row, each thread on its own rows (cpu_ring_plan.c's tiles): the words are
+    the limb loop's, row for row.  `decls`: the kernel's parameters declared from ``a``."""
+    piece = f"0LL, {N}LL, " if split else ""
+    return (f"i64 ren_rows_@K(void** a, i64 r0, i64 r1) {{\n  {decls}\n"
+            f"  const i64 L_ = {count}[0];\n"
+            f"  for (i64 g0 = r0; g0 < r1 && g0 < L_; ++g0) @K_row(g0, {piece}{names});\n"
+            f"  return L_;\n}}\nlong long ren_rowlen_@K(void) {{ return {N}LL; }}\n")
+
+
 def loop_kernel(groups: list[RowClass], L: int, N: int, count: str, rc: str, params: str,
-                names: str, tables: str) -> str:
+                names: str, tables: str, decls: str | None = None) -> str:
     """The loop dialect's kernel template (name placeholder ``@K``) over `L` limbs of `N`
     coefficients: `groups` the row classes, `count` the one-entry table of the limb count,
     `rc` the table of each limb's class (when there are several), `params` the signature,
-    `names` its parameter names, `tables` the constant arrays of the source."""
+    `names` its parameter names, `tables` the constant arrays of the source; `decls` (a
+    row-local kernel's parameters declared from ``void** a``): add its `rows_entry`."""
     # few limbs: the loop runs over (limb, piece) tasks, REN_PIECES(L, N, align) pieces
     # of each limb (1 unless the threads outnumber the limbs), so that one limb's words
     # are shared out too; more limbs keep the plain limb loop (and its source)
@@ -89,6 +104,8 @@ def loop_kernel(groups: list[RowClass], L: int, N: int, count: str, rc: str, par
     if len(groups) > 1:
         inner = "  {\n" + inner + "  }\n"
     row = f"REN_ROW void @K_row({bounds}, {params}) {{\n{inner}}}\n"
+    if decls is not None:
+        row += rows_entry(N, count, decls, names, split)
     if split:
         align = STAGE_TILE if any(g.staged for g in groups) else 16
         body = (f"const i64 g0 = task / np_, c0 = (task % np_) * ({N}LL / np_);\n"
@@ -107,4 +124,5 @@ def loop_kernel(groups: list[RowClass], L: int, N: int, count: str, rc: str, par
             f"  REN_PARALLEL_LIMBS(L_ * {N}LL)\n  {walk} {body}\n}}\n")
 
 
-__all__ = ["SPLIT_MAX_LIMBS", "STAGE_TILE", "RowClass", "block_preserving", "loop_kernel"]
+__all__ = ["SPLIT_MAX_LIMBS", "STAGE_TILE", "RowClass", "block_preserving", "loop_kernel",
+           "rows_entry"]

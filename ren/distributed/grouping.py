@@ -69,7 +69,7 @@ from ren.distributed.worker import Packed, run_item
 IN_FLIGHT_PER_WORKER = 4
 #: tasks of a group a job keeps out per worker: one running and one queued behind it
 GROUPED_IN_FLIGHT_PER_WORKER = 2
-#: tasks per worker a large batch is cut into, at least (two windows of grouped tasks)
+#: tasks per worker a large batch is cut into, at least (one window of grouped tasks)
 TASKS_PER_WORKER = GROUPED_IN_FLIGHT_PER_WORKER
 #: inputs per worker from which a batch goes as packed groups (`inputs_per_task`)
 PACK_FROM = 8

@@ -99,8 +99,11 @@ def memory_order(items: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = (
 
     outs = set(outputs)
     written = {_root(it.bufs[0]) for it in items if it.kind != VIEW}
+    # a leaf chain's value is left out of the bytes: it runs with its first reader, and a
+    # later reader far from it computes it again (`ren.schedule.regenerate_leaf_chains`)
+    chains = {_root(it.bufs[0]) for i, it in enumerate(items) if lazy[i] and it.kind != VIEW}
     size = {r: reserved_bytes(r) for r in written
-            if r not in outs and not r.is_allocated and not r.no_opt}
+            if r not in outs and r not in chains and not r.is_allocated and not r.no_opt}
     # per item, the items it waits for (behind its lazy ones) and the sized bases it touches
     # (its lazy ones' too: they run with it)
     eff: list[set[int]] = [set() for _ in range(n)]

@@ -1,7 +1,9 @@
-"""The C Gaussian's log and cos eight at a time (glibc's libmvec on the AVX-512 path,
-`cpu_ring_sample_small.c`): they differ from libm's in the last bits only, far inside the margin
-that sends a coefficient near a rounding tie to NumPy, so the coefficients stay `ren.sampling`'s,
-checked with the vector calls on and off against NumPy's."""
+"""The C samplers of stop 56.  The Gaussian's log and cos eight at a time (glibc's libmvec on
+the AVX-512 path, `cpu_ring_sample_small.c`): they differ from libm's in the last bits only, far
+inside the margin that sends a coefficient near a rounding tie to NumPy, so the coefficients stay
+`ren.sampling`'s, checked with the vector calls on and off against NumPy's.  The 8-way uniform
+sampler's lanes read from transposes of the state instead of gathers (`cpu_ring_sample.c`): the
+same rows."""
 
 from __future__ import annotations
 
@@ -105,3 +107,31 @@ def test_vector_gaussian_from_crafted_words() -> None:
             off, on = _gauss_both(lib, run)
             assert np.array_equal(off, want), (isa, sigma)
             assert np.array_equal(on, want), (isa, sigma)
+
+
+@pytest.mark.parametrize("N", [2048, 1000])
+def test_uniform_rows_from_the_transposed_lanes_are_ren_samplings(N: int) -> None:
+    """The 8-way uniform sampler reads each lane's rate words from three 8 x 8 transposes of
+    the state (`lanes_rate_x8`) and, for a lane that starts a new limb, from its absorbed
+    state: rows = ren.sampling's with more limbs than lanes (lanes refill mid-run), moduli
+    from 2^31 down to 17 bits (rejection rates that leave the lanes' rows filling at different
+    blocks) and short rows (the last partial block), at 1-3 threads, stored and standard."""
+    from types import SimpleNamespace
+
+    from ren.backend import cpu_sampling
+    from ren.ring.ringspec import ntt_primes
+    from ren.sampling import sample
+
+    moduli = (*ntt_primes(2048, 31, 5), *ntt_primes(2048, 30, 5), *ntt_primes(2048, 17, 8))
+    ring = SimpleNamespace(N=N, limbs=len(moduli), moduli=moduli)
+    spec = RandomSpec("uniform", (), f"transposed{N}".encode(), "cpu")
+    want = sample(spec, ring)
+    stored = np.array([[(int(r) << 32) % q for r in row] for row, q in zip(want, moduli,
+                                                                             strict=True)],
+                      dtype=np.uint32)
+    for isa, lib in ring_paths():
+        for threads in (1, 2, 3):
+            for form, expect in ((False, want), (True, stored)):
+                got = on_threads(lib, threads, lambda lib=lib, form=form:
+                                 cpu_sampling.sample_uniform(lib, spec, ring, stored=form))
+                assert np.array_equal(got, expect), (isa, threads, form)

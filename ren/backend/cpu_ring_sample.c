@@ -174,16 +174,14 @@ static inline i64 take_block(const u64* s, int ways, int j, u64 bound, u32* out,
 }
 
 #if defined(KECCAK_X8)
-/* take_block for the 8-way state when the row has room for a whole block: lane j's 21 words
-   (stride 8 in s) by three gathers, the kept 32-bit words of each compressed to the front of a
-   register and stored with a mask of as many words (vpcompressd to memory is slow on Zen 4) */
-static inline i64 take_block_x8(const u64* s, int j, u64 bound, u32* out, i64 kept) {
-  const __m512i idx = _mm512_setr_epi64(0, 8, 16, 24, 32, 40, 48, 56);
+/* take_block for the 8-way state when the row has room for a whole block, from lane j's 21
+   rate words laid out contiguously (w[0..21), `lanes_rate_x8`): three plain loads, the kept
+   32-bit words of each compressed to the front of a register and stored with a mask of as
+   many words (vpcompressd to memory is slow on Zen 4) */
+static inline i64 take_block_x8(const u64* w, u64 bound, u32* out, i64 kept) {
   const __m512i below = _mm512_set1_epi32((int)(u32)bound);
-  for (int k = 0; k < 3; ++k) {  /* lanes 0-7, 8-15, 16-20 of the rate's 21 */
-    const __m512i v = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(),
-                                                  (__mmask8)(k < 2 ? 0xFF : 0x1F), idx,
-                                                  (const void*)(s + j + 64 * k), 8);
+  for (int k = 0; k < 3; ++k) {  /* words 0-7, 8-15, 16-20 of the rate's 21 */
+    const __m512i v = _mm512_loadu_si512((const void*)(w + 8 * k));
     __mmask16 keep = bound >> 32 ? (__mmask16)0xFFFF : _mm512_cmplt_epu32_mask(v, below);
     if (k == 2) keep &= (__mmask16)0x03FF;
     const int count = __builtin_popcount((unsigned)keep);
@@ -192,6 +190,46 @@ static inline i64 take_block_x8(const u64* s, int j, u64 bound, u32* out, i64 ke
     kept += count;
   }
   return kept;
+}
+
+/* r[i] (element j: word i of lane j) -> r[j] (element i: word i of lane j): the 8 x 8
+   transpose of 64-bit elements, in three rounds of two-source shuffles */
+static inline void transpose8x8(__m512i r[8]) {
+  __m512i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {  /* pairs of rows, elements interleaved */
+    t[i] = _mm512_unpacklo_epi64(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi64(r[i], r[i + 1]);
+  }
+  const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13),
+                odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15),
+                low = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11),
+                high = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+  for (int h = 0; h < 8; h += 4) {  /* four rows' elements (0, 4), (2, 6), (1, 5), (3, 7) */
+    u[h] = _mm512_permutex2var_epi64(t[h], even, t[h + 2]);
+    u[h + 1] = _mm512_permutex2var_epi64(t[h], odd, t[h + 2]);
+    u[h + 2] = _mm512_permutex2var_epi64(t[h + 1], even, t[h + 3]);
+    u[h + 3] = _mm512_permutex2var_epi64(t[h + 1], odd, t[h + 3]);
+  }
+  static const int first[4] = {0, 2, 1, 3};
+  for (int c = 0; c < 4; ++c) {  /* u[c] holds elements (e, e + 4) of rows 0-3, u[c + 4] of 4-7 */
+    const int e = first[c];
+    r[e] = _mm512_permutex2var_epi64(u[c], low, u[c + 4]);
+    r[e + 4] = _mm512_permutex2var_epi64(u[c], high, u[c + 4]);
+  }
+}
+
+/* the rate's 21 words of every lane of the 8-way state s, lane by lane: t[j][k] = s[8k + j]
+   (what take_block_x8 reads; three 8 x 8 transposes in registers replace eight lanes' three
+   gathers each, which stalled the sampler as long as the permutation's own work) */
+static inline void lanes_rate_x8(const u64* s, u64 (*t)[24]) {
+  for (int b = 0; b < 3; ++b) {
+    __m512i r[8];
+    for (int i = 0; i < 8; ++i)
+      r[i] = 8 * b + i < SHAKE128_RATE / 8 ? _mm512_loadu_si512((const void*)(s + 8 * (8 * b + i)))
+                                          : _mm512_setzero_si512();
+    transpose8x8(r);
+    for (int j = 0; j < 8; ++j) _mm512_storeu_si512((void*)(t[j] + 8 * b), r[j]);
+  }
 }
 #endif
 
@@ -206,6 +244,9 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
   u64 s[25 * KECCAK_WAYS] = {0};
   i64 limb[KECCAK_WAYS], kept[KECCAK_WAYS];
   u8 msg[REN_SAMPLE_MAX_INPUT];
+#if defined(KECCAK_X8)
+  u64 rate[8][24] __attribute__((aligned(64)));  /* each lane's rate words (8 ways only) */
+#endif
   for (int j = 0; j < ways; ++j) limb[j] = -1;  /* -1: no limb yet, L: no limb left */
   for (;;) {
     int active = 0;
@@ -220,13 +261,17 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
           }
           lane_absorb(s, ways, j, SHAKE128_RATE, msg,
                       stream_message(msg, prefix, prefix_len, limb[j], seed, seed_len));
+#if defined(KECCAK_X8)
+          if (ways == 8)  /* the new stream's first block, where take_block_x8 reads it */
+            for (int k = 0; k < SHAKE128_RATE / 8; ++k) rate[j][k] = s[8 * k + j];
+#endif
           kept[j] = 0;
         }
         const u32 q = moduli[limb[j]];
         const u64 bound = ((1ULL << 32) / q) * q;
 #if defined(KECCAK_X8)
         if (ways == 8 && kept[j] + 2 * (SHAKE128_RATE / 8) <= n)
-          kept[j] = take_block_x8(s, j, bound, out + limb[j] * n, kept[j]);
+          kept[j] = take_block_x8(rate[j], bound, out + limb[j] * n, kept[j]);
         else
 #endif
           kept[j] = take_block(s, ways, j, bound, out + limb[j] * n, kept[j], n);
@@ -238,6 +283,9 @@ static void uniform_lanes(int ways, const u8* prefix, i64 prefix_len, const u8* 
     }
     if (!active) return;
     if (ways == 1) keccak_f1600(s); else keccak_f1600_ways(s);
+#if defined(KECCAK_X8)
+    if (ways == 8) lanes_rate_x8(s, rate);
+#endif
   }
 }
 

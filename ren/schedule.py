@@ -279,7 +279,9 @@ def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Entry, ...]) -> N
 def linearize(sink: Node) -> list[ScheduledKernel]:
     """The kernels and light items of a kernelized graph, in dependency order (short chains
     from leaf buffers, public samples among them, computed again where they are read long
-    after: `regenerate_leaf_chains`)."""
+    after: `regenerate_leaf_chains`): toposort's, or with `MEMORY_ORDER` the memory-aware one
+    of `ren.memory_order` where its peak-live bytes are lower (n16's bootstrapping at N = 2^14:
+    arena 212.6 -> 118.5 MiB, lean 204.1 -> 151.1 MiB; the same words)."""
     items, outputs = _linearize(sink), _output_roots(sink)
     plain = regenerate_leaf_chains(items, REGENERATE_AFTER, REGENERATE_DEPTH, REGENERATE_COPIES,
                                    outputs)

@@ -289,9 +289,12 @@ def linearize(sink: Node) -> list[ScheduledKernel]:
         return plain
     # the memory-aware order (`ren.memory_order`), kept only where it lowers the peak-live
     # bytes the arena is packed to: a graph it cannot help keeps toposort's order, word for word
-    ordered = regenerate_leaf_chains(memory_order(items, outputs or ()), REGENERATE_AFTER,
-                                     REGENERATE_DEPTH, REGENERATE_COPIES, outputs)
     outs = outputs or ()
+    reordered = memory_order(items, outs)
+    if all(a is b for a, b in zip(reordered, items, strict=True)):
+        return plain  # (nothing moved: no second regeneration, no peaks to compare)
+    ordered = regenerate_leaf_chains(reordered, REGENERATE_AFTER, REGENERATE_DEPTH,
+                                     REGENERATE_COPIES, outputs)
     return ordered if peak_live_bytes(ordered, outs) < peak_live_bytes(plain, outs) else plain
 
 

@@ -101,7 +101,8 @@ def memory_order(items: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = (
     written = {_root(it.bufs[0]) for it in items if it.kind != VIEW}
     # a leaf chain's value is left out of the bytes: it runs with its first reader, and a
     # later reader far from it computes it again (`ren.schedule.regenerate_leaf_chains`)
-    chains = {_root(it.bufs[0]) for i, it in enumerate(items) if lazy[i] and it.kind != VIEW}
+    chains = {it.bufs[0] for i, it in enumerate(items)
+              if lazy[i] and it.kind != VIEW and it.bufs[0].base is None}
     size = {r: reserved_bytes(r) for r in written
             if r not in outs and r not in chains and not r.is_allocated and not r.no_opt}
     # per item, the items it waits for (behind its lazy ones) and the sized bases it touches

@@ -197,14 +197,16 @@ def _qualname(t: type) -> str:
 
 
 def _linearize_knobs() -> tuple:
-    """The module constants that change what `ren.schedule.linearize` computes again, and how
-    pass 4 fuses roundings (`ren.passes.elision`): memory for time; a plan scheduled under other
-    values (a measurement that changes them) never loads under these."""
+    """The module constants that change what `ren.schedule.linearize` computes again and in
+    which order (`ren.schedule.MEMORY_ORDER`), and how pass 4 fuses roundings
+    (`ren.passes.elision`): memory for time; a plan scheduled under other values (a
+    measurement that changes them) never loads under these."""
     sched = importlib.import_module("ren.schedule")  # (``ren.schedule`` is also a function)
     from ren.passes import elision  # pass 4's fused roundings (NTT terms gathered: time/memory)
     from ren.passes import p05_materialize as p05  # what a mod-down's RESCALE reads
 
     return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES,
+            sched.MEMORY_ORDER,
             elision.LOOK_THROUGH, elision.SPLIT_DEPTH, elision.MAX_TERMS, elision.ZERO_ROWS,
             elision.RESCALE_KERNEL_FROM, p05.ZERO_ROWS_INPUT)
 

@@ -155,6 +155,9 @@ def test_rotated_digits_are_rotated_again_rather_than_kept(lean_bootstrapping, m
     its c0 and c1 inner products, which the schedule may place far apart; they are made again
     from d (kept instead of its n1 rotations) before the late read (N = 256: 2.19 MB peak
     live instead of 2.88)."""
+    # measured in toposort's order: ren.memory_order's (the default) already places c1 beside
+    # c0 and each leaf chain beside its reader, which leaves this mechanism less to do
+    monkeypatch.setattr(sched, "MEMORY_ORDER", False)
     bt, ev, ct = lean_bootstrapping
     items, plan = _plan(bt.bootstrap(ev, ct))
     monkeypatch.setattr(sched, "REGENERATE_COPIES", False)
@@ -214,6 +217,9 @@ def test_a_value_computed_again_before_its_first_read_is_computed_once(lean_boot
     """An expansion toposort placed long before its first read is computed again there; the
     first computation, read by nothing, is dropped (N = 256: 100 or more NTTs and TO_RNS
     that ran for nothing)."""
+    # measured in toposort's order: ren.memory_order's (the default) already places c1 beside
+    # c0 and each leaf chain beside its reader, which leaves this mechanism less to do
+    monkeypatch.setattr(sched, "MEMORY_ORDER", False)
     bt, ev, ct = lean_bootstrapping
 
     def unread(schedule, outs):
@@ -302,6 +308,9 @@ def test_coefficient_diagonals_are_held_one_giant_step_at_a_time(lean_bootstrapp
     grow, and the words stay the same.  (Pass 4's fused roundings now keep every giant step's
     mod-down correction until the transform's rescale, which sets the peak: with
     `elision.MAX_TERMS = 0`, the form before, the buffers cut it to 0.78x at N = 256.)"""
+    # measured in toposort's order: ren.memory_order's (the default) already places c1 beside
+    # c0 and each leaf chain beside its reader, which leaves this mechanism less to do
+    monkeypatch.setattr(sched, "MEMORY_ORDER", False)
     from ren.ckks.circuits import lintrans
     from ren.passes import elision
 

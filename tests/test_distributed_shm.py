@@ -418,9 +418,24 @@ def test_a_dead_workers_pool_stays_while_another_job_of_the_client_runs():
 
 
 # -- on a LocalCluster -------------------------------------------------------------------------
+def ended_slots() -> set[str]:
+    """Slots of this process's pools still taken for a job that ended (a reader that never
+    came: a cancelled or failed task's input; taken again by a later take that reaches it)."""
+    from ren.distributed import shmslots
+    from ren.distributed.shmfiles import job_alive
+
+    taken = set(taken_slots())
+    ended = {s.name for p in list(shmslots._pools.values()) for s in p.slots
+             if s.name in taken and not job_alive(s.job)}
+    assert ended == taken, taken - ended  # (between jobs: none taken for a live one)
+    return ended
+
+
 def test_map_through_segments_gives_the_same_bits_and_leaves_nothing(client, ckks, small):
     cts, rlk = batch(ckks, 12), ckks.ev.relin_key
     want = [dumps(square(ct, keys=rlk)) for ct in cts]
+    # earlier tests' ended jobs may leave slots taken where this job's takes do not look
+    before = ended_slots()
     job = submit(square, cts, keys=rlk, client=client)
     assert job._sender is not None and job._sender.shm is not None
     outs = job.result(timeout=60)
@@ -429,7 +444,7 @@ def test_map_through_segments_gives_the_same_bits_and_leaves_nothing(client, ckk
     writers = {int(n.rsplit("-", 1)[-1].split(".")[0]) for n in ours() if "-pool-" in n}
     assert set(client.run(os.getpid).values()) & writers
     assert len(job._sender.segments.slots) >= 12  # the inputs went through pool slots
-    assert leftovers() == [] and taken_slots() == []  # every slot read and freed
+    assert leftovers() == [] and set(taken_slots()) <= before  # every slot read and freed
     # 'off': the frames in the messages, the same bits
     os.environ[shm.ENV] = "off"
     job = submit(square, cts, keys=rlk, client=client)

@@ -43,6 +43,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 
 from ren.device import Buffer
+from ren.errors import ScheduleError
 from ren.kernel import VIEW, ScheduledKernel
 from ren.memory import reserved_bytes
 
@@ -192,5 +193,7 @@ def memory_order(items: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = (
             if not waiting[j] and not done[j]:
                 push(j)
     if len(out) != n:  # a cycle cannot arise from a valid order; never drop an item
-        raise AssertionError(f"memory_order emitted {len(out)} of {n} items")
+        raise ScheduleError(f"memory_order emitted {len(out)} of {n} items (a dependency cycle "
+                            "among them: a bug in Ren; ren.schedule.MEMORY_ORDER = False "
+                            "schedules in toposort's order)")
     return out

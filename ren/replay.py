@@ -193,6 +193,15 @@ class Template:
 PIPELINE_ITEMS = 1024
 #: the first chunk lowered and run; each next chunk is twice as large
 FIRST_CHUNK = 32
+#: a cold first call of a schedule whose compute items write at least this many bytes in all (a
+#: proxy of its run time: ~21 GiB for n16's bootstrapping at N = 2^16, whose run, ~7 s, is twice
+#: its kernels' compiler CPU) compiles its missing kernels chunk by chunk: the first chunks'
+#: (to the first chunk end at or past `COMPILE_SPLIT_FRACTION` of the items) before the run
+#: starts, then each next chunk's while the chunks before it run (`lower_and_run`).  A shorter
+#: run would wait on each compiler run: it compiles everything in one batch (split across the
+#: cores) before it starts
+COMPILE_SPLIT_BYTES = 12 << 30
+COMPILE_SPLIT_FRACTION = 1 / 16
 
 
 def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params: list[Buffer],
@@ -252,6 +261,7 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     worker = threading.Thread(target=run_chunks, name="ren-first-run", daemon=True)
     worker.start()
     units: list[ExecUnit] = []
+    compiled = len(items)  # the items whose missing kernels were compiled in one batch
     try:
         start, size = 0, FIRST_CHUNK
         while start < len(items) and not failed:
@@ -260,8 +270,15 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
                 # every chunk's missing kernels in one compiler run now (split across the
                 # cores), the first chunk's with them, rather than one smaller run per chunk (a
                 # cold bootstrapping at N = 2^8: 8 runs, mostly serial) or a run of the first
-                # chunk's first (its kernels run in ~1 ms; that run cost ~0.3 s of wall)
-                _prepare(items)
+                # chunk's first (its kernels run in ~1 ms; that run cost ~0.3 s of wall) --
+                # or, for a long run, the first chunks' kernels now and each next chunk's
+                # while the chunks before it run (`_compile_split`)
+                compiled = _compile_split(items, FIRST_CHUNK)
+                _prepare(items[:compiled])
+            elif start + size > compiled < len(items):
+                # every earlier chunk is queued: this one's kernels compile while they run
+                _prepare(items[compiled:start + size])
+                compiled = start + size
             runner = _chunk_runner(device, device_name, items[start:start + size], kept, index,
                                    units)
             if runner is not None:
@@ -284,6 +301,21 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     template.runs = 1
     note_units(units)
     return template, template._results(bound)
+
+
+def _compile_split(items: Sequence[ScheduledKernel], first: int) -> int:
+    """The items whose kernels a cold first call compiles before its run starts
+    (`COMPILE_SPLIT_BYTES`): up to the first chunk end (chunks of `first`, 2 `first`, 4 `first`
+    ... items) at or past `COMPILE_SPLIT_FRACTION` of `items`, or all of them for a short run."""
+    written = sum(item.bufs[0].nbytes for item in items
+                  if item.kind not in LIGHT_KINDS and item.bufs)
+    if written < COMPILE_SPLIT_BYTES:
+        return len(items)
+    end, size = first, first
+    while end < COMPILE_SPLIT_FRACTION * len(items):
+        size *= 2
+        end += size
+    return min(end, len(items))
 
 
 def _per_device(items: Sequence[ScheduledKernel]) -> dict[str, list[ScheduledKernel]]:

@@ -1,0 +1,93 @@
+"""A cold first call of a long schedule compiles its kernels chunk by chunk
+(`ren.replay.COMPILE_SPLIT_BYTES`): the first chunks' kernels before the run starts, then each
+next chunk's while the chunks before it run.  Every kernel is compiled in one of those batches
+(never one by one as the items are lowered), and the results are bit for bit the eager graph's
+and the replay's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_first_run import fresh, keyswitch_like
+
+import ren
+from ren import realization, replay, settings
+from ren.backend import backend_override, cpu
+from ren.backend.c_host import cached_library
+from ren.kernel import LIGHT_KINDS
+
+
+def test_compile_split_point(monkeypatch):
+    a, b = fresh(51, "cpu"), fresh(52, "cpu")
+    items, _, _ = realization.schedule_and_plan([p.node for p in keyswitch_like(a, b)])
+    n = len(items)
+    assert n > 14
+    written = sum(i.bufs[0].nbytes for i in items if i.kind not in LIGHT_KINDS and i.bufs)
+    monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", written + 1)
+    assert replay._compile_split(items, 2) == n  # a short run: one batch
+    monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", written)
+    # chunks of 2, 4, 8 ... items end at 2, 6, 14, 30 ...: the first end at or past the fraction
+    for fraction, end in [(0.0, 2), (2 / n, 2), (3 / n, 6), (6 / n, 6), (7 / n, 14)]:
+        monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", fraction)
+        assert replay._compile_split(items, 2) == min(end, n)
+    monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", 1.0)
+    assert replay._compile_split(items, 2) == n
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.3, 0.6])
+def test_a_split_cold_compile_builds_every_kernel_in_its_chunk_batches(tmp_path, monkeypatch,
+                                                                    fraction):
+    monkeypatch.setattr(replay, "PIPELINE_ITEMS", 1)
+    monkeypatch.setattr(replay, "FIRST_CHUNK", 2)
+    monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", 0)
+    monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", fraction)
+    batches: list[tuple[int, int]] = []  # (first item, items) of each `_prepare`
+    inside: list[bool] = []  # per compiler run: whether a batch asked for it
+    prepare, whole = replay._prepare, [0]
+
+    def spy_prepare(items):
+        batches.append((len(items), whole[0]))
+        inside.append(True)
+        try:
+            return prepare(items)
+        finally:
+            inside.pop()
+
+    built: list[bool] = []
+
+    def count(source, flags, folder):
+        built.append(bool(inside))
+        return cached_library(source, flags, folder)
+
+    seen: list[int] = []
+    split = replay._compile_split
+
+    def spy_split(items, first):
+        whole[0] = len(items)
+        seen.append(split(items, first))
+        return seen[-1]
+
+    monkeypatch.setattr(replay, "_prepare", spy_prepare)
+    monkeypatch.setattr(replay, "_compile_split", spy_split)
+    monkeypatch.setattr(cpu, "cached_library", count)
+    a, b = fresh(53, "cpu"), fresh(54, "cpu")
+    eager = [p.numpy() for p in keyswitch_like(a, b)]
+    dev = cpu.CpuDevice("cpu:split")
+    with settings.override(REN_CACHE_DIR=str(tmp_path), REN_PLAN_CACHE=0), \
+            backend_override("cpu", lambda _: dev):
+        fn = ren.jit(keyswitch_like)
+        got = [p.numpy() for p in fn(a, b)]
+        replayed = [p.numpy() for p in fn(a, b)]
+    (k,) = seen
+    n = whole[0]
+    assert 0 < k < n  # split: the first chunks, then each next chunk
+    ends = [2]
+    while ends[-1] < n:
+        ends.append(ends[-1] + 2 * (ends[-1] - (ends[-2] if len(ends) > 1 else 0)))
+    after = [e for e in ends if e > k]
+    want = [k] + [min(e, n) - max(k, p) for p, e in zip([k, *after], after)]
+    assert [m for m, _ in batches] == want  # items[:k], then chunk by chunk, nothing else
+    assert built and all(built)  # every compiler run came from one of those batches
+    assert dev.compiler_runs >= 1
+    assert all(np.array_equal(u, v) for u, v in zip(got, eager, strict=True))
+    assert all(np.array_equal(u, v) for u, v in zip(got, replayed, strict=True))

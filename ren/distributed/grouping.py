@@ -20,7 +20,16 @@ worker, as many inputs as give each worker `TASKS_PER_WORKER` tasks (one window:
 one queued behind it), at most `MAX_INPUTS_PER_TASK` inputs and `MAX_TASK_BYTES` of them per
 task (a worker holds two groups, the one it runs and the one queued); more tasks where a cap
 applies.  Each task costs the client's event loop (its in-process scheduler and comms) and the
-worker's about 10 ms and 4 ms of CPU per job whatever it carries: two tasks per worker instead
+worker's a few ms of CPU whatever it carries.  Bisected (plain Dask tasks on `local_client`,
+adding Ren's features one at a time; per-thread CPU, loaded 2-core VM): a task that runs for
+80 ms costs the client's loop 2.1-2.7 ms and the worker's 1.9-2.5 ms (each task's finish and
+the next dispatch are then messages of their own; 8 instant tasks of one map batch them, ~1 ms
+each), of which ~0.8 and ~0.3 ms are the loops' periodic work while it runs (7-13 and 3-7 ms
+per second).  Ren's features together (a map per chunk and per worker, `Packed` blobs, the
+context and program futures, worker restrictions, `send_now`, done-callbacks, posted values)
+add ~0-1 ms to the client's loop and ~0.3 to the worker's, none of them alone above the
+noise; with the shared-memory pool no longer full, the real map measures 2.5-6 and 1.2-3 ms
+per extra task (4 against 6 tasks a job).  Two tasks per worker instead
 of four (64 inputs at N = 2^14: 4 tasks instead of 6 on one worker, 8 instead of 11 on two)
 cut the client's CPU per ciphertext 1.82/1.78 -> 1.51/1.39 ms and the worker's outside the
 replay 1.09/1.03 -> 1.00/0.87 ms on one worker (its event-loop thread 0.44/0.42 -> 0.29/0.26),

@@ -27,6 +27,7 @@ cached.  The cache is small (``MAX_TEMPLATES``, oldest out first).
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import weakref
@@ -198,8 +199,9 @@ FIRST_CHUNK = 32
 #: its kernels' compiler CPU) compiles its missing kernels chunk by chunk: the first chunks'
 #: (to the first chunk end at or past `COMPILE_SPLIT_FRACTION` of the items) before the run
 #: starts, then each next chunk's while the chunks before it run (`lower_and_run`).  A shorter
-#: run would wait on each compiler run: it compiles everything in one batch (split across the
-#: cores) before it starts
+#: run would wait on each compiler run, and a run on every core (the device's threads) would
+#: share them with the compiler: those compile everything in one batch (split across the cores)
+#: before they start
 COMPILE_SPLIT_BYTES = 12 << 30
 COMPILE_SPLIT_FRACTION = 1 / 16
 
@@ -273,7 +275,7 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
                 # chunk's first (its kernels run in ~1 ms; that run cost ~0.3 s of wall) --
                 # or, for a long run, the first chunks' kernels now and each next chunk's
                 # while the chunks before it run (`_compile_split`)
-                compiled = _compile_split(items, FIRST_CHUNK)
+                compiled = _compile_split(items, FIRST_CHUNK, device)
                 _prepare(items[:compiled])
             elif start + size > compiled < len(items):
                 # every earlier chunk is queued: this one's kernels compile while they run
@@ -303,10 +305,14 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     return template, template._results(bound)
 
 
-def _compile_split(items: Sequence[ScheduledKernel], first: int) -> int:
+def _compile_split(items: Sequence[ScheduledKernel], first: int, device: Device) -> int:
     """The items whose kernels a cold first call compiles before its run starts
     (`COMPILE_SPLIT_BYTES`): up to the first chunk end (chunks of `first`, 2 `first`, 4 `first`
-    ... items) at or past `COMPILE_SPLIT_FRACTION` of `items`, or all of them for a short run."""
+    ... items) at or past `COMPILE_SPLIT_FRACTION` of `items`, or all of them for a short run or
+    one whose `device` runs a thread on every core."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if device.sampling_threads() >= (cores or 1):
+        return len(items)
     written = sum(item.bufs[0].nbytes for item in items
                   if item.kind not in LIGHT_KINDS and item.bufs)
     if written < COMPILE_SPLIT_BYTES:

@@ -6,6 +6,8 @@ and the replay's."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from test_first_run import fresh, keyswitch_like
@@ -17,21 +19,33 @@ from ren.backend.c_host import cached_library
 from ren.kernel import LIGHT_KINDS
 
 
+class _Device:
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def sampling_threads(self) -> int:
+        return self.threads
+
+
 def test_compile_split_point(monkeypatch):
     a, b = fresh(51, "cpu"), fresh(52, "cpu")
     items, _, _ = realization.schedule_and_plan([p.node for p in keyswitch_like(a, b)])
     n = len(items)
     assert n > 14
+    one = _Device(1)
     written = sum(i.bufs[0].nbytes for i in items if i.kind not in LIGHT_KINDS and i.bufs)
     monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", written + 1)
-    assert replay._compile_split(items, 2) == n  # a short run: one batch
+    assert replay._compile_split(items, 2, one) == n  # a short run: one batch
     monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", written)
     # chunks of 2, 4, 8 ... items end at 2, 6, 14, 30 ...: the first end at or past the fraction
     for fraction, end in [(0.0, 2), (2 / n, 2), (3 / n, 6), (6 / n, 6), (7 / n, 14)]:
         monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", fraction)
-        assert replay._compile_split(items, 2) == min(end, n)
+        assert replay._compile_split(items, 2, one) == min(end, n)
+    # a run on every core (the device's threads) would share them with the compiler: one batch
+    cores = len(os.sched_getaffinity(0))
+    assert replay._compile_split(items, 2, _Device(cores)) == n
     monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", 1.0)
-    assert replay._compile_split(items, 2) == n
+    assert replay._compile_split(items, 2, one) == n
 
 
 @pytest.mark.parametrize("fraction", [0.0, 0.3, 0.6])
@@ -62,9 +76,9 @@ def test_a_split_cold_compile_builds_every_kernel_in_its_chunk_batches(tmp_path,
     seen: list[int] = []
     split = replay._compile_split
 
-    def spy_split(items, first):
+    def spy_split(items, first, device):
         whole[0] = len(items)
-        seen.append(split(items, first))
+        seen.append(split(items, first, _Device(1)))
         return seen[-1]
 
     monkeypatch.setattr(replay, "_prepare", spy_prepare)

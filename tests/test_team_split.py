@@ -103,6 +103,7 @@ def test_conversions_by_ranges_meet_the_team_at_no_barrier_of_their_own():
     jitted = ren.jit(lambda u: _converted(u, ring))
     lib.ren_cpu_team_barriers.restype = ctypes.c_longlong
     dev = cpu.CpuDevice("cpu")
+    tiles = lib.ren_cpu_plan_tiles()
     try:
         dev.set_threads(2)
         jitted(a).numpy()
@@ -115,10 +116,18 @@ def test_conversions_by_ranges_meet_the_team_at_no_barrier_of_their_own():
             expected += sum(1 for k in range(1, len(f))
                             if f[k] & TEAM and f[k - 1] & TEAM and f[k] & BARRIER)
         assert any(c.name == "basis_convert" for c in runner._calls)
+        # kernel by kernel: a tile run row by row (4 rows a thread here) meets none of the
+        # barriers its members' flags keep for their untiled run (tests/test_tiles.py)
+        lib.ren_set_plan_tiles(0)
         before = lib.ren_cpu_team_barriers()
         jitted(a).numpy()
         assert lib.ren_cpu_team_barriers() - before == expected
+        lib.ren_set_plan_tiles(tiles)
+        before = lib.ren_cpu_team_barriers()
+        jitted(a).numpy()
+        assert lib.ren_cpu_team_barriers() - before <= expected
     finally:
+        lib.ren_set_plan_tiles(tiles)
         dev.set_threads(None)
 
 

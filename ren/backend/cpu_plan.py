@@ -19,8 +19,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from ren.backend import GraphRunner, KernelFn
 from ren.backend.cpu_calls import VOIDP, CpuCall, pointer
 
@@ -48,13 +46,6 @@ def team_kernel(call: CpuCall) -> bool:
 #: run in one tile with the entry before it (row by row, cpu_ring_plan.c's tiles)
 TEAM, BARRIER, TILE = 1, 2, 4
 
-#: a basis conversion heads a tile only where its y rows (L_src rows of N words, which every
-#: output row's sums read whole) fit in this many bytes, beside the tile's rows in a core's L2:
-#: N = 2^16, 1 or 2 source rows (a mod-down's).  With more (21 at 2^16: 5 MiB) each output row
-#: would read all of y from L3, which the conversion's coefficient ranges avoid (cpu_ring_rns.c;
-#: measured: bconv+NTT of 21 -> 38 rows, two-thread CPU 7.03 -> 7.64 ms tiled)
-BCONV_TILE_BYTES = 512 << 10
-
 _ROWS_FN = ctypes.CFUNCTYPE(ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlong,
                             ctypes.c_longlong)
 
@@ -67,11 +58,6 @@ def tile_entry(call: CpuCall) -> tuple[int, int] | None:
     mix rows)."""
     if call.name in ("ntt", "intt"):
         return 0, int(call.extra[0][0])
-    if call.name == "basis_convert":  # heads a tile only (team_flags)
-        if len(call.extra) != 8:  # not the ring library's conversion (library_call)
-            return None
-        n, ls = int(call.extra[0][0]), int(call.extra[0][1])
-        return (0, n) if ls * n * 4 <= BCONV_TILE_BYTES else None
     if not call.name.startswith("ren_ew_") or call.owner is None:
         return None
     try:  # not getattr: that caches the function in the library
@@ -99,8 +85,6 @@ def _joins(w: list[Any], r: list[Any], tile: tuple) -> bool:
     another thread), and every array it shares with the tile's kernels starts where theirs
     does (row r of it is the row the same thread ran)."""
     _, tw, tr, pw, pr = tile[:5]
-    if tile[7]:  # after a fence (a conversion's prologue): nothing before it is running
-        pw = pr = []
     if any(_overlap(x, y) for x in r + w for y in pw) or \
             any(_overlap(x, y) for x in w for y in pr):
         return False
@@ -133,24 +117,6 @@ def _conflict(w: list[Any], r: list[Any], writes: list[Any], reads: list[Any]) -
             any(_overlap(x, y) for x in w for y in reads))
 
 
-def _head(entry: tuple[int, int] | None, fn: CpuCall, w: list[Any], r: list[Any],
-          before_w: list[Any], before_r: list[Any], scratch: bool) -> tuple | None:
-    """The tile call `fn` (writing `w`, reading `r`) starts, after `before_w`/`before_r` since
-    the last barrier and the scratch flag there (`team_flags`), or None where it cannot.  A basis
-    conversion's row d reads every row of its input: its reads go with those before the tile
-    (a later member may not write them, whatever its rows), and its prologue takes the team's
-    scratch (the call after the tile is flagged against it)."""
-    if entry is None:
-        return None
-    if fn.name == "basis_convert":
-        # every output row converts: the tile's prologue reads the input (y's rows) and meets
-        # the team, so that no member can race with it nor with a kernel before the tile
-        fence = bool((np.asarray(fn.extra[7]) < 0).all())
-        return (entry[1], list(w), [], list(before_w), list(before_r) + list(r), True, [1],
-                fence)
-    return (entry[1], list(w), list(r), list(before_w), list(before_r), scratch, [1], False)
-
-
 def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
                patched: Sequence[dict[int, int]],
                tiles: Sequence[tuple[int, int] | None] | None = None) -> list[int]:
@@ -171,8 +137,8 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
     reads: list[Any] = []
     scratch = False
     # the tile the last call is in: row length, its writes and reads, those since the last
-    # barrier before it, the scratch flag there, its size, and whether it starts with a fence
-    tile: tuple[int, list, list, list, list, bool, list[int], bool] | None = None
+    # barrier before it, the scratch flag there, and its size
+    tile: tuple[int, list, list, list, list, bool, list[int]] | None = None
     for k, ((fn, args), slots) in enumerate(zip(run, patched)):
         team = team_kernel(fn)
         w, r = _spans(fn, args, slots)
@@ -180,10 +146,10 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
         if not team or not flags or not flags[-1] & TEAM:  # a stretch starts (or none)
             flags.append(TEAM if team else 0)
             writes, reads, scratch = list(w), list(r), fn.name == "basis_convert"
-            tile = _head(entry, fn, w, r, [], [], False)
+            tile = (entry[1], list(w), list(r), [], [], False, [1]) \
+                if entry is not None else None
             continue
-        if tile is not None and entry is not None and entry[1] == tile[0] and \
-                fn.name != "basis_convert" and _joins(w, r, tile):
+        if tile is not None and entry is not None and entry[1] == tile[0] and _joins(w, r, tile):
             barrier = _conflict(w, r, writes, reads)  # where the untiled run meets
             flags.append(TEAM | TILE | (BARRIER if barrier else 0))
             if barrier:
@@ -207,7 +173,7 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
             before = (list(writes), list(reads))
             writes += w
             reads += r
-        tile = _head(entry, fn, w, r, *before, scratch)
+        tile = (entry[1], list(w), list(r), *before, scratch, [1]) if entry is not None else None
         scratch = scratch or fn.name == "basis_convert"
     return flags
 

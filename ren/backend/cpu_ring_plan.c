@@ -131,48 +131,9 @@ static size_t ren_plan_scratch(i64 k, i64 e, const ren_entry* fns, void*** args)
 typedef i64 (*ren_rows_fn)(void**, i64, i64);
 static i64 ren_tile_rows(ren_entry f, void* tile, void** a) {
   if (f == ren_cpu_ntt || f == ren_cpu_intt) return ((const i64*)a[2])[1];
-  if (f == ren_cpu_bconv) return ((const i64*)a[2])[2];
   return ((ren_rows_fn)tile)(a, 0, 0);
 }
-/* A basis conversion may head a tile (only as its first entry: its rows read every input row,
-   cpu_plan.py's team_flags): the tile's prologue (ren_tile_prologue) writes y's rows into the
-   team's scratch and meets the team once; then output row d (bconv_sum over the whole row, the
-   code of the untiled kernel: the same words) is a row like any other, and the next kernels
-   read it from the thread's L2.  A conversion's sums are memory-bound (its output rows, 10 MiB
-   at N = 2^16, for a few multiply-adds per word): on two threads their CPU grows by 30-100 %,
-   and a tile saves the next kernel's reading them back. */
-static int ren_bconv_converts(void** a) {
-  const i64* sz = (const i64*)a[2];
-  const i64* from = (const i64*)a[9];
-  for (i64 d = 0; d < sz[2]; ++d)
-    if (from[d] < 0) return 1;
-  return 0;
-}
-static void ren_tile_prologue(ren_entry f, void** a) {
-  if (f != ren_cpu_bconv || !ren_bconv_converts(a)) return;
-  const i64* sz = (const i64*)a[2];
-  const i64 n = sz[0], LS = sz[1];
-  u32* y = (u32*)ren_team_scratch(ren_bconv_scratch_bytes(n, LS));
-  const u32 *sq = (const u32*)a[3], *sqn = (const u32*)a[4], *qhi = (const u32*)a[5];
-  REN_OMP(for schedule(dynamic, 1) nowait)
-  for (i64 i = 0; i < LS; ++i) bconv_y(y, (const u32*)a[1], n, i, 0, n, sq, sqn, qhi);
-  ren_sync();  /* y's rows before any output row reads them */
-}
-static void ren_tile_bconv_row(void** a, i64 d) {
-  const i64* sz = (const i64*)a[2];
-  const i64 n = sz[0], LS = sz[1];
-  const u32* sq = (const u32*)a[3];
-  u32 maxq = 1;
-  for (i64 i = 0; i < LS; ++i) maxq = sq[i] > maxq ? sq[i] : maxq;
-  const u32* y = ren_cur_team->scratch;  /* the prologue's (unused where row d is a copy) */
-  bconv_sum((u32*)a[0], (const u32*)a[1], y, n, LS, d, 0, n, (const u32*)a[6],
-            (const u32*)a[7], (const u32*)a[8], (const i64*)a[9], maxq);
-}
 static void ren_tile_row(ren_entry f, void* tile, void** a, i64 r) {
-  if (f == ren_cpu_bconv) {
-    ren_tile_bconv_row(a, r);
-    return;
-  }
   if (f == ren_cpu_ntt || f == ren_cpu_intt) {
     const i64 n = ((const i64*)a[2])[0];
     const u32* q = (const u32*)a[3];
@@ -198,7 +159,6 @@ static i64 ren_tile_height(i64 k, i64 m, const ren_entry* fns, void*** args, voi
 /* entries k..m (one tile of R rows) on the calling team thread's share of the rows */
 static void ren_run_tile(i64 k, i64 m, i64 R, const ren_entry* fns, void*** args,
                          void* const* tile) {
-  ren_tile_prologue(fns[k], args[k]);
   REN_OMP(for schedule(dynamic, 1) nowait)
   for (i64 r = 0; r < R; ++r)
     for (i64 j = k; j <= m; ++j)

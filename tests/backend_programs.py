@@ -25,6 +25,19 @@ from ren.runtime import record_units
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+def row_step(x: ren.Poly, y: ren.Poly, step: int) -> ren.Poly:
+    """One step of the kernel chains the plan-team and plan-tile tests build (NTT domain,
+    tests/test_plan_team.py, tests/test_tiles.py): 0 a product and a sum, 1 an INTT/NTT round
+    trip of a difference, 2 an automorphism times y, anything else x·x − y."""
+    if step == 0:
+        return x * y + x
+    if step == 1:
+        return (x - y * 3).intt().ntt()
+    if step == 2:
+        return x.automorph(5) * y
+    return x * x - y
+
+
 def corpus_program(name: str) -> Callable[[], list[np.ndarray]]:
     def run() -> list[np.ndarray]:
         outs = list(build(name))

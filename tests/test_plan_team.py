@@ -10,6 +10,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from backend_programs import row_step
 from conftest import cpu_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,14 +29,7 @@ def _program(a: ren.Poly, b: ren.Poly, extra: ren.RingSpec, steps: tuple[int, ..
     basis conversion onto `extra`'s moduli and a rescale back (one-row kernels when a has one)."""
     x, y = a.ntt(), b.ntt()
     for s in steps:
-        if s == 0:
-            x = x * y + x
-        elif s == 1:
-            x = (x - y * 3).intt().ntt()
-        elif s == 2:
-            x = x.automorph(5) * y
-        else:
-            x = x * x - y
+        x = row_step(x, y, s)
     c = x.intt()
     wide = c.to_ring(ren.RingSpec(c.ring.N, (*c.ring.moduli, *extra.moduli)))
     return wide.rescale(extra.moduli[-1]) * 7 + a.to_ring(

@@ -27,7 +27,6 @@ cached.  The cache is small (``MAX_TEMPLATES``, oldest out first).
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import weakref
@@ -39,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ren import compile_batches
 from ren.arena_ahead import take_arena
 from ren.backend import Device, GraphRunner, check_backends, get_device, on_backend_change
 from ren.device import Buffer, in_host_memory
@@ -194,16 +194,6 @@ class Template:
 PIPELINE_ITEMS = 1024
 #: the first chunk lowered and run; each next chunk is twice as large
 FIRST_CHUNK = 32
-#: a cold first call of a schedule whose compute items write at least this many bytes in all (a
-#: proxy of its run time: ~21 GiB for n16's bootstrapping at N = 2^16, whose run, ~7 s, is twice
-#: its kernels' compiler CPU) compiles its missing kernels chunk by chunk: the first chunks'
-#: (to the first chunk end at or past `COMPILE_SPLIT_FRACTION` of the items) before the run
-#: starts, then each next chunk's while the chunks before it run (`lower_and_run`).  A shorter
-#: run would wait on each compiler run, and a run on every core (the device's threads) would
-#: share them with the compiler: those compile everything in one batch (split across the cores)
-#: before they start
-COMPILE_SPLIT_BYTES = 12 << 30
-COMPILE_SPLIT_FRACTION = 1 / 16
 
 
 def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params: list[Buffer],
@@ -267,19 +257,19 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     try:
         start, size = 0, FIRST_CHUNK
         while start < len(items) and not failed:
-            if start == 0 and _lacks(items[:size]):
+            if start == 0 and compile_batches.lacks(items[:size]):
                 # the compile cache lacks kernels of the first chunk: a cold cache.  Compile
                 # every chunk's missing kernels in one compiler run now (split across the
                 # cores), the first chunk's with them, rather than one smaller run per chunk (a
                 # cold bootstrapping at N = 2^8: 8 runs, mostly serial) or a run of the first
                 # chunk's first (its kernels run in ~1 ms; that run cost ~0.3 s of wall) --
                 # or, for a long run, the first chunks' kernels now and each next chunk's
-                # while the chunks before it run (`_compile_split`)
-                compiled = _compile_split(items, FIRST_CHUNK, device)
-                _prepare(items[:compiled])
+                # while the chunks before it run (`compile_batches.split_point`)
+                compiled = compile_batches.split_point(items, FIRST_CHUNK, device)
+                compile_batches.prepare(items[:compiled])
             elif start + size > compiled < len(items):
                 # every earlier chunk is queued: this one's kernels compile while they run
-                _prepare(items[compiled:start + size])
+                compile_batches.prepare(items[compiled:start + size])
                 compiled = start + size
             runner = _chunk_runner(device, device_name, items[start:start + size], kept, index,
                                    units)
@@ -303,46 +293,6 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
     template.runs = 1
     note_units(units)
     return template, template._results(bound)
-
-
-def _compile_split(items: Sequence[ScheduledKernel], first: int, device: Device) -> int:
-    """The items whose kernels a cold first call compiles before its run starts
-    (`COMPILE_SPLIT_BYTES`): up to the first chunk end (chunks of `first`, 2 `first`, 4 `first`
-    ... items) at or past `COMPILE_SPLIT_FRACTION` of `items`, or all of them for a short run or
-    one whose `device` runs a thread on every core."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if device.sampling_threads() >= (cores or 1):
-        return len(items)
-    written = sum(item.bufs[0].nbytes for item in items
-                  if item.kind not in LIGHT_KINDS and item.bufs)
-    if written < COMPILE_SPLIT_BYTES:
-        return len(items)
-    end, size = first, first
-    while end < COMPILE_SPLIT_FRACTION * len(items):
-        size *= 2
-        end += size
-    return min(end, len(items))
-
-
-def _per_device(items: Sequence[ScheduledKernel]) -> dict[str, list[ScheduledKernel]]:
-    """The compute items of `items` by the device they run on."""
-    per_device: dict[str, list[ScheduledKernel]] = {}
-    for item in items:
-        if item.kind not in LIGHT_KINDS:
-            per_device.setdefault(item.bufs[0].device, []).append(item)
-    return per_device
-
-
-def _prepare(items: Sequence[ScheduledKernel]) -> int:
-    """Let each device compile the kernels of its compute `items` it lacks, all at once
-    (`Device.prepare`); returns how many kernels were compiled."""
-    return sum(get_device(d).prepare(group) for d, group in _per_device(items).items())
-
-
-def _lacks(items: Sequence[ScheduledKernel]) -> bool:
-    """Whether a device lacks compiled kernels of `items` (a cold compile cache: `Device.lacks`,
-    asked of every device, since a device that compiles to answer has then compiled them)."""
-    return any([get_device(d).lacks(group) for d, group in _per_device(items).items()])
 
 
 def _chunk_runner(device: Device, device_name: str, items: Sequence[ScheduledKernel],

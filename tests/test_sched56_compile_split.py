@@ -1,8 +1,8 @@
 """A cold first call of a long schedule compiles its kernels chunk by chunk
-(`ren.replay.COMPILE_SPLIT_BYTES`): the first chunks' kernels before the run starts, then each
-next chunk's while the chunks before it run.  Every kernel is compiled in one of those batches
-(never one by one as the items are lowered), and the results are bit for bit the eager graph's
-and the replay's."""
+(`ren.compile_batches.COMPILE_SPLIT_BYTES`): the first chunks' kernels before the run starts,
+then each next chunk's while the chunks before it run.  Every kernel is compiled in one of
+those batches (never one by one as the items are lowered), and the results are bit for bit the
+eager graph's and the replay's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from test_first_run import fresh, keyswitch_like
 
 import ren
-from ren import realization, replay, settings
+from ren import compile_batches, realization, replay, settings
 from ren.backend import backend_override, cpu
 from ren.backend.c_host import cached_library
 from ren.kernel import LIGHT_KINDS
@@ -34,18 +34,18 @@ def test_compile_split_point(monkeypatch):
     assert n > 14
     one = _Device(1)
     written = sum(i.bufs[0].nbytes for i in items if i.kind not in LIGHT_KINDS and i.bufs)
-    monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", written + 1)
-    assert replay._compile_split(items, 2, one) == n  # a short run: one batch
-    monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", written)
+    monkeypatch.setattr(compile_batches, "COMPILE_SPLIT_BYTES", written + 1)
+    assert compile_batches.split_point(items, 2, one) == n  # a short run: one batch
+    monkeypatch.setattr(compile_batches, "COMPILE_SPLIT_BYTES", written)
     # chunks of 2, 4, 8 ... items end at 2, 6, 14, 30 ...: the first end at or past the fraction
     for fraction, end in [(0.0, 2), (2 / n, 2), (3 / n, 6), (6 / n, 6), (7 / n, 14)]:
-        monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", fraction)
-        assert replay._compile_split(items, 2, one) == min(end, n)
+        monkeypatch.setattr(compile_batches, "COMPILE_SPLIT_FRACTION", fraction)
+        assert compile_batches.split_point(items, 2, one) == min(end, n)
     # a run on every core (the device's threads) would share them with the compiler: one batch
     cores = len(os.sched_getaffinity(0))
-    assert replay._compile_split(items, 2, _Device(cores)) == n
-    monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", 1.0)
-    assert replay._compile_split(items, 2, one) == n
+    assert compile_batches.split_point(items, 2, _Device(cores)) == n
+    monkeypatch.setattr(compile_batches, "COMPILE_SPLIT_FRACTION", 1.0)
+    assert compile_batches.split_point(items, 2, one) == n
 
 
 @pytest.mark.parametrize("fraction", [0.0, 0.3, 0.6])
@@ -53,11 +53,11 @@ def test_a_split_cold_compile_builds_every_kernel_in_its_chunk_batches(tmp_path,
                                                                     fraction):
     monkeypatch.setattr(replay, "PIPELINE_ITEMS", 1)
     monkeypatch.setattr(replay, "FIRST_CHUNK", 2)
-    monkeypatch.setattr(replay, "COMPILE_SPLIT_BYTES", 0)
-    monkeypatch.setattr(replay, "COMPILE_SPLIT_FRACTION", fraction)
+    monkeypatch.setattr(compile_batches, "COMPILE_SPLIT_BYTES", 0)
+    monkeypatch.setattr(compile_batches, "COMPILE_SPLIT_FRACTION", fraction)
     batches: list[tuple[int, int]] = []  # (first item, items) of each `_prepare`
     inside: list[bool] = []  # per compiler run: whether a batch asked for it
-    prepare, whole = replay._prepare, [0]
+    prepare, whole = compile_batches.prepare, [0]
 
     def spy_prepare(items):
         batches.append((len(items), whole[0]))
@@ -74,18 +74,19 @@ def test_a_split_cold_compile_builds_every_kernel_in_its_chunk_batches(tmp_path,
         return cached_library(source, flags, folder)
 
     seen: list[int] = []
-    split = replay._compile_split
+    split = compile_batches.split_point
 
     def spy_split(items, first, device):
         whole[0] = len(items)
         seen.append(split(items, first, _Device(1)))
         return seen[-1]
 
-    monkeypatch.setattr(replay, "_prepare", spy_prepare)
-    monkeypatch.setattr(replay, "_compile_split", spy_split)
-    monkeypatch.setattr(cpu, "cached_library", count)
+    monkeypatch.setattr(compile_batches, "prepare", spy_prepare)
+    monkeypatch.setattr(compile_batches, "split_point", spy_split)
     a, b = fresh(53, "cpu"), fresh(54, "cpu")
     eager = [p.numpy() for p in keyswitch_like(a, b)]
+    # counted from here: the eager run above compiles outside any batch on a cold cache
+    monkeypatch.setattr(cpu, "cached_library", count)
     dev = cpu.CpuDevice("cpu:split")
     with settings.override(REN_CACHE_DIR=str(tmp_path), REN_PLAN_CACHE=0), \
             backend_override("cpu", lambda _: dev):

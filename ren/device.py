@@ -163,6 +163,14 @@ class Buffer:
         return 4 * self.size
 
     @property
+    def root(self) -> Buffer:
+        """The base buffer whose storage this buffer names (itself unless it is a view)."""
+        b = self
+        while b.base is not None:
+            b = b.base
+        return b
+
+    @property
     def is_allocated(self) -> bool:
         if self.base is not None:
             return self.base.is_allocated

@@ -512,19 +512,10 @@ def plan_memory(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer] =
     if policy != "auto" and policy not in PLACEMENTS:
         raise ParameterError(f"unknown memory-plan policy {policy!r}; use 'auto' or one of "
                              + ", ".join(repr(p) for p in PLACEMENTS))
-    outs = _check_arguments(schedule, outputs)
-    live = _live_ranges(schedule, outs)
-    excluded = _exclusions(schedule, outs, live)
-    planned = tuple(b for b in live if b not in excluded)  # dict order = order of first use
-    sizes = {b: reserved_bytes(b) for b in planned}
+    live, excluded, planned, sizes, problems = _problems(schedule, outputs)
     plan = MemoryPlan(steps=len(schedule), live=live, sizes=sizes, planned=planned,
                       excluded=excluded)
-    by_device: dict[str, list[Buffer]] = {}
-    for b in planned:
-        by_device.setdefault(b.device, []).append(b)
-    for dev, bufs in by_device.items():
-        p = _Problem([live[b][0] for b in bufs], [live[b][1] for b in bufs],
-                     [sizes[b] // ALIGN for b in bufs])
+    for dev, (bufs, p) in problems.items():
         offsets, arena, plan.policies[dev] = _place_device(p, policy)
         plan.arenas[dev], plan.peaks[dev] = arena * ALIGN, p.peak() * ALIGN
         plan.offsets.update((b, offsets[k] * ALIGN) for k, b in enumerate(bufs))
@@ -535,16 +526,28 @@ def plan_memory(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer] =
 def peak_live_bytes(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = ()) -> int:
     """`plan_memory(schedule, outputs).peak_live_bytes` without placing anything: the bound any
     arena of this order needs (`ren.schedule.linearize` compares orders by it)."""
+    problems = _problems(schedule, outputs)[4]
+    return sum(p.peak() * ALIGN for _, p in problems.values())
+
+
+def _problems(schedule: Sequence[ScheduledKernel], outputs: Iterable[Buffer]
+              ) -> tuple[dict[Buffer, tuple[int, int]], dict[Buffer, str], tuple[Buffer, ...],
+                         dict[Buffer, int], dict[str, tuple[list[Buffer], _Problem]]]:
+    """What `plan_memory` and `peak_live_bytes` both start from: every buffer's live range, the
+    excluded ones (and why), the planned ones in order of first use with their reserved bytes,
+    and per device its planned buffers and their placement problem."""
     outs = _check_arguments(schedule, outputs)
     live = _live_ranges(schedule, outs)
     excluded = _exclusions(schedule, outs, live)
+    planned = tuple(b for b in live if b not in excluded)  # dict order = order of first use
+    sizes = {b: reserved_bytes(b) for b in planned}
     by_device: dict[str, list[Buffer]] = {}
-    for b in live:
-        if b not in excluded:
-            by_device.setdefault(b.device, []).append(b)
-    return sum(_Problem([live[b][0] for b in bufs], [live[b][1] for b in bufs],
-                        [reserved_bytes(b) // ALIGN for b in bufs]).peak() * ALIGN
-               for bufs in by_device.values())
+    for b in planned:
+        by_device.setdefault(b.device, []).append(b)
+    problems = {dev: (bufs, _Problem([live[b][0] for b in bufs], [live[b][1] for b in bufs],
+                                     [sizes[b] // ALIGN for b in bufs]))
+                for dev, bufs in by_device.items()}
+    return live, excluded, planned, sizes, problems
 
 
 def _check_arguments(schedule: object, outputs: object) -> set[Buffer]:

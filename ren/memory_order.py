@@ -52,12 +52,6 @@ from ren.memory import reserved_bytes
 LAZY_DEPTH = 2
 
 
-def _root(b: Buffer) -> Buffer:
-    while b.base is not None:
-        b = b.base
-    return b
-
-
 def dependencies(items: Sequence[ScheduledKernel]) -> list[set[int]]:
     """Per item, the earlier items it must follow (through shared base buffers: see the
     module doc)."""
@@ -65,9 +59,9 @@ def dependencies(items: Sequence[ScheduledKernel]) -> list[set[int]]:
     reads_since: dict[Buffer, list[int]] = {}
     deps: list[set[int]] = []
     for i, it in enumerate(items):
-        ins = {_root(b) for b in it.bufs[1:]}
+        ins = {b.root for b in it.bufs[1:]}
         d = {last_write[r] for r in ins if r in last_write}
-        out = None if it.kind == VIEW else _root(it.bufs[0])
+        out = None if it.kind == VIEW else it.bufs[0].root
         if out is not None:
             if out in last_write:
                 d.add(last_write[out])
@@ -106,7 +100,7 @@ def memory_order(items: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = (
             lazy[i] = depth[i] <= LAZY_DEPTH
 
     outs = set(outputs)
-    written = {_root(it.bufs[0]) for it in items if it.kind != VIEW}
+    written = {it.bufs[0].root for it in items if it.kind != VIEW}
     # a leaf chain's value is left out of the bytes: it runs with its first reader, and a
     # later reader far from it computes it again (`ren.schedule.regenerate_leaf_chains`)
     chains = {it.bufs[0] for i, it in enumerate(items)
@@ -118,7 +112,7 @@ def memory_order(items: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = (
     eff: list[set[int]] = [set() for _ in range(n)]
     acc: list[dict[Buffer, None]] = [{} for _ in range(n)]
     for i, it in enumerate(items):
-        acc[i] = dict.fromkeys(r for r in (_root(b) for b in it.bufs) if r in size)
+        acc[i] = dict.fromkeys(r for r in (b.root for b in it.bufs) if r in size)
         for j in sorted(deps[i]):
             if lazy[j]:
                 eff[i] |= eff[j]

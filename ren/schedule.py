@@ -306,7 +306,7 @@ def _output_roots(sink: Node) -> set[Buffer] | None:
         if is_const(s):
             continue
         try:
-            roots.add(_root(storage_buffer(s)))
+            roots.add(storage_buffer(s).root)
         except (IndexError, AttributeError, TypeError, ValueError):
             return None
     return roots
@@ -339,11 +339,6 @@ REGENERATE_AFTER = 32
 REGENERATE_DEPTH = 2
 
 
-def _root(b: Buffer) -> Buffer:
-    while b.base is not None:
-        b = b.base
-    return b
-
 
 def leaf_chains(items: list[ScheduledKernel], depth: int = REGENERATE_DEPTH
                 ) -> dict[Buffer, int]:
@@ -354,7 +349,7 @@ def leaf_chains(items: list[ScheduledKernel], depth: int = REGENERATE_DEPTH
     leaves and outputs of depth < `depth` has one more.  Only a base buffer that one kernel
     writes counts; never a private sample (its words differ at every draw), a copy or a view.
     ``depth=0``: the public samples alone."""
-    writers = Counter(_root(it.bufs[0]) for it in items if it.kind != VIEW)
+    writers = Counter(it.bufs[0].root for it in items if it.kind != VIEW)
     found: dict[Buffer, int] = {}
     for it in items:
         out = it.bufs[0]
@@ -367,7 +362,7 @@ def leaf_chains(items: list[ScheduledKernel], depth: int = REGENERATE_DEPTH
             continue
         reached = 0
         for b in it.bufs[1:]:
-            r = _root(b)
+            r = b.root
             if r in writers:  # computed: only a chain's output may be read
                 reached = max(reached, found.get(r, depth))
         if reached < depth:
@@ -403,11 +398,11 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
     copy_of = _copies(items, chains) if copies else {}
     if not chains and not copy_of:
         return items
-    written = {_root(it.bufs[0]) for it in items if it.kind != VIEW}
+    written = {it.bufs[0].root for it in items if it.kind != VIEW}
     last: dict[Buffer, int] = {}  # a base buffer -> the last item that reads it, as scheduled
     for j, it in enumerate(items):
         for b in it.bufs[1:]:
-            last[_root(b)] = j
+            last[b.root] = j
     out: list[ScheduledKernel] = []
     root: dict[Buffer, Buffer] = {}  # a chain value's buffer, or a view of it -> that buffer
     maker: dict[Buffer, ScheduledKernel] = {}  # a chain value's buffer -> its item, as scheduled
@@ -415,12 +410,12 @@ def regenerate_leaf_chains(items: list[ScheduledKernel], after: int = REGENERATE
     latest: dict[Buffer, tuple[int, dict[Buffer, Buffer]]] = {}  # where and as what it is now
 
     # a buffer several copies read (a digit, rotated for every baby step): kept instead of them
-    shared = Counter(_root(it.bufs[1]) for it in items if it.bufs[0] in copy_of)
+    shared = Counter(it.bufs[1].root for it in items if it.bufs[0] in copy_of)
 
     def available(x: Buffer, j: int) -> bool:
         """Whether reading `x` at item `j` (as scheduled) keeps nothing alive longer, or only
         one buffer instead of several copies of it."""
-        r = _root(x)
+        r = x.root
         return r not in written or r in chains or last.get(r, -1) >= j or shared[r] > 1
 
     def read(b: Buffer, j: int) -> Buffer:
@@ -472,11 +467,11 @@ def _drop_unread(items: list[ScheduledKernel], values: set[Buffer], outputs: set
     """`items` without the computations of `values` (first generations of chain values and
     copies) that no item reads and that are not `outputs`, nor their views; a computation
     only such a one read goes too (the list is walked backwards)."""
-    reads = Counter(_root(b) for it in items if it.kind != VIEW for b in it.bufs[1:])
+    reads = Counter(b.root for it in items if it.kind != VIEW for b in it.bufs[1:])
     dropped: set[Buffer] = set()
     keep: list[ScheduledKernel] = []
     for it in reversed(items):
-        r = _root(it.bufs[0])
+        r = it.bufs[0].root
         if it.kind == VIEW:
             if r not in dropped:
                 keep.append(it)
@@ -484,7 +479,7 @@ def _drop_unread(items: list[ScheduledKernel], values: set[Buffer], outputs: set
         if r in values and not reads[r] and r not in outputs:
             dropped.add(r)
             for b in it.bufs[1:]:
-                reads[_root(b)] -= 1
+                reads[b.root] -= 1
             continue
         keep.append(it)
     return items if not dropped else keep[::-1]
@@ -520,7 +515,7 @@ def wants_copies(items: list[ScheduledKernel], copies: bool | str | None = None)
 def _copies(items: list[ScheduledKernel], chains: dict[Buffer, int]) -> set[Buffer]:
     """The outputs of elementwise kernels of one input (not leaf chains): base buffers one
     kernel writes."""
-    writers = Counter(_root(it.bufs[0]) for it in items if it.kind != VIEW)
+    writers = Counter(it.bufs[0].root for it in items if it.kind != VIEW)
     return {it.bufs[0] for it in items
             if it.kind == ELEMENTWISE and len(it.bufs) == 2 and it.bufs[0].base is None
             and writers[it.bufs[0]] == 1 and it.bufs[0] not in chains}

@@ -85,8 +85,7 @@ def _joins(w: list[Any], r: list[Any], tile: tuple) -> bool:
     another thread), and every array it shares with the tile's kernels starts where theirs
     does (row r of it is the row the same thread ran)."""
     _, tw, tr, pw, pr = tile[:5]
-    if any(_overlap(x, y) for x in r + w for y in pw) or \
-            any(_overlap(x, y) for x in w for y in pr):
+    if _conflict(w, r, pw, pr):
         return False
     return all(_same(x, y) for x in r + w for y in tw if _overlap(x, y)) and \
         all(_same(x, y) for x in w for y in tr if _overlap(x, y))

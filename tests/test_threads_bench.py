@@ -85,9 +85,17 @@ def test_split_is_bounded_by_the_process_cpu_over_the_threads() -> None:
     holds a third of the CPU, but two cores need half of it, so the split is one-thread CPU over
     the process's CPU / 2, not over the busiest thread's."""
     helper = ThreadPoolExecutor(3)
+    # Each task waits for the other two before it spins, so the three run on three threads: a
+    # pool thread that finished its spin could otherwise take a second task while another pool
+    # thread waited for a core (CI once measured the busiest thread at two thirds).
+    meet = threading.Barrier(3)
+
+    def task() -> None:
+        meet.wait()
+        _spin(0.02)
 
     def work() -> None:
-        for f in [helper.submit(_spin, 0.02) for _ in range(3)]:
+        for f in [helper.submit(task) for _ in range(3)]:
             f.result()
 
     bench.THREAD_CPU.clear()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ren.backend import GraphRunner, KernelFn
@@ -78,17 +79,29 @@ def _same(a: Any, b: Any) -> bool:
     return a[0] == b[0]
 
 
-def _joins(w: list[Any], r: list[Any], tile: tuple) -> bool:
-    """Whether a row-local call writing `w` and reading `r` may join `tile` (row length, its
-    writes and reads, and those of the kernels since the last barrier before it): it touches
-    nothing those earlier kernels write nor writes what they read (they may still run on
-    another thread), and every array it shares with the tile's kernels starts where theirs
-    does (row r of it is the row the same thread ran)."""
-    _, tw, tr, pw, pr = tile[:5]
-    if _conflict(w, r, pw, pr):
+@dataclass
+class _Tile:
+    """The tile `team_flags` is building: the row length of its kernels, what they write and
+    read, what the kernels since the last barrier before it write and read (and whether one
+    of them was a basis conversion, which holds the team's scratch), and how many calls it has."""
+    row: int
+    writes: list[Any]
+    reads: list[Any]
+    before_writes: list[Any] = field(default_factory=list)
+    before_reads: list[Any] = field(default_factory=list)
+    scratch: bool = False
+    size: int = 1
+
+
+def _joins(w: list[Any], r: list[Any], tile: _Tile) -> bool:
+    """Whether a row-local call writing `w` and reading `r` may join `tile`: it touches
+    nothing the kernels before the tile (since the last barrier) write nor writes what they
+    read (they may still run on another thread), and every array it shares with the tile's
+    kernels starts where theirs does (row r of it is the row the same thread ran)."""
+    if _conflict(w, r, tile.before_writes, tile.before_reads):
         return False
-    return all(_same(x, y) for x in r + w for y in tw if _overlap(x, y)) and \
-        all(_same(x, y) for x in w for y in tr if _overlap(x, y))
+    return all(_same(x, y) for x in r + w for y in tile.writes if _overlap(x, y)) and \
+        all(_same(x, y) for x in w for y in tile.reads if _overlap(x, y))
 
 
 def _spans(fn: CpuCall, args: Sequence[Any], patched: dict[int, int]):
@@ -135,9 +148,7 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
     writes: list[Any] = []
     reads: list[Any] = []
     scratch = False
-    # the tile the last call is in: row length, its writes and reads, those since the last
-    # barrier before it, the scratch flag there, and its size
-    tile: tuple[int, list, list, list, list, bool, list[int]] | None = None
+    tile: _Tile | None = None  # the tile the last call is in
     for k, ((fn, args), slots) in enumerate(zip(run, patched)):
         team = team_kernel(fn)
         w, r = _spans(fn, args, slots)
@@ -145,23 +156,22 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
         if not team or not flags or not flags[-1] & TEAM:  # a stretch starts (or none)
             flags.append(TEAM if team else 0)
             writes, reads, scratch = list(w), list(r), fn.name == "basis_convert"
-            tile = (entry[1], list(w), list(r), [], [], False, [1]) \
-                if entry is not None else None
+            tile = _Tile(entry[1], list(w), list(r)) if entry is not None else None
             continue
-        if tile is not None and entry is not None and entry[1] == tile[0] and _joins(w, r, tile):
+        if tile is not None and entry is not None and entry[1] == tile.row and _joins(w, r, tile):
             barrier = _conflict(w, r, writes, reads)  # where the untiled run meets
             flags.append(TEAM | TILE | (BARRIER if barrier else 0))
             if barrier:
                 writes, reads, scratch = list(w), list(r), False
             else:
                 writes, reads = writes + w, reads + r
-            tile[1].extend(w)
-            tile[2].extend(r)
-            tile[6][0] += 1
+            tile.writes.extend(w)
+            tile.reads.extend(r)
+            tile.size += 1
             continue
-        if tile is not None and tile[6][0] > 1:  # after a tile: since the barrier before it
-            writes, reads = tile[3] + tile[1], tile[4] + tile[2]
-            scratch = scratch or tile[5]
+        if tile is not None and tile.size > 1:  # after a tile: since the barrier before it
+            writes, reads = tile.before_writes + tile.writes, tile.before_reads + tile.reads
+            scratch = scratch or tile.scratch
         conflict = _conflict(w, r, writes, reads) or (scratch and fn.name == "basis_convert")
         if conflict:
             flags.append(TEAM | BARRIER)
@@ -172,7 +182,7 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
             before = (list(writes), list(reads))
             writes += w
             reads += r
-        tile = (entry[1], list(w), list(r), *before, scratch, [1]) if entry is not None else None
+        tile = _Tile(entry[1], list(w), list(r), *before, scratch) if entry is not None else None
         scratch = scratch or fn.name == "basis_convert"
     return flags
 

@@ -37,7 +37,7 @@ def split_point(items: Sequence[ScheduledKernel], first: int, device: Device) ->
     ... items) at or past `COMPILE_SPLIT_FRACTION` of `items`, or all of them for a short run or
     one whose `device` runs a thread on every core."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if device.sampling_threads() >= (cores or 1):
+    if device.host_threads() >= (cores or 1):
         return len(items)
     written = sum(item.bufs[0].nbytes for item in items
                   if item.kind not in LIGHT_KINDS and item.bufs)

@@ -23,7 +23,7 @@ class _Device:
     def __init__(self, threads: int) -> None:
         self.threads = threads
 
-    def sampling_threads(self) -> int:
+    def host_threads(self) -> int:
         return self.threads
 
 

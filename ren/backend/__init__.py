@@ -202,9 +202,15 @@ class Device:
         where the device has no such sampler (this default) or declines."""
         return None
 
+    def host_threads(self) -> int:
+        """How many host threads the device's kernels run on (this default: the calling
+        thread alone).  A cold first call compiles chunk by chunk only where they leave a core
+        free (`ren.compile_batches.split_point`)."""
+        return 1
+
     def sampling_threads(self) -> int:
-        """How many `sample` calls realization may run side by side for this device (the
-        device's host threads; this default: one at a time, on the calling thread)."""
+        """How many `sample` calls realization may run side by side for this device (this
+        default: one at a time, on the calling thread)."""
         return 1
 
     def clear_cache(self) -> None:

@@ -257,11 +257,15 @@ class CpuDevice(Device):
         where it declines."""
         return cpu_sampling.sample(self.ring_lib, spec, ring, stored=True)
 
-    def sampling_threads(self) -> int:
-        """The device's threads (`threads`): its samplers release the GIL, so realization draws
-        that many random leaves side by side, and one thread means one (a fair one-thread
-        benchmark)."""
+    def host_threads(self) -> int:
+        """The library kernels' threads (`threads`: REN_CPU_THREADS or `set_threads`)."""
         return threads()
+
+    def sampling_threads(self) -> int:
+        """The device's threads (`host_threads`): its samplers release the GIL, so realization
+        draws that many random leaves side by side, and one thread means one (a fair one-thread
+        benchmark)."""
+        return self.host_threads()
 
     def set_threads(self, n: int | None) -> None:
         """Use `n` OpenMP threads in the library kernels from now on (1: none), in the libraries

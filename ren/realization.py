@@ -58,6 +58,7 @@ from ren.random import RandomSpec
 from ren.replay import Template, lower_and_run, structure_key, templates
 from ren.ring import Domain, RingSpec, from_mont, get_tables, to_mont
 from ren.runtime import make_exec_units
+from ren.sampling import side_by_side_here
 from ren.schedule import ScheduleContext, as_sink, gc_paused, linearize, run_passes
 from ren.spec import need_spec
 
@@ -304,10 +305,23 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
                     return
                 drawn_at[i] = draw([leaves[i]])[0]
 
-        for f in [_sampling_pool().submit(drain) for _ in range(width)]:
-            f.result()  # re-raises a sampler's error
+        # the caller takes leaves too, marked side by side like the pool's threads: it is
+        # running already, while a pool thread must be woken (late on a loaded machine), and
+        # it would otherwise only wait
+        on_caller = int(DRAW_ON_CALLER)
+        futures = [_sampling_pool().submit(drain) for _ in range(width - on_caller)]
+        try:
+            if on_caller:
+                with side_by_side_here():
+                    drain()
+        finally:
+            # once the caller is through, a pool task not started yet would find nothing
+            # left: cancelled, it never wakes a thread (without the caller, every task runs)
+            for f in futures:
+                if not (on_caller and f.cancel()):
+                    f.result()  # re-raises a sampler's error
         drawn = [d for d in drawn_at if d is not None]
-        assert len(drawn) == len(leaves)  # every leaf was taken by some pool thread
+        assert len(drawn) == len(leaves)  # every leaf was taken (by the caller or the pool)
     else:
         drawn = draw(leaves)
     out: dict[Node, Node] = {}
@@ -398,6 +412,8 @@ def _draw_cost(leaf: Node) -> float:
 
 #: random leaves one realization draws at the same time (`sample_random_leaves`)
 SAMPLING_THREADS = 4
+#: whether the realizing thread draws leaves beside the pool's (`sample_random_leaves`)
+DRAW_ON_CALLER = True
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (the pid that made it, the pool)
 _pool_lock = threading.Lock()
 

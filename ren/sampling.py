@@ -35,14 +35,38 @@ Distributions:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import threading
+from collections.abc import Iterator
 
 import numpy as np
 
 from ren.errors import ParameterError, is_int
 from ren.random import RandomSpec
 from ren.ring import RingSpec
+
+_here = threading.local()
+
+
+@contextlib.contextmanager
+def side_by_side_here() -> Iterator[None]:
+    """Inside the block this thread draws random leaves side by side with others (a
+    realization's caller taking leaves beside its sampling pool): a device's sampler called on
+    it then shares the device's threads with the other samplers running, as a pool thread's
+    does, instead of starting a team of all of them.  The words never depend on it."""
+    before = getattr(_here, "on", False)
+    _here.on = True
+    try:
+        yield
+    finally:
+        _here.on = before
+
+
+def drawing_side_by_side() -> bool:
+    """Whether this thread is inside `side_by_side_here`."""
+    return bool(getattr(_here, "on", False))
 
 
 def gaussian_bound(sigma: float) -> int:

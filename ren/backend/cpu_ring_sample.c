@@ -37,12 +37,14 @@ int ren_cpu_keccak_ways(void) { return KECCAK_WAYS; }
    call) takes ren_threads / (the side-by-side samplers running at the time), at least one, each
    time it starts a team: two leaves at once on two threads run one thread each (a team under
    each would put twice as many busy threads as cores, and a member preempted holding the last
-   limb keeps its team waiting at the region's end), and the last leaf left takes them all.
-   What such a sampler can divide also goes on the board (cpu_ring_share.c), where the pool
-   threads that finished their own leaves join it: a team fixed when a stretch of work starts
-   no longer strands them.  A uniform (one long stretch) counts at least two samplers running:
-   started first, before its sibling has, it would otherwise keep a full team beside the
-   sibling's sampler for its whole run; it relies on the board instead.
+   limb keeps its team waiting at the region's end).  What such a sampler can divide also goes
+   on the board (cpu_ring_share.c), where the pool threads that finished their own leaves join
+   it: a team fixed when a stretch of work starts no longer strands them.  Every side-by-side
+   sampler counts at least two samplers running (there are two leaves or more, or realization
+   would not draw side by side): started first, before its sibling has (realization's caller
+   takes its first leaf at once, while a pool thread must wake), it would otherwise keep a full
+   team beside the sibling's sampler (an encryption's first Gaussian at N = 2^16 on two threads:
+   3.7-4.0 ms of wall in one timeline, ~1.6 ms without the team); it relies on the board.
    ren_cpu_sample_threads(n > 0) fixes the count for the calling thread instead (0: back to the
    above).  The words never depend on any of it. */
 static int ren_side_by_side_running = 0;  /* samplers marked side by side, all threads */
@@ -63,12 +65,12 @@ static int ren_sample_threads_now(int least_running) {
   const int share = ren_threads / (running > least_running ? running : least_running);
   return share > 1 ? share : 1;
 }
-#define REN_SAMPLE_THREADS (ren_sample_threads_now(1))
+#define REN_SAMPLE_THREADS (ren_sample_threads_now(2))
 /* whether this thread's sampler posts its divisible work of `work` words on the board */
 #define REN_SAMPLE_SHARE(work) (ren_sample_side_by_side && (work) * 8 >= REN_PAR_MIN_WORK)
 /* the threads a sampler called now on this thread would use */
 int ren_cpu_sample_threads_here(void) { return REN_SAMPLE_THREADS; }
-/* the threads a uniform sampler called now on this thread would use */
+/* the threads a uniform sampler called now on this thread would use (the same count) */
 int ren_cpu_sample_uniform_threads_here(void) { return ren_sample_threads_now(2); }
 
 /* the longest prefix || limb || seed the sampler takes (Ren's are ~55 bytes) */

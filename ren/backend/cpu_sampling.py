@@ -25,9 +25,9 @@ rounding tie, so the C mapping leaves the coefficients within a small margin of 
 (~1e-8 of them) to NumPy, computed from their words by the definition's own
 `ren.sampling.gaussian_from_words`.
 
-Realization draws a graph's random leaves side by side on a pool of as many threads as the
-device has (`ren.realization.sample_random_leaves`); a sampler called on one of that pool's
-threads (`side_by_side`) shares the device's threads with the other samplers running at the
+Realization draws a graph's random leaves side by side on its caller and a pool, as many at a
+time as the device has threads (`ren.realization.sample_random_leaves`); a sampler called on one
+of those threads (`side_by_side`) shares the device's threads with the other samplers running at the
 time instead of starting a full team of its own under each pool thread, and posts what it can
 divide (a uniform's limbs, a mapping's chunks, the residues' limbs, the second of two streams)
 on a board (`cpu_ring_share.c`) that the pool threads done with their own leaves join
@@ -53,6 +53,7 @@ from ren.ring import RingSpec
 from ren.sampling import (
     ROWS,
     UNIFORM_PREFIX,
+    drawing_side_by_side,
     gaussian_bound,
     gaussian_from_words,
     stream_prefix,
@@ -125,8 +126,11 @@ def side_by_side() -> bool:
     a sampler called on it shares the device's threads with the others running at the time
     (cpu_ring_sample.c: REN_CPU_THREADS / their number, at least one, each time it starts a
     team), instead of starting a full team under each pool thread (twice as many busy threads
-    as cores, and a member preempted holding the last limb keeps its team waiting)."""
-    return threading.current_thread().name.startswith(SIDE_BY_SIDE_PREFIX)
+    as cores, and a member preempted holding the last limb keeps its team waiting).  A thread
+    inside `ren.sampling.side_by_side_here` (a realization's caller that takes leaves beside the
+    pool) is one too."""
+    return drawing_side_by_side() or \
+        threading.current_thread().name.startswith(SIDE_BY_SIDE_PREFIX)
 
 
 def sampler_threads(lib: ctypes.CDLL) -> int:

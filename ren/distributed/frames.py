@@ -55,8 +55,8 @@ import numpy as np
 
 from ren.device import Buffer, in_host_memory
 from ren.distributed.errors import WireError
-from ren.errors import RenError, SerializationError
-from ren.ir import storage_buffer
+from ren.errors import RealizeError, RenError, SerializationError
+from ren.ir import is_realized, storage_buffer
 from ren.node import Node
 from ren.ops import DType, Op
 from ren.poly import Poly, realize_polys
@@ -187,8 +187,11 @@ class Sealed:
 # -- polynomials <-> frames --------------------------------------------------------------------
 def stored_words(p: Poly) -> np.ndarray:
     """The (limbs × N) u32 words of a realized Poly as Ren stores them (Montgomery form): its
-    storage itself on host devices (no copy; do not write to it), a host copy elsewhere."""
+    storage itself on host devices (no copy; do not write to it), a host copy elsewhere.
+    RealizeError for a Poly not realized (`Codec.encode(realized=True)` does not realize)."""
     n = p.node
+    if not is_realized(n):  # (else the walk below could reach an input's buffer)
+        raise RealizeError("a Poly on its way to the wire is not realized; realize it first")
     leaf = n.src[0]
     if leaf.op is not Op.CONST and in_host_memory(p.device):
         arr = storage_buffer(leaf).array()

@@ -118,6 +118,7 @@ class SlotPages:
         self.job, self.least = prefix, least
         self.slot: _Slot | None = None
         self.gen = 0
+        self.base = 0  # the address of the slot's mapping
         self.regions: list[tuple[int, int]] = []  # (address, bytes) handed out
         self._free: Any = None
         self.claimed = False
@@ -137,6 +138,7 @@ class SlotPages:
             return None
         self.slot, self.gen = slot, _state(slot.mm)
         pages = np.frombuffer(slot.mm, np.uint8)
+        self.base = pages.ctypes.data  # (the mapping stays put while the pool holds the slot)
         # not claimed by a record: freed when the last view goes (a replay that failed, a
         # result sent in frames that are views of these pages)
         self._free = weakref.finalize(pages, _free_own, slot, self.gen)
@@ -152,13 +154,13 @@ class SlotPages:
         record then goes out in this slot, which its reader frees), else None."""
         if self.slot is None or self.claimed or not frames:
             return None
-        base = np.frombuffer(self.slot.mm, np.uint8).ctypes.data
         at = []
         for f in frames:
             view = np.frombuffer(f, np.uint8)
-            if (view.ctypes.data, view.nbytes) not in self.regions:
+            address = view.ctypes.data
+            if (address, view.nbytes) not in self.regions:
                 return None
-            at.append(view.ctypes.data - base)
+            at.append(address - self.base)
         if _state(self.slot.mm) != self.gen:
             return None  # taken back meanwhile (its job ended): copy instead
         self.claimed = True

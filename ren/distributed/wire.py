@@ -205,18 +205,24 @@ class Codec:
         before it sends the first one."""
         self._encode(obj, where, dry=True)
 
-    def encode(self, obj: Any, where: str, segments: Any = None) -> Any:
+    def encode(self, obj: Any, where: str, segments: Any = None, realized: bool = False
+               ) -> Any:
         """The wire tree of `obj` (its Polys realized together first).  `where` names `obj` in
         error messages (e.g. ``"batch[3]"``).  With `segments` (a `ren.distributed.shm.Segments`)
-        large records are written into shared memory and travel by name."""
-        polys: list[Poly] = []
-        try:
-            flatten(obj, polys, [], None, WireError)
-        except WireError as e:
-            raise WireError(f"{where}: {e}") from None
-        pending = [p for p in polys if not is_realized(p.node)]
-        if pending:
-            realize_polys(pending)
+        large records are written into shared memory and travel by name.  `realized`: the
+        caller realized every Poly of `obj` already (a worker's result, `realize_tree`), so
+        the walk that finds unrealized ones is skipped (it runs right after a replay, whose
+        working set evicted its code and objects from the caches; a Poly that is not
+        realized then raises RealizeError when its words are read)."""
+        if not realized:
+            polys: list[Poly] = []
+            try:
+                flatten(obj, polys, [], None, WireError)
+            except WireError as e:
+                raise WireError(f"{where}: {e}") from None
+            pending = [p for p in polys if not is_realized(p.node)]
+            if pending:
+                realize_polys(pending)
         tree = self._encode(obj, where)
         return tree if segments is None else _into(tree, segments)
 

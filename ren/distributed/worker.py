@@ -314,7 +314,9 @@ class _Encode:
         """The wire result (and its `Timings`, module doc)."""
         try:
             c3, t3 = time.thread_time(), time.perf_counter()
-            wire = encode_result(self.codec, self.result, self.shm, self.pages, self.made)
+            # (realized: `run_item` realized the result's Polys together after the replay)
+            wire = encode_result(self.codec, self.result, self.shm, self.pages, self.made,
+                                 realized=True)
             if not borrowed_intact(self.item):
                 raise SlotTakenError("the input's shared-memory slot was written over "
                                          "while its task ran (its job ended?); send it again")
@@ -417,19 +419,21 @@ def _in_frames(tree: Any) -> bool:
 
 
 def encode_result(codec: Codec, result: Any, job: tuple[str, int] | None,
-                  pages: SlotPages | None = None, made: list[Any] | None = None) -> Any:
+                  pages: SlotPages | None = None, made: list[Any] | None = None,
+                  realized: bool = False) -> Any:
     """The wire tree of a result: its large records in shared-memory segments while the job
     (its prefix and smallest record) is alive on this machine (`ren.distributed.shm`: the
     marker is checked after the segments are made, and they are unlinked again when it is
     gone), else in frames.  `pages`: the pool slot the replay wrote the result into
     (`SlotPages`); a record whose frames are there goes out in it without a copy.  `made`:
-    gets the `Segments` that hold the wire result's records (to discard one never sent)."""
+    gets the `Segments` that hold the wire result's records (to discard one never sent).
+    `realized`: every Poly of `result` is realized already (`Codec.encode`'s)."""
     if job is None or not shm.job_alive(job[0]):
-        return codec.encode(result, "the result")
+        return codec.encode(result, "the result", realized=realized)
     shm_prefix = job[0]
     segments = shm.Segments(*job, pooled=True, filled=pages)
     try:
-        wire = codec.encode(result, "the result", segments)
+        wire = codec.encode(result, "the result", segments, realized)
     except BaseException:
         segments.discard()
         raise
@@ -438,7 +442,7 @@ def encode_result(codec: Codec, result: Any, job: tuple[str, int] | None,
             made.append(segments)
         return wire
     segments.discard()  # the job ended meanwhile: its cleanup may have listed the files already
-    return codec.encode(result, "the result")
+    return codec.encode(result, "the result", realized=realized)
 
 
 def save_item(item: Any, path: str, index: int, *, context_key: str, context_blob: bytes

@@ -257,6 +257,19 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
 
     params, shape = make_params(preset, device, log_n, secret, shape_name, slots)
     n = slots or params.slots
+
+    # wrapped before the keys are made, as a program wraps its function where it defines it:
+    # a second process (plan cache) then faults the arena its last capture needed in while the
+    # keys are made, on the idle core (`ren.arena_ahead.fault_early`), not in the first call's
+    # ~0.3 s of trace and lookup.  The bodies read bt, ev, ek and mb when called.
+    if meta:  # Meta-BTS: the first result's error bootstrapped once more (one level more)
+        def boot(c):
+            return mb.bootstrap(ev, c, ek)
+    else:
+        def boot(c):
+            return bt.bootstrap(ev, c, ek)
+
+    fn = boot if eager else ren.jit(boot)  # eager: "again" replays realization's template
     out: dict = {"library": "ren", "params": repr(params), "shape_name": shape_name,
                  "lean": lean}
     if lean and coeff_diagonals():
@@ -298,22 +311,19 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
         ren.realize(list(ct.parts))
         return x, ct
 
-    if meta:  # Meta-BTS: the first result's error bootstrapped once more (one level more)
+    if meta:
         from ren.ckks.circuits import MetaBootstrapper
 
         mb = MetaBootstrapper(bt, keep_level=keep_level)
-
-        def boot(c):
-            return mb.bootstrap(ev, c, ek)
-    else:
-        def boot(c):
-            return bt.bootstrap(ev, c, ek)
-
-    fn = boot if eager else ren.jit(boot)  # eager: "again" replays realization's template
     x, ct = fresh()
     compiles = c_host.compiler_invocations
     cc0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if not eager:  # the arena bytes faulted in since `fn` was made (a plan-cache hint)
+        from ren.arena_ahead import early_arenas
+
+        out["early_arena_bytes"] = sum(early_arenas(fn._owner).values())
     cpu0, sys0 = _cpu_s(), resource.getrusage(resource.RUSAGE_SELF).ru_stime
+    flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
     res = fn(ct)
     ren.realize(list(res.parts))
@@ -327,6 +337,7 @@ def run_ren(preset: str, device: str, reps: int, eager: bool = False, log_n: int
     # just now; an N = 2^16 bootstrapping's 0.87 GiB arena: ~2.2 s of CPU, ~1 s of it on the
     # run's own thread)
     out["first_sys_s"] = resource.getrusage(resource.RUSAGE_SELF).ru_stime - sys0
+    out["first_minflt"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt0
     # kernels missing from the compile cache are compiled inside the first call: say so, with
     # the compiler processes' CPU seconds (they run side by side, one per core)
     cc1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -436,6 +447,9 @@ def _plan_cache_lines(fill: dict, second: dict) -> list[str]:
                      f"{r['first_s'] / max(r['replay_s'], 1e-9):.2f}x{_cpu_ratio(r)}"
                      + (f", {r['first_compiles']} compiler run(s) inside it"
                         if r.get("first_compiles") else ""))
+    if second.get("early_arena_bytes"):
+        lines.append(f"  (the second process faulted {_mib(second['early_arena_bytes'])} of arena "
+                     "in while it made its keys: its function's arena hint)")
     if second.get("compiled_by") != "plan cache":  # (e.g. Ren's sources changed in between)
         lines.append("  (the second process did not load the plan: it missed the plan cache, so "
                      "its figure is a scheduled first call; run again on an unchanged checkout)")

@@ -7,6 +7,13 @@ does Python work that leaves a core idle (a jitted function's trace and schedule
 `ren.jit`, from the plan cache's arena hint or a guess); the graph runner's storage
 (`ren.replay`) takes it through `take_arena` when it fits, and `drop_ahead` frees what no run
 took.  The words a run computes never depend on it: an arena is written before it is read.
+
+`fault_early` starts the same earlier, when ``ren.jit`` wraps a function whose last capture
+left a hint (`ren.plan_cache.function_hint`): its fault-in then runs while the program makes
+its keys and inputs, on the core a one-thread program leaves idle, not in the ~0.3 s of trace
+and lookup of a plan-cache hit.  Such an arena belongs to that function: `claim_early` hands it
+to the function's capture (as if `fault_ahead` had started it there); other captures never see
+it, and the Jitted's finalizer (`drop_early`) frees it if no capture claims it.
 """
 
 from __future__ import annotations
@@ -21,12 +28,21 @@ from ren.device import in_host_memory
 from ren.node import Node, toposort
 from ren.spec import ring_of
 
-__all__ = ["GUESS_DIVISOR", "GUESS_MIN_BYTES", "drop_ahead", "fault_ahead", "fault_guess",
+__all__ = ["EARLY_MIN_BYTES", "GUESS_DIVISOR", "GUESS_MIN_BYTES", "claim_early", "drop_ahead",
+           "drop_early", "early_arenas", "fault_ahead", "fault_early", "fault_guess",
            "faulting_ahead", "peak_live_bytes", "take_arena"]
 
 #: host arenas being faulted in before the run that takes them (`fault_ahead`), by device
 _ahead: dict[str, AheadFault] = {}
-_ahead_lock = threading.Lock()
+#: arenas faulted in for a function's first capture (`fault_early`): device -> (owner, fault);
+#: one per device (the function wrapped last), so at most one arena's memory waits per device
+_early: dict[str, tuple[int, AheadFault]] = {}
+#: (reentrant: `drop_early` runs from a Jitted's finalizer, which a collection may start in a
+#: thread that holds the lock)
+_ahead_lock = threading.RLock()
+#: an early fault-in only for an arena at least this large (a small one faults in quickly in the
+#: call itself; and a program that wraps many small functions holds no memory for them)
+EARLY_MIN_BYTES = 32 << 20
 
 
 def fault_ahead(device: str, nbytes: int, touch: int | None = None) -> bool:
@@ -38,20 +54,81 @@ def fault_ahead(device: str, nbytes: int, touch: int | None = None) -> bool:
     backs each page on first touch, and otherwise the run's own thread faults much of it.
     Returns whether it started (not for a device outside host memory, nor when the arena its
     allocator keeps is that large: resident already)."""
-    if nbytes <= 0 or not in_host_memory(device):
-        return False
-    allocator = get_device(device).allocator
-    if getattr(allocator, "spare_bytes", lambda: 0)() >= (nbytes if touch is None else touch):
-        return False
-    try:
-        ahead = AheadFault(allocator.arena(max(nbytes, 4) // 4), touch)
-    except MemoryError:  # (a reservation the system refuses: no head start, nothing else)
+    ahead = _fault(device, nbytes, touch)
+    if ahead is None:
         return False
     with _ahead_lock:
         old, _ahead[device] = _ahead.get(device), ahead
     if old is not None:
         old.take()  # (dropped)
     return True
+
+
+def _fault(device: str, nbytes: int, touch: int | None = None) -> AheadFault | None:
+    """An AheadFault over a new arena of `nbytes` for host device `device` (None: not host
+    memory, the allocator's kept arena covers it, or the system refuses the reservation)."""
+    if nbytes <= 0 or not in_host_memory(device):
+        return None
+    allocator = get_device(device).allocator
+    if getattr(allocator, "spare_bytes", lambda: 0)() >= (nbytes if touch is None else touch):
+        return None
+    try:
+        return AheadFault(allocator.arena(max(nbytes, 4) // 4), touch)
+    except MemoryError:  # (a reservation the system refuses: no head start, nothing else)
+        return None
+
+
+def fault_early(owner: int, arenas: dict[str, int]) -> list[str]:
+    """Start faulting in `arenas` (bytes per device: a function's hint) for the first capture of
+    `owner` (a token of the Jitted), replacing an earlier owner's on the same device (freed).
+    Arenas under EARLY_MIN_BYTES are left to the call.  Returns the devices started."""
+    started = []
+    for device, nbytes in arenas.items():
+        if nbytes < EARLY_MIN_BYTES:
+            continue
+        ahead = _fault(device, nbytes)
+        if ahead is None:
+            continue
+        with _ahead_lock:
+            old = _early.get(device)
+            _early[device] = (owner, ahead)
+        if old is not None:
+            old[1].take()  # (dropped)
+        started.append(device)
+    return started
+
+
+def early_arenas(owner: int) -> dict[str, int]:
+    """The bytes per device being faulted in early for `owner` (`fault_early`), not yet claimed."""
+    with _ahead_lock:
+        return {d: a.array.nbytes for d, (o, a) in list(_early.items()) if o == owner}
+
+
+def claim_early(owner: int) -> dict[str, int]:
+    """Hand `owner`'s early arenas to its capture: each becomes its device's arena faulted in
+    ahead (what `take_arena` gives the run, if it fits; `drop_ahead` frees it otherwise).
+    Returns their bytes per device."""
+    claimed: dict[str, int] = {}
+    dropped = []
+    with _ahead_lock:
+        for device, (o, ahead) in list(_early.items()):
+            if o == owner and _early.pop(device, None) is not None:
+                old, _ahead[device] = _ahead.get(device), ahead
+                if old is not None:
+                    dropped.append(old)
+                claimed[device] = ahead.array.nbytes
+    for old in dropped:
+        old.take()
+    return claimed
+
+
+def drop_early(owner: int) -> None:
+    """Stop and free `owner`'s early arenas that no capture claimed (the Jitted is gone)."""
+    with _ahead_lock:
+        mine = [d for d, (o, _) in list(_early.items()) if o == owner]
+        left = [e[1] for e in (_early.pop(d, None) for d in mine) if e is not None]
+    for ahead in left:
+        ahead.take()
 
 
 def faulting_ahead() -> bool:

@@ -45,10 +45,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import itertools
 import sys
 import threading
 import time
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
@@ -57,7 +59,15 @@ from typing import Any
 import numpy as np
 
 from ren import settings
-from ren.arena_ahead import drop_ahead, fault_ahead, fault_guess, faulting_ahead
+from ren.arena_ahead import (
+    claim_early,
+    drop_ahead,
+    drop_early,
+    fault_ahead,
+    fault_early,
+    fault_guess,
+    faulting_ahead,
+)
 from ren.device import Buffer
 from ren.errors import JitError, TruthValueError
 from ren.ir import as_ring, is_const, storage_buffer
@@ -65,7 +75,13 @@ from ren.node import Node, toposort
 from ren.ops import DType, Op
 from ren.passes.pipeline import Pipeline, current_pipeline
 from ren.passes.pipeline import using as using_pipeline
-from ren.plan_cache import arena_hint, compile_cached_and_run, hinted_arenas, note_arenas
+from ren.plan_cache import (
+    arena_hint,
+    compile_cached_and_run,
+    function_hint,
+    hinted_arenas,
+    note_arenas,
+)
 from ren.poly import Poly, realize_polys
 from ren.realization import Recorder, is_realized, parameter, recording
 from ren.replay import Template
@@ -75,6 +91,8 @@ from ren.tree import flatten, is_scalar, leaf_paths, unflatten
 
 __all__ = ["InputSlot", "JitPlan", "Jitted", "jit"]
 
+#: tokens of Jitted wrappers (`ren.arena_ahead.fault_early`'s owners; ids are reused)
+_owners = itertools.count(1)
 #: True while a jitted function is being captured (a jitted function called inside runs inline)
 _tracing: ContextVar[bool] = ContextVar("ren_jit_tracing", default=False)
 
@@ -414,6 +432,21 @@ class Jitted:
         self._plans: dict[tuple, JitPlan] = {}
         self._lock = threading.Lock()
         self.hits = self.misses = 0
+        #: this wrapper's token for the arena its first capture may find faulted in early
+        self._owner = next(_owners)
+        if capture and settings.get("REN_JIT"):
+            self._fault_early()
+
+    def _fault_early(self) -> None:
+        """Start faulting in the arenas this function's last capture needed (its hint, found
+        by the function alone: `plan_cache.function_hint`), now rather than at its first call:
+        while the program makes its keys and inputs, a one-thread program leaves a core idle,
+        and a plan-cache hit's first call has only its trace and lookup before its run needs
+        the pages (N = 2^16: ~0.3 s for ~1-2 s of fresh-page faults).  Freed when this wrapper
+        goes unless a capture claimed them."""
+        path = function_hint(self.fn)
+        if path is not None and fault_early(self._owner, hinted_arenas(path)):
+            weakref.finalize(self, drop_early, self._owner)
 
     @property
     def plans(self) -> list[JitPlan]:
@@ -482,10 +515,13 @@ class Jitted:
         t0 = time.perf_counter()
         # the arenas the last capture of this call needed start faulting in now, on a core the
         # trace leaves idle (`plan_cache.arena_hint`); what the run does not take is dropped
+        # (those faulted in since the function was wrapped, `_fault_early`, first)
+        early = claim_early(self._owner)
         hint = arena_hint(self.fn, call.key)
         if hint is not None:
             for device, nbytes in hinted_arenas(hint).items():
-                fault_ahead(device, nbytes)
+                if early.get(device, 0) < nbytes:  # (a larger early one: its start is used)
+                    fault_ahead(device, nbytes)
         try:
             return self._compile(call, hint, t0)
         finally:
@@ -526,6 +562,7 @@ class Jitted:
                                                               call.buffers(leaf_of_param))
         if hint is not None:
             note_arenas(hint, template.plan)
+            note_arenas(function_hint(self.fn) or hint, template.plan)
         in_paths, scalar_paths = call.paths()
         plan = JitPlan(
             name=self.name, signature=self.signature, static_argnames=self.static_argnames,

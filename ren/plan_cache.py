@@ -42,6 +42,11 @@ trusted as the compile cache's is (it loads compiled libraries from the same roo
 function's last capture with a call key (`arena_hint`: the function's code location and the
 call key, both known before the trace); the next capture starts faulting those arenas in before
 its trace (`ren.arena_ahead.fault_ahead`), so a hit's first run finds most of its arena resident.
+``plans/<hint>.farena`` holds the same for the function's last capture of any call key
+(`function_hint`: its code location only, known when ``ren.jit`` wraps it): wrapping the function
+starts the fault-in already (`ren.arena_ahead.fault_early`), so a program that wraps its function
+before it makes its keys has the arena resident before the first call (issue 41 §3: at
+N = 2^16 the trace and the lookup left ~0.3 s for ~1-2 s of fresh-page faults).
 
 ``REN_PLAN_CACHE=0`` turns it off; REN_CHECK and REN_DEBUG=3 always schedule (their checks and
 dumps run on a fresh schedule).  `stats` counts hits, misses and stores in this process.
@@ -530,6 +535,29 @@ def _trim(folder: Path, pattern: str = "*.plan") -> None:
             old.unlink()
 
 
+def _hint_path(fn: Callable, suffix: str, *key: Any) -> Path | None:
+    """A hint file of jitted function `fn` keyed by its code location, the format, Python's
+    version and `key` (None: the cache off, a function without code, a key without a canonical
+    form)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not enabled():
+        return None
+    try:
+        form = canonical((FORMAT, sys.version_info[:2], getattr(fn, "__module__", None),
+                          getattr(fn, "__qualname__", None), code.co_filename,
+                          code.co_firstlineno, *key), {})
+    except _NoCanonicalForm:
+        return None
+    return plans_dir() / f"{hashlib.sha256(repr(form).encode()).hexdigest()}{suffix}"
+
+
+def function_hint(fn: Callable) -> Path | None:
+    """The file of jitted function `fn`'s arena hint for its last capture of any call key: known
+    when ``ren.jit`` wraps it, before any call (`ren.jit` starts faulting those arenas in then:
+    `ren.arena_ahead.fault_early`).  Read and written as `arena_hint`'s; None as it is."""
+    return _hint_path(fn, ".farena", "any call")
+
+
 def arena_hint(fn: Callable, call_key: tuple) -> Path | None:
     """The file of jitted function `fn`'s arena hint for a call of key `call_key` (`ren.jit`'s):
     the arena bytes per device its last capture needed (`hinted_arenas` reads them, `note_arenas`
@@ -537,16 +565,7 @@ def arena_hint(fn: Callable, call_key: tuple) -> Path | None:
     key without a canonical form).  Keyed by what is known before the trace: the function's code
     location, the call key, the format and Python's version (no source fingerprint: a hint is
     only a size, and one that does not fit is dropped, never used)."""
-    code = getattr(fn, "__code__", None)
-    if code is None or not enabled():
-        return None
-    try:
-        form = canonical((FORMAT, sys.version_info[:2], getattr(fn, "__module__", None),
-                          getattr(fn, "__qualname__", None), code.co_filename,
-                          code.co_firstlineno, call_key), {})
-    except _NoCanonicalForm:
-        return None
-    return plans_dir() / f"{hashlib.sha256(repr(form).encode()).hexdigest()}.arena"
+    return _hint_path(fn, ".arena", call_key)
 
 
 def hinted_arenas(path: Path) -> dict[str, int]:
@@ -570,13 +589,13 @@ def note_arenas(path: Path, plan: MemoryPlan | None) -> None:
                          str(path.parent))
     except OSError:
         return
-    _trim(path.parent, "*.arena")
+    _trim(path.parent, f"*{path.suffix}")
 
 
 def clear() -> int:
     """Remove every entry (and arena hint) of the plan cache folder; returns how many entries
     were removed."""
-    for p in plans_dir().glob("*.arena"):
+    for p in [*plans_dir().glob("*.arena"), *plans_dir().glob("*.farena")]:
         with contextlib.suppress(OSError):
             p.unlink()
     removed = 0
@@ -590,6 +609,6 @@ def clear() -> int:
 
 
 __all__ = ["LOADED", "MAX_ENTRIES", "SCHEDULED", "PlanCacheWarning", "arena_hint", "clear",
-           "compile_cached", "compile_cached_and_run", "enabled", "entry_key", "hinted_arenas",
-           "note_arenas", "plans_dir", "source_fingerprint", "stats",
+           "compile_cached", "compile_cached_and_run", "enabled", "entry_key", "function_hint",
+           "hinted_arenas", "note_arenas", "plans_dir", "source_fingerprint", "stats",
            "structure_text"]

@@ -18,6 +18,7 @@ it, and the Jitted's finalizer (`drop_early`) frees it if no capture claims it.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -84,7 +85,9 @@ def fault_early(owner: int, arenas: dict[str, int]) -> list[str]:
     Arenas under EARLY_MIN_BYTES are left to the call.  Returns the devices started."""
     started = []
     for device, nbytes in arenas.items():
-        if nbytes < EARLY_MIN_BYTES:
+        # (nor one above half the machine's memory: only a damaged hint says that, and a
+        # system that overcommits would let the writes run into the OOM killer)
+        if not EARLY_MIN_BYTES <= nbytes <= _physical_bytes() // 2:
             continue
         ahead = _fault(device, nbytes)
         if ahead is None:
@@ -96,6 +99,14 @@ def fault_early(owner: int, arenas: dict[str, int]) -> list[str]:
             old[1].take()  # (dropped)
         started.append(device)
     return started
+
+
+def _physical_bytes() -> int:
+    """This machine's physical memory in bytes (a large number where it cannot be read)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
 
 
 def early_arenas(owner: int) -> dict[str, int]:

@@ -136,7 +136,7 @@ def test_other_captures_leave_a_functions_early_arena_alone(spied):
 
 
 @pytest.mark.parametrize("text", ["cpu 64\n", "cpu {big}\n", "cpu twelve\n", "\x00\xff",
-                                  "gpu 1\n"])
+                                  "gpu 1\n", "cpu -5\n", f"cpu {1 << 60}\n"])
 def test_a_stale_or_broken_function_hint_costs_no_word(spied, text):
     made, taken = spied
     a, b = fresh(75, "cpu"), fresh(76, "cpu")
@@ -150,6 +150,8 @@ def test_a_stale_or_broken_function_hint_costs_no_word(spied, text):
     assert _same(_words(g(a, b)), eager)  # (the replay too)
     assert hint.read_text() == f"cpu {nbytes}\n"  # rewritten by the capture
     assert arena_ahead.early_arenas(g._owner) == {} and arena_ahead._ahead == {}
+    if text == f"cpu {1 << 60}\n":  # (damaged: more than the machine has) never faulted
+        assert all(m.array.nbytes <= nbytes for m in made)  # (the call key's hint only)
     if text == "cpu {big}\n":  # a larger one: the run takes its start, the rest is given back
         assert np.shares_memory(taken[0], made[0].array) and taken[0].nbytes == nbytes
 
@@ -193,3 +195,20 @@ def test_clear_removes_function_hints():
     assert len(list(plan_cache.plans_dir().glob("*.farena"))) == 1
     plan_cache.clear()
     assert list(plan_cache.plans_dir().glob("*.farena")) == []
+
+
+def test_a_hint_above_half_the_machines_memory_is_not_faulted_in(spied, monkeypatch):
+    made, _ = spied
+    a, b = fresh(83, "cpu"), fresh(84, "cpu")
+    eager, _ = _captured(a, b)
+    monkeypatch.setattr(arena_ahead, "_physical_bytes", lambda: 2 * BIG)  # (a small machine)
+    hint = plan_cache.function_hint(traced)
+    assert hint is not None
+    hint.write_text(f"cpu {BIG + 4096}\n")  # (only a damaged hint says more than half)
+    made.clear()
+    g = ren.jit(traced)
+    assert made == [] and arena_ahead.early_arenas(g._owner) == {}
+    hint.write_text(f"cpu {BIG}\n")
+    h = ren.jit(traced)
+    assert arena_ahead.early_arenas(h._owner) == {"cpu": BIG}
+    assert _same(_words(g(a, b)), eager) and _same(_words(h(a, b)), eager)

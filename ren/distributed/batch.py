@@ -370,6 +370,7 @@ class MapJob:
                 for j, one in zip([i] if groups is None else groups[i],
                                   [value] if groups is None else value, strict=True):
                     wire, timing = (one, {}) if self.keep else one
+                    wire = shm.received(wire)  # (a posted result's records read now: `take`)
                     self.result_bytes += wire_bytes(wire)
                     out[j] = self.codec.decode(wire)
                     shm.release(wire)  # its shared-memory slots, if any, back to the worker

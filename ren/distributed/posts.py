@@ -27,6 +27,7 @@ another user created first is refused).
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import stat
@@ -79,7 +80,8 @@ def post(name: str, value: Any, job: str) -> bool:
 
 def take(name: str) -> tuple[bool, Any]:
     """(True, the value posted as `name`), the file removed; (False, None) when there is none
-    (the task returned its value through Dask)."""
+    (the task returned its value through Dask).  Its shared-memory records come unread, as
+    `Deferred` (read each with `ren.distributed.shm.received`)."""
     path = path_of(name)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -100,7 +102,19 @@ def take(name: str) -> tuple[bool, Any]:
     finally:
         os.close(fd)
     remove_file(path)
-    return True, pickle.loads(b"".join(chunks))
+    return True, _Unpickler(io.BytesIO(b"".join(chunks))).load()
+
+
+class _Unpickler(pickle.Unpickler):
+    """Unpickles a post with its shared-memory records left unread (`Deferred`: the caller
+    reads each with `received` just before it decodes it, while the copy is in the caches)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "ren.distributed.shmrecords" and name == "receive":
+            from ren.distributed.shmrecords import Deferred  # (not at the top: an import cycle)
+
+            return Deferred
+        return super().find_class(module, name)
 
 
 __all__ = ["MAX_POST_BYTES", "POSTED", "name_of", "post", "take"]

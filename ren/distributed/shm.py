@@ -78,7 +78,15 @@ from ren.distributed.shmfiles import (
     remove_prefix,
     write_segment,
 )
-from ren.distributed.shmrecords import Segments, Shared, SlotPages, receive, register_dask
+from ren.distributed.shmrecords import (
+    Deferred,
+    Segments,
+    Shared,
+    SlotPages,
+    receive,
+    received,
+    register_dask,
+)
 from ren.distributed.shmslots import (
     Pool,
     borrow_slot,
@@ -314,11 +322,11 @@ def reap(keep: str | None = None, names: list[str] | None = None,
 
 
 __all__ = [
-    "ALIGN", "ENV", "HEAD", "MIN_BYTES", "MIN_ENV", "MODES", "POOL_SLOTS", "SHM_DIR", "Pool",
-    "Segments", "Shared", "SlotPages", "borrow_slot", "borrowed_intact", "client_prefix", "end_job",
-    "free_slot", "job_alive", "jobs_running", "lock_held", "map_segment", "min_bytes", "mode",
-    "owner", "pool_for", "read_slot", "reap", "receive", "register_dask", "release",
-    "remove_dead_pools", "remove_prefix", "sees_marker", "start_job", "unmap_results",
+    "ALIGN", "ENV", "HEAD", "MIN_BYTES", "MIN_ENV", "MODES", "POOL_SLOTS", "SHM_DIR", "Deferred",
+    "Pool", "Segments", "Shared", "SlotPages", "borrow_slot", "borrowed_intact", "client_prefix",
+    "end_job", "free_slot", "job_alive", "jobs_running", "lock_held", "map_segment", "min_bytes",
+    "mode", "owner", "pool_for", "read_slot", "reap", "receive", "received", "register_dask",
+    "release", "remove_dead_pools", "remove_prefix", "sees_marker", "start_job", "unmap_results",
     "visible_workers",
     "write_segment",
 ]

@@ -81,7 +81,7 @@ from ren.distributed.cluster import (
     scheduler_lost,
     worker_addresses,
 )
-from ren.distributed.errors import DistributedError, SchedulerLostError, TaskError, WireError
+from ren.distributed.errors import DistributedError, SchedulerLostError, TaskError
 from ren.distributed.grouping import (
     GROUPED_IN_FLIGHT_PER_WORKER,
     IN_FLIGHT_PER_WORKER,
@@ -96,6 +96,7 @@ from ren.distributed.remote import Batch, as_batch, share
 from ren.distributed.shipping import (
     context,
     context_name,
+    encode_keys,
     program_blob,
     program_of,
     result_standins,
@@ -104,9 +105,6 @@ from ren.distributed.wire import Codec, LiveSecrets, refuse_secret, wire_bytes
 from ren.distributed.worker import run_item
 from ren.errors import ParameterError, check_bool
 from ren.jit import Jitted
-from ren.poly import Poly
-from ren.rlwe.params import RLWEParams
-from ren.tree import flatten
 
 _job_ids = itertools.count()
 #: times the client scatters one input again after the worker holding it died
@@ -114,58 +112,6 @@ MAX_RESENDS = 3
 #: seconds a job sends to the workers it last asked the scheduler for (`MapJob._feed`); a
 #: send that fails, and every resend, asks again at once
 ADDRESSES_TTL = 1.0
-
-#: the wire record of each key object a job encoded (`encode_keys`), by the object: (its
-#: Polys' nodes and its other leaves when it was encoded, the record)
-_key_records: weakref.WeakKeyDictionary[Any, tuple[tuple, list[Any], Any]] = \
-    weakref.WeakKeyDictionary()
-_key_lock = threading.Lock()
-
-
-def _same(a: list[Any], b: list[Any]) -> bool:
-    """Whether two lists of leaves are the same objects or equal values."""
-    def equal(x: Any, y: Any) -> bool:
-        try:
-            return x is y or (type(x) is type(y) and bool(x == y))
-        except Exception:  # (an array compares elementwise)
-            return False
-    return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
-
-
-def encode_keys(codec: Codec, keys: Any, where: str = "keys") -> Any:
-    """``codec.encode(keys, where)``, each key object's record made once while the object
-    lives and holds the same Polys: a job's keys are encoded on the client for their name
-    (`context_name`) even when the workers hold them already, and encoding checksums every
-    byte of them (3.2 GB of lean keys at n16: most of the client's CPU in a job of four
-    bootstrappings).  Lists and tuples of keys are walked here; any other tree is encoded
-    whole."""
-    t = type(keys)
-    if t is list or t is tuple:
-        return t(encode_keys(codec, v, f"{where}[{i}]") for i, v in enumerate(keys))
-    params = getattr(keys, "params", None)
-    if not isinstance(params, RLWEParams) or isinstance(keys, Poly):
-        return codec.encode(keys, where)
-    polys: list[Poly] = []
-    others: list[Any] = []
-    try:
-        flatten(keys, polys, others, None, WireError)
-    except WireError as e:
-        raise WireError(f"{where}: {e}") from None
-    nodes = tuple(p.node for p in polys)  # held: their ids cannot be reused meanwhile
-    with _key_lock:
-        try:
-            hit = _key_records.get(keys)
-        except TypeError:  # not weakly referenceable: encoded each time
-            return codec.encode(keys, where)
-    if hit is not None and len(hit[0]) == len(nodes) and all(
-            a is b for a, b in zip(hit[0], nodes, strict=True)) and _same(hit[1], others):
-        codec.register(params)
-        return hit[2]
-    record = codec.encode(keys, where)
-    with _key_lock:
-        _key_records[keys] = (nodes, others, record)
-    return record
-
 
 @dataclass
 class MapJob:

@@ -4,7 +4,8 @@
 plans a jitted function replays for each input spec, captured on the client where there are
 none, or the function itself), the program's pickle and name (`program_blob`, made once per
 program and checked for secrets), the context (`context`: the parameters and the keys' wire
-tree, no copy of the keys' bytes) and its name (`context_name`, by content), and the stand-ins
+tree, no copy of the keys' bytes; each key object's record made once while it lives:
+`encode_keys`) and its name (`context_name`, by content), and the stand-ins
 of the results a ``keep=True`` job leaves on the cluster (`result_standins`).  Both names are
 content hashes: the workers cache what they decoded under them, and the client keeps what it
 broadcast under them for later jobs (`ren.distributed.remote.share`).
@@ -12,10 +13,12 @@ broadcast under them for later jobs (`ren.distributed.remote.share`).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
 from ren import settings
+from ren.distributed.errors import WireError
 from ren.distributed.remote import standin
 from ren.distributed.wire import (
     Codec,
@@ -28,7 +31,60 @@ from ren.distributed.wire import (
 )
 from ren.distributed.worker import Program
 from ren.jit import JitPlan, Jitted
+from ren.poly import Poly
 from ren.rlwe.params import RLWEParams
+from ren.tree import flatten
+
+#: the wire record of each key object a job encoded (`encode_keys`), by the object: (its
+#: Polys' nodes and its other leaves when it was encoded, the record)
+_key_records: weakref.WeakKeyDictionary[Any, tuple[tuple, list[Any], Any]] = \
+    weakref.WeakKeyDictionary()
+_key_lock = threading.Lock()
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    """Whether two lists of leaves are the same objects or equal values."""
+    def equal(x: Any, y: Any) -> bool:
+        try:
+            return x is y or (type(x) is type(y) and bool(x == y))
+        except Exception:  # (an array compares elementwise)
+            return False
+    return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def encode_keys(codec: Codec, keys: Any, where: str = "keys") -> Any:
+    """``codec.encode(keys, where)``, each key object's record made once while the object
+    lives and holds the same Polys: a job's keys are encoded on the client for their name
+    (`context_name`) even when the workers hold them already, and encoding checksums every
+    byte of them (3.2 GB of lean keys at n16: most of the client's CPU in a job of four
+    bootstrappings).  Lists and tuples of keys are walked here; any other tree is encoded
+    whole."""
+    t = type(keys)
+    if t is list or t is tuple:
+        return t(encode_keys(codec, v, f"{where}[{i}]") for i, v in enumerate(keys))
+    params = getattr(keys, "params", None)
+    if not isinstance(params, RLWEParams) or isinstance(keys, Poly):
+        return codec.encode(keys, where)
+    polys: list[Poly] = []
+    others: list[Any] = []
+    try:
+        flatten(keys, polys, others, None, WireError)
+    except WireError as e:
+        raise WireError(f"{where}: {e}") from None
+    nodes = tuple(p.node for p in polys)  # held: their ids cannot be reused meanwhile
+    with _key_lock:
+        try:
+            hit = _key_records.get(keys)
+        except TypeError:  # not weakly referenceable: encoded each time
+            return codec.encode(keys, where)
+    if hit is not None and len(hit[0]) == len(nodes) and all(
+            a is b for a, b in zip(hit[0], nodes, strict=True)) and _same(hit[1], others):
+        codec.register(params)
+        return hit[2]
+    record = codec.encode(keys, where)
+    with _key_lock:
+        _key_records[keys] = (nodes, others, record)
+    return record
 
 
 def _arguments(item: Any) -> tuple:
@@ -141,4 +197,5 @@ def result_standins(program: Program, codec: Codec) -> list[Any] | None:
     return [standin(p.result(p.template.outputs), codec) for p in program.plans]
 
 
-__all__ = ["context", "context_name", "program_blob", "program_of", "result_standins"]
+__all__ = ["context", "context_name", "encode_keys", "program_blob", "program_of",
+           "result_standins"]

@@ -84,12 +84,14 @@ def _without_dac_override() -> None:
 
 
 @pytest.mark.skipif(find_cc() is None, reason="no system C compiler (cc) found")
-def test_a_read_only_shared_cache_loads_plans_and_libraries(tmp_path):
+def test_a_read_only_shared_cache_loads_plans_and_libraries(tmp_path, filled):
     """End to end: one process fills a cache (plans and compiled libraries), another that may
     not write it (read-only, another user's: file modes and owners enforced, even for root)
     loads both and computes the same.  Before: PermissionError from ``os.utime``, and every
-    library compiled again in a private folder."""
+    library compiled again in a private folder.  (The cache starts with `filled`'s ring
+    library, so the first process compiles only its kernels.)"""
     root = tmp_path / "shared"
+    shutil.copytree(filled[0] / "cpu", root / "cpu")  # (filled[0] itself is mode 0700)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "REN_CACHE_DIR": str(root)}
 
     def run(preexec_fn=None) -> subprocess.CompletedProcess:
@@ -136,19 +138,35 @@ print(int(((a.ntt() * a.ntt()).intt() + 3).numpy().sum()), c_host.compiler_invoc
 """
 
 
+def _cpu_script(cache) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REN_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-c", CPU_SCRIPT], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    """(a cache folder CPU_SCRIPT filled from empty: its ring and kernel libraries, the value it
+    printed), built once for the module: each test copies it (one compile of the ring library,
+    ~5 s of compiler CPU, instead of one per test)."""
+    root = tmp_path_factory.mktemp("filled")
+    first = _cpu_script(root)
+    assert first.returncode == 0, first.stderr[-3000:]
+    value, runs = first.stdout.split()
+    assert runs == "2"  # the ring library and one kernel library
+    return root, value
+
+
 @pytest.mark.skipif(find_cc() is None, reason="no system C compiler (cc) found")
 @pytest.mark.parametrize("blocked", ["library", "digest"])
-def test_a_directory_where_a_cached_library_goes_is_built_privately(tmp_path, blocked):
+def test_a_directory_where_a_cached_library_goes_is_built_privately(tmp_path, blocked, filled):
     """Before: every later run was a DeviceError ("cannot be written to the cache folder")."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "REN_CACHE_DIR": str(tmp_path)}
+    shutil.copytree(filled[0], tmp_path, dirs_exist_ok=True)
+    value = filled[1]
 
     def run() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", CPU_SCRIPT], capture_output=True,
-                              text=True, cwd=ROOT, env=env, timeout=300)
+        return _cpu_script(tmp_path)
 
-    first = run()
-    assert first.returncode == 0, first.stderr[-3000:]
-    value = first.stdout.split()[0]
     suffix = ".so" if blocked == "library" else ".sha256"
     blockers = sorted((tmp_path / "cpu").glob(f"*{suffix}"))
     assert len(blockers) == 2

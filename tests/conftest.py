@@ -71,6 +71,19 @@ def _own_plan_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setattr(plan_cache, "folder", tmp_path_factory.mktemp("plans"))
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _templates_of_this_module_only():
+    """Every module ends with an empty replay template cache (`ren.replay.templates`, up to 256
+    realized schedules with their graphs and units).  Kept across modules, a bootstrapping
+    module's templates held ~800,000 objects that every later garbage collection walked again
+    (a test's gc.collect() took 3 s by test_ckks_coeff_diagonals); no module relies on another
+    module's templates."""
+    yield
+    from ren.replay import templates
+
+    templates.clear()
+
+
 @pytest.fixture(autouse=True)
 def _restore_random_mode():
     """Every test starts and ends with OS randomness (no insecure seed stream left on)."""

@@ -152,26 +152,33 @@ def circles_between_packages(g: nx.DiGraph) -> list[list[str]]:
             if len(c) > 1 and len({_package(m) for m in c}) > 1]
 
 
-def test_no_import_circle_outside_one_package() -> None:
+@pytest.fixture(scope="module")
+def graph() -> nx.DiGraph:
+    """The import graph of every source, built once for the module (parsing them all took ~1 s
+    per test); a test that changes it works on a copy."""
+    return import_graph()
+
+
+def test_no_import_circle_outside_one_package(graph: nx.DiGraph) -> None:
     """A circle of imports inside one package is its own business; one that crosses packages
     (e.g. ren.backend -> ren.replay -> ren.runtime -> ren.backend) means two layers know each
     other: a hook or a helper one layer down breaks it."""
-    found = circles_between_packages(import_graph())
+    found = circles_between_packages(graph)
     assert not found, "import circles across packages:\n" + "\n".join(map(str, found))
 
 
-def test_the_circle_check_can_fail() -> None:
+def test_the_circle_check_can_fail(graph: nx.DiGraph) -> None:
     """The check itself finds a circle: the old backend_override importing ren.replay."""
-    g = import_graph()
+    g = graph.copy()
     g.add_edge("ren.backend", "ren.replay")
     assert any({"ren.backend", "ren.replay", "ren.runtime"} <= set(c)
                for c in circles_between_packages(g))
 
 
-def test_a_submodule_imported_from_its_package_is_an_edge_to_it() -> None:
+def test_a_submodule_imported_from_its_package_is_an_edge_to_it(graph: nx.DiGraph) -> None:
     """``from ren.ckks import chain`` imports ren.ckks.chain, not the package's front door (which
     re-exports ren.ckks.circuits, whose modules import ren.ckks.params: no circle)."""
-    g = import_graph()
+    g = graph
     assert g.has_edge("ren.ckks.params", "ren.ckks.chain")
     assert not g.has_edge("ren.ckks.params", "ren.ckks")
     assert g.has_edge("ren.ckks", "ren.ckks.circuits")  # `from ren.ckks import circuits, debug`

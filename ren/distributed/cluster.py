@@ -151,7 +151,7 @@ def send_now(client: Any) -> None:
     another Dask) is left alone."""
     comm = getattr(client, "scheduler_comm", None)
     loop = getattr(client, "loop", None)
-    if comm is None or loop is None or not all(hasattr(comm, a) for a in _BATCHED_FIELDS):
+    if loop is None or not _batched(comm):
         return
     # (a loop closed meanwhile: the messages go, or fail, as Dask sends them)
     with contextlib.suppress(Exception):
@@ -162,12 +162,16 @@ def send_now(client: Any) -> None:
 _BATCHED_FIELDS = ("buffer", "next_deadline", "waker")
 
 
+def _batched(comm: Any) -> bool:
+    """Whether `comm` is a batched stream `wake_batched` knows how to wake (None: no stream)."""
+    return comm is not None and all(hasattr(comm, a) for a in _BATCHED_FIELDS)
+
+
 def wake_batched(comm: Any) -> None:
     """Have one of Dask's batched streams (``BatchedSend``) write the messages it holds now
     rather than when its pacing allows; a stream without those fields (None, another Dask) is
     left alone.  Runs on the stream's event loop: its sending coroutine writes when woken."""
-    if comm is not None and all(hasattr(comm, a) for a in _BATCHED_FIELDS) and \
-            comm.buffer and comm.next_deadline is not None:
+    if _batched(comm) and comm.buffer and comm.next_deadline is not None:
         comm.next_deadline = None
         comm.waker.set()
 

@@ -33,9 +33,14 @@ levels     1, 1, 2^12                26.9–27.3 bits        4 of 14       16 + 
 precision  3, 2, 2^13                28.8–28.9 bits        1 of 14       11 + conj.
 =========  ========================  ===================  ============  ==========
 
-At N = 2^16 (`bootstrap_params_n16`, dense secret with encapsulation, 25 levels): balanced
-3, 3, 2^6 measured 21.4 bits with 10 levels left; levels 2, 2, 2^6 leaves 12 levels (21.4–21.5
-bits measured with its old split) and precision 4, 3, 2^7 leaves 9.
+At N = 2^16 (`bootstrap_params_n16`, dense secret with encapsulation, 25 levels; one run each,
+``bench_bootstrap.py --preset n16 --shape …``, stop 57): balanced 3, 3, 2^6 21.5 bits with 10
+levels left (replay 6.2–6.7 s); levels 2, 2, 2^6 21.4–21.5 bits with **12 levels left** (18.0 s,
+its fast mode's RNS diagonals need 17.2 GiB: use it with ``--lean``); precision 4, 3, 2^7 leaves 9
+levels but measured **20.4 bits, less than balanced**: at this ring the error is not the
+transforms' and EvalMod's that the preset shrinks, so it buys nothing there.  At N = 2^16 trade
+levels for precision with Meta-BTS instead (`ren.ckks.circuits.MetaBootstrapper`, the first
+bootstrapping's error bootstrapped once more): **37.1–37.4 bits with 9 levels left**, 12.6 s.
 
 **EvalMod above N = 2^12** (all three presets, through `Bootstrapper`'s default,
 `ren.ckks.circuits.bootstrap.default_eval_mod`): the symmetric form of degree 30

@@ -39,9 +39,9 @@ def hints() -> list:
     return sorted(plan_cache.plans_dir().glob("*.arena"))
 
 
-@pytest.fixture
-def spied(monkeypatch):
-    """Record every AheadFault made (in `events` too) and every arena the runners take."""
+def spy_arenas(monkeypatch, events: list[str]) -> tuple[list, list[np.ndarray]]:
+    """Record every AheadFault made (in `events` too) and every arena the runners take (also
+    `tests/test_pcache57_early.py`'s)."""
     made: list[malloc.AheadFault] = []
     taken: list[np.ndarray] = []
 
@@ -65,6 +65,11 @@ def spied(monkeypatch):
     monkeypatch.setattr(replay, "take_arena", arena)
     events.clear()
     return made, taken
+
+
+@pytest.fixture
+def spied(monkeypatch):
+    return spy_arenas(monkeypatch, events)
 
 
 def test_the_next_capture_faults_the_arena_in_before_its_trace_and_its_run_takes_it(spied):

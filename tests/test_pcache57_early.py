@@ -14,10 +14,11 @@ import gc
 
 import numpy as np
 import pytest
+from test_first_call_ahead import spy_arenas
 from test_first_run import fresh, keyswitch_like
 
 import ren
-from ren import arena_ahead, plan_cache, replay
+from ren import arena_ahead, plan_cache
 from ren import settings as ren_settings
 from ren.backend import malloc
 
@@ -60,29 +61,8 @@ def resident_pages(array: np.ndarray) -> tuple[int, int]:
 @pytest.fixture
 def spied(monkeypatch):
     """Early fault-ins for any arena size; every AheadFault made and every arena runs take."""
-    made: list[malloc.AheadFault] = []
-    taken: list[np.ndarray] = []
-
-    class Recorded(malloc.AheadFault):
-        def __init__(self, array, touch=None):
-            events.append(f"ahead {array.nbytes}")
-            super().__init__(array, touch)
-            made.append(self)
-
-    take = arena_ahead.take_arena
-
-    def arena(device, nwords):
-        got = take(device, nwords)
-        taken.append(got)
-        return got
-
-    # (an arena the allocator keeps from the eager runs would cover a hint: nothing ahead)
-    monkeypatch.setattr(ren.backend.get_device("cpu").allocator, "spare_bytes", lambda: 0,
-                        raising=False)
-    monkeypatch.setattr(arena_ahead, "AheadFault", Recorded)
+    made, taken = spy_arenas(monkeypatch, events)
     monkeypatch.setattr(arena_ahead, "EARLY_MIN_BYTES", 0)
-    monkeypatch.setattr(replay, "take_arena", arena)
-    events.clear()
     yield made, taken
     for owner in {o for o, _ in arena_ahead._early.values()}:
         arena_ahead.drop_early(owner)

@@ -1,16 +1,21 @@
 """Helpers shared by the ren.distributed test files: the jitted operation most of them map (the
-benchmark's `square`: multiply, relinearize, rescale), a batch of CKKS inputs, and the worker
-to kill in the killed-worker tests (one that holds a finished result)."""
+benchmark's `square`: multiply, relinearize, rescale), a batch of CKKS inputs, the worker
+to kill in the killed-worker tests (one that holds a finished result), and a shared-memory job
+of this client for the tests that write pool slots without a cluster (`shm_job`)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 import ren
 from ren.ckks import Evaluator
+from ren.distributed import shm
 
 
 @ren.jit
@@ -43,3 +48,15 @@ def result_holder(client: Any, job: Any, timeout: float, poll: float = 0.005) ->
             return victim
         time.sleep(poll)
     raise AssertionError("no result arrived")
+
+
+@contextlib.contextmanager
+def shm_job(tag: str) -> Iterator[str]:
+    """The name of a shared-memory job of this client (its ``.job`` file made), ended on exit:
+    what a map job's slots live under (`ren.distributed.shm`)."""
+    name = shm.client_prefix() + tag
+    open(os.path.join(shm.SHM_DIR, name + ".job"), "wb").close()
+    try:
+        yield name
+    finally:
+        shm.end_job(name)

@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("distributed", reason="ren.distributed needs dask[distributed]")
 
 from ckks_helpers import context
+from distributed_helpers import shm_job
 
 import ren
 from ren.ckks import Evaluator, dumps
@@ -34,10 +35,8 @@ def ckks():
 
 @pytest.fixture
 def job():
-    name = shm.client_prefix() + "-d57enc"
-    open(os.path.join(shm.SHM_DIR, name + ".job"), "wb").close()
-    yield name
-    shm.end_job(name)
+    with shm_job("-d57enc") as name:
+        yield name
 
 
 def _product(ct):

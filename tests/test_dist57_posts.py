@@ -9,6 +9,7 @@ import os
 
 import pytest
 from ckks_helpers import context
+from distributed_helpers import shm_job
 
 from ren.ckks import dumps
 from ren.distributed import posts, shm, shmslots
@@ -26,10 +27,8 @@ def ckks():
 
 @pytest.fixture
 def job():
-    name = shm.client_prefix() + "-d57post"
-    open(os.path.join(shm.SHM_DIR, name + ".job"), "wb").close()
-    yield name
-    shm.end_job(name)
+    with shm_job("-d57post") as name:
+        yield name
 
 
 def _posted(ckks, job, name, values):

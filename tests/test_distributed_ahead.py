@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("distributed", reason="ren.distributed needs dask[distributed]")
 
 from ckks_helpers import context
+from distributed_helpers import shm_job
 
 from ren.ckks import Evaluator, dumps
 from ren.distributed import shm
@@ -33,10 +34,8 @@ def ckks():
 
 @pytest.fixture
 def job():
-    name = shm.client_prefix() + "-ahead"
-    open(os.path.join(shm.SHM_DIR, name + ".job"), "wb").close()
-    yield name
-    shm.end_job(name)
+    with shm_job("-ahead") as name:
+        yield name
 
 
 def _doubled(ct):

@@ -13,6 +13,7 @@ import pickle
 import numpy as np
 import pytest
 from ckks_helpers import context
+from distributed_helpers import shm_job
 
 import ren
 from ren.backend.numpy_backend import host_empty
@@ -77,10 +78,8 @@ def test_a_replay_writes_into_the_given_storage_once_and_otherwise_as_before(ckk
 
 @pytest.fixture
 def job():
-    name = shm.client_prefix() + "-outputs"
-    open(os.path.join(shm.SHM_DIR, name + ".job"), "wb").close()
-    yield name
-    shm.end_job(name)
+    with shm_job("-outputs") as name:
+        yield name
 
 
 def _state(name: str) -> int:

@@ -123,7 +123,8 @@ def claim_early(owner: int) -> dict[str, int]:
     dropped = []
     with _ahead_lock:
         for device, (o, ahead) in list(_early.items()):
-            if o == owner and _early.pop(device, None) is not None:
+            if o == owner:
+                del _early[device]
                 old, _ahead[device] = _ahead.get(device), ahead
                 if old is not None:
                     dropped.append(old)
@@ -136,8 +137,8 @@ def claim_early(owner: int) -> dict[str, int]:
 def drop_early(owner: int) -> None:
     """Stop and free `owner`'s early arenas that no capture claimed (the Jitted is gone)."""
     with _ahead_lock:
-        mine = [d for d, (o, _) in list(_early.items()) if o == owner]
-        left = [e[1] for e in (_early.pop(d, None) for d in mine) if e is not None]
+        mine = [d for d, (o, _) in _early.items() if o == owner]
+        left = [_early.pop(d)[1] for d in mine]
     for ahead in left:
         ahead.take()
 

@@ -562,7 +562,9 @@ class Jitted:
                                                               call.buffers(leaf_of_param))
         if hint is not None:
             note_arenas(hint, template.plan)
-            note_arenas(function_hint(self.fn) or hint, template.plan)
+            whole = function_hint(self.fn)  # (None only where `hint` is: the cache off)
+            if whole is not None:
+                note_arenas(whole, template.plan)
         in_paths, scalar_paths = call.paths()
         plan = JitPlan(
             name=self.name, signature=self.signature, static_argnames=self.static_argnames,

@@ -11,7 +11,6 @@ becomes_map, under that lock, and always to a node with the same value.
 
 from __future__ import annotations
 
-import numbers
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -21,10 +20,8 @@ import numpy as np
 from ren import random as ren_random
 from ren.device import Buffer, canonical_device, in_host_memory
 from ren.errors import (
-    DeviceError,
     DomainError,
     LevelError,
-    OperandError,
     ParameterError,
     RingMismatchError,
     ShapeError,
@@ -36,6 +33,15 @@ from ren.errors import (
 from ren.ir import const_node
 from ren.node import Node, substitute_many
 from ren.ops import DType, Op
+from ren.poly_checks import (
+    OPERATOR_SYMBOL,
+    as_domain,
+    check_ring,
+    moduli_to_drop,
+    operand_error,
+    unify_operands,
+    unsupported_operator,
+)
 from ren.random import RandomSpec
 from ren.realization import (
     current_recorder,
@@ -49,60 +55,10 @@ from ren.ring.automorph import _check_g
 from ren.ring.rns import pack_int64
 from ren.sampling import validate as validate_random
 from ren.serialize import PayloadDType, encode_poly, payload_dtype, read_poly, standard_residues
-from ren.spec import PolySpec, is_constant_poly, need_spec, spec_of
+from ren.spec import PolySpec, need_spec, spec_of
 
 #: Every live Poly, so realization can point overlapping graphs at realized buffers.
 _live: weakref.WeakSet[Poly] = weakref.WeakSet()
-
-
-def _as_domain(domain: Domain | str) -> Domain:
-    if isinstance(domain, Domain):
-        return domain
-    try:
-        return Domain[str(domain).upper()]
-    except KeyError:
-        raise DomainError(f"unknown domain {domain!r}; use Domain.COEFF or Domain.NTT") from None
-
-
-def _check_ring(ring: Any) -> RingSpec:
-    if not isinstance(ring, RingSpec):
-        raise ParameterError(f"expected a RingSpec, got {type(ring).__name__}")
-    return ring
-
-
-#: The operator each arithmetic op is written with, for messages.
-_SYMBOL = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
-
-_SUPPORTED = ("Poly arithmetic is exact modular arithmetic over ints and Polys: p + x, p - x, "
-              "p * x (and reflected) and -p, where x is a Poly or an int (Python or NumPy "
-              "integer)")
-
-
-def _operand_error(symbol: str, other: Any, reverse: bool) -> OperandError:
-    """The error for `Poly <symbol> other` (or reflected) with an operand that is no Poly/int."""
-    name = type(other).__name__
-    shown = f"{name} {symbol} Poly" if reverse else f"Poly {symbol} {name}"
-    if isinstance(other, bool | np.bool_):
-        hint = "; a bool is a flag, not a number: write int(flag) if you mean 0 or 1"
-    elif isinstance(other, numbers.Number):
-        hint = (f"; a {name} would have to be rounded, so it is refused: pass an int, or "
-                "encode real numbers with ren.ckks (Encoder, Evaluator.multiply_scalar)")
-    elif isinstance(other, np.ndarray | list | tuple):
-        hint = ("; arrays and sequences do not broadcast over a Poly: make a Poly of the values "
-                "first (Poly.from_coefficients(values, p.ring) or Poly.from_residues)")
-    else:
-        hint = ""
-    return OperandError(f"unsupported operand: `{shown}` ({other!r:.40}); {_SUPPORTED}{hint}")
-
-
-def _unsupported(symbol: str, hint: str) -> Any:
-    """A dunder method that raises OperandError for the operator `symbol` (unary or binary)."""
-
-    def method(self: Poly, *_args: Any) -> Any:
-        raise OperandError(f"Poly does not support {symbol}: {hint}.  {_SUPPORTED}")
-
-    method.__name__ = f"unsupported {symbol}"
-    return method
 
 
 class Poly:
@@ -182,7 +138,7 @@ class Poly:
         its own kernel; on others (and on a device not available here) "python" reduces them
         and the residues are copied (COPY).
         """
-        ring = _check_ring(ring)
+        ring = check_ring(ring)
         device = canonical_device(device)
         words: np.ndarray | None = None
         if isinstance(coeffs, np.ndarray):
@@ -225,8 +181,8 @@ class Poly:
                       domain: Domain | str = Domain.COEFF, device: str = "python") -> Poly:
         """An already-realized polynomial from its (limbs × N) standard-form residues in
         `domain` (each row i in [0, q_i)).  The values are stored in Montgomery form."""
-        ring = _check_ring(ring)
-        domain = _as_domain(domain)
+        ring = check_ring(ring)
+        domain = as_domain(domain)
         device = canonical_device(device)
         # Exact ints only: a float, Fraction or bool would otherwise be truncated silently.
         std = standard_residues(ring, residues, "from_residues").astype(np.uint32)
@@ -246,18 +202,18 @@ class Poly:
               device: str = "python") -> Poly:
         """The constant polynomial `value` (symbolic: no storage until a pass needs it)."""
         value = check_int(value, "Poly.const: value")
-        return cls(const_node(value, _check_ring(ring), _as_domain(domain),
+        return cls(const_node(value, check_ring(ring), as_domain(domain),
                               canonical_device(device)))
 
     @classmethod
     def _random(cls, ring: RingSpec, kind: str, params: tuple, device: str,
                 domain: Domain | str = Domain.COEFF) -> Poly:
-        ring = _check_ring(ring)
+        ring = check_ring(ring)
         recorder = current_recorder()  # e.g. a JIT capture, which must refuse fresh randomness
         if recorder is not None:
             recorder.on_random(kind)
         validate_random(kind, params, ring)
-        domain = _as_domain(domain)
+        domain = as_domain(domain)
         if domain is Domain.NTT and kind != "uniform":
             raise DomainError(f"{kind} samples small coefficients, so it is defined in the "
                               "coefficient domain; sample it there and call .ntt()")
@@ -279,7 +235,7 @@ class Poly:
         if not isinstance(spec, RandomSpec):
             raise ParameterError(f"Poly.from_random: expected a RandomSpec, got "
                                  f"{type(spec).__name__}")
-        ring, domain = _check_ring(ring), _as_domain(domain)
+        ring, domain = check_ring(ring), as_domain(domain)
         validate_random(spec.kind, spec.params, ring)
         if domain is Domain.NTT and spec.kind != "uniform":
             raise DomainError(f"{spec.kind} samples are defined in the coefficient domain")
@@ -333,14 +289,14 @@ class Poly:
             s = self.spec
             return const_node(int(other), s.ring, s.domain, s.device)
         # raise rather than return NotImplemented: Python's fallback is a bare TypeError
-        raise _operand_error(symbol, other, reverse)
+        raise operand_error(symbol, other, reverse)
 
     def _binary(self, op: Op, other: Any, reverse: bool = False) -> Poly:
-        b = self._coerce(_SYMBOL[op], other, reverse)
+        b = self._coerce(OPERATOR_SYMBOL[op], other, reverse)
         a = self._node
         if reverse:
             a, b = b, a
-        a, b = _unify(op, a, b)
+        a, b = unify_operands(op, a, b)
         return Poly(Node(op, DType.U32, (a, b)))
 
     def __add__(self, other: Any) -> Poly:
@@ -365,21 +321,21 @@ class Poly:
         return Poly(Node(Op.NEG, DType.U32, (self._node,)))
 
     # Operators with no exact meaning on a Poly: a Ren error that says what to write instead.
-    __pow__ = __rpow__ = _unsupported(
+    __pow__ = __rpow__ = unsupported_operator(
         "**", "there is no power operator; multiply (p * p, or a loop of squarings)")
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = \
-        __divmod__ = __rdivmod__ = _unsupported(
+        __divmod__ = __rdivmod__ = unsupported_operator(
             "/, //, % and divmod",
             "a Poly has no division; divide exactly by the ring's trailing moduli with "
             "p.rescale(moduli), or multiply by an inverse mod Q: p * pow(k, -1, Q) where "
             "Q = math.prod(p.ring.moduli)")
-    __matmul__ = __rmatmul__ = _unsupported(
+    __matmul__ = __rmatmul__ = unsupported_operator(
         "@", "* already is the ring product (the negacyclic convolution mod X^N + 1)")
     __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __lshift__ = __rlshift__ = \
-        __rshift__ = __rrshift__ = __invert__ = _unsupported(
+        __rshift__ = __rrshift__ = __invert__ = unsupported_operator(
             "bitwise operators", "residues have no bitwise operations in Ren")
-    __pos__ = __abs__ = _unsupported("unary + and abs()", "negate with -p")
-    __lt__ = __le__ = __gt__ = __ge__ = _unsupported(
+    __pos__ = __abs__ = unsupported_operator("unary + and abs()", "negate with -p")
+    __lt__ = __le__ = __gt__ = __ge__ = unsupported_operator(
         "<, <=, > and >=", "polynomials mod Q have no order; realize them and compare values "
         "explicitly, e.g. p.coefficients() and q.coefficients()")
 
@@ -423,7 +379,7 @@ class Poly:
         modulus gets the fast basis conversion of the residues, i.e. the value x + u·Q with
         0 <= u < limbs (see `ren.ring.fast_basis_convert`).
         """
-        ring = _check_ring(ring)
+        ring = check_ring(ring)
         if ring.N != self.ring.N:
             raise RingMismatchError(
                 f"to_ring: cannot change the dimension N={self.ring.N} to N={ring.N}; "
@@ -434,7 +390,7 @@ class Poly:
     def rescale(self, moduli: int | Sequence[int]) -> Poly:
         """Divide by the product P of `moduli` and round (exactly): the result lives in the ring
         without them.  `moduli` (one int or a sequence) must be the ring's trailing moduli."""
-        drop = _moduli_to_drop(moduli)
+        drop = moduli_to_drop(moduli)
         ring = self.ring
         if not drop:
             raise LevelError("rescale: give at least one modulus to divide by")
@@ -525,47 +481,6 @@ class Poly:
         if dtype is not PayloadDType.U32_MONTGOMERY:  # (read_poly has checked the range)
             words = to_mont(words, get_tables(ring))
         return cls._from_stored(words, ring, domain, canonical_device(device))
-
-
-def _moduli_to_drop(moduli: Any) -> tuple[int, ...]:
-    """The `moduli` argument of rescale (one int or a sequence of ints) as a tuple of ints."""
-    if is_int(moduli):
-        return (int(moduli),)
-    bad = ParameterError(f"rescale: moduli must be ints (one, or a list/tuple of them), got "
-                         f"{type(moduli).__name__} {moduli!r}")
-    if isinstance(moduli, str | bytes) or not isinstance(moduli, Sequence | np.ndarray):
-        raise bad
-    if isinstance(moduli, np.ndarray) and moduli.ndim != 1:
-        raise bad
-    if not all(is_int(q) for q in moduli):
-        raise bad
-    return tuple(int(q) for q in moduli)
-
-
-def _unify(op: Op, a: Node, b: Node) -> tuple[Node, Node]:
-    """Check two operands of an elementwise op; re-tag a constant to the other's domain."""
-    sa, sb = need_spec(a), need_spec(b)
-    if sa.ring != sb.ring:
-        raise RingMismatchError(
-            f"{op.name}: operands live in different rings ({sa.ring.short()} vs "
-            f"{sb.ring.short()}); convert one with .to_ring(other.ring) or rescale first"
-        )
-    if sa.device != sb.device:
-        raise DeviceError(
-            f"{op.name}: operands are on different devices ({sa.device} vs {sb.device}); "
-            f"move one with .to({sa.device!r})"
-        )
-    if sa.domain is not sb.domain:
-        if is_constant_poly(a):
-            a = a.replace(arg=(sa.ring, sb.domain))
-        elif is_constant_poly(b):
-            b = b.replace(arg=(sb.ring, sa.domain))
-        elif op.info.needs_domain is None:  # MUL: pass 3 converts a product's operands
-            raise DomainError(
-                f"{op.name}: operands are in different domains ({sa.domain.name} vs "
-                f"{sb.domain.name}); call .ntt() or .intt() on one of them"
-            )
-    return a, b
 
 
 def live_polys() -> list[Poly]:

@@ -56,8 +56,6 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ren import settings
 from ren.arena_ahead import (
     claim_early,
@@ -68,11 +66,10 @@ from ren.arena_ahead import (
     fault_guess,
     faulting_ahead,
 )
-from ren.device import Buffer
 from ren.errors import JitError, TruthValueError
-from ren.ir import as_ring, is_const, storage_buffer
+from ren.jit_call import JitCall, describe_leaf, freeze, same_value
 from ren.node import Node, toposort
-from ren.ops import DType, Op
+from ren.ops import Op
 from ren.passes.pipeline import Pipeline, current_pipeline
 from ren.passes.pipeline import using as using_pipeline
 from ren.plan_cache import (
@@ -82,8 +79,8 @@ from ren.plan_cache import (
     hinted_arenas,
     note_arenas,
 )
-from ren.poly import Poly, realize_polys
-from ren.realization import Recorder, is_realized, parameter, recording
+from ren.poly import Poly
+from ren.realization import Recorder, recording
 from ren.replay import Template
 from ren.schedule import gc_paused
 from ren.spec import PolySpec
@@ -95,120 +92,8 @@ __all__ = ["InputSlot", "JitPlan", "Jitted", "jit"]
 _owners = itertools.count(1)
 #: True while a jitted function is being captured (a jitted function called inside runs inline)
 _tracing: ContextVar[bool] = ContextVar("ren_jit_tracing", default=False)
-
-
-def _freeze(x: Any) -> Any:
-    return x.copy() if isinstance(x, np.ndarray) else x
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether frozen scalar `a` and the call's `b` are the same value (and type)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, np.ndarray):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def _leaf_key(p: Poly) -> tuple:
-    n = p.node
-    if is_const(n):
-        return (p.spec, n.dtype, "const", n.src[0].arg[0])
-    return (p.spec, n.dtype)
-
-
-def _describe(key: tuple) -> str:
-    s: PolySpec = key[0]
-    const = f" constant {key[3]}" if len(key) > 2 else ""
-    return f"{s.ring.short()} {s.domain.name} on {s.device}{const}"
-
-
-# -- one call's arguments -------------------------------------------------------------------------
-class _Call:
-    """A call's arguments, flattened: input Polys, frozen scalars, structure and cache key."""
-
-    __slots__ = ("bound", "key", "leaves", "name", "scalars", "structure")
-
-    def __init__(self, name: str, signature: inspect.Signature, static: tuple[str, ...],
-                 args: tuple, kwargs: dict, pipeline: Pipeline | None = None):
-        self.name = name
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise JitError(f"{name}: {e}") from None
-        bound.apply_defaults()
-        self.bound = bound
-        arguments = bound.arguments
-        statics = []
-        if static:
-            for s in static:
-                value = arguments.get(s)
-                try:
-                    hash(value)
-                except TypeError:
-                    raise JitError(f"{name}: static argument `{s}` must be hashable (it is part "
-                                   f"of the cache key), got {type(value).__name__}") from None
-                statics.append((s, value))
-            arguments = {k: (None if k in static else v) for k, v in arguments.items()}
-        leaves: list[Poly] = []
-        scalars: list[Any] = []
-        seen: set[int] = set()
-        children = tuple(flatten(v, leaves, scalars, seen, JitError) for v in arguments.values())
-        self.structure = ("args", tuple(arguments), children)
-        self.leaves, self.scalars = leaves, scalars
-        # the pipeline is in the key: a plan scheduled under one never replays under another
-        pipe_key = (pipeline or current_pipeline()).key
-        self.key = (self.structure, tuple(_leaf_key(p) for p in leaves), tuple(statics),
-                    pipe_key)
-
-    def paths(self) -> tuple[list[str], list[str]]:
-        return leaf_paths(self.structure)
-
-    def realize_inputs(self) -> None:
-        pending = [p for p in self.leaves if not is_realized(p.node)]
-        if pending:
-            realize_polys(pending)
-
-    def check_distinct(self) -> None:
-        """One buffer passed as two inputs is refused (each input has its own plan slot)."""
-        where: dict[tuple, int] = {}
-        for i, p in enumerate(self.leaves):
-            n = p.node
-            if is_const(n):
-                continue
-            b = storage_buffer(n)
-            k = (id(b), 0, b.shape) if b.base is None else (id(b.base), b.offset, b.shape)
-            j = where.setdefault(k, i)
-            if j != i:
-                paths = self.paths()[0]
-                raise JitError(
-                    f"{self.name}: arguments `{paths[j]}` and `{paths[i]}` are the same buffer; "
-                    "a captured plan binds every input to a slot of its own.  Use one argument "
-                    "for both (def f(x): ... x ... x), or pass a copy")
-
-    def buffers(self, leaf_of_param: Sequence[int]) -> list[Buffer]:
-        leaves = self.leaves
-        return [storage_buffer(leaves[j].node) for j in leaf_of_param]
-
-    def parameters(self) -> tuple[list[Buffer], list[int], list[Poly]]:
-        """The inputs as the function sees them while it is captured: (a `parameter` buffer per
-        non-constant input, the input leaf of each, every leaf as a Poly over its parameter)."""
-        params: list[Buffer] = []
-        leaf_of_param: list[int] = []
-        polys = []
-        for j, p in enumerate(self.leaves):
-            n = p.node
-            if not is_const(n):
-                params.append(parameter(storage_buffer(n)))
-                leaf_of_param.append(j)
-                n = as_ring(Node(Op.BUFFER, DType.U32, (), params[-1]), *n.arg)
-            polys.append(Poly(n))
-        return params, leaf_of_param, polys
+#: the old private name of `JitCall`, which tests/test_threads_work and tests/test_plan_team import
+_Call = JitCall
 
 
 # -- capture --------------------------------------------------------------------------------------
@@ -335,12 +220,12 @@ class JitPlan:
                f"{self.runner}>"
 
     # -- replay ------------------------------------------------------------------------------
-    def check(self, call: _Call, key_checked: bool = False) -> None:
+    def check(self, call: JitCall, key_checked: bool = False) -> None:
         """Raise JitError unless `call` matches this plan (key and frozen scalars)."""
         if not key_checked and call.key != self.key:
             raise JitError(_mismatch(self.name, call, [self], capture=False))
         for i, (value, (_, frozen)) in enumerate(zip(call.scalars, self.scalars)):
-            if not _same(frozen, value):
+            if not same_value(frozen, value):
                 raise JitError(
                     f"{self.name}: argument `{call.paths()[1][i]}` is a frozen scalar: the plan "
                     f"for these inputs was captured with {frozen!r}, this call passes {value!r}. "
@@ -348,7 +233,7 @@ class JitPlan:
                     "pass the value as a Poly, list the argument in static_argnames (one plan per "
                     "value), or use another jitted function")
 
-    def run(self, call: _Call) -> Any:
+    def run(self, call: JitCall) -> Any:
         """Run the template on a checked call whose inputs are realized and distinct; returns
         the function's result (new Polys in the output structure)."""
         return self.result(self.template.run(call.buffers(self.leaf_of_param)))
@@ -358,12 +243,12 @@ class JitPlan:
         return unflatten(self.out_structure, iter([Poly(n) for n in nodes]),
                          iter(self.out_scalars))
 
-    def replay(self, call: _Call) -> Any:
+    def replay(self, call: JitCall) -> Any:
         self.replays += 1
         return self.run(call)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        call = JitCall(self.name, self.signature, self.static_argnames, args, kwargs)
         self.check(call)
         call.realize_inputs()
         call.check_distinct()
@@ -372,13 +257,13 @@ class JitPlan:
     def profile(self, *args: Any, **kwargs: Any) -> list[float]:
         """Seconds of each kernel call of one replay on these arguments, timed one by one (the
         raw kernel times; needs a graph runner)."""
-        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs)
+        call = JitCall(self.name, self.signature, self.static_argnames, args, kwargs)
         self.check(call)
         call.realize_inputs()
         return self.template.profile(call.buffers(self.leaf_of_param))
 
 
-def _mismatch(name: str, call: _Call, plans: Sequence[JitPlan], capture: bool) -> str:
+def _mismatch(name: str, call: JitCall, plans: Sequence[JitPlan], capture: bool) -> str:
     """Why `call` matches none of `plans` (naming the first differing argument)."""
     why = "capture is disabled" if not capture else "the plan was captured for other inputs"
     hint = ("call with inputs of a captured spec, or enable capture (fn.capture = True)"
@@ -393,7 +278,7 @@ def _mismatch(name: str, call: _Call, plans: Sequence[JitPlan], capture: bool) -
         for i, (mine, theirs) in enumerate(zip(call.key[1], p.key[1])):
             if mine != theirs:
                 return (f"{name}: no captured plan matches and {why}: argument `{paths[i]}` is "
-                        f"{_describe(mine)}, the plan expects {_describe(theirs)}; {hint}")
+                        f"{describe_leaf(mine)}, the plan expects {describe_leaf(theirs)}; {hint}")
         if call.key[2] != p.key[2]:
             return (f"{name}: no captured plan matches and {why}: static arguments "
                     f"{dict(call.key[2])} were captured as {dict(p.key[2])}; {hint}")
@@ -463,8 +348,8 @@ class Jitted:
         """The plan a call with these arguments would replay, or None where it would capture
         (nothing runs, nothing is realized).  A matching plan whose frozen scalars differ from
         the arguments raises JitError, as the call would (`ren.distributed` ships the plan)."""
-        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs,
-                     self.pipeline)
+        call = JitCall(self.name, self.signature, self.static_argnames, args, kwargs,
+                       self.pipeline)
         plan = self._plans.get(call.key)
         if plan is not None:
             plan.check(call, key_checked=True)
@@ -484,8 +369,8 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not settings.get("REN_JIT") or _tracing.get():
             return self.fn(*args, **kwargs)  # eager, or inline inside another capture
-        call = _Call(self.name, self.signature, self.static_argnames, args, kwargs,
-                     self.pipeline)
+        call = JitCall(self.name, self.signature, self.static_argnames, args, kwargs,
+                       self.pipeline)
         plan = self._plans.get(call.key)
         if plan is not None:
             plan.check(call, key_checked=True)  # found by its key
@@ -503,7 +388,7 @@ class Jitted:
             self._plans[call.key] = plan
         return result
 
-    def _capture(self, call: _Call) -> tuple[JitPlan, Any]:
+    def _capture(self, call: JitCall) -> tuple[JitPlan, Any]:
         """Trace the function on parameters, compile its outputs, run the template once."""
         # the collector paused for the whole capture, not only the passes: the trace, the
         # memory plan, the exec units and the runner allocate per node too, and full
@@ -511,7 +396,7 @@ class Jitted:
         with gc_paused(), using_pipeline(self.pipeline or current_pipeline()):
             return self._capture_unpaused(call)
 
-    def _capture_unpaused(self, call: _Call) -> tuple[JitPlan, Any]:
+    def _capture_unpaused(self, call: JitCall) -> tuple[JitPlan, Any]:
         t0 = time.perf_counter()
         # the arenas the last capture of this call needed start faulting in now, on a core the
         # trace leaves idle (`plan_cache.arena_hint`); what the run does not take is dropped
@@ -527,7 +412,7 @@ class Jitted:
         finally:
             drop_ahead()
 
-    def _compile(self, call: _Call, hint: Path | None, t0: float) -> tuple[JitPlan, Any]:
+    def _compile(self, call: JitCall, hint: Path | None, t0: float) -> tuple[JitPlan, Any]:
         params, leaf_of_param, polys = call.parameters()
         values = unflatten(call.structure, iter(polys), iter(call.scalars))
         bound = call.bound
@@ -569,7 +454,7 @@ class Jitted:
         plan = JitPlan(
             name=self.name, signature=self.signature, static_argnames=self.static_argnames,
             key=call.key, inputs=[(path, p.spec) for path, p in zip(in_paths, call.leaves)],
-            scalars=[(path, _freeze(v)) for path, v in zip(scalar_paths, call.scalars)],
+            scalars=[(path, freeze(v)) for path, v in zip(scalar_paths, call.scalars)],
             template=template, leaf_of_param=leaf_of_param, out_structure=out_structure,
             out_scalars=out_scalars, compiled_by=compiled_by)
         result = plan.result(first)

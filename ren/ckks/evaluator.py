@@ -41,7 +41,7 @@ mixin `ren.ckks.alignment.LevelsAndScales` the moves that bring operands to one 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from numbers import Number
 from typing import Any
@@ -63,10 +63,10 @@ from ren.ckks.params import (
     normalize_scale,
     rescaled,
 )
+from ren.ckks.programs import PROGRAMS, REGISTERED, register_program, registered_program
 from ren.errors import (
     ParameterError,
     check_bool,
-    check_callable,
     check_choice,
     check_instance,
     check_int,
@@ -518,7 +518,7 @@ class Evaluator(LevelsAndScales):
         Consumes exactly ⌈log2(degree+1)⌉ levels; the result has its level's default scale
         (`ren.ckks.circuits.polyeval.evaluate_polynomial`, which also fits Chebyshev
         coefficients to a function).  In auto mode an unrescaled product is rescaled first."""
-        return _program("evaluate_polynomial")(self, ct, coeffs, basis, interval)
+        return registered_program("evaluate_polynomial")(self, ct, coeffs, basis, interval)
 
     def linear_transform(self, ct: Ciphertext, transform: Any,
                          hoisted: bool | str = True) -> Ciphertext:
@@ -529,7 +529,7 @@ class Evaluator(LevelsAndScales):
         divides by P once per giant step, "single" shares the decomposition only, False or
         "none" hoists nothing: `LinearTransform.apply`).  The result has its level's default
         scale (`ren.ckks.circuits.lintrans.linear_transform`)."""
-        return _program("linear_transform")(self, ct, transform, hoisted)
+        return registered_program("linear_transform")(self, ct, transform, hoisted)
 
     def rotate_sum(self, ct: Ciphertext, n: int | None = None) -> Ciphertext:
         """Every slot j gets the sum of slots j … j+n−1 (cyclically); n = N/2 (default) puts the
@@ -549,29 +549,8 @@ class Evaluator(LevelsAndScales):
 
 MODES = ("auto", "explicit")
 
-#: The programs built on the evaluator's operations: polynomials and linear transforms.  They
-#: live in `ren.ckks.circuits`, which imports this module (never the other way round) and
-#: registers them here when it is imported; ``import ren.ckks`` imports it, so the methods
-#: `Evaluator.evaluate_polynomial` and `Evaluator.linear_transform` always find them.
-PROGRAMS = ("evaluate_polynomial", "linear_transform")
-_programs: dict[str, Callable[..., Ciphertext]] = {}
-
-
-def register_program(name: str, fn: Callable[..., Ciphertext]) -> None:
-    """Make `fn` (called as ``fn(evaluator, ct, *args)``) the implementation of the Evaluator
-    method `name` (one of `PROGRAMS`): how `ren.ckks.circuits` plugs its polynomial evaluation
-    and linear transforms into the evaluator without the evaluator importing it."""
-    check_choice(name, "register_program: name", PROGRAMS)
-    check_callable(fn, "register_program: fn")
-    _programs[name] = fn
-
-
-def _program(name: str) -> Callable[..., Ciphertext]:
-    fn = _programs.get(name)
-    if fn is None:  # only when ren.ckks.evaluator is loaded without its package
-        raise ParameterError(f"Evaluator.{name} is implemented in ren.ckks.circuits, which is "
-                             "not loaded; import ren.ckks (or ren.ckks.circuits) first")
-    return fn
+#: the old private name of `ren.ckks.programs.REGISTERED` (tests/test_ckks_circuits_api reads it)
+_programs = REGISTERED
 
 # every public operation is recorded while `ren.ckks.operations.record_operations` is on (what
 # ren-inspect groups a graph by); one list of them, in ren.ckks.operations

@@ -130,6 +130,25 @@ def _check(a: np.ndarray, ring: RingSpec) -> tuple[int, int]:
     return a.shape
 
 
+def _natural_stage(fly, x: np.ndarray, h: int, w, wp, q, q2, T, S) -> None:
+    """One stage of butterflies `fly` on x (L, N) in the natural layout: partners h apart in
+    blocks of 2h, which are long runs while h > T0."""
+    L, N = x.shape
+    m = N // (2 * h)
+    v = x.reshape(L, m, 2, h)
+    fly(v[:, :, 0, :], v[:, :, 1, :], w, wp, q, q2, T.reshape(L, m, h), S.reshape(L, m, h))
+
+
+def _transposed_stage(fly, y: np.ndarray, T0: int, m0: int, h: int, w, wp, q, q2, T, S
+                      ) -> None:
+    """One stage on y in the transposed layout (L, 2·T0, m0): the block index is the (long)
+    inner axis, partners h rows apart."""
+    L = y.shape[0]
+    v = y.reshape(L, T0 // h, 2, h, m0)
+    shape = (L, T0 // h, h, m0)
+    fly(v[:, :, 0], v[:, :, 1], w, wp, q, q2, T.reshape(shape), S.reshape(shape))
+
+
 def ntt(a: np.ndarray, ring: RingSpec, out: np.ndarray | None = None) -> np.ndarray:
     """Forward negacyclic NTT of every limb of `a` ((L, N) residues in [0, q)); returns u32."""
     L, N = _check(a, ring)
@@ -142,21 +161,18 @@ def ntt(a: np.ndarray, ring: RingSpec, out: np.ndarray | None = None) -> np.ndar
     np.copyto(x, a, casting="unsafe")
     q3 = tables.q64.reshape(L, 1, 1)
     q2 = q3 * U64(2)
-    m, h = 1, N // 2
+    h = N // 2
     while h > T0:  # natural layout: blocks of 2h are long runs
-        v = x.reshape(L, m, 2, h)
         w, wp, _, _ = plan.early[h]
-        fly(v[:, :, 0, :], v[:, :, 1, :], w, wp, q3, q2, T.reshape(L, m, h), S.reshape(L, m, h))
-        m, h = 2 * m, h // 2
+        _natural_stage(fly, x, h, w, wp, q3, q2, T, S)
+        h //= 2
     yv = y.reshape(L, 2 * T0, m0)
     np.copyto(yv, x.reshape(L, m0, 2 * T0).transpose(0, 2, 1))
     q4 = tables.q64.reshape(L, 1, 1, 1)
     q2 = q4 * U64(2)
     while h >= 1:  # transposed layout: the block index is the (long) inner axis
-        v = y.reshape(L, T0 // h, 2, h, m0)
         w, wp, _, _ = plan.late[h]
-        shape = (L, T0 // h, h, m0)
-        fly(v[:, :, 0], v[:, :, 1], w, wp, q4, q2, T.reshape(shape), S.reshape(shape))
+        _transposed_stage(fly, y, T0, m0, h, w, wp, q4, q2, T, S)
         h //= 2
     _reduce(y, tables.q64, 4 if lazy else 1, z)
     if out is None:
@@ -180,19 +196,15 @@ def intt(a: np.ndarray, ring: RingSpec, out: np.ndarray | None = None) -> np.nda
     q2 = q4 * U64(2)
     h = 1
     while h <= T0 and h < N:
-        v = y.reshape(L, T0 // h, 2, h, m0)
         _, _, iw, iwp = plan.late[h]
-        shape = (L, T0 // h, h, m0)
-        fly(v[:, :, 0], v[:, :, 1], iw, iwp, q4, q2, T.reshape(shape), S.reshape(shape))
+        _transposed_stage(fly, y, T0, m0, h, iw, iwp, q4, q2, T, S)
         h *= 2
     np.copyto(x.reshape(L, m0, 2 * T0), yv.transpose(0, 2, 1))
     q3 = tables.q64.reshape(L, 1, 1)
     q2 = q3 * U64(2)
     while h < N:
-        m = N // (2 * h)
-        v = x.reshape(L, m, 2, h)
         _, _, iw, iwp = plan.early[h]
-        fly(v[:, :, 0, :], v[:, :, 1, :], iw, iwp, q3, q2, T.reshape(L, m, h), S.reshape(L, m, h))
+        _natural_stage(fly, x, h, iw, iwp, q3, q2, T, S)
         h *= 2
     # scale by N^-1 (Shoup; x < 2q < 2^32 keeps it exact), then reduce [0, 2q) -> [0, q)
     _shoup(x, plan.ninv, plan.ninv_shoup, tables.q64, y, z)

@@ -451,6 +451,18 @@ def examples() -> dict[str, tuple[str, str]]:
     return out
 
 
+def _built_in(make: Callable[[str, str], Program], name: str, params: str, what: str
+              ) -> Program:
+    """``make(name, params)``, a built-in example under the named parameters; a RenError it
+    raises becomes an InspectError naming the example and `what` the parameters are."""
+    try:
+        return make(name, params)
+    except InspectError:
+        raise
+    except RenError as e:
+        raise InspectError(f"{name} with {what} {params!r}: {e}") from e
+
+
 def load_program(spec: str | Path, ckks: str = DEFAULT_CKKS_PARAMS) -> Program:
     """The program named `spec`: a built-in example or a Python file (see the module doc).
     `ckks` chooses the parameters of the built-in CKKS examples."""
@@ -458,19 +470,9 @@ def load_program(spec: str | Path, ckks: str = DEFAULT_CKKS_PARAMS) -> Program:
     if text in corpus.PROGRAMS:
         return _corpus_program(text)
     if text in CKKS_EXAMPLES:
-        try:
-            return _ckks_program(text, ckks)
-        except InspectError:
-            raise
-        except RenError as e:
-            raise InspectError(f"{text} with CKKS parameters {ckks!r}: {e}") from e
+        return _built_in(_ckks_program, text, ckks, "CKKS parameters")
     if text in _bfv_examples():
-        try:
-            return _bfv_program(text, ckks)
-        except InspectError:
-            raise
-        except RenError as e:
-            raise InspectError(f"{text} with parameters {ckks!r}: {e}") from e
+        return _built_in(_bfv_program, text, ckks, "parameters")
     path = Path(text)
     if text.strip() and (path.suffix == ".py" or path.exists() or "/" in text):
         return load_file(path)

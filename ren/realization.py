@@ -291,6 +291,8 @@ def sample_random_leaves(nodes: Sequence[Node]) -> dict[Node, Node]:
     # share: an encryption's three leaves on two threads left one idle for a Gaussian's time
     width = min(SAMPLING_THREADS, len(leaves), max(
         (get_device(n.src[0].arg.device).sampling_threads() for n in leaves), default=1))
+    if not _side_by_side_pays(leaves):
+        width = 1  # one leaf after another, each on the device's whole team
     if width > 1:
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for i in sorted(range(len(leaves)), key=lambda i: -_draw_cost(leaves[i])):
@@ -399,6 +401,23 @@ def _transformed_samples(nodes: Sequence[Node], samples: dict[Node, Node]) -> di
     return out
 
 
+def _side_by_side_pays(leaves: Sequence[Node]) -> bool:
+    """Whether `sample_random_leaves` draws `leaves` side by side (else one after another on the
+    caller, each sampler on the device's whole team): only where one is uniform (SIDE_BY_SIDE
+    "uniform"; "all": always, as before).
+
+    A uniform row is compute-bound (a SHAKE-128 stream per limb, ~0.15 ms a limb at N = 2^16),
+    so a key generation's pool keeps a second thread busy for milliseconds.  The small kinds
+    (a public-key encryption's u, e0, e1) are ~0.5-0.8 ms of squeeze and map, then a residue
+    pass per limb that is bound by memory writes (44 rows, 11.5 MB, ~0.45 ms at one thread and
+    ~0.40 at two): side by side, three leaves split 2:1 over two threads, two residue passes
+    compete for the same bandwidth and the pool thread must wake first.  One after another,
+    each leaf's parts and limbs split over the team instead.  N = 2^16, two threads, in-process
+    alternated, quiet: encryption's sampling 3.9-4.0 -> 2.5-2.8 ms (medians of 30).  The words
+    never depend on it; one thread draws on the caller either way."""
+    return SIDE_BY_SIDE == "all" or any(n.src[0].arg.kind == "uniform" for n in leaves)
+
+
 def _draw_cost(leaf: Node) -> float:
     """A leaf's sampling cost, relative (`sample_random_leaves` draws the dearest first): a
     uniform row is a SHAKE-128 stream per limb; the small kinds one or two serial SHAKE-256
@@ -414,6 +433,9 @@ def _draw_cost(leaf: Node) -> float:
 SAMPLING_THREADS = 4
 #: whether the realizing thread draws leaves beside the pool's (`sample_random_leaves`)
 DRAW_ON_CALLER = True
+#: which leaf sets `sample_random_leaves` draws side by side: "uniform" (those with a uniform
+#: leaf, `_side_by_side_pays`) or "all"
+SIDE_BY_SIDE = "uniform"
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (the pid that made it, the pool)
 _pool_lock = threading.Lock()
 

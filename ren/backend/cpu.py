@@ -181,7 +181,8 @@ def library_call(call: RingCall, isa: str | None = None,
     """The library CpuCall of a ring call on path `isa` (default: `resolve_isa()`), or None for
     the kinds run as rendered programs.  `lib`: that path's ring library when the caller holds
     it already (resolving a path looks $CC up on PATH: a device builds thousands of calls)."""
-    return cpu_calls.library_call(call, lib if lib is not None else ring_library(isa))
+    return cpu_calls.library_call(call, lib if lib is not None else ring_library(isa),
+                                  takes_zero_rows=CpuDevice.rescale_zero_rows)
 
 
 #: programs `CpuDevice.prepare` keeps for `build` at most (more: builds that never came)
@@ -216,8 +217,10 @@ class CpuDevice(Device):
     `isa`: the vector path of all its kernels (`resolve_isa`: default ``REN_CPU_ISA``), fixed
     when the device opens."""
 
-    #: its library rescale takes a call's rows of 0 as 0 (`cpu_calls.RESCALE_ZERO_ROWS`)
-    rescale_zero_rows = cpu_calls.RESCALE_ZERO_ROWS
+    #: its library rescale (``ren_cpu_rescale``) reads rows zero_rows.. of its source and takes
+    #: the first ones as 0; `library_call` checks every call against this attribute, the one
+    #: fact (pass 5 and the plan cache ask it through `Device.rescale_zero_rows`)
+    rescale_zero_rows = True
 
     def __init__(self, name: str, isa: str | None = None):
         super().__init__(name, HOST)

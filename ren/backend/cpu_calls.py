@@ -97,14 +97,14 @@ def row_pointers(rows: Sequence[np.ndarray]) -> np.ndarray:
     return np.array([pointer(r) for r in rows], dtype=np.uintp)
 
 
-#: `ren_cpu_rescale` reads rows zero_rows.. of its source and takes the first ones as 0: the
-#: cpu device's `Device.rescale_zero_rows` (`CpuDevice` sets it from here, next to the call)
-RESCALE_ZERO_ROWS = True
-
-
-def library_call(call: RingCall, lib: ctypes.CDLL) -> CpuCall | None:
+def library_call(call: RingCall, lib: ctypes.CDLL, takes_zero_rows: bool = True
+                 ) -> CpuCall | None:
     """The CpuCall of a ring call in the ring library `lib` (`cpu.ring_library`), or None for
-    the kinds run as rendered programs (RANDOM)."""
+    the kinds run as rendered programs (RANDOM).  `takes_zero_rows`: whether the device asking
+    runs a RESCALE's rows of 0 without their buffer (`cpu.library_call` passes the one fact,
+    `CpuDevice.rescale_zero_rows`); a call with rows of 0 is refused where it does not.  The
+    kernel itself always can (``ren_cpu_rescale`` reads rows zero_rows.. of its source and takes
+    the first ones as 0), so a direct call (the kernel's own tests) may leave it out."""
     N = call.n
     kind = call.kind
     if kind in (RingKernel.NTT, RingKernel.INTT):
@@ -125,7 +125,7 @@ def library_call(call: RingCall, lib: ctypes.CDLL) -> CpuCall | None:
                  t["qhat_inv"], t["q"], t["qneg"], t["bconv"], t["copy_from"]]
         return CpuCall("basis_convert", address(lib, "ren_cpu_bconv"), 2, extra, lib)
     if kind is RingKernel.RESCALE:
-        call.check_rescale("cpu backend", takes_zero_rows=RESCALE_ZERO_ROWS)
+        call.check_rescale("cpu backend", takes_zero_rows=takes_zero_rows)
         LS, K = len(call.src), len(call.dropped)
         # the kernel reads rows zero_rows.. of the source from slot 1 and takes the others as 0
         extra = [sizes(N, LS, K, call.zero_rows), t["src_q"], t["src_qneg"], t["src_r2"], t["half"],
@@ -137,5 +137,5 @@ def library_call(call: RingCall, lib: ctypes.CDLL) -> CpuCall | None:
     return None
 
 
-__all__ = ["ENTRY", "RESCALE_ZERO_ROWS", "VOIDP", "CpuCall", "RingInput", "address",
+__all__ = ["ENTRY", "VOIDP", "CpuCall", "RingInput", "address",
            "library_call", "pointer", "row_pointers", "sizes"]

@@ -56,8 +56,18 @@ from typing import Any
 import numpy as np
 
 from ren.bfv.bgv_params import BGVLevelError, BGVParams, DepthExhaustedError
-from ren.bfv.encoder import COLUMN_GENERATOR, Plaintext
-from ren.bfv.errors import MissingKeyError, ParamsMismatchError
+from ren.bfv.common import (
+    centred,
+    check_ciphertext,
+    check_keys,
+    check_plaintext,
+    check_same,
+    missing_galois_key,
+    missing_relin_key,
+    tensor,
+)
+from ren.bfv.encoder import Plaintext
+from ren.bfv.evaluator import column_element
 from ren.errors import ParameterError, check_bool, check_instance, check_int
 from ren.ir import broadcast_const
 from ren.poly import Poly
@@ -99,21 +109,16 @@ def _check_params(params: Any, who: str) -> BGVParams:
                           hint="BGVParams.preset(...) or BGVParams.generate(...)")
 
 
+#: how a BGV mismatch names the other parameters (`ren.bfv.common.check_same`)
+_UNDER = "other parameters than this one's BGVParams"
+
+
 def _check_same(params: BGVParams, obj: Any, what: str) -> None:
-    if getattr(obj, "params", None) != params:
-        raise ParamsMismatchError(f"{what} was made under other parameters than this one's "
-                                  "BGVParams; use objects from one parameter set")
+    check_same(params, obj, what, _UNDER)
 
 
 def _check_pt(params: BGVParams, pt: Any, who: str) -> Plaintext:
-    check_instance(pt, Plaintext, f"{who}: pt", hint="encode values with Encoder(params).encode")
-    _check_same(params, pt, f"{who}: the plaintext")
-    return pt
-
-
-def _centred(x: int, m: int) -> int:
-    x %= m
-    return x - m if x > m // 2 else x
+    return check_plaintext(pt, params, who, "encode values with Encoder(params).encode", _UNDER)
 
 
 def lifted(pt: Plaintext, level: int, k: int = 1) -> Poly:
@@ -130,7 +135,7 @@ def balance(fa: int, fb: int, t: int) -> tuple[int, int]:
     """Small (k_a, k_b) with fa·k_a ≡ fb·k_b (mod t), both units mod t: the extended Euclidean
     algorithm on (t, fa·fb⁻¹ mod t), the pair whose larger entry is smallest."""
     r = fa * pow(fb, -1, t) % t  # k_b ≡ r·k_a
-    best = (1, _centred(r, t))
+    best = (1, centred(r, t))
     r0, r1, s0, s1 = t, r, 0, 1
     while r1:
         for kb, ka in ((r1, s1), (r1 - r0, s1 - s0)):
@@ -202,23 +207,14 @@ class BGVEvaluator:
     def __init__(self, params: BGVParams, relin_key: RelinKey | None = None,
                  galois_keys: GaloisKeys | None = None, auto: bool = True) -> None:
         self.params = _check_params(params, "BGVEvaluator")
-        if relin_key is not None:
-            check_instance(relin_key, RelinKey, "BGVEvaluator: relin_key")
-            _check_same(params, relin_key, "the relinearization key")
-        if galois_keys is not None:
-            check_instance(galois_keys, GaloisKeys, "BGVEvaluator: galois_keys")
-            _check_same(params, galois_keys, "the Galois keys")
-        self.relin_key, self.galois_keys = relin_key, galois_keys
+        self.relin_key, self.galois_keys = check_keys(params, relin_key, galois_keys,
+                                                      "BGVEvaluator", _UNDER)
         self.auto = check_bool(auto, "BGVEvaluator: auto")
 
     # -- checks and meeting -----------------------------------------------------------------------
     def _ct(self, ct: Any, who: str, size: int | None = 2) -> BGVCiphertext:
-        check_instance(ct, BGVCiphertext, f"{who}: ct", hint="a BGVCiphertext")
-        _check_same(self.params, ct, f"{who}: the ciphertext")
-        if size is not None and ct.size != size:
-            raise ParameterError(f"{who}: expected a ciphertext of {size} parts, got {ct.size}"
-                                 + ("; relinearize it first" if ct.size == 3 else ""))
-        return ct
+        return check_ciphertext(ct, BGVCiphertext, "a BGVCiphertext", self.params, _UNDER, who,
+                                size)
 
     def _meet(self, a: BGVCiphertext, b: BGVCiphertext, who: str, factors: bool = True
               ) -> tuple[BGVCiphertext, BGVCiphertext]:
@@ -275,7 +271,7 @@ class BGVEvaluator:
     def multiply_scalar(self, a: BGVCiphertext, k: int) -> BGVCiphertext:
         """k·ct (k reduced mod t and centred: the noise grows by log2|k| bits); no level."""
         a = self._ct(a, "multiply_scalar", None)
-        k = _centred(check_int(k, "multiply_scalar: k"), self.params.t)
+        k = centred(check_int(k, "multiply_scalar: k"), self.params.t)
         return BGVCiphertext(tuple(c * k for c in a.parts), a.level, a.factor, self.params)
 
     # -- products ---------------------------------------------------------------------------------
@@ -300,12 +296,7 @@ class BGVEvaluator:
         same = a is b
         a, b = self._meet(self._ct(a, "multiply"), self._ct(b, "multiply"), "multiply",
                           factors=False)
-        a0, a1 = a.parts
-        if same:
-            d = (a0 * a0, (a0 * a1) * 2, a1 * a1)
-        else:
-            b0, b1 = b.parts
-            d = (a0 * b0, a0 * b1 + a1 * b0, a1 * b1)
+        d = tensor(a.parts, None if same else b.parts)
         return BGVCiphertext(d, a.level, a.factor * b.factor % self.params.t, self.params)
 
     def multiply(self, a: BGVCiphertext, b: BGVCiphertext, relin: bool = True) -> BGVCiphertext:
@@ -330,8 +321,7 @@ class BGVEvaluator:
     def relinearize(self, a: BGVCiphertext) -> BGVCiphertext:
         a = self._ct(a, "relinearize", 3)
         if self.relin_key is None:
-            raise MissingKeyError("relinearize needs the relinearization key: "
-                                  "BGVEvaluator(params, keygen.relin_key(), ...)")
+            raise missing_relin_key("BGVEvaluator")
         u0, u1 = self._switch_back(a.parts[2], self.relin_key, a.level)
         return BGVCiphertext((a.parts[0] + u0, a.parts[1] + u1), a.level, a.factor, self.params)
 
@@ -339,9 +329,7 @@ class BGVEvaluator:
     def _galois(self, a: BGVCiphertext, g: int, what: str) -> BGVCiphertext:
         a = self._ct(a, what)
         if self.galois_keys is None or g not in self.galois_keys:
-            raise MissingKeyError(f"no Galois key for {what} (element {g}); make it with "
-                                  "ren.bfv.galois_keys(keygen, [...]) and pass it to the "
-                                  "BGVEvaluator")
+            raise missing_galois_key(what, g, "BGVEvaluator")
         c0, c1 = (c.automorph(g) for c in a.parts)
         u0, u1 = self._switch_back(c1, self.galois_keys.keys[g], a.level)
         return BGVCiphertext((c0 + u0, u1), a.level, a.factor, self.params)
@@ -349,11 +337,9 @@ class BGVEvaluator:
     def rotate_columns(self, a: BGVCiphertext, k: int) -> BGVCiphertext:
         """Rotate both rows left by k columns (right for negative k)."""
         k = check_int(k, "rotate_columns: k")
-        half = self.params.N // 2
-        if k % half == 0:
+        if k % (self.params.N // 2) == 0:
             return self._ct(a, "rotate_columns")
-        return self._galois(a, pow(COLUMN_GENERATOR, k % half, 2 * self.params.N),
-                            f"column rotation by {k}")
+        return self._galois(a, column_element(self.params.N, k), f"column rotation by {k}")
 
     def rotate_rows(self, a: BGVCiphertext) -> BGVCiphertext:
         """Swap the two rows."""
@@ -402,7 +388,7 @@ class BGVEvaluator:
                 raise ParameterError(f"switch_to: factor must be a unit mod t = {t}, got "
                                      f"{factor}")
             arrives = a.factor * pow(p.Q_at(a.level) // p.Q_at(level), -1, t) % t
-            a = self._scaled(a, _centred(f * pow(arrives, -1, t), t))
+            a = self._scaled(a, centred(f * pow(arrives, -1, t), t))
         return self.mod_switch_to(a, level)
 
     def match_factor(self, a: BGVCiphertext, factor: int) -> BGVCiphertext:
@@ -413,7 +399,7 @@ class BGVEvaluator:
         f = check_int(factor, "match_factor: factor") % t
         if math.gcd(f, t) != 1:
             raise ParameterError(f"match_factor: factor must be a unit mod t = {t}, got {factor}")
-        k = _centred(f * pow(a.factor, -1, t), t)
+        k = centred(f * pow(a.factor, -1, t), t)
         return BGVCiphertext(tuple(c * k for c in a.parts), a.level, f, self.params)
 
 

@@ -41,8 +41,17 @@ from typing import Any
 
 import numpy as np
 
+from ren.bfv.common import (
+    centred,
+    check_ciphertext,
+    check_keys,
+    check_plaintext,
+    check_same,
+    missing_galois_key,
+    missing_relin_key,
+    tensor,
+)
 from ren.bfv.encoder import COLUMN_GENERATOR, Plaintext
-from ren.bfv.errors import MissingKeyError, ParamsMismatchError
 from ren.bfv.params import BFVParams
 from ren.errors import (
     ParameterError,
@@ -86,16 +95,16 @@ class Ciphertext(Parts):
         return f"<BFV Ciphertext size {self.size} N={self.params.N} t={self.params.t}>"
 
 
+#: how a BFV mismatch names the other parameters (`ren.bfv.common.check_same`)
+_UNDER = "other BFVParams than this one's"
+
+
 def _check_same(params: BFVParams, obj: Any, what: str) -> None:
-    if getattr(obj, "params", None) != params:
-        raise ParamsMismatchError(f"{what} was made under other BFVParams than this one's; use "
-                                  "objects from one parameter set")
+    check_same(params, obj, what, _UNDER)
 
 
 def _check_pt(params: BFVParams, pt: Any, who: str) -> Plaintext:
-    check_instance(pt, Plaintext, f"{who}: pt", hint="encode values with Encoder.encode")
-    _check_same(params, pt, f"{who}: the plaintext")
-    return pt
+    return check_plaintext(pt, params, who, "encode values with Encoder.encode", _UNDER)
 
 
 def scaled_poly(pt: Plaintext) -> Poly:
@@ -272,13 +281,8 @@ class Evaluator:
     def __init__(self, params: BFVParams, relin_key: RelinKey | None = None,
                  galois_keys: GaloisKeys | None = None) -> None:
         self.params = _bfv_params(params, "Evaluator")
-        if relin_key is not None:
-            check_instance(relin_key, RelinKey, "Evaluator: relin_key")
-            _check_same(params, relin_key, "the relinearization key")
-        if galois_keys is not None:
-            check_instance(galois_keys, GaloisKeys, "Evaluator: galois_keys")
-            _check_same(params, galois_keys, "the Galois keys")
-        self.relin_key, self.galois_keys = relin_key, galois_keys
+        self.relin_key, self.galois_keys = check_keys(params, relin_key, galois_keys,
+                                                      "Evaluator", _UNDER)
         p = params
         self._q_ring = p.ring(0)
         self._b_ring = RingSpec(p.N, p.aux_moduli)
@@ -291,12 +295,8 @@ class Evaluator:
 
     # -- checks -----------------------------------------------------------------------------------
     def _ct(self, ct: Any, who: str, size: int | None = 2) -> Ciphertext:
-        check_instance(ct, Ciphertext, f"{who}: ct", hint="a BFV Ciphertext")
-        _check_same(self.params, ct, f"{who}: the ciphertext")
-        if size is not None and ct.size != size:
-            raise ParameterError(f"{who}: expected a ciphertext of {size} parts, got {ct.size}"
-                                 + ("; relinearize it first" if ct.size == 3 else ""))
-        return ct
+        return check_ciphertext(ct, Ciphertext, "a BFV Ciphertext", self.params, _UNDER, who,
+                                size)
 
     # -- linear operations ------------------------------------------------------------------------
     def add(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
@@ -330,9 +330,7 @@ class Evaluator:
 
     def multiply_scalar(self, a: Ciphertext, k: int) -> Ciphertext:
         a = self._ct(a, "multiply_scalar", None)
-        t = self.params.t
-        k = check_int(k, "multiply_scalar: k") % t
-        k = k - t if k > t // 2 else k
+        k = centred(check_int(k, "multiply_scalar: k"), self.params.t)
         return Ciphertext(tuple(c * k for c in a.parts), self.params)
 
     # -- multiplication ---------------------------------------------------------------------------
@@ -351,19 +349,14 @@ class Evaluator:
     def multiply_no_relin(self, a: Ciphertext, b: Ciphertext) -> Ciphertext:
         """The 3-part product (under 1, s, s²)."""
         a, b = self._ct(a, "multiply"), self._ct(b, "multiply")
-        a0, a1 = (self._extend(c) for c in a.parts)
-        if a is b:
-            d = (a0 * a0, (a0 * a1) * 2, a1 * a1)
-        else:
-            b0, b1 = (self._extend(c) for c in b.parts)
-            d = (a0 * b0, a0 * b1 + a1 * b0, a1 * b1)
+        d = tensor(tuple(self._extend(c) for c in a.parts),
+                   None if a is b else tuple(self._extend(c) for c in b.parts))
         return Ciphertext(tuple(self._scale_down(x) for x in d), self.params)
 
     def relinearize(self, a: Ciphertext) -> Ciphertext:
         a = self._ct(a, "relinearize", 3)
         if self.relin_key is None:
-            raise MissingKeyError("relinearize needs the relinearization key: "
-                                  "Evaluator(params, keygen.relin_key(), ...)")
+            raise missing_relin_key("Evaluator")
         return Ciphertext(relinearize(a.parts, self.relin_key, 0), self.params)
 
     def multiply(self, a: Ciphertext, b: Ciphertext, relin: bool = True) -> Ciphertext:
@@ -379,9 +372,7 @@ class Evaluator:
     def _galois(self, a: Ciphertext, g: int, what: str) -> Ciphertext:
         a = self._ct(a, what)
         if self.galois_keys is None or g not in self.galois_keys:
-            raise MissingKeyError(f"no Galois key for {what} (element {g}); make it with "
-                                  "ren.bfv.galois_keys(keygen, [...]) and pass it to the "
-                                  "Evaluator")
+            raise missing_galois_key(what, g, "Evaluator")
         key = self.galois_keys.keys[g]
         return Ciphertext(automorphism(a.parts, key, 0), self.params)
 

@@ -104,6 +104,43 @@ def embed_inverse(z: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
     return out
 
 
+def _rounded_half(v: np.ndarray, N: int, which: int, scale: float, out: np.ndarray,
+                  tops: np.ndarray) -> None:
+    """`_inverse_half` followed, in the same task, by the encoder's pass over its coefficients:
+    rint(m·scale) to int64 in out[which::2] (garbage where |m·scale| passes int64: the caller
+    checks `tops`) and max |m| in tops[which].  Each value is `embed_inverse`'s float times
+    `scale`, rounded as NumPy rounds it there: the same integers."""
+    h = N // 2
+    twiddle, even, odd = _inverse_tables(N)
+    a = v[:h] + v[h:] if which == 0 else (v[:h] - v[h:]) * twiddle
+    m = (np.fft.fft(a) * (odd if which else even)).real
+    tops[which] = np.max(np.abs(m), initial=0.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # (out of int64: the caller's check;
+        m *= scale                                      # the state is per thread)
+        out[which::2] = np.rint(m, out=m)  # (float -> int64 in the store, as astype does)
+
+
+def embed_inverse_rounded(z: np.ndarray, N: int, scale: float, threads: int = 1
+                          ) -> tuple[np.ndarray, float] | None:
+    """(rint(m·scale) as int64, max |m|) for m = `embed_inverse(z, N, threads)`: the same
+    integers, with the scaling and rounding done inside the two half transforms' tasks (in
+    cache, on both threads) instead of in serial passes over m afterwards.  Where max |m|·scale
+    reaches 2^63 the integers are not defined (the caller takes `embed_inverse` then).  None
+    below `_INVERSE_SPLIT_MIN` (one transform: no halves to put the pass in)."""
+    if N < _INVERSE_SPLIT_MIN:
+        return None
+    threads = check_int_range(threads, "embed_inverse_rounded: threads", 1, 256,
+                              hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
+    t, tc, _ = _tables(N)
+    v = np.empty(N, dtype=np.complex128)  # (t and tc hold every index once: all written)
+    v[t] = z
+    v[tc] = np.conj(z)
+    out = np.empty(N, dtype=np.int64)
+    tops = np.zeros(2)
+    side_by_side(lambda which: _rounded_half(v, N, which, scale, out, tops), (0, 1), threads)
+    return out, float(np.max(tops))
+
+
 #: below this ring degree `embed` takes one length-N transform (the quarter split needs N/4 >= 2)
 EMBED_SPLIT_MIN = 16
 

@@ -58,20 +58,20 @@ void ren_cpu_sample_side_by_side(int on) {
   if (ren_sample_side_by_side && !on) ren_board_event_now();  /* a leaf's end (helpers wait) */
   ren_sample_side_by_side = on;
 }
-static int ren_sample_threads_now(int least_running) {
+static int ren_sample_threads_now(void) {
   if (ren_sample_threads_here > 0) return ren_sample_threads_here;
   if (!ren_sample_side_by_side) return ren_threads;
   const int running = __atomic_load_n(&ren_side_by_side_running, __ATOMIC_SEQ_CST);
-  const int share = ren_threads / (running > least_running ? running : least_running);
+  const int share = ren_threads / (running > 2 ? running : 2);  /* (at least two: see above) */
   return share > 1 ? share : 1;
 }
-#define REN_SAMPLE_THREADS (ren_sample_threads_now(2))
+#define REN_SAMPLE_THREADS (ren_sample_threads_now())
 /* whether this thread's sampler posts its divisible work of `work` words on the board */
 #define REN_SAMPLE_SHARE(work) (ren_sample_side_by_side && (work) * 8 >= REN_PAR_MIN_WORK)
 /* the threads a sampler called now on this thread would use */
 int ren_cpu_sample_threads_here(void) { return REN_SAMPLE_THREADS; }
-/* the threads a uniform sampler called now on this thread would use (the same count) */
-int ren_cpu_sample_uniform_threads_here(void) { return ren_sample_threads_now(2); }
+/* the same count, under the name the uniform sampler's tests read */
+int ren_cpu_sample_uniform_threads_here(void) { return REN_SAMPLE_THREADS; }
 
 /* the longest prefix || limb || seed the sampler takes (Ren's are ~55 bytes) */
 #define REN_SAMPLE_MAX_INPUT 1024
@@ -336,7 +336,7 @@ int ren_cpu_sample_uniform_form(const u8* prefix, i64 prefix_len, const u8* seed
   if (L <= 0 || n <= 0) return 0;
   const uniform_args a = {ways, prefix, prefix_len, seed, seed_len, moduli, L, n, out, stored};
   ren_job j = {NULL, uniform_run, &a, 0, L, 0};
-  const int threads = ren_cpu_sample_uniform_threads_here();
+  const int threads = REN_SAMPLE_THREADS;
   job_share(&j, threads > 1 && L > 1 && L * n * 8 >= REN_PAR_MIN_WORK ? threads : 1,
             L > 1 && REN_SAMPLE_SHARE(L * n));
   return 0;

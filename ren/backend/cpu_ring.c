@@ -221,6 +221,16 @@ i64 ren_cpu_fly_regs(u32* x, i64 rounds, u32 q, u32 w, u32 ws) {
 #endif
 }
 
+/* One stage of butterflies FLY at the constant distance T (4, 2 or 1) between partners, over the
+   m blocks of 2T words: the strides are compile-time constants and the inner loop unrolls
+   fully, as the long stages' runtime stride would not (NTT_STAGES, INTT_STAGES) */
+#define SHORT_STAGE(FLY, T)                                                          \
+  for (i64 i = 0; i < m; ++i) {                                                      \
+    const u32 W = w[m + i], WS = ws[m + i]; u32* X = x + 2 * (T) * i;                \
+    _Pragma("GCC unroll 4")                                                          \
+    for (int j = 0; j < (T); ++j) FLY(X[j], X[j + (T)], W, WS);                      \
+  }
+
 #define NTT_STAGES(FLY)                                                              \
   for (; t >= 8; m <<= 1, t >>= 1)                                                   \
     for (i64 i = 0; i < m; ++i) {                                                    \
@@ -229,27 +239,9 @@ i64 ren_cpu_fly_regs(u32* x, i64 rounds, u32 q, u32 w, u32 ws) {
       for (i64 j = 0; j < t; ++j) FLY(X[j], Y[j], W, WS);                            \
     }                                                                                \
   /* the last stages: the loop runs over blocks, strides are constants */           \
-  if (t == 4) {                                                                      \
-    for (i64 i = 0; i < m; ++i) {                                                    \
-      const u32 W = w[m + i], WS = ws[m + i]; u32* X = x + 8 * i;                    \
-      FLY(X[0], X[4], W, WS); FLY(X[1], X[5], W, WS);                                \
-      FLY(X[2], X[6], W, WS); FLY(X[3], X[7], W, WS);                                \
-    }                                                                                \
-    m <<= 1; t >>= 1;                                                                \
-  }                                                                                  \
-  if (t == 2) {                                                                      \
-    for (i64 i = 0; i < m; ++i) {                                                    \
-      const u32 W = w[m + i], WS = ws[m + i]; u32* X = x + 4 * i;                    \
-      FLY(X[0], X[2], W, WS); FLY(X[1], X[3], W, WS);                                \
-    }                                                                                \
-    m <<= 1; t >>= 1;                                                                \
-  }                                                                                  \
-  if (t == 1) {                                                                      \
-    for (i64 i = 0; i < m; ++i) {                                                    \
-      const u32 W = w[m + i], WS = ws[m + i]; u32* X = x + 2 * i;                    \
-      FLY(X[0], X[1], W, WS);                                                        \
-    }                                                                                \
-  }
+  if (t == 4) { SHORT_STAGE(FLY, 4) m <<= 1; t >>= 1; }                              \
+  if (t == 2) { SHORT_STAGE(FLY, 2) m <<= 1; t >>= 1; }                              \
+  if (t == 1) { SHORT_STAGE(FLY, 1) }
 
 /* x: the limb's output row; src: its input row (x itself when in place; never a partial
    overlap).  The vector paths read src in their first pass instead of copying it first. */
@@ -295,28 +287,9 @@ static void ntt_limb(u32* x, const u32* src, const u32* restrict w, const u32* r
 #define INTT_STAGES(FLY)                                                             \
   {                                                                                  \
     i64 m = n >> 1;                                                                  \
-    if (n >= 2) {                                                                    \
-      for (i64 i = 0; i < m; ++i) {                                                  \
-        const u32 W = w[m + i], WS = ws[m + i]; u32* X = x + 2 * i;                  \
-        FLY(X[0], X[1], W, WS);                                                      \
-      }                                                                              \
-      m >>= 1;                                                                       \
-    }                                                                                \
-    if (n >= 4) {                                                                    \
-      for (i64 i = 0; i < m; ++i) {                                                  \
-        const u32 W = w[m + i], WS = ws[m + i]; u32* X = x + 4 * i;                  \
-        FLY(X[0], X[2], W, WS); FLY(X[1], X[3], W, WS);                              \
-      }                                                                              \
-      m >>= 1;                                                                       \
-    }                                                                                \
-    if (n >= 8) {                                                                    \
-      for (i64 i = 0; i < m; ++i) {                                                  \
-        const u32 W = w[m + i], WS = ws[m + i]; u32* X = x + 8 * i;                  \
-        FLY(X[0], X[4], W, WS); FLY(X[1], X[5], W, WS);                              \
-        FLY(X[2], X[6], W, WS); FLY(X[3], X[7], W, WS);                              \
-      }                                                                              \
-      m >>= 1;                                                                       \
-    }                                                                                \
+    if (n >= 2) { SHORT_STAGE(FLY, 1) m >>= 1; }                                     \
+    if (n >= 4) { SHORT_STAGE(FLY, 2) m >>= 1; }                                     \
+    if (n >= 8) { SHORT_STAGE(FLY, 4) m >>= 1; }                                     \
     for (i64 t = 8; m >= 1; m >>= 1, t <<= 1)                                        \
       for (i64 i = 0; i < m; ++i) {                                                  \
         const u32 W = w[m + i], WS = ws[m + i];                                      \

@@ -2,7 +2,7 @@
 
 The debugging meters (`ren.ckks.debug`'s precision meter and level budget, `ren.bfv.debug`'s
 noise-budget meter) name the user's line for every operation they record; both need the same
-two look-ups, so they live here, below both schemes.
+look-ups and the same way of writing them, so they live here, below both schemes.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import linecache
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from ren.errors import RenError
 
 
 def call_site(skip: str) -> tuple[str, str]:
@@ -33,3 +35,14 @@ def defined_at(fn: Callable[..., Any]) -> tuple[str, str] | None:
         return None
     return (f"{code.co_filename}:{code.co_firstlineno}",
             linecache.getline(code.co_filename, code.co_firstlineno).strip())
+
+
+def located(e: RenError, where: tuple[str, str]) -> RenError:
+    """An error of the same class as `e` with the user's line (`call_site`) in front."""
+    return type(e)(f"{where[0]}: `{where[1]}`: {e}")
+
+
+def short_where(where: str) -> str:
+    """A "file:line" as the file's base name and the line (for a table)."""
+    file, _, line = where.rpartition(":")
+    return f"{file.rsplit('/', 1)[-1]}:{line}"

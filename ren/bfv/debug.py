@@ -37,7 +37,7 @@ import numpy as np
 from ren.bfv.encoder import COLUMN_GENERATOR, Encoder, Plaintext
 from ren.bfv.errors import WrongResultError
 from ren.bfv.evaluator import Ciphertext, Decryptor, Encryptor, Evaluator
-from ren.callsite import call_site, defined_at
+from ren.callsite import call_site, defined_at, located, short_where
 from ren.errors import ParameterError, RenError, check_callable, check_instance, is_int
 from ren.rlwe.keys import SecretKey
 
@@ -172,7 +172,7 @@ class _Meter:
                 out = attr(*args, **kw)
                 expected = SHADOWS[name](self._value, self._plain, *args, **kw)
             except RenError as e:
-                raise type(e)(f"{where[0]}: `{where[1]}`: {e}") from e
+                raise located(e, where) from e
             inputs = tuple(self._origin[id(a)] for a in (*args, *kw.values())
                            if isinstance(a, self._ct_type) and id(a) in self._origin)
             self._add(out, name, where, inputs, expected)
@@ -218,7 +218,7 @@ class Report:
             wrong = f"{s.wrong} FAIL" if s.wrong else "0"
             lvl = f" {s.level:>5}" if levels else ""
             lines.append(f"{s.index:>3} {s.op:<18} {s.size:>5}{lvl} {s.budget:>6} {used:>5} "
-                         f"{wrong:>6}  {_short(s.where)}: {s.code}")
+                         f"{wrong:>6}  {short_where(s.where)}: {s.code}")
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -227,10 +227,10 @@ class Report:
         w = self.worst
         if w is not None:
             out.append(f"most budget used: step {w.index} ({w.op}) used {w.used} bits at "
-                       f"{_short(w.where)}: {w.code}")
+                       f"{short_where(w.where)}: {w.code}")
         if self.failures:
             f = self.failures[0]
-            out.append(f"FAILED: step {f.index} ({f.op}) at {_short(f.where)}: {f.code} "
+            out.append(f"FAILED: step {f.index} ({f.op}) at {short_where(f.where)}: {f.code} "
                        f"decrypts {f.wrong} {unit}(s) wrong (first: {list(f.first_wrong)}) "
                        f"with {f.budget} bits of budget left: the noise ran out; use "
                        "parameters with more budget (a larger chain Q, a smaller t) or fewer "
@@ -248,11 +248,6 @@ class Report:
 
     def __str__(self) -> str:
         return self.table() + "\n" + self.summary()
-
-
-def _short(where: str) -> str:
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
 
 
 def _scheme(evaluator: Any) -> tuple[Any, Any, Any, Any]:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ren.callsite import call_site, defined_at
+from ren.callsite import call_site, defined_at, located, short_where
 from ren.ckks.ciphertext import Ciphertext, Plaintext
 from ren.ckks.circuits.lintrans import LinearTransform, _check_diagonals, diagonals_of
 from ren.ckks.encoder import Encoder, _as_slots
@@ -173,7 +173,7 @@ class _Tracer:
                     "depth, start from a higher level, or use fewer products on this path"
                 ) from e
             except RenError as e:
-                raise type(e)(f"{where[0]}: `{where[1]}`: {e}") from e
+                raise located(e, where) from e
             inputs = tuple(self._origin[id(a)] for a in (*args, *kw.values())
                            if isinstance(a, Ciphertext) and id(a) in self._origin)
             first = next((a for a in args if isinstance(a, Ciphertext)), None)
@@ -219,7 +219,7 @@ class Report:
                 lost = "" if math.isnan(s.lost) else f"{s.lost:.1f}"
                 row += f" {s.bits:>6.1f} {lost:>6}"
             mark = " (rescaled)" if s.rescaled else ""
-            lines.append(f"{row}  {_short(s.where)}: {s.code}{mark}")
+            lines.append(f"{row}  {short_where(s.where)}: {s.code}{mark}")
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -228,16 +228,11 @@ class Report:
         w = self.worst
         if self.measured and w is not None:
             out.append(f"largest loss: step {w.index} ({w.op}) lost {w.lost:.1f} bits at "
-                       f"{_short(w.where)}: {w.code}")
+                       f"{short_where(w.where)}: {w.code}")
         return "; ".join(out)
 
     def __str__(self) -> str:
         return self.table() + "\n" + self.summary()
-
-
-def _short(where: str) -> str:
-    file, _, line = where.rpartition(":")
-    return f"{file.rsplit('/', 1)[-1]}:{line}"
 
 
 def precision(fn: Callable[..., Any], *inputs: Any, evaluator: Evaluator,

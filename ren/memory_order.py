@@ -31,10 +31,11 @@ ready: the lean 2^13 arena stayed at 76.75 MiB; with it 62.12).
 Measured (n16 shape, arena toposort -> this order, same words): 2^13 fast 106.25 -> 49.31 MiB,
 lean 76.75 -> 62.12; 2^14 fast 212.62 -> 118.50, lean 204.12 -> 151.12 MiB.
 
-`ren.schedule.linearize` applies it (`ren.schedule.MEMORY_ORDER`) and keeps the new order only
-where it lowers the schedule's peak-live bytes (after `regenerate_leaf_chains` on both), so a
-graph it cannot help keeps its order, word for word.  Kernels are deterministic and random
-kernels carry their own seeds (`ren.random`), so any dependency order computes the same words.
+`ren.schedule.linearize` applies it (the switch REN_MEMORY_ORDER, on by default) and keeps the
+new order only where it lowers the schedule's peak-live bytes (after `regenerate_leaf_chains` on
+both), so a graph it cannot help keeps its order, word for word.  Kernels are deterministic and
+random kernels carry their own seeds (`ren.random`), so any dependency order computes the same
+words.
 """
 
 from __future__ import annotations
@@ -188,6 +189,6 @@ def memory_order(items: Sequence[ScheduledKernel], outputs: Iterable[Buffer] = (
                 push(j)
     if len(out) != n:  # a cycle cannot arise from a valid order; never drop an item
         raise ScheduleError(f"memory_order emitted {len(out)} of {n} items (a dependency cycle "
-                            "among them: a bug in Ren; ren.schedule.MEMORY_ORDER = False "
+                            "among them: a bug in Ren; REN_MEMORY_ORDER=0 "
                             "schedules in toposort's order)")
     return out

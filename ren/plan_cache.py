@@ -146,16 +146,15 @@ def enabled() -> bool:
 
 
 def _linearize_knobs() -> tuple:
-    """The module constants that change what `ren.schedule.linearize` computes again and in
-    which order (`ren.schedule.MEMORY_ORDER`), and how pass 4 fuses roundings
-    (`ren.passes.elision`): memory for time; a plan scheduled under other values (a
-    measurement that changes them) never loads under these."""
+    """The module constants that change what `ren.schedule.linearize` computes again, and how
+    pass 4 fuses roundings (`ren.passes.elision`): memory for time; a plan scheduled under other
+    values (a measurement that changes them) never loads under these.  (The order it lists
+    the kernels in is a switch, REN_MEMORY_ORDER, keyed with the others in `entry_key`.)"""
     sched = importlib.import_module("ren.schedule")  # (``ren.schedule`` is also a function)
     from ren.passes import elision  # pass 4's fused roundings (NTT terms gathered: time/memory)
     from ren.passes import p05_materialize as p05  # what a mod-down's RESCALE reads
 
     return (sched.REGENERATE_AFTER, sched.REGENERATE_DEPTH, sched.REGENERATE_COPIES,
-            sched.MEMORY_ORDER,
             elision.LOOK_THROUGH, elision.SPLIT_DEPTH, elision.MAX_TERMS, elision.ZERO_ROWS,
             elision.RESCALE_KERNEL_FROM, p05.ZERO_ROWS_INPUT)
 
@@ -169,8 +168,13 @@ def entry_key(key: tuple) -> str | None:
         # ... and the graph's devices whose backend in force runs a mod-down's RESCALE on y
         # alone (`ren.backend.Device.rescale_zero_rows`, pass 5): such a plan never loads where
         # that device's backend reads every row (another backend_override, no compiler)
+        # ... and the switches that change the schedule (read on this thread, the capture's
+        # caller, as `ren.schedule.linearize` reads them: an override around the call holds
+        # for both): a plan listed in toposort's order never loads where the memory-aware
+        # order is on, nor the other way round
         form = canonical((FORMAT, sys.version_info[:2], bool(settings.get("REN_NO_MEMPLAN")),
-                          bool(settings.get("REN_NO_ELISION")), current_pipeline().key,
+                          bool(settings.get("REN_NO_ELISION")),
+                          bool(settings.get("REN_MEMORY_ORDER")), current_pipeline().key,
                           _linearize_knobs(), zero_rows_devices(key_devices(key))), {})
         text = structure_text(key)
     except NoCanonicalForm:

@@ -279,13 +279,16 @@ def _run_fused(sink: Node, ctx: ScheduleContext, group: tuple[_Entry, ...]) -> N
 def linearize(sink: Node) -> list[ScheduledKernel]:
     """The kernels and light items of a kernelized graph, in dependency order (short chains
     from leaf buffers, public samples among them, computed again where they are read long
-    after: `regenerate_leaf_chains`): toposort's, or with `MEMORY_ORDER` the memory-aware one
-    of `ren.memory_order` where its peak-live bytes are lower (n16's bootstrapping at N = 2^14:
-    arena 212.6 -> 118.5 MiB, lean 204.1 -> 151.1 MiB; the same words)."""
+    after: `regenerate_leaf_chains`): toposort's, or with the switch REN_MEMORY_ORDER (on by
+    default) the memory-aware one of `ren.memory_order` where its peak-live bytes are lower
+    (n16's bootstrapping at N = 2^14: arena 212.6 -> 118.5 MiB, lean 204.1 -> 151.1 MiB; the
+    same words)."""
     items, outputs = _linearize(sink), _output_roots(sink)
     plain = regenerate_leaf_chains(items, REGENERATE_AFTER, REGENERATE_DEPTH, REGENERATE_COPIES,
                                    outputs)
-    if not MEMORY_ORDER or len(items) < 2:
+    # read here, on the thread that schedules (a realization's or a capture's caller), so a
+    # `settings.override(REN_MEMORY_ORDER=0)` around a call holds for its schedule
+    if not settings.get("REN_MEMORY_ORDER") or len(items) < 2:
         return plain
     # the memory-aware order (`ren.memory_order`), kept only where it lowers the peak-live
     # bytes the arena is packed to: a graph it cannot help keeps toposort's order, word for word
@@ -327,9 +330,6 @@ def _linearize(sink: Node) -> list[ScheduledKernel]:
     return items
 
 
-#: whether `linearize` tries the memory-aware order of `ren.memory_order` (kept where it lowers
-#: the peak-live bytes); False lists the kernels in `toposort`'s order (for A/B measurements)
-MEMORY_ORDER = True
 #: a value of a leaf chain (`regenerate_leaf_chains`) read more than this many items after its
 #: latest computation is computed again right before the read
 REGENERATE_AFTER = 32

@@ -111,6 +111,13 @@ SWITCHES = {s.name: s for s in (
                                 "packing them into an arena"),
     Switch("REN_NO_ELISION", 0, "1: pass 4 keeps the NTT/INTT round trips around NTT-domain "
                                 "rescales and mod-ups (no transform elision), for comparisons"),
+    # read by ren.schedule.linearize on the thread that schedules (a ren.jit capture's caller)
+    Switch("REN_MEMORY_ORDER", 1, "1: the scheduler lists the kernels in the memory-aware order "
+                                  "of ren.memory_order where it lowers the peak-live bytes the "
+                                  "arena is packed to (n16's bootstrapping: arena 880 -> 492 "
+                                  "MiB); 0: in toposort's order, for comparisons.  The same "
+                                  "words either way; part of the plan cache's key; read when a "
+                                  "graph is scheduled"),
     Switch("REN_JIT", 1, "0: run jitted functions eagerly (no capture or replay)"),
     Switch("REN_PY_CORE", 0, "1: the IR's core (the node constructor, the rewrite driver's "
                              "walk) runs in Python even where the compiled one (ren/_*.c) is "
@@ -129,6 +136,17 @@ SWITCHES = {s.name: s for s in (
     Switch("REN_CPU_LIBRARIES", 256, "compiled kernel libraries each 'cpu' device keeps loaded "
                                      "for reuse; older ones are unloaded once no JIT plan or "
                                      "replay template uses them", range(1, 65537)),
+    # read by ren.compile_batches.split_point on the thread that lowers a first call (its
+    # caller).  A proxy of the run's time: n16's bootstrapping at N = 2^16 writes ~21 GiB in a
+    # ~7 s run; a run as long as its compiler CPU or shorter would wait on each compiler run
+    Switch("REN_COMPILE_SPLIT_BYTES", 12 << 30,
+           "a cold first call whose compute kernels write at least this many bytes in all (a "
+           "long run) compiles its kernels chunk by chunk, the first chunks' before the run "
+           "starts and each next chunk's while the chunks before it run; a shorter one compiles "
+           "them all in one batch first.  0: every first call that runs while it is lowered "
+           "splits; the largest value: none does.  Only where the device leaves a core to the "
+           "compiler (fewer threads than cores); read when a first call is lowered",
+           range(0, 1 << 40)),
     Switch("REN_MALLOC_TUNE", 1, "1: the host devices raise glibc's mmap and trim thresholds when "
                                  "they open, so large NumPy buffers are reused instead of "
                                  "page-faulted on every replay (ren.backend.malloc); 0: leave the "

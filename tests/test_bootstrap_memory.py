@@ -127,6 +127,14 @@ def lean_bootstrapping():
     return bt, ev, ct
 
 
+@pytest.fixture
+def toposort_order():
+    """The test's schedules in toposort's order (REN_MEMORY_ORDER=0).  The override holds for
+    this thread, which runs the fixture and the test and schedules (`schedule_and_plan`)."""
+    with ren.settings.override(REN_MEMORY_ORDER=0):
+        yield
+
+
 def _plan(out) -> tuple[list, object]:
     items, plan, _ = realization.schedule_and_plan([p.node for p in out.parts])
     assert plan is not None
@@ -150,14 +158,15 @@ def test_a_meta_bts_plan_keeps_about_one_bootstrappings_memory(lean_bootstrappin
     assert kept.peak_live_bytes > 1.25 * one.peak_live_bytes
 
 
-def test_rotated_digits_are_rotated_again_rather_than_kept(lean_bootstrapping, monkeypatch):
+def test_rotated_digits_are_rotated_again_rather_than_kept(lean_bootstrapping, monkeypatch,
+                                                           toposort_order):
     """A hoisted rotation's digits σ_b(d) (copies: one-input elementwise kernels) are read by
     its c0 and c1 inner products, which the schedule may place far apart; they are made again
     from d (kept instead of its n1 rotations) before the late read (N = 256: 2.19 MB peak
     live instead of 2.88)."""
     # measured in toposort's order: ren.memory_order's (the default) already places c1 beside
     # c0 and each leaf chain beside its reader, which leaves this mechanism less to do
-    monkeypatch.setattr(sched, "MEMORY_ORDER", False)
+    assert ren.settings.get("REN_MEMORY_ORDER") == 0  # (the toposort_order fixture)
     bt, ev, ct = lean_bootstrapping
     items, plan = _plan(bt.bootstrap(ev, ct))
     monkeypatch.setattr(sched, "REGENERATE_COPIES", False)
@@ -213,13 +222,14 @@ def test_the_copies_rule_reads_public_samples_and_refuses_other_values():
 
 
 def test_a_value_computed_again_before_its_first_read_is_computed_once(lean_bootstrapping,
-                                                                      monkeypatch):
+                                                                      monkeypatch,
+                                                                      toposort_order):
     """An expansion toposort placed long before its first read is computed again there; the
     first computation, read by nothing, is dropped (N = 256: 100 or more NTTs and TO_RNS
     that ran for nothing)."""
     # measured in toposort's order: ren.memory_order's (the default) already places c1 beside
     # c0 and each leaf chain beside its reader, which leaves this mechanism less to do
-    monkeypatch.setattr(sched, "MEMORY_ORDER", False)
+    assert ren.settings.get("REN_MEMORY_ORDER") == 0  # (the toposort_order fixture)
     bt, ev, ct = lean_bootstrapping
 
     def unread(schedule, outs):
@@ -300,7 +310,7 @@ def test_the_n16_levels_shape_leaves_twelve_levels(capsys):
 
 
 def test_coefficient_diagonals_are_held_one_giant_step_at_a_time(lean_bootstrapping,
-                                                                 monkeypatch):
+                                                                 monkeypatch, toposort_order):
     """Single hoisting over coefficient-form diagonals gives each giant step's inner sum its
     own buffer: without it pass 5 fuses a transform's whole c0 path into one kernel that
     reads every expanded diagonal at once (n16's levels shape: 511 diagonals, ~6 GiB).  The
@@ -310,7 +320,7 @@ def test_coefficient_diagonals_are_held_one_giant_step_at_a_time(lean_bootstrapp
     `elision.MAX_TERMS = 0`, the form before, the buffers cut it to 0.78x at N = 256.)"""
     # measured in toposort's order: ren.memory_order's (the default) already places c1 beside
     # c0 and each leaf chain beside its reader, which leaves this mechanism less to do
-    monkeypatch.setattr(sched, "MEMORY_ORDER", False)
+    assert ren.settings.get("REN_MEMORY_ORDER") == 0  # (the toposort_order fixture)
     from ren.ckks.circuits import lintrans
     from ren.passes import elision
 

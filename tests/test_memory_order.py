@@ -231,20 +231,21 @@ def c():
 
 def _rotations_summed(c, memory_order_on: bool, monkeypatch) -> tuple[bytes, int]:
     """The words of Σ_k rot_k(ct) (one hoisted decomposition, 8 steps) and the peak-live
-    bytes of its schedule, scheduled and run under `memory_order_on`."""
-    monkeypatch.setattr(sched, "MEMORY_ORDER", memory_order_on)
-    # a fresh template cache: the words come from a schedule made under this order
+    bytes of its schedule, scheduled and run under REN_MEMORY_ORDER=`memory_order_on`."""
+    # a fresh template cache: the words come from a schedule made under this order (the eager
+    # template cache's key does not name REN_MEMORY_ORDER)
     monkeypatch.setattr(realization, "templates", TemplateCache())
-    x = np.random.default_rng(4).uniform(-1, 1, c.params.slots)
-    with ren.random.seeded(11):
-        ct = c.encryptor.encrypt(c.enc.encode(x))
-    acc = None
-    for r in c.ev.rotate_hoisted(ct, list(range(1, 9))).values():
-        acc = r if acc is None else c.ev.add(acc, r)
-    assert acc is not None
-    _, plan, _ = realization.schedule_and_plan([p.node for p in acc.parts])
-    assert plan is not None
-    words = b"".join(np.ascontiguousarray(p.numpy()).tobytes() for p in acc.parts)
+    with ren.settings.override(REN_MEMORY_ORDER=int(memory_order_on)):
+        x = np.random.default_rng(4).uniform(-1, 1, c.params.slots)
+        with ren.random.seeded(11):
+            ct = c.encryptor.encrypt(c.enc.encode(x))
+        acc = None
+        for r in c.ev.rotate_hoisted(ct, list(range(1, 9))).values():
+            acc = r if acc is None else c.ev.add(acc, r)
+        assert acc is not None
+        _, plan, _ = realization.schedule_and_plan([p.node for p in acc.parts])
+        assert plan is not None
+        words = b"".join(np.ascontiguousarray(p.numpy()).tobytes() for p in acc.parts)
     return words, plan.peak_live_bytes
 
 

@@ -33,6 +33,8 @@ OUT_OF_RANGE = {
     "REN_CPU_THREADS": (0, 100000),
     "REN_CPU_LIBRARIES": (0, 10**9),
     "REN_DISTRIBUTED_SHM_MIN_BYTES": (-1, 1 << 40),
+    "REN_MEMORY_ORDER": (-1, 2),
+    "REN_COMPILE_SPLIT_BYTES": (-1, 1 << 40),
 }
 
 

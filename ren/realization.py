@@ -465,9 +465,11 @@ def _template_key(todo: list[Node]) -> tuple[tuple | None, list[Buffer]]:
     found = structure_key(todo)
     if found is None:
         return None, []
-    # the switches that change the schedule, and the pipeline, are part of the key
+    # the switches that change the schedule, and the pipeline, are part of the key (read here,
+    # on the realizing thread, as the schedule reads them: an override holds for both)
     return (found[0], bool(settings.get("REN_NO_MEMPLAN")),
-            bool(settings.get("REN_NO_ELISION")), current_pipeline().key), found[1]
+            bool(settings.get("REN_NO_ELISION")), bool(settings.get("REN_MEMORY_ORDER")),
+            current_pipeline().key), found[1]
 
 
 def _record(timings: RealizeTimings, outputs: int) -> None:

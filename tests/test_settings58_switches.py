@@ -23,6 +23,7 @@ from ren import compile_batches, plan_cache, realization, replay, settings
 from ren.backend import backend_override, cpu
 from ren.errors import SettingsError
 from ren.plan_cache import LOADED, SCHEDULED
+from ren.poly import realize_polys
 
 sched = importlib.import_module("ren.schedule")  # (``ren.schedule`` is also a function)
 
@@ -117,6 +118,25 @@ def test_the_order_is_part_of_the_entry_key():
         with settings.override(REN_MEMORY_ORDER=order):
             names.append(plan_cache.entry_key(found[0]))
     assert None not in names and names[0] != names[1]
+
+
+
+def test_an_eager_realization_does_not_reuse_a_template_of_the_other_order():
+    """The eager template cache (`ren.replay.templates`) keys the order as the plan cache does: a
+    graph realized under REN_MEMORY_ORDER=1 is scheduled again under 0 (toposort's order, its
+    own template), and each order then reuses its own."""
+    a, b = fresh(67, "python"), fresh(68, "python")
+    words: dict[int, list[bytes]] = {}
+    for order in (1, 0, 1, 0):
+        before = replay.templates.misses
+        with settings.override(REN_MEMORY_ORDER=order):
+            out = keyswitch_like(a, b)
+            realize_polys(out)
+            got = [np.ascontiguousarray(p.numpy()).tobytes() for p in out]
+        first = order not in words
+        assert replay.templates.misses == before + (1 if first else 0), order
+        assert words.setdefault(order, got) == got
+    assert words[0] == words[1]
 
 
 # -- read on the calling thread -------------------------------------------------------------------

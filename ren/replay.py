@@ -125,6 +125,7 @@ class Template:
         if len(arrays) != len(fresh):
             raise RealizeError(f"an output provider gave {len(arrays)} arrays for "
                                f"{len(fresh)} outputs")
+        _check_apart(arrays, [bound[p] for p in self.params])
         for b, arr in zip(fresh, arrays, strict=True):
             b.attach(arr)
 
@@ -154,7 +155,8 @@ class Template:
         if storage is None:
             return None, []
         dynamic = storage.dynamic
-        calls, patches = _calls(self.units, storage.kept, {b: i for i, b in enumerate(dynamic)})
+        calls, patches = _calls(self.units, storage.kept, {b: i for i, b in enumerate(dynamic)},
+                                fresh_arrays(dynamic, self.roles))
         return get_device(storage.device).graph(calls, patches), dynamic
 
     def retained_bytes(self) -> int:
@@ -278,7 +280,7 @@ def lower_and_run(items: list[ScheduledKernel], plan: MemoryPlan | None, params:
             start, size = start + size, size * 2
         if not failed:  # the template's own runner, built while the last chunks run
             template = Template(units, plan, params, outputs, roles)
-            calls, patches = _calls(units, kept, index)
+            calls, patches = _calls(units, kept, index, fresh_arrays(dynamic, roles))
             template.runner, template._dynamic = device.graph(calls, patches), dynamic
             if lowered is not None:
                 lowered()
@@ -387,12 +389,43 @@ def _runner_storage(units: Sequence[ExecUnit | ScheduledKernel], plan: MemoryPla
     return _RunnerStorage(runner_device, kept, dynamic, scratch)
 
 
-def _calls(units: Sequence[ExecUnit], kept: dict[Buffer, Any], index: dict[Buffer, int]
-           ) -> tuple[list[tuple[Any, list]], list[tuple[int, int, int]]]:
+class Patches(list):
+    """The patches of `Device.graph` (a list of ``(call, slot, array index)``) and, in `fresh`,
+    what a runner may know of the run's arrays besides: array index -> the index of its base
+    for each new output and each view of one (`fresh_arrays`).  A new output is storage of
+    its run alone (a fresh buffer, or pages an `outputs_into` provider hands out): it aliases
+    no parameter and no other output, only its own base and that base's views.  Every other
+    run array (a parameter, a view of one) may alias any other but those."""
+
+    fresh: dict[int, int]
+
+    def __init__(self, items: Iterable[tuple[int, int, int]] = (),
+                 fresh: dict[int, int] | None = None):
+        super().__init__(items)
+        self.fresh = dict(fresh or {})
+
+
+def fresh_arrays(dynamic: Sequence[Buffer], roles: dict[Buffer, str]) -> dict[int, int]:
+    """Per run array (`dynamic`, in order) that is a new output or a view of one: the index
+    of its base output (module doc: outputs are new buffers in every run)."""
+    where = {b: i for i, b in enumerate(dynamic)}
+    fresh: dict[int, int] = {}
+    for i, b in enumerate(dynamic):
+        base = b
+        while base.base is not None:
+            base = base.base
+        if roles.get(base) is OUTPUT and base in where:
+            fresh[i] = where[base]
+    return fresh
+
+
+def _calls(units: Sequence[ExecUnit], kept: dict[Buffer, Any], index: dict[Buffer, int],
+           fresh: dict[int, int] | None = None) -> tuple[list[tuple[Any, list]], Patches]:
     """The (kernel, slot arrays) calls of `units` for `Device.graph`, with the patches that put
-    each run's arrays (`index`: buffer -> its place in them) into the slots."""
+    each run's arrays (`index`: buffer -> its place in them) into the slots; `fresh` (see
+    `Patches`) rides along with them."""
     calls: list[tuple[Any, list]] = []
-    patches: list[tuple[int, int, int]] = []
+    patches = Patches(fresh=fresh)
     for u in units:
         if u.kind != VIEW:
             patches += [(len(calls), slot, index[b]) for slot, b in enumerate(u.bufs)
@@ -447,7 +480,8 @@ def outputs_into(provide: OutputProvider) -> Iterator[None]:
     ``ren.distributed`` worker hands it the pages of the shared-memory slot its result goes
     out in, so sending the result copies nothing.  One run only (the first that starts inside
     the block takes the provider); the words are the same as in fresh buffers, and a run
-    outside the block is unchanged.  The caller owns the arrays: a Poly over them is only as
+    outside the block is unchanged.  The arrays must overlap neither one another nor the run's
+    inputs (checked: RealizeError).  The caller owns the arrays: a Poly over them is only as
     good as their storage."""
     previous = getattr(_provider, "provide", None)
     _provider.provide = provide
@@ -455,6 +489,17 @@ def outputs_into(provide: OutputProvider) -> Iterator[None]:
         yield
     finally:
         _provider.provide = previous
+
+
+def _check_apart(arrays: Sequence[np.ndarray], params: Sequence[Buffer]) -> None:
+    """RealizeError unless the arrays an output provider gave overlap neither one another nor
+    the run's (allocated, host) parameters: a compiled runner takes new outputs for storage of
+    their own (`Patches`) and may write one before it reads a parameter's last row."""
+    inputs = [b.array() for b in params if in_host_memory(b.device) and b.is_allocated]
+    for k, a in enumerate(arrays):
+        if any(np.may_share_memory(a, x) for x in [*arrays[:k], *inputs]):
+            raise RealizeError("an output provider gave an array that overlaps another output "
+                               "or an input of the run")
 
 
 def _take_provider() -> OutputProvider | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +75,7 @@ def _same(a: Any, b: Any) -> bool:
     """Whether spans `a` and `b` start at one address (a per-run array: the same one), so that
     row r of either is row r of the other."""
     if isinstance(a[0], str) or isinstance(b[0], str):
-        return a == b and a[1] >= 0
+        return a == b and a[-1] >= 0
     return a[0] == b[0]
 
 
@@ -104,21 +104,29 @@ def _joins(w: list[Any], r: list[Any], tile: _Tile) -> bool:
         all(_same(x, y) for x in w for y in tile.reads if _overlap(x, y))
 
 
-def _spans(fn: CpuCall, args: Sequence[Any], patched: dict[int, int]):
+def _spans(fn: CpuCall, args: Sequence[Any], patched: dict[int, int],
+           fresh: Mapping[int, int] | None = None):
     """What call `fn` on `args` writes and reads: byte ranges ``(start, end)`` of its static
-    arrays and ``("p", i)`` for a slot the run patches with its i-th array.  Slot 0 is every
-    compiled entry's output (an elementwise kernel's s0, a ring kernel's a[0]); the other
-    slots are read."""
+    arrays, ``("o", base, i)`` for a slot the run patches with its i-th array when that is a
+    new output or a view of one (`fresh`: i -> its base output's index, ren.replay.Patches)
+    and ``("p", i)`` for a slot patched with another run array.  Slot 0 is every compiled
+    entry's output (an elementwise kernel's s0, a ring kernel's a[0]); the other slots are
+    read."""
     def span(slot: int) -> Any:
         a = args[slot] if slot < len(args) else None
         if a is None:
-            return ("p", patched.get(slot, -1))
+            i = patched.get(slot, -1)
+            if fresh is not None and i in fresh:
+                return ("o", fresh[i], i)
+            return ("p", i)
         start = pointer(a)
         return (start, start + a.nbytes)
     return [span(0)], [span(s) for s in range(1, fn.nslots)]
 
 
 def _overlap(a: Any, b: Any) -> bool:
+    if a[0] == "o" or b[0] == "o":  # a new output: only its own base and that base's views
+        return a[0] == b[0] and a[1] == b[1]
     if isinstance(a[0], str) or isinstance(b[0], str):  # a per-run array: any other may alias it
         return isinstance(a[0], str) and isinstance(b[0], str)
     return a[0] < b[1] and b[0] < a[1]
@@ -131,7 +139,8 @@ def _conflict(w: list[Any], r: list[Any], writes: list[Any], reads: list[Any]) -
 
 def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
                patched: Sequence[dict[int, int]],
-               tiles: Sequence[tuple[int, int] | None] | None = None) -> list[int]:
+               tiles: Sequence[tuple[int, int] | None] | None = None,
+               fresh: Mapping[int, int] | None = None) -> list[int]:
     """Per call of a C segment: `TEAM` when it may run in a plan team (`team_kernel`), and
     `BARRIER` when the team must meet before it: it follows a team kernel of its stretch and
     reads or writes what a kernel since the last barrier writes, or writes what one reads (a
@@ -143,7 +152,12 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
     it (`_joins`: row-local kernels of one row length on the same rows).  The runner runs a
     tile row by row, meeting nowhere inside it, or (too few rows, cpu_ring_plan.c) kernel by
     kernel, meeting at the BARRIERs its calls also carry, as untiled.  The call after a tile
-    of two or more is flagged against everything since the last barrier before the tile."""
+    of two or more is flagged against everything since the last barrier before the tile.
+
+    `fresh` (run array index -> its base's, ren.replay.Patches): the run arrays that are new
+    outputs, which alias nothing but their own base's arrays; without it every run array may
+    alias every other (an encryption's c0 written in a tile would otherwise keep the next
+    kernel, which reads the public key, out of it: they might be one array)."""
     flags: list[int] = []
     writes: list[Any] = []
     reads: list[Any] = []
@@ -151,7 +165,7 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
     tile: _Tile | None = None  # the tile the last call is in
     for k, ((fn, args), slots) in enumerate(zip(run, patched)):
         team = team_kernel(fn)
-        w, r = _spans(fn, args, slots)
+        w, r = _spans(fn, args, slots, fresh)
         entry = tiles[k] if tiles is not None and team else None
         if not team or not flags or not flags[-1] & TEAM:  # a stretch starts (or none)
             flags.append(TEAM if team else 0)
@@ -213,6 +227,8 @@ class CompiledPlan(GraphRunner):
         patched: dict[int, dict[int, int]] = {}  # call -> {slot: the run's array index}
         for c, slot, i in patches:
             patched.setdefault(c, {})[slot] = i
+        # the run arrays that are new outputs (ren.replay.Patches); a plain list: none known
+        fresh: dict[int, int] = dict(getattr(patches, "fresh", None) or {})
         slots: list[dict[int, int]] = []  # the patched slots of each call of `run`
 
         def flush() -> None:
@@ -222,7 +238,7 @@ class CompiledPlan(GraphRunner):
             fns = (VOIDP * len(run))(*(fn.address for fn, _ in run))
             argvs = (VOIDP * len(run))(*(ctypes.addressof(v) for v in vectors))
             entries = [tile_entry(fn) for fn, _ in run]
-            flags = team_flags(run, slots, entries)
+            flags = team_flags(run, slots, entries, fresh)
             team = (ctypes.c_byte * len(run))(*flags)
             # per call: its row function (ren_rows_*; the entry itself for an NTT/INTT) where
             # it runs in a tile (it or the call after it has TILE), else NULL

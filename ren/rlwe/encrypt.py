@@ -4,7 +4,9 @@
 
 - public key (b, a) over Q·P: encrypt zero over Q_level·P as (v·b + e0, v·a + e1), divide by P (a
   RESCALE by the special primes: the noise v·e + e0 + e1·s shrinks to rounding noise, as SEAL
-  does), then add m in Q_level;
+  does), then add m in Q_level — an encoded message not yet realized (NTT of a TO_RNS of
+  integer words) is added before the division instead, as P'·m over Q·P' beside e0: the same
+  words, with m transformed together with the division's correction (one NTT fewer);
 - secret key: c1 uniform, c0 = e − c1·s + m.
 
 Every encryption draws fresh RANDOM nodes (seeds from the OS CSPRNG, or the insecure test stream
@@ -14,9 +16,13 @@ of `ren.random.seed`).  `Decryptor.decrypt` returns the lazy Poly c0 + c1·s (+ 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
 from ren.errors import ParameterError, check_instance, check_sequence
+from ren.node import Node
+from ren.ops import Op
 from ren.poly import Poly
+from ren.ring import RingSpec
 from ren.rlwe.ciphertext import Ciphertext, check_ntt_polys
 from ren.rlwe.errors import ParamsMismatchError
 from ren.rlwe.keys import PublicKey, SecretKey
@@ -67,14 +73,35 @@ class Encryptor:
             b, a = self.key.b.to_ring(ring), self.key.a.to_ring(ring)
             v = Poly.ternary(ring, device=p.device)
             special = p.encryption_special_moduli
-            e0, e1 = (Poly.gaussian(ring, p.sigma, device=p.device).ntt() for _ in range(2))
-            c0 = (v * b + e0).rescale(special)
-            c1 = (v * a + e1).rescale(special)
+            e0, e1 = (Poly.gaussian(ring, p.sigma, device=p.device) for _ in range(2))
+            lifted = _lifted_message(m, ring) if LIFT_MESSAGE else None
+            if lifted is not None:  # m joins e0: added before the division (one NTT fewer)
+                e0, m = e0 + lifted * prod(special), None
+            c0 = (v * b + e0.ntt()).rescale(special)
+            c1 = (v * a + e1.ntt()).rescale(special)
         else:
             s = self.key.poly.to_ring(p.ring(level))
             c1 = Poly.uniform(p.ring(level), device=p.device, domain="NTT")
             c0 = Poly.gaussian(p.ring(level), p.sigma, device=p.device).ntt() - c1 * s
         return (c0 if m is None else c0 + m), c1
+
+
+#: add an encoded message before the division by P' (`_lifted_message`); False: after it, in
+#: the NTT domain (the same words; for measurements)
+LIFT_MESSAGE = True
+
+
+def _lifted_message(m: Poly | None, ring: RingSpec) -> Poly | None:
+    """m's integer coefficients as residues over `ring` (Q·P'), coefficient domain, where m is
+    the NTT of a TO_RNS of integer words (an encoded plaintext not yet realized), else None.
+    P'·m then rides in e0's place: (y + P'·m).rescale(P') = y.rescale(P') + m mod Q exactly
+    (P'·m is 0 mod P', so the rounding sees the same residues), and the message is added in
+    the coefficient domain, where the division's correction is already transformed: one NTT
+    of 42 limbs fewer at N = 2^16, the same words."""
+    if m is None or m.node.op is not Op.NTT or m.node.src[0].op is not Op.TO_RNS:
+        return None
+    to_rns = m.node.src[0]
+    return Poly(Node(Op.TO_RNS, to_rns.dtype, to_rns.src, (ring, *to_rns.arg[1:])))
 
 
 class Decryptor:

@@ -52,12 +52,13 @@ _ROWS_FN = ctypes.CFUNCTYPE(ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlon
 
 
 def tile_entry(call: CpuCall) -> tuple[int, int] | None:
-    """``(row function, row length N)`` of a call that may run in a tile, row by row: an NTT or
-    INTT (0: the runner calls its limb transform) or an elementwise kernel its renderer found
+    """``(row function, row length N)`` of a call that may run in a tile, row by row: an NTT,
+    INTT or TO_RNS (0: the runner calls its limb code; a TO_RNS only starts a tile: each of its
+    rows reads every input word) or an elementwise kernel its renderer found
     row-local (its library exports ``ren_rows_<name>``: row r of its output reads rows r of its
     inputs alone, each N words from r * N); None for the rest (basis conversions and rescales
     mix rows)."""
-    if call.name in ("ntt", "intt"):
+    if call.name in ("ntt", "intt", "to_rns"):  # sizes {N, ...}: the runner's own row code
         return 0, int(call.extra[0][0])
     if not call.name.startswith("ren_ew_") or call.owner is None:
         return None
@@ -172,7 +173,9 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
             writes, reads, scratch = list(w), list(r), fn.name == "basis_convert"
             tile = _Tile(entry[1], list(w), list(r)) if entry is not None else None
             continue
-        if tile is not None and entry is not None and entry[1] == tile.row and _joins(w, r, tile):
+        # a TO_RNS row reads every input word: it may start a tile, never join one
+        if tile is not None and entry is not None and entry[1] == tile.row and \
+                fn.name != "to_rns" and _joins(w, r, tile):
             barrier = _conflict(w, r, writes, reads)  # where the untiled run meets
             flags.append(TEAM | TILE | (BARRIER if barrier else 0))
             if barrier:

@@ -126,14 +126,19 @@ static size_t ren_plan_scratch(i64 k, i64 e, const ren_entry* fns, void*** args)
    streams its whole multi-MiB arrays through memory, which two threads share), and no barrier
    is met inside the tile.  tile[k]: entry k's row function (an elementwise kernel's
    ren_rows_*, ren/backend/elementwise_loop.py: rows r0..r1-1, returns its row count), or the
-   NTT/INTT entry itself (rows by ntt_limb/intt_limb).  Every row is computed by the code of
+   NTT/INTT entry itself (rows by ntt_limb/intt_limb), or the TO_RNS entry (rows by torns_row:
+   every input word goes into each row, so a TO_RNS only starts a tile, never joins one).  Every row is computed by the code of
    the whole kernel, whole and fully reduced, so the words are the same. */
 typedef i64 (*ren_rows_fn)(void**, i64, i64);
 static i64 ren_tile_rows(ren_entry f, void* tile, void** a) {
-  if (f == ren_cpu_ntt || f == ren_cpu_intt) return ((const i64*)a[2])[1];
+  if (f == ren_cpu_ntt || f == ren_cpu_intt || f == ren_cpu_to_rns) return ((const i64*)a[2])[1];
   return ((ren_rows_fn)tile)(a, 0, 0);
 }
 static void ren_tile_row(ren_entry f, void* tile, void** a, i64 r) {
+  if (f == ren_cpu_to_rns) {  /* first in its tile only (its row reads every input word) */
+    torns_row(a, r);
+    return;
+  }
   if (f == ren_cpu_ntt || f == ren_cpu_intt) {
     const i64 n = ((const i64*)a[2])[0];
     const u32* q = (const u32*)a[3];

@@ -147,6 +147,27 @@ static void torns_task(u32* out, const u32* words, const i64 n, const i64 L, con
   }
 }
 
+/* limb r alone (every block of its row), as torns_task computes it for any split: the row
+   entry of a plan tile (cpu_ring_plan.c), which then runs the kernels after it on the row
+   while it is in the thread's L2; the weights of that limb only (W + 2 divisions) */
+static void torns_row(void** a, const i64 r) {
+  u32* out = (u32*)a[0];
+  const u32* words = (const u32*)a[1];
+  const i64* sz = (const i64*)a[2];
+  const u32* q = (const u32*)a[3];
+  const i64 n = sz[0], L = sz[1], W = sz[2];
+  if (n <= 0 || r < 0 || r >= L) return;
+  if (W <= 0) {
+    memset(out + r * n, 0, (size_t)n * sizeof(u32));
+    return;
+  }
+  u32* tw = torns_weights(q + r, 1, W);
+  if (tw == NULL) return;  /* (cannot happen for any ring's sizes) */
+  const i64 blocks = (n + TORNS_BLOCK - 1) / TORNS_BLOCK;
+  for (i64 b = 0; b < blocks; ++b) torns_task(out + r * n, words, n, 1, W, q + r, tw, 1, b);
+  free(tw);
+}
+
 /* TO_RNS tasks run inside plan teams so far (for tests: a one-limb call is shared out too) */
 static i64 ren_to_rns_team_tasks = 0;
 i64 ren_cpu_to_rns_team_tasks(void) {

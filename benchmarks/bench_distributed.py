@@ -30,7 +30,12 @@ worker's replay per ciphertext) / the replay (goal <= 10 %): serialization on bo
 transfers and scheduling, as far as they are not hidden behind the replay.  The client's own
 encode/decode per ciphertext is timed too (they run beside the workers, on another core).
 Last, the machine's own ceiling: two plain processes (no Dask) replaying side by side, against
-one alone; on a VM whose two cores share caches and memory bandwidth this is below 2x.
+one alone; on a VM whose two cores share caches and memory bandwidth this is below 2x.  Then
+the same with a third process doing the client's memory work for every replay (an input
+copied into a slot and checksummed, a result copied out, checksummed and range-checked: what
+`ren.distributed`'s client cannot avoid, without its Python or Dask): the most 2 workers / 1
+can reach while the client shares the two cores (stop 58: 1.34-1.57x, median 1.54x, against
+1.61-2.03x without it; the client's part alone 0.5-0.8 ms of CPU per N = 2^14 ciphertext).
 
 Before the jobs it prints the wire's own speed on one core (`wire_report`): encode and decode
 GB/s of an input and of a result ciphertext through `ren.distributed.wire` and Dask's
@@ -125,7 +130,8 @@ def make_params(log_n: int, device: str = "python") -> CKKSParams:
                           special_primes=3, insecure=True)
 
 
-def _replay_in_a_process(log_n: int, device: str, repeat: int, barrier: Any, out: Any) -> None:
+def _replay_in_a_process(log_n: int, device: str, repeat: int, barrier: Any, out: Any,
+                         done: Any = None) -> None:
     """One plain process (no Dask): make keys, capture, wait for the others, time replays.
     Its allocator is tuned as a worker's is (`tune_allocator`): untuned, a replay here took
     2.7x a worker's, and the ceiling measured page faults rather than the cores."""
@@ -139,29 +145,83 @@ def _replay_in_a_process(log_n: int, device: str, repeat: int, barrier: Any, out
     t0 = time.perf_counter()
     for _ in range(repeat):
         square(ct, keys=rlk)
+        if done is not None:
+            with done.get_lock():
+                done.value += 1
     out.put((time.perf_counter() - t0) / repeat)
+
+
+def _client_copies(sizes: tuple[int, int, int], barrier: Any, done: Any, stop: Any,
+                   out: Any) -> None:
+    """The client's memory work per ciphertext, once per replay the plain processes finish
+    (`ceiling` with `copies`): an input's words copied into one of 64 slot-sized buffers and
+    checksummed, a result's copied out of one of 64 and checksummed and range-checked (the
+    maximum of each row), as `ren.distributed` does on the client with XXH3 (SHA-256 without
+    xxhash); no Python objects, no Dask.  Puts its CPU seconds per ciphertext and how many it
+    did."""
+    import hashlib as hl
+
+    try:
+        import xxhash
+
+        digest: Any = lambda a: xxhash.xxh3_128(a).digest()  # noqa: E731
+    except ImportError:
+        digest = lambda a: hl.sha256(a).digest()  # noqa: E731
+    in_words, out_words, n = sizes[0] // 8, sizes[1] // 8, sizes[2]
+    rng = np.random.default_rng(0)
+    sources = [rng.integers(0, 1 << 60, in_words, dtype=np.uint64) for _ in range(8)]
+    slots = [np.ones(in_words, np.uint64) for _ in range(64)]
+    posted = [rng.integers(0, 1 << 60, (out_words // n, n), dtype=np.uint64) for _ in range(64)]
+    taken = [np.ones((out_words // n, n), np.uint64) for _ in range(8)]
+    barrier.wait()
+    k, c0 = 0, time.process_time()
+    while k < done.value or not stop.is_set():  # (every replay's share, the last ones too)
+        if k >= done.value:
+            time.sleep(0.0002)
+            continue
+        np.copyto(slots[k % 64], sources[k % 8])
+        digest(slots[k % 64])
+        np.copyto(taken[k % 8], posted[k * 7 % 64])
+        digest(taken[k % 8])
+        taken[k % 8].max(axis=1)
+        k += 1
+    out.put(((time.process_time() - c0) / max(1, k), k))
 
 
 #: seconds the ceiling waits for its plain processes (key generation and a capture each)
 CEILING_TIMEOUT = 600
 
 
-def ceiling(log_n: int, device: str, processes: int, repeat: int) -> float:
+def ceiling(log_n: int, device: str, processes: int, repeat: int,
+            copies: tuple[int, int, int] | None = None) -> float:
     """Seconds per replay when `processes` plain processes replay at once: what the machine
-    gives to any way of running them side by side (cores, caches, memory bandwidth)."""
+    gives to any way of running them side by side (cores, caches, memory bandwidth).  With
+    `copies` (an input's and a result's wire bytes, the ring degree) a third process does the
+    client's memory work for each replay done (`_client_copies`); its CPU seconds per
+    ciphertext and the ciphertexts it did are then in `ceiling.client_cpu` and
+    `ceiling.client_done`."""
     ctx = multiprocessing.get_context("spawn")
-    barrier, out = ctx.Barrier(processes), ctx.Queue()
-    procs = [ctx.Process(target=_replay_in_a_process, args=(log_n, device, repeat, barrier, out))
+    barrier, out = ctx.Barrier(processes + (copies is not None)), ctx.Queue()
+    done, stop, client_out = ctx.Value("l", 0), ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_replay_in_a_process, args=(log_n, device, repeat, barrier, out,
+                                                            done))
              for _ in range(processes)]
+    if copies is not None:
+        procs.append(ctx.Process(target=_client_copies, args=(copies, barrier, done, stop,
+                                                              client_out)))
     for p in procs:
         p.start()
     try:  # a process that died (it could not import this file, say) never answers
-        times = [out.get(timeout=CEILING_TIMEOUT) for _ in procs]
+        times = [out.get(timeout=CEILING_TIMEOUT) for _ in range(processes)]
     except queue.Empty:
         for p in procs:
             p.kill()
         raise RuntimeError(f"ceiling: {processes} plain replay process(es) gave no time within "
                            f"{CEILING_TIMEOUT} s (see their output above)") from None
+    stop.set()
+    if copies is not None:
+        got = client_out.get(timeout=CEILING_TIMEOUT)
+        ceiling.client_cpu, ceiling.client_done = got  # type: ignore[attr-defined]
     for p in procs:
         p.join()
     return statistics.mean(times)
@@ -580,6 +640,16 @@ def main(argv: list[str] | None = None) -> None:
         one, two = ceiling(args.log_n, args.device, 1, 6), ceiling(args.log_n, args.device, 2, 6)
         print(f"the machine's ceiling, plain processes without Dask: one replays in "
               f"{one * 1e3:.1f} ms, two side by side in {two * 1e3:.1f} ms each: "
+              f"{2 * one / two:.2f}x")
+        # the same beside the client's memory work alone (copies, checksums, range checks; no
+        # Python objects, no Dask): what 2 workers / 1 can reach with the client on these cores
+        sizes = (int(results[1][0]["sent"]), int(results[1][0]["received"]), params.N)
+        one = ceiling(args.log_n, args.device, 1, 60, sizes)
+        cost = ceiling.client_cpu  # type: ignore[attr-defined]
+        two = ceiling(args.log_n, args.device, 2, 60, sizes)
+        cost2 = ceiling.client_cpu  # type: ignore[attr-defined]
+        print(f"  beside the client's memory work ({cost * 1e3:.2f}/{cost2 * 1e3:.2f} ms CPU per "
+              f"ciphertext): one replays in {one * 1e3:.1f} ms, two in {two * 1e3:.1f} ms each: "
               f"{2 * one / two:.2f}x")
 
 

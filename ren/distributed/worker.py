@@ -227,7 +227,16 @@ def _run_group(plan_index: list[Any], item: list[Any], index: list[Any], *, cont
     a core is free (one worker on two cores).  It moved ~0.2 ms per N = 2^14 input off the
     task thread, but the replays beside it ran slower: one process, a group of 14, 9
     alternated runs on a quiet 2-core VM, the replay's CPU 4.43 -> 4.72 ms per input and
-    the group's wall 4.88 -> 5.01 ms per input."""
+    the group's wall 4.88 -> 5.01 ms per input.  Nor (stop 58, one worker, N = 2^14, 64 inputs,
+    alternated runs of 8 jobs on a loaded 2-core VM) a worker with one Dask thread more than
+    the groups it replays at once (a semaphore), so that the next group's task unpacks and
+    decodes its inputs beside the current group (beside its replays, or after them, beside its
+    encodes) and starts without Dask's ~1.5 ms between two tasks; nor XXH3 through ctypes
+    with the GIL released (the `xxhash` package holds it; the overlap above then serializes).
+    The bench's overhead (wall against the in-worker replay's wall) fell 15-21 % -> 9-15 % in
+    12 of 12 pairs, but only because the replays' wall grew (preempted by the extra thread):
+    the job's wall per replay CPU second did not move (1.17/1.19/1.39 -> 1.16/1.25/1.40,
+    medians of three sets), so no ciphertext came back sooner."""
     where = worker_address()
     ahead = decode_ahead(item, context_key, context_blob)
     out: list[Any] = []

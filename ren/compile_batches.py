@@ -82,3 +82,6 @@ def lacks(items: Sequence[ScheduledKernel]) -> bool:
 
 __all__ = ["COMPILE_SPLIT_FRACTION", "lacks", "per_device", "prepare",
            "split_point"]
+
+
+settings.retire_constants(__name__, {"COMPILE_SPLIT_BYTES": "REN_COMPILE_SPLIT_BYTES"})

@@ -526,3 +526,6 @@ def schedule(*outputs: Any, ctx: ScheduleContext | None = None,
     """Schedule the outputs (a SINK, or Polys/Nodes) with `pipeline` (default: the one in force,
     `ren.passes.current_pipeline`): the list of kernels to run, in order."""
     return linearize(run_passes(*outputs, ctx=ctx, pipeline=pipeline).sink)
+
+
+settings.retire_constants(__name__, {"MEMORY_ORDER": "REN_MEMORY_ORDER"})

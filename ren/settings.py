@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import types
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -264,3 +266,27 @@ def describe() -> str:
     return "\n".join(f"{s.name}={get(s.name)!r}  ({s.allowed_text()}"
                      f"{'; read each time' if s.fresh else ''})  {s.doc}"
                      for s in SWITCHES.values())
+
+
+def retire_constants(module: str, moved: Mapping[str, str]) -> None:
+    """Make the module constants `moved` (name -> the switch that replaced it) of `module` a
+    clear error where code still uses them: reading one is an AttributeError, assigning one a
+    SettingsError, each naming the switch (an assignment would otherwise create an attribute
+    nothing reads, and the program would run with the switch's value unawares)."""
+    def message(name: str) -> str:
+        return (f"{module}.{name} is now the setting {moved[name]}: use "
+                f"ren.settings.override({moved[name]}=...) around the code, or the environment "
+                f"variable {moved[name]}")
+
+    class Retired(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name in moved:
+                raise AttributeError(message(name))
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in moved:
+                raise SettingsError(message(name))
+            super().__setattr__(name, value)
+
+    sys.modules[module].__class__ = Retired

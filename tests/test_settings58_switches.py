@@ -42,6 +42,23 @@ def test_both_are_registry_switches_with_the_old_constants_defaults():
     assert all(f"{n}=" in table for n in NAMES)
 
 
+@pytest.mark.parametrize("module, name, switch", [
+    (sched, "MEMORY_ORDER", "REN_MEMORY_ORDER"),
+    (compile_batches, "COMPILE_SPLIT_BYTES", "REN_COMPILE_SPLIT_BYTES")])
+def test_the_old_constants_are_a_clear_error_not_a_silent_no_op(module, name, switch):
+    """Code written for the module constants fails on its line, naming the switch: an
+    assignment would otherwise make an attribute nothing reads."""
+    with pytest.raises(AttributeError, match=f"{name} is now the setting {switch}"):
+        getattr(module, name)
+    with pytest.raises(SettingsError, match=rf"override\({switch}=\.\.\.\)"):
+        setattr(module, name, 0)
+    assert name not in vars(module)
+    with pytest.raises(AttributeError, match="has no attribute 'NO_SUCH_NAME'"):
+        module.NO_SUCH_NAME  # noqa: B018 (other names: the usual error)
+    module._ren_test_attribute = 1  # other assignments work as before
+    assert vars(module).pop("_ren_test_attribute") == 1
+
+
 @pytest.mark.parametrize("name, raw", [("REN_MEMORY_ORDER", "2"), ("REN_MEMORY_ORDER", "-1"),
                                        ("REN_MEMORY_ORDER", "on"),
                                        ("REN_COMPILE_SPLIT_BYTES", "-1"),

@@ -98,7 +98,8 @@ def _lifted_message(m: Poly | None, ring: RingSpec) -> Poly | None:
     (P'·m is 0 mod P', so the rounding sees the same residues), and the message is added in
     the coefficient domain, where the division's correction is already transformed: one NTT
     of 42 limbs fewer at N = 2^16, the same words."""
-    if m is None or m.node.op is not Op.NTT or m.node.src[0].op is not Op.TO_RNS:
+    # (anything else, a wrong argument included, takes the old path: its add names the error)
+    if not isinstance(m, Poly) or m.node.op is not Op.NTT or m.node.src[0].op is not Op.TO_RNS:
         return None
     to_rns = m.node.src[0]
     return Poly(Node(Op.TO_RNS, to_rns.dtype, to_rns.src, (ring, *to_rns.arg[1:])))

@@ -168,13 +168,7 @@ class Poly:
                     raise ShapeError(f"coefficients must be ints, found {type(c).__name__} "
                                      f"{c!r}")
             words = pack_words(coeffs)
-        buf = Buffer(device if in_host_memory(device) else "python", words.shape)
-        buf.attach(np.ascontiguousarray(words))
-        node = Node(Op.TO_RNS, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
-                    (ring, words.shape[1]))
-        if device != buf.device:
-            node = Node(Op.COPY, DType.U32, (node,), device)
-        return cls(node)
+        return cls(words_node(words, ring, device))
 
     @classmethod
     def from_residues(cls, residues: np.ndarray | Sequence[Sequence[int]], ring: RingSpec,
@@ -481,6 +475,21 @@ class Poly:
         if dtype is not PayloadDType.U32_MONTGOMERY:  # (read_poly has checked the range)
             words = to_mont(words, get_tables(ring))
         return cls._from_stored(words, ring, domain, canonical_device(device))
+
+
+def words_node(words: np.ndarray, ring: RingSpec, device: str) -> Node:
+    """The lazy reduction (TO_RNS) into `ring` of N signed integers packed as (N, W) u32 words
+    (`ren.ring.pack_words`' layout, two's complement, low word first), on `device` (a
+    canonical name): `Poly.from_coefficients` after its checks, and callers that hold such
+    words already (the CKKS encoder's int64 coefficients on a little-endian host).  The words
+    buffer is the device's where its storage is host memory, else "python"'s, copied over."""
+    buf = Buffer(device if in_host_memory(device) else "python", words.shape)
+    buf.attach(np.ascontiguousarray(words))
+    node = Node(Op.TO_RNS, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),),
+                (ring, words.shape[1]))
+    if device != buf.device:
+        node = Node(Op.COPY, DType.U32, (node,), device)
+    return node
 
 
 def live_polys() -> list[Poly]:

@@ -30,12 +30,11 @@ from ren.ckks.errors import DecodeOverflowError, ParamsMismatchError, ScaleOutOf
 from ren.ckks.hostpool import side_by_side
 from ren.ckks.lift import LIFT_PIECE, lift, lift_bound, prefix_lift
 from ren.ckks.params import CKKSParams, log2_exact, scale_arg
-from ren.device import Buffer, canonical_device, in_host_memory
+from ren.device import canonical_device, in_host_memory
 from ren.errors import ParameterError, ShapeError, check_int_range
 from ren.ir import storage_buffer
-from ren.node import Node
-from ren.ops import DType, Op
-from ren.poly import Poly
+from ren.ops import Op
+from ren.poly import Poly, words_node
 from ren.realization import host_residues
 from ren.ring import RingSpec
 
@@ -83,10 +82,8 @@ def _message_poly(coeffs: np.ndarray | list[int], ring: RingSpec, device: str) -
     if not (isinstance(coeffs, np.ndarray) and coeffs.dtype == np.int64 and coeffs.ndim == 1
             and len(coeffs) == ring.N and in_host_memory(device) and sys.byteorder == "little"):
         return Poly.from_coefficients(coeffs, ring, device=device)
-    words = np.ascontiguousarray(coeffs).view(np.uint32).reshape(ring.N, 2)
-    buf = Buffer(device, words.shape)
-    buf.attach(words)
-    return Poly(Node(Op.TO_RNS, DType.U32, (Node(Op.BUFFER, DType.U32, (), buf),), (ring, 2)))
+    return Poly(words_node(np.ascontiguousarray(coeffs).view(np.uint32).reshape(ring.N, 2),
+                           ring, device))
 
 
 def _check_numbers(values) -> None:

@@ -51,6 +51,10 @@ _ROWS_FN = ctypes.CFUNCTYPE(ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlon
                             ctypes.c_longlong)
 
 
+#: tile entries whose rows read every input word: they may start a tile, never join one
+STARTS_ONLY = frozenset({"to_rns"})
+
+
 def tile_entry(call: CpuCall) -> tuple[int, int] | None:
     """``(row function, row length N)`` of a call that may run in a tile, row by row: an NTT,
     INTT or TO_RNS (0: the runner calls its limb code; a TO_RNS only starts a tile: each of its
@@ -58,8 +62,8 @@ def tile_entry(call: CpuCall) -> tuple[int, int] | None:
     row-local (its library exports ``ren_rows_<name>``: row r of its output reads rows r of its
     inputs alone, each N words from r * N); None for the rest (basis conversions and rescales
     mix rows)."""
-    if call.name in ("ntt", "intt", "to_rns"):  # sizes {N, ...}: the runner's own row code
-        return 0, int(call.extra[0][0])
+    if call.name in ("ntt", "intt") or call.name in STARTS_ONLY:  # the runner's own row code
+        return 0, int(call.extra[0][0])  # (sizes {N, ...})
     if not call.name.startswith("ren_ew_") or call.owner is None:
         return None
     try:  # not getattr: that caches the function in the library
@@ -173,9 +177,8 @@ def team_flags(run: Sequence[tuple[CpuCall, Sequence[Any]]],
             writes, reads, scratch = list(w), list(r), fn.name == "basis_convert"
             tile = _Tile(entry[1], list(w), list(r)) if entry is not None else None
             continue
-        # a TO_RNS row reads every input word: it may start a tile, never join one
         if tile is not None and entry is not None and entry[1] == tile.row and \
-                fn.name != "to_rns" and _joins(w, r, tile):
+                fn.name not in STARTS_ONLY and _joins(w, r, tile):
             barrier = _conflict(w, r, writes, reads)  # where the untiled run meets
             flags.append(TEAM | TILE | (BARRIER if barrier else 0))
             if barrier:

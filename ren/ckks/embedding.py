@@ -73,10 +73,24 @@ def _inverse_half(v: np.ndarray, N: int, which: int, out: np.ndarray) -> None:
     the even outputs, the N/2 transform of v_n + v_(n+N/2); 1 the odd ones, that of
     (v_n − v_(n+N/2))·exp(−2πi·n/N); untwisted, their real parts to out[which::2].  NumPy's
     FFT releases the GIL, so the halves run side by side, each the same floats on any thread."""
+    out[which::2] = _half_values(v, N, which)
+
+
+def _half_values(v: np.ndarray, N: int, which: int) -> np.ndarray:
+    """The real values of one half of `embed_inverse`'s transform (`_inverse_half`), new."""
     h = N // 2
     twiddle, even, odd = _inverse_tables(N)
     a = v[:h] + v[h:] if which == 0 else (v[:h] - v[h:]) * twiddle
-    out[which::2] = (np.fft.fft(a) * (odd if which else even)).real
+    return (np.fft.fft(a) * (odd if which else even)).real
+
+
+def _slot_vector(z: np.ndarray, N: int) -> np.ndarray:
+    """v of `embed_inverse`: z at the slots' odd powers, conj(z) at their conjugates'."""
+    t, tc, _ = _tables(N)
+    v = np.empty(N, dtype=np.complex128)  # (t and tc hold every index once: all written)
+    v[t] = z
+    v[tc] = np.conj(z)
+    return v
 
 
 def embed_inverse(z: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
@@ -93,10 +107,7 @@ def embed_inverse(z: np.ndarray, N: int, threads: int = 1) -> np.ndarray:
     evaluation), but they are the same at every thread count."""
     threads = check_int_range(threads, "embed_inverse: threads", 1, 256,
                               hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
-    t, tc, _ = _tables(N)
-    v = np.zeros(N, dtype=np.complex128)
-    v[t] = z
-    v[tc] = np.conj(z)
+    v = _slot_vector(z, N)
     if N < _INVERSE_SPLIT_MIN:
         return (np.fft.fft(v) / N * _untwist(N)).real
     out = np.empty(N)
@@ -110,10 +121,7 @@ def _rounded_half(v: np.ndarray, N: int, which: int, scale: float, out: np.ndarr
     rint(m·scale) to int64 in out[which::2] (garbage where |m·scale| passes int64: the caller
     checks `tops`) and max |m| in tops[which].  Each value is `embed_inverse`'s float times
     `scale`, rounded as NumPy rounds it there: the same integers."""
-    h = N // 2
-    twiddle, even, odd = _inverse_tables(N)
-    a = v[:h] + v[h:] if which == 0 else (v[:h] - v[h:]) * twiddle
-    m = (np.fft.fft(a) * (odd if which else even)).real
+    m = _half_values(v, N, which)
     tops[which] = np.max(np.abs(m), initial=0.0)
     with np.errstate(over="ignore", invalid="ignore"):  # (out of int64: the caller's check;
         m *= scale                                      # the state is per thread)
@@ -131,10 +139,7 @@ def embed_inverse_rounded(z: np.ndarray, N: int, scale: float, threads: int = 1
         return None
     threads = check_int_range(threads, "embed_inverse_rounded: threads", 1, 256,
                               hint="REN_CPU_THREADS's range; 1 runs both halves on the caller")
-    t, tc, _ = _tables(N)
-    v = np.empty(N, dtype=np.complex128)  # (t and tc hold every index once: all written)
-    v[t] = z
-    v[tc] = np.conj(z)
+    v = _slot_vector(z, N)
     out = np.empty(N, dtype=np.int64)
     tops = np.zeros(2)
     side_by_side(lambda which: _rounded_half(v, N, which, scale, out, tops), (0, 1), threads)
